@@ -1,0 +1,77 @@
+import Crypto
+import Foundation
+
+/// The stored smart-lockout counters of an account.
+public struct LockoutState: Sendable, Equatable {
+    public var failedAttempts: Int
+    public var lockoutCount: Int
+    public var lockedUntil: Date?
+    /// A keyed fingerprint of the last wrong password, so the same wrong password twice counts once.
+    public var lastFailedFingerprint: String?
+
+    public init(failedAttempts: Int = 0, lockoutCount: Int = 0, lockedUntil: Date? = nil, lastFailedFingerprint: String? = nil) {
+        self.failedAttempts = failedAttempts
+        self.lockoutCount = lockoutCount
+        self.lockedUntil = lockedUntil
+        self.lastFailedFingerprint = lastFailedFingerprint
+    }
+
+    public func isLocked(at now: Date) -> Bool { lockedUntil.map { $0 > now } ?? false }
+}
+
+/// B2C's smart lockout (research/b2c-protocol.md §5.5): 10 failures lock the account for a
+/// minute; once an account has been locked, each further failure locks it again; the first 10
+/// lockouts last one minute and every further 10 double the period, up to 5 hours; repeating the
+/// same wrong password does not count; a successful sign-in resets everything.
+public struct LockoutPolicy: Sendable, Equatable {
+    public var threshold: Int
+    public var duration: TimeInterval
+    public var maximumDuration: TimeInterval
+
+    public static let `default` = LockoutPolicy(threshold: 10, duration: 60, maximumDuration: 5 * 3600)
+
+    public init(threshold: Int, duration: TimeInterval, maximumDuration: TimeInterval) {
+        self.threshold = threshold
+        self.duration = duration
+        self.maximumDuration = maximumDuration
+    }
+
+    /// How long the `lockoutNumber`-th lockout lasts (1-based).
+    public func lockoutDuration(forLockout lockoutNumber: Int) -> TimeInterval {
+        let doublings = max(0, (lockoutNumber - 1) / 10)
+        let seconds = duration * pow(2, Double(min(doublings, 30)))
+        return min(seconds, maximumDuration)
+    }
+
+    /// The state after a wrong password whose fingerprint is `fingerprint`.
+    public func afterFailure(_ state: LockoutState, fingerprint: String, now: Date) -> LockoutState {
+        var next = state
+        if let last = state.lastFailedFingerprint, Secrets.constantTimeEquals(last, fingerprint) {
+            return next
+        }
+        next.lastFailedFingerprint = fingerprint
+        next.failedAttempts += 1
+        // After a first lockout, one more failure is enough to lock again.
+        let limit = state.lockoutCount > 0 ? 1 : threshold
+        if next.failedAttempts >= limit {
+            next.lockoutCount += 1
+            next.failedAttempts = 0
+            next.lockedUntil = now.addingTimeInterval(lockoutDuration(forLockout: next.lockoutCount))
+        }
+        return next
+    }
+
+    /// The state after a correct password: counters cleared.
+    public func afterSuccess(_ state: LockoutState) -> LockoutState { LockoutState() }
+}
+
+/// Fingerprints a wrong password with a server-held key (HMAC-SHA256, truncated), so the store
+/// never holds the password or an unkeyed hash of it.
+struct PasswordFingerprinter: Sendable {
+    let key: SymmetricKey
+
+    func fingerprint(_ password: String) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: Data(password.utf8), using: key)
+        return Data(mac).prefix(12).base64EncodedString()
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import SQLKit
+import Storage
+
+/// Errors the account store reports as domain conditions.
+public enum UserDirectoryError: Error, Equatable {
+    case duplicate
+}
+
+/// Consumer accounts.
+public protocol UserDirectory: Sendable {
+    func create(_ user: UserAccount) async throws
+    func user(id: UUID) async throws -> UserAccount?
+    func user(tenantID: UUID, provider: IdentityProviderKind, signInName: String) async throws -> UserAccount?
+    func users(tenantID: UUID) async throws -> [UserAccount]
+    func delete(id: UUID) async throws -> Bool
+    func updateProfile(id: UUID, displayName: String, attributes: [String: String], now: Date) async throws
+    /// Replaces the password, clears lockout and revokes every refresh-token family of the user
+    /// (a password change revokes grants: AADB2C90129).
+    func setPassword(id: UUID, hash: String, now: Date) async throws
+    /// Replaces the hash without revoking anything (a cost upgrade at sign-in).
+    func upgradeHash(id: UUID, hash: String) async throws
+    /// Applies `transition` to the stored lockout state atomically and returns the new state.
+    func updateLockout(id: UUID, _ transition: @escaping @Sendable (LockoutState) -> LockoutState) async throws -> LockoutState
+}
+
+public struct SQLUserDirectory: UserDirectory {
+    let database: any Database
+
+    public init(database: any Database) { self.database = database }
+
+    struct Row: Codable {
+        var id: String
+        var tenant_id: String
+        var identity_provider: String
+        var sign_in_name: String
+        var email: String?
+        var display_name: String
+        var attributes: String
+        var password_hash: String?
+        var created_at: Int64
+        var updated_at: Int64
+        var password_changed_at: Int64?
+        var failed_attempts: Int64
+        var lockout_count: Int64
+        var locked_until: Int64?
+        var last_failed_fingerprint: String?
+
+        init(_ user: UserAccount) {
+            id = user.objectID
+            tenant_id = user.tenantID.uuidString.lowercased()
+            identity_provider = user.identityProvider.rawValue
+            sign_in_name = user.signInName
+            email = user.email
+            display_name = user.displayName
+            attributes = StoredJSON.encode(user.attributes)
+            password_hash = user.passwordHash
+            created_at = user.createdAt.epochSeconds
+            updated_at = user.updatedAt.epochSeconds
+            password_changed_at = user.passwordHash == nil ? nil : user.createdAt.epochSeconds
+            failed_attempts = Int64(user.lockout.failedAttempts)
+            lockout_count = Int64(user.lockout.lockoutCount)
+            locked_until = user.lockout.lockedUntil?.epochSeconds
+            last_failed_fingerprint = user.lockout.lastFailedFingerprint
+        }
+
+        var lockout: LockoutState {
+            LockoutState(
+                failedAttempts: Int(failed_attempts), lockoutCount: Int(lockout_count),
+                lockedUntil: locked_until.map { Date(timeIntervalSince1970: TimeInterval($0)) },
+                lastFailedFingerprint: last_failed_fingerprint)
+        }
+
+        var user: UserAccount? {
+            guard let id = UUID(uuidString: id), let tenantID = UUID(uuidString: tenant_id),
+                let provider = IdentityProviderKind(rawValue: identity_provider)
+            else { return nil }
+            var user = UserAccount(
+                id: id, tenantID: tenantID, identityProvider: provider, signInName: sign_in_name, email: email,
+                displayName: display_name, attributes: StoredJSON.decode([String: String].self, attributes) ?? [:],
+                passwordHash: password_hash, createdAt: Date(timeIntervalSince1970: TimeInterval(created_at)),
+                lockout: lockout)
+            user.updatedAt = Date(timeIntervalSince1970: TimeInterval(updated_at))
+            return user
+        }
+    }
+
+    public func create(_ user: UserAccount) async throws {
+        let row = Row(user)
+        do {
+            try await database.transaction { sql in
+                try await sql.insert(into: "users").model(row).run()
+            }
+        } catch where database.isUniqueViolation(error) {
+            throw UserDirectoryError.duplicate
+        }
+    }
+
+    public func user(id: UUID) async throws -> UserAccount? {
+        let key = id.uuidString.lowercased()
+        return try await database.read { sql in
+            try await sql.select().columns("*").from("users").where("id", .equal, key).first(decoding: Row.self)
+        }?.user
+    }
+
+    public func user(tenantID: UUID, provider: IdentityProviderKind, signInName: String) async throws -> UserAccount? {
+        let tenant = tenantID.uuidString.lowercased()
+        return try await database.read { sql in
+            try await sql.select().columns("*").from("users")
+                .where("tenant_id", .equal, tenant).where("identity_provider", .equal, provider.rawValue)
+                .where("sign_in_name", .equal, signInName)
+                .first(decoding: Row.self)
+        }?.user
+    }
+
+    public func users(tenantID: UUID) async throws -> [UserAccount] {
+        let tenant = tenantID.uuidString.lowercased()
+        return try await database.read { sql in
+            try await sql.select().columns("*").from("users").where("tenant_id", .equal, tenant)
+                .orderBy("sign_in_name").all(decoding: Row.self)
+        }.compactMap(\.user)
+    }
+
+    public func delete(id: UUID) async throws -> Bool {
+        let key = id.uuidString.lowercased()
+        return try await database.transaction { sql in
+            let exists = try await sql.select().column("id").from("users").where("id", .equal, key).first()
+            guard exists != nil else { return false }
+            try await sql.delete(from: "sso_sessions").where("user_id", .equal, key).run()
+            try await sql.raw(
+                "DELETE FROM refresh_tokens WHERE family_id IN (SELECT id FROM refresh_token_families WHERE user_id = \(bind: key))"
+            ).run()
+            try await sql.delete(from: "refresh_token_families").where("user_id", .equal, key).run()
+            try await sql.delete(from: "users").where("id", .equal, key).run()
+            return true
+        }
+    }
+
+    public func updateProfile(id: UUID, displayName: String, attributes: [String: String], now: Date) async throws {
+        let key = id.uuidString.lowercased()
+        let encoded = StoredJSON.encode(attributes)
+        try await database.transaction { sql in
+            try await sql.update("users").set("display_name", to: displayName).set("attributes", to: encoded)
+                .set("updated_at", to: now.epochSeconds).where("id", .equal, key).run()
+        }
+    }
+
+    public func setPassword(id: UUID, hash: String, now: Date) async throws {
+        let key = id.uuidString.lowercased()
+        try await database.transaction { sql in
+            try await sql.update("users").set("password_hash", to: hash).set("password_changed_at", to: now.epochSeconds)
+                .set("updated_at", to: now.epochSeconds)
+                .set("failed_attempts", to: 0).set("lockout_count", to: 0)
+                .set("locked_until", to: SQLLiteral.null).set("last_failed_fingerprint", to: SQLLiteral.null)
+                .where("id", .equal, key).run()
+            try await sql.update("refresh_token_families").set("revoked_at", to: now.epochSeconds)
+                .set("revoked_reason", to: "password changed")
+                .where("user_id", .equal, key).where("revoked_at", .is, SQLLiteral.null).run()
+        }
+    }
+
+    public func upgradeHash(id: UUID, hash: String) async throws {
+        let key = id.uuidString.lowercased()
+        try await database.transaction { sql in
+            try await sql.update("users").set("password_hash", to: hash).where("id", .equal, key).run()
+        }
+    }
+
+    public func updateLockout(
+        id: UUID, _ transition: @escaping @Sendable (LockoutState) -> LockoutState
+    ) async throws -> LockoutState {
+        let key = id.uuidString.lowercased()
+        let engine = database.engine
+        return try await database.transaction { sql in
+            var select = sql.select().columns("*").from("users").where("id", .equal, key)
+            // Row lock on PostgreSQL so concurrent failures are all counted; SQLite's single
+            // writer already serialises the transaction.
+            if engine == .postgres { select = select.for(.update) }
+            guard let row = try await select.first(decoding: Row.self) else { return LockoutState() }
+            let next = transition(row.lockout)
+            try await sql.update("users")
+                .set("failed_attempts", to: Int64(next.failedAttempts))
+                .set("lockout_count", to: Int64(next.lockoutCount))
+                .set("locked_until", to: next.lockedUntil?.epochSeconds)
+                .set("last_failed_fingerprint", to: next.lastFailedFingerprint)
+                .where("id", .equal, key).run()
+            return next
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import Crypto
+import Foundation
+import Hummingbird
+import Logging
+
+/// A local stand-in for facebook.com, so `B2C_1_facebook` and `domain_hint=facebook.com` work
+/// with no network (SPEC §2.7). It speaks the same shape as the real exchange: B2C redirects to
+/// the provider's dialog, the provider redirects back to `{tenant}/oauth2/authresp` with a code,
+/// and B2C turns the asserted identity into a stub account with its own object id
+/// (research/b2c-protocol.md §5.3).
+struct SimulatedFacebook: Sendable {
+    let service: IdentityService
+    var flow: InteractionFlow { InteractionFlow(service: service) }
+
+    static let dialogPath = "/facebook.com/dialog/oauth"
+
+    static func authorizeURL(record: InteractionRecord) -> String {
+        let callback = EndpointPath(
+            tenantSegment: record.request.tenantSegment, policy: nil, placement: .none, endpoint: .federationCallback
+        ).url(origin: record.request.origin, for: .federationCallback)
+        let query = FormEncoding.encode([
+            ("client_id", "todob2c-simulated"), ("redirect_uri", callback), ("state", record.id), ("response_type", "code"),
+            ("scope", "email public_profile"),
+        ])
+        return "\(record.request.origin)\(dialogPath)?\(query)"
+    }
+
+    /// The callback must be this service's own `…/oauth2/authresp` on the request's origin, so the
+    /// simulated provider cannot be used as an open redirector.
+    private func checkedCallback(_ value: String?, request: Request) throws -> String {
+        guard let value, let url = URLComponents(string: value),
+            "\(url.scheme ?? "")://\(url.host ?? "")\(url.port.map { ":\($0)" } ?? "")" == service.origin(of: request),
+            url.path.lowercased().hasSuffix("/oauth2/authresp"), url.query == nil
+        else {
+            throw PageError(status: .badRequest, title: "Invalid request", message: "The redirect_uri is not this service's callback.")
+        }
+        return value
+    }
+
+    /// `GET|POST /facebook.com/dialog/oauth`.
+    func dialog(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        do {
+            let query = RequestParameters(query: request.uri.query)
+            var form = RequestParameters(pairs: [])
+            if request.method == .post { form = try await FormBody.read(request, context: context) }
+            let parameters = request.method == .post ? form : query
+            let callback = try checkedCallback(parameters["redirect_uri"], request: request)
+            let record = try await flow.interaction(parameters["state"])
+            let (tenant, _) = try await flow.tenantAndFlow(of: record)
+            if request.method == .get {
+                let values: [String: Any] = [
+                    "title": "Log in to Facebook (simulated)", "action": Self.dialogPath, "state": record.id,
+                    "redirectURI": callback, "csrf": request.cookies[InteractionFlow.csrfCookie]?.value ?? "",
+                    "email": record.request.loginHint ?? "", "name": "",
+                ]
+                return .html(try service.pages.render("facebook", values, tenant: tenant))
+            }
+            guard flow.checkCSRF(request: request, form: form, record: record) else {
+                throw PageError(status: .forbidden, title: "Request blocked", message: "The form could not be verified. Start again from the application.")
+            }
+            if form["cancel"] == "1" {
+                return .redirecting(to: callback + "?" + FormEncoding.encode([("error", "access_denied"), ("error_reason", "user_denied"), ("state", record.id)]))
+            }
+            let email = (form["email"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            let name = (form["name"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            guard EmailAddress.isValid(email), !name.isEmpty, name.count <= UserAttribute.maximumLength else {
+                let values: [String: Any] = [
+                    "title": "Log in to Facebook (simulated)", "action": Self.dialogPath, "state": record.id,
+                    "redirectURI": callback, "csrf": form["csrf_token"] ?? "", "email": email, "name": name,
+                    "error": "Enter an email address and a name.",
+                ]
+                return .html(try service.pages.render("facebook", values, tenant: tenant), status: .badRequest)
+            }
+            let parts = name.split(separator: " ", maxSplits: 1).map(String.init)
+            let identity = FederatedIdentity(
+                provider: .facebook, subject: Self.facebookID(for: email), email: email, displayName: name,
+                givenName: parts.first, surname: parts.count > 1 ? parts[1] : nil)
+            let code = Secrets.randomToken()
+            try await service.interactions.saveFederationCode(
+                code, interactionID: record.id, identity: identity, expiresAt: service.now.addingTimeInterval(300))
+            return .redirecting(to: callback + "?" + FormEncoding.encode([("code", code), ("state", record.id)]))
+        } catch let error as PageError {
+            return flow.errorPage(error, tenant: nil, context: context)
+        }
+    }
+
+    /// A stable numeric id per simulated Facebook account, like Facebook's app-scoped ids.
+    static func facebookID(for email: String) -> String {
+        let digest = SHA256.hash(data: Data(EmailAddress.normalized(email).utf8))
+        let number = digest.prefix(7).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return String(number)
+    }
+
+    /// `GET /{tenant}/oauth2/authresp`: the provider's answer.
+    func callback(_ request: Request, context: IdentityRequestContext, path: EndpointPath) async throws -> Response {
+        do {
+            let query = RequestParameters(query: request.uri.query)
+            let record = try await flow.interaction(query["state"])
+            let tenant = try await service.tenant(for: path.tenantSegment)
+            guard tenant.id == record.request.tenantID else {
+                throw PageError(status: .badRequest, title: "Invalid request", message: "The callback does not match the sign-in.")
+            }
+            if query["error"] != nil { return try await flow.fail(record, with: .userCancelled, context: context) }
+            guard let code = query.nonEmpty("code"), let taken = try await service.interactions.takeFederationCode(code, now: service.now),
+                taken.interactionID == record.id
+            else {
+                throw PageError(status: .badRequest, title: "Sign-in failed", message: "The identity provider's answer is not valid or has expired.")
+            }
+            let identity = taken.identity
+            var newUser = false
+            var user = try await service.users.user(tenantID: tenant.id, provider: identity.provider, signInName: identity.subject)
+            if user == nil {
+                var attributes: [String: String] = [:]
+                attributes[UserAttribute.givenName.rawValue] = identity.givenName
+                attributes[UserAttribute.surname.rawValue] = identity.surname
+                let created = UserAccount(
+                    tenantID: tenant.id, identityProvider: identity.provider, signInName: identity.subject, email: identity.email,
+                    displayName: identity.displayName, attributes: attributes, createdAt: service.now)
+                do {
+                    try await service.users.create(created)
+                    newUser = true
+                    user = created
+                    context.logger.info("federated account created", metadata: ["oid": "\(created.objectID)", "idp": "\(identity.provider.rawValue)"])
+                } catch UserDirectoryError.duplicate {
+                    user = try await service.users.user(tenantID: tenant.id, provider: identity.provider, signInName: identity.subject)
+                }
+            }
+            guard let user else { throw PageError(status: .internalServerError, title: "Sign-in failed", message: "The account could not be created.") }
+            let (_, userFlow) = try await flow.tenantAndFlow(of: record)
+            if userFlow.type == .profileEdit {
+                try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
+                return .redirecting(to: flow.pageURL("profile", record: record))
+            }
+            return try await flow.complete(
+                record, user: user, identityProvider: identity.provider, newUser: newUser, authTime: service.now, context: context)
+        } catch let error as PageError {
+            return flow.errorPage(error, tenant: nil, context: context)
+        }
+    }
+}

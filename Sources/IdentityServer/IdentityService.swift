@@ -1,0 +1,62 @@
+import Foundation
+import Hummingbird
+import Logging
+
+/// The identity service's dependencies, built once by ``buildIdentityServer(configuration:database:clock:logger:)``
+/// and shared by its controllers.
+struct IdentityService: Sendable {
+    let configuration: IdentityServerConfiguration
+    let clock: any IdentityClock
+    let tenants: any TenantDirectory
+    let users: any UserDirectory
+    let grants: any GrantStore
+    let interactions: any InteractionStore
+    let keys: SigningKeyRing
+    let hasher: PasswordHasher
+    let pages: PageRenderer
+    let issuer: TokenIssuer
+
+    var now: Date { clock.now }
+
+    /// `scheme://host[:port]` of the request. The host comes from the request (B2C's issuer and
+    /// endpoints follow the host that served the request; research/b2c-protocol.md §1.6) but
+    /// only if it is a plain host[:port], so nothing odd reaches a URL, a page or a token.
+    func origin(of request: Request) -> String {
+        let authority = request.head.authority ?? ""
+        return "\(configuration.scheme)://\(Self.isPlainAuthority(authority) ? authority : configuration.defaultAuthority)"
+    }
+
+    static func isPlainAuthority(_ authority: String) -> Bool {
+        guard !authority.isEmpty, authority.count <= 255 else { return false }
+        if authority.hasPrefix("[") {
+            return authority.allSatisfy { $0.isHexDigit || ":[].".contains($0) || $0.isNumber }
+        }
+        return authority.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || ".-:".contains($0)) }
+            && authority.filter { $0 == ":" }.count <= 1
+    }
+
+    /// B2C's default issuer: `{origin}/{tenant GUID}/v2.0/` (research/b2c-protocol.md §1.6).
+    func issuer(origin: String, tenant: Tenant) -> String { "\(origin)/\(tenant.guid)/v2.0/" }
+
+    /// The tenant of a URL segment: its name or GUID; `common`, `organizations` and `consumers`
+    /// (Microsoft-identity-platform authorities) mean the default tenant.
+    func tenant(for segment: String) async throws -> Tenant {
+        if ["common", "organizations", "consumers"].contains(segment.lowercased()),
+            let tenant = try await tenants.defaultTenant()
+        {
+            return tenant
+        }
+        guard let tenant = try await tenants.tenant(matching: segment) else { throw B2CError.unknownTenant(segment) }
+        return tenant
+    }
+
+    /// The tenant and user flow a protocol URL names.
+    func resolve(_ path: EndpointPath) async throws -> (Tenant, UserFlow) {
+        let tenant = try await tenant(for: path.tenantSegment)
+        let name = path.policy ?? tenant.defaultPolicy
+        guard UserFlow.isValidName(name), let flow = try await tenants.userFlow(tenantID: tenant.id, name: name) else {
+            throw B2CError.unknownPolicy(name, tenant: tenant.name)
+        }
+        return (tenant, flow)
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+
+/// What the app asked for at `/authorize`, kept server-side while the user walks through the
+/// hosted pages (B2C does the same with its `tx` state). Pages carry only the opaque id.
+public struct AuthorizationRequest: Sendable, Codable, Equatable {
+    public var tenantID: UUID
+    public var tenantSegment: String
+    public var policy: String
+    public var clientID: String
+    public var redirectURI: String
+    public var responseTypes: [String]
+    public var responseMode: ResponseMode
+    public var scopes: [String]
+    public var state: String?
+    public var nonce: String?
+    public var codeChallenge: String?
+    public var codeChallengeMethod: String?
+    public var prompt: String?
+    public var loginHint: String?
+    public var domainHint: String?
+    public var maxAge: Int?
+    /// `scheme://host[:port]` the request came in on; page and issuer URLs are built from it.
+    public var origin: String
+
+    var wantsCode: Bool { responseTypes.contains("code") }
+    var wantsIDToken: Bool { responseTypes.contains("id_token") }
+    var wantsAccessToken: Bool { responseTypes.contains("token") }
+}
+
+/// How the result goes back to the app (OAuth 2.0 Multiple Response Type Encoding Practices;
+/// OAuth 2.0 Form Post Response Mode).
+public enum ResponseMode: String, Sendable, Codable {
+    case query
+    case fragment
+    case formPost = "form_post"
+}
+
+/// One stored interactive transaction and its progress.
+struct InteractionRecord: Sendable {
+    var id: String
+    var request: AuthorizationRequest
+    var csrfHash: String
+    var expiresAt: Date
+    var completedAt: Date?
+    /// The account that signed in on the sign-in page, waiting for a next step (profile edit).
+    var pendingUserID: UUID?
+    /// The email whose verification code was sent (password reset).
+    var pendingEmail: String?
+    /// The email the user proved they own (password reset).
+    var verifiedEmail: String?
+}
+
+/// A single-sign-on session at the identity service (the cookie holds a random id; the store
+/// holds its hash).
+struct SSOSession: Sendable, Equatable {
+    var tenantID: UUID
+    var userID: UUID
+    var identityProvider: IdentityProviderKind
+    var authTime: Date
+    var expiresAt: Date
+}
+
+/// A message the service would have mailed; shown on the dev outbox page and in the log.
+public struct OutboxMessage: Sendable, Equatable {
+    public var id: String
+    public var tenantID: UUID
+    public var recipient: String
+    public var subject: String
+    public var body: String
+    public var createdAt: Date
+}
+
+/// What the simulated upstream provider asserted about a user.
+struct FederatedIdentity: Sendable, Equatable {
+    var provider: IdentityProviderKind
+    var subject: String
+    var email: String?
+    var displayName: String
+    var givenName: String?
+    var surname: String?
+}

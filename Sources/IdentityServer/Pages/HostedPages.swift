@@ -1,0 +1,335 @@
+import Foundation
+import Hummingbird
+import Logging
+
+/// The hosted pages of a transaction: `…/{tenant}/{policy}/pages/{name}?tx=…` (SPEC §2.3).
+/// GET shows a page; POST (with the CSRF token) acts on it.
+struct HostedPages: Sendable {
+    let service: IdentityService
+    var flow: InteractionFlow { InteractionFlow(service: service) }
+
+    func handle(_ request: Request, context: IdentityRequestContext, path: EndpointPath, page: String) async throws -> Response {
+        var tenant: Tenant?
+        do {
+            let query = RequestParameters(query: request.uri.query)
+            let record = try await flow.interaction(query["tx"])
+            let (recordTenant, userFlow) = try await flow.tenantAndFlow(of: record)
+            tenant = recordTenant
+            // The page URL must name the transaction's own tenant and flow.
+            guard let policy = path.policy, policy.lowercased() == userFlow.name.lowercased() else {
+                throw PageError(status: .badRequest, title: "Not found", message: "This page does not belong to this sign-in.")
+            }
+            var form = RequestParameters(pairs: [])
+            if request.method == .post {
+                form = try await FormBody.read(request, context: context)
+                guard flow.checkCSRF(request: request, form: form, record: record) else {
+                    context.logger.warning("CSRF check failed", metadata: ["page": "\(page)"])
+                    throw PageError(
+                        status: .forbidden, title: "Request blocked",
+                        message: "The form could not be verified (its security token is missing or wrong). Return to the application and start again.")
+                }
+            }
+            let step = PageStep(
+                service: service, flow: flow, record: record, tenant: recordTenant, userFlow: userFlow, request: request,
+                form: form, context: context)
+            switch (page, request.method) {
+            case ("signin", .get): return try step.signInPage()
+            case ("signin", .post): return try await step.signIn()
+            case ("signup", .get): return try step.signUpPage()
+            case ("signup", .post): return try await step.signUp()
+            case ("forgot", .get): return try await step.forgotPassword()
+            case ("cancel", .post): return try await flow.fail(record, with: .userCancelled, context: context)
+            case ("social", .get): return try step.social(provider: query["provider"])
+            case ("reset", .get): return try await step.resetPage()
+            case ("reset", .post): return try await step.reset()
+            case ("profile", .get): return try await step.profilePage()
+            case ("profile", .post): return try await step.saveProfile()
+            default:
+                throw PageError(status: .notFound, title: "Not found", message: "There is no such page.")
+            }
+        } catch let error as PageError {
+            return flow.errorPage(error, tenant: tenant, context: context)
+        } catch let error as B2CError {
+            return flow.errorPage(PageError(error), tenant: tenant, context: context)
+        } catch PasswordHasher.HasherError.busy {
+            return flow.errorPage(PageError(.temporarilyUnavailable), tenant: tenant, context: context)
+        }
+    }
+}
+
+/// One request on one page of one transaction.
+struct PageStep {
+    let service: IdentityService
+    let flow: InteractionFlow
+    let record: InteractionRecord
+    let tenant: Tenant
+    let userFlow: UserFlow
+    let request: Request
+    let form: RequestParameters
+    let context: IdentityRequestContext
+
+    private var csrf: String { request.cookies[InteractionFlow.csrfCookie]?.value ?? "" }
+
+    private func page(_ name: String, _ values: [String: Any], status: HTTPResponse.Status = .ok) throws -> Response {
+        var values = values
+        values["csrf"] = csrf
+        values["cancelAction"] = flow.pageURL("cancel", record: record)
+        return .html(try service.pages.render(name, values, tenant: tenant), status: status)
+    }
+
+    // MARK: Sign in
+
+    func signInPage(error: String? = nil, email: String? = nil, status: HTTPResponse.Status = .ok) throws -> Response {
+        var values: [String: Any] = [
+            "title": "Sign in", "action": flow.pageURL("signin", record: record),
+            "email": email ?? record.request.loginHint ?? "", "localAccounts": userFlow.offersLocalAccounts,
+        ]
+        if let error { values["error"] = error }
+        if userFlow.type.offersForgotPassword { values["forgotURL"] = flow.pageURL("forgot", record: record) }
+        if userFlow.type == .signUpOrSignIn { values["signUpURL"] = flow.pageURL("signup", record: record) }
+        if userFlow.offersFacebook {
+            values["hasSocial"] = true
+            values["social"] = [
+                ["name": "Facebook", "id": "FacebookExchange", "url": flow.pageURL("social", record: record, extra: [("provider", "facebook.com")])]
+            ]
+        }
+        return try page("signin", values, status: status)
+    }
+
+    func signIn() async throws -> Response {
+        let email = form["email"] ?? ""
+        let password = form["password"] ?? ""
+        guard userFlow.offersLocalAccounts else { throw PageError(status: .badRequest, title: "Not available", message: "This flow has no local accounts.") }
+        guard !email.isEmpty, !password.isEmpty else {
+            return try signInPage(error: "Please enter your email address and password.", email: email, status: .badRequest)
+        }
+        let outcome = try await PasswordAuthenticator(service: service).authenticate(
+            tenantID: tenant.id, email: email, password: password, now: service.now, logger: context.logger)
+        switch outcome {
+        case .invalid:
+            return try signInPage(error: "Your password is incorrect, or we can't seem to find your account.", email: email, status: .badRequest)
+        case .locked:
+            return try signInPage(error: B2CError.accountLocked.message, email: email, status: .badRequest)
+        case .success(let user):
+            if userFlow.type == .profileEdit {
+                try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
+                return .redirecting(to: flow.pageURL("profile", record: record))
+            }
+            return try await flow.complete(record, user: user, identityProvider: .local, newUser: false, authTime: service.now, context: context)
+        }
+    }
+
+    /// "Forgot your password?" in a sign-in or sign-up-or-sign-in flow does not reset in place:
+    /// B2C returns AADB2C90118 to the app, which starts the reset flow (research/b2c-protocol.md §5.1).
+    func forgotPassword() async throws -> Response {
+        guard userFlow.type.offersForgotPassword else { return .redirecting(to: flow.pageURL("signin", record: record)) }
+        var error = B2CError.forgotPassword
+        error.loginHint = record.request.loginHint
+        return try await flow.fail(record, with: error, context: context)
+    }
+
+    // MARK: Sign up
+
+    func signUpPage(error: String? = nil, status: HTTPResponse.Status = .ok) throws -> Response {
+        guard userFlow.type == .signUp || userFlow.type == .signUpOrSignIn else {
+            throw PageError(status: .notFound, title: "Not found", message: "This flow does not offer sign-up.")
+        }
+        var values: [String: Any] = [
+            "title": "Create your account", "action": flow.pageURL("signup", record: record),
+            "email": form["email"] ?? record.request.loginHint ?? "",
+            "attributes": userFlow.signUpAttributes.map { attribute in
+                attributeField(attribute, value: form[attribute.rawValue] ?? "")
+            },
+        ]
+        if userFlow.type == .signUpOrSignIn { values["signInURL"] = flow.pageURL("signin", record: record) }
+        if let error { values["error"] = error }
+        return try page("signup", values, status: status)
+    }
+
+    private func attributeField(_ attribute: UserAttribute, value: String) -> [String: Any] {
+        ["name": attribute.rawValue, "label": attribute.label, "value": value, "autocomplete": attribute.autocomplete,
+         "required": attribute == .displayName]
+    }
+
+    func signUp() async throws -> Response {
+        guard userFlow.type == .signUp || userFlow.type == .signUpOrSignIn else {
+            throw PageError(status: .notFound, title: "Not found", message: "This flow does not offer sign-up.")
+        }
+        let email = (form["email"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        let password = form["newPassword"] ?? ""
+        guard EmailAddress.isValid(email) else { return try signUpPage(error: "Please enter a valid email address.", status: .badRequest) }
+        if let problem = PasswordPolicy.problem(with: password) { return try signUpPage(error: problem, status: .badRequest) }
+        guard password == form["reenterPassword"] else {
+            return try signUpPage(error: "The password entry fields do not match. Please enter the same password in both fields and try again.", status: .badRequest)
+        }
+        var attributes: [String: String] = [:]
+        var displayName = ""
+        for attribute in userFlow.signUpAttributes {
+            let value = (form[attribute.rawValue] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            if value.count > UserAttribute.maximumLength {
+                return try signUpPage(error: "\(attribute.label) must be at most \(UserAttribute.maximumLength) characters.", status: .badRequest)
+            }
+            if attribute == .displayName {
+                guard !value.isEmpty else { return try signUpPage(error: "Please enter a display name.", status: .badRequest) }
+                displayName = value
+            } else if !value.isEmpty {
+                attributes[attribute.rawValue] = value
+            }
+        }
+        if displayName.isEmpty { displayName = String(email.split(separator: "@").first ?? "") }
+        let signInName = EmailAddress.normalized(email)
+        if try await service.users.user(tenantID: tenant.id, provider: .local, signInName: signInName) != nil {
+            return try signUpPage(error: "A user with the specified ID already exists. Please choose a different one.", status: .conflict)
+        }
+        // Hash first: the account is written in one insert, so a failure leaves nothing behind.
+        let hash = try await service.hasher.hash(password)
+        let user = UserAccount(
+            tenantID: tenant.id, identityProvider: .local, signInName: signInName, email: email, displayName: displayName,
+            attributes: attributes, passwordHash: hash, createdAt: service.now)
+        do {
+            try await service.users.create(user)
+        } catch UserDirectoryError.duplicate {
+            return try signUpPage(error: "A user with the specified ID already exists. Please choose a different one.", status: .conflict)
+        }
+        context.logger.info("account created", metadata: ["oid": "\(user.objectID)"])
+        return try await flow.complete(record, user: user, identityProvider: .local, newUser: true, authTime: service.now, context: context)
+    }
+
+    // MARK: Social
+
+    func social(provider: String?) throws -> Response {
+        guard provider == IdentityProviderKind.facebook.rawValue, userFlow.offersFacebook else {
+            throw PageError(status: .badRequest, title: "Not available", message: "This identity provider is not offered here.")
+        }
+        return .redirecting(to: SimulatedFacebook.authorizeURL(record: record))
+    }
+
+    // MARK: Password reset (verify the email with a code, then set a new password)
+
+    func resetPage(error: String? = nil, status: HTTPResponse.Status = .ok) async throws -> Response {
+        guard userFlow.type == .passwordReset else {
+            throw PageError(status: .notFound, title: "Not found", message: "This flow does not reset passwords.")
+        }
+        let current = try await flow.interaction(record.id)
+        var values: [String: Any] = ["title": "Reset your password", "action": flow.pageURL("reset", record: record)]
+        if let verified = current.verifiedEmail {
+            values["stepPassword"] = true
+            values["email"] = verified
+        } else if let pending = current.pendingEmail {
+            values["stepCode"] = true
+            values["email"] = pending
+            if service.configuration.developmentMailbox { values["outboxURL"] = "\(record.request.origin)/dev/outbox" }
+        } else {
+            values["stepEmail"] = true
+            values["email"] = form["email"] ?? record.request.loginHint ?? ""
+        }
+        if let error { values["error"] = error }
+        return try page("reset", values, status: status)
+    }
+
+    func reset() async throws -> Response {
+        guard userFlow.type == .passwordReset else {
+            throw PageError(status: .notFound, title: "Not found", message: "This flow does not reset passwords.")
+        }
+        let now = service.now
+        switch form["step"] {
+        case "send":
+            let email = (form["email"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            guard EmailAddress.isValid(email) else { return try await resetPage(error: "Please enter a valid email address.", status: .badRequest) }
+            try await service.interactions.setPendingEmail(interactionID: record.id, email: email)
+            // The page says the same whether or not the account exists, so it cannot be used to
+            // discover accounts; only an existing account gets a code.
+            if try await service.users.user(tenantID: tenant.id, provider: .local, signInName: EmailAddress.normalized(email)) != nil {
+                let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
+                try await service.interactions.saveVerificationCode(
+                    interactionID: record.id, email: email, code: code, expiresAt: now.addingTimeInterval(600))
+                let message = OutboxMessage(
+                    id: UUID().uuidString.lowercased(), tenantID: tenant.id, recipient: email,
+                    subject: "\(tenant.displayName) account email verification code",
+                    body: "Your code is: \(code)\nIt expires in 10 minutes.", createdAt: now)
+                try await service.interactions.appendOutbox(message)
+                if service.configuration.developmentMailbox {
+                    // Development mailbox: no mail leaves this machine, so the code is logged.
+                    context.logger.notice("verification code for password reset (development outbox)", metadata: ["recipient": "\(email)", "code": "\(code)"])
+                }
+            }
+            return .redirecting(to: flow.pageURL("reset", record: record), status: .seeOther)
+        case "restart":
+            try await service.interactions.setPendingEmail(interactionID: record.id, email: nil)
+            return .redirecting(to: flow.pageURL("reset", record: record), status: .seeOther)
+        case "verify":
+            guard let email = record.pendingEmail else { return try await resetPage(error: "Enter your email address first.", status: .badRequest) }
+            guard try await service.interactions.checkVerificationCode(interactionID: record.id, email: email, code: form["code"] ?? "", now: now) else {
+                return try await resetPage(error: "That code is incorrect or has expired. Please try again.", status: .badRequest)
+            }
+            try await service.interactions.setVerifiedEmail(interactionID: record.id, email: email)
+            return .redirecting(to: flow.pageURL("reset", record: record), status: .seeOther)
+        case "change":
+            guard let email = record.verifiedEmail,
+                let user = try await service.users.user(tenantID: tenant.id, provider: .local, signInName: EmailAddress.normalized(email))
+            else { return try await resetPage(error: "Verify your email address first.", status: .badRequest) }
+            let password = form["newPassword"] ?? ""
+            if let problem = PasswordPolicy.problem(with: password) { return try await resetPage(error: problem, status: .badRequest) }
+            guard password == form["reenterPassword"] else {
+                return try await resetPage(error: "The password entry fields do not match. Please enter the same password in both fields and try again.", status: .badRequest)
+            }
+            // Setting the password also unlocks the account and revokes existing refresh
+            // tokens (research/b2c-protocol.md §2.3, §5.5).
+            try await service.users.setPassword(id: user.id, hash: try await service.hasher.hash(password), now: now)
+            context.logger.info("password reset", metadata: ["oid": "\(user.objectID)"])
+            return try await flow.complete(record, user: user, identityProvider: .local, newUser: false, authTime: now, context: context)
+        default:
+            return try await resetPage(error: "Please try again.", status: .badRequest)
+        }
+    }
+
+    // MARK: Profile edit
+
+    private func pendingUser() async throws -> UserAccount {
+        guard let id = record.pendingUserID, let user = try await service.users.user(id: id) else {
+            throw PageError(status: .forbidden, title: "Sign in first", message: "Sign in before editing your profile.")
+        }
+        return user
+    }
+
+    private var editableAttributes: [UserAttribute] {
+        userFlow.signUpAttributes.isEmpty ? [.displayName] : userFlow.signUpAttributes
+    }
+
+    func profilePage(error: String? = nil, status: HTTPResponse.Status = .ok) async throws -> Response {
+        guard userFlow.type == .profileEdit else { throw PageError(status: .notFound, title: "Not found", message: "This flow does not edit profiles.") }
+        let user = try await pendingUser()
+        var values: [String: Any] = [
+            "title": "Edit your profile", "action": flow.pageURL("profile", record: record), "email": user.email ?? "",
+            "attributes": editableAttributes.map { attributeField($0, value: form[$0.rawValue] ?? user.value(of: $0) ?? "") },
+        ]
+        if let error { values["error"] = error }
+        return try page("profile", values, status: status)
+    }
+
+    func saveProfile() async throws -> Response {
+        guard userFlow.type == .profileEdit else { throw PageError(status: .notFound, title: "Not found", message: "This flow does not edit profiles.") }
+        var user = try await pendingUser()
+        var attributes = user.attributes
+        var displayName = user.displayName
+        for attribute in editableAttributes {
+            let value = (form[attribute.rawValue] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            if value.count > UserAttribute.maximumLength {
+                return try await profilePage(error: "\(attribute.label) must be at most \(UserAttribute.maximumLength) characters.", status: .badRequest)
+            }
+            if attribute == .displayName {
+                guard !value.isEmpty else { return try await profilePage(error: "Please enter a display name.", status: .badRequest) }
+                displayName = value
+            } else {
+                attributes[attribute.rawValue] = value.isEmpty ? nil : value
+            }
+        }
+        try await service.users.updateProfile(id: user.id, displayName: displayName, attributes: attributes, now: service.now)
+        user.displayName = displayName
+        user.attributes = attributes
+        let session = try await flow.session(from: request, tenant: tenant)
+        return try await flow.complete(
+            record, user: user, identityProvider: session?.session.identityProvider ?? user.identityProvider, newUser: false,
+            authTime: session?.session.authTime ?? service.now, context: context)
+    }
+}

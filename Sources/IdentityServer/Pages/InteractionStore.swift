@@ -1,0 +1,277 @@
+import Foundation
+import SQLKit
+import Storage
+
+/// Server-side state of interactive sign-ins: transactions, SSO sessions, email verification
+/// codes, the dev outbox, the simulated provider's codes and server-held keys.
+protocol InteractionStore: Sendable {
+    func saveInteraction(id: String, request: AuthorizationRequest, csrfHash: String, expiresAt: Date) async throws
+    func interaction(id: String) async throws -> InteractionRecord?
+    /// Marks the transaction complete; false if it already was (each transaction yields one result).
+    func completeInteraction(id: String, now: Date) async throws -> Bool
+    func setPendingUser(interactionID: String, userID: UUID?) async throws
+    func setPendingEmail(interactionID: String, email: String?) async throws
+    func setVerifiedEmail(interactionID: String, email: String) async throws
+
+    func saveSession(idHash: String, session: SSOSession, now: Date) async throws
+    func session(idHash: String, now: Date) async throws -> SSOSession?
+    func deleteSession(idHash: String) async throws
+
+    func saveVerificationCode(interactionID: String, email: String, code: String, expiresAt: Date) async throws
+    /// Checks a code; after 5 wrong tries the code is void (AADB2C90157-style retry limit).
+    func checkVerificationCode(interactionID: String, email: String, code: String, now: Date) async throws -> Bool
+
+    func appendOutbox(_ message: OutboxMessage) async throws
+    func outbox(tenantID: UUID, limit: Int) async throws -> [OutboxMessage]
+
+    func saveFederationCode(_ code: String, interactionID: String, identity: FederatedIdentity, expiresAt: Date) async throws
+    func takeFederationCode(_ code: String, now: Date) async throws -> (interactionID: String, identity: FederatedIdentity)?
+
+    /// A random secret kept in the database under `name`, created on first use, so every
+    /// instance shares it.
+    func serverSecret(named name: String, now: Date) async throws -> String
+    func sweep(now: Date) async throws
+}
+
+struct SQLInteractionStore: InteractionStore {
+    let database: any Database
+
+    init(database: any Database) { self.database = database }
+
+    struct InteractionRow: Codable {
+        var id: String
+        var tenant_id: String
+        var policy: String
+        var parameters: String
+        var csrf_hash: String
+        var created_at: Int64
+        var expires_at: Int64
+        var completed_at: Int64?
+        var pending_user_id: String?
+        var pending_email: String?
+        var verified_email: String?
+    }
+
+    func saveInteraction(id: String, request: AuthorizationRequest, csrfHash: String, expiresAt: Date) async throws {
+        let row = InteractionRow(
+            id: id, tenant_id: request.tenantID.uuidString.lowercased(), policy: request.policy,
+            parameters: StoredJSON.encode(request), csrf_hash: csrfHash, created_at: Date().epochSeconds,
+            expires_at: expiresAt.epochSeconds, completed_at: nil, pending_user_id: nil, pending_email: nil,
+            verified_email: nil)
+        try await database.transaction { sql in try await sql.insert(into: "authorization_requests").model(row).run() }
+    }
+
+    func interaction(id: String) async throws -> InteractionRecord? {
+        guard let row = try await database.read({ sql in
+            try await sql.select().columns("*").from("authorization_requests").where("id", .equal, id)
+                .first(decoding: InteractionRow.self)
+        }), let request = StoredJSON.decode(AuthorizationRequest.self, row.parameters) else { return nil }
+        return InteractionRecord(
+            id: row.id, request: request, csrfHash: row.csrf_hash, expiresAt: Date(epoch: row.expires_at),
+            completedAt: row.completed_at.map(Date.init(epoch:)),
+            pendingUserID: row.pending_user_id.flatMap(UUID.init(uuidString:)), pendingEmail: row.pending_email,
+            verifiedEmail: row.verified_email)
+    }
+
+    func completeInteraction(id: String, now: Date) async throws -> Bool {
+        try await database.transaction { sql in
+            let open = try await sql.select().column("id").from("authorization_requests")
+                .where("id", .equal, id).where("completed_at", .is, SQLLiteral.null).first()
+            guard open != nil else { return false }
+            try await sql.update("authorization_requests").set("completed_at", to: now.epochSeconds)
+                .where("id", .equal, id).run()
+            return true
+        }
+    }
+
+    func setPendingUser(interactionID: String, userID: UUID?) async throws {
+        let value = userID?.uuidString.lowercased()
+        try await database.transaction { sql in
+            try await sql.update("authorization_requests").set("pending_user_id", to: value)
+                .where("id", .equal, interactionID).run()
+        }
+    }
+
+    func setPendingEmail(interactionID: String, email: String?) async throws {
+        try await database.transaction { sql in
+            try await sql.update("authorization_requests").set("pending_email", to: email)
+                .set("verified_email", to: SQLLiteral.null).where("id", .equal, interactionID).run()
+        }
+    }
+
+    func setVerifiedEmail(interactionID: String, email: String) async throws {
+        try await database.transaction { sql in
+            try await sql.update("authorization_requests").set("verified_email", to: email)
+                .where("id", .equal, interactionID).run()
+        }
+    }
+
+    struct SessionRow: Codable {
+        var id_hash: String
+        var tenant_id: String
+        var user_id: String
+        var identity_provider: String
+        var auth_time: Int64
+        var created_at: Int64
+        var expires_at: Int64
+    }
+
+    func saveSession(idHash: String, session: SSOSession, now: Date) async throws {
+        let row = SessionRow(
+            id_hash: idHash, tenant_id: session.tenantID.uuidString.lowercased(),
+            user_id: session.userID.uuidString.lowercased(), identity_provider: session.identityProvider.rawValue,
+            auth_time: session.authTime.epochSeconds, created_at: now.epochSeconds,
+            expires_at: session.expiresAt.epochSeconds)
+        try await database.transaction { sql in try await sql.insert(into: "sso_sessions").model(row).run() }
+    }
+
+    func session(idHash: String, now: Date) async throws -> SSOSession? {
+        guard let row = try await database.read({ sql in
+            try await sql.select().columns("*").from("sso_sessions").where("id_hash", .equal, idHash)
+                .first(decoding: SessionRow.self)
+        }), row.expires_at > now.epochSeconds, let tenantID = UUID(uuidString: row.tenant_id),
+            let userID = UUID(uuidString: row.user_id),
+            let provider = IdentityProviderKind(rawValue: row.identity_provider)
+        else { return nil }
+        return SSOSession(
+            tenantID: tenantID, userID: userID, identityProvider: provider, authTime: Date(epoch: row.auth_time),
+            expiresAt: Date(epoch: row.expires_at))
+    }
+
+    func deleteSession(idHash: String) async throws {
+        try await database.transaction { sql in
+            try await sql.delete(from: "sso_sessions").where("id_hash", .equal, idHash).run()
+        }
+    }
+
+    struct VerificationRow: Codable {
+        var request_id: String
+        var email_lower: String
+        var code_hash: String
+        var attempts: Int64
+        var expires_at: Int64
+    }
+
+    func saveVerificationCode(interactionID: String, email: String, code: String, expiresAt: Date) async throws {
+        let row = VerificationRow(
+            request_id: interactionID, email_lower: EmailAddress.normalized(email), code_hash: Secrets.sha256Hex(code),
+            attempts: 0, expires_at: expiresAt.epochSeconds)
+        try await database.transaction { sql in
+            try await sql.delete(from: "verification_codes").where("request_id", .equal, interactionID).run()
+            try await sql.insert(into: "verification_codes").model(row).run()
+        }
+    }
+
+    func checkVerificationCode(interactionID: String, email: String, code: String, now: Date) async throws -> Bool {
+        let presented = Secrets.sha256Hex(code.trimmingCharacters(in: .whitespaces))
+        let emailLower = EmailAddress.normalized(email)
+        return try await database.transaction { sql in
+            guard let row = try await sql.select().columns("*").from("verification_codes")
+                .where("request_id", .equal, interactionID).first(decoding: VerificationRow.self),
+                row.email_lower == emailLower, row.expires_at > now.epochSeconds, row.attempts < 5
+            else { return false }
+            if Secrets.constantTimeEquals(row.code_hash, presented) {
+                try await sql.delete(from: "verification_codes").where("request_id", .equal, interactionID).run()
+                return true
+            }
+            try await sql.update("verification_codes").set("attempts", to: row.attempts + 1)
+                .where("request_id", .equal, interactionID).run()
+            return false
+        }
+    }
+
+    struct OutboxRow: Codable {
+        var id: String
+        var tenant_id: String
+        var recipient: String
+        var subject: String
+        var body: String
+        var created_at: Int64
+    }
+
+    func appendOutbox(_ message: OutboxMessage) async throws {
+        let row = OutboxRow(
+            id: message.id, tenant_id: message.tenantID.uuidString.lowercased(), recipient: message.recipient,
+            subject: message.subject, body: message.body, created_at: message.createdAt.epochSeconds)
+        try await database.transaction { sql in try await sql.insert(into: "outbox").model(row).run() }
+    }
+
+    func outbox(tenantID: UUID, limit: Int) async throws -> [OutboxMessage] {
+        let tenant = tenantID.uuidString.lowercased()
+        return try await database.read { sql in
+            try await sql.select().columns("*").from("outbox").where("tenant_id", .equal, tenant)
+                .orderBy("created_at", .descending).orderBy("id").limit(limit).all(decoding: OutboxRow.self)
+        }.map {
+            OutboxMessage(
+                id: $0.id, tenantID: tenantID, recipient: $0.recipient, subject: $0.subject, body: $0.body,
+                createdAt: Date(epoch: $0.created_at))
+        }
+    }
+
+    struct FederationRow: Codable {
+        var code_hash: String
+        var request_id: String
+        var provider: String
+        var subject: String
+        var email: String?
+        var display_name: String
+        var given_name: String?
+        var surname: String?
+        var expires_at: Int64
+    }
+
+    func saveFederationCode(_ code: String, interactionID: String, identity: FederatedIdentity, expiresAt: Date) async throws {
+        let row = FederationRow(
+            code_hash: Secrets.sha256Hex(code), request_id: interactionID, provider: identity.provider.rawValue,
+            subject: identity.subject, email: identity.email, display_name: identity.displayName,
+            given_name: identity.givenName, surname: identity.surname, expires_at: expiresAt.epochSeconds)
+        try await database.transaction { sql in try await sql.insert(into: "federation_codes").model(row).run() }
+    }
+
+    func takeFederationCode(_ code: String, now: Date) async throws -> (interactionID: String, identity: FederatedIdentity)? {
+        let hash = Secrets.sha256Hex(code)
+        return try await database.transaction { sql -> (String, FederatedIdentity)? in
+            guard let row = try await sql.select().columns("*").from("federation_codes")
+                .where("code_hash", .equal, hash).first(decoding: FederationRow.self)
+            else { return nil }
+            try await sql.delete(from: "federation_codes").where("code_hash", .equal, hash).run()
+            guard row.expires_at > now.epochSeconds, let provider = IdentityProviderKind(rawValue: row.provider) else {
+                return nil
+            }
+            return (
+                row.request_id,
+                FederatedIdentity(
+                    provider: provider, subject: row.subject, email: row.email, displayName: row.display_name,
+                    givenName: row.given_name, surname: row.surname)
+            )
+        }
+    }
+
+    func serverSecret(named name: String, now: Date) async throws -> String {
+        struct Row: Codable {
+            var name: String
+            var value: String
+            var created_at: Int64
+        }
+        let candidate = Row(name: name, value: Secrets.randomToken(byteCount: 32), created_at: now.epochSeconds)
+        return try await database.transaction { sql in
+            if let existing = try await sql.select().columns("*").from("server_secrets").where("name", .equal, name)
+                .first(decoding: Row.self)
+            {
+                return existing.value
+            }
+            try await sql.insert(into: "server_secrets").model(candidate).run()
+            return candidate.value
+        }
+    }
+
+    func sweep(now: Date) async throws {
+        let cutoff = now.epochSeconds
+        try await database.transaction { sql in
+            try await sql.delete(from: "authorization_requests").where("expires_at", .lessThan, cutoff).run()
+            try await sql.delete(from: "sso_sessions").where("expires_at", .lessThan, cutoff).run()
+            try await sql.delete(from: "verification_codes").where("expires_at", .lessThan, cutoff).run()
+            try await sql.delete(from: "federation_codes").where("expires_at", .lessThan, cutoff).run()
+        }
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import Hummingbird
+import Logging
+
+/// `GET|POST …/oauth2/v2.0/authorize` (SPEC §2.3). Problems with the client or redirect URI are
+/// shown on a page and never redirected (RFC 6749 §4.1.2.1); everything else goes back to the
+/// app's redirect URI as a B2C error.
+struct AuthorizeEndpoint: Sendable {
+    let service: IdentityService
+    var flow: InteractionFlow { InteractionFlow(service: service) }
+
+    static let prompts: Set<String> = ["login", "none", "select_account", "consent", "create"]
+
+    func handle(_ request: Request, context: IdentityRequestContext, path: EndpointPath) async throws -> Response {
+        var parameters = RequestParameters(query: request.uri.query)
+        if request.method == .post {
+            parameters = parameters.merging(try await FormBody.read(request, context: context))
+        }
+        // Page-level checks: tenant, policy, client, redirect URI.
+        let tenant: Tenant
+        let userFlow: UserFlow
+        let client: AppRegistration
+        let redirectURI: String
+        do {
+            (tenant, userFlow) = try await service.resolve(path)
+            guard let clientID = parameters.nonEmpty("client_id") else { throw B2CError.missingClientID }
+            guard let app = try await service.tenants.application(tenantID: tenant.id, clientID: clientID) else {
+                throw B2CError.clientNotRegistered(clientID, tenant: tenant.name)
+            }
+            client = app
+            guard !client.redirectURIs.isEmpty else { throw B2CError.noRedirectURIs(clientID: client.clientIDString) }
+            guard let requested = parameters.nonEmpty("redirect_uri") else { throw B2CError.missingParameter("redirect_uri") }
+            guard parameters.count(of: "redirect_uri") == 1, client.isRegisteredRedirect(requested) else {
+                throw B2CError.redirectNotRegistered(requested, clientID: client.clientIDString)
+            }
+            redirectURI = requested
+        } catch let error as B2CError {
+            context.logger.info("authorize refused on page", metadata: ["code": "\(error.code)"])
+            return flow.errorPage(PageError(error), tenant: nil, context: context)
+        }
+
+        let responseTypes = Set([String].scopes(parameters["response_type"]))
+        let defaultMode: ResponseMode = responseTypes == ["code"] ? .query : .fragment
+        var responseMode = defaultMode
+        if let mode = parameters.nonEmpty("response_mode"), let parsed = ResponseMode(rawValue: mode) { responseMode = parsed }
+        let state = parameters["state"]
+        do {
+            let authorization = try await validate(
+                parameters, tenant: tenant, userFlow: userFlow, client: client, redirectURI: redirectURI,
+                responseTypes: responseTypes, responseMode: responseMode, origin: service.origin(of: request),
+                tenantSegment: path.tenantSegment)
+            return try await begin(authorization, tenant: tenant, userFlow: userFlow, request: request, context: context)
+        } catch let error as B2CError {
+            context.logger.info("authorize refused", metadata: ["code": "\(error.code)", "error": "\(error.oauthError)"])
+            // A response mode we do not know cannot be used to answer; fall back to the default.
+            return RedirectResponder.error(
+                error, redirectURI: redirectURI, mode: responseMode, state: state, correlationID: context.correlationID,
+                now: service.now)
+        }
+    }
+
+    private func validate(
+        _ parameters: RequestParameters, tenant: Tenant, userFlow: UserFlow, client: AppRegistration, redirectURI: String,
+        responseTypes: Set<String>, responseMode: ResponseMode, origin: String, tenantSegment: String
+    ) async throws -> AuthorizationRequest {
+        try FormBody.rejectRepeats(parameters)
+        let rawType = parameters["response_type"] ?? ""
+        guard !responseTypes.isEmpty else { throw B2CError.missingParameter("response_type") }
+        guard responseTypes.isSubset(of: ["code", "id_token", "token"]) else { throw B2CError.responseTypeNotSupported(rawType) }
+        if responseTypes.contains("token") || responseTypes.contains("id_token"), !client.allowImplicit {
+            throw B2CError.implicitNotAllowed
+        }
+        if let mode = parameters.nonEmpty("response_mode") {
+            guard let parsed = ResponseMode(rawValue: mode) else { throw B2CError.responseModeNotSupported(mode) }
+            // Tokens must not travel in a query string (OAuth 2.0 Multiple Response Type Encoding §5).
+            if parsed == .query, responseTypes != ["code"] { throw B2CError.responseModeNotSupported(mode) }
+        }
+        guard let scopeValue = parameters.nonEmpty("scope") else { throw B2CError.missingScope }
+        let scopes = [String].scopes(scopeValue)
+        let apps = try await service.tenants.applications(tenantID: tenant.id)
+        let granted = try GrantedScopes.resolve(scopes, client: client, tenantApps: apps)
+        if responseTypes.contains("id_token"), !granted.openID { throw B2CError.openIDRequiredForIDToken }
+        if responseTypes.contains("token"), granted.resource == nil { throw B2CError.scopeNeedsResource(scopeValue) }
+        // OIDC Core §3.2.2.1: nonce is required when an ID token comes back from /authorize.
+        if responseTypes.contains("id_token"), parameters.nonEmpty("nonce") == nil { throw B2CError.missingParameter("nonce") }
+
+        var challenge = parameters.nonEmpty("code_challenge")
+        var method = parameters.nonEmpty("code_challenge_method")
+        if let given = challenge {
+            let chosen = method ?? "plain"
+            guard chosen == "S256" || (chosen == "plain" && client.allowPlainPKCE) else {
+                throw B2CError.challengeMethodNotSupported(chosen)
+            }
+            guard PKCE.isWellFormedChallenge(given, method: chosen) else {
+                throw B2CError.malformedRequest("The code_challenge is not well formed (RFC 7636 §4.2).")
+            }
+            method = chosen
+        } else {
+            method = nil
+            // PKCE is required for public clients (RFC 9700 §2.1.1, B2C AADB2C99059).
+            if responseTypes.contains("code"), client.kind == .public { throw B2CError.codeChallengeRequired }
+            challenge = nil
+        }
+
+        var prompt: String?
+        if let value = parameters.nonEmpty("prompt") {
+            let values = Set([String].scopes(value))
+            guard !values.isEmpty, values.isSubset(of: Self.prompts), !(values.contains("none") && values.count > 1) else {
+                throw B2CError.invalidPrompt
+            }
+            // Precedence when several are given: none, login, create, then the rest.
+            prompt = ["none", "login", "create", "select_account", "consent"].first { values.contains($0) }
+        }
+        var maxAge: Int?
+        if let value = parameters.nonEmpty("max_age") {
+            guard let parsed = Int(value), parsed >= 0 else { throw B2CError.invalidMaxAge(value) }
+            maxAge = parsed
+        }
+        guard userFlow.type != .ropc else {
+            throw B2CError.malformedRequest("The user flow '\(userFlow.name)' does not support interactive sign-in.")
+        }
+        return AuthorizationRequest(
+            tenantID: tenant.id, tenantSegment: tenantSegment, policy: userFlow.name, clientID: client.clientIDString,
+            redirectURI: redirectURI, responseTypes: responseTypes.sorted(), responseMode: responseMode, scopes: scopes,
+            state: parameters["state"], nonce: parameters["nonce"], codeChallenge: challenge, codeChallengeMethod: method,
+            prompt: prompt, loginHint: parameters.nonEmpty("login_hint"), domainHint: parameters.nonEmpty("domain_hint")?.lowercased(),
+            maxAge: maxAge, origin: origin)
+    }
+
+    /// Starts the transaction: SSO when possible, else the first page of the flow.
+    private func begin(
+        _ authorization: AuthorizationRequest, tenant: Tenant, userFlow: UserFlow, request: Request,
+        context: IdentityRequestContext
+    ) async throws -> Response {
+        let (csrf, isNewCSRF) = flow.csrfToken(from: request)
+        let id = Secrets.randomToken(byteCount: 24)
+        try await service.interactions.saveInteraction(
+            id: id, request: authorization, csrfHash: Secrets.sha256Hex(csrf),
+            expiresAt: service.now.addingTimeInterval(service.configuration.interactionLifetime))
+        let record = try await flow.interaction(id)
+        var response = try await firstStep(record, tenant: tenant, userFlow: userFlow, request: request, context: context)
+        if isNewCSRF { response.setCookie(flow.cookie(InteractionFlow.csrfCookie, value: csrf)) }
+        return response
+    }
+
+    private func firstStep(
+        _ record: InteractionRecord, tenant: Tenant, userFlow: UserFlow, request: Request, context: IdentityRequestContext
+    ) async throws -> Response {
+        let authorization = record.request
+        let now = service.now
+        var existing = try await flow.session(from: request, tenant: tenant)
+        if let current = existing {
+            let tooOld = authorization.maxAge.map { now.timeIntervalSince(current.session.authTime) > TimeInterval($0) } ?? false
+            if authorization.prompt == "login" || tooOld || !userFlow.identityProviders.contains(current.session.identityProvider) {
+                existing = nil
+            }
+        }
+        switch userFlow.type {
+        case .signUpOrSignIn, .signIn:
+            if let (session, user) = existing, authorization.prompt != "create" {
+                return try await flow.complete(
+                    record, user: user, identityProvider: session.identityProvider, newUser: false,
+                    authTime: session.authTime, context: context)
+            }
+            if authorization.prompt == "none" { return try await flow.fail(record, with: .noSession, context: context) }
+            if authorization.domainHint == "facebook.com" || !userFlow.offersLocalAccounts, userFlow.offersFacebook {
+                return .redirecting(to: flow.pageURL("social", record: record, extra: [("provider", "facebook.com")]))
+            }
+            if authorization.prompt == "create", userFlow.type == .signUpOrSignIn {
+                return .redirecting(to: flow.pageURL("signup", record: record))
+            }
+            return .redirecting(to: flow.pageURL("signin", record: record))
+        case .signUp:
+            if authorization.prompt == "none" { return try await flow.fail(record, with: .noSession, context: context) }
+            if authorization.domainHint == "facebook.com", userFlow.offersFacebook {
+                return .redirecting(to: flow.pageURL("social", record: record, extra: [("provider", "facebook.com")]))
+            }
+            return .redirecting(to: flow.pageURL("signup", record: record))
+        case .profileEdit:
+            if let (_, user) = existing {
+                try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
+                return .redirecting(to: flow.pageURL("profile", record: record))
+            }
+            if authorization.prompt == "none" { return try await flow.fail(record, with: .noSession, context: context) }
+            return .redirecting(to: flow.pageURL("signin", record: record))
+        case .passwordReset:
+            if authorization.prompt == "none" { return try await flow.fail(record, with: .noSession, context: context) }
+            return .redirecting(to: flow.pageURL("reset", record: record))
+        case .ropc:
+            return try await flow.fail(record, with: .malformedRequest("The user flow does not support interactive sign-in."), context: context)
+        }
+    }
+}

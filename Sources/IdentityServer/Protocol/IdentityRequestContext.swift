@@ -1,0 +1,40 @@
+import Foundation
+import Hummingbird
+import HTTPTypes
+import Logging
+
+/// The request context of the identity service: Hummingbird's core plus the correlation id
+/// that every B2C error description and log line carries (SPEC §2.6).
+public struct IdentityRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var correlationID: String
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        correlationID = UUID().uuidString.lowercased()
+    }
+
+    /// Forms and JSON bodies are small; anything bigger is refused with 413.
+    public var maxUploadSize: Int { 64 * 1024 }
+}
+
+/// Takes the caller's `client-request-id` (MSAL sends one) as the correlation id, or makes one;
+/// echoes it on the response and tags the request's log lines with it.
+struct CorrelationMiddleware: RouterMiddleware {
+    typealias Context = IdentityRequestContext
+
+    static let header = HTTPField.Name("client-request-id")!
+
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        var context = context
+        if let supplied = request.headers[Self.header], let id = UUID(uuidString: supplied) {
+            context.correlationID = id.uuidString.lowercased()
+        }
+        context.logger[metadataKey: "correlation_id"] = .string(context.correlationID)
+        var response = try await next(request, context)
+        response.headers[Self.header] = context.correlationID
+        return response
+    }
+}

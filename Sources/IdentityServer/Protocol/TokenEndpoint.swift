@@ -1,0 +1,347 @@
+import Crypto
+import Foundation
+import Hummingbird
+import Logging
+
+/// `POST …/oauth2/v2.0/token` (SPEC §2.4): the four grants, client authentication and the
+/// B2C token response.
+struct TokenEndpoint: Sendable {
+    let service: IdentityService
+
+    func handle(_ request: Request, context: IdentityRequestContext, path: EndpointPath) async throws -> Response {
+        let now = service.now
+        do {
+            return try await grant(request, context: context, path: path, now: now)
+        } catch let error as B2CError {
+            context.logger.info(
+                "token request refused", metadata: ["code": "\(error.code)", "error": "\(error.oauthError)"])
+            return TokenErrorResponder.respond(error, correlationID: context.correlationID, now: now)
+        } catch PasswordHasher.HasherError.busy {
+            return TokenErrorResponder.respond(.temporarilyUnavailable, correlationID: context.correlationID, now: now)
+        }
+    }
+
+    private func grant(_ request: Request, context: IdentityRequestContext, path: EndpointPath, now: Date) async throws -> Response {
+        let form = try await FormBody.read(request, context: context)
+        let (tenant, flow) = try await service.resolve(path)
+        let client = try await authenticateClient(request, form: form, tenant: tenant, now: now)
+        guard let grantType = form.nonEmpty("grant_type") else { throw B2CError.missingParameter("grant_type") }
+        let origin = service.origin(of: request)
+        let issuer = service.issuer(origin: origin, tenant: tenant)
+        let wantsClientInfo = form["client_info"] == "1"
+        context.logger.debug("token request", metadata: ["grant_type": "\(grantType)", "client_id": "\(client.clientIDString)", "policy": "\(flow.name)"])
+        switch grantType {
+        case "authorization_code":
+            return try await authorizationCode(form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now)
+        case "refresh_token":
+            return try await refreshToken(form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now)
+        case "password":
+            return try await password(form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now, logger: context.logger)
+        case "client_credentials":
+            return try await clientCredentials(form, tenant: tenant, flow: flow, client: client, issuer: issuer, now: now)
+        default:
+            throw B2CError.grantTypeNotSupported(grantType)
+        }
+    }
+
+    // MARK: Client authentication (RFC 6749 §2.3; research/b2c-protocol.md §2.6)
+
+    private func authenticateClient(_ request: Request, form: RequestParameters, tenant: Tenant, now: Date) async throws -> AppRegistration {
+        var clientID = form.nonEmpty("client_id")
+        var secret = form.nonEmpty("client_secret")
+        if let basic = BasicCredentials(header: request.headers[.authorization]) {
+            // RFC 6749 §2.3.1: a client must not use more than one authentication method.
+            if secret != nil { throw B2CError.malformedRequest("The client sent credentials in both the body and the Authorization header.") }
+            if let clientID, clientID.lowercased() != basic.user.lowercased() {
+                throw B2CError.malformedRequest("The client_id does not match the Authorization header.")
+            }
+            clientID = basic.user
+            secret = basic.password
+        }
+        guard let clientID else { throw B2CError.missingClientID }
+        guard let client = try await service.tenants.application(tenantID: tenant.id, clientID: clientID) else {
+            throw B2CError.clientNotRegistered(clientID, tenant: tenant.name)
+        }
+        switch client.kind {
+        case .public:
+            if secret != nil { throw B2CError.publicClientSentSecret }
+        case .confidential:
+            guard let secret else { throw B2CError.secretRequired }
+            guard try await service.tenants.verifySecret(clientID: client.clientID, secret: secret, now: now) else {
+                throw B2CError.secretMismatch
+            }
+        }
+        return client
+    }
+
+    // MARK: Grants
+
+    private func authorizationCode(
+        _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String,
+        clientInfo: Bool, now: Date
+    ) async throws -> Response {
+        guard let code = form.nonEmpty("code") else { throw B2CError.missingParameter("code") }
+        let grant: AuthorizationCodeGrant
+        switch try await service.grants.redeemCode(code, now: now) {
+        case .unknown: throw B2CError.malformedGrant
+        case .replayed: throw B2CError.grantRevoked
+        case .expired(let expired): throw B2CError.grantExpired(now: now, issued: expired.createdAt, expires: expired.expiresAt)
+        case .redeemed(let redeemed): grant = redeemed
+        }
+        guard grant.tenantID == tenant.id, grant.clientID == client.clientIDString else {
+            throw B2CError.grantNotForThisEndpoint(actual: client.clientIDString, expected: grant.clientID)
+        }
+        guard grant.policy.lowercased() == flow.name.lowercased() else {
+            throw B2CError.grantNotForThisEndpoint(actual: flow.name, expected: grant.policy)
+        }
+        // RFC 6749 §4.1.3: the redirect_uri must be identical to the one authorized.
+        guard let redirectURI = form.nonEmpty("redirect_uri") else { throw B2CError.missingParameter("redirect_uri") }
+        guard redirectURI == grant.redirectURI else {
+            throw B2CError.redirectNotRegistered(redirectURI, clientID: client.clientIDString)
+        }
+        try PKCE.verify(verifier: form["code_verifier"], challenge: grant.codeChallenge, method: grant.codeChallengeMethod)
+        guard let user = try await service.users.user(id: grant.userID) else { throw B2CError.accountGone }
+        let apps = try await service.tenants.applications(tenantID: tenant.id)
+        let scopes = try GrantedScopes.resolve(grant.scopes, client: client, tenantApps: apps)
+        let issuance = IssuanceContext(
+            tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: grant.nonce,
+            authTime: grant.authTime, newUser: grant.newUser, identityProvider: grant.identityProvider)
+        var refreshToken: String?
+        if scopes.offlineAccess {
+            let token = try await startFamily(issuance, now: now)
+            try await service.grants.attachFamily(token.familyID, toCode: code)
+            refreshToken = token.value
+        }
+        return try await respond(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now)
+    }
+
+    private func refreshToken(
+        _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String,
+        clientInfo: Bool, now: Date
+    ) async throws -> Response {
+        guard let presented = form.nonEmpty("refresh_token") else { throw B2CError.missingParameter("refresh_token") }
+        let replacement = Secrets.randomToken()
+        let lifetime = TimeInterval(flow.lifetimes.refreshTokenSeconds)
+        let clientID = client.clientIDString
+        let flowName = flow.name
+        let outcome = try await service.grants.rotateRefreshToken(
+            presented, replacement: replacement,
+            binding: RefreshTokenBinding(tenantID: tenant.id, clientID: clientID, policy: flowName),
+            replacementExpiresAt: { family in
+                let byLifetime = now.addingTimeInterval(lifetime)
+                return family.slidingExpiresAt.map { min($0, byLifetime) } ?? byLifetime
+            }, now: now)
+        let family: RefreshTokenFamily
+        switch outcome {
+        case .unknown: throw B2CError.malformedGrant
+        case .wrongClient(let other): throw B2CError.grantNotForThisEndpoint(actual: clientID, expected: other.clientID)
+        case .wrongPolicy(let other): throw B2CError.grantNotForThisEndpoint(actual: flowName, expected: other.policy)
+        case .expired(_, let issuedAt, let expiresAt): throw B2CError.grantExpired(now: now, issued: issuedAt, expires: expiresAt)
+        case .revoked, .reused: throw B2CError.grantRevoked
+        case .rotated(let rotated, _): family = rotated
+        }
+        guard let user = try await service.users.user(id: family.userID) else { throw B2CError.accountGone }
+        let apps = try await service.tenants.applications(tenantID: tenant.id)
+        // A refresh may ask for another resource than the original grant (AAD refresh tokens are
+        // scope-independent; research/client-sdk.md §C.10); offline_access stays granted.
+        let requested = [String].scopes(form["scope"])
+        var scopes = try GrantedScopes.resolve(requested.isEmpty ? family.scopes : requested, client: client, tenantApps: apps)
+        if !scopes.offlineAccess {
+            scopes.offlineAccess = true
+            scopes.granted.append("offline_access")
+        }
+        let issuance = IssuanceContext(
+            tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: nil,
+            authTime: family.authTime, newUser: false, identityProvider: family.identityProvider)
+        return try await respond(issuance, refreshToken: replacement, clientInfo: clientInfo, now: now)
+    }
+
+    private func password(
+        _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String,
+        clientInfo: Bool, now: Date, logger: Logger
+    ) async throws -> Response {
+        // ROPC runs only in a ROPC user flow, for an app that allows public client flows
+        // (research/b2c-protocol.md §5.2).
+        guard flow.type == .ropc else { throw B2CError.grantTypeNotSupported("password") }
+        guard client.allowPublicClientFlows else { throw B2CError.ropcNotEnabled }
+        guard let username = form.nonEmpty("username") else { throw B2CError.missingParameter("username") }
+        guard let password = form["password"], !password.isEmpty else { throw B2CError.missingParameter("password") }
+        let authenticator = PasswordAuthenticator(service: service)
+        let user: UserAccount
+        switch try await authenticator.authenticate(tenantID: tenant.id, email: username, password: password, now: now, logger: logger) {
+        case .success(let account): user = account
+        case .locked: throw B2CError.accountLocked
+        case .invalid: throw B2CError.invalidCredentials
+        }
+        let apps = try await service.tenants.applications(tenantID: tenant.id)
+        let scopes = try GrantedScopes.resolve(.scopes(form["scope"]), client: client, tenantApps: apps)
+        let issuance = IssuanceContext(
+            tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: nil,
+            authTime: now, newUser: false, identityProvider: .local)
+        let refreshToken = scopes.offlineAccess ? try await startFamily(issuance, now: now).value : nil
+        return try await respond(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now)
+    }
+
+    /// An app calling an API as itself: an access token with the app as subject and no user claims.
+    private func clientCredentials(
+        _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String, now: Date
+    ) async throws -> Response {
+        guard client.kind == .confidential else { throw B2CError.grantTypeNotSupported("client_credentials") }
+        let apps = try await service.tenants.applications(tenantID: tenant.id)
+        let requested = [String].scopes(form["scope"])
+        guard !requested.isEmpty else { throw B2CError.missingScope }
+        let scopes = try GrantedScopes.resolve(requested, client: client, tenantApps: apps)
+        guard let resource = scopes.resource else { throw B2CError.scopeNeedsResource(requested.joined(separator: " ")) }
+        let key = try await service.keys.activeKey()
+        var claims = JSONObjectBuilder()
+        let iat = now.epochSeconds
+        let lifetime = flow.lifetimes.accessTokenSeconds
+        claims.set("iss", issuer)
+        claims.set("exp", iat + Int64(lifetime))
+        claims.set("nbf", iat)
+        claims.set("aud", resource.audience)
+        claims.set("sub", client.clientIDString)
+        claims.set("oid", client.clientIDString)
+        if !resource.scopeNames.filter({ !$0.isEmpty }).isEmpty {
+            claims.set("scp", resource.scopeNames.filter { !$0.isEmpty }.joined(separator: " "))
+        }
+        claims.set("azp", client.clientIDString)
+        claims.set("ver", "1.0")
+        claims.set("iat", iat)
+        let token = try JSONWebToken.sign(claims: claims.object, with: key)
+        var body = JSONObjectBuilder()
+        body.set("access_token", token)
+        body.set("token_type", "Bearer")
+        body.set("not_before", iat)
+        body.set("expires_in", lifetime)
+        body.set("expires_on", iat + Int64(lifetime))
+        body.set("resource", resource.audience)
+        body.set("scope", scopes.granted.joined(separator: " "))
+        return .json(body.object, noStore: true)
+    }
+
+    // MARK: Response
+
+    private func startFamily(_ issuance: IssuanceContext, now: Date) async throws -> (familyID: String, value: String) {
+        let token = Secrets.randomToken()
+        let lifetimes = issuance.flow.lifetimes
+        // The sliding window counts from the last time the user entered credentials
+        // (research/b2c-protocol.md §2.3).
+        let sliding = lifetimes.slidingWindowSeconds.map { issuance.authTime.addingTimeInterval(TimeInterval($0)) }
+        let family = RefreshTokenFamily(
+            id: UUID().uuidString.lowercased(), tenantID: issuance.tenant.id, clientID: issuance.client.clientIDString,
+            userID: issuance.user.id, policy: issuance.flow.name, scopes: issuance.scopes.granted,
+            authTime: issuance.authTime, identityProvider: issuance.identityProvider, createdAt: now,
+            slidingExpiresAt: sliding, revokedAt: nil)
+        let expires = now.addingTimeInterval(TimeInterval(lifetimes.refreshTokenSeconds))
+        try await service.grants.createFamily(family, firstToken: token, tokenExpiresAt: min(expires, sliding ?? expires))
+        return (family.id, token)
+    }
+
+    /// The B2C token response, fields in B2C's order, numbers as JSON numbers
+    /// (research/b2c-protocol.md §2.5).
+    private func respond(_ issuance: IssuanceContext, refreshToken: String?, clientInfo: Bool, now: Date) async throws -> Response {
+        let tokens = try await service.issuer.issue(issuance, now: now)
+        let iat = now.epochSeconds
+        var body = JSONObjectBuilder()
+        body.set("access_token", tokens.accessToken)
+        body.set("id_token", tokens.idToken)
+        body.set("token_type", "Bearer")
+        body.set("not_before", iat)
+        if tokens.accessToken != nil {
+            body.set("expires_in", tokens.accessTokenLifetime)
+            body.set("expires_on", iat + Int64(tokens.accessTokenLifetime))
+            body.set("resource", issuance.scopes.resource?.audience)
+        }
+        if tokens.idToken != nil { body.set("id_token_expires_in", tokens.idTokenLifetime) }
+        body.set("profile_info", TokenIssuer.profileInfo(user: issuance.user, tenant: issuance.tenant, identityProvider: issuance.identityProvider))
+        body.set("scope", issuance.scopes.granted.joined(separator: " "))
+        if let refreshToken {
+            body.set("refresh_token", refreshToken)
+            body.set("refresh_token_expires_in", issuance.flow.lifetimes.refreshTokenSeconds)
+        }
+        if clientInfo {
+            body.set("client_info", TokenIssuer.clientInfo(user: issuance.user, policy: issuance.flow.name, tenant: issuance.tenant))
+        }
+        return .json(body.object, noStore: true)
+    }
+}
+
+/// RFC 7636 (PKCE) verification at the token endpoint.
+enum PKCE {
+    static func verify(verifier: String?, challenge: String?, method: String?) throws {
+        guard let challenge else {
+            // RFC 9700 §2.1.1: a verifier without a challenge is a downgrade attempt.
+            if verifier != nil { throw B2CError.verifierInvalid }
+            return
+        }
+        guard let verifier, isWellFormedVerifier(verifier) else { throw B2CError.verifierInvalid }
+        let computed: String
+        switch method ?? "plain" {
+        case "S256": computed = Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8))))
+        default: computed = verifier
+        }
+        guard Secrets.constantTimeEquals(computed, challenge) else { throw B2CError.verifierMismatch }
+    }
+
+    /// RFC 7636 §4.1: 43–128 characters of [A-Z] [a-z] [0-9] "-" "." "_" "~".
+    static func isWellFormedVerifier(_ value: String) -> Bool {
+        (43...128).contains(value.count)
+            && value.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-._~".unicodeScalars.contains($0)) }
+    }
+
+    /// A challenge has the same alphabet; S256 challenges are exactly 43 characters.
+    static func isWellFormedChallenge(_ value: String, method: String) -> Bool {
+        if method == "S256" { return value.count == 43 && isWellFormedVerifier(value) }
+        return isWellFormedVerifier(value)
+    }
+}
+
+/// `Authorization: Basic` client credentials, each part form-encoded (RFC 6749 §2.3.1).
+struct BasicCredentials {
+    let user: String
+    let password: String
+
+    init?(header: String?) {
+        guard let header, header.count > 6, header.prefix(6).lowercased() == "basic " else { return nil }
+        guard let data = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+            let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":")
+        else { return nil }
+        let decode = { (part: Substring) in
+            part.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(part)
+        }
+        user = decode(text[..<colon])
+        password = decode(text[text.index(after: colon)...])
+    }
+}
+
+/// Reads an `application/x-www-form-urlencoded` body (at most the context's upload limit: 413
+/// beyond it) merged after the query string, refusing repeated OAuth parameters.
+enum FormBody {
+    static let singleValued = [
+        "grant_type", "code", "client_id", "client_secret", "redirect_uri", "refresh_token", "code_verifier", "username",
+        "password", "scope", "state", "nonce", "response_type", "response_mode", "code_challenge",
+        "code_challenge_method", "prompt", "csrf_token",
+    ]
+
+    static func read(_ request: Request, context: IdentityRequestContext) async throws -> RequestParameters {
+        var request = request
+        let buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        let contentType = request.headers[.contentType]?.lowercased() ?? ""
+        guard contentType.hasPrefix("application/x-www-form-urlencoded") || buffer.readableBytes == 0 else {
+            throw B2CError.malformedRequest("The request body must be application/x-www-form-urlencoded.")
+        }
+        guard let text = buffer.getString(at: buffer.readerIndex, length: buffer.readableBytes) else {
+            throw B2CError.malformedRequest("The request body is not valid UTF-8.")
+        }
+        let form = RequestParameters(pairs: FormEncoding.decode(text))
+        try rejectRepeats(form)
+        return form
+    }
+
+    static func rejectRepeats(_ parameters: RequestParameters) throws {
+        for name in singleValued where parameters.count(of: name) > 1 {
+            throw B2CError.repeatedParameter(name)
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+
+/// The development tenant created on first start (SPEC §2.1): the tutorials' seven user flows, a
+/// public app for the CLI and native clients, and its confidential twin for the web app.
+public enum DevTenant {
+    public static let name = "todob2c.onmicrosoft.com"
+    public static let publicAppName = "TodoB2C"
+    public static let webAppName = "TodoB2C Web"
+
+    public static func flows(tenantID: UUID) -> [UserFlow] {
+        let profile: [UserAttribute] = [.displayName, .givenName, .surname]
+        return [
+            UserFlow(tenantID: tenantID, name: "B2C_1_susi", type: .signUpOrSignIn, identityProviders: [.local, .facebook], signUpAttributes: profile),
+            UserFlow(tenantID: tenantID, name: "B2C_1_sign_up", type: .signUp, identityProviders: [.local], signUpAttributes: profile),
+            UserFlow(tenantID: tenantID, name: "B2C_1_sign_in", type: .signIn, identityProviders: [.local]),
+            UserFlow(tenantID: tenantID, name: "B2C_1_facebook", type: .signIn, identityProviders: [.facebook]),
+            UserFlow(tenantID: tenantID, name: "B2C_1_edit_profile", type: .profileEdit, identityProviders: [.local, .facebook], signUpAttributes: profile + [.city, .country]),
+            UserFlow(tenantID: tenantID, name: "B2C_1_reset", type: .passwordReset, identityProviders: [.local], signUpAttributes: []),
+            UserFlow(tenantID: tenantID, name: "B2C_1_ROPC", type: .ropc, identityProviders: [.local], signUpAttributes: []),
+        ]
+    }
+
+    /// The loopback, custom-scheme and out-of-band redirect URIs native clients use.
+    public static let nativeRedirectURIs = [
+        "http://localhost", "http://127.0.0.1", "msauth.com.todob2c.app://auth", "todob2c://auth", "urn:ietf:wg:oauth:2.0:oob",
+    ]
+
+    public static func webRedirectURIs(apiPort: Int) -> [String] {
+        ["http://localhost:\(apiPort)/auth/openid/return", "http://127.0.0.1:\(apiPort)/auth/openid/return"]
+    }
+}
+
+/// What seeding produced: ids for `settings.json`, and the web app's secret when it was just made
+/// (it is stored only as a hash, so this is the one chance to hand it over).
+public struct DevTenantSeed: Sendable {
+    public var tenant: Tenant
+    public var publicApp: AppRegistration
+    public var webApp: AppRegistration
+    public var newWebAppSecret: String?
+}
+
+extension IdentityServer {
+    /// Creates the dev tenant if no tenant exists yet; otherwise returns the existing default
+    /// tenant's apps (and makes sure the web app's redirect URIs cover `apiPort`).
+    public func seedDevelopmentTenant(apiPort: Int) async throws -> DevTenantSeed {
+        let now = clock.now
+        if let existing = try await tenants.defaultTenant() {
+            let apps = try await tenants.applications(tenantID: existing.id)
+            guard let publicApp = apps.first(where: { $0.displayName == DevTenant.publicAppName }),
+                var webApp = apps.first(where: { $0.displayName == DevTenant.webAppName })
+            else {
+                return DevTenantSeed(tenant: existing, publicApp: apps.first { $0.kind == .public } ?? apps[0], webApp: apps.first { $0.kind == .confidential } ?? apps[0], newWebAppSecret: nil)
+            }
+            let wanted = DevTenant.webRedirectURIs(apiPort: apiPort)
+            if !Set(wanted).isSubset(of: webApp.redirectURIs) {
+                webApp.redirectURIs += wanted.filter { !webApp.redirectURIs.contains($0) }
+                try await tenants.save(webApp, now: now)
+            }
+            return DevTenantSeed(tenant: existing, publicApp: publicApp, webApp: webApp, newWebAppSecret: nil)
+        }
+        let tenant = Tenant(
+            id: UUID(), name: DevTenant.name, displayName: "TodoB2C", defaultPolicy: "B2C_1_susi", isDefault: true)
+        try await tenants.save(tenant, now: now)
+        for flow in DevTenant.flows(tenantID: tenant.id) { try await tenants.save(flow) }
+        let publicApp = AppRegistration(
+            clientID: UUID(), tenantID: tenant.id, displayName: DevTenant.publicAppName, kind: .public,
+            redirectURIs: DevTenant.nativeRedirectURIs, allowPublicClientFlows: true, allowImplicit: false,
+            appIDURI: "https://\(DevTenant.name)/tasks", exposedScopes: ["tasks.read", "tasks.write"])
+        try await tenants.save(publicApp, now: now)
+        let webApp = AppRegistration(
+            clientID: UUID(), tenantID: tenant.id, displayName: DevTenant.webAppName, kind: .confidential,
+            redirectURIs: DevTenant.webRedirectURIs(apiPort: apiPort))
+        try await tenants.save(webApp, now: now)
+        let secret = Secrets.randomToken(byteCount: 30)
+        try await tenants.addSecret(clientID: webApp.clientID, secret: secret, now: now, expiresAt: nil)
+        _ = try await keys.activeKey()
+        return DevTenantSeed(tenant: tenant, publicApp: publicApp, webApp: webApp, newWebAppSecret: secret)
+    }
+}

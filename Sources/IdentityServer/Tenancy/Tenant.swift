@@ -1,0 +1,108 @@
+import Foundation
+
+/// A B2C directory: a name such as `contoso.onmicrosoft.com` and a GUID, both usable in URLs
+/// (research/b2c-protocol.md §1.1).
+public struct Tenant: Sendable, Equatable {
+    public var id: UUID
+    public var name: String
+    public var displayName: String
+    /// The flow used by policy-less Microsoft-identity-platform URLs (`/{tenant}/oauth2/v2.0/authorize`).
+    public var defaultPolicy: String
+    /// A directory of Mustache templates and `style.css` that replace the built-in hosted pages
+    /// (B2C's "custom page content").
+    public var pageTemplatesPath: String?
+    public var isDefault: Bool
+
+    public init(
+        id: UUID, name: String, displayName: String, defaultPolicy: String, pageTemplatesPath: String? = nil,
+        isDefault: Bool = false
+    ) {
+        self.id = id
+        self.name = name
+        self.displayName = displayName
+        self.defaultPolicy = defaultPolicy
+        self.pageTemplatesPath = pageTemplatesPath
+        self.isDefault = isDefault
+    }
+
+    /// The GUID in the lowercase form B2C writes into `iss`, `utid` and `tid`.
+    public var guid: String { id.uuidString.lowercased() }
+}
+
+public enum ClientKind: String, Sendable, Codable, CaseIterable {
+    /// Native and single-page apps: no secret, PKCE required.
+    case `public`
+    /// Web apps: authenticate with a client secret at the token endpoint.
+    case confidential
+}
+
+/// An app registration (research/b2c-protocol.md §3; SPEC §2.1).
+public struct AppRegistration: Sendable, Equatable {
+    public var clientID: UUID
+    public var tenantID: UUID
+    public var displayName: String
+    public var kind: ClientKind
+    public var redirectURIs: [String]
+    /// "Allow public client flows": needed for ROPC (AADB2C90224).
+    public var allowPublicClientFlows: Bool
+    /// "Access tokens / ID tokens" implicit grant checkboxes.
+    public var allowImplicit: Bool
+    /// B2C accepts PKCE `plain`; RFC 9700 §2.1.1 advises against it, so it is opt-in per app.
+    public var allowPlainPKCE: Bool
+    /// The Application ID URI, e.g. `https://contoso.onmicrosoft.com/tasks`.
+    public var appIDURI: String?
+    /// Short names of the scopes this app exposes as an API, e.g. `tasks.read`.
+    public var exposedScopes: [String]
+
+    public init(
+        clientID: UUID, tenantID: UUID, displayName: String, kind: ClientKind, redirectURIs: [String],
+        allowPublicClientFlows: Bool = false, allowImplicit: Bool = false, allowPlainPKCE: Bool = false,
+        appIDURI: String? = nil, exposedScopes: [String] = []
+    ) {
+        self.clientID = clientID
+        self.tenantID = tenantID
+        self.displayName = displayName
+        self.kind = kind
+        self.redirectURIs = redirectURIs
+        self.allowPublicClientFlows = allowPublicClientFlows
+        self.allowImplicit = allowImplicit
+        self.allowPlainPKCE = allowPlainPKCE
+        self.appIDURI = appIDURI
+        self.exposedScopes = exposedScopes
+    }
+
+    public var clientIDString: String { clientID.uuidString.lowercased() }
+
+    /// Whether `candidate` is a registered redirect URI of this app.
+    ///
+    /// Exact string match, except that a public client's loopback registration
+    /// (`http://localhost`, `http://127.0.0.1`, `http://[::1]`) matches any port, because native
+    /// apps get an ephemeral port from the OS (RFC 8252 §7.3). Confidential clients never get
+    /// that latitude (RFC 9700 §4.1.1).
+    public func isRegisteredRedirect(_ candidate: String) -> Bool {
+        if redirectURIs.contains(candidate) { return true }
+        guard kind == .public, let requested = LoopbackRedirect(candidate) else { return false }
+        return redirectURIs.contains { registered in
+            guard let loopback = LoopbackRedirect(registered) else { return false }
+            return loopback.host == requested.host && loopback.path == requested.path
+                && loopback.query == requested.query
+        }
+    }
+}
+
+/// An `http` redirect to a loopback interface, split so the port can be ignored.
+struct LoopbackRedirect: Equatable {
+    let host: String
+    let path: String
+    let query: String?
+
+    init?(_ uri: String) {
+        guard let components = URLComponents(string: uri), components.scheme == "http",
+            let host = components.host?.lowercased(), ["localhost", "127.0.0.1", "[::1]", "::1"].contains(host),
+            components.user == nil, components.password == nil, components.fragment == nil
+        else { return nil }
+        self.host = host
+        self.path = components.path.isEmpty ? "/" : components.path
+        self.query = components.query
+    }
+}

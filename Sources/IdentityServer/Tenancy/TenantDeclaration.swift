@@ -1,0 +1,142 @@
+import Foundation
+import Yams
+
+/// A tenant declared in YAML (`todo-server serve --tenant-config PATH`, SPEC §2.1):
+///
+/// ```yaml
+/// tenant: { name: contoso.onmicrosoft.com, id: 5a2c…, displayName: Contoso, defaultPolicy: B2C_1_susi, pageTemplates: ./pages }
+/// userFlows:
+///   - { name: B2C_1_susi, type: signUpOrSignIn, identityProviders: [local, facebook.com],
+///       signUpAttributes: [displayName, city], applicationClaims: [name, oid, emails],
+///       lifetimes: { accessTokenMinutes: 60, refreshTokenDays: 14, slidingWindowDays: 90 } }
+/// applications:
+///   - { name: Contoso app, clientId: 1b2c…, kind: public, redirectUris: [http://localhost],
+///       allowPublicClientFlows: true, appIdUri: https://contoso.onmicrosoft.com/api, scopes: [tasks.read],
+///       secrets: [] }
+/// ```
+public struct TenantDeclaration: Decodable, Sendable {
+    public struct TenantPart: Decodable, Sendable {
+        var name: String
+        var id: UUID?
+        var displayName: String?
+        var defaultPolicy: String?
+        var pageTemplates: String?
+    }
+
+    public struct Lifetimes: Decodable, Sendable {
+        var accessTokenMinutes: Int?
+        var idTokenMinutes: Int?
+        var refreshTokenDays: Int?
+        var slidingWindowDays: Int?
+        var unboundedSlidingWindow: Bool?
+    }
+
+    public struct FlowPart: Decodable, Sendable {
+        var name: String
+        var type: UserFlowType
+        var identityProviders: [IdentityProviderKind]?
+        var signUpAttributes: [UserAttribute]?
+        var applicationClaims: [String]?
+        var lifetimes: Lifetimes?
+    }
+
+    public struct ApplicationPart: Decodable, Sendable {
+        var name: String
+        var clientId: UUID?
+        var kind: ClientKind
+        var redirectUris: [String]?
+        var allowPublicClientFlows: Bool?
+        var allowImplicitFlow: Bool?
+        var allowPlainPKCE: Bool?
+        var appIdUri: String?
+        var scopes: [String]?
+        var secrets: [String]?
+    }
+
+    var tenant: TenantPart
+    var userFlows: [FlowPart]
+    var applications: [ApplicationPart]?
+
+    public enum DeclarationError: Error, CustomStringConvertible {
+        case invalid(String)
+        public var description: String {
+            switch self { case .invalid(let reason): "invalid tenant declaration: \(reason)" }
+        }
+    }
+
+    public static func load(path: String) throws -> TenantDeclaration {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let declaration: TenantDeclaration
+        do {
+            declaration = try YAMLDecoder().decode(TenantDeclaration.self, from: text)
+        } catch {
+            throw DeclarationError.invalid("\(path): \(error)")
+        }
+        try declaration.validate(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent())
+        return declaration
+    }
+
+    /// Checks everything and names every problem at once (configuration fails fast, STYLE.md).
+    func validate(relativeTo directory: URL) throws {
+        var problems: [String] = []
+        if !tenant.name.contains(".") { problems.append("tenant.name '\(tenant.name)' should look like 'contoso.onmicrosoft.com'") }
+        for flow in userFlows where !UserFlow.isValidName(flow.name) {
+            problems.append("user flow name '\(flow.name)' must match b2c_1_… or b2c_1a_…")
+        }
+        let names = userFlows.map { $0.name.lowercased() }
+        if Set(names).count != names.count { problems.append("user flow names must be unique (case-insensitive)") }
+        if let policy = tenant.defaultPolicy, !names.contains(policy.lowercased()) {
+            problems.append("tenant.defaultPolicy '\(policy)' is not one of the user flows")
+        }
+        for app in applications ?? [] {
+            if app.kind == .confidential, (app.secrets ?? []).isEmpty { problems.append("confidential application '\(app.name)' needs at least one secret") }
+            if app.kind == .public, !(app.secrets ?? []).isEmpty { problems.append("public application '\(app.name)' must not have secrets") }
+            for secret in app.secrets ?? [] where secret.count < 16 { problems.append("a secret of '\(app.name)' is shorter than 16 characters") }
+        }
+        if !problems.isEmpty { throw DeclarationError.invalid(problems.joined(separator: "; ")) }
+    }
+
+    /// The tenant, made the default, with its flows and apps. Existing apps with the same client
+    /// id are updated; their secrets are replaced by the declared ones.
+    public func apply(to server: IdentityServer, baseDirectory: URL) async throws -> Tenant {
+        let now = server.clock.now
+        let existing = try await server.tenants.tenant(matching: tenant.id?.uuidString ?? tenant.name)
+        let templates = tenant.pageTemplates.map { path in
+            path.hasPrefix("/") ? path : baseDirectory.appendingPathComponent(path).standardizedFileURL.path
+        }
+        let model = Tenant(
+            id: existing?.id ?? tenant.id ?? UUID(), name: tenant.name, displayName: tenant.displayName ?? tenant.name,
+            defaultPolicy: tenant.defaultPolicy ?? userFlows.first?.name ?? "B2C_1_susi", pageTemplatesPath: templates,
+            isDefault: true)
+        try await server.tenants.save(model, now: now)
+        for flow in userFlows {
+            var lifetimes = TokenLifetimes.default
+            if let given = flow.lifetimes {
+                if let minutes = given.accessTokenMinutes { lifetimes.accessTokenSeconds = min(max(minutes, 5), 1440) * 60 }
+                if let minutes = given.idTokenMinutes { lifetimes.idTokenSeconds = min(max(minutes, 5), 1440) * 60 }
+                if let days = given.refreshTokenDays { lifetimes.refreshTokenSeconds = min(max(days, 1), 90) * 86_400 }
+                if let days = given.slidingWindowDays { lifetimes.slidingWindowSeconds = min(max(days, 1), 365) * 86_400 }
+                if given.unboundedSlidingWindow == true { lifetimes.slidingWindowSeconds = nil }
+            }
+            try await server.tenants.save(
+                UserFlow(
+                    tenantID: model.id, name: flow.name, type: flow.type, identityProviders: flow.identityProviders ?? [.local],
+                    signUpAttributes: flow.signUpAttributes ?? [.displayName], applicationClaims: flow.applicationClaims ?? UserFlow.defaultClaims,
+                    lifetimes: lifetimes))
+        }
+        for app in applications ?? [] {
+            let registration = AppRegistration(
+                clientID: app.clientId ?? UUID(), tenantID: model.id, displayName: app.name, kind: app.kind,
+                redirectURIs: app.redirectUris ?? [], allowPublicClientFlows: app.allowPublicClientFlows ?? false,
+                allowImplicit: app.allowImplicitFlow ?? false, allowPlainPKCE: app.allowPlainPKCE ?? false, appIDURI: app.appIdUri,
+                exposedScopes: app.scopes ?? [])
+            _ = try await server.tenants.removeApplication(tenantID: model.id, clientID: registration.clientID)
+            try await server.tenants.save(registration, now: now)
+            for secret in app.secrets ?? [] {
+                try await server.tenants.addSecret(clientID: registration.clientID, secret: secret, now: now, expiresAt: nil)
+            }
+        }
+        _ = try await server.keys.activeKey()
+        return model
+    }
+}

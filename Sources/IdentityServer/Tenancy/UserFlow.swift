@@ -1,0 +1,156 @@
+import Foundation
+
+/// The kinds of user flow B2C offers (research/b2c-protocol.md §5.1).
+public enum UserFlowType: String, Sendable, Codable, CaseIterable {
+    case signUpOrSignIn
+    case signUp
+    case signIn
+    case profileEdit
+    case passwordReset
+    case ropc
+
+    /// Flows whose sign-in page offers "Forgot your password?", which answers AADB2C90118
+    /// to the app instead of resetting in place (research/b2c-protocol.md §5.1).
+    var offersForgotPassword: Bool { self == .signUpOrSignIn || self == .signIn }
+}
+
+/// Where a user's identity comes from.
+public enum IdentityProviderKind: String, Sendable, Codable, CaseIterable {
+    /// Email + password accounts stored here.
+    case local
+    /// The simulated Facebook provider (`idp: facebook.com`).
+    case facebook = "facebook.com"
+}
+
+/// User attributes a flow can collect at sign-up or edit in the profile page, with the claim
+/// each becomes.
+public enum UserAttribute: String, Sendable, Codable, CaseIterable {
+    case displayName
+    case givenName
+    case surname
+    case city
+    case country
+    case postalCode
+    case jobTitle
+    case streetAddress
+    case state
+
+    public var claimName: String {
+        switch self {
+        case .displayName: "name"
+        case .givenName: "given_name"
+        case .surname: "family_name"
+        default: rawValue
+        }
+    }
+
+    var label: String {
+        switch self {
+        case .displayName: "Display name"
+        case .givenName: "Given name"
+        case .surname: "Surname"
+        case .city: "City"
+        case .country: "Country/Region"
+        case .postalCode: "Postal code"
+        case .jobTitle: "Job title"
+        case .streetAddress: "Street address"
+        case .state: "State/Province"
+        }
+    }
+
+    /// The HTML `autocomplete` token, so browsers and password managers fill the right field.
+    var autocomplete: String {
+        switch self {
+        case .displayName: "nickname"
+        case .givenName: "given-name"
+        case .surname: "family-name"
+        case .city: "address-level2"
+        case .country: "country-name"
+        case .postalCode: "postal-code"
+        case .jobTitle: "organization-title"
+        case .streetAddress: "street-address"
+        case .state: "address-level1"
+        }
+    }
+
+    static let maximumLength = 256
+}
+
+/// Token lifetimes of a flow (research/b2c-protocol.md §2.3: 60 min tokens, 14 days refresh,
+/// 90 days sliding window by default).
+public struct TokenLifetimes: Sendable, Codable, Equatable {
+    public var accessTokenSeconds: Int
+    public var idTokenSeconds: Int
+    public var refreshTokenSeconds: Int
+    /// nil means "Unbounded".
+    public var slidingWindowSeconds: Int?
+
+    public static let `default` = TokenLifetimes(
+        accessTokenSeconds: 3600, idTokenSeconds: 3600, refreshTokenSeconds: 14 * 86_400,
+        slidingWindowSeconds: 90 * 86_400)
+
+    public init(accessTokenSeconds: Int, idTokenSeconds: Int, refreshTokenSeconds: Int, slidingWindowSeconds: Int?) {
+        self.accessTokenSeconds = accessTokenSeconds
+        self.idTokenSeconds = idTokenSeconds
+        self.refreshTokenSeconds = refreshTokenSeconds
+        self.slidingWindowSeconds = slidingWindowSeconds
+    }
+}
+
+/// A user flow (policy) such as `B2C_1_susi`.
+public struct UserFlow: Sendable, Equatable {
+    public var tenantID: UUID
+    /// The name as configured; `tfp` carries it with this case.
+    public var name: String
+    public var type: UserFlowType
+    public var identityProviders: [IdentityProviderKind]
+    public var signUpAttributes: [UserAttribute]
+    public var applicationClaims: [String]
+    public var lifetimes: TokenLifetimes
+
+    public init(
+        tenantID: UUID, name: String, type: UserFlowType, identityProviders: [IdentityProviderKind] = [.local],
+        signUpAttributes: [UserAttribute] = [.displayName], applicationClaims: [String] = UserFlow.defaultClaims,
+        lifetimes: TokenLifetimes = .default
+    ) {
+        self.tenantID = tenantID
+        self.name = name
+        self.type = type
+        self.identityProviders = identityProviders
+        self.signUpAttributes = signUpAttributes
+        self.applicationClaims = applicationClaims
+        self.lifetimes = lifetimes
+    }
+
+    /// The claims every dev-tenant flow returns (SPEC §2.1).
+    public static let defaultClaims = ["name", "oid", "emails", "given_name", "family_name", "idp", "newUser"]
+
+    /// The policy-name rule passport-azure-ad enforces (research/b2c-protocol.md §6.3).
+    public static func isValidName(_ name: String) -> Bool {
+        let lower = name.lowercased()
+        guard lower.hasPrefix("b2c_1_") || lower.hasPrefix("b2c_1a_") else { return false }
+        let rest = lower.hasPrefix("b2c_1a_") ? lower.dropFirst(7) : lower.dropFirst(6)
+        return !rest.isEmpty && rest.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }
+    }
+
+    var offersLocalAccounts: Bool { identityProviders.contains(.local) }
+    var offersFacebook: Bool { identityProviders.contains(.facebook) }
+
+    /// The claims advertised in discovery: the flow's application claims plus protocol claims.
+    var claimsSupported: [String] {
+        var claims = applicationClaims
+        for claim in ["sub", "tfp", "iss", "iat", "exp", "aud", "acr", "nonce", "auth_time"] where !claims.contains(claim) {
+            claims.append(claim)
+        }
+        return claims
+    }
+}
+
+/// The stored form of a flow's settings (the `definition` column, JSON).
+struct UserFlowDefinition: Codable {
+    var type: UserFlowType
+    var identityProviders: [IdentityProviderKind]
+    var signUpAttributes: [UserAttribute]
+    var applicationClaims: [String]
+    var lifetimes: TokenLifetimes
+}

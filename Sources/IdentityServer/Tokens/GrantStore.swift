@@ -1,0 +1,229 @@
+import Foundation
+import SQLKit
+import Storage
+
+/// Authorization codes and refresh tokens. Only SHA-256 hashes of the values are stored.
+public protocol GrantStore: Sendable {
+    func saveCode(_ code: String, grant: AuthorizationCodeGrant) async throws
+    /// Marks the code used and returns its grant, in one transaction; a second call reports
+    /// `.replayed` and revokes the refresh-token family the first redemption created.
+    func redeemCode(_ code: String, now: Date) async throws -> CodeRedemption
+    /// Records which refresh-token family a code redemption created, for replay revocation.
+    func attachFamily(_ familyID: String, toCode code: String) async throws
+
+    func createFamily(_ family: RefreshTokenFamily, firstToken: String, tokenExpiresAt: Date) async throws
+    /// Validates `token`, and if it is good, marks it used and stores `replacement` in its
+    /// family, atomically, so that two concurrent uses cannot both succeed.
+    func rotateRefreshToken(
+        _ token: String, replacement: String, binding: RefreshTokenBinding,
+        replacementExpiresAt: @Sendable (RefreshTokenFamily) -> Date, now: Date
+    ) async throws -> RefreshTokenRedemption
+    func revokeFamily(id: String, reason: String, now: Date) async throws
+    /// Deletes expired codes and tokens; returns how many rows went.
+    func sweep(now: Date) async throws -> Int
+}
+
+public struct SQLGrantStore: GrantStore {
+    let database: any Database
+
+    public init(database: any Database) { self.database = database }
+
+    struct CodeRow: Codable {
+        var code_hash: String
+        var tenant_id: String
+        var client_id: String
+        var user_id: String
+        var policy: String
+        var redirect_uri: String
+        var scopes: String
+        var nonce: String?
+        var code_challenge: String?
+        var code_challenge_method: String?
+        var auth_time: Int64
+        var new_user: Bool
+        var identity_provider: String
+        var created_at: Int64
+        var expires_at: Int64
+        var redeemed_at: Int64?
+        var family_id: String?
+
+        var grant: AuthorizationCodeGrant? {
+            guard let tenantID = UUID(uuidString: tenant_id), let userID = UUID(uuidString: user_id),
+                let provider = IdentityProviderKind(rawValue: identity_provider)
+            else { return nil }
+            return AuthorizationCodeGrant(
+                tenantID: tenantID, clientID: client_id, userID: userID, policy: policy, redirectURI: redirect_uri,
+                scopes: StoredJSON.decode([String].self, scopes) ?? [], nonce: nonce, codeChallenge: code_challenge,
+                codeChallengeMethod: code_challenge_method, authTime: .init(epoch: auth_time), newUser: new_user,
+                identityProvider: provider, createdAt: .init(epoch: created_at), expiresAt: .init(epoch: expires_at))
+        }
+    }
+
+    struct FamilyRow: Codable {
+        var id: String
+        var tenant_id: String
+        var client_id: String
+        var user_id: String
+        var policy: String
+        var scopes: String
+        var auth_time: Int64
+        var identity_provider: String
+        var created_at: Int64
+        var sliding_expires_at: Int64?
+        var revoked_at: Int64?
+        var revoked_reason: String?
+
+        init(_ family: RefreshTokenFamily) {
+            id = family.id
+            tenant_id = family.tenantID.uuidString.lowercased()
+            client_id = family.clientID
+            user_id = family.userID.uuidString.lowercased()
+            policy = family.policy
+            scopes = StoredJSON.encode(family.scopes)
+            auth_time = family.authTime.epochSeconds
+            identity_provider = family.identityProvider.rawValue
+            created_at = family.createdAt.epochSeconds
+            sliding_expires_at = family.slidingExpiresAt?.epochSeconds
+            revoked_at = family.revokedAt?.epochSeconds
+            revoked_reason = nil
+        }
+
+        var family: RefreshTokenFamily? {
+            guard let tenantID = UUID(uuidString: tenant_id), let userID = UUID(uuidString: user_id),
+                let provider = IdentityProviderKind(rawValue: identity_provider)
+            else { return nil }
+            return RefreshTokenFamily(
+                id: id, tenantID: tenantID, clientID: client_id, userID: userID, policy: policy,
+                scopes: StoredJSON.decode([String].self, scopes) ?? [], authTime: .init(epoch: auth_time),
+                identityProvider: provider, createdAt: .init(epoch: created_at),
+                slidingExpiresAt: sliding_expires_at.map(Date.init(epoch:)), revokedAt: revoked_at.map(Date.init(epoch:)))
+        }
+    }
+
+    struct TokenRow: Codable {
+        var token_hash: String
+        var family_id: String
+        var created_at: Int64
+        var expires_at: Int64
+        var used_at: Int64?
+    }
+
+    public func saveCode(_ code: String, grant: AuthorizationCodeGrant) async throws {
+        let row = CodeRow(
+            code_hash: Secrets.sha256Hex(code), tenant_id: grant.tenantID.uuidString.lowercased(),
+            client_id: grant.clientID, user_id: grant.userID.uuidString.lowercased(), policy: grant.policy,
+            redirect_uri: grant.redirectURI, scopes: StoredJSON.encode(grant.scopes), nonce: grant.nonce,
+            code_challenge: grant.codeChallenge, code_challenge_method: grant.codeChallengeMethod,
+            auth_time: grant.authTime.epochSeconds, new_user: grant.newUser,
+            identity_provider: grant.identityProvider.rawValue, created_at: grant.createdAt.epochSeconds,
+            expires_at: grant.expiresAt.epochSeconds, redeemed_at: nil, family_id: nil)
+        try await database.transaction { sql in try await sql.insert(into: "authorization_codes").model(row).run() }
+    }
+
+    public func redeemCode(_ code: String, now: Date) async throws -> CodeRedemption {
+        let hash = Secrets.sha256Hex(code)
+        let engine = database.engine
+        return try await database.transaction { sql in
+            var select = sql.select().columns("*").from("authorization_codes").where("code_hash", .equal, hash)
+            if engine == .postgres { select = select.for(.update) }
+            guard let row = try await select.first(decoding: CodeRow.self), let grant = row.grant else {
+                return .unknown
+            }
+            if row.redeemed_at != nil {
+                if let family = row.family_id {
+                    try await Self.revoke(family: family, reason: "authorization code replayed", now: now, sql: sql)
+                }
+                return .replayed
+            }
+            try await sql.update("authorization_codes").set("redeemed_at", to: now.epochSeconds)
+                .where("code_hash", .equal, hash).run()
+            if grant.expiresAt <= now { return .expired(grant) }
+            return .redeemed(grant)
+        }
+    }
+
+    public func attachFamily(_ familyID: String, toCode code: String) async throws {
+        let hash = Secrets.sha256Hex(code)
+        try await database.transaction { sql in
+            try await sql.update("authorization_codes").set("family_id", to: familyID)
+                .where("code_hash", .equal, hash).run()
+        }
+    }
+
+    public func createFamily(_ family: RefreshTokenFamily, firstToken: String, tokenExpiresAt: Date) async throws {
+        let familyRow = FamilyRow(family)
+        let tokenRow = TokenRow(
+            token_hash: Secrets.sha256Hex(firstToken), family_id: family.id, created_at: family.createdAt.epochSeconds,
+            expires_at: tokenExpiresAt.epochSeconds, used_at: nil)
+        try await database.transaction { sql in
+            try await sql.insert(into: "refresh_token_families").model(familyRow).run()
+            try await sql.insert(into: "refresh_tokens").model(tokenRow).run()
+        }
+    }
+
+    public func rotateRefreshToken(
+        _ token: String, replacement: String, binding: RefreshTokenBinding,
+        replacementExpiresAt: @Sendable (RefreshTokenFamily) -> Date, now: Date
+    ) async throws -> RefreshTokenRedemption {
+        let hash = Secrets.sha256Hex(token)
+        let engine = database.engine
+        return try await database.transaction { sql in
+            var select = sql.select().columns("*").from("refresh_tokens").where("token_hash", .equal, hash)
+            if engine == .postgres { select = select.for(.update) }
+            guard let tokenRow = try await select.first(decoding: TokenRow.self),
+                let familyRow = try await sql.select().columns("*").from("refresh_token_families")
+                    .where("id", .equal, tokenRow.family_id).first(decoding: FamilyRow.self),
+                let family = familyRow.family
+            else { return .unknown }
+            // Binding first: a token presented at the wrong client or policy is refused without
+            // being consumed (research/client-sdk.md §C.10, AADB2C90088).
+            if family.tenantID != binding.tenantID || family.clientID != binding.clientID { return .wrongClient(family) }
+            if family.policy.lowercased() != binding.policy.lowercased() { return .wrongPolicy(family) }
+            if family.revokedAt != nil { return .revoked(family) }
+            if tokenRow.used_at != nil {
+                try await Self.revoke(family: family.id, reason: "rotated refresh token reused", now: now, sql: sql)
+                return .reused(family)
+            }
+            let expiresAt = Date(epoch: tokenRow.expires_at)
+            if expiresAt <= now || (family.slidingExpiresAt.map { $0 <= now } ?? false) {
+                let limit = min(expiresAt, family.slidingExpiresAt ?? expiresAt)
+                return .expired(family, issuedAt: Date(epoch: tokenRow.created_at), expiresAt: limit)
+            }
+            try await sql.update("refresh_tokens").set("used_at", to: now.epochSeconds)
+                .where("token_hash", .equal, hash).run()
+            let next = TokenRow(
+                token_hash: Secrets.sha256Hex(replacement), family_id: family.id, created_at: now.epochSeconds,
+                expires_at: replacementExpiresAt(family).epochSeconds, used_at: nil)
+            try await sql.insert(into: "refresh_tokens").model(next).run()
+            return .rotated(family, tokenIssuedAt: Date(epoch: tokenRow.created_at))
+        }
+    }
+
+    public func revokeFamily(id: String, reason: String, now: Date) async throws {
+        try await database.transaction { sql in try await Self.revoke(family: id, reason: reason, now: now, sql: sql) }
+    }
+
+    static func revoke(family: String, reason: String, now: Date, sql: any SQLDatabase) async throws {
+        try await sql.update("refresh_token_families").set("revoked_at", to: now.epochSeconds)
+            .set("revoked_reason", to: reason).where("id", .equal, family).where("revoked_at", .is, SQLLiteral.null)
+            .run()
+    }
+
+    public func sweep(now: Date) async throws -> Int {
+        let cutoff = now.epochSeconds
+        // Keep redeemed codes until they expire so replays are still recognised.
+        return try await database.transaction { sql in
+            let codes = try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n")
+                .from("authorization_codes").where("expires_at", .lessThan, cutoff).first(decodingColumn: "n", as: Int.self) ?? 0
+            try await sql.delete(from: "authorization_codes").where("expires_at", .lessThan, cutoff).run()
+            let tokens = try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n")
+                .from("refresh_tokens").where("expires_at", .lessThan, cutoff).first(decodingColumn: "n", as: Int.self) ?? 0
+            try await sql.delete(from: "refresh_tokens").where("expires_at", .lessThan, cutoff).run()
+            return codes + tokens
+        }
+    }
+}
+
+extension Date {
+    init(epoch: Int64) { self.init(timeIntervalSince1970: TimeInterval(epoch)) }
+}

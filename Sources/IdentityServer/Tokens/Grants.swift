@@ -1,0 +1,67 @@
+import Foundation
+
+/// A code issued at the end of an interactive sign-in: single use, 10 minutes, bound to client,
+/// redirect URI, PKCE challenge, policy and nonce (SPEC §2.4; RFC 6749 §4.1.2, RFC 7636).
+public struct AuthorizationCodeGrant: Sendable, Equatable {
+    public var tenantID: UUID
+    public var clientID: String
+    public var userID: UUID
+    public var policy: String
+    public var redirectURI: String
+    public var scopes: [String]
+    public var nonce: String?
+    public var codeChallenge: String?
+    public var codeChallengeMethod: String?
+    public var authTime: Date
+    public var newUser: Bool
+    public var identityProvider: IdentityProviderKind
+    public var createdAt: Date
+    public var expiresAt: Date
+}
+
+public enum CodeRedemption: Sendable {
+    case redeemed(AuthorizationCodeGrant)
+    case unknown
+    case expired(AuthorizationCodeGrant)
+    /// Presented a second time; what the first redemption issued has now been revoked
+    /// (RFC 6749 §4.1.2: "the authorization server … SHOULD revoke … all tokens previously issued").
+    case replayed
+}
+
+/// The shared state of a chain of rotated refresh tokens. Rotation creates a new token in the
+/// same family; presenting an already-rotated token revokes the family (RFC 9700 §4.14.2).
+public struct RefreshTokenFamily: Sendable, Equatable {
+    public var id: String
+    public var tenantID: UUID
+    public var clientID: String
+    public var userID: UUID
+    public var policy: String
+    public var scopes: [String]
+    public var authTime: Date
+    public var identityProvider: IdentityProviderKind
+    public var createdAt: Date
+    /// `auth_time` + the flow's sliding window; nil when unbounded.
+    public var slidingExpiresAt: Date?
+    public var revokedAt: Date?
+}
+
+public enum RefreshTokenRedemption: Sendable {
+    /// The token was valid: it is now used, and `newToken` (already stored) replaces it.
+    case rotated(RefreshTokenFamily, tokenIssuedAt: Date)
+    case unknown
+    case expired(RefreshTokenFamily, issuedAt: Date, expiresAt: Date)
+    case revoked(RefreshTokenFamily)
+    /// A rotated token came back: the whole family is now revoked.
+    case reused(RefreshTokenFamily)
+    /// Issued to another client; left untouched.
+    case wrongClient(RefreshTokenFamily)
+    /// Issued by another user flow (AADB2C90088); left untouched.
+    case wrongPolicy(RefreshTokenFamily)
+}
+
+/// Who may redeem a refresh token: the client and user flow it was issued to.
+public struct RefreshTokenBinding: Sendable {
+    public var tenantID: UUID
+    public var clientID: String
+    public var policy: String
+}

@@ -1,0 +1,123 @@
+import Crypto
+import CryptoExtras
+import Foundation
+import SQLKit
+import Storage
+import Synchronization
+
+/// One RS256 signing key. The `kid` is the RFC 7638 thumbprint of the public key, so it is
+/// stable, unique and derivable by anyone holding the JWK.
+public struct SigningKey: Sendable {
+    public let kid: String
+    public let privateKey: _RSA.Signing.PrivateKey
+    public let createdAt: Date
+    public let activatedAt: Date?
+    public let retiredAt: Date?
+    /// A retired key stays in the JWKS until every token it signed has expired.
+    public let publishUntil: Date?
+
+    public var modulus: Data { (try? privateKey.publicKey.getKeyPrimitives().modulus) ?? Data() }
+    public var exponent: Data { (try? privateKey.publicKey.getKeyPrimitives().publicExponent) ?? Data() }
+    public var bits: Int { privateKey.keySizeInBits }
+
+    static func thumbprint(of key: _RSA.Signing.PrivateKey) throws -> String {
+        let primitives = try key.publicKey.getKeyPrimitives()
+        // RFC 7638 §3.2: members in lexicographic order, no whitespace.
+        let canonical = "{\"e\":\"\(Base64URL.encode(primitives.publicExponent))\",\"kty\":\"RSA\",\"n\":\"\(Base64URL.encode(primitives.modulus))\"}"
+        return Base64URL.encode(Data(SHA256.hash(data: Data(canonical.utf8))))
+    }
+}
+
+/// The service's signing keys, kept in the database so that every instance signs with the same
+/// key and a restart keeps tokens valid. The active key signs; keys rotated out stay published
+/// (SPEC §2.5). Each instance re-reads the ring at most every `refreshInterval`.
+public final class SigningKeyRing: Sendable {
+    private let database: any Database
+    private let clock: any IdentityClock
+    private let keyBits: Int
+    private let refreshInterval: TimeInterval
+    private let cache = Mutex<(keys: [SigningKey], loadedAt: Date)?>(nil)
+
+    public init(database: any Database, clock: any IdentityClock, keyBits: Int = 2048, refreshInterval: TimeInterval = 60) {
+        self.database = database
+        self.clock = clock
+        self.keyBits = keyBits
+        self.refreshInterval = refreshInterval
+    }
+
+    struct Row: Codable {
+        var kid: String
+        var private_key_pem: String
+        var bits: Int64
+        var created_at: Int64
+        var activated_at: Int64?
+        var retired_at: Int64?
+        var publish_until: Int64?
+
+        var key: SigningKey? {
+            guard let privateKey = try? _RSA.Signing.PrivateKey(pemRepresentation: private_key_pem) else { return nil }
+            func date(_ value: Int64?) -> Date? { value.map { Date(timeIntervalSince1970: TimeInterval($0)) } }
+            return SigningKey(
+                kid: kid, privateKey: privateKey, createdAt: date(created_at)!, activatedAt: date(activated_at),
+                retiredAt: date(retired_at), publishUntil: date(publish_until))
+        }
+    }
+
+    /// All stored keys, newest first.
+    public func allKeys() async throws -> [SigningKey] {
+        let now = clock.now
+        if let cached = cache.withLock({ $0 }), now.timeIntervalSince(cached.loadedAt) < refreshInterval,
+            now >= cached.loadedAt
+        {
+            return cached.keys
+        }
+        let rows = try await database.read { sql in
+            try await sql.select().columns("*").from("signing_keys").orderBy("created_at", .descending)
+                .all(decoding: Row.self)
+        }
+        let keys = rows.compactMap(\.key)
+        cache.withLock { $0 = (keys, now) }
+        return keys
+    }
+
+    /// The key that signs new tokens; creates the first one on first use.
+    public func activeKey() async throws -> SigningKey {
+        if let key = try await allKeys().first(where: { $0.retiredAt == nil && $0.activatedAt != nil }) {
+            return key
+        }
+        return try await rotate(retiredKeysPublishedFor: 0)
+    }
+
+    /// Keys that belong in the JWKS: the active one and retired ones still within their window.
+    public func publishedKeys() async throws -> [SigningKey] {
+        _ = try await activeKey()
+        let now = clock.now
+        return try await allKeys().filter { key in
+            key.retiredAt == nil || (key.publishUntil.map { $0 > now } ?? false)
+        }
+    }
+
+    /// Makes a new active key. The previous one keeps verifying for `retiredKeysPublishedFor`
+    /// seconds, which should be at least the longest token lifetime.
+    @discardableResult
+    public func rotate(retiredKeysPublishedFor: TimeInterval = 24 * 3600) async throws -> SigningKey {
+        let size: _RSA.Signing.KeySize = keyBits >= 3072 ? .bits3072 : .bits2048
+        let privateKey = try _RSA.Signing.PrivateKey(keySize: size)
+        let kid = try SigningKey.thumbprint(of: privateKey)
+        let now = clock.now.epochSeconds
+        let row = Row(
+            kid: kid, private_key_pem: privateKey.pemRepresentation, bits: Int64(privateKey.keySizeInBits),
+            created_at: now, activated_at: now, retired_at: nil, publish_until: nil)
+        let publishUntil = now + Int64(retiredKeysPublishedFor)
+        try await database.transaction { sql in
+            try await sql.update("signing_keys").set("retired_at", to: now).set("publish_until", to: publishUntil)
+                .where("retired_at", .is, SQLLiteral.null).run()
+            try await sql.insert(into: "signing_keys").model(row).run()
+        }
+        cache.withLock { $0 = nil }
+        return row.key!
+    }
+
+    /// Forgets the cached ring so the next call reads the database.
+    public func invalidate() { cache.withLock { $0 = nil } }
+}

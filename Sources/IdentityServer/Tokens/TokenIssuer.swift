@@ -1,0 +1,137 @@
+import Crypto
+import Foundation
+
+/// Everything a token needs to know about one issuance.
+struct IssuanceContext: Sendable {
+    var tenant: Tenant
+    var flow: UserFlow
+    var client: AppRegistration
+    var user: UserAccount
+    var issuer: String
+    var scopes: GrantedScopes
+    var nonce: String?
+    var authTime: Date
+    var newUser: Bool
+    var identityProvider: IdentityProviderKind
+}
+
+/// The signed tokens of one issuance.
+struct IssuedTokens: Sendable {
+    var accessToken: String?
+    var idToken: String?
+    var issuedAt: Date
+    var accessTokenLifetime: Int
+    var idTokenLifetime: Int
+}
+
+/// The one place that builds claims and signs tokens (SPEC §2.5, research/b2c-protocol.md §2.2).
+struct TokenIssuer: Sendable {
+    let keys: SigningKeyRing
+
+    /// Signs an ID token (when `openid` was granted) and an access token (when a resource was).
+    /// `code` and `accessTokenHash` add `c_hash`/`at_hash` where OIDC Core §3.3.2.11 requires them.
+    func issue(_ context: IssuanceContext, now: Date, code: String? = nil, hashAccessToken: Bool = false) async throws -> IssuedTokens {
+        let key = try await keys.activeKey()
+        let lifetimes = context.flow.lifetimes
+        var accessToken: String?
+        if let resource = context.scopes.resource {
+            let claims = accessTokenClaims(context, resource: resource, now: now, lifetime: lifetimes.accessTokenSeconds)
+            accessToken = try JSONWebToken.sign(claims: claims, with: key)
+        }
+        var idToken: String?
+        if context.scopes.openID {
+            let claims = idTokenClaims(
+                context, now: now, lifetime: lifetimes.idTokenSeconds, code: code,
+                accessToken: hashAccessToken ? accessToken : nil)
+            idToken = try JSONWebToken.sign(claims: claims, with: key)
+        }
+        return IssuedTokens(
+            accessToken: accessToken, idToken: idToken, issuedAt: now,
+            accessTokenLifetime: lifetimes.accessTokenSeconds, idTokenLifetime: lifetimes.idTokenSeconds)
+    }
+
+    /// The claim order follows decoded real B2C ID tokens.
+    func idTokenClaims(_ context: IssuanceContext, now: Date, lifetime: Int, code: String?, accessToken: String?) -> JSONText {
+        var claims = JSONObjectBuilder()
+        let iat = now.epochSeconds
+        claims.set("exp", iat + Int64(lifetime))
+        claims.set("nbf", iat)
+        claims.set("ver", "1.0")
+        claims.set("iss", context.issuer)
+        claims.set("sub", context.user.objectID)
+        claims.set("aud", context.client.clientIDString)
+        claims.set("nonce", context.nonce)
+        claims.set("iat", iat)
+        claims.set("auth_time", context.authTime.epochSeconds)
+        appendUserClaims(context, into: &claims)
+        claims.set("tfp", context.flow.name)
+        if let code { claims.set("c_hash", Self.halfHash(code)) }
+        if let accessToken { claims.set("at_hash", Self.halfHash(accessToken)) }
+        return claims.object
+    }
+
+    /// Access tokens carry the user claims too, plus `scp` and `azp` (research/b2c-protocol.md §2.2).
+    func accessTokenClaims(_ context: IssuanceContext, resource: TokenResource, now: Date, lifetime: Int) -> JSONText {
+        var claims = JSONObjectBuilder()
+        let iat = now.epochSeconds
+        claims.set("iss", context.issuer)
+        claims.set("exp", iat + Int64(lifetime))
+        claims.set("nbf", iat)
+        claims.set("aud", resource.audience)
+        claims.set("sub", context.user.objectID)
+        claims.set("auth_time", context.authTime.epochSeconds)
+        appendUserClaims(context, into: &claims)
+        claims.set("tfp", context.flow.name)
+        claims.set("nonce", context.nonce)
+        if !resource.scopeNames.isEmpty { claims.set("scp", resource.scopeNames.joined(separator: " ")) }
+        claims.set("azp", context.client.clientIDString)
+        claims.set("ver", "1.0")
+        claims.set("iat", iat)
+        return claims.object
+    }
+
+    /// The flow's application claims that this user has values for.
+    private func appendUserClaims(_ context: IssuanceContext, into claims: inout JSONObjectBuilder) {
+        let user = context.user
+        let selected = Set(context.flow.applicationClaims)
+        // oid is always present: the Task API and MSAL's client_info depend on it
+        // (research/b2c-protocol.md §2.5).
+        claims.set("oid", user.objectID)
+        if selected.contains("name") { claims.set("name", user.displayName) }
+        for attribute in UserAttribute.allCases where attribute != .displayName && selected.contains(attribute.claimName) {
+            if let value = user.value(of: attribute), !value.isEmpty { claims.set(attribute.claimName, value) }
+        }
+        if selected.contains("emails"), let email = user.email { claims.set("emails", [email]) }
+        // `idp` only for social sign-ins (research/b2c-protocol.md §2.2, azure-docs issue #51403).
+        if selected.contains("idp"), context.identityProvider != .local {
+            claims.set("idp", context.identityProvider.rawValue)
+        }
+        if selected.contains("newUser"), context.newUser { claims.set("newUser", true) }
+    }
+
+    /// OIDC Core §3.3.2.11: base64url of the left half of SHA-256 of the value.
+    static func halfHash(_ value: String) -> String {
+        let digest = Data(SHA256.hash(data: Data(value.utf8)))
+        return Base64URL.encode(digest.prefix(digest.count / 2))
+    }
+
+    /// base64url `{"uid":"<oid>-<policy lowercased>","utid":"<tenant guid>"}`: B2C puts the
+    /// policy into uid, so MSAL keeps one account per policy (research/b2c-protocol.md §2.5).
+    static func clientInfo(user: UserAccount, policy: String, tenant: Tenant) -> String {
+        let json = JSONText.object([
+            ("uid", .string("\(user.objectID)-\(policy.lowercased())")), ("utid", .string(tenant.guid)),
+        ])
+        return Base64URL.encode(json.serialized)
+    }
+
+    /// base64url profile summary B2C adds to every token response; `idp` is `LocalAccount` for
+    /// local users even though their ID token has no `idp` (research/b2c-protocol.md §2.5).
+    static func profileInfo(user: UserAccount, tenant: Tenant, identityProvider: IdentityProviderKind) -> String {
+        let json = JSONText.object([
+            ("ver", .string("1.0")), ("tid", .string(tenant.guid)), ("sub", .null), ("name", .string(user.displayName)),
+            ("preferred_username", .null),
+            ("idp", .string(identityProvider == .local ? "LocalAccount" : identityProvider.rawValue)),
+        ])
+        return Base64URL.encode(json.serialized)
+    }
+}

@@ -1,0 +1,56 @@
+import Logging
+import SQLKit
+
+/// Which SQL engine a ``Database`` talks to. Repositories write one SQL code path through SQLKit;
+/// the few places where the engines differ (upserts, advisory locks) switch on this.
+public enum DatabaseEngine: String, Sendable {
+    case sqlite
+    case postgres
+}
+
+/// The one database seam of the system: SQLite for the embedded default, PostgreSQL for scale.
+///
+/// Every repository takes a `Database` and runs its SQL through `read` or `transaction`, so the same
+/// code runs on both engines (ARCHITECTURE.md, "Repositories are protocols with a SQL implementation").
+public protocol Database: Sendable {
+    var engine: DatabaseEngine { get }
+
+    /// Runs statements outside an explicit transaction (each statement commits on its own).
+    func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+
+    /// Runs `body` inside `BEGIN … COMMIT`; any thrown error rolls everything back, so a failed
+    /// operation never leaves a partial write behind.
+    func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+
+    /// Closes connections. Calls after `close` fail.
+    func close() async throws
+}
+
+/// Errors raised by the storage layer itself (not by the engines).
+public enum StorageError: Error, CustomStringConvertible, Equatable {
+    case invalidURL(String)
+    case closed
+    case migrationFailed(namespace: String, version: Int, reason: String)
+
+    public var description: String {
+        switch self {
+        case .invalidURL(let url): "unsupported database URL '\(url)' (use sqlite:PATH or postgres://user:pass@host:port/db)"
+        case .closed: "the database is closed"
+        case .migrationFailed(let namespace, let version, let reason): "migration \(namespace)#\(version) failed: \(reason)"
+        }
+    }
+}
+
+extension Database {
+    /// Whether an error raised by a statement is a unique-constraint violation. Repositories use
+    /// it to turn a duplicate insert into a domain error instead of a server error.
+    public func isUniqueViolation(_ error: any Error) -> Bool {
+        let text = String(describing: error)
+        switch engine {
+        // SQLITE_CONSTRAINT_UNIQUE / PRIMARYKEY messages
+        case .sqlite: return text.contains("UNIQUE constraint failed") || text.contains("constraint failed")
+        // SQLSTATE 23505 unique_violation
+        case .postgres: return text.contains("23505") || text.contains("unique")
+        }
+    }
+}

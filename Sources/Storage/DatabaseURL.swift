@@ -1,0 +1,26 @@
+import Foundation
+import Logging
+
+/// Opens the ``Database`` named by a URL: `sqlite:PATH` (the default), `sqlite::memory:`,
+/// or `postgres://user:pass@host:port/db` (also `postgresql://`).
+public enum DatabaseFactory {
+    public static func open(url: String, logger: Logger) async throws -> any Database {
+        if url.hasPrefix("sqlite:") {
+            let path = String(url.dropFirst("sqlite:".count))
+            if path == ":memory:" { return try await SQLiteDatabase(storage: .memory, logger: logger) }
+            guard !path.isEmpty else { throw StorageError.invalidURL(url) }
+            return try await SQLiteDatabase(storage: .file(path), logger: logger)
+        }
+        if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
+            return try PostgresDatabase(url: url, logger: logger)
+        }
+        throw StorageError.invalidURL(url)
+    }
+
+    /// A URL safe to print: the password, if any, is replaced by `***`.
+    public static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "***"
+        return components.string ?? "postgres://***"
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import Logging
+import PostgresKit
+import SQLKit
+
+/// PostgreSQL through `PostgresClient` (postgres-nio's pool). The pool's `run()` loop is owned by
+/// this object, so callers open and close it like the SQLite database.
+public final class PostgresDatabase: Database {
+    public let engine = DatabaseEngine.postgres
+    private let client: PostgresClient
+    private let runTask: Task<Void, Never>
+    private let logger: Logger
+
+    public convenience init(url: String, logger: Logger) throws {
+        guard let components = URLComponents(string: url), let host = components.host,
+            let user = components.user, !user.isEmpty
+        else { throw StorageError.invalidURL(DatabaseFactory.redacted(url)) }
+        let database = components.path.split(separator: "/").first.map(String.init)
+        var tls = PostgresClient.Configuration.TLS.disable
+        let query = components.queryItems ?? []
+        if query.contains(where: { $0.name == "sslmode" && ($0.value == "require" || $0.value == "verify-full") }) {
+            tls = .require(.makeClientConfiguration())
+        }
+        var configuration = PostgresClient.Configuration(
+            host: host, port: components.port ?? 5432, username: user,
+            password: components.password, database: database, tls: tls)
+        configuration.options.maximumConnections = 20
+        self.init(configuration: configuration, logger: logger)
+    }
+
+    public init(configuration: PostgresClient.Configuration, logger: Logger) {
+        self.logger = logger
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        self.runTask = Task { await client.run() }
+    }
+
+    public func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            try await body(connection.sql(queryLogLevel: .trace, logger: logger))
+        }
+    }
+
+    public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection in
+            try await body(connection.sql(queryLogLevel: .trace, logger: logger))
+        }
+    }
+
+    public func close() async throws {
+        runTask.cancel()
+        await runTask.value
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import SQLKit
+import SQLiteKit
+
+/// SQLite on one file connection in WAL mode. All work is serialised through one FIFO lock, so
+/// a transaction's statements can never interleave with another request's (SQLite has one writer
+/// anyway; research/swift-server.md §4).
+public final class SQLiteDatabase: Database {
+    public enum Location: Sendable, Equatable {
+        case memory
+        case file(String)
+    }
+
+    public let engine = DatabaseEngine.sqlite
+    private let connection: SQLiteConnection
+    private let sql: any SQLDatabase
+    private let lock = AsyncSerialLock()
+
+    public init(storage: Location, logger: Logger) async throws {
+        let nioStorage: SQLiteConnection.Storage
+        switch storage {
+        case .memory: nioStorage = .memory
+        case .file(let path):
+            let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            nioStorage = .file(path: path)
+        }
+        connection = try await SQLiteConnection.open(storage: nioStorage, logger: logger)
+        sql = connection.sql(queryLogLevel: .trace)
+        // WAL lets readers proceed during a write; synchronous=FULL makes an acknowledged commit
+        // survive a crash or kill -9 (https://sqlite.org/pragma.html#pragma_synchronous).
+        try await sql.raw("PRAGMA journal_mode = WAL").run()
+        try await sql.raw("PRAGMA synchronous = FULL").run()
+        try await sql.raw("PRAGMA foreign_keys = ON").run()
+        try await sql.raw("PRAGMA busy_timeout = 5000").run()
+    }
+
+    public func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        let sql = self.sql
+        return try await lock.withLock { try await body(sql) }
+    }
+
+    public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        let sql = self.sql
+        return try await lock.withLock {
+            try await sql.raw("BEGIN IMMEDIATE").run()
+            do {
+                let value = try await body(sql)
+                try await sql.raw("COMMIT").run()
+                return value
+            } catch {
+                try? await sql.raw("ROLLBACK").run()
+                throw error
+            }
+        }
+    }
+
+    public func close() async throws {
+        try await lock.withLock { try await self.connection.close() }
+    }
+}

@@ -1,0 +1,1 @@
+public enum TodoModelsVersion { public static let value = 1 }

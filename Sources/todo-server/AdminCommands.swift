@@ -1,0 +1,202 @@
+import ArgumentParser
+import Foundation
+import IdentityServer
+import Storage
+
+/// Runs `body` with the identity service of the default tenant, closing everything after.
+func withDefaultTenant<T>(
+    _ store: StoreOptions, _ body: (IdentityServer, Tenant) async throws -> T
+) async throws -> T {
+    var logger = try store.logger(label: "todo-server")
+    logger.logLevel = max(logger.logLevel, .warning)
+    let (database, server) = try await store.openIdentity(logger: logger)
+    do {
+        let tenant: Tenant
+        if let existing = try await server.tenants.defaultTenant() {
+            tenant = existing
+        } else {
+            tenant = try await server.seedDevelopmentTenant(apiPort: 3000).tenant
+        }
+        let result = try await body(server, tenant)
+        try await server.shutdown()
+        try await database.close()
+        return result
+    } catch {
+        try? await server.shutdown()
+        try? await database.close()
+        throw error
+    }
+}
+
+func readPasswordFromStdin() throws -> String {
+    guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+        throw CommandFailure("no password on standard input")
+    }
+    return line
+}
+
+struct Users: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage consumer accounts of the default tenant.",
+        subcommands: [Add.self, List.self, Delete.self, Unlock.self])
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a local account.")
+        @OptionGroup var store: StoreOptions
+        @Option(help: "Email address (the sign-in name).") var email: String
+        @Option(help: "Display name.") var name: String
+        @Flag(help: "Read the password from standard input (otherwise a random one is generated and printed).")
+        var passwordStdin = false
+
+        func run() async throws {
+            let password = passwordStdin ? try readPasswordFromStdin() : "Aa1!" + UUID().uuidString.prefix(12)
+            let user = try await withDefaultTenant(store) { server, tenant in
+                try await server.createLocalUser(tenantID: tenant.id, email: email, displayName: name, password: password)
+            }
+            print("created \(user.email ?? "") oid \(user.objectID)")
+            if !passwordStdin { print("password: \(password)") }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List accounts.")
+        @OptionGroup var store: StoreOptions
+
+        func run() async throws {
+            let users = try await withDefaultTenant(store) { server, tenant in try await server.users.users(tenantID: tenant.id) }
+            let now = Date()
+            for user in users {
+                let locked = user.lockout.isLocked(at: now) ? "  locked" : ""
+                print("\(user.objectID)  \(user.identityProvider.rawValue)  \(user.email ?? user.signInName)  \(user.displayName)\(locked)")
+            }
+            if users.isEmpty { print("no users") }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete an account (its sessions and refresh tokens go with it).")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "Email address or object id.") var account: String
+
+        func run() async throws {
+            try await withDefaultTenant(store) { server, tenant in
+                let user = try await server.findUser(tenantID: tenant.id, emailOrID: account)
+                _ = try await server.users.delete(id: user.id)
+                print("deleted \(user.email ?? user.objectID)")
+            }
+        }
+    }
+
+    struct Unlock: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Clear an account's smart-lockout state.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "Email address or object id.") var account: String
+
+        func run() async throws {
+            try await withDefaultTenant(store) { server, tenant in
+                let user = try await server.findUser(tenantID: tenant.id, emailOrID: account)
+                _ = try await server.users.updateLockout(id: user.id) { _ in LockoutState() }
+                print("unlocked \(user.email ?? user.objectID)")
+            }
+        }
+    }
+}
+
+struct Apps: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage app registrations of the default tenant.", subcommands: [List.self, Add.self, Remove.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List app registrations.")
+        @OptionGroup var store: StoreOptions
+
+        func run() async throws {
+            let apps = try await withDefaultTenant(store) { server, tenant in try await server.tenants.applications(tenantID: tenant.id) }
+            for app in apps {
+                print("\(app.clientIDString)  \(app.kind.rawValue)  \(app.displayName)")
+                for uri in app.redirectURIs { print("    redirect \(uri)") }
+                if let uri = app.appIDURI { print("    api \(uri) scopes \(app.exposedScopes.joined(separator: " "))") }
+            }
+        }
+    }
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Register an app. A confidential app's secret is printed once.")
+        @OptionGroup var store: StoreOptions
+        @Option(help: "Display name.") var name: String
+        @Option(help: "public or confidential.") var kind: String = "public"
+        @Option(name: .customLong("redirect-uri"), help: "A redirect URI (repeatable).") var redirectURIs: [String] = []
+        @Flag(help: "Allow the ROPC (password) grant.") var allowRopc = false
+        @Option(name: .customLong("app-id-uri"), help: "Application ID URI when the app exposes an API.") var appIDURI: String?
+        @Option(name: .customLong("scope"), help: "A scope the API exposes (repeatable).") var scopes: [String] = []
+
+        func run() async throws {
+            guard let clientKind = ClientKind(rawValue: kind) else { throw CommandFailure("--kind must be public or confidential") }
+            let (app, secret) = try await withDefaultTenant(store) { server, tenant in
+                let app = AppRegistration(
+                    clientID: UUID(), tenantID: tenant.id, displayName: name, kind: clientKind, redirectURIs: redirectURIs,
+                    allowPublicClientFlows: allowRopc, appIDURI: appIDURI, exposedScopes: scopes)
+                try await server.tenants.save(app, now: Date())
+                var secret: String?
+                if clientKind == .confidential {
+                    let value = "s" + UUID().uuidString.replacingOccurrences(of: "-", with: "") + UUID().uuidString.prefix(8)
+                    try await server.tenants.addSecret(clientID: app.clientID, secret: value, now: Date(), expiresAt: nil)
+                    secret = value
+                }
+                return (app, secret)
+            }
+            print("client id: \(app.clientIDString)")
+            if let secret { print("client secret (shown once): \(secret)") }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove an app registration.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "Client id.") var clientID: String
+
+        func run() async throws {
+            guard let id = UUID(uuidString: clientID) else { throw CommandFailure("'\(clientID)' is not a client id (a GUID)") }
+            let removed = try await withDefaultTenant(store) { server, tenant in try await server.tenants.removeApplication(tenantID: tenant.id, clientID: id) }
+            guard removed else { throw CommandFailure("no app with client id \(clientID)") }
+            print("removed \(clientID)")
+        }
+    }
+}
+
+struct Keys: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Manage token-signing keys.", subcommands: [List.self, Rotate.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List signing keys.")
+        @OptionGroup var store: StoreOptions
+
+        func run() async throws {
+            let keys = try await withDefaultTenant(store) { server, _ in try await server.keys.allKeys() }
+            let formatter = ISO8601DateFormatter()
+            let now = Date()
+            for key in keys {
+                let state: String
+                if key.retiredAt == nil {
+                    state = "active"
+                } else if let until = key.publishUntil, until > now {
+                    state = "retired, published until \(formatter.string(from: until))"
+                } else {
+                    state = "retired"
+                }
+                print("\(key.kid)  RSA-\(key.bits)  created \(formatter.string(from: key.createdAt))  \(state)")
+            }
+        }
+    }
+
+    struct Rotate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make a new signing key. The old one stays in the JWKS until its tokens have expired.")
+        @OptionGroup var store: StoreOptions
+
+        func run() async throws {
+            let key = try await withDefaultTenant(store) { server, _ in try await server.keys.rotate() }
+            print("new active key \(key.kid)")
+        }
+    }
+}

@@ -1,0 +1,12 @@
+import ArgumentParser
+
+/// `todo-server`: the composition root. `serve` runs the system; the other commands administer
+/// the same data directory or database, with the server running or not (SPEC §1).
+@main
+struct TodoServer: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "todo-server",
+        abstract: "TodoB2C: an Azure AD B2C-compatible identity service and a to-do API on one machine.",
+        subcommands: [Serve.self, Users.self, Apps.self, Keys.self],
+        defaultSubcommand: Serve.self)
+}

@@ -1,0 +1,4 @@
+import Testing
+import HummingbirdTesting
+@testable import IdentityServer
+@Test func smoke() {}
