@@ -30,7 +30,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
-        .target(name: "TodoModels", swiftSettings: swiftSettings),
         .target(
             name: "Storage",
             dependencies: [
@@ -73,16 +72,25 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "TestSupport",
+            dependencies: ["Storage", .product(name: "Logging", package: "swift-log"), .product(name: "SQLKit", package: "sql-kit")],
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage"],
+            dependencies: ["Storage", "TestSupport", .product(name: "SQLKit", package: "sql-kit")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "IdentityServerTests",
             dependencies: [
                 "IdentityServer",
+                "Storage",
+                "TestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),

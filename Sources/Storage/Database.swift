@@ -22,6 +22,10 @@ public protocol Database: Sendable {
     /// operation never leaves a partial write behind.
     func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
 
+    /// Whether an error raised by a statement is a unique-constraint violation, so repositories
+    /// can turn a duplicate insert into a domain error instead of a server error.
+    func isUniqueViolation(_ error: any Error) -> Bool
+
     /// Closes connections. Calls after `close` fail.
     func close() async throws
 }
@@ -37,20 +41,6 @@ public enum StorageError: Error, CustomStringConvertible, Equatable {
         case .invalidURL(let url): "unsupported database URL '\(url)' (use sqlite:PATH or postgres://user:pass@host:port/db)"
         case .closed: "the database is closed"
         case .migrationFailed(let namespace, let version, let reason): "migration \(namespace)#\(version) failed: \(reason)"
-        }
-    }
-}
-
-extension Database {
-    /// Whether an error raised by a statement is a unique-constraint violation. Repositories use
-    /// it to turn a duplicate insert into a domain error instead of a server error.
-    public func isUniqueViolation(_ error: any Error) -> Bool {
-        let text = String(describing: error)
-        switch engine {
-        // SQLITE_CONSTRAINT_UNIQUE / PRIMARYKEY messages
-        case .sqlite: return text.contains("UNIQUE constraint failed") || text.contains("constraint failed")
-        // SQLSTATE 23505 unique_violation
-        case .postgres: return text.contains("23505") || text.contains("unique")
         }
     }
 }

@@ -25,6 +25,10 @@ public final class PostgresDatabase: Database {
             host: host, port: components.port ?? 5432, username: user,
             password: components.password, database: database, tls: tls)
         configuration.options.maximumConnections = 20
+        // `?search_path=schema` pins the connection to one schema (tests give each case its own).
+        if let schema = query.first(where: { $0.name == "search_path" })?.value, !schema.isEmpty {
+            configuration.options.additionalStartupParameters.append(("search_path", schema))
+        }
         self.init(configuration: configuration, logger: logger)
     }
 
@@ -43,10 +47,26 @@ public final class PostgresDatabase: Database {
     }
 
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        // BEGIN/COMMIT by hand rather than `PostgresClient.withTransaction`, which wraps the
+        // closure's error in a PostgresTransactionError; callers need their own errors back.
         let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection in
-            try await body(connection.sql(queryLogLevel: .trace, logger: logger))
+        return try await client.withConnection { connection in
+            let sql = connection.sql(queryLogLevel: .trace, logger: logger)
+            try await sql.raw("BEGIN").run()
+            do {
+                let value = try await body(sql)
+                try await sql.raw("COMMIT").run()
+                return value
+            } catch {
+                try? await sql.raw("ROLLBACK").run()
+                throw error
+            }
         }
+    }
+
+    public func isUniqueViolation(_ error: any Error) -> Bool {
+        // SQLSTATE 23505 unique_violation
+        (error as? PSQLError)?.serverInfo?[.sqlState] == "23505"
     }
 
     public func close() async throws {

@@ -58,6 +58,12 @@ public final class SQLiteDatabase: Database {
         }
     }
 
+    public func isUniqueViolation(_ error: any Error) -> Bool {
+        // SQLITE_CONSTRAINT_UNIQUE and SQLITE_CONSTRAINT_PRIMARYKEY
+        let text = String(describing: error)
+        return text.contains("UNIQUE constraint failed")
+    }
+
     public func close() async throws {
         try await lock.withLock { try await self.connection.close() }
     }

@@ -1,1 +1,0 @@
-public enum TodoModelsVersion { public static let value = 1 }

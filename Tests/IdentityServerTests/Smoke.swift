@@ -1,4 +1,0 @@
-import Testing
-import HummingbirdTesting
-@testable import IdentityServer
-@Test func smoke() {}

@@ -1,0 +1,148 @@
+import Foundation
+import SQLKit
+import Storage
+import Testing
+import TestSupport
+
+@Suite("Storage on SQLite and PostgreSQL")
+struct StorageTests {
+    static let migrations = MigrationRunner(namespace: "test", migrations: [
+        Migration(version: 1, name: "counters", ["CREATE TABLE counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL)"]),
+        Migration(version: 2, name: "notes", ["CREATE TABLE notes (id TEXT PRIMARY KEY, body TEXT NOT NULL)"]),
+    ])
+
+    @Test("PostgreSQL is configured when the test script requires it")
+    func postgresPresentWhenRequired() {
+        if TestDatabase.postgresRequired {
+            #expect(TestDatabase.postgresURL != nil, "TODO_REQUIRE_POSTGRES=1 but TODO_TEST_POSTGRES_URL is not set")
+            #expect(TestDatabase.engines.contains(.postgres))
+        }
+    }
+
+    @Test("migrations apply once, in order, and are recorded", arguments: TestDatabase.engines)
+    func migrationsApplyOnce(engine: DatabaseEngine) async throws {
+        try await TestDatabase.with(engine) { database in
+            let first = try await Self.migrations.run(on: database, logger: TestDatabase.logger)
+            #expect(first == [1, 2])
+            let second = try await Self.migrations.run(on: database, logger: TestDatabase.logger)
+            #expect(second.isEmpty)
+            let recorded = try await database.read { sql in
+                try await sql.select().column("version").from("schema_migrations").where("namespace", .equal, "test")
+                    .orderBy("version").all(decodingColumn: "version", as: Int.self)
+            }
+            #expect(recorded == [1, 2])
+        }
+    }
+
+    @Test("a failing migration leaves no table and no record behind", arguments: TestDatabase.engines)
+    func failingMigrationRollsBack(engine: DatabaseEngine) async throws {
+        try await TestDatabase.with(engine) { database in
+            let broken = MigrationRunner(namespace: "broken", migrations: [
+                Migration(version: 1, name: "half", ["CREATE TABLE half_done (id TEXT)", "THIS IS NOT SQL"])
+            ])
+            await #expect(throws: StorageError.self) { try await broken.run(on: database, logger: TestDatabase.logger) }
+            let recorded = try await database.read { sql in
+                try await sql.select().column("version").from("schema_migrations").where("namespace", .equal, "broken").all()
+            }
+            #expect(recorded.isEmpty)
+            // The table from the first statement was rolled back with the transaction.
+            await #expect(throws: (any Error).self) {
+                try await database.read { sql in try await sql.raw("SELECT * FROM half_done").run() }
+            }
+        }
+    }
+
+    @Test("a thrown error rolls the whole transaction back", arguments: TestDatabase.engines)
+    func transactionRollback(engine: DatabaseEngine) async throws {
+        struct Abort: Error {}
+        try await TestDatabase.with(engine) { database in
+            try await Self.migrations.run(on: database, logger: TestDatabase.logger)
+            await #expect(throws: Abort.self) {
+                try await database.transaction { sql in
+                    try await sql.insert(into: "notes").columns("id", "body").values(SQLBind("a"), SQLBind("kept?")).run()
+                    throw Abort()
+                }
+            }
+            let count = try await database.read { sql in
+                try await sql.raw("SELECT COUNT(*) AS n FROM notes").first(decodingColumn: "n", as: Int.self)
+            }
+            #expect(count == 0)
+        }
+    }
+
+    @Test("concurrent read-modify-write transactions never lose an update", arguments: TestDatabase.engines)
+    func transactionsDoNotInterleave(engine: DatabaseEngine) async throws {
+        try await TestDatabase.with(engine) { database in
+            try await Self.migrations.run(on: database, logger: TestDatabase.logger)
+            try await database.transaction { sql in
+                try await sql.insert(into: "counters").columns("name", "value").values(SQLBind("hits"), SQLBind(0)).run()
+            }
+            let workers = 40
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<workers {
+                    group.addTask {
+                        try await database.transaction { sql in
+                            var select = sql.select().column("value").from("counters").where("name", .equal, "hits")
+                            if engine == .postgres { select = select.for(.update) }
+                            let value = try await select.first(decodingColumn: "value", as: Int.self) ?? 0
+                            try await Task.sleep(for: .milliseconds(1))
+                            try await sql.update("counters").set("value", to: value + 1).where("name", .equal, "hits").run()
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let total = try await database.read { sql in
+                try await sql.select().column("value").from("counters").where("name", .equal, "hits")
+                    .first(decodingColumn: "value", as: Int.self)
+            }
+            #expect(total == workers)
+        }
+    }
+
+    @Test("a unique-constraint violation is recognised as such", arguments: TestDatabase.engines)
+    func uniqueViolation(engine: DatabaseEngine) async throws {
+        try await TestDatabase.with(engine) { database in
+            try await Self.migrations.run(on: database, logger: TestDatabase.logger)
+            let insert: @Sendable (any SQLDatabase) async throws -> Void = { sql in
+                try await sql.insert(into: "notes").columns("id", "body").values(SQLBind("same"), SQLBind("x")).run()
+            }
+            try await database.transaction(insert)
+            do {
+                try await database.transaction(insert)
+                Issue.record("a duplicate primary key was accepted")
+            } catch {
+                #expect(database.isUniqueViolation(error))
+            }
+        }
+    }
+
+    @Test("a committed write is on disk: a new connection to the same SQLite file reads it")
+    func sqliteDurability() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-durable-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("db.sqlite").path
+        let writer = try await SQLiteDatabase(storage: .file(path), logger: TestDatabase.logger)
+        try await Self.migrations.run(on: writer, logger: TestDatabase.logger)
+        try await writer.transaction { sql in
+            try await sql.insert(into: "notes").columns("id", "body").values(SQLBind("1"), SQLBind("Grüße 🎉 'quoted'; DROP TABLE notes;--")).run()
+        }
+        // A second connection while the first is still open: WAL readers see committed data.
+        let reader = try await SQLiteDatabase(storage: .file(path), logger: TestDatabase.logger)
+        let body = try await reader.read { sql in
+            try await sql.select().column("body").from("notes").where("id", .equal, "1").first(decodingColumn: "body", as: String.self)
+        }
+        #expect(body == "Grüße 🎉 'quoted'; DROP TABLE notes;--")
+        try await reader.close()
+        try await writer.close()
+    }
+
+    @Test("database URLs: unsupported schemes are refused, passwords are redacted")
+    func databaseURLs() async throws {
+        await #expect(throws: StorageError.self) {
+            _ = try await DatabaseFactory.open(url: "mysql://x@y/z", logger: TestDatabase.logger)
+        }
+        #expect(DatabaseFactory.redacted("postgres://todo:s3cret@localhost:5432/todo") == "postgres://todo:***@localhost:5432/todo")
+        #expect(DatabaseFactory.redacted("sqlite:/tmp/x.sqlite") == "sqlite:/tmp/x.sqlite")
+    }
+}

@@ -1,0 +1,74 @@
+# Shared helpers for scripts/test and scripts/bench/*: start and stop a throw-away PostgreSQL
+# and the todo-server, as a non-root user where PostgreSQL insists on it.
+set -euo pipefail
+
+repo_root() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd; }
+
+log() { printf '\n==> %s\n' "$*" >&2; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_install() {
+  # Installs Debian packages that are missing (CI runs as root on a fresh machine).
+  local missing=()
+  for package in "$@"; do
+    dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+pg_bin() {
+  local dir
+  dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+  [ -n "$dir" ] || { echo "PostgreSQL binaries not found" >&2; return 1; }
+  echo "$dir"
+}
+
+# start_postgres DIR: initdb + pg_ctl start in DIR as a non-root user; sets PG_URL, PG_DIR, PG_USER.
+start_postgres() {
+  apt_install postgresql
+  PG_DIR="$1"
+  local bin port
+  bin=$(pg_bin)
+  port=$(free_port)
+  PG_USER=$(id -un)
+  if [ "$(id -u)" = 0 ]; then PG_USER=postgres; fi
+  mkdir -p "$PG_DIR"
+  chown "$PG_USER" "$PG_DIR" 2>/dev/null || true
+  chmod 700 "$PG_DIR"
+  run_pg() { if [ "$(id -u)" = 0 ]; then su -s /bin/sh "$PG_USER" -c "$*"; else sh -c "$*"; fi; }
+  run_pg "'$bin/initdb' -D '$PG_DIR/data' -U todo --auth=trust -E UTF8 >'$PG_DIR/initdb.log' 2>&1"
+  run_pg "'$bin/pg_ctl' -D '$PG_DIR/data' -l '$PG_DIR/server.log' -w -o \"-p $port -k '$PG_DIR' -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300\" start >/dev/null"
+  run_pg "'$bin/createdb' -h 127.0.0.1 -p $port -U todo todo_test"
+  PG_URL="postgres://todo@127.0.0.1:$port/todo_test"
+  PG_PORT=$port
+  export PG_URL PG_DIR PG_USER PG_PORT
+}
+
+stop_postgres() {
+  [ -n "${PG_DIR:-}" ] && [ -d "$PG_DIR/data" ] || return 0
+  local bin
+  bin=$(pg_bin)
+  if [ "$(id -u)" = 0 ]; then
+    su -s /bin/sh "$PG_USER" -c "'$bin/pg_ctl' -D '$PG_DIR/data' -m fast stop" >/dev/null 2>&1 || true
+  else
+    "$bin/pg_ctl" -D "$PG_DIR/data" -m fast stop >/dev/null 2>&1 || true
+  fi
+}
+
+# wait_for_url URL [seconds]
+wait_for_url() {
+  local url=$1 limit=${2:-60} i=0
+  until curl -fsk -o /dev/null "$url"; do
+    i=$((i + 1))
+    [ $i -ge $((limit * 5)) ] && { echo "timed out waiting for $url" >&2; return 1; }
+    sleep 0.2
+  done
+}
