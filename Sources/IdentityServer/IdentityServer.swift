@@ -71,10 +71,6 @@ public final class IdentityServer: Sendable {
             let tenant = try await service.tenants.tenant(matching: context.parameters.get("tenant") ?? "")
             return Self.css(service.pages.stylesheet(for: tenant))
         }
-        // MSAL Python asks for the user realm before ROPC and accepts a 404 (research/client-sdk.md §C.8).
-        router.get("common/userrealm/:user") { _, _ -> Response in
-            .json(.object([("error", .string("not_found"))]), status: .notFound)
-        }
         router.get("v1.0/me") { request, context in try await GraphMe(service: service).handle(request, context: context) }
         router.get("facebook.com/dialog/oauth") { request, context in
             try await SimulatedFacebook(service: service).dialog(request, context: context)
@@ -116,6 +112,10 @@ struct ProtocolDispatcher: Sendable {
 
     func dispatch(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let query = RequestParameters(query: request.uri.query)
+        // MSAL Python asks for the user realm before ROPC and accepts a 404 (research/client-sdk.md §C.8).
+        if request.uri.path.lowercased().hasPrefix("/common/userrealm/") {
+            return .json(.object([("error", .string("not_found"))]), status: .notFound)
+        }
         guard let path = EndpointPath(path: request.uri.path, queryPolicy: query["p"]) else {
             return notFound(context: context)
         }

@@ -1,0 +1,148 @@
+import CryptoExtras
+import Foundation
+import HummingbirdTesting
+import IdentityServer
+import Storage
+import Testing
+import TestSupport
+
+@Suite("Endpoints in every URL shape, discovery and JWKS")
+struct ProtocolShapeTests {
+    @Test("discovery answers in path, query, tfp, GUID and case-insensitive forms, echoing the shape", arguments: TestDatabase.engines)
+    func discoveryShapes(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let tenant = h.tenant.name
+            let origin = IdentityHarness.origin
+            let cases: [(String, String)] = [
+                ("/\(tenant)/B2C_1_susi/v2.0/.well-known/openid-configuration", "\(origin)/\(tenant)/B2C_1_susi/oauth2/v2.0/authorize"),
+                ("/\(tenant)/b2c_1_SUSI/v2.0/.well-known/openid-configuration", "\(origin)/\(tenant)/b2c_1_SUSI/oauth2/v2.0/authorize"),
+                ("/\(tenant)/v2.0/.well-known/openid-configuration?p=b2c_1_susi", "\(origin)/\(tenant)/oauth2/v2.0/authorize?p=b2c_1_susi"),
+                ("/tfp/\(tenant)/B2C_1_susi/v2.0/.well-known/openid-configuration", "\(origin)/tfp/\(tenant)/B2C_1_susi/oauth2/v2.0/authorize"),
+                ("/\(h.tenant.guid)/B2C_1_susi/v2.0/.well-known/openid-configuration", "\(origin)/\(h.tenant.guid)/B2C_1_susi/oauth2/v2.0/authorize"),
+                // passport-azure-ad appends p= to a path-form URL.
+                ("/\(tenant)/B2C_1_susi/v2.0/.well-known/openid-configuration?p=B2C_1_susi", "\(origin)/\(tenant)/B2C_1_susi/oauth2/v2.0/authorize"),
+                // The ADAL-era form without v2.0.
+                ("/\(tenant)/B2C_1_susi/.well-known/openid-configuration", "\(origin)/\(tenant)/B2C_1_susi/oauth2/v2.0/authorize"),
+                // Microsoft-identity-platform form without a policy: the tenant's default flow.
+                ("/\(tenant)/v2.0/.well-known/openid-configuration", "\(origin)/\(tenant)/oauth2/v2.0/authorize"),
+                ("/common/v2.0/.well-known/openid-configuration", "\(origin)/common/oauth2/v2.0/authorize"),
+            ]
+            for (path, authorize) in cases {
+                let response = try await driver.get(path)
+                #expect(response.status == .ok, "\(path)")
+                let document = response.json
+                #expect(document["authorization_endpoint"] as? String == authorize, "\(path)")
+                #expect(document["issuer"] as? String == h.issuer, "\(path): the issuer is the tenant GUID form everywhere")
+            }
+        }
+    }
+
+    @Test("discovery has B2C's fields and no userinfo endpoint", arguments: TestDatabase.engines)
+    func discoveryFields(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let document = try await driver.get(h.path("B2C_1_susi", "v2.0/.well-known/openid-configuration")).json
+            let base = "\(IdentityHarness.origin)/\(h.tenant.name)/B2C_1_susi"
+            #expect(document["token_endpoint"] as? String == "\(base)/oauth2/v2.0/token")
+            #expect(document["end_session_endpoint"] as? String == "\(base)/oauth2/v2.0/logout")
+            #expect(document["jwks_uri"] as? String == "\(base)/discovery/v2.0/keys")
+            #expect(document["response_modes_supported"] as? [String] == ["query", "fragment", "form_post"])
+            #expect(document["subject_types_supported"] as? [String] == ["pairwise"])
+            #expect(document["id_token_signing_alg_values_supported"] as? [String] == ["RS256"])
+            #expect(document["token_endpoint_auth_methods_supported"] as? [String] == ["client_secret_post", "client_secret_basic"])
+            let claims = document["claims_supported"] as? [String] ?? []
+            for claim in ["oid", "emails", "name", "idp", "newUser", "tfp", "nonce", "auth_time"] { #expect(claims.contains(claim)) }
+            #expect(document["userinfo_endpoint"] == nil)
+            #expect((document["response_types_supported"] as? [String])?.contains("code") == true)
+        }
+    }
+
+    @Test("unknown tenant and unknown policy answer 404 with a B2C error; userrealm answers 404", arguments: TestDatabase.engines)
+    func notFound(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let tenantMissing = try await driver.get("/nobody.onmicrosoft.com/B2C_1_susi/v2.0/.well-known/openid-configuration")
+            #expect(tenantMissing.status == .notFound)
+            #expect((tenantMissing.json["error_description"] as? String)?.contains("Correlation ID: ") == true)
+            let policyMissing = try await driver.get(h.path("B2C_1_nope", "v2.0/.well-known/openid-configuration"))
+            #expect(policyMissing.status == .notFound)
+            #expect((policyMissing.json["error_description"] as? String)?.contains("B2C_1_nope") == true)
+            let keysMissing = try await driver.get(h.path("B2C_1_nope", "discovery/v2.0/keys"))
+            #expect(keysMissing.status == .notFound)
+            let realm = try await driver.get("/common/userrealm/alice@example.com?api-version=1.0")
+            #expect(realm.status == .notFound)
+            let junk = try await driver.get("/\(h.tenant.name)/B2C_1_susi/oauth2/v2.0/nothing")
+            #expect(junk.status == .notFound)
+        }
+    }
+
+    @Test("the JWKS publishes kid/nbf/use/kty/e/n only, and its key verifies issued tokens", arguments: TestDatabase.engines)
+    func jwks(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let jwks = try await driver.get("/tfp/\(h.tenant.name)/B2C_1_ROPC/discovery/v2.0/keys").json
+            let keys = jwks["keys"] as? [[String: Any]] ?? []
+            #expect(keys.count == 1)
+            let key = try #require(keys.first)
+            #expect(Set(key.keys) == ["kid", "nbf", "use", "kty", "e", "n"])
+            #expect(key["use"] as? String == "sig")
+            #expect(key["kty"] as? String == "RSA")
+
+            let token = try #require(try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["access_token"] as? String)
+            let jwt = DecodedJWT(token)
+            #expect(jwt.headerJSON == "{\"typ\":\"JWT\",\"alg\":\"RS256\",\"kid\":\"\(key["kid"] as! String)\"}")
+            #expect(try verifyRS256(token, n: key["n"] as! String, e: key["e"] as! String))
+            // A flipped payload byte fails verification against the same key.
+            var parts = token.split(separator: ".").map(String.init)
+            parts[1] = String(parts[1].dropLast()) + (parts[1].hasSuffix("A") ? "B" : "A")
+            #expect(try !verifyRS256(parts.joined(separator: "."), n: key["n"] as! String, e: key["e"] as! String))
+        }
+    }
+
+    @Test("rotation publishes the new key and keeps the old one until its tokens expire", arguments: TestDatabase.engines)
+    func keyRotation(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let before = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["access_token"] as! String
+            let old = try await h.server.keys.activeKey()
+            let new = try await h.server.keys.rotate(retiredKeysPublishedFor: 3600)
+            #expect(old.kid != new.kid)
+            let kids = { () async throws -> [String] in
+                let keys = try await driver.get(h.path("B2C_1_ROPC", "discovery/v2.0/keys")).json["keys"] as? [[String: Any]] ?? []
+                return keys.compactMap { $0["kid"] as? String }
+            }
+            #expect(Set(try await kids()) == [old.kid, new.kid])
+            let after = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["access_token"] as! String
+            #expect(DecodedJWT(before).header["kid"] as? String == old.kid)
+            #expect(DecodedJWT(after).header["kid"] as? String == new.kid)
+            h.clock.advance(by: 3601)
+            h.server.keys.invalidate()
+            #expect(try await kids() == [new.kid])
+        }
+    }
+
+    @Test("client-request-id is echoed, or a correlation id is made", arguments: TestDatabase.engines)
+    func correlation(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let id = "3f0a7d7e-7d35-4f2a-9a59-1f0c2d4f9b11"
+            let echoed = try await driver.get(h.path("B2C_1_susi", "v2.0/.well-known/openid-configuration"), headers: [.init("client-request-id")!: id])
+            #expect(echoed.headers[.init("client-request-id")!] == id)
+            let made = try await driver.ropc(h, username: "nobody@example.com", password: "x")
+            let generated = try #require(made.headers[.init("client-request-id")!])
+            #expect(UUID(uuidString: generated) != nil)
+            #expect((made.json["error_description"] as? String)?.contains("Correlation ID: \(generated)") == true)
+        }
+    }
+}
+
+/// Verifies an RS256 JWS with a JWK's base64url n and e.
+func verifyRS256(_ token: String, n: String, e: String) throws -> Bool {
+    let parts = token.split(separator: ".").map(String.init)
+    func decode(_ text: String) -> Data {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64) ?? Data()
+    }
+    let key = try _RSA.Signing.PublicKey(n: decode(n), e: decode(e))
+    return key.isValidSignature(
+        _RSA.Signing.RSASignature(rawRepresentation: decode(parts[2])), for: Data("\(parts[0]).\(parts[1])".utf8),
+        padding: .insecurePKCS1v1_5)
+}

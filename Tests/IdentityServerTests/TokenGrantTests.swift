@@ -1,0 +1,239 @@
+import Foundation
+import HummingbirdTesting
+import IdentityServer
+import Storage
+import Testing
+import TestSupport
+
+@Suite("Token endpoint: grants, client authentication, refresh rotation, lockout")
+struct TokenGrantTests {
+    @Test("ROPC returns B2C's full response with JSON numbers, no-store, client_info and the B2C claim set", arguments: TestDatabase.engines)
+    func ropcResponse(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let user = try await h.addUser("Alice@Example.com")
+            let response = try await driver.ropc(h, username: "alice@EXAMPLE.com", password: "Passw0rd!")
+            #expect(response.status == .ok)
+            #expect(response.headers[.cacheControl] == "no-store")
+            let body = response.json
+            #expect(body["token_type"] as? String == "Bearer")
+            #expect(body["expires_in"] as? Int == 3600)
+            #expect(body["id_token_expires_in"] as? Int == 3600)
+            #expect(body["refresh_token_expires_in"] as? Int == 1_209_600)
+            #expect(body["not_before"] is Int)
+            #expect((body["expires_on"] as? Int) == (body["not_before"] as? Int).map { $0 + 3600 })
+            #expect(body["resource"] as? String == h.clientID)
+            #expect(body["scope"] as? String == "\(h.clientID) openid offline_access")
+            #expect(response.text.contains("\"expires_in\":3600"), "numbers are JSON numbers, not strings")
+
+            let clientInfo = DecodedJWT("x." + (body["client_info"] as! String)).claims
+            #expect(clientInfo["uid"] as? String == "\(user.objectID)-b2c_1_ropc")
+            #expect(clientInfo["utid"] as? String == h.tenant.guid)
+            let profile = DecodedJWT("x." + (body["profile_info"] as! String)).claims
+            #expect(profile["idp"] as? String == "LocalAccount")
+            #expect(profile["tid"] as? String == h.tenant.guid)
+
+            let id = DecodedJWT(body["id_token"] as! String).claims
+            #expect(id["ver"] as? String == "1.0")
+            #expect(id["iss"] as? String == h.issuer)
+            #expect(id["sub"] as? String == user.objectID)
+            #expect(id["oid"] as? String == user.objectID)
+            #expect(id["aud"] as? String == h.clientID)
+            #expect(id["tfp"] as? String == "B2C_1_ROPC")
+            #expect(id["emails"] as? [String] == ["Alice@Example.com"])
+            #expect(id["name"] as? String == "Alice")
+            #expect(id["idp"] == nil, "local accounts have no idp claim")
+            #expect(id["auth_time"] is Int)
+            let access = DecodedJWT(body["access_token"] as! String).claims
+            #expect(access["azp"] as? String == h.clientID)
+            #expect(access["aud"] as? String == h.clientID)
+            #expect(access["oid"] as? String == user.objectID)
+        }
+    }
+
+    @Test("scope rules: openid alone gives no access token; API scopes give scp; profile is ignored; two resources are refused", arguments: TestDatabase.engines)
+    func scopeRules(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let idOnly = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!", scope: "openid profile").json
+            #expect(idOnly["access_token"] == nil)
+            #expect(idOnly["id_token"] != nil)
+            #expect(idOnly["refresh_token"] == nil)
+            #expect(idOnly["scope"] as? String == "openid")
+
+            let api = "https://\(h.tenant.name)/tasks/tasks.read"
+            let withAPI = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!", scope: "\(api) openid offline_access profile").json
+            let access = DecodedJWT(withAPI["access_token"] as! String).claims
+            #expect(access["scp"] as? String == "tasks.read")
+            #expect(access["aud"] as? String == h.clientID)
+            #expect(withAPI["scope"] as? String == "\(api) openid offline_access")
+
+            let two = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!", scope: "\(api) User.Read openid")
+            #expect(two.status == .badRequest)
+            #expect(b2cCode(two) == "AADB2C90146")
+            let nothing = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!", scope: "offline_access")
+            #expect(b2cCode(nothing) == "AADB2C90115")
+        }
+    }
+
+    @Test("client authentication: public clients must not send a secret, confidential ones must send the right one", arguments: TestDatabase.engines)
+    func clientAuthentication(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let token = h.path("B2C_1_susi", "oauth2/v2.0/token")
+            let publicWithSecret = try await driver.post(token, [("grant_type", "refresh_token"), ("client_id", h.clientID), ("client_secret", "x"), ("refresh_token", "y")])
+            #expect(b2cCode(publicWithSecret) == "AADB2C90084")
+            let confidentialWithout = try await driver.post(token, [("grant_type", "refresh_token"), ("client_id", h.webClientID), ("refresh_token", "y")])
+            #expect(b2cCode(confidentialWithout) == "AADB2C90079")
+            let wrongSecret = try await driver.post(token, [("grant_type", "refresh_token"), ("client_id", h.webClientID), ("client_secret", "wrong"), ("refresh_token", "y")])
+            #expect(wrongSecret.status == .unauthorized)
+            #expect(b2cCode(wrongSecret) == "AADB2C90081")
+            #expect(wrongSecret.json["error"] as? String == "invalid_client")
+            // The right secret through client_secret_basic gets past authentication to the grant.
+            let basic = Data("\(h.webClientID):\(h.webSecret)".utf8).base64EncodedString()
+            let right = try await driver.post(token, [("grant_type", "refresh_token"), ("refresh_token", "unknown")], headers: [.authorization: "Basic \(basic)"])
+            #expect(b2cCode(right) == "AADB2C90090")
+            let unknownClient = try await driver.post(token, [("grant_type", "refresh_token"), ("client_id", UUID().uuidString), ("refresh_token", "y")])
+            #expect(b2cCode(unknownClient) == "AADB2C90018")
+            let badGrant = try await driver.post(token, [("grant_type", "magic"), ("client_id", h.clientID)])
+            #expect(b2cCode(badGrant) == "AADB2C90086")
+            #expect(badGrant.json["error"] as? String == "unsupported_grant_type")
+        }
+    }
+
+    @Test("client_credentials gives a confidential app an app-only token for an API", arguments: TestDatabase.engines)
+    func clientCredentials(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let response = try await driver.post(
+                h.path("B2C_1_susi", "oauth2/v2.0/token"),
+                [("grant_type", "client_credentials"), ("client_id", h.webClientID), ("client_secret", h.webSecret),
+                 ("scope", "https://\(h.tenant.name)/tasks/.default")])
+            #expect(response.status == .ok)
+            let claims = DecodedJWT(response.json["access_token"] as! String).claims
+            #expect(claims["aud"] as? String == h.clientID)
+            #expect(claims["sub"] as? String == h.webClientID)
+            #expect(claims["azp"] as? String == h.webClientID)
+            #expect(claims["name"] == nil)
+            let publicClient = try await driver.post(
+                h.path("B2C_1_susi", "oauth2/v2.0/token"),
+                [("grant_type", "client_credentials"), ("client_id", h.clientID), ("scope", "https://\(h.tenant.name)/tasks/.default")])
+            #expect(b2cCode(publicClient) == "AADB2C90086")
+        }
+    }
+
+    @Test("ROPC only in a ROPC flow, for apps that allow it; wrong passwords get AADB2C90225", arguments: TestDatabase.engines)
+    func ropcRules(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let wrongFlow = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!", policy: "B2C_1_susi")
+            #expect(b2cCode(wrongFlow) == "AADB2C90086")
+            let wrongPassword = try await driver.ropc(h, username: "alice@example.com", password: "nope")
+            #expect(wrongPassword.json["error"] as? String == "invalid_grant")
+            #expect(b2cCode(wrongPassword) == "AADB2C90225")
+            let unknown = try await driver.ropc(h, username: "nobody@example.com", password: "Passw0rd!")
+            #expect(b2cCode(unknown) == "AADB2C90225", "unknown and wrong look the same")
+            // An app without "allow public client flows".
+            var app = h.seed.publicApp
+            app.allowPublicClientFlows = false
+            try await h.server.tenants.save(app, now: h.clock.now)
+            let disabled = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!")
+            #expect(b2cCode(disabled) == "AADB2C90224")
+            #expect(disabled.json["error"] as? String == "unauthorized_client")
+        }
+    }
+
+    @Test("smart lockout: 10 failures lock for 60 s, repeats of one wrong password count once, success resets", arguments: TestDatabase.engines)
+    func lockout(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            // The same wrong password many times counts once.
+            for _ in 0..<12 { _ = try await driver.ropc(h, username: "alice@example.com", password: "same-wrong") }
+            #expect(try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").status == .ok, "success resets the counter")
+            for attempt in 1...10 {
+                let response = try await driver.ropc(h, username: "alice@example.com", password: "wrong-\(attempt)")
+                #expect(b2cCode(response) == "AADB2C90225")
+            }
+            let locked = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!")
+            #expect(b2cCode(locked) == "AADB2C90114", "even the right password is refused while locked")
+            h.clock.advance(by: 61)
+            #expect(try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").status == .ok)
+            // After a lockout, one more failure locks again.
+            for attempt in 1...10 { _ = try await driver.ropc(h, username: "alice@example.com", password: "again-\(attempt)") }
+            h.clock.advance(by: 61)
+            _ = try await driver.ropc(h, username: "alice@example.com", password: "one-more")
+            #expect(try await b2cCode(driver.ropc(h, username: "alice@example.com", password: "Passw0rd!")) == "AADB2C90114")
+        }
+    }
+
+    @Test("refresh tokens rotate; reuse of a rotated token revokes the whole family", arguments: TestDatabase.engines)
+    func refreshRotation(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let first = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+            let refreshed = try await driver.refresh(h, token: first)
+            #expect(refreshed.status == .ok)
+            let second = try #require(refreshed.json["refresh_token"] as? String)
+            #expect(second != first)
+            #expect(refreshed.json["access_token"] != nil)
+            // The first token again: reuse → revoked, and the family with it.
+            let reuse = try await driver.refresh(h, token: first)
+            #expect(b2cCode(reuse) == "AADB2C90129")
+            let afterReuse = try await driver.refresh(h, token: second)
+            #expect(b2cCode(afterReuse) == "AADB2C90129", "the legitimate holder's newer token died with the family")
+            let garbage = try await driver.refresh(h, token: "not-a-token")
+            #expect(b2cCode(garbage) == "AADB2C90090")
+        }
+    }
+
+    @Test("refresh tokens are bound to their policy (AADB2C90088) and client, and expire (AADB2C90080)", arguments: TestDatabase.engines)
+    func refreshBinding(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let token = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+            let otherPolicy = try await driver.refresh(h, token: token, policy: "B2C_1_susi")
+            #expect(b2cCode(otherPolicy) == "AADB2C90088")
+            #expect((otherPolicy.json["error_description"] as? String)?.contains("Actual Value : B2C_1_susi and Expected Value : B2C_1_ROPC") == true)
+            let otherClient = try await driver.refresh(
+                h, token: token, clientID: h.webClientID, extra: [("client_secret", h.webSecret)])
+            #expect(b2cCode(otherClient) == "AADB2C90088")
+            // Neither refused attempt consumed the token.
+            let stillGood = try await driver.refresh(h, token: token)
+            #expect(stillGood.status == .ok)
+            let next = stillGood.json["refresh_token"] as! String
+            h.clock.advance(by: 15 * 86_400)
+            let expired = try await driver.refresh(h, token: next)
+            #expect(b2cCode(expired) == "AADB2C90080")
+            #expect(expired.json["error"] as? String == "invalid_grant")
+        }
+    }
+
+    @Test("a password reset revokes refresh tokens; a deleted account's grants fail", arguments: TestDatabase.engines)
+    func revocation(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let user = try await h.addUser()
+            let token = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+            try await h.server.users.setPassword(id: user.id, hash: try await h.server.hasher.hash("N3w-Passw0rd"), now: h.clock.now)
+            #expect(try await b2cCode(driver.refresh(h, token: token)) == "AADB2C90129")
+            let fresh = try await driver.ropc(h, username: "alice@example.com", password: "N3w-Passw0rd").json["refresh_token"] as! String
+            _ = try await h.server.users.delete(id: user.id)
+            let gone = try await driver.refresh(h, token: fresh)
+            #expect(gone.status == .badRequest)
+        }
+    }
+
+    @Test("oversize and malformed bodies are refused", arguments: TestDatabase.engines)
+    func badBodies(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let token = h.path("B2C_1_ROPC", "oauth2/v2.0/token")
+            let huge = try await driver.request(
+                .post, token, headers: [.contentType: "application/x-www-form-urlencoded"],
+                body: "grant_type=password&x=" + String(repeating: "a", count: 70_000))
+            #expect(huge.status == .contentTooLarge)
+            let json = try await driver.request(.post, token, headers: [.contentType: "application/json"], body: "{\"grant_type\":\"password\"}")
+            #expect(json.status == .badRequest)
+            #expect(json.json["error"] as? String == "invalid_request")
+            let repeated = try await driver.post(token, [("grant_type", "password"), ("grant_type", "refresh_token"), ("client_id", h.clientID)])
+            #expect(repeated.status == .badRequest)
+            let missing = try await driver.post(token, [("client_id", h.clientID)])
+            #expect(b2cCode(missing) == "AADB2C90083")
+        }
+    }
+}
