@@ -3,112 +3,126 @@ import Storage
 /// The identity service's schema. Times are BIGINT epoch seconds; ids are TEXT (UUIDs in
 /// lowercase); lists are JSON text; secrets are stored only as SHA-256 or password hashes.
 enum IdentityMigrations {
-    static let runner = MigrationRunner(namespace: "identity", migrations: [
-        Migration(version: 1, name: "tenants, applications, user flows", [
-            """
-            CREATE TABLE tenants (
-                id TEXT PRIMARY KEY, name TEXT NOT NULL, name_lower TEXT NOT NULL UNIQUE,
-                display_name TEXT NOT NULL, default_policy TEXT NOT NULL,
-                page_templates_path TEXT, is_default BOOLEAN NOT NULL, created_at BIGINT NOT NULL)
-            """,
-            """
-            CREATE TABLE applications (
-                client_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
-                display_name TEXT NOT NULL, kind TEXT NOT NULL, redirect_uris TEXT NOT NULL,
-                allow_public_client_flows BOOLEAN NOT NULL, allow_implicit BOOLEAN NOT NULL,
-                allow_plain_pkce BOOLEAN NOT NULL, app_id_uri TEXT, exposed_scopes TEXT NOT NULL,
-                created_at BIGINT NOT NULL)
-            """,
-            "CREATE INDEX applications_tenant ON applications (tenant_id)",
-            """
-            CREATE TABLE application_secrets (
-                id TEXT PRIMARY KEY, client_id TEXT NOT NULL REFERENCES applications(client_id) ON DELETE CASCADE,
-                secret_hash TEXT NOT NULL, hint TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT)
-            """,
-            "CREATE INDEX application_secrets_client ON application_secrets (client_id)",
-            """
-            CREATE TABLE user_flows (
-                tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE, name_lower TEXT NOT NULL,
-                name TEXT NOT NULL, type TEXT NOT NULL, definition TEXT NOT NULL,
-                PRIMARY KEY (tenant_id, name_lower))
-            """,
-        ]),
-        Migration(version: 2, name: "users and lockout", [
-            """
-            CREATE TABLE users (
-                id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
-                identity_provider TEXT NOT NULL, sign_in_name TEXT NOT NULL, email TEXT,
-                display_name TEXT NOT NULL, attributes TEXT NOT NULL, password_hash TEXT,
-                created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, password_changed_at BIGINT,
-                failed_attempts BIGINT NOT NULL DEFAULT 0, lockout_count BIGINT NOT NULL DEFAULT 0,
-                locked_until BIGINT, last_failed_fingerprint TEXT,
-                UNIQUE (tenant_id, identity_provider, sign_in_name))
-            """,
-        ]),
-        Migration(version: 3, name: "signing keys", [
-            """
-            CREATE TABLE signing_keys (
-                kid TEXT PRIMARY KEY, private_key_pem TEXT NOT NULL, bits BIGINT NOT NULL,
-                created_at BIGINT NOT NULL, activated_at BIGINT, retired_at BIGINT, publish_until BIGINT)
-            """,
-        ]),
-        Migration(version: 4, name: "authorization requests, codes, sessions", [
-            """
-            CREATE TABLE authorization_requests (
-                id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, policy TEXT NOT NULL, parameters TEXT NOT NULL,
-                csrf_hash TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL,
-                completed_at BIGINT, pending_user_id TEXT, pending_email TEXT, verified_email TEXT)
-            """,
-            """
-            CREATE TABLE authorization_codes (
-                code_hash TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, client_id TEXT NOT NULL, user_id TEXT NOT NULL,
-                policy TEXT NOT NULL, redirect_uri TEXT NOT NULL, scopes TEXT NOT NULL, nonce TEXT,
-                code_challenge TEXT, code_challenge_method TEXT, auth_time BIGINT NOT NULL,
-                new_user BOOLEAN NOT NULL, identity_provider TEXT NOT NULL,
-                created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, redeemed_at BIGINT, family_id TEXT)
-            """,
-            """
-            CREATE TABLE sso_sessions (
-                id_hash TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                identity_provider TEXT NOT NULL, auth_time BIGINT NOT NULL, created_at BIGINT NOT NULL,
-                expires_at BIGINT NOT NULL)
-            """,
-        ]),
-        Migration(version: 5, name: "refresh tokens", [
-            """
-            CREATE TABLE refresh_token_families (
-                id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, client_id TEXT NOT NULL,
-                user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, policy TEXT NOT NULL,
-                scopes TEXT NOT NULL, auth_time BIGINT NOT NULL, identity_provider TEXT NOT NULL,
-                created_at BIGINT NOT NULL, sliding_expires_at BIGINT, revoked_at BIGINT, revoked_reason TEXT)
-            """,
-            "CREATE INDEX refresh_token_families_user ON refresh_token_families (user_id)",
-            """
-            CREATE TABLE refresh_tokens (
-                token_hash TEXT PRIMARY KEY, family_id TEXT NOT NULL REFERENCES refresh_token_families(id) ON DELETE CASCADE,
-                created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, used_at BIGINT)
-            """,
-            "CREATE INDEX refresh_tokens_family ON refresh_tokens (family_id)",
-        ]),
-        Migration(version: 6, name: "verification codes, outbox, simulated facebook", [
-            """
-            CREATE TABLE verification_codes (
-                request_id TEXT PRIMARY KEY, email_lower TEXT NOT NULL, code_hash TEXT NOT NULL,
-                attempts BIGINT NOT NULL, expires_at BIGINT NOT NULL)
-            """,
-            """
-            CREATE TABLE outbox (
-                id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, recipient TEXT NOT NULL, subject TEXT NOT NULL,
-                body TEXT NOT NULL, created_at BIGINT NOT NULL)
-            """,
-            """
-            CREATE TABLE federation_codes (
-                code_hash TEXT PRIMARY KEY, request_id TEXT NOT NULL, provider TEXT NOT NULL, subject TEXT NOT NULL,
-                email TEXT, display_name TEXT NOT NULL, given_name TEXT, surname TEXT, expires_at BIGINT NOT NULL)
-            """,
-            """
-            CREATE TABLE server_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL, created_at BIGINT NOT NULL)
-            """,
-        ]),
-    ])
+    static let runner = MigrationRunner(
+        namespace: "identity",
+        migrations: [
+            Migration(
+                version: 1, name: "tenants, applications, user flows",
+                [
+                    """
+                    CREATE TABLE tenants (
+                        id TEXT PRIMARY KEY, name TEXT NOT NULL, name_lower TEXT NOT NULL UNIQUE,
+                        display_name TEXT NOT NULL, default_policy TEXT NOT NULL,
+                        page_templates_path TEXT, is_default BOOLEAN NOT NULL, created_at BIGINT NOT NULL)
+                    """,
+                    """
+                    CREATE TABLE applications (
+                        client_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+                        display_name TEXT NOT NULL, kind TEXT NOT NULL, redirect_uris TEXT NOT NULL,
+                        allow_public_client_flows BOOLEAN NOT NULL, allow_implicit BOOLEAN NOT NULL,
+                        allow_plain_pkce BOOLEAN NOT NULL, app_id_uri TEXT, exposed_scopes TEXT NOT NULL,
+                        created_at BIGINT NOT NULL)
+                    """,
+                    "CREATE INDEX applications_tenant ON applications (tenant_id)",
+                    """
+                    CREATE TABLE application_secrets (
+                        id TEXT PRIMARY KEY, client_id TEXT NOT NULL REFERENCES applications(client_id) ON DELETE CASCADE,
+                        secret_hash TEXT NOT NULL, hint TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT)
+                    """,
+                    "CREATE INDEX application_secrets_client ON application_secrets (client_id)",
+                    """
+                    CREATE TABLE user_flows (
+                        tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE, name_lower TEXT NOT NULL,
+                        name TEXT NOT NULL, type TEXT NOT NULL, definition TEXT NOT NULL,
+                        PRIMARY KEY (tenant_id, name_lower))
+                    """,
+                ]),
+            Migration(
+                version: 2, name: "users and lockout",
+                [
+                    """
+                    CREATE TABLE users (
+                        id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+                        identity_provider TEXT NOT NULL, sign_in_name TEXT NOT NULL, email TEXT,
+                        display_name TEXT NOT NULL, attributes TEXT NOT NULL, password_hash TEXT,
+                        created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, password_changed_at BIGINT,
+                        failed_attempts BIGINT NOT NULL DEFAULT 0, lockout_count BIGINT NOT NULL DEFAULT 0,
+                        locked_until BIGINT, last_failed_fingerprint TEXT,
+                        UNIQUE (tenant_id, identity_provider, sign_in_name))
+                    """
+                ]),
+            Migration(
+                version: 3, name: "signing keys",
+                [
+                    """
+                    CREATE TABLE signing_keys (
+                        kid TEXT PRIMARY KEY, private_key_pem TEXT NOT NULL, bits BIGINT NOT NULL,
+                        created_at BIGINT NOT NULL, activated_at BIGINT, retired_at BIGINT, publish_until BIGINT)
+                    """
+                ]),
+            Migration(
+                version: 4, name: "authorization requests, codes, sessions",
+                [
+                    """
+                    CREATE TABLE authorization_requests (
+                        id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, policy TEXT NOT NULL, parameters TEXT NOT NULL,
+                        csrf_hash TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL,
+                        completed_at BIGINT, pending_user_id TEXT, pending_email TEXT, verified_email TEXT)
+                    """,
+                    """
+                    CREATE TABLE authorization_codes (
+                        code_hash TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, client_id TEXT NOT NULL, user_id TEXT NOT NULL,
+                        policy TEXT NOT NULL, redirect_uri TEXT NOT NULL, scopes TEXT NOT NULL, nonce TEXT,
+                        code_challenge TEXT, code_challenge_method TEXT, auth_time BIGINT NOT NULL,
+                        new_user BOOLEAN NOT NULL, identity_provider TEXT NOT NULL,
+                        created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, redeemed_at BIGINT, family_id TEXT)
+                    """,
+                    """
+                    CREATE TABLE sso_sessions (
+                        id_hash TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                        identity_provider TEXT NOT NULL, auth_time BIGINT NOT NULL, created_at BIGINT NOT NULL,
+                        expires_at BIGINT NOT NULL)
+                    """,
+                ]),
+            Migration(
+                version: 5, name: "refresh tokens",
+                [
+                    """
+                    CREATE TABLE refresh_token_families (
+                        id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, client_id TEXT NOT NULL,
+                        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, policy TEXT NOT NULL,
+                        scopes TEXT NOT NULL, auth_time BIGINT NOT NULL, identity_provider TEXT NOT NULL,
+                        created_at BIGINT NOT NULL, sliding_expires_at BIGINT, revoked_at BIGINT, revoked_reason TEXT)
+                    """,
+                    "CREATE INDEX refresh_token_families_user ON refresh_token_families (user_id)",
+                    """
+                    CREATE TABLE refresh_tokens (
+                        token_hash TEXT PRIMARY KEY, family_id TEXT NOT NULL REFERENCES refresh_token_families(id) ON DELETE CASCADE,
+                        created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, used_at BIGINT)
+                    """,
+                    "CREATE INDEX refresh_tokens_family ON refresh_tokens (family_id)",
+                ]),
+            Migration(
+                version: 6, name: "verification codes, outbox, simulated facebook",
+                [
+                    """
+                    CREATE TABLE verification_codes (
+                        request_id TEXT PRIMARY KEY, email_lower TEXT NOT NULL, code_hash TEXT NOT NULL,
+                        attempts BIGINT NOT NULL, expires_at BIGINT NOT NULL)
+                    """,
+                    """
+                    CREATE TABLE outbox (
+                        id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, recipient TEXT NOT NULL, subject TEXT NOT NULL,
+                        body TEXT NOT NULL, created_at BIGINT NOT NULL)
+                    """,
+                    """
+                    CREATE TABLE federation_codes (
+                        code_hash TEXT PRIMARY KEY, request_id TEXT NOT NULL, provider TEXT NOT NULL, subject TEXT NOT NULL,
+                        email TEXT, display_name TEXT NOT NULL, given_name TEXT, surname TEXT, expires_at BIGINT NOT NULL)
+                    """,
+                    """
+                    CREATE TABLE server_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL, created_at BIGINT NOT NULL)
+                    """,
+                ]),
+        ])
 }

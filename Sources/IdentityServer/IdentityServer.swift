@@ -87,7 +87,10 @@ public final class IdentityServer: Sendable {
                 let values: [String: Any] = [
                     "title": "Development outbox",
                     "messages": messages.map {
-                        ["subject": $0.subject, "recipient": $0.recipient, "body": $0.body, "createdAt": formatter.string(from: $0.createdAt)]
+                        [
+                            "subject": $0.subject, "recipient": $0.recipient, "body": $0.body,
+                            "createdAt": formatter.string(from: $0.createdAt),
+                        ]
                     },
                 ]
                 return .html(try service.pages.render("outbox", values, tenant: tenant))
@@ -134,7 +137,9 @@ struct ProtocolDispatcher: Sendable {
                 return try await SimulatedFacebook(service: service).callback(request, context: context, path: path)
             default:
                 return TokenErrorResponder.respond(
-                    B2CError("invalid_request", "AADB2C90037", "The HTTP method \(request.method) is not supported here.", status: .methodNotAllowed),
+                    B2CError(
+                        "invalid_request", "AADB2C90037", "The HTTP method \(request.method) is not supported here.",
+                        status: .methodNotAllowed),
                     correlationID: context.correlationID, now: service.now)
             }
         } catch let error as B2CError {
@@ -145,7 +150,9 @@ struct ProtocolDispatcher: Sendable {
 
     private func notFound(context: IdentityRequestContext) -> Response {
         TokenErrorResponder.respond(
-            B2CError("invalid_request", "AADB2C90037", "An error occurred while processing the request. The resource was not found.", status: .notFound),
+            B2CError(
+                "invalid_request", "AADB2C90037", "An error occurred while processing the request. The resource was not found.",
+                status: .notFound),
             correlationID: context.correlationID, now: service.now)
     }
 }
@@ -163,7 +170,12 @@ struct ErrorLoggingMiddleware: RouterMiddleware {
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
             let body = JSONText.object([
                 ("error", .string("server_error")),
-                ("error_description", .string("AADB2C90085: The service has encountered an internal error. Please reauthenticate and try again.\r\nCorrelation ID: \(context.correlationID)\r\nTimestamp: \(B2CTimestamp.format(Date()))\r\n")),
+                (
+                    "error_description",
+                    .string(
+                        "AADB2C90085: The service has encountered an internal error. Please reauthenticate and try again.\r\nCorrelation ID: \(context.correlationID)\r\nTimestamp: \(B2CTimestamp.format(Date()))\r\n"
+                    )
+                ),
             ])
             return .json(body, status: .internalServerError, noStore: true)
         }

@@ -77,7 +77,9 @@ public struct MigrationRunner: Sendable {
                 return true
             }
             if didApply {
-                logger.info("applied migration", metadata: ["namespace": "\(namespace)", "version": "\(migration.version)", "name": "\(migration.name)"])
+                logger.info(
+                    "applied migration",
+                    metadata: ["namespace": "\(namespace)", "version": "\(migration.version)", "name": "\(migration.name)"])
                 applied.append(migration.version)
             }
         }

@@ -157,7 +157,9 @@ struct Apps: AsyncParsableCommand {
 
         func run() async throws {
             guard let id = UUID(uuidString: clientID) else { throw CommandFailure("'\(clientID)' is not a client id (a GUID)") }
-            let removed = try await withDefaultTenant(store) { server, tenant in try await server.tenants.removeApplication(tenantID: tenant.id, clientID: id) }
+            let removed = try await withDefaultTenant(store) { server, tenant in
+                try await server.tenants.removeApplication(tenantID: tenant.id, clientID: id)
+            }
             guard removed else { throw CommandFailure("no app with client id \(clientID)") }
             print("removed \(clientID)")
         }

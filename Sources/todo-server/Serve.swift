@@ -57,7 +57,8 @@ struct Serve: AsyncParsableCommand {
         var seed = try await identity.seedDevelopmentTenant(apiPort: apiPort)
         if let tenantPath {
             let declaration = try TenantDeclaration.load(path: tenantPath)
-            let tenant = try await declaration.apply(to: identity, baseDirectory: URL(fileURLWithPath: tenantPath).deletingLastPathComponent())
+            let tenant = try await declaration.apply(
+                to: identity, baseDirectory: URL(fileURLWithPath: tenantPath).deletingLastPathComponent())
             seed.tenant = tenant
             logger.info("tenant declared", metadata: ["tenant": "\(tenant.name)", "file": "\(tenantPath)"])
         }
@@ -83,7 +84,8 @@ struct Serve: AsyncParsableCommand {
             identityBaseURL: baseURL, taskAPIBase: "http://\(displayHost):\(apiPort)", seed: seed, caCertificate: caPath
         ).write(to: store.resolvedDataDir)
 
-        let banner: @Sendable () -> Void = { [seed, caPath, dataDir = store.resolvedDataDir, database = DatabaseFactory.redacted(store.resolvedDatabaseURL)] in
+        let banner: @Sendable () -> Void = {
+            [seed, caPath, dataDir = store.resolvedDataDir, database = DatabaseFactory.redacted(store.resolvedDatabaseURL)] in
             Self.printBanner(baseURL: baseURL, seed: seed, settingsPath: settingsPath, caPath: caPath, dataDir: dataDir, database: database)
         }
         let identityApp = Application(
@@ -113,7 +115,8 @@ struct Serve: AsyncParsableCommand {
         ["127.0.0.1", "localhost", "::1"].contains(host) || host.hasPrefix("127.")
     }
 
-    static func printBanner(baseURL: String, seed: DevTenantSeed, settingsPath: String, caPath: String?, dataDir: String, database: String) {
+    static func printBanner(baseURL: String, seed: DevTenantSeed, settingsPath: String, caPath: String?, dataDir: String, database: String)
+    {
         let tenant = seed.tenant
         var lines = [
             "TodoB2C is running.",

@@ -10,7 +10,9 @@ struct StoreOptions: ParsableArguments {
     @Option(name: .long, help: "Data directory (SQLite database, TLS material, settings.json). Env: TODO_DATA_DIR. Default: ./.todo-data")
     var dataDir: String?
 
-    @Option(name: .long, help: "sqlite:PATH or postgres://user:pass@host:port/db. Env: TODO_DATABASE_URL. Default: sqlite:<data-dir>/todo.sqlite")
+    @Option(
+        name: .long,
+        help: "sqlite:PATH or postgres://user:pass@host:port/db. Env: TODO_DATABASE_URL. Default: sqlite:<data-dir>/todo.sqlite")
     var databaseURL: String?
 
     @Option(name: .long, help: "trace, debug, info, notice, warning, error, critical. Env: TODO_LOG_LEVEL. Default: info")

@@ -4,8 +4,8 @@ import Hummingbird
 import HummingbirdTesting
 import IdentityServer
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// A dev-tenant identity service on a real database with a manual clock, driven over
 /// Hummingbird's in-process router client.
@@ -29,7 +29,8 @@ struct IdentityHarness: Sendable {
     ) async throws {
         try await TestDatabase.with(engine) { database in
             let clock = ManualClock(Date())
-            let server = try await IdentityServer.make(configuration: configuration, database: database, clock: clock, logger: TestDatabase.logger)
+            let server = try await IdentityServer.make(
+                configuration: configuration, database: database, clock: clock, logger: TestDatabase.logger)
             let seed = try await server.seedDevelopmentTenant(apiPort: 3000)
             let harness = IdentityHarness(server: server, clock: clock, seed: seed, webSecret: seed.newWebAppSecret ?? "")
             let app = Application(router: server.buildRouter(), logger: TestDatabase.logger)
@@ -45,7 +46,8 @@ struct IdentityHarness: Sendable {
         }
     }
 
-    func addUser(_ email: String = "alice@example.com", password: String = "Passw0rd!", name: String = "Alice") async throws -> UserAccount {
+    func addUser(_ email: String = "alice@example.com", password: String = "Passw0rd!", name: String = "Alice") async throws -> UserAccount
+    {
         try await server.createLocalUser(tenantID: tenant.id, email: email, displayName: name, password: password)
     }
 
@@ -124,7 +126,7 @@ extension TestResponse {
 
     /// An `href` of the element with `id`.
     func link(id: String) -> String? {
-        guard let range = text.range(of: "href=\"") , text.contains("id=\"\(id)\"") else { return nil }
+        guard let range = text.range(of: "href=\""), text.contains("id=\"\(id)\"") else { return nil }
         _ = range
         let pattern = "href=\"([^\"]+)\" id=\"\(id)\""
         guard let regex = try? NSRegularExpression(pattern: pattern),
@@ -150,7 +152,9 @@ enum Form {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._*")
         return pairs.map { pair in
-            let escape = { (s: String) in s.addingPercentEncoding(withAllowedCharacters: allowed)!.replacingOccurrences(of: "%20", with: "+") }
+            let escape = { (s: String) in
+                s.addingPercentEncoding(withAllowedCharacters: allowed)!.replacingOccurrences(of: "%20", with: "+")
+            }
             return "\(escape(pair.0))=\(escape(pair.1))"
         }.joined(separator: "&")
     }
@@ -240,35 +244,49 @@ extension Driver {
     }
 
     /// Signs up through the hosted page; returns the redirect to the app.
-    func signUp(_ harness: IdentityHarness, attempt: AuthorizationAttempt, email: String, password: String = "Passw0rd!", name: String = "Alice") async throws -> TestResponse {
+    func signUp(
+        _ harness: IdentityHarness, attempt: AuthorizationAttempt, email: String, password: String = "Passw0rd!", name: String = "Alice"
+    ) async throws -> TestResponse {
         var page = try await start(attempt, harness: harness)
         if let signUp = page.link(id: "createAccount") { page = try await follow(try await get(signUp)) }
         return try await submit(page, [("email", email), ("newPassword", password), ("reenterPassword", password), ("displayName", name)])
     }
 
     /// Signs in through the hosted page; returns the redirect to the app.
-    func signIn(_ harness: IdentityHarness, attempt: AuthorizationAttempt, email: String, password: String = "Passw0rd!") async throws -> TestResponse {
+    func signIn(_ harness: IdentityHarness, attempt: AuthorizationAttempt, email: String, password: String = "Passw0rd!") async throws
+        -> TestResponse
+    {
         let page = try await start(attempt, harness: harness)
         return try await submit(page, [("email", email), ("password", password)])
     }
 
     /// Redeems an authorization code at the token endpoint.
-    func redeem(_ harness: IdentityHarness, attempt: AuthorizationAttempt, code: String, extra: [(String, String)] = []) async throws -> TestResponse {
+    func redeem(_ harness: IdentityHarness, attempt: AuthorizationAttempt, code: String, extra: [(String, String)] = []) async throws
+        -> TestResponse
+    {
         try await post(
             harness.path(attempt.policy, "oauth2/v2.0/token"),
-            [("grant_type", "authorization_code"), ("client_id", attempt.clientID), ("code", code),
-             ("redirect_uri", attempt.redirectURI), ("code_verifier", attempt.pkce.verifier), ("scope", attempt.scope),
-             ("client_info", "1")] + extra)
+            [
+                ("grant_type", "authorization_code"), ("client_id", attempt.clientID), ("code", code),
+                ("redirect_uri", attempt.redirectURI), ("code_verifier", attempt.pkce.verifier), ("scope", attempt.scope),
+                ("client_info", "1"),
+            ] + extra)
     }
 
-    func ropc(_ harness: IdentityHarness, username: String, password: String, scope: String? = nil, policy: String = "B2C_1_ROPC") async throws -> TestResponse {
+    func ropc(_ harness: IdentityHarness, username: String, password: String, scope: String? = nil, policy: String = "B2C_1_ROPC")
+        async throws -> TestResponse
+    {
         try await post(
             harness.path(policy, "oauth2/v2.0/token"),
-            [("grant_type", "password"), ("client_id", harness.clientID), ("username", username), ("password", password),
-             ("scope", scope ?? "openid offline_access \(harness.clientID)"), ("client_info", "1")])
+            [
+                ("grant_type", "password"), ("client_id", harness.clientID), ("username", username), ("password", password),
+                ("scope", scope ?? "openid offline_access \(harness.clientID)"), ("client_info", "1"),
+            ])
     }
 
-    func refresh(_ harness: IdentityHarness, token: String, policy: String = "B2C_1_ROPC", clientID: String? = nil, extra: [(String, String)] = []) async throws -> TestResponse {
+    func refresh(
+        _ harness: IdentityHarness, token: String, policy: String = "B2C_1_ROPC", clientID: String? = nil, extra: [(String, String)] = []
+    ) async throws -> TestResponse {
         try await post(
             harness.path(policy, "oauth2/v2.0/token"),
             [("grant_type", "refresh_token"), ("client_id", clientID ?? harness.clientID), ("refresh_token", token)] + extra)

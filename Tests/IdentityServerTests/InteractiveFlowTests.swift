@@ -2,12 +2,14 @@ import Foundation
 import HummingbirdTesting
 import IdentityServer
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Authorize, hosted pages and the authorization-code grant")
 struct InteractiveFlowTests {
-    @Test("sign up on the hosted page, redirect with code and state, redeem with PKCE; nonce and newUser in the ID token", arguments: TestDatabase.engines)
+    @Test(
+        "sign up on the hosted page, redirect with code and state, redeem with PKCE; nonce and newUser in the ID token",
+        arguments: TestDatabase.engines)
     func signUpAndRedeem(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
             let attempt = AuthorizationAttempt(harness: h)
@@ -62,10 +64,12 @@ struct InteractiveFlowTests {
             #expect(b2cCode(missing) == "AADB2C90183")
 
             // A public client without code_challenge gets AADB2C99059 at the redirect URI.
-            let noChallenge = h.path("B2C_1_susi", "oauth2/v2.0/authorize") + "?" + Form.encode([
-                ("client_id", h.clientID), ("response_type", "code"), ("redirect_uri", IdentityHarness.redirect),
-                ("scope", "openid"), ("state", "s1"),
-            ])
+            let noChallenge =
+                h.path("B2C_1_susi", "oauth2/v2.0/authorize") + "?"
+                + Form.encode([
+                    ("client_id", h.clientID), ("response_type", "code"), ("redirect_uri", IdentityHarness.redirect),
+                    ("scope", "openid"), ("state", "s1"),
+                ])
             let refused = try await driver.get(noChallenge)
             #expect(b2cCode(redirect: refused) == "AADB2C99059")
             #expect(refused.redirectParameters["state"] == "s1")
@@ -75,7 +79,9 @@ struct InteractiveFlowTests {
         }
     }
 
-    @Test("the redirect URI must match: wrong ones get a page, never a redirect; loopback any port for public clients only", arguments: TestDatabase.engines)
+    @Test(
+        "the redirect URI must match: wrong ones get a page, never a redirect; loopback any port for public clients only",
+        arguments: TestDatabase.engines)
     func redirectMatching(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
             var attempt = AuthorizationAttempt(harness: h)
@@ -103,7 +109,9 @@ struct InteractiveFlowTests {
         }
     }
 
-    @Test("SSO: a second authorize skips the password; prompt=login asks again; prompt=none without a session gives AADB2C90077", arguments: TestDatabase.engines)
+    @Test(
+        "SSO: a second authorize skips the password; prompt=login asks again; prompt=none without a session gives AADB2C90077",
+        arguments: TestDatabase.engines)
     func singleSignOn(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
             _ = try await h.addUser()
@@ -127,7 +135,8 @@ struct InteractiveFlowTests {
             // A profile-edit flow reuses the session too.
             let profile = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_edit_profile"), harness: h)
             #expect(profile.text.contains("Edit your profile"))
-            let saved = try await driver.submit(profile, [("displayName", "Alice Renamed"), ("givenName", "Alice"), ("surname", ""), ("city", "Oslo"), ("country", "")])
+            let saved = try await driver.submit(
+                profile, [("displayName", "Alice Renamed"), ("givenName", "Alice"), ("surname", ""), ("city", "Oslo"), ("country", "")])
             let code = try #require(saved.redirectParameters["code"])
             var edit = AuthorizationAttempt(harness: h, policy: "B2C_1_edit_profile")
             edit.pkce = PKCEPair()
@@ -138,10 +147,12 @@ struct InteractiveFlowTests {
             #expect(user.attributes["city"] == "Oslo")
 
             // Logout ends the session: prompt=none fails again.
-            let logout = try await driver.get(h.path("B2C_1_susi", "oauth2/v2.0/logout") + "?post_logout_redirect_uri=\(IdentityHarness.redirect)&state=bye")
+            let logout = try await driver.get(
+                h.path("B2C_1_susi", "oauth2/v2.0/logout") + "?post_logout_redirect_uri=\(IdentityHarness.redirect)&state=bye")
             #expect(logout.location == "\(IdentityHarness.redirect)?state=bye")
             #expect(try await b2cCode(redirect: driver.start(none, harness: h)) == "AADB2C90077")
-            let openRedirect = try await driver.get(h.path("B2C_1_susi", "oauth2/v2.0/logout") + "?post_logout_redirect_uri=https://evil.example/")
+            let openRedirect = try await driver.get(
+                h.path("B2C_1_susi", "oauth2/v2.0/logout") + "?post_logout_redirect_uri=https://evil.example/")
             #expect(openRedirect.location == nil)
             #expect(openRedirect.text.contains("AADB2C90067"))
         }
@@ -175,7 +186,9 @@ struct InteractiveFlowTests {
             let page = try await driver.start(AuthorizationAttempt(harness: h), harness: h)
             let signUpPage = try await driver.follow(try await driver.get(try #require(page.link(id: "createAccount"))))
             let action = try #require(signUpPage.formAction)
-            let fields = [("email", "mallory@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", "M")]
+            let fields = [
+                ("email", "mallory@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", "M"),
+            ]
             let forged = try await driver.post(action, [("csrf_token", "forged")] + fields)
             #expect(forged.status == .forbidden)
             let missing = try await driver.post(action, fields)
@@ -191,19 +204,50 @@ struct InteractiveFlowTests {
         }
     }
 
-    @Test("sign-up validates attributes and passwords, refuses duplicate emails case-insensitively, and writes nothing on failure", arguments: TestDatabase.engines)
+    @Test(
+        "sign-up validates attributes and passwords, refuses duplicate emails case-insensitively, and writes nothing on failure",
+        arguments: TestDatabase.engines)
     func signUpValidation(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
             _ = try await h.addUser("alice@example.com")
-            let page = try await driver.follow(try await driver.get(try #require(try await driver.start(AuthorizationAttempt(harness: h), harness: h).link(id: "createAccount"))))
+            let page = try await driver.follow(
+                try await driver.get(
+                    try #require(try await driver.start(AuthorizationAttempt(harness: h), harness: h).link(id: "createAccount"))))
             let cases: [([(String, String)], String)] = [
-                ([("email", "not-an-email"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", "X")], "valid email"),
-                ([("email", "x@example.com"), ("newPassword", "short"), ("reenterPassword", "short"), ("displayName", "X")], "between 8 and 64"),
-                ([("email", "x@example.com"), ("newPassword", "alllowercase"), ("reenterPassword", "alllowercase"), ("displayName", "X")], "at least 3"),
-                ([("email", "x@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd?"), ("displayName", "X")], "do not match"),
-                ([("email", "x@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", "")], "display name"),
-                ([("email", "x@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", String(repeating: "n", count: 300))], "at most 256"),
-                ([("email", "ALICE@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", "A2")], "already exists"),
+                (
+                    [("email", "not-an-email"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", "X")],
+                    "valid email"
+                ),
+                (
+                    [("email", "x@example.com"), ("newPassword", "short"), ("reenterPassword", "short"), ("displayName", "X")],
+                    "between 8 and 64"
+                ),
+                (
+                    [
+                        ("email", "x@example.com"), ("newPassword", "alllowercase"), ("reenterPassword", "alllowercase"),
+                        ("displayName", "X"),
+                    ], "at least 3"
+                ),
+                (
+                    [("email", "x@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd?"), ("displayName", "X")],
+                    "do not match"
+                ),
+                (
+                    [("email", "x@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", "")],
+                    "display name"
+                ),
+                (
+                    [
+                        ("email", "x@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"),
+                        ("displayName", String(repeating: "n", count: 300)),
+                    ], "at most 256"
+                ),
+                (
+                    [
+                        ("email", "ALICE@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"),
+                        ("displayName", "A2"),
+                    ], "already exists"
+                ),
             ]
             for (fields, message) in cases {
                 let response = try await driver.submit(page, fields)
@@ -212,7 +256,8 @@ struct InteractiveFlowTests {
                 #expect(response.location == nil)
             }
             // Typed input is kept on the re-rendered page (but never the password).
-            let kept = try await driver.submit(page, [("email", "keep@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "nope"), ("displayName", "Keeper")])
+            let kept = try await driver.submit(
+                page, [("email", "keep@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "nope"), ("displayName", "Keeper")])
             #expect(kept.field("email") == "keep@example.com")
             #expect(kept.field("displayName") == "Keeper")
             #expect(!kept.text.contains("Passw0rd!"))
@@ -246,7 +291,12 @@ struct InteractiveFlowTests {
             let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1_facebook")
             let dialog = try await driver.start(attempt, harness: h)
             #expect(dialog.text.contains("Facebook"))
-            let back = try await driver.submit(dialog, [("email", "fbuser@example.com"), ("name", "Fay Book"), ("state", dialog.field("state") ?? ""), ("redirect_uri", dialog.field("redirect_uri") ?? "")])
+            let back = try await driver.submit(
+                dialog,
+                [
+                    ("email", "fbuser@example.com"), ("name", "Fay Book"), ("state", dialog.field("state") ?? ""),
+                    ("redirect_uri", dialog.field("redirect_uri") ?? ""),
+                ])
             let code = try #require(back.redirectParameters["code"])
             let id = DecodedJWT(try await driver.redeem(h, attempt: attempt, code: code).json["id_token"] as! String).claims
             #expect(id["idp"] as? String == "facebook.com")
@@ -259,14 +309,23 @@ struct InteractiveFlowTests {
             var hinted = AuthorizationAttempt(harness: h)
             hinted.extra = [("domain_hint", "facebook.com")]
             let dialog2 = try await driver.start(hinted, harness: h)
-            let back2 = try await driver.submit(dialog2, [("email", "FBuser@example.com"), ("name", "Fay Book"), ("state", dialog2.field("state") ?? ""), ("redirect_uri", dialog2.field("redirect_uri") ?? "")])
-            let id2 = DecodedJWT(try await driver.redeem(h, attempt: hinted, code: try #require(back2.redirectParameters["code"])).json["id_token"] as! String).claims
+            let back2 = try await driver.submit(
+                dialog2,
+                [
+                    ("email", "FBuser@example.com"), ("name", "Fay Book"), ("state", dialog2.field("state") ?? ""),
+                    ("redirect_uri", dialog2.field("redirect_uri") ?? ""),
+                ])
+            let id2 = DecodedJWT(
+                try await driver.redeem(h, attempt: hinted, code: try #require(back2.redirectParameters["code"])).json["id_token"]
+                    as! String
+            ).claims
             #expect(id2["oid"] as? String == id["oid"] as? String)
             #expect(id2["newUser"] == nil)
         }
     }
 
-    @Test("password reset: code from the outbox, new password, old refresh tokens revoked, account unlocked", arguments: TestDatabase.engines)
+    @Test(
+        "password reset: code from the outbox, new password, old refresh tokens revoked, account unlocked", arguments: TestDatabase.engines)
     func passwordReset(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
             _ = try await h.addUser()
@@ -286,7 +345,8 @@ struct InteractiveFlowTests {
             #expect(messages.first?.recipient == "alice@example.com")
             let passwordStep = try await driver.submit(codeStep, [("step", "verify"), ("code", code)])
             #expect(passwordStep.text.contains("E-mail address verified"))
-            let done = try await driver.submit(passwordStep, [("step", "change"), ("newPassword", "Brand-n3w-pass"), ("reenterPassword", "Brand-n3w-pass")])
+            let done = try await driver.submit(
+                passwordStep, [("step", "change"), ("newPassword", "Brand-n3w-pass"), ("reenterPassword", "Brand-n3w-pass")])
             #expect(done.redirectParameters["code"] != nil)
             #expect(try await b2cCode(driver.refresh(h, token: oldRefresh)) == "AADB2C90129")
             #expect(try await driver.ropc(h, username: "alice@example.com", password: "Brand-n3w-pass").status == .ok)
@@ -298,7 +358,9 @@ struct InteractiveFlowTests {
     func graphMe(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
             let user = try await h.addUser()
-            let graph = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!", scope: "openid https://graph.microsoft.com/User.Read").json
+            let graph = try await driver.ropc(
+                h, username: "alice@example.com", password: "Passw0rd!", scope: "openid https://graph.microsoft.com/User.Read"
+            ).json
             let token = try #require(graph["access_token"] as? String)
             #expect(DecodedJWT(token).claims["aud"] as? String == "00000003-0000-0000-c000-000000000000")
             let me = try await driver.get("/v1.0/me", headers: [.authorization: "Bearer \(token)"])

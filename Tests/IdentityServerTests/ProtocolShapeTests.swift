@@ -3,8 +3,8 @@ import Foundation
 import HummingbirdTesting
 import IdentityServer
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Endpoints in every URL shape, discovery and JWKS")
 struct ProtocolShapeTests {
@@ -17,10 +17,19 @@ struct ProtocolShapeTests {
                 ("/\(tenant)/B2C_1_susi/v2.0/.well-known/openid-configuration", "\(origin)/\(tenant)/B2C_1_susi/oauth2/v2.0/authorize"),
                 ("/\(tenant)/b2c_1_SUSI/v2.0/.well-known/openid-configuration", "\(origin)/\(tenant)/b2c_1_SUSI/oauth2/v2.0/authorize"),
                 ("/\(tenant)/v2.0/.well-known/openid-configuration?p=b2c_1_susi", "\(origin)/\(tenant)/oauth2/v2.0/authorize?p=b2c_1_susi"),
-                ("/tfp/\(tenant)/B2C_1_susi/v2.0/.well-known/openid-configuration", "\(origin)/tfp/\(tenant)/B2C_1_susi/oauth2/v2.0/authorize"),
-                ("/\(h.tenant.guid)/B2C_1_susi/v2.0/.well-known/openid-configuration", "\(origin)/\(h.tenant.guid)/B2C_1_susi/oauth2/v2.0/authorize"),
+                (
+                    "/tfp/\(tenant)/B2C_1_susi/v2.0/.well-known/openid-configuration",
+                    "\(origin)/tfp/\(tenant)/B2C_1_susi/oauth2/v2.0/authorize"
+                ),
+                (
+                    "/\(h.tenant.guid)/B2C_1_susi/v2.0/.well-known/openid-configuration",
+                    "\(origin)/\(h.tenant.guid)/B2C_1_susi/oauth2/v2.0/authorize"
+                ),
                 // passport-azure-ad appends p= to a path-form URL.
-                ("/\(tenant)/B2C_1_susi/v2.0/.well-known/openid-configuration?p=B2C_1_susi", "\(origin)/\(tenant)/B2C_1_susi/oauth2/v2.0/authorize"),
+                (
+                    "/\(tenant)/B2C_1_susi/v2.0/.well-known/openid-configuration?p=B2C_1_susi",
+                    "\(origin)/\(tenant)/B2C_1_susi/oauth2/v2.0/authorize"
+                ),
                 // The ADAL-era form without v2.0.
                 ("/\(tenant)/B2C_1_susi/.well-known/openid-configuration", "\(origin)/\(tenant)/B2C_1_susi/oauth2/v2.0/authorize"),
                 // Microsoft-identity-platform form without a policy: the tenant's default flow.
@@ -86,7 +95,8 @@ struct ProtocolShapeTests {
             #expect(key["use"] as? String == "sig")
             #expect(key["kty"] as? String == "RSA")
 
-            let token = try #require(try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["access_token"] as? String)
+            let token = try #require(
+                try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["access_token"] as? String)
             let jwt = DecodedJWT(token)
             #expect(jwt.headerJSON == "{\"typ\":\"JWT\",\"alg\":\"RS256\",\"kid\":\"\(key["kid"] as! String)\"}")
             #expect(try verifyRS256(token, n: key["n"] as! String, e: key["e"] as! String))
@@ -123,7 +133,8 @@ struct ProtocolShapeTests {
     func correlation(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
             let id = "3f0a7d7e-7d35-4f2a-9a59-1f0c2d4f9b11"
-            let echoed = try await driver.get(h.path("B2C_1_susi", "v2.0/.well-known/openid-configuration"), headers: [.init("client-request-id")!: id])
+            let echoed = try await driver.get(
+                h.path("B2C_1_susi", "v2.0/.well-known/openid-configuration"), headers: [.init("client-request-id")!: id])
             #expect(echoed.headers[.init("client-request-id")!] == id)
             let made = try await driver.ropc(h, username: "nobody@example.com", password: "x")
             let generated = try #require(made.headers[.init("client-request-id")!])

@@ -2,12 +2,13 @@ import Foundation
 import HummingbirdTesting
 import IdentityServer
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Token endpoint: grants, client authentication, refresh rotation, lockout")
 struct TokenGrantTests {
-    @Test("ROPC returns B2C's full response with JSON numbers, no-store, client_info and the B2C claim set", arguments: TestDatabase.engines)
+    @Test(
+        "ROPC returns B2C's full response with JSON numbers, no-store, client_info and the B2C claim set", arguments: TestDatabase.engines)
     func ropcResponse(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
             let user = try await h.addUser("Alice@Example.com")
@@ -50,7 +51,9 @@ struct TokenGrantTests {
         }
     }
 
-    @Test("scope rules: openid alone gives no access token; API scopes give scp; profile is ignored; two resources are refused", arguments: TestDatabase.engines)
+    @Test(
+        "scope rules: openid alone gives no access token; API scopes give scp; profile is ignored; two resources are refused",
+        arguments: TestDatabase.engines)
     func scopeRules(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
             _ = try await h.addUser()
@@ -61,7 +64,9 @@ struct TokenGrantTests {
             #expect(idOnly["scope"] as? String == "openid")
 
             let api = "https://\(h.tenant.name)/tasks/tasks.read"
-            let withAPI = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!", scope: "\(api) openid offline_access profile").json
+            let withAPI = try await driver.ropc(
+                h, username: "alice@example.com", password: "Passw0rd!", scope: "\(api) openid offline_access profile"
+            ).json
             let access = DecodedJWT(withAPI["access_token"] as! String).claims
             #expect(access["scp"] as? String == "tasks.read")
             #expect(access["aud"] as? String == h.clientID)
@@ -75,23 +80,30 @@ struct TokenGrantTests {
         }
     }
 
-    @Test("client authentication: public clients must not send a secret, confidential ones must send the right one", arguments: TestDatabase.engines)
+    @Test(
+        "client authentication: public clients must not send a secret, confidential ones must send the right one",
+        arguments: TestDatabase.engines)
     func clientAuthentication(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
             let token = h.path("B2C_1_susi", "oauth2/v2.0/token")
-            let publicWithSecret = try await driver.post(token, [("grant_type", "refresh_token"), ("client_id", h.clientID), ("client_secret", "x"), ("refresh_token", "y")])
+            let publicWithSecret = try await driver.post(
+                token, [("grant_type", "refresh_token"), ("client_id", h.clientID), ("client_secret", "x"), ("refresh_token", "y")])
             #expect(b2cCode(publicWithSecret) == "AADB2C90084")
-            let confidentialWithout = try await driver.post(token, [("grant_type", "refresh_token"), ("client_id", h.webClientID), ("refresh_token", "y")])
+            let confidentialWithout = try await driver.post(
+                token, [("grant_type", "refresh_token"), ("client_id", h.webClientID), ("refresh_token", "y")])
             #expect(b2cCode(confidentialWithout) == "AADB2C90079")
-            let wrongSecret = try await driver.post(token, [("grant_type", "refresh_token"), ("client_id", h.webClientID), ("client_secret", "wrong"), ("refresh_token", "y")])
+            let wrongSecret = try await driver.post(
+                token, [("grant_type", "refresh_token"), ("client_id", h.webClientID), ("client_secret", "wrong"), ("refresh_token", "y")])
             #expect(wrongSecret.status == .unauthorized)
             #expect(b2cCode(wrongSecret) == "AADB2C90081")
             #expect(wrongSecret.json["error"] as? String == "invalid_client")
             // The right secret through client_secret_basic gets past authentication to the grant.
             let basic = Data("\(h.webClientID):\(h.webSecret)".utf8).base64EncodedString()
-            let right = try await driver.post(token, [("grant_type", "refresh_token"), ("refresh_token", "unknown")], headers: [.authorization: "Basic \(basic)"])
+            let right = try await driver.post(
+                token, [("grant_type", "refresh_token"), ("refresh_token", "unknown")], headers: [.authorization: "Basic \(basic)"])
             #expect(b2cCode(right) == "AADB2C90090")
-            let unknownClient = try await driver.post(token, [("grant_type", "refresh_token"), ("client_id", UUID().uuidString), ("refresh_token", "y")])
+            let unknownClient = try await driver.post(
+                token, [("grant_type", "refresh_token"), ("client_id", UUID().uuidString), ("refresh_token", "y")])
             #expect(b2cCode(unknownClient) == "AADB2C90018")
             let badGrant = try await driver.post(token, [("grant_type", "magic"), ("client_id", h.clientID)])
             #expect(b2cCode(badGrant) == "AADB2C90086")
@@ -104,8 +116,10 @@ struct TokenGrantTests {
         try await IdentityHarness.run(engine) { h, driver in
             let response = try await driver.post(
                 h.path("B2C_1_susi", "oauth2/v2.0/token"),
-                [("grant_type", "client_credentials"), ("client_id", h.webClientID), ("client_secret", h.webSecret),
-                 ("scope", "https://\(h.tenant.name)/tasks/.default")])
+                [
+                    ("grant_type", "client_credentials"), ("client_id", h.webClientID), ("client_secret", h.webSecret),
+                    ("scope", "https://\(h.tenant.name)/tasks/.default"),
+                ])
             #expect(response.status == .ok)
             let claims = DecodedJWT(response.json["access_token"] as! String).claims
             #expect(claims["aud"] as? String == h.clientID)
@@ -140,13 +154,16 @@ struct TokenGrantTests {
         }
     }
 
-    @Test("smart lockout: 10 failures lock for 60 s, repeats of one wrong password count once, success resets", arguments: TestDatabase.engines)
+    @Test(
+        "smart lockout: 10 failures lock for 60 s, repeats of one wrong password count once, success resets",
+        arguments: TestDatabase.engines)
     func lockout(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
             _ = try await h.addUser()
             // The same wrong password many times counts once.
             for _ in 0..<12 { _ = try await driver.ropc(h, username: "alice@example.com", password: "same-wrong") }
-            #expect(try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").status == .ok, "success resets the counter")
+            #expect(
+                try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").status == .ok, "success resets the counter")
             for attempt in 1...10 {
                 let response = try await driver.ropc(h, username: "alice@example.com", password: "wrong-\(attempt)")
                 #expect(b2cCode(response) == "AADB2C90225")
@@ -190,7 +207,9 @@ struct TokenGrantTests {
             let token = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
             let otherPolicy = try await driver.refresh(h, token: token, policy: "B2C_1_susi")
             #expect(b2cCode(otherPolicy) == "AADB2C90088")
-            #expect((otherPolicy.json["error_description"] as? String)?.contains("Actual Value : B2C_1_susi and Expected Value : B2C_1_ROPC") == true)
+            #expect(
+                (otherPolicy.json["error_description"] as? String)?.contains("Actual Value : B2C_1_susi and Expected Value : B2C_1_ROPC")
+                    == true)
             let otherClient = try await driver.refresh(
                 h, token: token, clientID: h.webClientID, extra: [("client_secret", h.webSecret)])
             #expect(b2cCode(otherClient) == "AADB2C90088")
@@ -227,10 +246,12 @@ struct TokenGrantTests {
                 .post, token, headers: [.contentType: "application/x-www-form-urlencoded"],
                 body: "grant_type=password&x=" + String(repeating: "a", count: 70_000))
             #expect(huge.status == .contentTooLarge)
-            let json = try await driver.request(.post, token, headers: [.contentType: "application/json"], body: "{\"grant_type\":\"password\"}")
+            let json = try await driver.request(
+                .post, token, headers: [.contentType: "application/json"], body: "{\"grant_type\":\"password\"}")
             #expect(json.status == .badRequest)
             #expect(json.json["error"] as? String == "invalid_request")
-            let repeated = try await driver.post(token, [("grant_type", "password"), ("grant_type", "refresh_token"), ("client_id", h.clientID)])
+            let repeated = try await driver.post(
+                token, [("grant_type", "password"), ("grant_type", "refresh_token"), ("client_id", h.clientID)])
             #expect(repeated.status == .badRequest)
             let missing = try await driver.post(token, [("client_id", h.clientID)])
             #expect(b2cCode(missing) == "AADB2C90083")

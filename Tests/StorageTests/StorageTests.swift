@@ -1,15 +1,17 @@
 import Foundation
 import SQLKit
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Storage on SQLite and PostgreSQL")
 struct StorageTests {
-    static let migrations = MigrationRunner(namespace: "test", migrations: [
-        Migration(version: 1, name: "counters", ["CREATE TABLE counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL)"]),
-        Migration(version: 2, name: "notes", ["CREATE TABLE notes (id TEXT PRIMARY KEY, body TEXT NOT NULL)"]),
-    ])
+    static let migrations = MigrationRunner(
+        namespace: "test",
+        migrations: [
+            Migration(version: 1, name: "counters", ["CREATE TABLE counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL)"]),
+            Migration(version: 2, name: "notes", ["CREATE TABLE notes (id TEXT PRIMARY KEY, body TEXT NOT NULL)"]),
+        ])
 
     @Test("PostgreSQL is configured when the test script requires it")
     func postgresPresentWhenRequired() {
@@ -37,9 +39,11 @@ struct StorageTests {
     @Test("a failing migration leaves no table and no record behind", arguments: TestDatabase.engines)
     func failingMigrationRollsBack(engine: DatabaseEngine) async throws {
         try await TestDatabase.with(engine) { database in
-            let broken = MigrationRunner(namespace: "broken", migrations: [
-                Migration(version: 1, name: "half", ["CREATE TABLE half_done (id TEXT)", "THIS IS NOT SQL"])
-            ])
+            let broken = MigrationRunner(
+                namespace: "broken",
+                migrations: [
+                    Migration(version: 1, name: "half", ["CREATE TABLE half_done (id TEXT)", "THIS IS NOT SQL"])
+                ])
             await #expect(throws: StorageError.self) { try await broken.run(on: database, logger: TestDatabase.logger) }
             let recorded = try await database.read { sql in
                 try await sql.select().column("version").from("schema_migrations").where("namespace", .equal, "broken").all()
@@ -125,7 +129,8 @@ struct StorageTests {
         let writer = try await SQLiteDatabase(storage: .file(path), logger: TestDatabase.logger)
         try await Self.migrations.run(on: writer, logger: TestDatabase.logger)
         try await writer.transaction { sql in
-            try await sql.insert(into: "notes").columns("id", "body").values(SQLBind("1"), SQLBind("Grüße 🎉 'quoted'; DROP TABLE notes;--")).run()
+            try await sql.insert(into: "notes").columns("id", "body").values(SQLBind("1"), SQLBind("Grüße 🎉 'quoted'; DROP TABLE notes;--"))
+                .run()
         }
         // A second connection while the first is still open: WAL readers see committed data.
         let reader = try await SQLiteDatabase(storage: .file(path), logger: TestDatabase.logger)

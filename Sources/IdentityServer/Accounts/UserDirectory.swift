@@ -91,7 +91,7 @@ public struct SQLUserDirectory: UserDirectory {
             try await database.transaction { sql in
                 try await sql.insert(into: "users").model(row).run()
             }
-        } catch where database.isUniqueViolation(error) {
+        } catch  where database.isUniqueViolation(error) {
             throw UserDirectoryError.duplicate
         }
     }

@@ -56,10 +56,14 @@ struct SimulatedFacebook: Sendable {
                 return .html(try service.pages.render("facebook", values, tenant: tenant))
             }
             guard flow.checkCSRF(request: request, form: form, record: record) else {
-                throw PageError(status: .forbidden, title: "Request blocked", message: "The form could not be verified. Start again from the application.")
+                throw PageError(
+                    status: .forbidden, title: "Request blocked",
+                    message: "The form could not be verified. Start again from the application.")
             }
             if form["cancel"] == "1" {
-                return .redirecting(to: callback + "?" + FormEncoding.encode([("error", "access_denied"), ("error_reason", "user_denied"), ("state", record.id)]))
+                return .redirecting(
+                    to: callback + "?"
+                        + FormEncoding.encode([("error", "access_denied"), ("error_reason", "user_denied"), ("state", record.id)]))
             }
             let email = (form["email"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             let name = (form["name"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
@@ -104,7 +108,8 @@ struct SimulatedFacebook: Sendable {
             guard let code = query.nonEmpty("code"), let taken = try await service.interactions.takeFederationCode(code, now: service.now),
                 taken.interactionID == record.id
             else {
-                throw PageError(status: .badRequest, title: "Sign-in failed", message: "The identity provider's answer is not valid or has expired.")
+                throw PageError(
+                    status: .badRequest, title: "Sign-in failed", message: "The identity provider's answer is not valid or has expired.")
             }
             let identity = taken.identity
             var newUser = false
@@ -120,12 +125,15 @@ struct SimulatedFacebook: Sendable {
                     try await service.users.create(created)
                     newUser = true
                     user = created
-                    context.logger.info("federated account created", metadata: ["oid": "\(created.objectID)", "idp": "\(identity.provider.rawValue)"])
+                    context.logger.info(
+                        "federated account created", metadata: ["oid": "\(created.objectID)", "idp": "\(identity.provider.rawValue)"])
                 } catch UserDirectoryError.duplicate {
                     user = try await service.users.user(tenantID: tenant.id, provider: identity.provider, signInName: identity.subject)
                 }
             }
-            guard let user else { throw PageError(status: .internalServerError, title: "Sign-in failed", message: "The account could not be created.") }
+            guard let user else {
+                throw PageError(status: .internalServerError, title: "Sign-in failed", message: "The account could not be created.")
+            }
             let (_, userFlow) = try await flow.tenantAndFlow(of: record)
             if userFlow.type == .profileEdit {
                 try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)

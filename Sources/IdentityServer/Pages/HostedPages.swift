@@ -26,7 +26,9 @@ struct HostedPages: Sendable {
                     context.logger.warning("CSRF check failed", metadata: ["page": "\(page)"])
                     throw PageError(
                         status: .forbidden, title: "Request blocked",
-                        message: "The form could not be verified (its security token is missing or wrong). Return to the application and start again.")
+                        message:
+                            "The form could not be verified (its security token is missing or wrong). Return to the application and start again."
+                    )
                 }
             }
             let step = PageStep(
@@ -90,7 +92,10 @@ struct PageStep {
         if userFlow.offersFacebook {
             values["hasSocial"] = true
             values["social"] = [
-                ["name": "Facebook", "id": "FacebookExchange", "url": flow.pageURL("social", record: record, extra: [("provider", "facebook.com")])]
+                [
+                    "name": "Facebook", "id": "FacebookExchange",
+                    "url": flow.pageURL("social", record: record, extra: [("provider", "facebook.com")]),
+                ]
             ]
         }
         return try page("signin", values, status: status)
@@ -99,7 +104,9 @@ struct PageStep {
     func signIn() async throws -> Response {
         let email = form["email"] ?? ""
         let password = form["password"] ?? ""
-        guard userFlow.offersLocalAccounts else { throw PageError(status: .badRequest, title: "Not available", message: "This flow has no local accounts.") }
+        guard userFlow.offersLocalAccounts else {
+            throw PageError(status: .badRequest, title: "Not available", message: "This flow has no local accounts.")
+        }
         guard !email.isEmpty, !password.isEmpty else {
             return try signInPage(error: "Please enter your email address and password.", email: email, status: .badRequest)
         }
@@ -107,7 +114,8 @@ struct PageStep {
             tenantID: tenant.id, email: email, password: password, now: service.now, logger: context.logger)
         switch outcome {
         case .invalid:
-            return try signInPage(error: "Your password is incorrect, or we can't seem to find your account.", email: email, status: .badRequest)
+            return try signInPage(
+                error: "Your password is incorrect, or we can't seem to find your account.", email: email, status: .badRequest)
         case .locked:
             return try signInPage(error: B2CError.accountLocked.message, email: email, status: .badRequest)
         case .success(let user):
@@ -115,7 +123,8 @@ struct PageStep {
                 try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
                 return .redirecting(to: flow.pageURL("profile", record: record))
             }
-            return try await flow.complete(record, user: user, identityProvider: .local, newUser: false, authTime: service.now, context: context)
+            return try await flow.complete(
+                record, user: user, identityProvider: .local, newUser: false, authTime: service.now, context: context)
         }
     }
 
@@ -147,8 +156,10 @@ struct PageStep {
     }
 
     private func attributeField(_ attribute: UserAttribute, value: String) -> [String: Any] {
-        ["name": attribute.rawValue, "label": attribute.label, "value": value, "autocomplete": attribute.autocomplete,
-         "required": attribute == .displayName]
+        [
+            "name": attribute.rawValue, "label": attribute.label, "value": value, "autocomplete": attribute.autocomplete,
+            "required": attribute == .displayName,
+        ]
     }
 
     func signUp() async throws -> Response {
@@ -160,14 +171,17 @@ struct PageStep {
         guard EmailAddress.isValid(email) else { return try signUpPage(error: "Please enter a valid email address.", status: .badRequest) }
         if let problem = PasswordPolicy.problem(with: password) { return try signUpPage(error: problem, status: .badRequest) }
         guard password == form["reenterPassword"] else {
-            return try signUpPage(error: "The password entry fields do not match. Please enter the same password in both fields and try again.", status: .badRequest)
+            return try signUpPage(
+                error: "The password entry fields do not match. Please enter the same password in both fields and try again.",
+                status: .badRequest)
         }
         var attributes: [String: String] = [:]
         var displayName = ""
         for attribute in userFlow.signUpAttributes {
             let value = (form[attribute.rawValue] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             if value.count > UserAttribute.maximumLength {
-                return try signUpPage(error: "\(attribute.label) must be at most \(UserAttribute.maximumLength) characters.", status: .badRequest)
+                return try signUpPage(
+                    error: "\(attribute.label) must be at most \(UserAttribute.maximumLength) characters.", status: .badRequest)
             }
             if attribute == .displayName {
                 guard !value.isEmpty else { return try signUpPage(error: "Please enter a display name.", status: .badRequest) }
@@ -235,7 +249,9 @@ struct PageStep {
         switch form["step"] {
         case "send":
             let email = (form["email"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-            guard EmailAddress.isValid(email) else { return try await resetPage(error: "Please enter a valid email address.", status: .badRequest) }
+            guard EmailAddress.isValid(email) else {
+                return try await resetPage(error: "Please enter a valid email address.", status: .badRequest)
+            }
             try await service.interactions.setPendingEmail(interactionID: record.id, email: email)
             // The page says the same whether or not the account exists, so it cannot be used to
             // discover accounts; only an existing account gets a code.
@@ -250,7 +266,8 @@ struct PageStep {
                 try await service.interactions.appendOutbox(message)
                 if service.configuration.developmentMailbox {
                     // Development mailbox: no mail leaves this machine, so the code is logged.
-                    context.logger.notice("verification code for password reset (development outbox)", metadata: ["recipient": "\(email)", "code": "\(code)"])
+                    context.logger.notice(
+                        "verification code for password reset (development outbox)", metadata: ["recipient": "\(email)", "code": "\(code)"])
                 }
             }
             return .redirecting(to: flow.pageURL("reset", record: record), status: .seeOther)
@@ -258,8 +275,13 @@ struct PageStep {
             try await service.interactions.setPendingEmail(interactionID: record.id, email: nil)
             return .redirecting(to: flow.pageURL("reset", record: record), status: .seeOther)
         case "verify":
-            guard let email = record.pendingEmail else { return try await resetPage(error: "Enter your email address first.", status: .badRequest) }
-            guard try await service.interactions.checkVerificationCode(interactionID: record.id, email: email, code: form["code"] ?? "", now: now) else {
+            guard let email = record.pendingEmail else {
+                return try await resetPage(error: "Enter your email address first.", status: .badRequest)
+            }
+            guard
+                try await service.interactions.checkVerificationCode(
+                    interactionID: record.id, email: email, code: form["code"] ?? "", now: now)
+            else {
                 return try await resetPage(error: "That code is incorrect or has expired. Please try again.", status: .badRequest)
             }
             try await service.interactions.setVerifiedEmail(interactionID: record.id, email: email)
@@ -271,7 +293,9 @@ struct PageStep {
             let password = form["newPassword"] ?? ""
             if let problem = PasswordPolicy.problem(with: password) { return try await resetPage(error: problem, status: .badRequest) }
             guard password == form["reenterPassword"] else {
-                return try await resetPage(error: "The password entry fields do not match. Please enter the same password in both fields and try again.", status: .badRequest)
+                return try await resetPage(
+                    error: "The password entry fields do not match. Please enter the same password in both fields and try again.",
+                    status: .badRequest)
             }
             // Setting the password also unlocks the account and revokes existing refresh
             // tokens (research/b2c-protocol.md §2.3, §5.5).
@@ -297,7 +321,9 @@ struct PageStep {
     }
 
     func profilePage(error: String? = nil, status: HTTPResponse.Status = .ok) async throws -> Response {
-        guard userFlow.type == .profileEdit else { throw PageError(status: .notFound, title: "Not found", message: "This flow does not edit profiles.") }
+        guard userFlow.type == .profileEdit else {
+            throw PageError(status: .notFound, title: "Not found", message: "This flow does not edit profiles.")
+        }
         let user = try await pendingUser()
         var values: [String: Any] = [
             "title": "Edit your profile", "action": flow.pageURL("profile", record: record), "email": user.email ?? "",
@@ -308,14 +334,17 @@ struct PageStep {
     }
 
     func saveProfile() async throws -> Response {
-        guard userFlow.type == .profileEdit else { throw PageError(status: .notFound, title: "Not found", message: "This flow does not edit profiles.") }
+        guard userFlow.type == .profileEdit else {
+            throw PageError(status: .notFound, title: "Not found", message: "This flow does not edit profiles.")
+        }
         var user = try await pendingUser()
         var attributes = user.attributes
         var displayName = user.displayName
         for attribute in editableAttributes {
             let value = (form[attribute.rawValue] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             if value.count > UserAttribute.maximumLength {
-                return try await profilePage(error: "\(attribute.label) must be at most \(UserAttribute.maximumLength) characters.", status: .badRequest)
+                return try await profilePage(
+                    error: "\(attribute.label) must be at most \(UserAttribute.maximumLength) characters.", status: .badRequest)
             }
             if attribute == .displayName {
                 guard !value.isEmpty else { return try await profilePage(error: "Please enter a display name.", status: .badRequest) }

@@ -139,7 +139,9 @@ struct InteractionFlow: Sendable {
         if let state = request.state { parameters.append(("state", state)) }
         context.logger.info(
             "interaction completed",
-            metadata: ["oid": "\(user.objectID)", "policy": "\(flow.name)", "client_id": "\(client.clientIDString)", "new_user": "\(newUser)"])
+            metadata: [
+                "oid": "\(user.objectID)", "policy": "\(flow.name)", "client_id": "\(client.clientIDString)", "new_user": "\(newUser)",
+            ])
 
         var response: Response
         if request.redirectURI == "urn:ietf:wg:oauth:2.0:oob", let code {
@@ -168,10 +170,13 @@ struct InteractionFlow: Sendable {
     // MARK: Pages
 
     func errorPage(_ error: PageError, tenant: Tenant?, context: IdentityRequestContext) -> Response {
-        var values: [String: Any] = ["title": error.title, "message": error.message, "correlationID": context.correlationID,
-                                     "timestamp": B2CTimestamp.format(service.now)]
+        var values: [String: Any] = [
+            "title": error.title, "message": error.message, "correlationID": context.correlationID,
+            "timestamp": B2CTimestamp.format(service.now),
+        ]
         if let code = error.code { values["code"] = code }
-        let html = (try? service.pages.render("error", values, tenant: tenant))
+        let html =
+            (try? service.pages.render("error", values, tenant: tenant))
             ?? "<!DOCTYPE html><title>Error</title><p>\(HTMLText.escape(error.message))</p>"
         return .html(html, status: error.status)
     }

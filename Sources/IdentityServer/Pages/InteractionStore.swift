@@ -62,10 +62,12 @@ struct SQLInteractionStore: InteractionStore {
     }
 
     func interaction(id: String) async throws -> InteractionRecord? {
-        guard let row = try await database.read({ sql in
-            try await sql.select().columns("*").from("authorization_requests").where("id", .equal, id)
-                .first(decoding: InteractionRow.self)
-        }), let request = StoredJSON.decode(AuthorizationRequest.self, row.parameters) else { return nil }
+        guard
+            let row = try await database.read({ sql in
+                try await sql.select().columns("*").from("authorization_requests").where("id", .equal, id)
+                    .first(decoding: InteractionRow.self)
+            }), let request = StoredJSON.decode(AuthorizationRequest.self, row.parameters)
+        else { return nil }
         return InteractionRecord(
             id: row.id, request: request, csrfHash: row.csrf_hash, expiresAt: Date(epoch: row.expires_at),
             completedAt: row.completed_at.map(Date.init(epoch:)),
@@ -126,10 +128,11 @@ struct SQLInteractionStore: InteractionStore {
     }
 
     func session(idHash: String, now: Date) async throws -> SSOSession? {
-        guard let row = try await database.read({ sql in
-            try await sql.select().columns("*").from("sso_sessions").where("id_hash", .equal, idHash)
-                .first(decoding: SessionRow.self)
-        }), row.expires_at > now.epochSeconds, let tenantID = UUID(uuidString: row.tenant_id),
+        guard
+            let row = try await database.read({ sql in
+                try await sql.select().columns("*").from("sso_sessions").where("id_hash", .equal, idHash)
+                    .first(decoding: SessionRow.self)
+            }), row.expires_at > now.epochSeconds, let tenantID = UUID(uuidString: row.tenant_id),
             let userID = UUID(uuidString: row.user_id),
             let provider = IdentityProviderKind(rawValue: row.identity_provider)
         else { return nil }
@@ -166,8 +169,9 @@ struct SQLInteractionStore: InteractionStore {
         let presented = Secrets.sha256Hex(code.trimmingCharacters(in: .whitespaces))
         let emailLower = EmailAddress.normalized(email)
         return try await database.transaction { sql in
-            guard let row = try await sql.select().columns("*").from("verification_codes")
-                .where("request_id", .equal, interactionID).first(decoding: VerificationRow.self),
+            guard
+                let row = try await sql.select().columns("*").from("verification_codes")
+                    .where("request_id", .equal, interactionID).first(decoding: VerificationRow.self),
                 row.email_lower == emailLower, row.expires_at > now.epochSeconds, row.attempts < 5
             else { return false }
             if Secrets.constantTimeEquals(row.code_hash, presented) {
@@ -231,8 +235,9 @@ struct SQLInteractionStore: InteractionStore {
     func takeFederationCode(_ code: String, now: Date) async throws -> (interactionID: String, identity: FederatedIdentity)? {
         let hash = Secrets.sha256Hex(code)
         return try await database.transaction { sql -> (String, FederatedIdentity)? in
-            guard let row = try await sql.select().columns("*").from("federation_codes")
-                .where("code_hash", .equal, hash).first(decoding: FederationRow.self)
+            guard
+                let row = try await sql.select().columns("*").from("federation_codes")
+                    .where("code_hash", .equal, hash).first(decoding: FederationRow.self)
             else { return nil }
             try await sql.delete(from: "federation_codes").where("code_hash", .equal, hash).run()
             guard row.expires_at > now.epochSeconds, let provider = IdentityProviderKind(rawValue: row.provider) else {

@@ -13,8 +13,9 @@ final class PageRenderer: Sendable {
     enum RenderError: Error { case missingTemplate(String) }
 
     init() throws {
-        guard let directory = Bundle.module.url(forResource: "templates", withExtension: nil, subdirectory: "Resources")
-            ?? Bundle.module.url(forResource: "templates", withExtension: nil)
+        guard
+            let directory = Bundle.module.url(forResource: "templates", withExtension: nil, subdirectory: "Resources")
+                ?? Bundle.module.url(forResource: "templates", withExtension: nil)
         else { throw RenderError.missingTemplate("Resources/templates") }
         builtIn = try Self.templates(in: directory)
         builtInStylesheet = (try? String(contentsOf: directory.appendingPathComponent("style.css"), encoding: .utf8)) ?? ""

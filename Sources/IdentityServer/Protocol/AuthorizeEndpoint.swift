@@ -187,7 +187,8 @@ struct AuthorizeEndpoint: Sendable {
             if authorization.prompt == "none" { return try await flow.fail(record, with: .noSession, context: context) }
             return .redirecting(to: flow.pageURL("reset", record: record))
         case .ropc:
-            return try await flow.fail(record, with: .malformedRequest("The user flow does not support interactive sign-in."), context: context)
+            return try await flow.fail(
+                record, with: .malformedRequest("The user flow does not support interactive sign-in."), context: context)
         }
     }
 }

@@ -42,10 +42,13 @@ enum B2CTimestamp {
 // The catalogue. Messages follow azure-docs `error-codes.md` (research/b2c-protocol.md §4.3).
 extension B2CError {
     static func redirectNotRegistered(_ uri: String, clientID: String) -> B2CError {
-        B2CError("invalid_request", "AADB2C90006", "The redirect URI '\(uri)' provided in the request is not registered for the client ID '\(clientID)'.")
+        B2CError(
+            "invalid_request", "AADB2C90006",
+            "The redirect URI '\(uri)' provided in the request is not registered for the client ID '\(clientID)'.")
     }
     static func noRedirectURIs(clientID: String) -> B2CError {
-        B2CError("invalid_request", "AADB2C90007", "The application associated with client ID '\(clientID)' has no registered redirect URIs.")
+        B2CError(
+            "invalid_request", "AADB2C90007", "The application associated with client ID '\(clientID)' has no registered redirect URIs.")
     }
     static let missingClientID = B2CError("invalid_request", "AADB2C90008", "The request does not contain a client ID parameter.")
     static let missingScope = B2CError("invalid_request", "AADB2C90010", "The request does not contain a scope parameter.")
@@ -53,19 +56,24 @@ extension B2CError {
         B2CError("invalid_scope", "AADB2C90012", "The scope '\(scope)' provided in request is not supported.")
     }
     static func responseTypeNotSupported(_ type: String) -> B2CError {
-        B2CError("unsupported_response_type", "AADB2C90013", "The requested response type '\(type)' provided in the request is not supported.")
+        B2CError(
+            "unsupported_response_type", "AADB2C90013", "The requested response type '\(type)' provided in the request is not supported.")
     }
     static func responseModeNotSupported(_ mode: String) -> B2CError {
         B2CError("invalid_request", "AADB2C90014", "The requested response mode '\(mode)' provided in the request is not supported.")
     }
     static func clientNotRegistered(_ clientID: String, tenant: String) -> B2CError {
-        B2CError("unauthorized_client", "AADB2C90018", "The client ID '\(clientID)' specified in the request is not registered in tenant '\(tenant)'.")
+        B2CError(
+            "unauthorized_client", "AADB2C90018",
+            "The client ID '\(clientID)' specified in the request is not registered in tenant '\(tenant)'.")
     }
     static let temporarilyUnavailable = B2CError(
         "temporarily_unavailable", "AADB2C90035", "The service is temporarily unavailable. Please retry after a few minutes.",
         status: .serviceUnavailable)
     static let missingPostLogoutRedirect = B2CError(
-        "invalid_request", "AADB2C90036", "The request does not contain a URI to redirect the user to post logout. Specify a URI in the post_logout_redirect_uri parameter field.")
+        "invalid_request", "AADB2C90036",
+        "The request does not contain a URI to redirect the user to post logout. Specify a URI in the post_logout_redirect_uri parameter field."
+    )
     static func processingError(_ detail: String) -> B2CError {
         B2CError("invalid_request", "AADB2C90037", "An error occurred while processing the request. \(detail)")
     }
@@ -82,26 +90,36 @@ extension B2CError {
         return error
     }
     static let invalidPrompt = B2CError(
-        "invalid_request", "AADB2C90043", "The prompt included in the request contains invalid values. Expected 'none', 'login', 'consent', 'select_account' or 'create'.")
+        "invalid_request", "AADB2C90043",
+        "The prompt included in the request contains invalid values. Expected 'none', 'login', 'consent', 'select_account' or 'create'.")
     static func scopeNeedsResource(_ scope: String) -> B2CError {
-        B2CError("invalid_scope", "AADB2C90055", "The scope '\(scope)' provided in request must specify a resource, such as 'https://example.com/calendar.read'.")
+        B2CError(
+            "invalid_scope", "AADB2C90055",
+            "The scope '\(scope)' provided in request must specify a resource, such as 'https://example.com/calendar.read'.")
     }
     static let implicitNotAllowed = B2CError(
         "unauthorized_client", "AADB2C90057", "The provided application is not configured to allow the 'OAuth' Implicit flow.")
     static let codeChallengeRequired = B2CError(
         "invalid_request", "AADB2C99059", "The supplied request must present a code_challenge.")
     static func postLogoutRedirectInvalid(_ uri: String) -> B2CError {
-        B2CError("invalid_request", "AADB2C90067", "The post logout redirect URI '\(uri)' has an invalid format. Specify an https based URL such as 'https://example.com/return' or for native clients use the IETF native client URI 'urn:ietf:wg:oauth:2.0:oob'.")
+        B2CError(
+            "invalid_request", "AADB2C90067",
+            "The post logout redirect URI '\(uri)' has an invalid format. Specify an https based URL such as 'https://example.com/return' or for native clients use the IETF native client URI 'urn:ietf:wg:oauth:2.0:oob'."
+        )
     }
     static let noSession = B2CError(
         "interaction_required", "AADB2C90077", "User does not have an existing session and request prompt parameter has a value of 'None'.")
     static let secretRequired = B2CError(
         "invalid_request", "AADB2C90079", "Clients must send a client_secret when redeeming a confidential grant.")
     static func grantExpired(now: Date, issued: Date, expires: Date) -> B2CError {
-        B2CError("invalid_grant", "AADB2C90080", "The provided grant has expired. Please re-authenticate and try again. Current time: \(now.epochSeconds), Grant issued time: \(issued.epochSeconds), Grant sliding window expiration time: \(expires.epochSeconds).")
+        B2CError(
+            "invalid_grant", "AADB2C90080",
+            "The provided grant has expired. Please re-authenticate and try again. Current time: \(now.epochSeconds), Grant issued time: \(issued.epochSeconds), Grant sliding window expiration time: \(expires.epochSeconds)."
+        )
     }
     static let secretMismatch = B2CError(
-        "invalid_client", "AADB2C90081", "The specified client_secret does not match the expected value for this client. Please correct the client_secret and try again.",
+        "invalid_client", "AADB2C90081",
+        "The specified client_secret does not match the expected value for this client. Please correct the client_secret and try again.",
         status: .unauthorized)
     static func missingParameter(_ name: String) -> B2CError {
         B2CError("invalid_request", "AADB2C90083", "The request is missing required parameter: \(name).")
@@ -112,36 +130,51 @@ extension B2CError {
         B2CError("unsupported_grant_type", "AADB2C90086", "The supplied grant_type [\(type)] is not supported.")
     }
     static func grantNotForThisEndpoint(actual: String, expected: String) -> B2CError {
-        B2CError("invalid_grant", "AADB2C90088", "The provided grant has not been issued for this endpoint. Actual Value : \(actual) and Expected Value : \(expected)")
+        B2CError(
+            "invalid_grant", "AADB2C90088",
+            "The provided grant has not been issued for this endpoint. Actual Value : \(actual) and Expected Value : \(expected)")
     }
     static let malformedGrant = B2CError("invalid_grant", "AADB2C90090", "The provided JWE is not a valid 5 segment token.")
     static let userCancelled = B2CError(
         "access_denied", "AADB2C90091", "The user has cancelled entering self-asserted information.")
     static func openIDRequired(clientID: String) -> B2CError {
-        B2CError("invalid_request", "AADB2C90107", "The application with ID '\(clientID)' cannot get an ID token either because the openid scope was not provided in the request or the application is not authorized for it.")
+        B2CError(
+            "invalid_request", "AADB2C90107",
+            "The application with ID '\(clientID)' cannot get an ID token either because the openid scope was not provided in the request or the application is not authorized for it."
+        )
     }
     static let openIDRequiredForIDToken = B2CError(
-        "invalid_request", "AADB2C90110", "The scope parameter must include 'openid' when requesting a response_type that includes 'id_token'.")
+        "invalid_request", "AADB2C90110",
+        "The scope parameter must include 'openid' when requesting a response_type that includes 'id_token'.")
     static let accountLocked = B2CError(
         "invalid_grant", "AADB2C90114", "Your account is temporarily locked to prevent unauthorized use. Try again later.")
     static let codeScopeRule = B2CError(
-        "invalid_request", "AADB2C90115", "When requesting the 'code' response_type, the scope parameter must include a resource or client ID for access tokens, and 'openid' for ID tokens. Additionally include 'offline_access' for refresh tokens.")
+        "invalid_request", "AADB2C90115",
+        "When requesting the 'code' response_type, the scope parameter must include a resource or client ID for access tokens, and 'openid' for ID tokens. Additionally include 'offline_access' for refresh tokens."
+    )
     static let forgotPassword = B2CError("access_denied", "AADB2C90118", "The user has forgotten their password.")
     static func invalidMaxAge(_ value: String) -> B2CError {
-        B2CError("invalid_request", "AADB2C90120", "The max age parameter '\(value)' specified in the request is invalid. Max age must be an integer between 0 and 2147483647 inclusive.")
+        B2CError(
+            "invalid_request", "AADB2C90120",
+            "The max age parameter '\(value)' specified in the request is invalid. Max age must be an integer between 0 and 2147483647 inclusive."
+        )
     }
     static let accountGone = B2CError(
         "invalid_grant", "AADB2C90128", "The account associated with this grant no longer exists. Please reauthenticate and try again.")
     static let grantRevoked = B2CError(
         "invalid_grant", "AADB2C90129", "The provided grant has been revoked. Please reauthenticate and try again.")
     static func multipleResources(_ scope: String) -> B2CError {
-        B2CError("invalid_scope", "AADB2C90146", "The scope '\(scope)' provided in request specifies more than one resource for an access token, which is not supported.")
+        B2CError(
+            "invalid_scope", "AADB2C90146",
+            "The scope '\(scope)' provided in request specifies more than one resource for an access token, which is not supported.")
     }
     static let verifierMismatch = B2CError(
         "invalid_grant", "AADB2C90182", "The supplied code_verifier does not match associated code_challenge.")
     static let verifierInvalid = B2CError("invalid_grant", "AADB2C90183", "The supplied code_verifier is invalid.")
     static func challengeMethodNotSupported(_ method: String) -> B2CError {
-        B2CError("invalid_request", "AADB2C90184", "The supplied code_challenge_method '\(method)' is not supported. Supported values are plain or S256.")
+        B2CError(
+            "invalid_request", "AADB2C90184",
+            "The supplied code_challenge_method '\(method)' is not supported. Supported values are plain or S256.")
     }
     static let ropcNotEnabled = B2CError(
         "unauthorized_client", "AADB2C90224", "Resource owner flow has not been enabled for the application.")

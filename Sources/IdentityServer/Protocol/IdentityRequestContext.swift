@@ -1,6 +1,6 @@
 import Foundation
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import Logging
 
 /// The request context of the identity service: Hummingbird's core plus the correlation id

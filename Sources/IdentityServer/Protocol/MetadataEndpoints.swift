@@ -74,14 +74,19 @@ struct GraphMe: Sendable {
             ((claims["nbf"] as? NSNumber)?.int64Value ?? 0) <= now + 300,
             let issuer = claims["iss"] as? String, issuer.hasPrefix(service.origin(of: request) + "/")
         else {
-            return graphError(.unauthorized, code: "InvalidAuthenticationToken", message: "Access token validation failure.", context: context)
+            return graphError(
+                .unauthorized, code: "InvalidAuthenticationToken", message: "Access token validation failure.", context: context)
         }
         let scopes = ((claims["scp"] as? String) ?? "").split(separator: " ").map { $0.lowercased() }
         guard claims["aud"] as? String == GrantedScopes.graphAudience, scopes.contains("user.read") else {
-            return graphError(.forbidden, code: "Authorization_RequestDenied", message: "Insufficient privileges to complete the operation.", context: context)
+            return graphError(
+                .forbidden, code: "Authorization_RequestDenied", message: "Insufficient privileges to complete the operation.",
+                context: context)
         }
         guard let oid = claims["oid"] as? String, let id = UUID(uuidString: oid), let user = try await service.users.user(id: id) else {
-            return graphError(.notFound, code: "Request_ResourceNotFound", message: "Resource does not exist or one of its queried reference-property objects are not present.", context: context)
+            return graphError(
+                .notFound, code: "Request_ResourceNotFound",
+                message: "Resource does not exist or one of its queried reference-property objects are not present.", context: context)
         }
         let tenant = try await service.tenants.tenant(matching: user.tenantID.uuidString)
         let principal = user.email ?? "\(user.objectID)@\(tenant?.name ?? "localhost")"
@@ -109,7 +114,13 @@ struct GraphMe: Sendable {
                 "error",
                 .object([
                     ("code", .string(code)), ("message", .string(message)),
-                    ("innerError", .object([("date", .string(ISO8601DateFormatter().string(from: service.now))), ("request-id", .string(context.correlationID)), ("client-request-id", .string(context.correlationID))])),
+                    (
+                        "innerError",
+                        .object([
+                            ("date", .string(ISO8601DateFormatter().string(from: service.now))),
+                            ("request-id", .string(context.correlationID)), ("client-request-id", .string(context.correlationID)),
+                        ])
+                    ),
                 ])
             )
         ])

@@ -29,14 +29,19 @@ struct TokenEndpoint: Sendable {
         let origin = service.origin(of: request)
         let issuer = service.issuer(origin: origin, tenant: tenant)
         let wantsClientInfo = form["client_info"] == "1"
-        context.logger.debug("token request", metadata: ["grant_type": "\(grantType)", "client_id": "\(client.clientIDString)", "policy": "\(flow.name)"])
+        context.logger.debug(
+            "token request", metadata: ["grant_type": "\(grantType)", "client_id": "\(client.clientIDString)", "policy": "\(flow.name)"])
         switch grantType {
         case "authorization_code":
-            return try await authorizationCode(form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now)
+            return try await authorizationCode(
+                form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now)
         case "refresh_token":
-            return try await refreshToken(form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now)
+            return try await refreshToken(
+                form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now)
         case "password":
-            return try await password(form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now, logger: context.logger)
+            return try await password(
+                form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now,
+                logger: context.logger)
         case "client_credentials":
             return try await clientCredentials(form, tenant: tenant, flow: flow, client: client, issuer: issuer, now: now)
         default:
@@ -46,17 +51,21 @@ struct TokenEndpoint: Sendable {
 
     // MARK: Client authentication (RFC 6749 §2.3; research/b2c-protocol.md §2.6)
 
-    private func authenticateClient(_ request: Request, form: RequestParameters, tenant: Tenant, now: Date) async throws -> AppRegistration {
+    private func authenticateClient(_ request: Request, form: RequestParameters, tenant: Tenant, now: Date) async throws -> AppRegistration
+    {
         var clientID = form.nonEmpty("client_id")
         var secret = form.nonEmpty("client_secret")
         if let basic = BasicCredentials(header: request.headers[.authorization]) {
             // RFC 6749 §2.3.1: a client must not use more than one authentication method.
-            if secret != nil { throw B2CError.malformedRequest("The client sent credentials in both the body and the Authorization header.") }
+            if secret != nil {
+                throw B2CError.malformedRequest("The client sent credentials in both the body and the Authorization header.")
+            }
             if let clientID, clientID.lowercased() != basic.user.lowercased() {
                 throw B2CError.malformedRequest("The client_id does not match the Authorization header.")
             }
             clientID = basic.user
-            secret = basic.password
+            // Some libraries send `client_id:` with an empty secret for public clients.
+            secret = basic.password.isEmpty ? secret : basic.password
         }
         guard let clientID else { throw B2CError.missingClientID }
         guard let client = try await service.tenants.application(tenantID: tenant.id, clientID: clientID) else {
@@ -254,7 +263,9 @@ struct TokenEndpoint: Sendable {
             body.set("resource", issuance.scopes.resource?.audience)
         }
         if tokens.idToken != nil { body.set("id_token_expires_in", tokens.idTokenLifetime) }
-        body.set("profile_info", TokenIssuer.profileInfo(user: issuance.user, tenant: issuance.tenant, identityProvider: issuance.identityProvider))
+        body.set(
+            "profile_info",
+            TokenIssuer.profileInfo(user: issuance.user, tenant: issuance.tenant, identityProvider: issuance.identityProvider))
         body.set("scope", issuance.scopes.granted.joined(separator: " "))
         if let refreshToken {
             body.set("refresh_token", refreshToken)
@@ -287,7 +298,9 @@ enum PKCE {
     /// RFC 7636 §4.1: 43–128 characters of [A-Z] [a-z] [0-9] "-" "." "_" "~".
     static func isWellFormedVerifier(_ value: String) -> Bool {
         (43...128).contains(value.count)
-            && value.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-._~".unicodeScalars.contains($0)) }
+            && value.unicodeScalars.allSatisfy {
+                $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-._~".unicodeScalars.contains($0))
+            }
     }
 
     /// A challenge has the same alphabet; S256 challenges are exactly 43 characters.

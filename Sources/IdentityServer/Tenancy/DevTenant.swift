@@ -10,11 +10,15 @@ public enum DevTenant {
     public static func flows(tenantID: UUID) -> [UserFlow] {
         let profile: [UserAttribute] = [.displayName, .givenName, .surname]
         return [
-            UserFlow(tenantID: tenantID, name: "B2C_1_susi", type: .signUpOrSignIn, identityProviders: [.local, .facebook], signUpAttributes: profile),
+            UserFlow(
+                tenantID: tenantID, name: "B2C_1_susi", type: .signUpOrSignIn, identityProviders: [.local, .facebook],
+                signUpAttributes: profile),
             UserFlow(tenantID: tenantID, name: "B2C_1_sign_up", type: .signUp, identityProviders: [.local], signUpAttributes: profile),
             UserFlow(tenantID: tenantID, name: "B2C_1_sign_in", type: .signIn, identityProviders: [.local]),
             UserFlow(tenantID: tenantID, name: "B2C_1_facebook", type: .signIn, identityProviders: [.facebook]),
-            UserFlow(tenantID: tenantID, name: "B2C_1_edit_profile", type: .profileEdit, identityProviders: [.local, .facebook], signUpAttributes: profile + [.city, .country]),
+            UserFlow(
+                tenantID: tenantID, name: "B2C_1_edit_profile", type: .profileEdit, identityProviders: [.local, .facebook],
+                signUpAttributes: profile + [.city, .country]),
             UserFlow(tenantID: tenantID, name: "B2C_1_reset", type: .passwordReset, identityProviders: [.local], signUpAttributes: []),
             UserFlow(tenantID: tenantID, name: "B2C_1_ROPC", type: .ropc, identityProviders: [.local], signUpAttributes: []),
         ]
@@ -49,7 +53,9 @@ extension IdentityServer {
             guard let publicApp = apps.first(where: { $0.displayName == DevTenant.publicAppName }),
                 var webApp = apps.first(where: { $0.displayName == DevTenant.webAppName })
             else {
-                return DevTenantSeed(tenant: existing, publicApp: apps.first { $0.kind == .public } ?? apps[0], webApp: apps.first { $0.kind == .confidential } ?? apps[0], newWebAppSecret: nil)
+                return DevTenantSeed(
+                    tenant: existing, publicApp: apps.first { $0.kind == .public } ?? apps[0],
+                    webApp: apps.first { $0.kind == .confidential } ?? apps[0], newWebAppSecret: nil)
             }
             let wanted = DevTenant.webRedirectURIs(apiPort: apiPort)
             if !Set(wanted).isSubset(of: webApp.redirectURIs) {

@@ -60,7 +60,9 @@ public struct TenantDeclaration: Decodable, Sendable {
     public enum DeclarationError: Error, CustomStringConvertible {
         case invalid(String)
         public var description: String {
-            switch self { case .invalid(let reason): "invalid tenant declaration: \(reason)" }
+            switch self {
+            case .invalid(let reason): "invalid tenant declaration: \(reason)"
+            }
         }
     }
 
@@ -89,9 +91,15 @@ public struct TenantDeclaration: Decodable, Sendable {
             problems.append("tenant.defaultPolicy '\(policy)' is not one of the user flows")
         }
         for app in applications ?? [] {
-            if app.kind == .confidential, (app.secrets ?? []).isEmpty { problems.append("confidential application '\(app.name)' needs at least one secret") }
-            if app.kind == .public, !(app.secrets ?? []).isEmpty { problems.append("public application '\(app.name)' must not have secrets") }
-            for secret in app.secrets ?? [] where secret.count < 16 { problems.append("a secret of '\(app.name)' is shorter than 16 characters") }
+            if app.kind == .confidential, (app.secrets ?? []).isEmpty {
+                problems.append("confidential application '\(app.name)' needs at least one secret")
+            }
+            if app.kind == .public, !(app.secrets ?? []).isEmpty {
+                problems.append("public application '\(app.name)' must not have secrets")
+            }
+            for secret in app.secrets ?? [] where secret.count < 16 {
+                problems.append("a secret of '\(app.name)' is shorter than 16 characters")
+            }
         }
         if !problems.isEmpty { throw DeclarationError.invalid(problems.joined(separator: "; ")) }
     }
@@ -121,7 +129,8 @@ public struct TenantDeclaration: Decodable, Sendable {
             try await server.tenants.save(
                 UserFlow(
                     tenantID: model.id, name: flow.name, type: flow.type, identityProviders: flow.identityProviders ?? [.local],
-                    signUpAttributes: flow.signUpAttributes ?? [.displayName], applicationClaims: flow.applicationClaims ?? UserFlow.defaultClaims,
+                    signUpAttributes: flow.signUpAttributes ?? [.displayName],
+                    applicationClaims: flow.applicationClaims ?? UserFlow.defaultClaims,
                     lifetimes: lifetimes))
         }
         for app in applications ?? [] {

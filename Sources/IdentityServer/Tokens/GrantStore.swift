@@ -213,10 +213,12 @@ public struct SQLGrantStore: GrantStore {
         let cutoff = now.epochSeconds
         // Keep redeemed codes until they expire so replays are still recognised.
         return try await database.transaction { sql in
-            let codes = try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n")
+            let codes =
+                try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n")
                 .from("authorization_codes").where("expires_at", .lessThan, cutoff).first(decodingColumn: "n", as: Int.self) ?? 0
             try await sql.delete(from: "authorization_codes").where("expires_at", .lessThan, cutoff).run()
-            let tokens = try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n")
+            let tokens =
+                try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n")
                 .from("refresh_tokens").where("expires_at", .lessThan, cutoff).first(decodingColumn: "n", as: Int.self) ?? 0
             try await sql.delete(from: "refresh_tokens").where("expires_at", .lessThan, cutoff).run()
             return codes + tokens

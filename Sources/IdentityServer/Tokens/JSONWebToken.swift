@@ -24,8 +24,9 @@ enum JSONWebToken {
             let payloadData = Base64URL.decode(String(parts[1]))
         else { return nil }
         let input = Data("\(parts[0]).\(parts[1])".utf8)
-        guard key.privateKey.publicKey.isValidSignature(
-            _RSA.Signing.RSASignature(rawRepresentation: signature), for: input, padding: .insecurePKCS1v1_5)
+        guard
+            key.privateKey.publicKey.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: signature), for: input, padding: .insecurePKCS1v1_5)
         else { return nil }
         return try? JSONSerialization.jsonObject(with: payloadData) as? [String: Any]
     }

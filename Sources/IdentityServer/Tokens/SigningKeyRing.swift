@@ -23,7 +23,8 @@ public struct SigningKey: Sendable {
     static func thumbprint(of key: _RSA.Signing.PrivateKey) throws -> String {
         let primitives = try key.publicKey.getKeyPrimitives()
         // RFC 7638 §3.2: members in lexicographic order, no whitespace.
-        let canonical = "{\"e\":\"\(Base64URL.encode(primitives.publicExponent))\",\"kty\":\"RSA\",\"n\":\"\(Base64URL.encode(primitives.modulus))\"}"
+        let canonical =
+            "{\"e\":\"\(Base64URL.encode(primitives.publicExponent))\",\"kty\":\"RSA\",\"n\":\"\(Base64URL.encode(primitives.modulus))\"}"
         return Base64URL.encode(Data(SHA256.hash(data: Data(canonical.utf8))))
     }
 }
