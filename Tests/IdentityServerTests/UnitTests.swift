@@ -1,0 +1,188 @@
+import Foundation
+import Testing
+
+@testable import IdentityServer
+
+@Suite("Protocol pieces in isolation")
+struct UnitTests {
+    @Test("URL shapes parse into tenant, policy and endpoint")
+    func endpointPaths() throws {
+        let path = try #require(EndpointPath(path: "/contoso.onmicrosoft.com/B2C_1_susi/oauth2/v2.0/token", queryPolicy: nil))
+        #expect(path == EndpointPath(tenantSegment: "contoso.onmicrosoft.com", policy: "B2C_1_susi", placement: .path, endpoint: .token))
+        let query = try #require(EndpointPath(path: "/contoso.onmicrosoft.com/oauth2/v2.0/authorize", queryPolicy: "b2c_1_x"))
+        #expect(query.placement == .query)
+        #expect(query.policy == "b2c_1_x")
+        let tfp = try #require(EndpointPath(path: "/tfp/contoso.onmicrosoft.com/B2C_1A_custom/discovery/v2.0/keys", queryPolicy: nil))
+        #expect(tfp.placement == .tfp)
+        #expect(tfp.endpoint == .keys)
+        let legacy = try #require(EndpointPath(path: "/te/contoso.onmicrosoft.com/b2c_1_x/oauth2/v2.0/authorize", queryPolicy: nil))
+        #expect(legacy.policy == "b2c_1_x")
+        // The path's policy wins over a redundant p=.
+        let both = try #require(EndpointPath(path: "/c/B2C_1_a/v2.0/.well-known/openid-configuration", queryPolicy: "B2C_1_b"))
+        #expect(both.policy == "B2C_1_a")
+        #expect(EndpointPath(path: "/c/B2C_1_a/oauth2/v2.0/unknown", queryPolicy: nil) == nil)
+        #expect(EndpointPath(path: "/", queryPolicy: nil) == nil)
+        #expect(both.url(origin: "https://h:1", for: .token) == "https://h:1/c/B2C_1_a/oauth2/v2.0/token")
+        #expect(query.url(origin: "https://h", for: .keys) == "https://h/contoso.onmicrosoft.com/discovery/v2.0/keys?p=b2c_1_x")
+    }
+
+    @Test("policy names follow passport-azure-ad's rule")
+    func policyNames() {
+        #expect(UserFlow.isValidName("B2C_1_susi"))
+        #expect(UserFlow.isValidName("b2c_1a_Sign.In-v2"))
+        #expect(!UserFlow.isValidName("B2C_1_"))
+        #expect(!UserFlow.isValidName("susi"))
+        #expect(!UserFlow.isValidName("B2C_1_a/b"))
+        #expect(!UserFlow.isValidName("B2C_1_é"))
+    }
+
+    @Test("error descriptions and redirects are byte-for-byte B2C's format")
+    func errorWireFormat() {
+        let date = Date(timeIntervalSince1970: 1_627_900_508)  // 2021-08-02 10:35:08Z
+        let text = B2CError.forgotPassword.errorDescription(correlationID: "9cf9ee35-db9c-40e1-9958-4b758492421a", at: date)
+        #expect(text == "AADB2C90118: The user has forgotten their password.\r\nCorrelation ID: 9cf9ee35-db9c-40e1-9958-4b758492421a\r\nTimestamp: 2021-08-02 10:35:08Z\r\n")
+        let response = RedirectResponder.error(
+            .forgotPassword, redirectURI: "http://localhost:3000/callback", mode: .fragment, state: "313027",
+            correlationID: "9cf9ee35-db9c-40e1-9958-4b758492421a", now: date)
+        // The capture in research/b2c-protocol.md §4.1.
+        #expect(
+            response.headers[.location]
+                == "http://localhost:3000/callback#error=access_denied&error_description=AADB2C90118%3a+The+user+has+forgotten+their+password.%0d%0aCorrelation+ID%3a+9cf9ee35-db9c-40e1-9958-4b758492421a%0d%0aTimestamp%3a+2021-08-02+10%3a35%3a08Z%0d%0a&state=313027"
+        )
+    }
+
+    @Test("form encoding round-trips and escapes like B2C")
+    func formEncoding() {
+        let pairs = [("a b", "c&d=e"), ("emoji", "✓"), ("plus", "1+1")]
+        let encoded = FormEncoding.encode(pairs)
+        #expect(encoded == "a+b=c%26d%3de&emoji=%e2%9c%93&plus=1%2b1")
+        let decoded = FormEncoding.decode(encoded)
+        #expect(decoded.map(\.0) == pairs.map(\.0))
+        #expect(decoded.map(\.1) == pairs.map(\.1))
+    }
+
+    @Test("smart lockout durations grow every 10 lockouts and cap at 5 hours")
+    func lockoutDurations() {
+        let policy = LockoutPolicy.default
+        #expect(policy.lockoutDuration(forLockout: 1) == 60)
+        #expect(policy.lockoutDuration(forLockout: 10) == 60)
+        #expect(policy.lockoutDuration(forLockout: 11) == 120)
+        #expect(policy.lockoutDuration(forLockout: 21) == 240)
+        #expect(policy.lockoutDuration(forLockout: 500) == 5 * 3600)
+        let now = Date(timeIntervalSince1970: 0)
+        var state = LockoutState()
+        for attempt in 1...9 { state = policy.afterFailure(state, fingerprint: "f\(attempt)", now: now) }
+        #expect(!state.isLocked(at: now))
+        state = policy.afterFailure(state, fingerprint: "f9", now: now)
+        #expect(!state.isLocked(at: now), "the same wrong password again does not count")
+        state = policy.afterFailure(state, fingerprint: "f10", now: now)
+        #expect(state.isLocked(at: now))
+        #expect(!state.isLocked(at: now.addingTimeInterval(60)))
+        #expect(policy.afterSuccess(state) == LockoutState())
+    }
+
+    @Test("PKCE verification (RFC 7636 appendix B vector)")
+    func pkce() throws {
+        let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+        let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+        try PKCE.verify(verifier: verifier, challenge: challenge, method: "S256")
+        #expect(throws: B2CError.verifierMismatch) { try PKCE.verify(verifier: verifier + "x", challenge: challenge, method: "S256") }
+        #expect(throws: B2CError.verifierInvalid) { try PKCE.verify(verifier: "short", challenge: challenge, method: "S256") }
+        #expect(throws: B2CError.verifierInvalid) { try PKCE.verify(verifier: nil, challenge: challenge, method: "S256") }
+        #expect(throws: B2CError.verifierInvalid) { try PKCE.verify(verifier: verifier, challenge: nil, method: nil) }
+        try PKCE.verify(verifier: nil, challenge: nil, method: nil)
+    }
+
+    @Test("password complexity follows B2C's 'strong' rule and bcrypt's 72-byte limit")
+    func passwords() {
+        #expect(PasswordPolicy.problem(with: "Passw0rd") == nil)
+        #expect(PasswordPolicy.problem(with: "password!1") == nil)
+        #expect(PasswordPolicy.problem(with: "Pw1!") != nil)
+        #expect(PasswordPolicy.problem(with: "onlylowercase") != nil)
+        #expect(PasswordPolicy.problem(with: String(repeating: "Aa1!", count: 17)) != nil)
+        #expect(PasswordPolicy.problem(with: String(repeating: "é", count: 37) + "A1") != nil, "over 72 UTF-8 bytes")
+    }
+
+    @Test("scope resolution")
+    func scopes() throws {
+        let tenant = UUID()
+        let api = AppRegistration(
+            clientID: UUID(), tenantID: tenant, displayName: "api", kind: .public, redirectURIs: [],
+            appIDURI: "https://contoso.onmicrosoft.com/api", exposedScopes: ["tasks.read", "tasks.write"])
+        let client = AppRegistration(clientID: UUID(), tenantID: tenant, displayName: "c", kind: .public, redirectURIs: [])
+        let both = try GrantedScopes.resolve(
+            ["https://contoso.onmicrosoft.com/api/tasks.read", "https://contoso.onmicrosoft.com/api/TASKS.WRITE", "openid", "profile"],
+            client: client, tenantApps: [api, client])
+        #expect(both.resource == TokenResource(audience: api.clientIDString, scopeNames: ["tasks.read", "tasks.write"]))
+        #expect(both.openID)
+        #expect(!both.offlineAccess)
+        let trick = try GrantedScopes.resolve([client.clientIDString.uppercased()], client: client, tenantApps: [api, client])
+        #expect(trick.resource == TokenResource(audience: client.clientIDString, scopeNames: []))
+        #expect(throws: B2CError.self) { try GrantedScopes.resolve(["https://other.example/x"], client: client, tenantApps: [api]) }
+        let partial = try GrantedScopes.resolve(["openid", "https://other.example/x"], client: client, tenantApps: [api])
+        #expect(partial.granted == ["openid"])
+    }
+
+    @Test("loopback redirects match any port for public clients only; everything else is exact")
+    func redirects() {
+        var app = AppRegistration(
+            clientID: UUID(), tenantID: UUID(), displayName: "a", kind: .public,
+            redirectURIs: ["http://localhost", "http://127.0.0.1/cb", "msauth.com.x://auth"])
+        #expect(app.isRegisteredRedirect("http://localhost:1234"))
+        #expect(app.isRegisteredRedirect("http://localhost:1234/"))
+        #expect(app.isRegisteredRedirect("http://127.0.0.1:9/cb"))
+        #expect(!app.isRegisteredRedirect("http://127.0.0.1:9/cb/extra"))
+        #expect(!app.isRegisteredRedirect("https://localhost:1234"))
+        #expect(!app.isRegisteredRedirect("http://user@localhost:1234"))
+        #expect(app.isRegisteredRedirect("msauth.com.x://auth"))
+        #expect(!app.isRegisteredRedirect("msauth.com.x://auth/"))
+        app.kind = .confidential
+        #expect(!app.isRegisteredRedirect("http://localhost:1234"))
+    }
+
+    @Test("JSON text escapes control characters and quotes")
+    func jsonText() {
+        let value = JSONText.object([("a\"b", .string("line\nbreak\u{1}")), ("n", .int(-3)), ("x", .null), ("l", .array([.bool(true)]))])
+        #expect(value.serialized == "{\"a\\\"b\":\"line\\nbreak\\u0001\",\"n\":-3,\"x\":null,\"l\":[true]}")
+        let parsed = try? JSONSerialization.jsonObject(with: Data(value.serialized.utf8)) as? [String: Any]
+        #expect(parsed?["a\"b"] as? String == "line\nbreak\u{1}")
+    }
+
+    @Test("a YAML tenant declaration with problems names all of them")
+    func tenantDeclaration() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tenant-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bad = directory.appendingPathComponent("bad.yaml")
+        try """
+        tenant: { name: contoso, defaultPolicy: B2C_1_missing }
+        userFlows:
+          - { name: susi, type: signUpOrSignIn }
+        applications:
+          - { name: Web, kind: confidential }
+        """.write(to: bad, atomically: true, encoding: .utf8)
+        do {
+            _ = try TenantDeclaration.load(path: bad.path)
+            Issue.record("an invalid declaration loaded")
+        } catch let error as TenantDeclaration.DeclarationError {
+            let text = error.description
+            #expect(text.contains("tenant.name"))
+            #expect(text.contains("'susi'"))
+            #expect(text.contains("defaultPolicy"))
+            #expect(text.contains("needs at least one secret"))
+        }
+        let good = directory.appendingPathComponent("good.yaml")
+        try """
+        tenant: { name: contoso.onmicrosoft.com, displayName: Contoso, defaultPolicy: B2C_1_susi }
+        userFlows:
+          - name: B2C_1_susi
+            type: signUpOrSignIn
+            identityProviders: [local, facebook.com]
+            signUpAttributes: [displayName, city]
+            lifetimes: { accessTokenMinutes: 30, refreshTokenDays: 7 }
+        applications:
+          - { name: App, kind: public, redirectUris: [http://localhost], allowPublicClientFlows: true }
+        """.write(to: good, atomically: true, encoding: .utf8)
+        _ = try TenantDeclaration.load(path: good.path)
+    }
+}
