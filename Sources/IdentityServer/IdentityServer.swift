@@ -37,7 +37,7 @@ public final class IdentityServer: Sendable {
         try await IdentityMigrations.runner.run(on: database, logger: logger)
         let keys = SigningKeyRing(database: database, clock: clock, keyBits: configuration.signingKeyBits)
         let service = IdentityService(
-            configuration: configuration, clock: clock, tenants: SQLTenantDirectory(database: database),
+            configuration: configuration, clock: clock, tenants: CachedTenantDirectory(SQLTenantDirectory(database: database)),
             users: SQLUserDirectory(database: database), grants: SQLGrantStore(database: database),
             interactions: SQLInteractionStore(database: database), keys: keys,
             hasher: PasswordHasher(cost: configuration.passwordHashCost), pages: try PageRenderer(),
@@ -63,6 +63,7 @@ public final class IdentityServer: Sendable {
         let service = self.service
         let router = Router(context: IdentityRequestContext.self)
         router.add(middleware: CorrelationMiddleware())
+        router.add(middleware: RequestLogMiddleware())
         router.add(middleware: ErrorLoggingMiddleware())
 
         router.get("healthz") { _, _ -> Response in .json(.object([("status", .string("ok"))])) }

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import IdentityServer
+import Logging
 import Storage
 import TestSupport
 import Testing
@@ -33,7 +34,7 @@ struct IdentityHarness: Sendable {
                 configuration: configuration, database: database, clock: clock, logger: TestDatabase.logger)
             let seed = try await server.seedDevelopmentTenant(apiPort: 3000)
             let harness = IdentityHarness(server: server, clock: clock, seed: seed, webSecret: seed.newWebAppSecret ?? "")
-            let app = Application(router: server.buildRouter(), logger: TestDatabase.logger)
+            let app = Application(router: server.buildRouter(), logger: logger)
             do {
                 try await app.test(.router) { client in
                     try await body(harness, Driver(client: client))

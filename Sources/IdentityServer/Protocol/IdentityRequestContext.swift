@@ -38,3 +38,25 @@ struct CorrelationMiddleware: RouterMiddleware {
         return response
     }
 }
+
+/// One log line per request: method, path, status, duration and correlation id. The query string
+/// is left out on purpose: it carries codes, states and hints that must not reach a log.
+struct RequestLogMiddleware: RouterMiddleware {
+    typealias Context = IdentityRequestContext
+
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        let start = ContinuousClock.now
+        let response = try await next(request, context)
+        let elapsed = ContinuousClock.now - start
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        context.logger.info(
+            "request",
+            metadata: [
+                "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
+                "ms": "\(String(format: "%.1f", milliseconds))",
+            ])
+        return response
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Synchronization
+
+/// Keeps tenant, flow and app lookups in memory for a few seconds. Every token request reads
+/// them, and they change rarely (admin commands, a restart with a new `--tenant-config`), so
+/// without this the database would answer the same five questions on every request. Writes
+/// through this object clear the cache at once; changes made by another process show up within
+/// `timeToLive`.
+public final class CachedTenantDirectory: TenantDirectory {
+    private let base: any TenantDirectory
+    private let timeToLive: Duration
+    private let clock = ContinuousClock()
+    private let entries = Mutex<[String: (value: any Sendable, storedAt: ContinuousClock.Instant)]>([:])
+
+    public init(_ base: any TenantDirectory, timeToLive: Duration = .seconds(5)) {
+        self.base = base
+        self.timeToLive = timeToLive
+    }
+
+    private func cached<T: Sendable>(_ key: String, _ load: () async throws -> T) async throws -> T {
+        let now = clock.now
+        if let entry = entries.withLock({ $0[key] }), now - entry.storedAt < timeToLive, let value = entry.value as? T {
+            return value
+        }
+        let value = try await load()
+        entries.withLock { $0[key] = (value, now) }
+        return value
+    }
+
+    private func invalidate() { entries.withLock { $0.removeAll() } }
+
+    public func tenant(matching segment: String) async throws -> Tenant? {
+        try await cached("tenant:\(segment.lowercased())") { try await base.tenant(matching: segment) }
+    }
+
+    public func defaultTenant() async throws -> Tenant? {
+        try await cached("default-tenant") { try await base.defaultTenant() }
+    }
+
+    public func tenants() async throws -> [Tenant] { try await base.tenants() }
+
+    public func userFlow(tenantID: UUID, name: String) async throws -> UserFlow? {
+        try await cached("flow:\(tenantID):\(name.lowercased())") { try await base.userFlow(tenantID: tenantID, name: name) }
+    }
+
+    public func userFlows(tenantID: UUID) async throws -> [UserFlow] { try await base.userFlows(tenantID: tenantID) }
+
+    public func application(tenantID: UUID, clientID: String) async throws -> AppRegistration? {
+        try await cached("app:\(tenantID):\(clientID.lowercased())") { try await base.application(tenantID: tenantID, clientID: clientID) }
+    }
+
+    public func applications(tenantID: UUID) async throws -> [AppRegistration] {
+        try await cached("apps:\(tenantID)") { try await base.applications(tenantID: tenantID) }
+    }
+
+    /// Never cached: a revoked secret must stop working at once.
+    public func verifySecret(clientID: UUID, secret: String, now: Date) async throws -> Bool {
+        try await base.verifySecret(clientID: clientID, secret: secret, now: now)
+    }
+
+    public func save(_ tenant: Tenant, now: Date) async throws {
+        defer { invalidate() }
+        try await base.save(tenant, now: now)
+    }
+
+    public func save(_ flow: UserFlow) async throws {
+        defer { invalidate() }
+        try await base.save(flow)
+    }
+
+    public func save(_ application: AppRegistration, now: Date) async throws {
+        defer { invalidate() }
+        try await base.save(application, now: now)
+    }
+
+    public func addSecret(clientID: UUID, secret: String, now: Date, expiresAt: Date?) async throws {
+        try await base.addSecret(clientID: clientID, secret: secret, now: now, expiresAt: expiresAt)
+    }
+
+    public func removeApplication(tenantID: UUID, clientID: UUID) async throws -> Bool {
+        defer { invalidate() }
+        return try await base.removeApplication(tenantID: tenantID, clientID: clientID)
+    }
+}

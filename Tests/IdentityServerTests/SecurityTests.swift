@@ -1,0 +1,205 @@
+import Foundation
+import HummingbirdTesting
+import Logging
+import Storage
+import Synchronization
+import Testing
+import TestSupport
+
+@testable import IdentityServer
+
+/// Collects every log line (message and metadata) so a test can search them.
+final class LogRecorder: Sendable {
+    let lines = Mutex<[String]>([])
+
+    var logger: Logger {
+        var logger = Logger(label: "recorded") { _ in RecordingHandler(recorder: self) }
+        logger.logLevel = .trace
+        return logger
+    }
+
+    var text: String { lines.withLock { $0.joined(separator: "\n") } }
+
+    struct RecordingHandler: LogHandler {
+        let recorder: LogRecorder
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            var all = metadata
+            for (key, value) in event.metadata ?? [:] { all[key] = value }
+            let line = "\(event.level) \(event.message) \(all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))"
+            recorder.lines.withLock { $0.append(line) }
+        }
+    }
+}
+
+@Suite("Security rules")
+struct SecurityTests {
+    @Test("no password, code, token or secret reaches the log; correlation ids do", arguments: TestDatabase.engines)
+    func logsCarryNoSecrets(engine: DatabaseEngine) async throws {
+        let recorder = LogRecorder()
+        try await IdentityHarness.run(engine, logger: recorder.logger) { h, driver in
+            let password = "Log-Secret-Pw1"
+            _ = try await h.addUser("logger@example.com", password: password)
+            let ropc = try await driver.ropc(h, username: "logger@example.com", password: password).json
+            let wrong = try await driver.ropc(h, username: "logger@example.com", password: "Wrong-Secret-Pw2")
+            #expect(wrong.status == .badRequest)
+            let refresh = try await driver.refresh(h, token: ropc["refresh_token"] as! String).json
+            let attempt = AuthorizationAttempt(harness: h)
+            let signUp = try await driver.signUp(h, attempt: attempt, email: "pages@example.com", password: password)
+            let code = try #require(signUp.redirectParameters["code"])
+            let tokens = try await driver.redeem(h, attempt: attempt, code: code).json
+            _ = try await driver.post(
+                h.path("B2C_1_susi", "oauth2/v2.0/token"),
+                [("grant_type", "client_credentials"), ("client_id", h.webClientID), ("client_secret", h.webSecret), ("scope", "https://\(h.tenant.name)/tasks/.default")])
+
+            let log = recorder.text
+            #expect(!log.isEmpty)
+            let secrets: [String] = [
+                password, "Wrong-Secret-Pw2", code, h.webSecret, attempt.pkce.verifier,
+                ropc["refresh_token"] as! String, ropc["access_token"] as! String, ropc["id_token"] as! String,
+                refresh["refresh_token"] as! String, tokens["access_token"] as! String, tokens["refresh_token"] as! String,
+            ]
+            for secret in secrets { #expect(!log.contains(secret), "a secret reached the log") }
+            #expect(log.contains("correlation_id="))
+            #expect(log.contains("sign-in failed: wrong password"))
+        }
+    }
+
+    @Test("stored secrets are hashes: no refresh token, code, session id, client secret or password in the database", arguments: TestDatabase.engines)
+    func storedSecretsAreHashed(engine: DatabaseEngine) async throws {
+        try await TestDatabase.with(engine) { database in
+            let server = try await IdentityServer.make(configuration: .init(passwordHashCost: 4), database: database, logger: TestDatabase.logger)
+            let seed = try await server.seedDevelopmentTenant(apiPort: 3000)
+            let app = Application(router: server.buildRouter(), logger: TestDatabase.logger)
+            let (refresh, code, password) = try await app.test(.router) { client -> (String, String, String) in
+                let driver = Driver(client: client)
+                let h = IdentityHarness(server: server, clock: ManualClock(), seed: seed, webSecret: seed.newWebAppSecret ?? "")
+                let password = "Stored-Pass1"
+                _ = try await h.addUser("stored@example.com", password: password)
+                let refresh = try await driver.ropc(h, username: "stored@example.com", password: password).json["refresh_token"] as! String
+                let attempt = AuthorizationAttempt(harness: h)
+                let code = try await driver.signIn(h, attempt: attempt, email: "stored@example.com", password: password).redirectParameters["code"] ?? ""
+                return (refresh, code, password)
+            }
+            try await server.shutdown()
+            let dump = try await database.read { sql -> String in
+                var text = ""
+                for table in ["users", "refresh_tokens", "authorization_codes", "sso_sessions", "application_secrets", "authorization_requests"] {
+                    let rows = try await sql.raw("SELECT * FROM \(unsafeRaw: table)").all()
+                    for row in rows {
+                        for column in row.allColumns {
+                            if let value = try? row.decode(column: column, as: String?.self) { text += (value ?? "") + "\n" }
+                        }
+                    }
+                }
+                return text
+            }
+            #expect(!dump.isEmpty)
+            for secret in [refresh, code, password, seed.newWebAppSecret ?? "missing"] {
+                #expect(!dump.contains(secret), "a secret is stored in clear")
+            }
+            #expect(dump.contains("$2b$04$") || dump.contains("$2a$04$") || dump.contains("$2y$04$"), "passwords are bcrypt hashes with their cost")
+        }
+    }
+
+    @Test("hosted pages send no-store, deny framing and restrict scripts", arguments: TestDatabase.engines)
+    func pageHeaders(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let page = try await driver.start(AuthorizationAttempt(harness: h), harness: h)
+            #expect(page.status == .ok)
+            #expect(page.headers[.cacheControl] == "no-store")
+            #expect(page.headers[.contentSecurityPolicy]?.contains("frame-ancestors 'none'") == true)
+            #expect(page.headers[.contentSecurityPolicy]?.contains("script-src 'none'") == true)
+            let setCookie = driver.cookies.keys.contains("x-ms-cpim-csrf")
+            #expect(setCookie)
+        }
+    }
+
+    @Test("the SSO cookie is HttpOnly and SameSite=Lax; a hash of its value is what the store keeps", arguments: TestDatabase.engines)
+    func ssoCookie(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let page = try await driver.start(AuthorizationAttempt(harness: h), harness: h)
+            let action = try #require(page.formAction)
+            let response = try await driver.post(action, [("csrf_token", page.field("csrf_token") ?? ""), ("email", "alice@example.com"), ("password", "Passw0rd!")])
+            let cookie = try #require(response.headers[values: .setCookie].first { $0.hasPrefix("x-ms-cpim-sso-") })
+            #expect(cookie.contains("HttpOnly"))
+            #expect(cookie.contains("SameSite=Lax"))
+            #expect(!cookie.contains("Secure"), "plain HTTP in this test; Secure is set under TLS")
+        }
+    }
+
+    @Test("cookies are Secure under TLS", arguments: TestDatabase.engines)
+    func secureCookies(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine, configuration: .init(scheme: "https", passwordHashCost: 4)) { h, driver in
+            var attempt = AuthorizationAttempt(harness: h)
+            attempt.redirectURI = IdentityHarness.redirect
+            let response = try await driver.get(attempt.url(harness: h))
+            let cookie = try #require(response.headers[values: .setCookie].first { $0.hasPrefix("x-ms-cpim-csrf=") })
+            #expect(cookie.contains("Secure"))
+        }
+    }
+
+    @Test("an app that allows implicit gets an ID token with nonce and c_hash from /authorize (hybrid)", arguments: TestDatabase.engines)
+    func hybrid(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            var app = h.seed.publicApp
+            app.allowImplicit = true
+            try await h.server.tenants.save(app, now: h.clock.now)
+            var attempt = AuthorizationAttempt(harness: h)
+            attempt.responseType = "code id_token"
+            let redirect = try await driver.signIn(h, attempt: attempt, email: "alice@example.com")
+            let parameters = redirect.redirectParameters
+            #expect(redirect.location?.contains("#") == true, "hybrid responses default to the fragment")
+            let code = try #require(parameters["code"])
+            let claims = DecodedJWT(try #require(parameters["id_token"])).claims
+            #expect(claims["nonce"] as? String == attempt.nonce)
+            #expect(claims["c_hash"] as? String == TokenIssuer.halfHash(code))
+        }
+    }
+
+    @Test("a tenant declared in YAML serves its flows, apps and its own page templates", arguments: TestDatabase.engines)
+    func declaredTenant(engine: DatabaseEngine) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("declared-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("pages"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try "{{> header}}<p id=\"custom\">Welcome to Fabrikam</p><form method=\"post\" action=\"{{action}}\"></form>{{> footer}}"
+            .write(to: directory.appendingPathComponent("pages/signin.mustache"), atomically: true, encoding: .utf8)
+        try "body { color: rebeccapurple; }".write(to: directory.appendingPathComponent("pages/style.css"), atomically: true, encoding: .utf8)
+        let clientID = UUID()
+        try """
+        tenant: { name: fabrikam.onmicrosoft.com, displayName: Fabrikam, defaultPolicy: B2C_1_signin, pageTemplates: pages }
+        userFlows:
+          - { name: B2C_1_signin, type: signIn, lifetimes: { accessTokenMinutes: 15 } }
+        applications:
+          - { name: Fabrikam app, clientId: \(clientID.uuidString), kind: public, redirectUris: ["http://localhost"] }
+        """.write(to: directory.appendingPathComponent("tenant.yaml"), atomically: true, encoding: .utf8)
+        try await IdentityHarness.run(engine) { h, driver in
+            let declaration = try TenantDeclaration.load(path: directory.appendingPathComponent("tenant.yaml").path)
+            let tenant = try await declaration.apply(to: h.server, baseDirectory: directory)
+            #expect(try await h.server.tenants.defaultTenant()?.id == tenant.id)
+            let document = try await driver.get("/fabrikam.onmicrosoft.com/B2C_1_signin/v2.0/.well-known/openid-configuration")
+            #expect(document.json["issuer"] as? String == "\(IdentityHarness.origin)/\(tenant.guid)/v2.0/")
+            let pkce = PKCEPair()
+            let page = try await driver.follow(try await driver.get("/fabrikam.onmicrosoft.com/B2C_1_signin/oauth2/v2.0/authorize?" + Form.encode([
+                ("client_id", clientID.uuidString), ("response_type", "code"), ("redirect_uri", "http://localhost:1234"),
+                ("scope", "openid"), ("code_challenge", pkce.challenge), ("code_challenge_method", "S256"),
+            ])))
+            #expect(page.text.contains("Welcome to Fabrikam"))
+            #expect(page.text.contains("/static/tenants/\(tenant.guid)/style.css"))
+            let css = try await driver.get("/static/tenants/\(tenant.guid)/style.css")
+            #expect(css.text.contains("rebeccapurple"))
+            // The dev tenant's app is not registered in the declared tenant.
+            let foreign = try await driver.get("/fabrikam.onmicrosoft.com/B2C_1_signin/oauth2/v2.0/authorize?client_id=\(h.clientID)&response_type=code&redirect_uri=http://localhost&scope=openid")
+            #expect(foreign.text.contains("AADB2C90018"))
+        }
+    }
+}

@@ -1,0 +1,76 @@
+"""todo-server's admin commands as a user runs them: a subprocess on a fresh data directory,
+checked through their output, their exit status and the running server's behaviour."""
+
+import os
+import subprocess
+
+import pytest
+import requests
+
+from conftest import Server, unique_email
+
+
+@pytest.fixture()
+def admin(tmp_path):
+    binary = os.environ["TODO_SERVER_BIN"]
+    data = tmp_path / "data"
+
+    def run(*arguments, stdin=None, check=True):
+        result = subprocess.run(
+            [binary, *arguments, "--data-dir", str(data)], input=stdin, capture_output=True, text=True, timeout=120
+        )
+        if check:
+            assert result.returncode == 0, result.stderr
+        return result
+
+    return run
+
+
+def test_users_apps_and_keys_commands(admin, server):
+    email = unique_email("admin")
+    created = admin("users", "add", "--email", email, "--name", "Admin Made", "--password-stdin", stdin="Admin-Pass1\n")
+    assert "oid" in created.stdout
+    assert email in admin("users", "list").stdout
+
+    duplicate = admin("users", "add", "--email", email.upper(), "--name", "Again", "--password-stdin", stdin="Admin-Pass1\n", check=False)
+    assert duplicate.returncode != 0
+    assert "already exists" in duplicate.stderr
+    weak = admin("users", "add", "--email", unique_email(), "--name", "Weak", "--password-stdin", stdin="weak\n", check=False)
+    assert weak.returncode != 0 and "password" in weak.stderr
+
+    assert "unlocked" in admin("users", "unlock", email).stdout
+    assert "deleted" in admin("users", "delete", email).stdout
+    assert email not in admin("users", "list").stdout
+    missing = admin("users", "delete", "nobody@example.com", check=False)
+    assert missing.returncode != 0 and "no account" in missing.stderr
+
+    added = admin("apps", "add", "--name", "Scripted", "--kind", "confidential", "--redirect-uri", "https://app.example/cb").stdout
+    client_id = added.split("client id: ")[1].split()[0]
+    assert "client secret (shown once): " in added
+    assert client_id in admin("apps", "list").stdout
+    assert "removed" in admin("apps", "remove", client_id).stdout
+    assert client_id not in admin("apps", "list").stdout
+    bad_kind = admin("apps", "add", "--name", "X", "--kind", "sideways", check=False)
+    assert bad_kind.returncode != 0
+
+    before = admin("keys", "list").stdout.strip().splitlines()
+    assert len(before) == 1 and "active" in before[0]
+    rotated = admin("keys", "rotate").stdout
+    after = admin("keys", "list").stdout
+    new_kid = rotated.split()[-1]
+    assert new_kid in after
+    assert "retired, published until" in after
+
+
+def test_users_added_by_the_command_sign_in_on_the_running_server(server):
+    binary = os.environ["TODO_SERVER_BIN"]
+    data = os.path.dirname(os.environ["TODO_SETTINGS"])
+    database = os.environ.get("TODO_SERVER_DATABASE_URL")
+    email = unique_email("live")
+    arguments = [binary, "users", "add", "--email", email, "--name", "Live", "--password-stdin", "--data-dir", data]
+    if database:
+        arguments += ["--database-url", database]
+    result = subprocess.run(arguments, input="Live-Pass1\n", capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    response = server.ropc(email, "Live-Pass1")
+    assert response.status_code == 200, response.text

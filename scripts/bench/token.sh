@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): refresh-token grants per second against `todo-server serve` on SQLite
+# (or PostgreSQL with DATABASE_URL=postgres://…), beside the machine's RSA-2048 signing rate
+# measured in the same run; then ROPC sign-ins per second at the default bcrypt cost beside the
+# hash-bound limit, with discovery latency measured under that load.
+#
+#   scripts/bench/token.sh            # release build, SQLite
+#   DURATION=20 CONNECTIONS=64 scripts/bench/token.sh
+source "$(dirname "$0")/../lib.sh"
+ROOT=$(repo_root)
+cd "$ROOT"
+DURATION=${DURATION:-15}
+CONNECTIONS=${CONNECTIONS:-64}
+THREADS=${THREADS:-2}
+COST=${COST:-10}
+CORES=$(nproc)
+apt_install wrk openssl curl
+
+log "release build"
+swift build -c release --product todo-server >/dev/null
+SERVER=$(swift build -c release --show-bin-path)/todo-server
+
+WORK=$(mktemp -d /tmp/todob2c-bench.XXXXXX)
+PID=
+cleanup() { set +e; [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; stop_postgres; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+DB_ARGS=()
+if [ "${DATABASE:-sqlite}" = postgres ]; then
+  start_postgres "$WORK/pg"
+  DB_ARGS=(--database-url "$PG_URL")
+fi
+
+PORT=$(free_port)
+"$SERVER" serve --data-dir "$WORK/data" --identity-port "$PORT" --api-port "$(free_port)" \
+  --password-hash-cost "$COST" --log-level warning "${DB_ARGS[@]}" >"$WORK/server.log" 2>&1 &
+PID=$!
+BASE="http://127.0.0.1:$PORT"
+wait_for_url "$BASE/healthz" 60
+CLIENT=$(python3 -c "import json;print(json.load(open('$WORK/data/settings.json'))['clientId'])")
+TENANT=$(python3 -c "import json;print(json.load(open('$WORK/data/settings.json'))['tenant'])")
+TOKEN_PATH="/$TENANT/B2C_1_ROPC/oauth2/v2.0/token"
+PASSWORD='Bench-Passw0rd'
+
+log "baseline: RSA-2048 signatures per second on one core (openssl speed)"
+SIGNS=$(openssl speed -seconds 3 rsa2048 2>/dev/null | awk '/^rsa 2048/ {print $6}')
+LIMIT=$(python3 -c "print(round($SIGNS * $CORES / 2))")
+echo "openssl: $SIGNS signs/s per core; $CORES cores; each refresh signs 2 JWTs → limit $LIMIT refreshes/s"
+
+log "seeding $((CONNECTIONS * 2)) refresh tokens"
+USERS=16
+for i in $(seq 1 $USERS); do
+  echo "$PASSWORD" | "$SERVER" users add --data-dir "$WORK/data" "${DB_ARGS[@]}" --email "bench$i@example.com" --name "Bench $i" --password-stdin >/dev/null
+done
+: >"$WORK/tokens"
+for i in $(seq 1 $((CONNECTIONS * 2))); do
+  curl -fs "$BASE$TOKEN_PATH" -d grant_type=password -d client_id="$CLIENT" -d "username=bench$(( (i % USERS) + 1 ))@example.com" \
+    -d "password=$PASSWORD" -d "scope=openid offline_access $CLIENT" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["refresh_token"])' >>"$WORK/tokens"
+done
+
+log "refresh-token grants: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s"
+TOKENS_FILE="$WORK/tokens" TOKEN_PATH="$TOKEN_PATH" CLIENT_ID="$CLIENT" THREADS=$THREADS \
+  wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s scripts/bench/refresh.lua "$BASE" | tee "$WORK/refresh.txt"
+RPS=$(awk '/^Requests\/sec/ {print $2}' "$WORK/refresh.txt")
+python3 -c "print(f'refresh grants/s {float(\"$RPS\"):.0f} = {float(\"$RPS\")/$LIMIT*100:.0f}% of the signing limit ($LIMIT/s)')"
+echo "peak RSS after refresh load: $(awk '/VmHWM/ {print $2, $3}' /proc/$PID/status)"
+
+log "baseline: one bcrypt hash at cost $COST on this machine"
+HASH_MS=$("$SERVER" crypto-cost --cost "$COST" --count 20 | awk '/ms per hash/ {print $1}')
+HASH_LIMIT=$(python3 -c "print(round($CORES * 1000 / $HASH_MS, 1))")
+echo "$HASH_MS ms per hash → hash-bound limit $HASH_LIMIT sign-ins/s on $CORES cores"
+
+log "ROPC sign-ins (wrk -t$THREADS -c16) with discovery latency measured alongside (wrk -t1 -c2)"
+USERS=$USERS PASSWORD="$PASSWORD" TOKEN_PATH="$TOKEN_PATH" CLIENT_ID="$CLIENT" \
+  wrk -t"$THREADS" -c16 -d"${DURATION}s" --latency -s scripts/bench/ropc.lua "$BASE" >"$WORK/ropc.txt" &
+ROPC_WRK=$!
+sleep 1
+wrk -t1 -c2 -d"$((DURATION - 2))s" --latency "$BASE/$TENANT/B2C_1_susi/v2.0/.well-known/openid-configuration" >"$WORK/discovery.txt"
+wait $ROPC_WRK
+cat "$WORK/ropc.txt"
+ROPC_RPS=$(awk '/^Requests\/sec/ {print $2}' "$WORK/ropc.txt")
+python3 -c "print(f'ROPC sign-ins/s {float(\"$ROPC_RPS\"):.1f} = {float(\"$ROPC_RPS\")/$HASH_LIMIT*100:.0f}% of the hash-bound limit ($HASH_LIMIT/s)')"
+echo "discovery under ROPC load:"
+grep -E "Requests/sec|50%|99%" "$WORK/discovery.txt"
+echo "peak RSS: $(awk '/VmHWM/ {print $2, $3}' /proc/$PID/status)"
