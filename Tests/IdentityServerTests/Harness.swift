@@ -26,12 +26,12 @@ struct IdentityHarness: Sendable {
 
     static func run(
         _ engine: DatabaseEngine, configuration: IdentityServerConfiguration = .init(passwordHashCost: 4),
-        _ body: @Sendable (IdentityHarness, Driver) async throws -> Void
+        logger: Logger = TestDatabase.logger, _ body: @Sendable (IdentityHarness, Driver) async throws -> Void
     ) async throws {
         try await TestDatabase.with(engine) { database in
             let clock = ManualClock(Date())
             let server = try await IdentityServer.make(
-                configuration: configuration, database: database, clock: clock, logger: TestDatabase.logger)
+                configuration: configuration, database: database, clock: clock, logger: logger)
             let seed = try await server.seedDevelopmentTenant(apiPort: 3000)
             let harness = IdentityHarness(server: server, clock: clock, seed: seed, webSecret: seed.newWebAppSecret ?? "")
             let app = Application(router: server.buildRouter(), logger: logger)

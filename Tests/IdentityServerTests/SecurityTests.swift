@@ -1,10 +1,11 @@
 import Foundation
+import Hummingbird
 import HummingbirdTesting
 import Logging
 import Storage
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 @testable import IdentityServer
 
@@ -33,7 +34,8 @@ final class LogRecorder: Sendable {
         func log(event: LogEvent) {
             var all = metadata
             for (key, value) in event.metadata ?? [:] { all[key] = value }
-            let line = "\(event.level) \(event.message) \(all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))"
+            let line =
+                "\(event.level) \(event.message) \(all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))"
             recorder.lines.withLock { $0.append(line) }
         }
     }
@@ -57,7 +59,10 @@ struct SecurityTests {
             let tokens = try await driver.redeem(h, attempt: attempt, code: code).json
             _ = try await driver.post(
                 h.path("B2C_1_susi", "oauth2/v2.0/token"),
-                [("grant_type", "client_credentials"), ("client_id", h.webClientID), ("client_secret", h.webSecret), ("scope", "https://\(h.tenant.name)/tasks/.default")])
+                [
+                    ("grant_type", "client_credentials"), ("client_id", h.webClientID), ("client_secret", h.webSecret),
+                    ("scope", "https://\(h.tenant.name)/tasks/.default"),
+                ])
 
             let log = recorder.text
             #expect(!log.isEmpty)
@@ -72,10 +77,13 @@ struct SecurityTests {
         }
     }
 
-    @Test("stored secrets are hashes: no refresh token, code, session id, client secret or password in the database", arguments: TestDatabase.engines)
+    @Test(
+        "stored secrets are hashes: no refresh token, code, session id, client secret or password in the database",
+        arguments: TestDatabase.engines)
     func storedSecretsAreHashed(engine: DatabaseEngine) async throws {
         try await TestDatabase.with(engine) { database in
-            let server = try await IdentityServer.make(configuration: .init(passwordHashCost: 4), database: database, logger: TestDatabase.logger)
+            let server = try await IdentityServer.make(
+                configuration: .init(passwordHashCost: 4), database: database, logger: TestDatabase.logger)
             let seed = try await server.seedDevelopmentTenant(apiPort: 3000)
             let app = Application(router: server.buildRouter(), logger: TestDatabase.logger)
             let (refresh, code, password) = try await app.test(.router) { client -> (String, String, String) in
@@ -85,13 +93,17 @@ struct SecurityTests {
                 _ = try await h.addUser("stored@example.com", password: password)
                 let refresh = try await driver.ropc(h, username: "stored@example.com", password: password).json["refresh_token"] as! String
                 let attempt = AuthorizationAttempt(harness: h)
-                let code = try await driver.signIn(h, attempt: attempt, email: "stored@example.com", password: password).redirectParameters["code"] ?? ""
+                let code =
+                    try await driver.signIn(h, attempt: attempt, email: "stored@example.com", password: password).redirectParameters["code"]
+                    ?? ""
                 return (refresh, code, password)
             }
             try await server.shutdown()
             let dump = try await database.read { sql -> String in
                 var text = ""
-                for table in ["users", "refresh_tokens", "authorization_codes", "sso_sessions", "application_secrets", "authorization_requests"] {
+                for table in [
+                    "users", "refresh_tokens", "authorization_codes", "sso_sessions", "application_secrets", "authorization_requests",
+                ] {
                     let rows = try await sql.raw("SELECT * FROM \(unsafeRaw: table)").all()
                     for row in rows {
                         for column in row.allColumns {
@@ -105,7 +117,9 @@ struct SecurityTests {
             for secret in [refresh, code, password, seed.newWebAppSecret ?? "missing"] {
                 #expect(!dump.contains(secret), "a secret is stored in clear")
             }
-            #expect(dump.contains("$2b$04$") || dump.contains("$2a$04$") || dump.contains("$2y$04$"), "passwords are bcrypt hashes with their cost")
+            #expect(
+                dump.contains("$2b$04$") || dump.contains("$2a$04$") || dump.contains("$2y$04$"),
+                "passwords are bcrypt hashes with their cost")
         }
     }
 
@@ -128,7 +142,8 @@ struct SecurityTests {
             _ = try await h.addUser()
             let page = try await driver.start(AuthorizationAttempt(harness: h), harness: h)
             let action = try #require(page.formAction)
-            let response = try await driver.post(action, [("csrf_token", page.field("csrf_token") ?? ""), ("email", "alice@example.com"), ("password", "Passw0rd!")])
+            let response = try await driver.post(
+                action, [("csrf_token", page.field("csrf_token") ?? ""), ("email", "alice@example.com"), ("password", "Passw0rd!")])
             let cookie = try #require(response.headers[values: .setCookie].first { $0.hasPrefix("x-ms-cpim-sso-") })
             #expect(cookie.contains("HttpOnly"))
             #expect(cookie.contains("SameSite=Lax"))
@@ -173,7 +188,8 @@ struct SecurityTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         try "{{> header}}<p id=\"custom\">Welcome to Fabrikam</p><form method=\"post\" action=\"{{action}}\"></form>{{> footer}}"
             .write(to: directory.appendingPathComponent("pages/signin.mustache"), atomically: true, encoding: .utf8)
-        try "body { color: rebeccapurple; }".write(to: directory.appendingPathComponent("pages/style.css"), atomically: true, encoding: .utf8)
+        try "body { color: rebeccapurple; }".write(
+            to: directory.appendingPathComponent("pages/style.css"), atomically: true, encoding: .utf8)
         let clientID = UUID()
         try """
         tenant: { name: fabrikam.onmicrosoft.com, displayName: Fabrikam, defaultPolicy: B2C_1_signin, pageTemplates: pages }
@@ -189,16 +205,21 @@ struct SecurityTests {
             let document = try await driver.get("/fabrikam.onmicrosoft.com/B2C_1_signin/v2.0/.well-known/openid-configuration")
             #expect(document.json["issuer"] as? String == "\(IdentityHarness.origin)/\(tenant.guid)/v2.0/")
             let pkce = PKCEPair()
-            let page = try await driver.follow(try await driver.get("/fabrikam.onmicrosoft.com/B2C_1_signin/oauth2/v2.0/authorize?" + Form.encode([
-                ("client_id", clientID.uuidString), ("response_type", "code"), ("redirect_uri", "http://localhost:1234"),
-                ("scope", "openid"), ("code_challenge", pkce.challenge), ("code_challenge_method", "S256"),
-            ])))
+            let page = try await driver.follow(
+                try await driver.get(
+                    "/fabrikam.onmicrosoft.com/B2C_1_signin/oauth2/v2.0/authorize?"
+                        + Form.encode([
+                            ("client_id", clientID.uuidString), ("response_type", "code"), ("redirect_uri", "http://localhost:1234"),
+                            ("scope", "openid"), ("code_challenge", pkce.challenge), ("code_challenge_method", "S256"),
+                        ])))
             #expect(page.text.contains("Welcome to Fabrikam"))
             #expect(page.text.contains("/static/tenants/\(tenant.guid)/style.css"))
             let css = try await driver.get("/static/tenants/\(tenant.guid)/style.css")
             #expect(css.text.contains("rebeccapurple"))
             // The dev tenant's app is not registered in the declared tenant.
-            let foreign = try await driver.get("/fabrikam.onmicrosoft.com/B2C_1_signin/oauth2/v2.0/authorize?client_id=\(h.clientID)&response_type=code&redirect_uri=http://localhost&scope=openid")
+            let foreign = try await driver.get(
+                "/fabrikam.onmicrosoft.com/B2C_1_signin/oauth2/v2.0/authorize?client_id=\(h.clientID)&response_type=code&redirect_uri=http://localhost&scope=openid"
+            )
             #expect(foreign.text.contains("AADB2C90018"))
         }
     }

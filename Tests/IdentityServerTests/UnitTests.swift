@@ -40,7 +40,10 @@ struct UnitTests {
     func errorWireFormat() {
         let date = Date(timeIntervalSince1970: 1_627_900_508)  // 2021-08-02 10:35:08Z
         let text = B2CError.forgotPassword.errorDescription(correlationID: "9cf9ee35-db9c-40e1-9958-4b758492421a", at: date)
-        #expect(text == "AADB2C90118: The user has forgotten their password.\r\nCorrelation ID: 9cf9ee35-db9c-40e1-9958-4b758492421a\r\nTimestamp: 2021-08-02 10:35:08Z\r\n")
+        #expect(
+            text
+                == "AADB2C90118: The user has forgotten their password.\r\nCorrelation ID: 9cf9ee35-db9c-40e1-9958-4b758492421a\r\nTimestamp: 2021-08-02 10:35:08Z\r\n"
+        )
         let response = RedirectResponder.error(
             .forgotPassword, redirectURI: "http://localhost:3000/callback", mode: .fragment, state: "313027",
             correlationID: "9cf9ee35-db9c-40e1-9958-4b758492421a", now: date)

@@ -11,7 +11,7 @@ extension Response {
             headers[.cacheControl] = "no-store"
             headers[HTTPField.Name("Pragma")!] = "no-cache"
         }
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body.serialized)))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body.utf8)))
     }
 
     /// An HTML page. Pages are never cached, never framed and load nothing from elsewhere.

@@ -12,53 +12,61 @@ public indirect enum JSONText: Sendable, Equatable {
 
     public static func == (lhs: JSONText, rhs: JSONText) -> Bool { lhs.serialized == rhs.serialized }
 
-    public var serialized: String {
-        var out = ""
+    public var serialized: String { String(decoding: utf8, as: UTF8.self) }
+
+    /// The UTF-8 bytes; every token and token response is written this way, so it works on bytes.
+    public var utf8: [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(512)
         write(into: &out)
         return out
     }
 
-    private func write(into out: inout String) {
+    private func write(into out: inout [UInt8]) {
         switch self {
         case .string(let value): Self.writeString(value, into: &out)
-        case .int(let value): out += String(value)
-        case .bool(let value): out += value ? "true" : "false"
-        case .null: out += "null"
+        case .int(let value): out.append(contentsOf: String(value).utf8)
+        case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
+        case .null: out.append(contentsOf: "null".utf8)
         case .array(let values):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (index, value) in values.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 value.write(into: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let members):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (index, (key, value)) in members.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 Self.writeString(key, into: &out)
-                out += ":"
+                out.append(UInt8(ascii: ":"))
                 value.write(into: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    /// RFC 8259 §7 string escaping.
-    private static func writeString(_ value: String, into out: inout String) {
-        out += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// RFC 8259 §7 string escaping, byte by byte (UTF-8 passes through unchanged).
+    private static func writeString(_ value: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case UInt8(ascii: "\n"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case UInt8(ascii: "\r"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case UInt8(ascii: "\t"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0..<0x20:
+                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                out.append(hexDigits[Int(byte >> 4)])
+                out.append(hexDigits[Int(byte & 0x0f)])
+            default: out.append(byte)
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 }
 
