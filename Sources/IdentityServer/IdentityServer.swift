@@ -45,6 +45,11 @@ public final class IdentityServer: Sendable {
         return IdentityServer(service: service, logger: logger)
     }
 
+    /// Which RSA implementation signs tokens: the system's OpenSSL when present, else swift-crypto.
+    public func signingBackend() async throws -> String {
+        try await keys.activeKey().systemSigner != nil ? "OpenSSL (system libcrypto.so.3)" : "swift-crypto (BoringSSL)"
+    }
+
     /// Removes expired codes, tokens, transactions and sessions.
     public func sweep() async throws {
         _ = try await service.grants.sweep(now: clock.now)

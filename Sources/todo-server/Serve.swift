@@ -62,6 +62,8 @@ struct Serve: AsyncParsableCommand {
             seed.tenant = tenant
             logger.info("tenant declared", metadata: ["tenant": "\(tenant.name)", "file": "\(tenantPath)"])
         }
+        let signing = try await identity.signingBackend()
+        logger.info("token signing", metadata: ["rsa": "\(signing)"])
         if let secret = seed.newWebAppSecret {
             let path = URL(fileURLWithPath: store.resolvedDataDir).appendingPathComponent("webapp-client-secret").path
             try Data(secret.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)

@@ -8,8 +8,11 @@ enum JSONWebToken {
     static func sign(claims: JSONText, with key: SigningKey) throws -> String {
         let header = JSONText.object([("typ", .string("JWT")), ("alg", .string("RS256")), ("kid", .string(key.kid))])
         let signingInput = Base64URL.encode(header.utf8) + "." + Base64URL.encode(claims.utf8)
-        let signature = try key.privateKey.signature(for: Data(signingInput.utf8), padding: .insecurePKCS1v1_5)
-        return signingInput + "." + Base64URL.encode(signature.rawRepresentation)
+        let input = Data(signingInput.utf8)
+        let signature =
+            try key.systemSigner?.sign(input)
+            ?? key.privateKey.signature(for: input, padding: .insecurePKCS1v1_5).rawRepresentation
+        return signingInput + "." + Base64URL.encode(signature)
     }
 
     /// Verifies an RS256 token against `keys` and returns its claims. Used for our own tokens
