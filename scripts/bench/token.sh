@@ -21,6 +21,7 @@ swift build -c release --product todo-server >/dev/null
 SERVER=$(swift build -c release --show-bin-path)/todo-server
 
 WORK=$(mktemp -d /tmp/todob2c-bench.XXXXXX)
+chmod 755 "$WORK"
 PID=
 cleanup() { set +e; [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; stop_postgres; rm -rf "$WORK"; }
 trap cleanup EXIT
