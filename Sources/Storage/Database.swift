@@ -44,3 +44,21 @@ public enum StorageError: Error, CustomStringConvertible, Equatable {
         }
     }
 }
+
+extension SQLDatabase {
+    /// `begin` … COMMIT around `body`, ROLLBACK when it throws (the caller's error comes back
+    /// unchanged). Both engines' `transaction` use it, on a connection only they hold.
+    func runTransaction<T: Sendable>(
+        begin: String = "BEGIN", _ body: @Sendable (any SQLDatabase) async throws -> T
+    ) async throws -> T {
+        try await raw(SQLQueryString(begin)).run()
+        do {
+            let value = try await body(self)
+            try await raw("COMMIT").run()
+            return value
+        } catch {
+            try? await raw("ROLLBACK").run()
+            throw error
+        }
+    }
+}

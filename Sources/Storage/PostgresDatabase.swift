@@ -51,16 +51,7 @@ public final class PostgresDatabase: Database {
         // closure's error in a PostgresTransactionError; callers need their own errors back.
         let logger = self.logger
         return try await client.withConnection { connection in
-            let sql = connection.sql(queryLogLevel: .trace, logger: logger)
-            try await sql.raw("BEGIN").run()
-            do {
-                let value = try await body(sql)
-                try await sql.raw("COMMIT").run()
-                return value
-            } catch {
-                try? await sql.raw("ROLLBACK").run()
-                throw error
-            }
+            try await connection.sql(queryLogLevel: .trace, logger: logger).runTransaction(body)
         }
     }
 

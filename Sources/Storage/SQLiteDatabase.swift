@@ -48,17 +48,7 @@ public final class SQLiteDatabase: Database {
 
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let sql = self.sql
-        return try await lock.withLock {
-            try await sql.raw("BEGIN IMMEDIATE").run()
-            do {
-                let value = try await body(sql)
-                try await sql.raw("COMMIT").run()
-                return value
-            } catch {
-                try? await sql.raw("ROLLBACK").run()
-                throw error
-            }
-        }
+        return try await lock.withLock { try await sql.runTransaction(begin: "BEGIN IMMEDIATE", body) }
     }
 
     public func isUniqueViolation(_ error: any Error) -> Bool {

@@ -73,24 +73,6 @@ public struct SQLGrantStore: GrantStore {
         var revoked_at: Int64?
         var revoked_reason: String?
 
-        init(
-            id: String, tenant_id: String, client_id: String, user_id: String, policy: String, scopes: String, auth_time: Int64,
-            identity_provider: String, created_at: Int64, sliding_expires_at: Int64?, revoked_at: Int64?, revoked_reason: String?
-        ) {
-            self.id = id
-            self.tenant_id = tenant_id
-            self.client_id = client_id
-            self.user_id = user_id
-            self.policy = policy
-            self.scopes = scopes
-            self.auth_time = auth_time
-            self.identity_provider = identity_provider
-            self.created_at = created_at
-            self.sliding_expires_at = sliding_expires_at
-            self.revoked_at = revoked_at
-            self.revoked_reason = revoked_reason
-        }
-
         init(_ family: RefreshTokenFamily) {
             id = family.id
             tenant_id = family.tenantID.uuidString.lowercased()
@@ -118,31 +100,13 @@ public struct SQLGrantStore: GrantStore {
         }
     }
 
-    /// A refresh token joined with its family.
-    struct TokenWithFamilyRow: Codable {
+    /// The token columns of the refresh-token-and-family join (renamed so they do not clash with
+    /// the family's own `created_at`).
+    struct JoinedTokenColumns: Codable {
         var token_hash: String
         var token_created_at: Int64
         var token_expires_at: Int64
         var token_used_at: Int64?
-        var id: String
-        var tenant_id: String
-        var client_id: String
-        var user_id: String
-        var policy: String
-        var scopes: String
-        var auth_time: Int64
-        var identity_provider: String
-        var created_at: Int64
-        var sliding_expires_at: Int64?
-        var revoked_at: Int64?
-        var revoked_reason: String?
-
-        var familyRow: FamilyRow {
-            FamilyRow(
-                id: id, tenant_id: tenant_id, client_id: client_id, user_id: user_id, policy: policy, scopes: scopes,
-                auth_time: auth_time, identity_provider: identity_provider, created_at: created_at,
-                sliding_expires_at: sliding_expires_at, revoked_at: revoked_at, revoked_reason: revoked_reason)
-        }
     }
 
     struct TokenRow: Codable {
@@ -216,18 +180,19 @@ public struct SQLGrantStore: GrantStore {
             // One statement for the token and its family: this runs on every refresh.
             let lock = engine == .postgres ? " FOR UPDATE" : ""
             guard
-                let joined = try await sql.raw(
+                let row = try await sql.raw(
                     """
                     SELECT t.token_hash AS token_hash, t.created_at AS token_created_at, t.expires_at AS token_expires_at,
                            t.used_at AS token_used_at, f.*
                     FROM refresh_tokens t JOIN refresh_token_families f ON f.id = t.family_id
                     WHERE t.token_hash = \(bind: hash)\(unsafeRaw: lock)
                     """
-                ).first(decoding: TokenWithFamilyRow.self)
+                ).first()
             else { return .unknown }
-            let familyRow = joined.familyRow
+            let familyRow = try row.decode(model: FamilyRow.self)
+            let joined = try row.decode(model: JoinedTokenColumns.self)
             let tokenRow = TokenRow(
-                token_hash: joined.token_hash, family_id: joined.id, created_at: joined.token_created_at,
+                token_hash: joined.token_hash, family_id: familyRow.id, created_at: joined.token_created_at,
                 expires_at: joined.token_expires_at, used_at: joined.token_used_at)
             guard let family = familyRow.family else { return .unknown }
             // Binding first: a token presented at the wrong client or policy is refused without
