@@ -27,8 +27,26 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
+        .target(name: "TodoModels", swiftSettings: swiftSettings),
+        .target(
+            name: "TaskService",
+            dependencies: [
+                "Storage",
+                "TodoModels",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "Storage",
             dependencies: [
@@ -58,6 +76,7 @@ let package = Package(
             name: "todo-server",
             dependencies: [
                 "IdentityServer",
+                "TaskService",
                 "Storage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -81,6 +100,19 @@ let package = Package(
         .testTarget(
             name: "StorageTests",
             dependencies: ["Storage", "TestSupport", .product(name: "SQLKit", package: "sql-kit")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TaskServiceTests",
+            dependencies: [
+                "TaskService",
+                "TodoModels",
+                "IdentityServer",
+                "Storage",
+                "TestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

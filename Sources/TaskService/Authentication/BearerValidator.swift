@@ -1,0 +1,256 @@
+import Crypto
+import CryptoExtras
+import Foundation
+import Logging
+import Synchronization
+
+/// Who a valid access token speaks for.
+public struct AuthenticatedUser: Sendable, Equatable {
+    /// The task owner: the token's `oid`, falling back to `sub` (research/b2c-protocol.md §6.1).
+    public var ownerID: String
+    public var name: String?
+    public var scopes: [String]
+    public var issuer: String
+    public var expiresAt: Date
+}
+
+/// Why a bearer token was refused; each maps to RFC 6750's `WWW-Authenticate` error.
+public enum TokenRejection: Error, Equatable, Sendable {
+    case missing
+    case malformed(String)
+    case unsupportedAlgorithm(String)
+    case unknownKey
+    case badSignature
+    case untrustedIssuer
+    case wrongAudience
+    case expired
+    case notYetValid
+    case notAnAccessToken
+    case insufficientScope(required: [String])
+    /// No trusted authority's keys could be fetched: not the client's fault.
+    case authorityUnavailable
+
+    /// A short reason for `error_description` and for metrics labels.
+    public var reason: String {
+        switch self {
+        case .missing: "missing"
+        case .malformed: "malformed"
+        case .unsupportedAlgorithm: "algorithm"
+        case .unknownKey: "unknown_key"
+        case .badSignature: "signature"
+        case .untrustedIssuer: "issuer"
+        case .wrongAudience: "audience"
+        case .expired: "expired"
+        case .notYetValid: "not_yet_valid"
+        case .notAnAccessToken: "not_access_token"
+        case .insufficientScope: "scope"
+        case .authorityUnavailable: "authority_unavailable"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .missing: "No bearer token."
+        case .malformed(let detail): "The token is malformed: \(detail)."
+        case .unsupportedAlgorithm(let alg): "The token algorithm '\(alg)' is not accepted; only RS256 is."
+        case .unknownKey: "The token was signed with an unknown key."
+        case .badSignature: "The token signature is invalid."
+        case .untrustedIssuer: "The token issuer is not trusted."
+        case .wrongAudience: "The token audience is not this API."
+        case .expired: "The token has expired."
+        case .notYetValid: "The token is not valid yet."
+        case .notAnAccessToken: "The token is not an access token."
+        case .insufficientScope(let required): "The token lacks the required scope (\(required.joined(separator: " or ")))."
+        case .authorityUnavailable: "The signing keys of the trusted authorities cannot be fetched right now."
+        }
+    }
+}
+
+/// Fetches discovery documents and key sets.
+public protocol MetadataFetcher: Sendable {
+    func fetch(_ url: String) async throws -> Data
+}
+
+/// What the API accepts (SPEC §3; RFC 6750, RFC 8725).
+public struct BearerPolicy: Sendable {
+    /// OpenID discovery URLs of the trusted authorities, e.g.
+    /// `https://contoso.b2clogin.com/contoso.onmicrosoft.com/B2C_1_susi/v2.0/.well-known/openid-configuration`.
+    public var discoveryURLs: [String]
+    /// Accepted `aud` values: the API's client id or configured audiences.
+    public var audiences: [String]
+    /// When not empty, the token's `scp` must hold one of these (403 `insufficient_scope` otherwise).
+    public var requiredScopes: [String]
+    /// Allowed clock difference for `exp`/`nbf` (passport-azure-ad's default: 300 s).
+    public var clockSkew: TimeInterval
+    /// The least time between two key-set fetches for an unknown `kid`.
+    public var keyRefreshInterval: TimeInterval
+
+    public init(
+        discoveryURLs: [String], audiences: [String], requiredScopes: [String] = [], clockSkew: TimeInterval = 300,
+        keyRefreshInterval: TimeInterval = 60
+    ) {
+        self.discoveryURLs = discoveryURLs
+        self.audiences = audiences
+        self.requiredScopes = requiredScopes
+        self.clockSkew = clockSkew
+        self.keyRefreshInterval = keyRefreshInterval
+    }
+
+    /// The discovery URL of a B2C authority (`https://host/tenant/policy`, any of B2C's shapes,
+    /// or a URL already ending in `openid-configuration`).
+    public static func discoveryURL(forAuthority authority: String) -> String {
+        if authority.contains(".well-known/openid-configuration") { return authority }
+        var base = authority
+        while base.hasSuffix("/") { base.removeLast() }
+        return base.hasSuffix("/v2.0") ? "\(base)/.well-known/openid-configuration" : "\(base)/v2.0/.well-known/openid-configuration"
+    }
+}
+
+/// Validates bearer tokens locally with cached keys; the identity service is asked only for its
+/// discovery document and keys, never per request (ARCHITECTURE.md). A token that passed is
+/// remembered by its hash until it expires, so RSA verification is not paid on every request.
+public final class BearerValidator: Sendable {
+    struct AuthorityKeys {
+        var issuer: String
+        var keys: [String: _RSA.Signing.PublicKey]
+        var lastFetch: Date
+    }
+
+    private let policy: BearerPolicy
+    private let fetcher: any MetadataFetcher
+    private let logger: Logger
+    private let authorities = Mutex<[String: AuthorityKeys]>([:])
+    private let lastAttempt = Mutex<[String: Date]>([:])
+    private let accepted = Mutex<[String: AuthenticatedUser]>([:])
+    private static let cacheLimit = 20_000
+
+    public init(policy: BearerPolicy, fetcher: any MetadataFetcher, logger: Logger) {
+        self.policy = policy
+        self.fetcher = fetcher
+        self.logger = logger
+    }
+
+    public func validate(_ token: String, now: Date = Date()) async throws(TokenRejection) -> AuthenticatedUser {
+        guard !token.isEmpty else { throw .missing }
+        guard token.utf8.count <= 16_384 else { throw .malformed("too long") }
+        let cacheKey = SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined()
+        if let user = accepted.withLock({ $0[cacheKey] }) {
+            guard user.expiresAt.addingTimeInterval(policy.clockSkew) > now else { throw .expired }
+            return user
+        }
+        let user = try await verify(token, now: now)
+        accepted.withLock { cache in
+            if cache.count >= Self.cacheLimit {
+                cache = cache.filter { $0.value.expiresAt > now }
+                if cache.count >= Self.cacheLimit { cache.removeAll() }
+            }
+            cache[cacheKey] = user
+        }
+        return user
+    }
+
+    private func verify(_ token: String, now: Date) async throws(TokenRejection) -> AuthenticatedUser {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw .malformed("not a JWS compact serialization") }
+        guard let headerData = Self.base64URL(parts[0]),
+            let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any]
+        else { throw .malformed("header") }
+        // RFC 8725 §2.1/§3.1: accept exactly the algorithm B2C uses; `none` and HMAC (whose
+        // "secret" an attacker would set to our public key) never reach verification.
+        let algorithm = header["alg"] as? String ?? ""
+        guard algorithm == "RS256" else { throw .unsupportedAlgorithm(algorithm) }
+        guard header["crit"] == nil else { throw .malformed("unsupported critical header") }
+        guard let kid = header["kid"] as? String, !kid.isEmpty else { throw .unknownKey }
+        guard let signature = Self.base64URL(parts[2]), let payloadData = Self.base64URL(parts[1]) else {
+            throw .malformed("encoding")
+        }
+        let (issuer, key) = try await key(for: kid, now: now)
+        let signingInput = Data(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        guard key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: signingInput, padding: .insecurePKCS1v1_5)
+        else { throw .badSignature }
+        guard let claims = try? JSONSerialization.jsonObject(with: payloadData) as? [String: Any] else { throw .malformed("payload") }
+        // The key's own authority must be the issuer, so one trusted authority cannot mint
+        // tokens in another's name.
+        guard claims["iss"] as? String == issuer else { throw .untrustedIssuer }
+        let audiences: [String] = (claims["aud"] as? String).map { [$0] } ?? (claims["aud"] as? [String] ?? [])
+        guard audiences.contains(where: { policy.audiences.contains($0) }) else { throw .wrongAudience }
+        guard let exp = (claims["exp"] as? NSNumber)?.doubleValue else { throw .malformed("no exp") }
+        guard Date(timeIntervalSince1970: exp).addingTimeInterval(policy.clockSkew) > now else { throw .expired }
+        if let nbf = (claims["nbf"] as? NSNumber)?.doubleValue, Date(timeIntervalSince1970: nbf) > now.addingTimeInterval(policy.clockSkew) {
+            throw .notYetValid
+        }
+        // B2C gives ID and access tokens the same `aud` and `typ`; only access tokens carry
+        // `scp`/`azp` (SPEC §3).
+        guard claims["scp"] != nil || claims["azp"] != nil else { throw .notAnAccessToken }
+        let scopes = (claims["scp"] as? String)?.split(separator: " ").map(String.init) ?? []
+        if !policy.requiredScopes.isEmpty, !scopes.contains(where: { policy.requiredScopes.contains($0) }) {
+            throw .insufficientScope(required: policy.requiredScopes)
+        }
+        guard let owner = (claims["oid"] as? String) ?? (claims["sub"] as? String), !owner.isEmpty else {
+            throw .malformed("no oid or sub")
+        }
+        return AuthenticatedUser(
+            ownerID: owner, name: claims["name"] as? String, scopes: scopes, issuer: issuer,
+            expiresAt: Date(timeIntervalSince1970: exp))
+    }
+
+    /// The key `kid` and its authority's issuer; fetches key sets that are missing, and
+    /// re-fetches for an unknown `kid` at most once per `keyRefreshInterval` per authority.
+    private func key(for kid: String, now: Date) async throws(TokenRejection) -> (String, _RSA.Signing.PublicKey) {
+        if let found = lookup(kid) { return found }
+        var anyLoaded = false
+        for url in policy.discoveryURLs {
+            let known = authorities.withLock { $0[url] }
+            if known != nil { anyLoaded = true }
+            let last = lastAttempt.withLock { $0[url] }
+            if let last, now.timeIntervalSince(last) < (known == nil ? 5 : policy.keyRefreshInterval), now >= last { continue }
+            lastAttempt.withLock { $0[url] = now }
+            do {
+                let loaded = try await load(url, now: now)
+                authorities.withLock { $0[url] = loaded }
+                anyLoaded = true
+            } catch {
+                logger.warning("cannot fetch authority keys", metadata: ["discovery": "\(url)", "error": "\(error)"])
+            }
+        }
+        if let found = lookup(kid) { return found }
+        throw anyLoaded ? .unknownKey : .authorityUnavailable
+    }
+
+    private func lookup(_ kid: String) -> (String, _RSA.Signing.PublicKey)? {
+        authorities.withLock { all in
+            for authority in all.values { if let key = authority.keys[kid] { return (authority.issuer, key) } }
+            return nil
+        }
+    }
+
+    struct MetadataError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private func load(_ discoveryURL: String, now: Date) async throws -> AuthorityKeys {
+        let document = try JSONSerialization.jsonObject(with: try await fetcher.fetch(discoveryURL)) as? [String: Any]
+        guard let issuer = document?["issuer"] as? String, let jwksURI = document?["jwks_uri"] as? String else {
+            throw MetadataError(description: "discovery document without issuer or jwks_uri")
+        }
+        let jwks = try JSONSerialization.jsonObject(with: try await fetcher.fetch(jwksURI)) as? [String: Any]
+        var keys: [String: _RSA.Signing.PublicKey] = [:]
+        for jwk in jwks?["keys"] as? [[String: Any]] ?? [] {
+            guard jwk["kty"] as? String == "RSA", (jwk["use"] as? String ?? "sig") == "sig",
+                let kid = jwk["kid"] as? String, let n = (jwk["n"] as? String).flatMap({ Self.base64URL(Substring($0)) }),
+                let e = (jwk["e"] as? String).flatMap({ Self.base64URL(Substring($0)) }),
+                let key = try? _RSA.Signing.PublicKey(n: n, e: e)
+            else { continue }
+            keys[kid] = key
+        }
+        logger.info("authority keys loaded", metadata: ["issuer": "\(issuer)", "keys": "\(keys.count)"])
+        return AuthorityKeys(issuer: issuer, keys: keys, lastFetch: now)
+    }
+
+    static func base64URL(_ text: Substring) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        guard !base64.contains("=") else { return nil }
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64)
+    }
+}

@@ -1,0 +1,31 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOSSL
+
+/// Fetches discovery documents and key sets over HTTP(S) with AsyncHTTPClient. An extra CA
+/// (the identity service's development CA under `--tls`) can be trusted besides the system's.
+public final class HTTPMetadataFetcher: MetadataFetcher {
+    private let client: HTTPClient
+
+    public init(additionalCACertificatePath: String? = nil) throws {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let path = additionalCACertificatePath {
+            tls.additionalTrustRoots = [.file(path)]
+        }
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+    }
+
+    struct FetchError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    public func fetch(_ url: String) async throws -> Data {
+        let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
+        guard response.status == .ok else { throw FetchError(description: "GET \(url): HTTP \(response.status.code)") }
+        let body = try await response.body.collect(upTo: 1 << 20)
+        return Data(buffer: body)
+    }
+
+    public func shutdown() async throws { try await client.shutdown() }
+}

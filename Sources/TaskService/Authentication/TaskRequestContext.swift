@@ -1,0 +1,83 @@
+import Foundation
+import Hummingbird
+import HTTPTypes
+import Logging
+
+/// The Task API's request context: the authenticated user once the bearer middleware ran, and
+/// the request id that the logs and problem documents carry.
+public struct TaskRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var user: AuthenticatedUser?
+    public var requestID: String
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        user = nil
+        requestID = UUID().uuidString.lowercased()
+    }
+
+    /// Task bodies are small; beyond this, 413 (SPEC §3).
+    public var maxUploadSize: Int { 64 * 1024 }
+
+    /// The signed-in user; only absent if a route were registered outside the bearer middleware.
+    func requireUser() throws -> AuthenticatedUser {
+        guard let user else { throw TaskAPIError.unauthenticated }
+        return user
+    }
+}
+
+/// Checks `Authorization: Bearer …` (RFC 6750 §2.1) and answers 401/403 with the precise
+/// `WWW-Authenticate` challenge when the token is refused.
+struct BearerAuthenticationMiddleware: RouterMiddleware {
+    typealias Context = TaskRequestContext
+    let validator: BearerValidator
+    let metrics: TaskMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard request.method != .options else { return try await next(request, context) }
+        let header = request.headers[.authorization] ?? ""
+        let token: String
+        if header.count >= 7, header.prefix(7).lowercased() == "bearer " {
+            token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        } else {
+            token = ""
+        }
+        do {
+            var context = context
+            context.user = try await validator.validate(token)
+            context.logger[metadataKey: "oid"] = .string(context.user!.ownerID)
+            return try await next(request, context)
+        } catch let rejection as TokenRejection {
+            metrics.tokenRejected(rejection)
+            context.logger.info("bearer token refused", metadata: ["reason": "\(rejection.reason)"])
+            return Problem.response(for: .tokenRejected(rejection), requestID: context.requestID)
+        }
+    }
+}
+
+/// Tags the logs with `client-request-id` / `x-request-id` (or a new id) and echoes it.
+struct RequestIDMiddleware: RouterMiddleware {
+    typealias Context = TaskRequestContext
+    static let headers = [HTTPField.Name("client-request-id")!, HTTPField.Name("x-request-id")!]
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        if let supplied = Self.headers.lazy.compactMap({ request.headers[$0] }).first,
+            supplied.count <= 128, supplied.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) })
+        {
+            context.requestID = supplied
+        }
+        context.logger[metadataKey: "request_id"] = .string(context.requestID)
+        let start = ContinuousClock.now
+        var response = try await next(request, context)
+        let elapsed = ContinuousClock.now - start
+        response.headers[HTTPField.Name("x-request-id")!] = context.requestID
+        context.logger.info(
+            "request",
+            metadata: [
+                "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
+                "ms": "\(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)",
+            ])
+        return response
+    }
+}

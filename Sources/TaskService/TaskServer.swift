@@ -1,0 +1,81 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import Storage
+
+/// Settings of the Task API.
+public struct TaskServiceConfiguration: Sendable {
+    public var policy: BearerPolicy
+    /// Origins allowed by CORS; empty means no CORS headers (same-origin only).
+    public var corsAllowedOrigins: [String]
+
+    public init(policy: BearerPolicy, corsAllowedOrigins: [String] = []) {
+        self.policy = policy
+        self.corsAllowedOrigins = corsAllowedOrigins
+    }
+}
+
+/// The Task API: bearer-protected, per-user tasks (SPEC §3). ``make(configuration:database:fetcher:logger:)``
+/// runs its migrations; ``buildRouter()`` gives the routes, which the web app's router can join.
+public final class TaskServer: Sendable {
+    public let configuration: TaskServiceConfiguration
+    public let repository: SQLTaskRepository
+    public let validator: BearerValidator
+    public let metrics: TaskMetrics
+    let logger: Logger
+
+    private init(configuration: TaskServiceConfiguration, repository: SQLTaskRepository, validator: BearerValidator, logger: Logger) {
+        self.configuration = configuration
+        self.repository = repository
+        self.validator = validator
+        self.metrics = TaskMetrics()
+        self.logger = logger
+    }
+
+    public static func make(
+        configuration: TaskServiceConfiguration, database: any Database, fetcher: any MetadataFetcher, logger: Logger
+    ) async throws -> TaskServer {
+        try await SQLTaskRepository.migrations.run(on: database, logger: logger)
+        return TaskServer(
+            configuration: configuration, repository: SQLTaskRepository(database: database),
+            validator: BearerValidator(policy: configuration.policy, fetcher: fetcher, logger: logger), logger: logger)
+    }
+
+    public func buildRouter() -> Router<TaskRequestContext> {
+        let router = Router(context: TaskRequestContext.self)
+        router.add(middleware: RequestIDMiddleware())
+        router.add(middleware: MetricsMiddleware(metrics: metrics))
+        router.add(middleware: ProblemMiddleware())
+        if !configuration.corsAllowedOrigins.isEmpty {
+            let origins = configuration.corsAllowedOrigins
+            router.add(
+                middleware: CORSMiddleware(
+                    allowOrigin: origins == ["*"] ? .all : .originBased,
+                    allowHeaders: [.authorization, .contentType, .ifMatch, .ifNoneMatch],
+                    allowMethods: [.get, .post, .patch, .delete, .options],
+                    exposedHeaders: ["Location", "ETag", "Link"]))
+        }
+        let repository = self.repository
+        let metrics = self.metrics
+        router.get("healthz") { _, _ in try JSONResponse.make(["status": "ok"], status: .ok) }
+        router.get("readyz") { _, context -> Response in
+            do {
+                try await repository.ping()
+                return try JSONResponse.make(["status": "ready"], status: .ok)
+            } catch {
+                context.logger.warning("database unreachable", metadata: ["error": "\(error)"])
+                throw TaskAPIError.unavailable
+            }
+        }
+        router.get("metrics") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: metrics.exposition)))
+        }
+        let authenticated = BearerAuthenticationMiddleware(validator: validator, metrics: metrics)
+        router.group("api/tasks").add(middleware: authenticated).addRoutes(TaskController(repository: repository).endpoints)
+        router.group("tasks").add(middleware: authenticated).addRoutes(TutorialTaskController(repository: repository).endpoints)
+        return router
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+import SQLKit
+import Storage
+import TodoModels
+
+/// A stored task with its owner and version (the version is the ETag).
+public struct TaskRecord: Sendable, Equatable {
+    public var item: TaskItem
+    public var ownerID: String
+    public var version: Int64
+
+    public var etag: String { "\"\(version)\"" }
+}
+
+/// Where a list page starts: after the task with this creation time and id.
+public struct TaskCursor: Sendable, Equatable {
+    var createdAt: Int64
+    var id: String
+
+    /// Opaque to clients: base64url of `createdAt:id`.
+    public var token: String {
+        Data("\(createdAt):\(id)".utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    public init?(token: String) {
+        var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard token.count <= 200, let data = Data(base64Encoded: base64), let text = String(data: data, encoding: .utf8) else {
+            return nil
+        }
+        let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
+        guard parts.count == 2, let createdAt = Int64(parts[0]), UUID(uuidString: parts[1]) != nil else { return nil }
+        self.createdAt = createdAt
+        self.id = parts[1]
+    }
+
+    init(createdAt: Int64, id: String) {
+        self.createdAt = createdAt
+        self.id = id
+    }
+}
+
+public enum TaskUpdateResult: Sendable, Equatable {
+    case updated(TaskRecord)
+    case notFound
+    /// `If-Match` named another version (RFC 9110 §13.1.1).
+    case versionMismatch
+}
+
+/// Per-user tasks. Every call is scoped by owner, so one user's id never reaches another's task.
+public protocol TaskRepository: Sendable {
+    func list(owner: String, completed: Bool?, limit: Int, after cursor: TaskCursor?) async throws -> (records: [TaskRecord], next: TaskCursor?)
+    func get(owner: String, id: UUID) async throws -> TaskRecord?
+    func create(owner: String, ownerName: String?, title: String, completed: Bool, now: Date) async throws -> TaskRecord
+    func update(owner: String, id: UUID, patch: TaskPatch, ifVersion: Int64?, now: Date) async throws -> TaskUpdateResult
+    func delete(owner: String, id: UUID, ifVersion: Int64?) async throws -> TaskUpdateResult
+    /// The tutorials' `DELETE /tasks {"task": "…"}`: removes the owner's tasks with this title.
+    func delete(owner: String, title: String) async throws -> Int
+    /// Whether the database answers (for `/readyz`).
+    func ping() async throws
+}
+
+public struct SQLTaskRepository: TaskRepository {
+    let database: any Database
+
+    public init(database: any Database) { self.database = database }
+
+    public static let migrations = MigrationRunner(namespace: "tasks", migrations: [
+        Migration(version: 1, name: "tasks", [
+            """
+            CREATE TABLE tasks (
+                id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, title TEXT NOT NULL, completed BOOLEAN NOT NULL,
+                created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, completed_at BIGINT, owner_name TEXT,
+                version BIGINT NOT NULL)
+            """,
+            // Lists and cursor pages walk this index: O(log n) to the page, per owner.
+            "CREATE INDEX tasks_owner_created ON tasks (owner_id, created_at, id)",
+        ])
+    ])
+
+    struct Row: Codable {
+        var id: String
+        var owner_id: String
+        var title: String
+        var completed: Bool
+        /// Milliseconds since 1970.
+        var created_at: Int64
+        var updated_at: Int64
+        var completed_at: Int64?
+        var owner_name: String?
+        var version: Int64
+
+        var record: TaskRecord? {
+            guard let uuid = UUID(uuidString: id) else { return nil }
+            func date(_ ms: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(ms) / 1000) }
+            return TaskRecord(
+                item: TaskItem(
+                    id: uuid, title: title, completed: completed, createdAt: date(created_at), updatedAt: date(updated_at),
+                    completedAt: completed_at.map(date), ownerName: owner_name),
+                ownerID: owner_id, version: version)
+        }
+    }
+
+    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    public func list(owner: String, completed: Bool?, limit: Int, after cursor: TaskCursor?) async throws -> (records: [TaskRecord], next: TaskCursor?) {
+        let rows = try await database.read { sql in
+            var query = sql.select().columns("*").from("tasks").where("owner_id", .equal, owner)
+            if let completed { query = query.where("completed", .equal, completed) }
+            if let cursor {
+                query = query.where { group in
+                    group.where("created_at", .lessThan, cursor.createdAt)
+                        .orWhere { inner in inner.where("created_at", .equal, cursor.createdAt).where("id", .lessThan, cursor.id) }
+                }
+            }
+            return try await query.orderBy("created_at", .descending).orderBy("id", .descending).limit(limit + 1)
+                .all(decoding: Row.self)
+        }
+        let page = rows.prefix(limit)
+        let next = rows.count > limit ? page.last.map { TaskCursor(createdAt: $0.created_at, id: $0.id) } : nil
+        return (page.compactMap(\.record), next)
+    }
+
+    public func get(owner: String, id: UUID) async throws -> TaskRecord? {
+        let key = id.uuidString.lowercased()
+        return try await database.read { sql in
+            try await sql.select().columns("*").from("tasks").where("id", .equal, key).where("owner_id", .equal, owner)
+                .first(decoding: Row.self)
+        }?.record
+    }
+
+    public func create(owner: String, ownerName: String?, title: String, completed: Bool, now: Date) async throws -> TaskRecord {
+        let ms = Self.milliseconds(now)
+        let row = Row(
+            id: UUID().uuidString.lowercased(), owner_id: owner, title: title, completed: completed, created_at: ms, updated_at: ms,
+            completed_at: completed ? ms : nil, owner_name: ownerName, version: 1)
+        try await database.transaction { sql in try await sql.insert(into: "tasks").model(row).run() }
+        return row.record!
+    }
+
+    public func update(owner: String, id: UUID, patch: TaskPatch, ifVersion: Int64?, now: Date) async throws -> TaskUpdateResult {
+        let key = id.uuidString.lowercased()
+        let engine = database.engine
+        return try await database.transaction { sql in
+            var select = sql.select().columns("*").from("tasks").where("id", .equal, key).where("owner_id", .equal, owner)
+            if engine == .postgres { select = select.for(.update) }
+            guard var row = try await select.first(decoding: Row.self) else { return .notFound }
+            if let ifVersion, ifVersion != row.version { return .versionMismatch }
+            let ms = Self.milliseconds(now)
+            if let title = patch.title { row.title = title }
+            if let completed = patch.completed, completed != row.completed {
+                row.completed = completed
+                row.completed_at = completed ? ms : nil
+            }
+            row.updated_at = max(ms, row.updated_at)
+            row.version += 1
+            try await sql.update("tasks").set("title", to: row.title).set("completed", to: row.completed)
+                .set("completed_at", to: row.completed_at).set("updated_at", to: row.updated_at).set("version", to: row.version)
+                .where("id", .equal, key).where("owner_id", .equal, owner).run()
+            return row.record.map(TaskUpdateResult.updated) ?? .notFound
+        }
+    }
+
+    public func delete(owner: String, id: UUID, ifVersion: Int64?) async throws -> TaskUpdateResult {
+        let key = id.uuidString.lowercased()
+        return try await database.transaction { sql in
+            guard let row = try await sql.select().columns("*").from("tasks").where("id", .equal, key)
+                .where("owner_id", .equal, owner).first(decoding: Row.self), let record = row.record
+            else { return .notFound }
+            if let ifVersion, ifVersion != row.version { return .versionMismatch }
+            try await sql.delete(from: "tasks").where("id", .equal, key).where("owner_id", .equal, owner).run()
+            return .updated(record)
+        }
+    }
+
+    public func delete(owner: String, title: String) async throws -> Int {
+        try await database.transaction { sql in
+            let count = try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("tasks")
+                .where("owner_id", .equal, owner).where("title", .equal, title).first(decodingColumn: "n", as: Int.self) ?? 0
+            try await sql.delete(from: "tasks").where("owner_id", .equal, owner).where("title", .equal, title).run()
+            return count
+        }
+    }
+
+    public func ping() async throws {
+        _ = try await database.read { sql in try await sql.raw("SELECT 1 AS one").first() }
+    }
+}
