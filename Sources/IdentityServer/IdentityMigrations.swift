@@ -124,5 +124,7 @@ enum IdentityMigrations {
                     CREATE TABLE server_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL, created_at BIGINT NOT NULL)
                     """,
                 ]),
+            // Marks a replay noticed before the first redemption attached its refresh-token family.
+            Migration(version: 7, name: "code replay marker", ["ALTER TABLE authorization_codes ADD COLUMN replayed_at BIGINT"]),
         ])
 }

@@ -85,7 +85,10 @@ public final class IdentityServer: Sendable {
             try await SimulatedFacebook(service: service).dialog(request, context: context)
         }
         if service.configuration.developmentMailbox {
-            router.get("dev/outbox") { _, _ -> Response in
+            router.get("dev/outbox") { request, context -> Response in
+                guard service.isAllowedHost(request) else {
+                    return .json(.object([("error", .string("not_found"))]), status: .notFound)
+                }
                 let tenant = try await service.tenants.defaultTenant()
                 var messages: [OutboxMessage] = []
                 if let tenant { messages = try await service.interactions.outbox(tenantID: tenant.id, limit: 50) }

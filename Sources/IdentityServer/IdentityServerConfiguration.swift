@@ -16,13 +16,19 @@ public struct IdentityServerConfiguration: Sendable {
     /// How long a user may take on the hosted pages.
     public var interactionLifetime: TimeInterval
     public var signingKeyBits: Int
-    /// Show `/dev/outbox` and log verification codes (no mail leaves this machine).
+    /// Show `/dev/outbox` and log verification codes (no mail leaves this machine). Only for a
+    /// server on loopback: the outbox holds password-reset codes.
     public var developmentMailbox: Bool
+    /// Host names the service answers to. URLs and issuers are built from the request's `Host`
+    /// only when it is one of these, and the dev outbox answers only to them, which also defeats
+    /// DNS rebinding against a loopback server.
+    public var allowedHosts: Set<String>
 
     public init(
         scheme: String = "http", defaultAuthority: String = "127.0.0.1:5080", passwordHashCost: UInt8 = 10,
         lockout: LockoutPolicy = .default, codeLifetime: TimeInterval = 600, sessionLifetime: TimeInterval = 86_400,
-        interactionLifetime: TimeInterval = 3600, signingKeyBits: Int = 2048, developmentMailbox: Bool = true
+        interactionLifetime: TimeInterval = 3600, signingKeyBits: Int = 2048, developmentMailbox: Bool = true,
+        allowedHosts: Set<String> = ["localhost", "127.0.0.1", "::1"]
     ) {
         self.scheme = scheme
         self.defaultAuthority = defaultAuthority
@@ -33,6 +39,7 @@ public struct IdentityServerConfiguration: Sendable {
         self.interactionLifetime = interactionLifetime
         self.signingKeyBits = signingKeyBits
         self.developmentMailbox = developmentMailbox
+        self.allowedHosts = Set(allowedHosts.map { $0.lowercased() })
     }
 
     var secureCookies: Bool { scheme == "https" }

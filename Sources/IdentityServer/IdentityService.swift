@@ -23,7 +23,23 @@ struct IdentityService: Sendable {
     /// only if it is a plain host[:port], so nothing odd reaches a URL, a page or a token.
     func origin(of request: Request) -> String {
         let authority = request.head.authority ?? ""
-        return "\(configuration.scheme)://\(Self.isPlainAuthority(authority) ? authority : configuration.defaultAuthority)"
+        return "\(configuration.scheme)://\(isAllowedHost(request) ? authority : configuration.defaultAuthority)"
+    }
+
+    /// Whether the request's `Host` is a plain host[:port] naming one of the allowed hosts.
+    func isAllowedHost(_ request: Request) -> Bool {
+        Self.isAllowed(authority: request.head.authority ?? "", in: configuration.allowedHosts)
+    }
+
+    static func isAllowed(authority: String, in allowed: Set<String>) -> Bool {
+        guard isPlainAuthority(authority) else { return false }
+        var host = authority
+        if host.hasPrefix("["), let end = host.firstIndex(of: "]") {
+            host = String(host[host.index(after: host.startIndex)..<end])
+        } else if let colon = host.lastIndex(of: ":") {
+            host = String(host[..<colon])
+        }
+        return allowed.contains(host.lowercased())
     }
 
     static func isPlainAuthority(_ authority: String) -> Bool {

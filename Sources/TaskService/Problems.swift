@@ -30,17 +30,21 @@ enum Problem {
             switch rejection {
             case .missing: return problem("unauthenticated", "Authentication required", .unauthorized, rejection.description)
             case .insufficientScope: return problem("insufficient-scope", "Insufficient scope", .forbidden, rejection.description)
-            case .authorityUnavailable: return problem("authority-unavailable", "Cannot validate tokens now", .serviceUnavailable, rejection.description)
+            case .authorityUnavailable:
+                return problem("authority-unavailable", "Cannot validate tokens now", .serviceUnavailable, rejection.description)
             default: return problem("invalid-token", "Invalid token", .unauthorized, rejection.description)
             }
         case .notFound: return problem("not-found", "Not found", .notFound, "There is no such task.")
         case .methodNotAllowed: return problem("method-not-allowed", "Method not allowed", .methodNotAllowed)
         case .malformedJSON(let detail): return problem("malformed-json", "Malformed JSON", .badRequest, detail)
-        case .unsupportedMediaType: return problem("unsupported-media-type", "Unsupported media type", .unsupportedMediaType, "Send application/json.")
+        case .unsupportedMediaType:
+            return problem("unsupported-media-type", "Unsupported media type", .unsupportedMediaType, "Send application/json.")
         case .payloadTooLarge: return problem("payload-too-large", "Payload too large", .contentTooLarge, "Bodies are limited to 64 KiB.")
         case .invalidField(let detail): return problem("invalid-field", "Invalid field", .unprocessableContent, detail)
         case .invalidQuery(let detail): return problem("invalid-query", "Invalid query parameter", .badRequest, detail)
-        case .versionMismatch: return problem("precondition-failed", "Precondition failed", .preconditionFailed, "The task has changed since the ETag given in If-Match.")
+        case .versionMismatch:
+            return problem(
+                "precondition-failed", "Precondition failed", .preconditionFailed, "The task has changed since the ETag given in If-Match.")
         case .unavailable: return problem("unavailable", "Service unavailable", .serviceUnavailable)
         }
     }
@@ -68,7 +72,8 @@ enum Problem {
         switch rejection {
         case .missing: return "Bearer realm=\"TodoB2C\""
         case .insufficientScope(let required):
-            return "Bearer realm=\"TodoB2C\", error=\"insufficient_scope\", error_description=\"\(description)\", scope=\"\(required.joined(separator: " "))\""
+            return
+                "Bearer realm=\"TodoB2C\", error=\"insufficient_scope\", error_description=\"\(description)\", scope=\"\(required.joined(separator: " "))\""
         default: return "Bearer realm=\"TodoB2C\", error=\"invalid_token\", error_description=\"\(description)\""
         }
     }
@@ -94,14 +99,17 @@ struct ProblemMiddleware: RouterMiddleware {
                     type: "urn:todob2c:problem:http-\(error.status.code)", title: error.status.reasonPhrase, status: error.status.code)
                 let body = (try? JSONEncoder().encode(document)) ?? Data()
                 return Response(
-                    status: error.status, headers: [.contentType: "application/problem+json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+                    status: error.status, headers: [.contentType: "application/problem+json"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: body)))
             }
         } catch {
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
-            let document = ProblemDetails(type: "urn:todob2c:problem:internal", title: "Internal error", status: 500, detail: "Request id \(context.requestID).")
+            let document = ProblemDetails(
+                type: "urn:todob2c:problem:internal", title: "Internal error", status: 500, detail: "Request id \(context.requestID).")
             let body = (try? JSONEncoder().encode(document)) ?? Data()
             return Response(
-                status: .internalServerError, headers: [.contentType: "application/problem+json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+                status: .internalServerError, headers: [.contentType: "application/problem+json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: body)))
         }
     }
 }

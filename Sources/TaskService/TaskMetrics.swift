@@ -16,8 +16,10 @@ public final class TaskMetrics: Sendable {
     func request(route: String, method: String, status: Int, duration: Duration) {
         let labels = [("route", route), ("method", method), ("status", String(status))]
         registry.makeCounter(name: "todo_http_requests_total", labels: labels).increment()
-        registry.makeDurationHistogram(name: "todo_http_request_duration_seconds", labels: [("route", route), ("method", method)], buckets: Self.buckets)
-            .record(duration)
+        registry.makeDurationHistogram(
+            name: "todo_http_request_duration_seconds", labels: [("route", route), ("method", method)], buckets: Self.buckets
+        )
+        .record(duration)
     }
 
     func tokenRejected(_ rejection: TokenRejection) {

@@ -33,16 +33,24 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         name: .customLong("authority"),
-        help: "A B2C authority the Task API trusts (repeatable), e.g. https://contoso.b2clogin.com/contoso.onmicrosoft.com/B2C_1_susi. Env: TODO_AUTHORITIES (space-separated). Default: every user flow of the built-in identity service.")
+        help:
+            "A B2C authority the Task API trusts (repeatable), e.g. https://contoso.b2clogin.com/contoso.onmicrosoft.com/B2C_1_susi. Env: TODO_AUTHORITIES (space-separated). Default: every user flow of the built-in identity service."
+    )
     var authorities: [String] = []
 
-    @Option(name: .customLong("audience"), help: "An accepted access-token audience (repeatable). Env: TODO_AUDIENCES. Default: the dev client id.")
+    @Option(
+        name: .customLong("audience"),
+        help: "An accepted access-token audience (repeatable). Env: TODO_AUDIENCES. Default: the dev client id.")
     var audiences: [String] = []
 
-    @Option(name: .customLong("required-scope"), help: "A scope the Task API requires (repeatable; any one suffices). Env: TODO_REQUIRED_SCOPES.")
+    @Option(
+        name: .customLong("required-scope"),
+        help: "A scope the Task API requires (repeatable; any one suffices). Env: TODO_REQUIRED_SCOPES.")
     var requiredScopes: [String] = []
 
-    @Option(name: .customLong("cors-origin"), help: "An origin allowed to call the Task API from a browser (repeatable, or *). Env: TODO_CORS_ORIGINS.")
+    @Option(
+        name: .customLong("cors-origin"),
+        help: "An origin allowed to call the Task API from a browser (repeatable, or *). Env: TODO_CORS_ORIGINS.")
     var corsOrigins: [String] = []
 
     @Option(help: "bcrypt cost for new password hashes (OWASP: at least 10). Env: TODO_PASSWORD_HASH_COST. Default: 10.")
@@ -65,7 +73,13 @@ struct Serve: AsyncParsableCommand {
         let displayHost = host == "0.0.0.0" || host == "::" ? "localhost" : (host.contains(":") ? "[\(host)]" : host)
         let authority = "\(displayHost):\(identityPort)"
         let configuration = IdentityServerConfiguration(
-            scheme: useTLS ? "https" : "http", defaultAuthority: authority, passwordHashCost: cost)
+            scheme: useTLS ? "https" : "http", defaultAuthority: authority, passwordHashCost: cost,
+            // The outbox shows password-reset codes: only on a machine-local server.
+            developmentMailbox: Self.isLoopback(host),
+            allowedHosts: [
+                "localhost", "127.0.0.1", "::1", host.lowercased(),
+                displayHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased(),
+            ])
         let (database, identity) = try await store.openIdentity(logger: logger, configuration: configuration)
 
         let tenantPath = tenantConfig ?? environment["TODO_TENANT_CONFIG"]
@@ -103,7 +117,9 @@ struct Serve: AsyncParsableCommand {
 
         let banner: @Sendable () -> Void = {
             [seed, caPath, dataDir = store.resolvedDataDir, database = DatabaseFactory.redacted(store.resolvedDatabaseURL)] in
-            Self.printBanner(baseURL: baseURL, apiAuthority: "\(displayHost):\(apiPort)", seed: seed, settingsPath: settingsPath, caPath: caPath, dataDir: dataDir, database: database)
+            Self.printBanner(
+                baseURL: baseURL, apiAuthority: "\(displayHost):\(apiPort)", seed: seed, settingsPath: settingsPath, caPath: caPath,
+                dataDir: dataDir, database: database)
         }
         let taskServer = try await makeTaskServer(
             database: database, seed: seed, identityBaseURL: baseURL, caPath: caPath, logger: logger)
@@ -137,7 +153,9 @@ struct Serve: AsyncParsableCommand {
 
     /// The Task API, trusting the given authorities or, by default, every user flow of the
     /// built-in identity service, and accepting the dev client id as audience.
-    func makeTaskServer(database: any Database, seed: DevTenantSeed, identityBaseURL: String, caPath: String?, logger: Logger) async throws -> TaskServer {
+    func makeTaskServer(database: any Database, seed: DevTenantSeed, identityBaseURL: String, caPath: String?, logger: Logger) async throws
+        -> TaskServer
+    {
         let environment = store.environment
         func list(_ flags: [String], _ variable: String) -> [String] {
             flags.isEmpty ? (environment[variable] ?? "").split(separator: " ").map(String.init) : flags
@@ -145,13 +163,16 @@ struct Serve: AsyncParsableCommand {
         var discovery = list(authorities, "TODO_AUTHORITIES").map(BearerPolicy.discoveryURL(forAuthority:))
         if discovery.isEmpty {
             let tenant = seed.tenant
-            for flow in ["B2C_1_susi", "B2C_1_sign_up", "B2C_1_sign_in", "B2C_1_facebook", "B2C_1_edit_profile", "B2C_1_reset", "B2C_1_ROPC"] {
+            for flow in [
+                "B2C_1_susi", "B2C_1_sign_up", "B2C_1_sign_in", "B2C_1_facebook", "B2C_1_edit_profile", "B2C_1_reset", "B2C_1_ROPC",
+            ] {
                 discovery.append("\(identityBaseURL)/\(tenant.name)/\(flow)/v2.0/.well-known/openid-configuration")
             }
         }
         var accepted = list(audiences, "TODO_AUDIENCES")
         if accepted.isEmpty { accepted = [seed.publicApp.clientIDString] }
-        let policy = BearerPolicy(discoveryURLs: discovery, audiences: accepted, requiredScopes: list(requiredScopes, "TODO_REQUIRED_SCOPES"))
+        let policy = BearerPolicy(
+            discoveryURLs: discovery, audiences: accepted, requiredScopes: list(requiredScopes, "TODO_REQUIRED_SCOPES"))
         let fetcher = try HTTPMetadataFetcher(additionalCACertificatePath: caPath)
         return try await TaskServer.make(
             configuration: TaskServiceConfiguration(policy: policy, corsAllowedOrigins: list(corsOrigins, "TODO_CORS_ORIGINS")),
@@ -162,8 +183,9 @@ struct Serve: AsyncParsableCommand {
         ["127.0.0.1", "localhost", "::1"].contains(host) || host.hasPrefix("127.")
     }
 
-    static func printBanner(baseURL: String, apiAuthority: String, seed: DevTenantSeed, settingsPath: String, caPath: String?, dataDir: String, database: String)
-    {
+    static func printBanner(
+        baseURL: String, apiAuthority: String, seed: DevTenantSeed, settingsPath: String, caPath: String?, dataDir: String, database: String
+    ) {
         let tenant = seed.tenant
         var lines = [
             "TodoB2C is running.",

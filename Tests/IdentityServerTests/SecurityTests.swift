@@ -216,11 +216,128 @@ struct SecurityTests {
             #expect(page.text.contains("/static/tenants/\(tenant.guid)/style.css"))
             let css = try await driver.get("/static/tenants/\(tenant.guid)/style.css")
             #expect(css.text.contains("rebeccapurple"))
+            // Applying the declaration again (every restart does) keeps the tenant's accounts.
+            let user = try await h.server.createLocalUser(
+                tenantID: tenant.id, email: "kept@fabrikam.com", displayName: "Kept", password: "Kept-Pass1")
+            _ = try await declaration.apply(to: h.server, baseDirectory: directory)
+            #expect(try await h.server.users.user(id: user.id) != nil)
             // The dev tenant's app is not registered in the declared tenant.
             let foreign = try await driver.get(
                 "/fabrikam.onmicrosoft.com/B2C_1_signin/oauth2/v2.0/authorize?client_id=\(h.clientID)&response_type=code&redirect_uri=http://localhost&scope=openid"
             )
             #expect(foreign.text.contains("AADB2C90018"))
+        }
+    }
+
+    @Test(
+        "Facebook is refused in local-only flows, and its callback must come from the browser that started", arguments: TestDatabase.engines
+    )
+    func federationBoundaries(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            // A local-only flow: going straight to the simulated provider is refused.
+            let page = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_sign_in"), harness: h)
+            let tx = try #require(page.formAction.flatMap { URLComponents(string: $0)?.queryItems?.first { $0.name == "tx" }?.value })
+            let callback = "\(IdentityHarness.origin)/\(h.tenant.name)/oauth2/authresp"
+            let direct = try await driver.get("/facebook.com/dialog/oauth?" + Form.encode([("state", tx), ("redirect_uri", callback)]))
+            #expect(direct.status == .badRequest)
+            #expect(direct.text.contains("does not offer Facebook"))
+
+            // A callback link finished in another browser (no CSRF cookie) is refused.
+            let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1_facebook")
+            let dialog = try await driver.start(attempt, harness: h)
+            let back = try await driver.post(
+                try #require(dialog.formAction),
+                [
+                    ("csrf_token", dialog.field("csrf_token") ?? ""), ("email", "fb@example.com"), ("name", "Fb User"),
+                    ("state", dialog.field("state") ?? ""), ("redirect_uri", dialog.field("redirect_uri") ?? ""),
+                ])
+            let link = try #require(back.location)
+            let victim = Driver(client: driver.client)
+            let refused = try await victim.get(link)
+            #expect(refused.status == .forbidden)
+            #expect(refused.location == nil)
+        }
+    }
+
+    @Test("the sign-in page exists only in flows that sign in", arguments: TestDatabase.engines)
+    func signInOnlyWhereItBelongs(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let reset = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_reset"), harness: h)
+            let tx = try #require(reset.formAction.flatMap { URLComponents(string: $0)?.queryItems?.first { $0.name == "tx" }?.value })
+            let signInURL = h.path("B2C_1_reset", "pages/signin") + "?tx=\(tx)"
+            #expect(try await driver.get(signInURL).status == .notFound)
+            let post = try await driver.post(
+                signInURL, [("csrf_token", reset.field("csrf_token") ?? ""), ("email", "alice@example.com"), ("password", "Passw0rd!")])
+            #expect(post.location == nil, "no code for a password-reset flow that reset nothing")
+        }
+    }
+
+    @Test("a password reset ends SSO sessions elsewhere", arguments: TestDatabase.engines)
+    func resetEndsSessions(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let user = try await h.addUser()
+            _ = try await driver.signIn(h, attempt: AuthorizationAttempt(harness: h), email: "alice@example.com")
+            var none = AuthorizationAttempt(harness: h)
+            none.extra = [("prompt", "none")]
+            #expect(try await driver.start(none, harness: h).redirectParameters["code"] != nil)
+            try await h.server.users.setPassword(id: user.id, hash: try await h.server.hasher.hash("Other-Pass1"), now: h.clock.now)
+            let after = try await driver.start(none, harness: h)
+            #expect(b2cCode(redirect: after) == "AADB2C90077")
+        }
+    }
+
+    @Test("a code presented by another client is refused and stays usable by its own client", arguments: TestDatabase.engines)
+    func codeBinding(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let attempt = AuthorizationAttempt(harness: h)
+            let code = try #require(try await driver.signIn(h, attempt: attempt, email: "alice@example.com").redirectParameters["code"])
+            let stolen = try await driver.post(
+                h.path("B2C_1_susi", "oauth2/v2.0/token"),
+                [
+                    ("grant_type", "authorization_code"), ("client_id", h.webClientID), ("client_secret", h.webSecret), ("code", code),
+                    ("redirect_uri", attempt.redirectURI), ("code_verifier", attempt.pkce.verifier),
+                ])
+            #expect(b2cCode(stolen) == "AADB2C90088")
+            let otherPolicy = try await driver.post(
+                h.path("B2C_1_sign_in", "oauth2/v2.0/token"),
+                [
+                    ("grant_type", "authorization_code"), ("client_id", h.clientID), ("code", code), ("redirect_uri", attempt.redirectURI),
+                    ("code_verifier", attempt.pkce.verifier),
+                ])
+            #expect(b2cCode(otherPolicy) == "AADB2C90088")
+            #expect(try await driver.redeem(h, attempt: attempt, code: code).status == .ok)
+        }
+    }
+
+    @Test("URLs and the dev outbox follow the Host header only for allowed host names (DNS rebinding)")
+    func allowedHosts() {
+        let allowed: Set<String> = ["localhost", "127.0.0.1", "::1"]
+        #expect(IdentityService.isAllowed(authority: "localhost:5080", in: allowed))
+        #expect(IdentityService.isAllowed(authority: "LOCALHOST", in: allowed))
+        #expect(IdentityService.isAllowed(authority: "[::1]:5080", in: allowed))
+        #expect(IdentityService.isAllowed(authority: "127.0.0.1:5080", in: allowed))
+        #expect(!IdentityService.isAllowed(authority: "attacker.example:5080", in: allowed))
+        #expect(!IdentityService.isAllowed(authority: "localhost.attacker.example", in: allowed))
+        #expect(!IdentityService.isAllowed(authority: "localhost:5080/evil", in: allowed))
+        #expect(!IdentityService.isAllowed(authority: "", in: allowed))
+    }
+
+    @Test("wrong verification codes count across re-sends", arguments: TestDatabase.engines)
+    func verificationAttempts(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let emailStep = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_reset"), harness: h)
+            var codeStep = try await driver.submit(emailStep, [("step", "send"), ("email", "alice@example.com")])
+            for _ in 0..<5 { _ = try await driver.submit(codeStep, [("step", "verify"), ("code", "999999x")]) }
+            let restart = try await driver.submit(codeStep, [("step", "restart")])
+            codeStep = try await driver.submit(restart, [("step", "send"), ("email", "alice@example.com")])
+            let code = try #require(
+                try await h.server.outbox(tenantID: h.tenant.id).first?.body.split(whereSeparator: { !$0.isNumber }).first { $0.count == 6 }
+            )
+            let blocked = try await driver.submit(codeStep, [("step", "verify"), ("code", String(code))])
+            #expect(blocked.text.contains("incorrect"), "the sixth try fails even with the right code")
         }
     }
 }

@@ -37,8 +37,15 @@ struct PasswordAuthenticator: Sendable {
                 metadata: ["oid": "\(user.objectID)", "failed_attempts": "\(state.failedAttempts)", "locked": "\(state.isLocked(at: now))"])
             return .invalid
         }
-        if user.lockout != LockoutState() {
-            _ = try await service.users.updateLockout(id: user.id) { policy.afterSuccess($0) }
+        // Guesses made in parallel all passed the check above; if they locked the account while
+        // this one was hashing, even a right password is refused now.
+        let state = try await service.users.updateLockout(id: user.id) { current in
+            if current.isLocked(at: now) { return current }
+            return policy.afterSuccess(current)
+        }
+        if state.isLocked(at: now) {
+            logger.info("sign-in refused: account locked during the attempt", metadata: ["oid": "\(user.objectID)"])
+            return .locked
         }
         if service.hasher.needsRehash(hash) {
             // OWASP: raise the work factor transparently at the next successful sign-in.

@@ -153,6 +153,8 @@ public struct SQLUserDirectory: UserDirectory {
                 .set("failed_attempts", to: 0).set("lockout_count", to: 0)
                 .set("locked_until", to: SQLLiteral.null).set("last_failed_fingerprint", to: SQLLiteral.null)
                 .where("id", .equal, key).run()
+            // A new password ends every other way in: SSO sessions and refresh tokens (OWASP ASVS V3.3).
+            try await sql.delete(from: "sso_sessions").where("user_id", .equal, key).run()
             try await sql.update("refresh_token_families").set("revoked_at", to: now.epochSeconds)
                 .set("revoked_reason", to: "password changed")
                 .where("user_id", .equal, key).where("revoked_at", .is, SQLLiteral.null).run()

@@ -14,6 +14,8 @@ struct SimulatedFacebook: Sendable {
 
     static let dialogPath = "/facebook.com/dialog/oauth"
 
+    static let notOffered = PageError(status: .badRequest, title: "Not available", message: "This sign-in does not offer Facebook.")
+
     static func authorizeURL(record: InteractionRecord) -> String {
         let callback = EndpointPath(
             tenantSegment: record.request.tenantSegment, policy: nil, placement: .none, endpoint: .federationCallback
@@ -46,7 +48,8 @@ struct SimulatedFacebook: Sendable {
             let parameters = request.method == .post ? form : query
             let callback = try checkedCallback(parameters["redirect_uri"], request: request)
             let record = try await flow.interaction(parameters["state"])
-            let (tenant, _) = try await flow.tenantAndFlow(of: record)
+            let (tenant, userFlow) = try await flow.tenantAndFlow(of: record)
+            guard userFlow.offersFacebook else { throw Self.notOffered }
             if request.method == .get {
                 let values: [String: Any] = [
                     "title": "Log in to Facebook (simulated)", "action": Self.dialogPath, "state": record.id,
@@ -104,6 +107,16 @@ struct SimulatedFacebook: Sendable {
             guard tenant.id == record.request.tenantID else {
                 throw PageError(status: .badRequest, title: "Invalid request", message: "The callback does not match the sign-in.")
             }
+            // The browser finishing the sign-in must be the one that started it, or an attacker
+            // could send a victim a callback link that signs the victim in as the attacker.
+            guard let cookie = request.cookies[InteractionFlow.csrfCookie]?.value,
+                Secrets.constantTimeEquals(Secrets.sha256Hex(cookie), record.csrfHash)
+            else {
+                throw PageError(
+                    status: .forbidden, title: "Request blocked",
+                    message: "This sign-in was started in another browser. Start again from the application.")
+            }
+            guard try await flow.tenantAndFlow(of: record).1.offersFacebook else { throw Self.notOffered }
             if query["error"] != nil { return try await flow.fail(record, with: .userCancelled, context: context) }
             guard let code = query.nonEmpty("code"), let taken = try await service.interactions.takeFederationCode(code, now: service.now),
                 taken.interactionID == record.id

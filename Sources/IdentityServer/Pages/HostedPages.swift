@@ -81,7 +81,11 @@ struct PageStep {
 
     // MARK: Sign in
 
+    /// Flows whose first step is the sign-in page.
+    private var signsIn: Bool { [.signIn, .signUpOrSignIn, .profileEdit].contains(userFlow.type) }
+
     func signInPage(error: String? = nil, email: String? = nil, status: HTTPResponse.Status = .ok) throws -> Response {
+        guard signsIn else { throw PageError(status: .notFound, title: "Not found", message: "This flow has no sign-in page.") }
         var values: [String: Any] = [
             "title": "Sign in", "action": flow.pageURL("signin", record: record),
             "email": email ?? record.request.loginHint ?? "", "localAccounts": userFlow.offersLocalAccounts,
@@ -104,8 +108,8 @@ struct PageStep {
     func signIn() async throws -> Response {
         let email = form["email"] ?? ""
         let password = form["password"] ?? ""
-        guard userFlow.offersLocalAccounts else {
-            throw PageError(status: .badRequest, title: "Not available", message: "This flow has no local accounts.")
+        guard signsIn, userFlow.offersLocalAccounts else {
+            throw PageError(status: .badRequest, title: "Not available", message: "This flow has no local-account sign-in.")
         }
         guard !email.isEmpty, !password.isEmpty else {
             return try signInPage(error: "Please enter your email address and password.", email: email, status: .badRequest)

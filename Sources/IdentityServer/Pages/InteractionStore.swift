@@ -76,13 +76,12 @@ struct SQLInteractionStore: InteractionStore {
     }
 
     func completeInteraction(id: String, now: Date) async throws -> Bool {
+        // One conditional UPDATE, so two concurrent submissions cannot both complete it.
         try await database.transaction { sql in
-            let open = try await sql.select().column("id").from("authorization_requests")
-                .where("id", .equal, id).where("completed_at", .is, SQLLiteral.null).first()
-            guard open != nil else { return false }
-            try await sql.update("authorization_requests").set("completed_at", to: now.epochSeconds)
-                .where("id", .equal, id).run()
-            return true
+            let rows = try await sql.raw(
+                "UPDATE authorization_requests SET completed_at = \(bind: now.epochSeconds) WHERE id = \(bind: id) AND completed_at IS NULL RETURNING id"
+            ).all()
+            return !rows.isEmpty
         }
     }
 
@@ -156,10 +155,14 @@ struct SQLInteractionStore: InteractionStore {
     }
 
     func saveVerificationCode(interactionID: String, email: String, code: String, expiresAt: Date) async throws {
-        let row = VerificationRow(
-            request_id: interactionID, email_lower: EmailAddress.normalized(email), code_hash: Secrets.sha256Hex(code),
-            attempts: 0, expires_at: expiresAt.epochSeconds)
         try await database.transaction { sql in
+            // Wrong tries survive a re-send, so asking for new codes does not reset the limit.
+            let previous =
+                try await sql.select().column("attempts").from("verification_codes")
+                .where("request_id", .equal, interactionID).first(decodingColumn: "attempts", as: Int64.self) ?? 0
+            let row = VerificationRow(
+                request_id: interactionID, email_lower: EmailAddress.normalized(email), code_hash: Secrets.sha256Hex(code),
+                attempts: previous, expires_at: expiresAt.epochSeconds)
             try await sql.delete(from: "verification_codes").where("request_id", .equal, interactionID).run()
             try await sql.insert(into: "verification_codes").model(row).run()
         }
@@ -168,10 +171,12 @@ struct SQLInteractionStore: InteractionStore {
     func checkVerificationCode(interactionID: String, email: String, code: String, now: Date) async throws -> Bool {
         let presented = Secrets.sha256Hex(code.trimmingCharacters(in: .whitespaces))
         let emailLower = EmailAddress.normalized(email)
+        let engine = database.engine
         return try await database.transaction { sql in
+            var select = sql.select().columns("*").from("verification_codes").where("request_id", .equal, interactionID)
+            if engine == .postgres { select = select.for(.update) }
             guard
-                let row = try await sql.select().columns("*").from("verification_codes")
-                    .where("request_id", .equal, interactionID).first(decoding: VerificationRow.self),
+                let row = try await select.first(decoding: VerificationRow.self),
                 row.email_lower == emailLower, row.expires_at > now.epochSeconds, row.attempts < 5
             else { return false }
             if Secrets.constantTimeEquals(row.code_hash, presented) {

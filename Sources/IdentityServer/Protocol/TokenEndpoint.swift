@@ -91,18 +91,18 @@ struct TokenEndpoint: Sendable {
     ) async throws -> Response {
         guard let code = form.nonEmpty("code") else { throw B2CError.missingParameter("code") }
         let grant: AuthorizationCodeGrant
-        switch try await service.grants.redeemCode(code, now: now) {
+        switch try await service.grants.redeemCode(code, clientID: client.clientIDString, policy: flow.name, now: now) {
         case .unknown: throw B2CError.malformedGrant
         case .replayed: throw B2CError.grantRevoked
         case .expired(let expired): throw B2CError.grantExpired(now: now, issued: expired.createdAt, expires: expired.expiresAt)
+        case .wrongBinding(let other):
+            if other.clientID != client.clientIDString {
+                throw B2CError.grantNotForThisEndpoint(actual: client.clientIDString, expected: other.clientID)
+            }
+            throw B2CError.grantNotForThisEndpoint(actual: flow.name, expected: other.policy)
         case .redeemed(let redeemed): grant = redeemed
         }
-        guard grant.tenantID == tenant.id, grant.clientID == client.clientIDString else {
-            throw B2CError.grantNotForThisEndpoint(actual: client.clientIDString, expected: grant.clientID)
-        }
-        guard grant.policy.lowercased() == flow.name.lowercased() else {
-            throw B2CError.grantNotForThisEndpoint(actual: flow.name, expected: grant.policy)
-        }
+        guard grant.tenantID == tenant.id else { throw B2CError.malformedGrant }
         // RFC 6749 §4.1.3: the redirect_uri must be identical to the one authorized.
         guard let redirectURI = form.nonEmpty("redirect_uri") else { throw B2CError.missingParameter("redirect_uri") }
         guard redirectURI == grant.redirectURI else {
@@ -115,12 +115,7 @@ struct TokenEndpoint: Sendable {
         let issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: grant.nonce,
             authTime: grant.authTime, newUser: grant.newUser, identityProvider: grant.identityProvider)
-        var refreshToken: String?
-        if scopes.offlineAccess {
-            let token = try await startFamily(issuance, now: now)
-            try await service.grants.attachFamily(token.familyID, toCode: code)
-            refreshToken = token.value
-        }
+        let refreshToken = scopes.offlineAccess ? try await startFamily(issuance, now: now, forCode: code) : nil
         return try await respond(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now)
     }
 
@@ -187,7 +182,7 @@ struct TokenEndpoint: Sendable {
         let issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: nil,
             authTime: now, newUser: false, identityProvider: .local)
-        let refreshToken = scopes.offlineAccess ? try await startFamily(issuance, now: now).value : nil
+        let refreshToken = scopes.offlineAccess ? try await startFamily(issuance, now: now, forCode: nil) : nil
         return try await respond(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now)
     }
 
@@ -231,7 +226,7 @@ struct TokenEndpoint: Sendable {
 
     // MARK: Response
 
-    private func startFamily(_ issuance: IssuanceContext, now: Date) async throws -> (familyID: String, value: String) {
+    private func startFamily(_ issuance: IssuanceContext, now: Date, forCode code: String?) async throws -> String {
         let token = Secrets.randomToken()
         let lifetimes = issuance.flow.lifetimes
         // The sliding window counts from the last time the user entered credentials
@@ -243,8 +238,8 @@ struct TokenEndpoint: Sendable {
             authTime: issuance.authTime, identityProvider: issuance.identityProvider, createdAt: now,
             slidingExpiresAt: sliding, revokedAt: nil)
         let expires = now.addingTimeInterval(TimeInterval(lifetimes.refreshTokenSeconds))
-        try await service.grants.createFamily(family, firstToken: token, tokenExpiresAt: min(expires, sliding ?? expires))
-        return (family.id, token)
+        try await service.grants.createFamily(family, firstToken: token, tokenExpiresAt: min(expires, sliding ?? expires), forCode: code)
+        return token
     }
 
     /// The B2C token response, fields in B2C's order, numbers as JSON numbers

@@ -43,6 +43,16 @@ public struct DevTenantSeed: Sendable {
     public var newWebAppSecret: String?
 }
 
+public enum SeedError: Error, CustomStringConvertible {
+    case noPublicApplication(String)
+
+    public var description: String {
+        switch self {
+        case .noPublicApplication(let tenant): "the default tenant \(tenant) has no public application for settings.json"
+        }
+    }
+}
+
 extension IdentityServer {
     /// Creates the dev tenant if no tenant exists yet; otherwise returns the existing default
     /// tenant's apps (and makes sure the web app's redirect URIs cover `apiPort`).
@@ -50,12 +60,15 @@ extension IdentityServer {
         let now = clock.now
         if let existing = try await tenants.defaultTenant() {
             let apps = try await tenants.applications(tenantID: existing.id)
-            guard let publicApp = apps.first(where: { $0.displayName == DevTenant.publicAppName }),
-                var webApp = apps.first(where: { $0.displayName == DevTenant.webAppName })
-            else {
+            let named = apps.first { $0.displayName == DevTenant.publicAppName }
+            guard let publicApp = named ?? apps.first(where: { $0.kind == .public }) else {
+                throw SeedError.noPublicApplication(existing.name)
+            }
+            guard var webApp = apps.first(where: { $0.displayName == DevTenant.webAppName }) else {
+                // A declared tenant: its own confidential app (if any) plays the web app.
                 return DevTenantSeed(
-                    tenant: existing, publicApp: apps.first { $0.kind == .public } ?? apps[0],
-                    webApp: apps.first { $0.kind == .confidential } ?? apps[0], newWebAppSecret: nil)
+                    tenant: existing, publicApp: publicApp, webApp: apps.first { $0.kind == .confidential } ?? publicApp,
+                    newWebAppSecret: nil)
             }
             let wanted = DevTenant.webRedirectURIs(apiPort: apiPort)
             if !Set(wanted).isSubset(of: webApp.redirectURIs) {

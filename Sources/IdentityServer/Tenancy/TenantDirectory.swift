@@ -179,8 +179,16 @@ public struct SQLTenantDirectory: TenantDirectory {
             if row.is_default {
                 try await sql.update("tenants").set("is_default", to: false).run()
             }
-            try await sql.delete(from: "tenants").where("id", .equal, row.id).run()
-            try await sql.insert(into: "tenants").model(row).run()
+            // Update in place: deleting the row would cascade to every user, app and grant of the tenant.
+            let exists = try await sql.select().column("id").from("tenants").where("id", .equal, row.id).first()
+            if exists == nil {
+                try await sql.insert(into: "tenants").model(row).run()
+            } else {
+                try await sql.update("tenants").set("name", to: row.name).set("name_lower", to: row.name_lower)
+                    .set("display_name", to: row.display_name).set("default_policy", to: row.default_policy)
+                    .set("page_templates_path", to: row.page_templates_path).set("is_default", to: row.is_default)
+                    .where("id", .equal, row.id).run()
+            }
         }
     }
 

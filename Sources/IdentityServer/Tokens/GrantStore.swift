@@ -6,12 +6,13 @@ import Storage
 public protocol GrantStore: Sendable {
     func saveCode(_ code: String, grant: AuthorizationCodeGrant) async throws
     /// Marks the code used and returns its grant, in one transaction; a second call reports
-    /// `.replayed` and revokes the refresh-token family the first redemption created.
-    func redeemCode(_ code: String, now: Date) async throws -> CodeRedemption
-    /// Records which refresh-token family a code redemption created, for replay revocation.
-    func attachFamily(_ familyID: String, toCode code: String) async throws
+    /// `.replayed` and revokes the refresh-token family the first redemption created. A code
+    /// presented by another client or at another user flow is refused and left unused.
+    func redeemCode(_ code: String, clientID: String, policy: String, now: Date) async throws -> CodeRedemption
 
-    func createFamily(_ family: RefreshTokenFamily, firstToken: String, tokenExpiresAt: Date) async throws
+    /// Stores a new family and its first token; with `code`, also records the family on the code
+    /// (in the same transaction), revoking it at once if the code was replayed meanwhile.
+    func createFamily(_ family: RefreshTokenFamily, firstToken: String, tokenExpiresAt: Date, forCode code: String?) async throws
     /// Validates `token`, and if it is good, marks it used and stores `replacement` in its
     /// family, atomically, so that two concurrent uses cannot both succeed.
     func rotateRefreshToken(
@@ -129,7 +130,7 @@ public struct SQLGrantStore: GrantStore {
         try await database.transaction { sql in try await sql.insert(into: "authorization_codes").model(row).run() }
     }
 
-    public func redeemCode(_ code: String, now: Date) async throws -> CodeRedemption {
+    public func redeemCode(_ code: String, clientID: String, policy: String, now: Date) async throws -> CodeRedemption {
         let hash = Secrets.sha256Hex(code)
         let engine = database.engine
         return try await database.transaction { sql in
@@ -138,7 +139,10 @@ public struct SQLGrantStore: GrantStore {
             guard let row = try await select.first(decoding: CodeRow.self), let grant = row.grant else {
                 return .unknown
             }
+            if grant.clientID != clientID || grant.policy.lowercased() != policy.lowercased() { return .wrongBinding(grant) }
             if row.redeemed_at != nil {
+                try await sql.update("authorization_codes").set("replayed_at", to: now.epochSeconds)
+                    .where("code_hash", .equal, hash).run()
                 if let family = row.family_id {
                     try await Self.revoke(family: family, reason: "authorization code replayed", now: now, sql: sql)
                 }
@@ -151,15 +155,7 @@ public struct SQLGrantStore: GrantStore {
         }
     }
 
-    public func attachFamily(_ familyID: String, toCode code: String) async throws {
-        let hash = Secrets.sha256Hex(code)
-        try await database.transaction { sql in
-            try await sql.update("authorization_codes").set("family_id", to: familyID)
-                .where("code_hash", .equal, hash).run()
-        }
-    }
-
-    public func createFamily(_ family: RefreshTokenFamily, firstToken: String, tokenExpiresAt: Date) async throws {
+    public func createFamily(_ family: RefreshTokenFamily, firstToken: String, tokenExpiresAt: Date, forCode code: String?) async throws {
         let familyRow = FamilyRow(family)
         let tokenRow = TokenRow(
             token_hash: Secrets.sha256Hex(firstToken), family_id: family.id, created_at: family.createdAt.epochSeconds,
@@ -167,6 +163,15 @@ public struct SQLGrantStore: GrantStore {
         try await database.transaction { sql in
             try await sql.insert(into: "refresh_token_families").model(familyRow).run()
             try await sql.insert(into: "refresh_tokens").model(tokenRow).run()
+            guard let code else { return }
+            let hash = Secrets.sha256Hex(code)
+            try await sql.update("authorization_codes").set("family_id", to: family.id).where("code_hash", .equal, hash).run()
+            let replayed =
+                try await sql.select().column("replayed_at").from("authorization_codes").where("code_hash", .equal, hash)
+                .first(decodingColumn: "replayed_at", as: Int64?.self) ?? nil
+            if replayed != nil {
+                try await Self.revoke(family: family.id, reason: "authorization code replayed", now: family.createdAt, sql: sql)
+            }
         }
     }
 

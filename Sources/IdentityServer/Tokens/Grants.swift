@@ -26,6 +26,8 @@ public enum CodeRedemption: Sendable {
     /// Presented a second time; what the first redemption issued has now been revoked
     /// (RFC 6749 §4.1.2: "the authorization server … SHOULD revoke … all tokens previously issued").
     case replayed
+    /// Issued to another client or user flow; left unredeemed.
+    case wrongBinding(AuthorizationCodeGrant)
 }
 
 /// The shared state of a chain of rotated refresh tokens. Rotation creates a new token in the

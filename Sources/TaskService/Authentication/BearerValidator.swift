@@ -176,7 +176,8 @@ public final class BearerValidator: Sendable {
         guard audiences.contains(where: { policy.audiences.contains($0) }) else { throw .wrongAudience }
         guard let exp = (claims["exp"] as? NSNumber)?.doubleValue else { throw .malformed("no exp") }
         guard Date(timeIntervalSince1970: exp).addingTimeInterval(policy.clockSkew) > now else { throw .expired }
-        if let nbf = (claims["nbf"] as? NSNumber)?.doubleValue, Date(timeIntervalSince1970: nbf) > now.addingTimeInterval(policy.clockSkew) {
+        if let nbf = (claims["nbf"] as? NSNumber)?.doubleValue, Date(timeIntervalSince1970: nbf) > now.addingTimeInterval(policy.clockSkew)
+        {
             throw .notYetValid
         }
         // B2C gives ID and access tokens the same `aud` and `typ`; only access tokens carry

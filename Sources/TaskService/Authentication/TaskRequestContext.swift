@@ -1,6 +1,6 @@
 import Foundation
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import Logging
 
 /// The Task API's request context: the authenticated user once the bearer middleware ran, and

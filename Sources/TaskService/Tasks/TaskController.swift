@@ -51,7 +51,8 @@ struct TaskController<Repository: TaskRepository>: Sendable {
         let user = try context.requireUser()
         let draft = try await JSONBody.decode(NewTask.self, from: request, context: context)
         guard let title = TaskLimits.normalizedTitle(draft.title) else { throw TaskAPIError.invalidField(Self.titleRule) }
-        let record = try await repository.create(owner: user.ownerID, ownerName: user.name, title: title, completed: draft.completed ?? false, now: Date())
+        let record = try await repository.create(
+            owner: user.ownerID, ownerName: user.name, title: title, completed: draft.completed ?? false, now: Date())
         var response = try JSONResponse.make(record.item, status: .created)
         response.headers[.location] = "/api/tasks/\(record.item.id.uuidString.lowercased())"
         response.headers[.eTag] = record.etag
@@ -78,7 +79,9 @@ struct TaskController<Repository: TaskRepository>: Sendable {
             guard let normalized = TaskLimits.normalizedTitle(title) else { throw TaskAPIError.invalidField(Self.titleRule) }
             patch.title = normalized
         }
-        switch try await repository.update(owner: user.ownerID, id: id, patch: patch, ifVersion: try Self.expectedVersion(request), now: Date()) {
+        switch try await repository.update(
+            owner: user.ownerID, id: id, patch: patch, ifVersion: try Self.expectedVersion(request), now: Date())
+        {
         case .notFound: throw TaskAPIError.notFound
         case .versionMismatch: throw TaskAPIError.versionMismatch
         case .updated(let record):
@@ -109,7 +112,8 @@ struct TaskController<Repository: TaskRepository>: Sendable {
     static func expectedVersion(_ request: Request) throws -> Int64? {
         guard let value = request.headers[.ifMatch]?.trimmingCharacters(in: .whitespaces), value != "*" else { return nil }
         let unquoted = value.hasPrefix("W/") ? String(value.dropFirst(2)) : value
-        guard unquoted.count >= 3, unquoted.first == "\"", unquoted.last == "\"", let version = Int64(unquoted.dropFirst().dropLast()) else {
+        guard unquoted.count >= 3, unquoted.first == "\"", unquoted.last == "\"", let version = Int64(unquoted.dropFirst().dropLast())
+        else {
             throw TaskAPIError.versionMismatch
         }
         return version
@@ -142,7 +146,8 @@ struct TutorialTaskController<Repository: TaskRepository>: Sendable {
         repeat {
             let page = try await repository.list(owner: user.ownerID, completed: nil, limit: TaskLimits.pageSizeMaximum, after: cursor)
             tasks += page.records.map {
-                TutorialTask(task: $0.item.title, completed: $0.item.completed, id: $0.item.id.uuidString.lowercased(), date: $0.item.createdAt)
+                TutorialTask(
+                    task: $0.item.title, completed: $0.item.completed, id: $0.item.id.uuidString.lowercased(), date: $0.item.createdAt)
             }
             cursor = page.next
         } while cursor != nil && tasks.count < 1000
@@ -157,7 +162,8 @@ struct TutorialTaskController<Repository: TaskRepository>: Sendable {
         }
         let record = try await repository.create(owner: user.ownerID, ownerName: user.name, title: title, completed: false, now: Date())
         var response = try JSONResponse.make(
-            TutorialTask(task: record.item.title, completed: false, id: record.item.id.uuidString.lowercased(), date: record.item.createdAt),
+            TutorialTask(
+                task: record.item.title, completed: false, id: record.item.id.uuidString.lowercased(), date: record.item.createdAt),
             status: .created)
         response.headers[.location] = "/api/tasks/\(record.item.id.uuidString.lowercased())"
         return response

@@ -50,7 +50,9 @@ public enum TaskUpdateResult: Sendable, Equatable {
 
 /// Per-user tasks. Every call is scoped by owner, so one user's id never reaches another's task.
 public protocol TaskRepository: Sendable {
-    func list(owner: String, completed: Bool?, limit: Int, after cursor: TaskCursor?) async throws -> (records: [TaskRecord], next: TaskCursor?)
+    func list(owner: String, completed: Bool?, limit: Int, after cursor: TaskCursor?) async throws -> (
+        records: [TaskRecord], next: TaskCursor?
+    )
     func get(owner: String, id: UUID) async throws -> TaskRecord?
     func create(owner: String, ownerName: String?, title: String, completed: Bool, now: Date) async throws -> TaskRecord
     func update(owner: String, id: UUID, patch: TaskPatch, ifVersion: Int64?, now: Date) async throws -> TaskUpdateResult
@@ -66,18 +68,22 @@ public struct SQLTaskRepository: TaskRepository {
 
     public init(database: any Database) { self.database = database }
 
-    public static let migrations = MigrationRunner(namespace: "tasks", migrations: [
-        Migration(version: 1, name: "tasks", [
-            """
-            CREATE TABLE tasks (
-                id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, title TEXT NOT NULL, completed BOOLEAN NOT NULL,
-                created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, completed_at BIGINT, owner_name TEXT,
-                version BIGINT NOT NULL)
-            """,
-            // Lists and cursor pages walk this index: O(log n) to the page, per owner.
-            "CREATE INDEX tasks_owner_created ON tasks (owner_id, created_at, id)",
+    public static let migrations = MigrationRunner(
+        namespace: "tasks",
+        migrations: [
+            Migration(
+                version: 1, name: "tasks",
+                [
+                    """
+                    CREATE TABLE tasks (
+                        id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, title TEXT NOT NULL, completed BOOLEAN NOT NULL,
+                        created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, completed_at BIGINT, owner_name TEXT,
+                        version BIGINT NOT NULL)
+                    """,
+                    // Lists and cursor pages walk this index: O(log n) to the page, per owner.
+                    "CREATE INDEX tasks_owner_created ON tasks (owner_id, created_at, id)",
+                ])
         ])
-    ])
 
     struct Row: Codable {
         var id: String
@@ -104,7 +110,9 @@ public struct SQLTaskRepository: TaskRepository {
 
     static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
 
-    public func list(owner: String, completed: Bool?, limit: Int, after cursor: TaskCursor?) async throws -> (records: [TaskRecord], next: TaskCursor?) {
+    public func list(owner: String, completed: Bool?, limit: Int, after cursor: TaskCursor?) async throws -> (
+        records: [TaskRecord], next: TaskCursor?
+    ) {
         let rows = try await database.read { sql in
             var query = sql.select().columns("*").from("tasks").where("owner_id", .equal, owner)
             if let completed { query = query.where("completed", .equal, completed) }
@@ -165,8 +173,9 @@ public struct SQLTaskRepository: TaskRepository {
     public func delete(owner: String, id: UUID, ifVersion: Int64?) async throws -> TaskUpdateResult {
         let key = id.uuidString.lowercased()
         return try await database.transaction { sql in
-            guard let row = try await sql.select().columns("*").from("tasks").where("id", .equal, key)
-                .where("owner_id", .equal, owner).first(decoding: Row.self), let record = row.record
+            guard
+                let row = try await sql.select().columns("*").from("tasks").where("id", .equal, key)
+                    .where("owner_id", .equal, owner).first(decoding: Row.self), let record = row.record
             else { return .notFound }
             if let ifVersion, ifVersion != row.version { return .versionMismatch }
             try await sql.delete(from: "tasks").where("id", .equal, key).where("owner_id", .equal, owner).run()
@@ -176,7 +185,8 @@ public struct SQLTaskRepository: TaskRepository {
 
     public func delete(owner: String, title: String) async throws -> Int {
         try await database.transaction { sql in
-            let count = try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("tasks")
+            let count =
+                try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("tasks")
                 .where("owner_id", .equal, owner).where("title", .equal, title).first(decodingColumn: "n", as: Int.self) ?? 0
             try await sql.delete(from: "tasks").where("owner_id", .equal, owner).where("title", .equal, title).run()
             return count
