@@ -121,6 +121,7 @@ public final class BearerValidator: Sendable {
     private let logger: Logger
     private let authorities = Mutex<[String: AuthorityKeys]>([:])
     private let lastAttempt = Mutex<[String: Date]>([:])
+    private let inflight = Mutex<[String: Task<AuthorityKeys?, Never>]>([:])
     private let accepted = Mutex<[String: AuthenticatedUser]>([:])
     private static let cacheLimit = 20_000
 
@@ -197,25 +198,45 @@ public final class BearerValidator: Sendable {
 
     /// The key `kid` and its authority's issuer; fetches key sets that are missing, and
     /// re-fetches for an unknown `kid` at most once per `keyRefreshInterval` per authority.
+    /// Concurrent requests share one fetch per authority.
     private func key(for kid: String, now: Date) async throws(TokenRejection) -> (String, _RSA.Signing.PublicKey) {
         if let found = lookup(kid) { return found }
         var anyLoaded = false
         for url in policy.discoveryURLs {
-            let known = authorities.withLock { $0[url] }
-            if known != nil { anyLoaded = true }
-            let last = lastAttempt.withLock { $0[url] }
-            if let last, now.timeIntervalSince(last) < (known == nil ? 5 : policy.keyRefreshInterval), now >= last { continue }
-            lastAttempt.withLock { $0[url] = now }
-            do {
-                let loaded = try await load(url, now: now)
-                authorities.withLock { $0[url] = loaded }
-                anyLoaded = true
-            } catch {
-                logger.warning("cannot fetch authority keys", metadata: ["discovery": "\(url)", "error": "\(error)"])
-            }
+            if await refresh(url, now: now) { anyLoaded = true }
         }
         if let found = lookup(kid) { return found }
         throw anyLoaded ? .unknownKey : .authorityUnavailable
+    }
+
+    /// Loads `url`'s keys unless that was done (or tried) too recently; returns whether keys for
+    /// it are known afterwards.
+    private func refresh(_ url: String, now: Date) async -> Bool {
+        let known = authorities.withLock { $0[url] } != nil
+        let task = inflight.withLock { running -> Task<AuthorityKeys?, Never>? in
+            if let existing = running[url] { return existing }
+            let last = lastAttempt.withLock { $0[url] }
+            // A failed first fetch is retried after 5 s; a refresh for an unknown kid after
+            // `keyRefreshInterval` (RFC 8725 leaves the rate to us; one a minute is B2C's advice).
+            if let last, now >= last, now.timeIntervalSince(last) < (known ? policy.keyRefreshInterval : 5) { return nil }
+            lastAttempt.withLock { $0[url] = now }
+            let task = Task { [self] () -> AuthorityKeys? in
+                do {
+                    return try await load(url, now: now)
+                } catch {
+                    logger.warning("cannot fetch authority keys", metadata: ["discovery": "\(url)", "error": "\(error)"])
+                    return nil
+                }
+            }
+            running[url] = task
+            return task
+        }
+        guard let task else { return known }
+        if let loaded = await task.value {
+            authorities.withLock { $0[url] = loaded }
+        }
+        inflight.withLock { _ = $0.removeValue(forKey: url) }
+        return authorities.withLock { $0[url] } != nil
     }
 
     private func lookup(_ kid: String) -> (String, _RSA.Signing.PublicKey)? {

@@ -1,0 +1,103 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Storage
+import TaskService
+import TestSupport
+import Testing
+import TodoModels
+
+@Suite("Bearer token validation (RFC 6750, RFC 8725)")
+struct BearerTests {
+    @Test("every forged, foreign or stale token gets 401 with a precise WWW-Authenticate")
+    func rejections() async throws {
+        let stranger = try MockAuthority()
+        try await TaskHarness.run(.sqlite) { h, client in
+            let a = h.authority
+            let now = Int(Date().timeIntervalSince1970)
+            let valid = a.token()
+            #expect(try await client.call(.get, "/api/tasks", token: valid).status == .ok)
+
+            let missing = try await client.call(.get, "/api/tasks", token: nil)
+            #expect(missing.status == .unauthorized)
+            #expect(missing.headers[.wwwAuthenticate] == "Bearer realm=\"TodoB2C\"")
+
+            var parts = valid.split(separator: ".").map(String.init)
+            parts[1] = MockAuthority.b64(
+                try JSONSerialization.data(withJSONObject: [
+                    "iss": a.issuer, "aud": MockAuthority.audience, "exp": now + 3600, "oid": "mallory", "azp": "x",
+                ]))
+            let altered = parts.joined(separator: ".")
+
+            let cases: [(String, String, String)] = [
+                ("empty", "", "No bearer token"),
+                ("none", a.unsignedToken(), "'none' is not accepted"),
+                ("hs256", a.hmacToken(), "'HS256' is not accepted"),
+                ("unknown kid", a.token(header: ["typ": "JWT", "alg": "RS256", "kid": "nobody"]), "unknown key"),
+                ("wrong iss", a.token(extra: ["iss": "https://evil.example/v2.0/"]), "issuer is not trusted"),
+                ("wrong aud", a.token(extra: ["aud": "someone-else"]), "audience is not this API"),
+                ("expired", a.token(extra: ["exp": now - 600]), "has expired"),
+                ("not yet", a.token(extra: ["nbf": now + 600]), "not valid yet"),
+                ("altered", altered, "signature is invalid"),
+                ("id token", a.token(removing: ["scp", "azp"]), "not an access token"),
+                ("other authority", stranger.token(), "unknown key"),
+                ("garbage", "abc.def", "malformed"),
+            ]
+            for (label, token, fragment) in cases {
+                let response = try await client.call(.get, "/api/tasks", token: token)
+                #expect(response.status == .unauthorized, "\(label)")
+                let challenge = response.headers[.wwwAuthenticate] ?? ""
+                if label != "empty" { #expect(challenge.contains("error=\"invalid_token\""), "\(label): \(challenge)") }
+                #expect((challenge + response.text).contains(fragment), "\(label): \(challenge)")
+                #expect(response.headers[.contentType] == "application/problem+json", "\(label)")
+            }
+            // Within the 5-minute skew, an expired token still works.
+            #expect(try await client.call(.get, "/api/tasks", token: a.token(extra: ["exp": now - 100])).status == .ok)
+            // An oversized token is refused before any work.
+            #expect(try await client.call(.get, "/api/tasks", token: String(repeating: "a", count: 20_000)).status == .unauthorized)
+        }
+    }
+
+    @Test("a required scope is enforced with 403 insufficient_scope")
+    func requiredScope() async throws {
+        try await TaskHarness.run(.sqlite, requiredScopes: ["tasks.write"]) { h, client in
+            #expect(try await client.call(.get, "/api/tasks", token: h.authority.token()).status == .ok)
+            let readOnly = try await client.call(.get, "/api/tasks", token: h.authority.token(extra: ["scp": "tasks.read"]))
+            #expect(readOnly.status == .forbidden)
+            #expect(readOnly.headers[.wwwAuthenticate]?.contains("error=\"insufficient_scope\"") == true)
+            #expect(readOnly.headers[.wwwAuthenticate]?.contains("scope=\"tasks.write\"") == true)
+        }
+    }
+
+    @Test("an unreachable authority is a 503, not the client's fault")
+    func unreachableAuthority() async throws {
+        try await TestDatabase.with(.sqlite) { database in
+            let policy = BearerPolicy(discoveryURLs: ["http://127.0.0.1:9/nothing/.well-known/openid-configuration"], audiences: ["x"])
+            let fetcher = try HTTPMetadataFetcher()
+            let server = try await TaskServer.make(
+                configuration: .init(policy: policy), database: database, fetcher: fetcher, logger: TestDatabase.logger)
+            let token = try MockAuthority().token()
+            try await Application(router: server.buildRouter(), logger: TestDatabase.logger).test(.router) { client in
+                let response = try await client.call(.get, "/api/tasks", token: token)
+                #expect(response.status == .serviceUnavailable)
+                #expect(response.headers[.retryAfter] != nil)
+            }
+            try await fetcher.shutdown()
+        }
+    }
+
+    @Test("authority URLs in every B2C shape map to their discovery document")
+    func discoveryURLs() {
+        #expect(
+            BearerPolicy.discoveryURL(forAuthority: "https://c.b2clogin.com/c.onmicrosoft.com/B2C_1_susi")
+                == "https://c.b2clogin.com/c.onmicrosoft.com/B2C_1_susi/v2.0/.well-known/openid-configuration")
+        #expect(
+            BearerPolicy.discoveryURL(forAuthority: "https://c.b2clogin.com/tfp/c.onmicrosoft.com/B2C_1_susi/")
+                == "https://c.b2clogin.com/tfp/c.onmicrosoft.com/B2C_1_susi/v2.0/.well-known/openid-configuration")
+        #expect(
+            BearerPolicy.discoveryURL(forAuthority: "https://h/t/B2C_1_x/v2.0")
+                == "https://h/t/B2C_1_x/v2.0/.well-known/openid-configuration")
+        let full = "https://h/t/v2.0/.well-known/openid-configuration?p=B2C_1_x"
+        #expect(BearerPolicy.discoveryURL(forAuthority: full) == full)
+    }
+}

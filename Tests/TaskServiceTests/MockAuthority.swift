@@ -1,0 +1,95 @@
+import Crypto
+import CryptoExtras
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import TestSupport
+
+/// A stand-in authority for the Task API's tests: a real HTTP server on loopback that serves a
+/// discovery document and a JWKS for its own RSA key, and mints tokens with that key (or with
+/// whatever an attacker would try).
+struct MockAuthority: Sendable {
+    let key: _RSA.Signing.PrivateKey
+    let kid: String
+    var issuer: String
+
+    static let audience = "11111111-2222-3333-4444-555555555555"
+
+    init(issuer: String = "http://issuer.test/\(UUID().uuidString.lowercased())/v2.0/") throws {
+        key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        kid = "kid-\(UUID().uuidString.prefix(8))"
+        self.issuer = issuer
+    }
+
+    static func b64(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    var jwks: String {
+        let primitives = try! key.publicKey.getKeyPrimitives()
+        return
+            "{\"keys\":[{\"kid\":\"\(kid)\",\"use\":\"sig\",\"kty\":\"RSA\",\"e\":\"\(Self.b64(primitives.publicExponent))\",\"n\":\"\(Self.b64(primitives.modulus))\"}]}"
+    }
+
+    /// Runs the authority on a free port for the duration of `body`, which gets its discovery URL.
+    func serve<T: Sendable>(_ body: @Sendable (String) async throws -> T) async throws -> T {
+        let router = Router()
+        let jwks = self.jwks
+        let issuer = self.issuer
+        router.get("auth/jwks") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: jwks)))
+        }
+        // The JWKS URL follows the Host the fetcher used, so the port need not be known up front.
+        router.get("auth/.well-known/openid-configuration") { request, _ in
+            let base = "http://\(request.head.authority ?? "127.0.0.1")"
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: "{\"issuer\":\"\(issuer)\",\"jwks_uri\":\"\(base)/auth/jwks\"}")))
+        }
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: TestDatabase.logger)
+        return try await app.test(.live) { client in
+            try await body("http://127.0.0.1:\(client.port!)/auth/.well-known/openid-configuration")
+        }
+    }
+
+    /// A signed token. `claims` override the defaults (an access token for user `oid`).
+    func token(
+        oid: String = "user-a", name: String = "Alice", extra: [String: Any] = [:], header: [String: Any]? = nil, removing: [String] = []
+    ) -> String {
+        let now = Int(Date().timeIntervalSince1970)
+        var claims: [String: Any] = [
+            "iss": issuer, "aud": Self.audience, "exp": now + 3600, "nbf": now - 10, "iat": now - 10, "oid": oid, "sub": oid,
+            "name": name, "azp": "client-app", "scp": "tasks.read tasks.write", "ver": "1.0",
+        ]
+        for (key, value) in extra { claims[key] = value }
+        for key in removing { claims.removeValue(forKey: key) }
+        let headerJSON = try! JSONSerialization.data(
+            withJSONObject: header ?? ["typ": "JWT", "alg": "RS256", "kid": kid], options: [.sortedKeys])
+        let payload = try! JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys])
+        let input = Self.b64(headerJSON) + "." + Self.b64(payload)
+        let signature = try! key.signature(for: Data(input.utf8), padding: .insecurePKCS1v1_5).rawRepresentation
+        return input + "." + Self.b64(signature)
+    }
+
+    /// The classic RS/HS confusion attack: HS256 with the public key's PEM as the HMAC secret.
+    func hmacToken(oid: String = "user-a") -> String {
+        let now = Int(Date().timeIntervalSince1970)
+        let header = try! JSONSerialization.data(withJSONObject: ["typ": "JWT", "alg": "HS256", "kid": kid], options: [.sortedKeys])
+        let payload = try! JSONSerialization.data(
+            withJSONObject: ["iss": issuer, "aud": Self.audience, "exp": now + 3600, "oid": oid, "azp": "x"], options: [.sortedKeys])
+        let input = Self.b64(header) + "." + Self.b64(payload)
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: Data(input.utf8), using: SymmetricKey(data: Data(key.publicKey.pemRepresentation.utf8)))
+        return input + "." + Self.b64(Data(mac))
+    }
+
+    func unsignedToken(oid: String = "user-a") -> String {
+        let now = Int(Date().timeIntervalSince1970)
+        let header = try! JSONSerialization.data(withJSONObject: ["typ": "JWT", "alg": "none"], options: [.sortedKeys])
+        let payload = try! JSONSerialization.data(
+            withJSONObject: ["iss": issuer, "aud": Self.audience, "exp": now + 3600, "oid": oid, "azp": "x"], options: [.sortedKeys])
+        return Self.b64(header) + "." + Self.b64(payload) + "."
+    }
+}

@@ -1,0 +1,224 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Storage
+import TaskService
+import TestSupport
+import Testing
+import TodoModels
+
+/// The Task API on a real database, trusting a mock authority served over real HTTP.
+struct TaskHarness: Sendable {
+    let authority: MockAuthority
+    let server: TaskServer
+
+    static func run(
+        _ engine: DatabaseEngine, requiredScopes: [String] = [],
+        _ body: @Sendable (TaskHarness, any TestClientProtocol) async throws -> Void
+    ) async throws {
+        let authority = try MockAuthority()
+        try await authority.serve { discovery in
+            try await TestDatabase.with(engine) { database in
+                let policy = BearerPolicy(discoveryURLs: [discovery], audiences: [MockAuthority.audience], requiredScopes: requiredScopes)
+                let fetcher = try HTTPMetadataFetcher()
+                let server = try await TaskServer.make(
+                    configuration: TaskServiceConfiguration(policy: policy), database: database, fetcher: fetcher,
+                    logger: TestDatabase.logger)
+                let app = Application(router: server.buildRouter(), logger: TestDatabase.logger)
+                do {
+                    try await app.test(.router) { client in try await body(TaskHarness(authority: authority, server: server), client) }
+                    try await fetcher.shutdown()
+                } catch {
+                    try? await fetcher.shutdown()
+                    throw error
+                }
+            }
+        }
+    }
+}
+
+extension TestClientProtocol {
+    func call(
+        _ method: HTTPRequest.Method, _ uri: String, token: String?, json: String? = nil, headers: HTTPFields = [:]
+    ) async throws -> TestResponse {
+        var headers = headers
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        if json != nil, headers[.contentType] == nil { headers[.contentType] = "application/json" }
+        return try await execute(uri: uri, method: method, headers: headers, body: json.map { ByteBuffer(string: $0) })
+    }
+}
+
+extension TestResponse {
+    var text: String { String(buffer: body) }
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return try decoder.decode(type, from: Data(buffer: body))
+    }
+    var problemType: String? { (try? decode(ProblemDetails.self))?.type }
+}
+
+@Suite("Task API: resource, isolation and errors")
+struct TaskAPITests {
+    @Test("create, get, list, patch with ETag, delete — and another user sees none of it", arguments: TestDatabase.engines)
+    func crudAndIsolation(engine: DatabaseEngine) async throws {
+        try await TaskHarness.run(engine) { h, client in
+            let alice = h.authority.token(oid: "alice")
+            let bob = h.authority.token(oid: "bob", name: "Bob")
+            let created = try await client.call(.post, "/api/tasks", token: alice, json: #"{"title":"  Buy milk  "}"#)
+            #expect(created.status == .created)
+            let task = try created.decode(TaskItem.self)
+            #expect(task.title == "Buy milk")
+            #expect(task.ownerName == "Alice")
+            #expect(created.headers[.location] == "/api/tasks/\(task.id.uuidString.lowercased())")
+            let etag = try #require(created.headers[.eTag])
+
+            let fetched = try await client.call(.get, "/api/tasks/\(task.id)", token: alice)
+            #expect(try fetched.decode(TaskItem.self) == task)
+            #expect(
+                try await client.call(.get, "/api/tasks/\(task.id)", token: alice, headers: [.ifNoneMatch: etag]).status == .notModified)
+
+            // Bob cannot read, change or delete it, and cannot tell that it exists.
+            #expect(try await client.call(.get, "/api/tasks/\(task.id)", token: bob).status == .notFound)
+            #expect(try await client.call(.patch, "/api/tasks/\(task.id)", token: bob, json: #"{"completed":true}"#).status == .notFound)
+            #expect(try await client.call(.delete, "/api/tasks/\(task.id)", token: bob).status == .notFound)
+            #expect(try await client.call(.get, "/api/tasks", token: bob).decode(TaskPage.self).items.isEmpty)
+
+            let stale = try await client.call(
+                .patch, "/api/tasks/\(task.id)", token: alice, json: #"{"completed":true}"#, headers: [.ifMatch: "\"99\""])
+            #expect(stale.status == .preconditionFailed)
+            let done = try await client.call(
+                .patch, "/api/tasks/\(task.id)", token: alice, json: #"{"completed":true}"#, headers: [.ifMatch: etag])
+            #expect(done.status == .ok)
+            let completed = try done.decode(TaskItem.self)
+            #expect(completed.completed)
+            #expect(completed.completedAt != nil)
+            #expect(done.headers[.eTag] != etag)
+            #expect(
+                try await client.call(.delete, "/api/tasks/\(task.id)", token: alice, headers: [.ifMatch: etag]).status
+                    == .preconditionFailed)
+            #expect(try await client.call(.delete, "/api/tasks/\(task.id)", token: alice).status == .noContent)
+            #expect(try await client.call(.get, "/api/tasks/\(task.id)", token: alice).status == .notFound)
+        }
+    }
+
+    @Test("lists are newest first, filter on completed and page through an opaque cursor", arguments: TestDatabase.engines)
+    func paging(engine: DatabaseEngine) async throws {
+        try await TaskHarness.run(engine) { h, client in
+            let token = h.authority.token()
+            for index in 0..<7 {
+                let body = #"{"title":"task \#(index)","completed":\#(index % 2 == 0)}"#
+                #expect(try await client.call(.post, "/api/tasks", token: token, json: body).status == .created)
+            }
+            var titles: [String] = []
+            var uri = "/api/tasks?limit=3"
+            var pages = 0
+            while true {
+                let response = try await client.call(.get, uri, token: token)
+                let page = try response.decode(TaskPage.self)
+                titles += page.items.map(\.title)
+                pages += 1
+                guard let next = page.nextCursor else {
+                    #expect(response.headers[.init("Link")!] == nil)
+                    break
+                }
+                #expect(response.headers[.init("Link")!]?.contains("rel=\"next\"") == true)
+                uri = "/api/tasks?limit=3&cursor=\(next)"
+            }
+            #expect(pages == 3)
+            #expect(titles == (0..<7).reversed().map { "task \($0)" })
+            let open = try await client.call(.get, "/api/tasks?completed=false", token: token).decode(TaskPage.self)
+            #expect(open.items.map(\.title) == ["task 5", "task 3", "task 1"])
+            #expect(try await client.call(.get, "/api/tasks?limit=101", token: token).status == .badRequest)
+            #expect(try await client.call(.get, "/api/tasks?cursor=bogus", token: token).status == .badRequest)
+            #expect(try await client.call(.get, "/api/tasks?completed=maybe", token: token).status == .badRequest)
+        }
+    }
+
+    @Test("bad input gets a problem document with a stable type", arguments: TestDatabase.engines)
+    func badInput(engine: DatabaseEngine) async throws {
+        try await TaskHarness.run(engine) { h, client in
+            let token = h.authority.token()
+            let malformed = try await client.call(.post, "/api/tasks", token: token, json: #"{"title":"#)
+            #expect(malformed.status == .badRequest)
+            #expect(malformed.headers[.contentType] == "application/problem+json")
+            #expect(malformed.problemType == "urn:todob2c:problem:malformed-json")
+            let form = try await client.call(
+                .post, "/api/tasks", token: token, json: "title=x", headers: [.contentType: "application/x-www-form-urlencoded"])
+            #expect(form.status == .unsupportedMediaType)
+            #expect(try await client.call(.post, "/api/tasks", token: token, json: #"{"title":"   "}"#).status == .unprocessableContent)
+            let long = String(repeating: "x", count: 1001)
+            #expect(
+                try await client.call(.post, "/api/tasks", token: token, json: #"{"title":"\#(long)"}"#).status == .unprocessableContent)
+            #expect(try await client.call(.post, "/api/tasks", token: token, json: #"{"nothing":1}"#).status == .unprocessableContent)
+            let huge = #"{"title":"\#(String(repeating: "y", count: 70_000))"}"#
+            let tooLarge = try await client.call(.post, "/api/tasks", token: token, json: huge)
+            #expect(tooLarge.status == .contentTooLarge)
+            #expect(tooLarge.problemType == "urn:todob2c:problem:payload-too-large")
+            #expect(try await client.call(.get, "/api/tasks/not-a-uuid", token: token).status == .notFound)
+            #expect(try await client.call(.get, "/api/tasks/\(UUID())", token: token).problemType == "urn:todob2c:problem:not-found")
+            // SQL metacharacters and emoji are stored and returned verbatim.
+            let tricky = "Robert'); DROP TABLE tasks;-- 🎉 \\ \" ∑"
+            let body = String(data: try JSONEncoder().encode(NewTask(title: tricky)), encoding: .utf8)!
+            let created = try await client.call(.post, "/api/tasks", token: token, json: body).decode(TaskItem.self)
+            #expect(created.title == tricky)
+            #expect(try await client.call(.get, "/api/tasks/\(created.id)", token: token).decode(TaskItem.self).title == tricky)
+            #expect(try await client.call(.get, "/api/tasks", token: token).decode(TaskPage.self).items.count == 1)
+            #expect(!(try await client.call(.get, "/api/tasks/\(UUID())", token: token).text.contains("SELECT")))
+        }
+    }
+
+    @Test("the tutorials' /tasks format: array of {task}, POST {task}, DELETE with a JSON body", arguments: TestDatabase.engines)
+    func tutorialFormat(engine: DatabaseEngine) async throws {
+        try await TaskHarness.run(engine) { h, client in
+            let token = h.authority.token()
+            #expect(try await client.call(.post, "/tasks", token: token, json: #"{"task":"walk the dog"}"#).status == .created)
+            #expect(try await client.call(.post, "/tasks", token: token, json: #"{"task":"feed the cat"}"#).status == .created)
+            let list = try await client.call(.get, "/tasks", token: token)
+            let items = try #require(try JSONSerialization.jsonObject(with: Data(buffer: list.body)) as? [[String: Any]])
+            #expect(items.compactMap { $0["task"] as? String } == ["feed the cat", "walk the dog"])
+            #expect(try await client.call(.delete, "/tasks", token: token, json: #"{"task":"walk the dog"}"#).status == .noContent)
+            let after =
+                try JSONSerialization.jsonObject(with: Data(buffer: try await client.call(.get, "/tasks", token: token).body))
+                as? [[String: Any]]
+            #expect(after?.count == 1)
+            #expect(try await client.call(.post, "/tasks", token: token, json: #"{}"#).status == .unprocessableContent)
+        }
+    }
+
+    @Test("1000 concurrent creates by one user are all stored", arguments: TestDatabase.engines)
+    func concurrentCreates(engine: DatabaseEngine) async throws {
+        try await TaskHarness.run(engine) { h, client in
+            let token = h.authority.token()
+            try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for index in 0..<1000 {
+                    group.addTask { try await client.call(.post, "/api/tasks", token: token, json: #"{"title":"t\#(index)"}"#).status }
+                }
+                for try await status in group { #expect(status == .created) }
+            }
+            var count = 0
+            var cursor: String?
+            repeat {
+                let page = try await client.call(.get, "/api/tasks?limit=100" + (cursor.map { "&cursor=\($0)" } ?? ""), token: token)
+                    .decode(TaskPage.self)
+                count += page.items.count
+                cursor = page.nextCursor
+            } while cursor != nil
+            #expect(count == 1000)
+        }
+    }
+
+    @Test("health, readiness and metrics answer without a token")
+    func operations() async throws {
+        try await TaskHarness.run(.sqlite) { h, client in
+            #expect(try await client.call(.get, "/healthz", token: nil).status == .ok)
+            #expect(try await client.call(.get, "/readyz", token: nil).status == .ok)
+            _ = try await client.call(.get, "/api/tasks", token: "garbage")
+            _ = try await client.call(.get, "/api/tasks", token: h.authority.token())
+            let metrics = try await client.call(.get, "/metrics", token: nil).text
+            #expect(metrics.contains("todo_http_requests_total"))
+            #expect(metrics.contains("route=\"/api/tasks\""))
+            #expect(metrics.contains("todo_token_validation_failures_total{reason=\"malformed\"}"))
+        }
+    }
+}
