@@ -12,6 +12,22 @@ public struct TaskItem: Codable, Sendable, Equatable, Identifiable {
     /// The `name` claim of the token that created the task.
     public var ownerName: String?
 
+    enum CodingKeys: String, CodingKey {
+        case id, title, completed, createdAt, updatedAt, completedAt, ownerName
+    }
+
+    /// Ids go on the wire in lowercase, the form of every other id in the system (and of `Location`).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id.uuidString.lowercased(), forKey: .id)
+        try container.encode(title, forKey: .title)
+        try container.encode(completed, forKey: .completed)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(updatedAt, forKey: .updatedAt)
+        try container.encodeIfPresent(completedAt, forKey: .completedAt)
+        try container.encodeIfPresent(ownerName, forKey: .ownerName)
+    }
+
     public init(
         id: UUID, title: String, completed: Bool, createdAt: Date, updatedAt: Date, completedAt: Date? = nil,
         ownerName: String? = nil

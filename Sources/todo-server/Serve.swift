@@ -53,6 +53,12 @@ struct Serve: AsyncParsableCommand {
         help: "An origin allowed to call the Task API from a browser (repeatable, or *). Env: TODO_CORS_ORIGINS.")
     var corsOrigins: [String] = []
 
+    @Option(help: "Run one part only: identity or api (the API then needs --authority and --audience). Env: TODO_ONLY.")
+    var only: String?
+
+    @Option(help: "An extra CA certificate (PEM) to trust when fetching authority metadata. Env: TODO_AUTHORITY_CA.")
+    var authorityCA: String?
+
     @Option(help: "bcrypt cost for new password hashes (OWASP: at least 10). Env: TODO_PASSWORD_HASH_COST. Default: 10.")
     var passwordHashCost: UInt8?
 
@@ -71,6 +77,12 @@ struct Serve: AsyncParsableCommand {
         }
 
         let displayHost = host == "0.0.0.0" || host == "::" ? "localhost" : (host.contains(":") ? "[\(host)]" : host)
+        let mode = only ?? environment["TODO_ONLY"] ?? "all"
+        guard ["all", "identity", "api"].contains(mode) else { throw ValidationError("--only must be identity or api") }
+        if mode == "api" {
+            try await runAPIOnly(host: host, displayHost: displayHost, apiPort: apiPort, logger: logger)
+            return
+        }
         let authority = "\(displayHost):\(identityPort)"
         let configuration = IdentityServerConfiguration(
             scheme: useTLS ? "https" : "http", defaultAuthority: authority, passwordHashCost: cost,
@@ -132,13 +144,12 @@ struct Serve: AsyncParsableCommand {
             configuration: ApplicationConfiguration(address: .hostname(host, port: identityPort), serverName: "TodoB2C"),
             onServerRunning: { _ in banner() },
             logger: logger)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: identityApp)]
+        if mode == "all" { services.append(.init(service: apiApp)) }
+        services.append(.init(service: SweepService(identity: identity, logger: logger), successTerminationBehavior: .ignore))
         let group = ServiceGroup(
             configuration: .init(
-                services: [
-                    .init(service: identityApp),
-                    .init(service: apiApp),
-                    .init(service: SweepService(identity: identity, logger: logger), successTerminationBehavior: .ignore),
-                ],
+                services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
@@ -173,10 +184,52 @@ struct Serve: AsyncParsableCommand {
         if accepted.isEmpty { accepted = [seed.publicApp.clientIDString] }
         let policy = BearerPolicy(
             discoveryURLs: discovery, audiences: accepted, requiredScopes: list(requiredScopes, "TODO_REQUIRED_SCOPES"))
-        let fetcher = try HTTPMetadataFetcher(additionalCACertificatePath: caPath)
+        let fetcher = try HTTPMetadataFetcher(additionalCACertificatePath: authorityCA ?? environment["TODO_AUTHORITY_CA"] ?? caPath)
         return try await TaskServer.make(
             configuration: TaskServiceConfiguration(policy: policy, corsAllowedOrigins: list(corsOrigins, "TODO_CORS_ORIGINS")),
             database: database, fetcher: fetcher, logger: logger)
+    }
+
+    /// `--only api`: the Task API alone, in front of any B2C-shaped authority (SPEC §3), e.g. a
+    /// real tenant's `https://<tenant>.b2clogin.com/<tenant>.onmicrosoft.com/<policy>`.
+    func runAPIOnly(host: String, displayHost: String, apiPort: Int, logger: Logger) async throws {
+        let environment = store.environment
+        let trusted = authorities.isEmpty ? (environment["TODO_AUTHORITIES"] ?? "").split(separator: " ").map(String.init) : authorities
+        let accepted = audiences.isEmpty ? (environment["TODO_AUDIENCES"] ?? "").split(separator: " ").map(String.init) : audiences
+        guard !trusted.isEmpty, !accepted.isEmpty else {
+            throw ValidationError("--only api needs --authority and --audience (or TODO_AUTHORITIES and TODO_AUDIENCES)")
+        }
+        try store.prepareDataDir()
+        let database = try await DatabaseFactory.open(url: store.resolvedDatabaseURL, logger: logger)
+        let scopes =
+            requiredScopes.isEmpty ? (environment["TODO_REQUIRED_SCOPES"] ?? "").split(separator: " ").map(String.init) : requiredScopes
+        let origins = corsOrigins.isEmpty ? (environment["TODO_CORS_ORIGINS"] ?? "").split(separator: " ").map(String.init) : corsOrigins
+        let policy = BearerPolicy(
+            discoveryURLs: trusted.map(BearerPolicy.discoveryURL(forAuthority:)), audiences: accepted, requiredScopes: scopes)
+        let fetcher = try HTTPMetadataFetcher(additionalCACertificatePath: authorityCA ?? environment["TODO_AUTHORITY_CA"])
+        let tasks = try await TaskServer.make(
+            configuration: TaskServiceConfiguration(policy: policy, corsAllowedOrigins: origins), database: database, fetcher: fetcher,
+            logger: logger)
+        let app = Application(
+            router: tasks.buildRouter(),
+            configuration: ApplicationConfiguration(address: .hostname(host, port: apiPort), serverName: "TodoB2C"),
+            onServerRunning: { _ in
+                FileHandle.standardOutput.write(
+                    Data(
+                        "TodoB2C Task API on http://\(displayHost):\(apiPort)/api/tasks trusting \(trusted.joined(separator: ", "))\n".utf8)
+                )
+            },
+            logger: logger)
+        do {
+            try await ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                .run()
+        } catch {
+            try? await fetcher.shutdown()
+            try? await database.close()
+            throw error
+        }
+        try await fetcher.shutdown()
+        try await database.close()
     }
 
     static func isLoopback(_ host: String) -> Bool {

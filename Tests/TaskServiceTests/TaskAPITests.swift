@@ -70,6 +70,7 @@ struct TaskAPITests {
             let task = try created.decode(TaskItem.self)
             #expect(task.title == "Buy milk")
             #expect(task.ownerName == "Alice")
+            #expect(created.text.contains("\"id\":\"\(task.id.uuidString.lowercased())\""), "ids are lowercase on the wire")
             #expect(created.headers[.location] == "/api/tasks/\(task.id.uuidString.lowercased())")
             let etag = try #require(created.headers[.eTag])
 
