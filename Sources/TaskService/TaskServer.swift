@@ -42,6 +42,15 @@ public final class TaskServer: Sendable {
             validator: BearerValidator(policy: configuration.policy, fetcher: fetcher, logger: logger), logger: logger)
     }
 
+    /// The hand-written OpenAPI document (`Resources/openapi.json`), kept true by a test that
+    /// compares it with the router.
+    public static let openAPIDocument: [UInt8] = {
+        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"), let data = try? Data(contentsOf: url) else {
+            return Array("{}".utf8)
+        }
+        return Array(data)
+    }()
+
     public func buildRouter() -> Router<TaskRequestContext> {
         let router = Router(context: TaskRequestContext.self)
         router.add(middleware: RequestIDMiddleware())
@@ -72,6 +81,10 @@ public final class TaskServer: Sendable {
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: metrics.exposition)))
+        }
+        let openAPI = Self.openAPIDocument
+        router.get("openapi.json") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: openAPI)))
         }
         let authenticated = BearerAuthenticationMiddleware(validator: validator, metrics: metrics)
         router.group("api/tasks").add(middleware: authenticated).addRoutes(TaskController(repository: repository).endpoints)

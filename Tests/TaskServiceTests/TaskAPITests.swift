@@ -223,3 +223,48 @@ struct TaskAPITests {
         }
     }
 }
+
+@Suite("The OpenAPI document")
+struct OpenAPITests {
+    /// The statuses each operation can answer with, which the document must list.
+    static let expectedStatuses: [String: Set<String>] = [
+        "GET /api/tasks": ["200", "400", "401", "403", "503"],
+        "POST /api/tasks": ["201", "400", "401", "403", "413", "415", "422", "503"],
+        "GET /api/tasks/{id}": ["200", "304", "401", "403", "404", "503"],
+        "PATCH /api/tasks/{id}": ["200", "400", "401", "403", "404", "412", "413", "415", "422", "503"],
+        "DELETE /api/tasks/{id}": ["204", "401", "403", "404", "412", "503"],
+        "GET /tasks": ["200", "401", "403", "503"],
+        "POST /tasks": ["201", "400", "401", "403", "413", "415", "422", "503"],
+        "DELETE /tasks": ["204", "400", "401", "403", "413", "415", "422", "503"],
+        "GET /healthz": ["200"],
+        "GET /readyz": ["200", "503"],
+        "GET /metrics": ["200"],
+        "GET /openapi.json": ["200"],
+    ]
+
+    @Test("documents exactly the routes the router serves, each with every status it can answer")
+    func documentMatchesRouter() async throws {
+        try await TaskHarness.run(.sqlite) { h, client in
+            let response = try await client.call(.get, "/openapi.json", token: nil)
+            #expect(response.status == .ok)
+            let document = try #require(try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])
+            let paths = try #require(document["paths"] as? [String: [String: Any]])
+            var documented: [String: Set<String>] = [:]
+            for (path, item) in paths {
+                for (method, operation) in item where method != "parameters" {
+                    let responses = (operation as? [String: Any])?["responses"] as? [String: Any] ?? [:]
+                    documented["\(method.uppercased()) \(path)"] = Set(responses.keys)
+                }
+            }
+            let served = Set(
+                h.server.buildRouter().routes.map { route in
+                    "\(route.method) " + route.path.description.replacingOccurrences(of: ":id", with: "{id}")
+                })
+            #expect(Set(documented.keys) == served, "documented vs served routes differ")
+            #expect(Set(documented.keys) == Set(Self.expectedStatuses.keys))
+            for (operation, statuses) in Self.expectedStatuses {
+                #expect(documented[operation] == statuses, "\(operation)")
+            }
+        }
+    }
+}
