@@ -134,7 +134,7 @@ public final class BearerValidator: Sendable {
     public func validate(_ token: String, now: Date = Date()) async throws(TokenRejection) -> AuthenticatedUser {
         guard !token.isEmpty else { throw .missing }
         guard token.utf8.count <= 16_384 else { throw .malformed("too long") }
-        let cacheKey = SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined()
+        let cacheKey = Self.hex(SHA256.hash(data: Data(token.utf8)))
         if let user = accepted.withLock({ $0[cacheKey] }) {
             guard user.expiresAt.addingTimeInterval(policy.clockSkew) > now else { throw .expired }
             return user
@@ -267,6 +267,18 @@ public final class BearerValidator: Sendable {
         }
         logger.info("authority keys loaded", metadata: ["issuer": "\(issuer)", "keys": "\(keys.count)"])
         return AuthorityKeys(issuer: issuer, keys: keys, lastFetch: now)
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    static func hex(_ digest: SHA256.Digest) -> String {
+        var out = [UInt8]()
+        out.reserveCapacity(64)
+        for byte in digest {
+            out.append(hexDigits[Int(byte >> 4)])
+            out.append(hexDigits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     static func base64URL(_ text: Substring) -> Data? {

@@ -33,15 +33,21 @@ struct BearerAuthenticationMiddleware: RouterMiddleware {
     let validator: BearerValidator
     let metrics: TaskMetrics
 
+    /// The credentials of `Bearer <token>` (scheme case-insensitive, RFC 6750 §2.1), or "".
+    /// Works on UTF-8 bytes: it runs on every request.
+    static func bearerToken(_ header: String) -> String {
+        let bytes = Array(header.utf8)
+        guard bytes.count > 7, String(decoding: bytes[0..<7], as: UTF8.self).lowercased() == "bearer " else { return "" }
+        var start = 7
+        var end = bytes.count
+        while start < end, bytes[start] == UInt8(ascii: " ") { start += 1 }
+        while end > start, bytes[end - 1] == UInt8(ascii: " ") { end -= 1 }
+        return String(decoding: bytes[start..<end], as: UTF8.self)
+    }
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard request.method != .options else { return try await next(request, context) }
-        let header = request.headers[.authorization] ?? ""
-        let token: String
-        if header.count >= 7, header.prefix(7).lowercased() == "bearer " {
-            token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        } else {
-            token = ""
-        }
+        let token = Self.bearerToken(request.headers[.authorization] ?? "")
         do {
             var context = context
             context.user = try await validator.validate(token)
