@@ -57,13 +57,7 @@ public final class TaskServer: Sendable {
         router.add(middleware: MetricsMiddleware(metrics: metrics))
         router.add(middleware: ProblemMiddleware())
         if !configuration.corsAllowedOrigins.isEmpty {
-            let origins = configuration.corsAllowedOrigins
-            router.add(
-                middleware: CORSMiddleware(
-                    allowOrigin: origins == ["*"] ? .all : .originBased,
-                    allowHeaders: [.authorization, .contentType, .ifMatch, .ifNoneMatch],
-                    allowMethods: [.get, .post, .patch, .delete, .options],
-                    exposedHeaders: ["Location", "ETag", "Link"]))
+            router.add(middleware: CORSPolicyMiddleware(allowedOrigins: Set(configuration.corsAllowedOrigins)))
         }
         let repository = self.repository
         let metrics = self.metrics
@@ -90,5 +84,33 @@ public final class TaskServer: Sendable {
         router.group("api/tasks").add(middleware: authenticated).addRoutes(TaskController(repository: repository).endpoints)
         router.group("tasks").add(middleware: authenticated).addRoutes(TutorialTaskController(repository: repository).endpoints)
         return router
+    }
+}
+
+/// CORS for the configured origins only (Fetch standard, CORS protocol): a listed `Origin` (or any,
+/// with `*`) gets `Access-Control-Allow-Origin` echoed back; preflights are answered here; any
+/// other origin gets no CORS headers, so browsers keep its pages out.
+struct CORSPolicyMiddleware: RouterMiddleware {
+    typealias Context = TaskRequestContext
+    let allowedOrigins: Set<String>
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let origin = request.headers[.origin], allowedOrigins.contains("*") || allowedOrigins.contains(origin) else {
+            return try await next(request, context)
+        }
+        var response: Response
+        if request.method == .options, request.headers[.accessControlRequestMethod] != nil {
+            response = Response(status: .noContent)
+            response.headers[.accessControlAllowMethods] = "GET, POST, PATCH, DELETE, OPTIONS"
+            response.headers[.accessControlAllowHeaders] =
+                "Authorization, Content-Type, If-Match, If-None-Match, client-request-id, x-request-id"
+            response.headers[.accessControlMaxAge] = "600"
+        } else {
+            response = try await next(request, context)
+            response.headers[.accessControlExposeHeaders] = "Location, ETag, Link, x-request-id"
+        }
+        response.headers[.accessControlAllowOrigin] = allowedOrigins.contains("*") ? "*" : origin
+        response.headers[.vary] = "Origin"
+        return response
     }
 }

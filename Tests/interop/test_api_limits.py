@@ -1,0 +1,63 @@
+"""The Task API over a real socket: a 10 MB header is refused without taking the server down,
+and browsers from an allowed origin get CORS headers."""
+
+import os
+import socket
+
+import requests
+
+from test_durability import free_port, start
+
+
+def test_ten_megabyte_header_is_refused_and_the_server_keeps_serving(tmp_path):
+    binary = os.environ["TODO_SERVER_BIN"]
+    identity_port, api_port = free_port(), free_port()
+    server = start(binary, tmp_path / "data", identity_port, api_port)
+    try:
+        request = (
+            b"GET /api/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+            + b"a" * (10 * 1024 * 1024)
+            + b"\r\n\r\n"
+        )
+        answer = b""
+        with socket.create_connection(("127.0.0.1", api_port), timeout=5) as sock:
+            try:
+                sock.sendall(request)
+                answer = sock.recv(4096)
+            except OSError:
+                pass  # the server may close the connection while the header is still arriving
+        assert not answer.startswith(b"HTTP/1.1 2"), answer[:100]
+        assert requests.get(f"http://127.0.0.1:{api_port}/healthz", timeout=5).status_code == 200
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_cors_for_an_allowed_origin(tmp_path):
+    binary = os.environ["TODO_SERVER_BIN"]
+    identity_port, api_port = free_port(), free_port()
+    os.environ["TODO_CORS_ORIGINS"] = "http://app.example"
+    try:
+        server = start(binary, tmp_path / "data", identity_port, api_port)
+    finally:
+        del os.environ["TODO_CORS_ORIGINS"]
+    try:
+        preflight = requests.options(
+            f"http://127.0.0.1:{api_port}/api/tasks",
+            headers={"Origin": "http://app.example", "Access-Control-Request-Method": "POST",
+                     "Access-Control-Request-Headers": "authorization, content-type"},
+        )
+        assert preflight.status_code in (200, 204)
+        assert preflight.headers.get("Access-Control-Allow-Origin") == "http://app.example"
+        assert "POST" in preflight.headers.get("Access-Control-Allow-Methods", "")
+        unauthenticated = requests.get(f"http://127.0.0.1:{api_port}/api/tasks", headers={"Origin": "http://app.example"})
+        assert unauthenticated.status_code == 401
+        assert unauthenticated.headers.get("Access-Control-Allow-Origin") == "http://app.example"
+        stranger = requests.options(
+            f"http://127.0.0.1:{api_port}/api/tasks",
+            headers={"Origin": "http://evil.example", "Access-Control-Request-Method": "DELETE"},
+        )
+        assert "Access-Control-Allow-Origin" not in stranger.headers
+    finally:
+        server.kill()
+        server.wait()
