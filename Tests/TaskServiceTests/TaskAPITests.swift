@@ -2,10 +2,11 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Storage
-import TaskService
 import TestSupport
 import Testing
 import TodoModels
+
+@testable import TaskService
 
 /// The Task API on a real database, trusting a mock authority served over real HTTP.
 struct TaskHarness: Sendable {
@@ -265,6 +266,35 @@ struct OpenAPITests {
             for (operation, statuses) in Self.expectedStatuses {
                 #expect(documented[operation] == statuses, "\(operation)")
             }
+        }
+    }
+}
+
+@Suite("Hand-written task JSON")
+struct TaskJSONTests {
+    @Test("writes exactly what JSONEncoder writes (sorted keys, ISO 8601 dates)")
+    func matchesJSONEncoder() throws {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let titles = [
+            "plain", "quote \" backslash \\ slash /", "line\nbreak\ttab\r\u{8}\u{c}\u{1}\u{1f}", "emoji 🎉 ∑ é", "'); DROP TABLE tasks;--",
+        ]
+        var items: [TaskItem] = []
+        for (index, title) in titles.enumerated() {
+            items.append(
+                TaskItem(
+                    id: UUID(), title: title, completed: index % 2 == 0,
+                    createdAt: Date(timeIntervalSince1970: 1_700_000_000 + Double(index) * 86_400.5),
+                    updatedAt: Date(timeIntervalSince1970: 2_000_000_000.75),
+                    completedAt: index % 2 == 0 ? Date(timeIntervalSince1970: 1_000_000_000) : nil,
+                    ownerName: index == 3 ? nil : "Owner \"\(index)\""))
+        }
+        for item in items {
+            #expect(String(decoding: TaskJSON.item(item), as: UTF8.self) == String(decoding: try encoder.encode(item), as: UTF8.self))
+        }
+        for page in [TaskPage(items: items, nextCursor: "abc_-1"), TaskPage(items: [], nextCursor: nil)] {
+            #expect(String(decoding: TaskJSON.page(page), as: UTF8.self) == String(decoding: try encoder.encode(page), as: UTF8.self))
         }
     }
 }

@@ -38,7 +38,7 @@ struct TaskController<Repository: TaskRepository>: Sendable {
         }
         let (records, next) = try await repository.list(owner: user.ownerID, completed: completed, limit: limit, after: cursor)
         let page = TaskPage(items: records.map(\.item), nextCursor: next?.token)
-        var response = try JSONResponse.make(page, status: .ok)
+        var response = JSONResponse.make(bytes: TaskJSON.page(page), status: .ok)
         if let next {
             var parameters = ["limit=\(limit)", "cursor=\(next.token)"]
             if let completed { parameters.append("completed=\(completed)") }
@@ -53,7 +53,7 @@ struct TaskController<Repository: TaskRepository>: Sendable {
         guard let title = TaskLimits.normalizedTitle(draft.title) else { throw TaskAPIError.invalidField(Self.titleRule) }
         let record = try await repository.create(
             owner: user.ownerID, ownerName: user.name, title: title, completed: draft.completed ?? false, now: Date())
-        var response = try JSONResponse.make(record.item, status: .created)
+        var response = JSONResponse.make(bytes: TaskJSON.item(record.item), status: .created)
         response.headers[.location] = "/api/tasks/\(record.item.id.uuidString.lowercased())"
         response.headers[.eTag] = record.etag
         return response
@@ -65,7 +65,7 @@ struct TaskController<Repository: TaskRepository>: Sendable {
         if let match = request.headers[.ifNoneMatch], match == record.etag || match == "*" {
             return Response(status: .notModified, headers: [.eTag: record.etag])
         }
-        var response = try JSONResponse.make(record.item, status: .ok)
+        var response = JSONResponse.make(bytes: TaskJSON.item(record.item), status: .ok)
         response.headers[.eTag] = record.etag
         return response
     }
@@ -85,7 +85,7 @@ struct TaskController<Repository: TaskRepository>: Sendable {
         case .notFound: throw TaskAPIError.notFound
         case .versionMismatch: throw TaskAPIError.versionMismatch
         case .updated(let record):
-            var response = try JSONResponse.make(record.item, status: .ok)
+            var response = JSONResponse.make(bytes: TaskJSON.item(record.item), status: .ok)
             response.headers[.eTag] = record.etag
             return response
         }
@@ -212,6 +212,12 @@ enum JSONResponse {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }()
+
+    static func make(bytes: [UInt8], status: HTTPResponse.Status) -> Response {
+        Response(
+            status: status, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
 
     static func make(_ value: some Encodable, status: HTTPResponse.Status) throws -> Response {
         Response(
