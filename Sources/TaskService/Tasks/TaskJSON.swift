@@ -44,7 +44,7 @@ enum TaskJSON {
         out.append(contentsOf: #","createdAt":""#.utf8)
         date(item.createdAt, into: &out)
         out.append(contentsOf: #"","id":""#.utf8)
-        out.append(contentsOf: item.id.uuidString.lowercased().utf8)
+        uuid(item.id, into: &out)
         out.append(UInt8(ascii: "\""))
         if let owner = item.ownerName {
             out.append(contentsOf: #","ownerName":"#.utf8)
@@ -58,6 +58,17 @@ enum TaskJSON {
     }
 
     private static let hex = Array("0123456789abcdef".utf8)
+
+    /// The lowercase 8-4-4-4-12 form, straight from the bytes.
+    private static func uuid(_ id: UUID, into out: inout [UInt8]) {
+        withUnsafeBytes(of: id.uuid) { bytes in
+            for (index, byte) in bytes.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 { out.append(UInt8(ascii: "-")) }
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0x0f)])
+            }
+        }
+    }
 
     /// RFC 8259 §7 escaping; `/` is left alone as with `.withoutEscapingSlashes`.
     private static func string(_ value: String, into out: inout [UInt8]) {
@@ -90,8 +101,9 @@ enum TaskJSON {
             out.append(UInt8(ascii: "0") + UInt8(value / 10))
             out.append(UInt8(ascii: "0") + UInt8(value % 10))
         }
-        let year = Int(parts.tm_year) + 1900
-        out.append(contentsOf: String(format: "%04d", year).utf8)
+        let year = Int32(parts.tm_year) + 1900
+        two(year / 100)
+        two(year % 100)
         out.append(UInt8(ascii: "-"))
         two(parts.tm_mon + 1)
         out.append(UInt8(ascii: "-"))

@@ -97,6 +97,34 @@ public struct SQLTaskRepository: TaskRepository {
         var owner_name: String?
         var version: Int64
 
+        /// Column by column instead of through `Decodable`: lists decode up to 101 rows per request.
+        init(row: any SQLRow) throws {
+            id = try row.decode(column: "id", as: String.self)
+            owner_id = try row.decode(column: "owner_id", as: String.self)
+            title = try row.decode(column: "title", as: String.self)
+            completed = try row.decode(column: "completed", as: Bool.self)
+            created_at = try row.decode(column: "created_at", as: Int64.self)
+            updated_at = try row.decode(column: "updated_at", as: Int64.self)
+            completed_at = try row.decode(column: "completed_at", as: Int64?.self)
+            owner_name = try row.decode(column: "owner_name", as: String?.self)
+            version = try row.decode(column: "version", as: Int64.self)
+        }
+
+        init(
+            id: String, owner_id: String, title: String, completed: Bool, created_at: Int64, updated_at: Int64, completed_at: Int64?,
+            owner_name: String?, version: Int64
+        ) {
+            self.id = id
+            self.owner_id = owner_id
+            self.title = title
+            self.completed = completed
+            self.created_at = created_at
+            self.updated_at = updated_at
+            self.completed_at = completed_at
+            self.owner_name = owner_name
+            self.version = version
+        }
+
         var record: TaskRecord? {
             guard let uuid = UUID(uuidString: id) else { return nil }
             func date(_ ms: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(ms) / 1000) }
@@ -123,7 +151,7 @@ public struct SQLTaskRepository: TaskRepository {
                 }
             }
             return try await query.orderBy("created_at", .descending).orderBy("id", .descending).limit(limit + 1)
-                .all(decoding: Row.self)
+                .all().map(Row.init(row:))
         }
         let page = rows.prefix(limit)
         let next = rows.count > limit ? page.last.map { TaskCursor(createdAt: $0.created_at, id: $0.id) } : nil
