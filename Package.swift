@@ -62,6 +62,7 @@ let package = Package(
             name: "IdentityServer",
             dependencies: [
                 "Storage",
+                "TodoModels",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Mustache", package: "swift-mustache"),

@@ -72,3 +72,31 @@ wait_for_url() {
     sleep 0.2
   done
 }
+
+# bench_setup [SERVE ARGS...]: for scripts/bench/*: a release build, a temp dir, PostgreSQL when
+# DATABASE=postgres, and todo-server serve on free ports, stopped on exit. Sets SERVER, WORK,
+# DB_ARGS, PORT (identity), API_PORT, PID, CLIENT (dev client id) and TENANT.
+bench_setup() {
+  apt_install wrk openssl curl
+  log "release build"
+  swift build -c release --product todo-server >/dev/null
+  SERVER=$(swift build -c release --show-bin-path)/todo-server
+  WORK=$(mktemp -d /tmp/todob2c-bench.XXXXXX)
+  chmod 755 "$WORK"
+  PID=
+  trap 'set +e; [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; stop_postgres; rm -rf "$WORK"' EXIT
+  DB_ARGS=()
+  if [ "${DATABASE:-sqlite}" = postgres ]; then
+    start_postgres "$WORK/pg"
+    DB_ARGS=(--database-url "$PG_URL")
+  fi
+  PORT=$(free_port)
+  API_PORT=$(free_port)
+  "$SERVER" serve --data-dir "$WORK/data" --identity-port "$PORT" --api-port "$API_PORT" --log-level warning \
+    "${DB_ARGS[@]}" "$@" >"$WORK/server.log" 2>&1 &
+  PID=$!
+  wait_for_url "http://127.0.0.1:$PORT/healthz" 60
+  wait_for_url "http://127.0.0.1:$API_PORT/healthz" 60
+  CLIENT=$(python3 -c "import json;print(json.load(open('$WORK/data/settings.json'))['clientId'])")
+  TENANT=$(python3 -c "import json;print(json.load(open('$WORK/data/settings.json'))['tenant'])")
+}

@@ -8,31 +8,7 @@ cd "$ROOT"
 DURATION=${DURATION:-15}
 CONNECTIONS=${CONNECTIONS:-64}
 THREADS=${THREADS:-2}
-apt_install wrk curl
-
-log "release build"
-swift build -c release --product todo-server >/dev/null
-SERVER=$(swift build -c release --show-bin-path)/todo-server
-
-WORK=$(mktemp -d /tmp/todob2c-bench.XXXXXX)
-chmod 755 "$WORK"
-PID=
-cleanup() { set +e; [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; stop_postgres; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-DB_ARGS=()
-if [ "${DATABASE:-sqlite}" = postgres ]; then
-  start_postgres "$WORK/pg"
-  DB_ARGS=(--database-url "$PG_URL")
-fi
-PORT=$(free_port)
-API_PORT=$(free_port)
-"$SERVER" serve --data-dir "$WORK/data" --identity-port "$PORT" --api-port "$API_PORT" --log-level warning "${DB_ARGS[@]}" \
-  >"$WORK/server.log" 2>&1 &
-PID=$!
-wait_for_url "http://127.0.0.1:$API_PORT/healthz" 60
-CLIENT=$(python3 -c "import json;print(json.load(open('$WORK/data/settings.json'))['clientId'])")
-TENANT=$(python3 -c "import json;print(json.load(open('$WORK/data/settings.json'))['tenant'])")
+bench_setup
 echo 'Bench-Passw0rd' | "$SERVER" users add --data-dir "$WORK/data" "${DB_ARGS[@]}" --email bench@example.com --name Bench --password-stdin >/dev/null
 TOKEN=$(curl -fs "http://127.0.0.1:$PORT/$TENANT/B2C_1_ROPC/oauth2/v2.0/token" -d grant_type=password -d client_id="$CLIENT" \
   -d username=bench@example.com -d password=Bench-Passw0rd -d "scope=openid $CLIENT" |

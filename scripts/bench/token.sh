@@ -14,32 +14,8 @@ CONNECTIONS=${CONNECTIONS:-64}
 THREADS=${THREADS:-2}
 COST=${COST:-10}
 CORES=$(nproc)
-apt_install wrk openssl curl
-
-log "release build"
-swift build -c release --product todo-server >/dev/null
-SERVER=$(swift build -c release --show-bin-path)/todo-server
-
-WORK=$(mktemp -d /tmp/todob2c-bench.XXXXXX)
-chmod 755 "$WORK"
-PID=
-cleanup() { set +e; [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; stop_postgres; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-DB_ARGS=()
-if [ "${DATABASE:-sqlite}" = postgres ]; then
-  start_postgres "$WORK/pg"
-  DB_ARGS=(--database-url "$PG_URL")
-fi
-
-PORT=$(free_port)
-"$SERVER" serve --data-dir "$WORK/data" --identity-port "$PORT" --api-port "$(free_port)" \
-  --password-hash-cost "$COST" --log-level warning "${DB_ARGS[@]}" >"$WORK/server.log" 2>&1 &
-PID=$!
+bench_setup --password-hash-cost "$COST"
 BASE="http://127.0.0.1:$PORT"
-wait_for_url "$BASE/healthz" 60
-CLIENT=$(python3 -c "import json;print(json.load(open('$WORK/data/settings.json'))['clientId'])")
-TENANT=$(python3 -c "import json;print(json.load(open('$WORK/data/settings.json'))['tenant'])")
 TOKEN_PATH="/$TENANT/B2C_1_ROPC/oauth2/v2.0/token"
 PASSWORD='Bench-Passw0rd'
 

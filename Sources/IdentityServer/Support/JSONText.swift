@@ -1,4 +1,5 @@
 import Foundation
+import TodoModels
 
 /// A JSON value with object keys kept in insertion order, so tokens and responses come out with
 /// B2C's field order (humans compare them side by side with real captures).
@@ -47,27 +48,7 @@ public indirect enum JSONText: Sendable, Equatable {
         }
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    /// RFC 8259 §7 string escaping, byte by byte (UTF-8 passes through unchanged).
-    private static func writeString(_ value: String, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case UInt8(ascii: "\n"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case UInt8(ascii: "\r"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case UInt8(ascii: "\t"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                out.append(hexDigits[Int(byte >> 4)])
-                out.append(hexDigits[Int(byte & 0x0f)])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
+    private static func writeString(_ value: String, into out: inout [UInt8]) { JSONEscaping.appendQuoted(value, to: &out) }
 }
 
 /// Builds an ordered JSON object, skipping absent values.

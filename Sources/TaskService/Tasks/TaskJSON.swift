@@ -70,27 +70,7 @@ enum TaskJSON {
         }
     }
 
-    /// RFC 8259 §7 escaping; `/` is left alone as with `.withoutEscapingSlashes`.
-    private static func string(_ value: String, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0x08: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-            case 0x0C: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-            case 0..<0x20:
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0x0f)])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
+    private static func string(_ value: String, into out: inout [UInt8]) { JSONEscaping.appendQuoted(value, to: &out) }
 
     /// `yyyy-MM-ddTHH:mm:ssZ` in UTC, as `JSONEncoder.DateEncodingStrategy.iso8601` writes.
     private static func date(_ date: Date, into out: inout [UInt8]) {
