@@ -53,8 +53,12 @@ enum Problem {
         let document = document(for: error)
         var headers: HTTPFields = [.contentType: "application/problem+json", .cacheControl: "no-store"]
         if case .tokenRejected(let rejection) = error {
-            headers[.wwwAuthenticate] = challenge(for: rejection)
-            if rejection == .authorityUnavailable { headers[.retryAfter] = "5" }
+            // 503: the token may be fine, so no challenge that would make clients drop it.
+            if rejection == .authorityUnavailable {
+                headers[.retryAfter] = "5"
+            } else {
+                headers[.wwwAuthenticate] = challenge(for: rejection)
+            }
         } else if error == .unauthenticated {
             headers[.wwwAuthenticate] = "Bearer realm=\"TodoB2C\""
         }

@@ -54,11 +54,12 @@ public final class TaskServer: Sendable {
     public func buildRouter() -> Router<TaskRequestContext> {
         let router = Router(context: TaskRequestContext.self)
         router.add(middleware: RequestIDMiddleware())
-        router.add(middleware: MetricsMiddleware(metrics: metrics))
-        router.add(middleware: ProblemMiddleware())
+        // CORS outside the problem mapping, so browsers can read error responses too.
         if !configuration.corsAllowedOrigins.isEmpty {
             router.add(middleware: CORSPolicyMiddleware(allowedOrigins: Set(configuration.corsAllowedOrigins)))
         }
+        router.add(middleware: MetricsMiddleware(metrics: metrics))
+        router.add(middleware: ProblemMiddleware())
         let repository = self.repository
         let metrics = self.metrics
         router.get("healthz") { _, _ in try JSONResponse.make(["status": "ok"], status: .ok) }

@@ -84,7 +84,8 @@ public enum TaskLimits {
     /// The title as stored, or nil when it is empty after trimming or too long.
     public static func normalizedTitle(_ title: String) -> String? {
         let trimmed = title.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !trimmed.isEmpty, trimmed.count <= titleMaximumLength else { return nil }
+        // NUL cannot be stored in PostgreSQL text and has no place in a title.
+        guard !trimmed.isEmpty, trimmed.count <= titleMaximumLength, !trimmed.contains("\u{0}") else { return nil }
         return trimmed
     }
 }

@@ -80,7 +80,7 @@ struct Serve: AsyncParsableCommand {
         let mode = only ?? environment["TODO_ONLY"] ?? "all"
         guard ["all", "identity", "api"].contains(mode) else { throw ValidationError("--only must be identity or api") }
         if mode == "api" {
-            try await runAPIOnly(host: host, displayHost: displayHost, apiPort: apiPort, logger: logger)
+            try await runAPIOnly(host: host, displayHost: displayHost, apiPort: apiPort, tls: useTLS, logger: logger)
             return
         }
         let authority = "\(displayHost):\(identityPort)"
@@ -111,20 +111,10 @@ struct Serve: AsyncParsableCommand {
             try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
         }
 
-        var server: HTTPServerBuilder = .http1()
-        var caPath: String?
-        if useTLS {
-            let ca = LocalCertificateAuthority(directory: URL(fileURLWithPath: store.resolvedDataDir).appendingPathComponent("tls"))
-            try ca.ensure(hosts: [displayHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))])
-            let tlsConfiguration = TLSConfiguration.makeServerConfiguration(
-                certificateChain: try NIOSSLCertificate.fromPEMFile(ca.serverCertificatePath).map { .certificate($0) },
-                privateKey: .privateKey(try NIOSSLPrivateKey(file: ca.serverKeyPath, format: .pem)))
-            server = try .tls(.http1(), tlsConfiguration: tlsConfiguration)
-            caPath = ca.caCertificatePath
-        }
+        let (server, caPath) = try listener(tls: useTLS, displayHost: displayHost)
         let baseURL = "\(configuration.scheme)://\(authority)"
         let settingsPath = try ClientSettings(
-            identityBaseURL: baseURL, taskAPIBase: "http://\(displayHost):\(apiPort)", seed: seed, caCertificate: caPath
+            identityBaseURL: baseURL, taskAPIBase: "\(configuration.scheme)://\(displayHost):\(apiPort)", seed: seed, caCertificate: caPath
         ).write(to: store.resolvedDataDir)
 
         let banner: @Sendable () -> Void = {
@@ -133,10 +123,10 @@ struct Serve: AsyncParsableCommand {
                 baseURL: baseURL, apiAuthority: "\(displayHost):\(apiPort)", seed: seed, settingsPath: settingsPath, caPath: caPath,
                 dataDir: dataDir, database: database)
         }
-        let taskServer = try await makeTaskServer(
+        let (fetcher, taskServer) = try await makeTaskServer(
             database: database, seed: seed, identityBaseURL: baseURL, caPath: caPath, logger: logger)
         let apiApp = Application(
-            router: taskServer.buildRouter(),
+            router: taskServer.buildRouter(), server: server,
             configuration: ApplicationConfiguration(address: .hostname(host, port: apiPort), serverName: "TodoB2C"),
             logger: logger)
         let identityApp = Application(
@@ -154,19 +144,22 @@ struct Serve: AsyncParsableCommand {
         do {
             try await group.run()
         } catch {
+            try? await fetcher.shutdown()
             try? await identity.shutdown()
             try? await database.close()
             throw error
         }
+        // AsyncHTTPClient insists on an explicit shutdown before it is released.
+        try await fetcher.shutdown()
         try await identity.shutdown()
         try await database.close()
     }
 
     /// The Task API, trusting the given authorities or, by default, every user flow of the
     /// built-in identity service, and accepting the dev client id as audience.
-    func makeTaskServer(database: any Database, seed: DevTenantSeed, identityBaseURL: String, caPath: String?, logger: Logger) async throws
-        -> TaskServer
-    {
+    func makeTaskServer(
+        database: any Database, seed: DevTenantSeed, identityBaseURL: String, caPath: String?, logger: Logger
+    ) async throws -> (HTTPMetadataFetcher, TaskServer) {
         let environment = store.environment
         func list(_ flags: [String], _ variable: String) -> [String] {
             flags.isEmpty ? (environment[variable] ?? "").split(separator: " ").map(String.init) : flags
@@ -185,14 +178,30 @@ struct Serve: AsyncParsableCommand {
         let policy = BearerPolicy(
             discoveryURLs: discovery, audiences: accepted, requiredScopes: list(requiredScopes, "TODO_REQUIRED_SCOPES"))
         let fetcher = try HTTPMetadataFetcher(additionalCACertificatePath: authorityCA ?? environment["TODO_AUTHORITY_CA"] ?? caPath)
-        return try await TaskServer.make(
-            configuration: TaskServiceConfiguration(policy: policy, corsAllowedOrigins: list(corsOrigins, "TODO_CORS_ORIGINS")),
-            database: database, fetcher: fetcher, logger: logger)
+        return try await (
+            fetcher,
+            TaskServer.make(
+                configuration: TaskServiceConfiguration(policy: policy, corsAllowedOrigins: list(corsOrigins, "TODO_CORS_ORIGINS")),
+                database: database, fetcher: fetcher, logger: logger)
+        )
     }
 
     /// `--only api`: the Task API alone, in front of any B2C-shaped authority (SPEC §3), e.g. a
     /// real tenant's `https://<tenant>.b2clogin.com/<tenant>.onmicrosoft.com/<policy>`.
-    func runAPIOnly(host: String, displayHost: String, apiPort: Int, logger: Logger) async throws {
+    /// Plain HTTP/1.1, or HTTPS with the data dir's development CA (made on first use); the CA
+    /// certificate's path is returned for clients. Both parts use the same listener setup, so
+    /// tokens never travel in clear text when `--tls` is on.
+    func listener(tls: Bool, displayHost: String) throws -> (HTTPServerBuilder, String?) {
+        guard tls else { return (.http1(), nil) }
+        let ca = LocalCertificateAuthority(directory: URL(fileURLWithPath: store.resolvedDataDir).appendingPathComponent("tls"))
+        try ca.ensure(hosts: [displayHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))])
+        let tlsConfiguration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(ca.serverCertificatePath).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: ca.serverKeyPath, format: .pem)))
+        return (try .tls(.http1(), tlsConfiguration: tlsConfiguration), ca.caCertificatePath)
+    }
+
+    func runAPIOnly(host: String, displayHost: String, apiPort: Int, tls: Bool, logger: Logger) async throws {
         let environment = store.environment
         let trusted = authorities.isEmpty ? (environment["TODO_AUTHORITIES"] ?? "").split(separator: " ").map(String.init) : authorities
         let accepted = audiences.isEmpty ? (environment["TODO_AUDIENCES"] ?? "").split(separator: " ").map(String.init) : audiences
@@ -210,13 +219,15 @@ struct Serve: AsyncParsableCommand {
         let tasks = try await TaskServer.make(
             configuration: TaskServiceConfiguration(policy: policy, corsAllowedOrigins: origins), database: database, fetcher: fetcher,
             logger: logger)
+        let (server, _) = try listener(tls: tls, displayHost: displayHost)
         let app = Application(
-            router: tasks.buildRouter(),
+            router: tasks.buildRouter(), server: server,
             configuration: ApplicationConfiguration(address: .hostname(host, port: apiPort), serverName: "TodoB2C"),
             onServerRunning: { _ in
                 FileHandle.standardOutput.write(
                     Data(
-                        "TodoB2C Task API on http://\(displayHost):\(apiPort)/api/tasks trusting \(trusted.joined(separator: ", "))\n".utf8)
+                        "TodoB2C Task API on \(tls ? "https" : "http")://\(displayHost):\(apiPort)/api/tasks trusting \(trusted.joined(separator: ", "))\n"
+                            .utf8)
                 )
             },
             logger: logger)
@@ -243,7 +254,7 @@ struct Serve: AsyncParsableCommand {
         var lines = [
             "TodoB2C is running.",
             "  identity service  \(baseURL)",
-            "  task API          http://\(apiAuthority)/api/tasks",
+            "  task API          \(baseURL.hasPrefix("https") ? "https" : "http")://\(apiAuthority)/api/tasks",
             "  tenant            \(tenant.name) (\(tenant.guid))",
             "  client id         \(seed.publicApp.clientIDString)",
             "  discovery         \(baseURL)/\(tenant.name)/\(tenant.defaultPolicy)/v2.0/.well-known/openid-configuration",
@@ -263,7 +274,8 @@ struct SweepService: Service {
     let logger: Logger
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        // Shutdown cancels the sleep; that is the normal end of this service, not a failure.
+        try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 do {
                     try await identity.sweep()
@@ -274,4 +286,5 @@ struct SweepService: Service {
             }
         }
     }
+
 }

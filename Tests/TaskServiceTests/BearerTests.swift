@@ -42,6 +42,7 @@ struct BearerTests {
                 ("id token", a.token(removing: ["scp", "azp"]), "not an access token"),
                 ("other authority", stranger.token(), "unknown key"),
                 ("garbage", "abc.def", "malformed"),
+                ("string nbf", a.token(extra: ["nbf": "9999999999"]), "nbf is not a number"),
             ]
             for (label, token, fragment) in cases {
                 let response = try await client.call(.get, "/api/tasks", token: token)
@@ -81,6 +82,7 @@ struct BearerTests {
                 let response = try await client.call(.get, "/api/tasks", token: token)
                 #expect(response.status == .serviceUnavailable)
                 #expect(response.headers[.retryAfter] != nil)
+                #expect(response.headers[.wwwAuthenticate] == nil, "the token may be fine: no invalid_token challenge")
             }
             try await fetcher.shutdown()
         }
@@ -99,5 +101,27 @@ struct BearerTests {
                 == "https://h/t/B2C_1_x/v2.0/.well-known/openid-configuration")
         let full = "https://h/t/v2.0/.well-known/openid-configuration?p=B2C_1_x"
         #expect(BearerPolicy.discoveryURL(forAuthority: full) == full)
+    }
+
+    @Test("authorities that share a key each get their own issuer accepted")
+    func sharedKeys() async throws {
+        let first = try MockAuthority()
+        let second = MockAuthority(sharingKeyWith: first, issuer: "http://issuer.test/tfp/\(UUID().uuidString)/B2C_1_other/v2.0/")
+        try await first.serve { firstURL in
+            try await second.serve { secondURL in
+                let fetcher = try HTTPMetadataFetcher()
+                let validator = BearerValidator(
+                    policy: BearerPolicy(discoveryURLs: [firstURL, secondURL], audiences: [MockAuthority.audience]), fetcher: fetcher,
+                    logger: TestDatabase.logger)
+                let one = try await validator.validate(first.token(oid: "one"))
+                let two = try await validator.validate(second.token(oid: "two"))
+                #expect(one.issuer == first.issuer)
+                #expect(two.issuer == second.issuer)
+                await #expect(throws: TokenRejection.untrustedIssuer) {
+                    try await validator.validate(first.token(extra: ["iss": "http://elsewhere.test/v2.0/"]))
+                }
+                try await fetcher.shutdown()
+            }
+        }
     }
 }

@@ -22,6 +22,14 @@ struct MockAuthority: Sendable {
         self.issuer = issuer
     }
 
+    /// Another authority publishing the same key under its own issuer (as B2C policies of one
+    /// tenant do with per-policy issuers).
+    init(sharingKeyWith other: MockAuthority, issuer: String) {
+        key = other.key
+        kid = other.kid
+        self.issuer = issuer
+    }
+
     static func b64(_ data: Data) -> String {
         data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")

@@ -14,7 +14,7 @@ struct TaskHarness: Sendable {
     let server: TaskServer
 
     static func run(
-        _ engine: DatabaseEngine, requiredScopes: [String] = [],
+        _ engine: DatabaseEngine, requiredScopes: [String] = [], corsOrigins: [String] = [],
         _ body: @Sendable (TaskHarness, any TestClientProtocol) async throws -> Void
     ) async throws {
         let authority = try MockAuthority()
@@ -23,8 +23,8 @@ struct TaskHarness: Sendable {
                 let policy = BearerPolicy(discoveryURLs: [discovery], audiences: [MockAuthority.audience], requiredScopes: requiredScopes)
                 let fetcher = try HTTPMetadataFetcher()
                 let server = try await TaskServer.make(
-                    configuration: TaskServiceConfiguration(policy: policy), database: database, fetcher: fetcher,
-                    logger: TestDatabase.logger)
+                    configuration: TaskServiceConfiguration(policy: policy, corsAllowedOrigins: corsOrigins), database: database,
+                    fetcher: fetcher, logger: TestDatabase.logger)
                 let app = Application(router: server.buildRouter(), logger: TestDatabase.logger)
                 do {
                     try await app.test(.router) { client in try await body(TaskHarness(authority: authority, server: server), client) }
@@ -86,6 +86,9 @@ struct TaskAPITests {
             #expect(try await client.call(.delete, "/api/tasks/\(task.id)", token: bob).status == .notFound)
             #expect(try await client.call(.get, "/api/tasks", token: bob).decode(TaskPage.self).items.isEmpty)
 
+            let weak = try await client.call(
+                .patch, "/api/tasks/\(task.id)", token: alice, json: #"{"completed":true}"#, headers: [.ifMatch: "W/\(etag)"])
+            #expect(weak.status == .preconditionFailed, "If-Match compares strongly (RFC 9110 §13.1.1)")
             let stale = try await client.call(
                 .patch, "/api/tasks/\(task.id)", token: alice, json: #"{"completed":true}"#, headers: [.ifMatch: "\"99\""])
             #expect(stale.status == .preconditionFailed)
@@ -153,6 +156,10 @@ struct TaskAPITests {
             #expect(
                 try await client.call(.post, "/api/tasks", token: token, json: #"{"title":"\#(long)"}"#).status == .unprocessableContent)
             #expect(try await client.call(.post, "/api/tasks", token: token, json: #"{"nothing":1}"#).status == .unprocessableContent)
+            #expect(try await client.call(.post, "/api/tasks", token: token, json: #"{"title":null}"#).status == .unprocessableContent)
+            #expect(
+                try await client.call(.post, "/api/tasks", token: token, json: #"{"title":"nul \u0000 inside"}"#).status
+                    == .unprocessableContent)
             let huge = #"{"title":"\#(String(repeating: "y", count: 70_000))"}"#
             let tooLarge = try await client.call(.post, "/api/tasks", token: token, json: huge)
             #expect(tooLarge.status == .contentTooLarge)
@@ -207,6 +214,19 @@ struct TaskAPITests {
                 cursor = page.nextCursor
             } while cursor != nil
             #expect(count == 1000)
+        }
+    }
+
+    @Test("CORS headers reach browsers on errors too, and only for allowed origins")
+    func corsOnErrors() async throws {
+        try await TaskHarness.run(.sqlite, corsOrigins: ["http://app.example"]) { h, client in
+            let token = h.authority.token()
+            let missing = try await client.call(.get, "/api/tasks/\(UUID())", token: token, headers: [.origin: "http://app.example"])
+            #expect(missing.status == .notFound)
+            #expect(missing.headers[.accessControlAllowOrigin] == "http://app.example")
+            let other = try await client.call(.get, "/api/tasks", token: token, headers: [.origin: "http://evil.example"])
+            #expect(other.status == .ok)
+            #expect(other.headers[.accessControlAllowOrigin] == nil)
         }
     }
 

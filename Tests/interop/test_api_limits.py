@@ -53,6 +53,11 @@ def test_cors_for_an_allowed_origin(tmp_path):
         unauthenticated = requests.get(f"http://127.0.0.1:{api_port}/api/tasks", headers={"Origin": "http://app.example"})
         assert unauthenticated.status_code == 401
         assert unauthenticated.headers.get("Access-Control-Allow-Origin") == "http://app.example"
+        missing = requests.get(
+            f"http://127.0.0.1:{api_port}/api/tasks/00000000-0000-0000-0000-000000000000",
+            headers={"Origin": "http://app.example", "Authorization": "Bearer not-a-token"},
+        )
+        assert missing.headers.get("Access-Control-Allow-Origin") == "http://app.example"
         stranger = requests.options(
             f"http://127.0.0.1:{api_port}/api/tasks",
             headers={"Origin": "http://evil.example", "Access-Control-Request-Method": "DELETE"},

@@ -142,8 +142,12 @@ public final class BearerValidator: Sendable {
         let user = try await verify(token, now: now)
         accepted.withLock { cache in
             if cache.count >= Self.cacheLimit {
+                // Down to half: expired entries first, then those expiring soonest.
                 cache = cache.filter { $0.value.expiresAt > now }
-                if cache.count >= Self.cacheLimit { cache.removeAll() }
+                if cache.count > Self.cacheLimit / 2 {
+                    let keep = cache.sorted { $0.value.expiresAt > $1.value.expiresAt }.prefix(Self.cacheLimit / 2)
+                    cache = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
+                }
             }
             cache[cacheKey] = user
         }
@@ -159,27 +163,31 @@ public final class BearerValidator: Sendable {
         // RFC 8725 §2.1/§3.1: accept exactly the algorithm B2C uses; `none` and HMAC (whose
         // "secret" an attacker would set to our public key) never reach verification.
         let algorithm = header["alg"] as? String ?? ""
-        guard algorithm == "RS256" else { throw .unsupportedAlgorithm(algorithm) }
+        guard algorithm == "RS256" else { throw .unsupportedAlgorithm(String(algorithm.prefix(16))) }
         guard header["crit"] == nil else { throw .malformed("unsupported critical header") }
         guard let kid = header["kid"] as? String, !kid.isEmpty else { throw .unknownKey }
         guard let signature = Self.base64URL(parts[2]), let payloadData = Self.base64URL(parts[1]) else {
             throw .malformed("encoding")
         }
-        let (issuer, key) = try await key(for: kid, now: now)
         let signingInput = Data(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        guard key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: signingInput, padding: .insecurePKCS1v1_5)
-        else { throw .badSignature }
+        let rsaSignature = _RSA.Signing.RSASignature(rawRepresentation: signature)
+        // Several trusted authorities may publish the same key (B2C policies of one tenant do);
+        // the issuers whose key verifies are the ones the token may claim.
+        let verifiedIssuers = try await candidates(for: kid, now: now).filter { candidate in
+            candidate.key.isValidSignature(rsaSignature, for: signingInput, padding: .insecurePKCS1v1_5)
+        }.map(\.issuer)
+        guard !verifiedIssuers.isEmpty else { throw .badSignature }
         guard let claims = try? JSONSerialization.jsonObject(with: payloadData) as? [String: Any] else { throw .malformed("payload") }
         // The key's own authority must be the issuer, so one trusted authority cannot mint
         // tokens in another's name.
-        guard claims["iss"] as? String == issuer else { throw .untrustedIssuer }
+        guard let issuer = claims["iss"] as? String, verifiedIssuers.contains(issuer) else { throw .untrustedIssuer }
         let audiences: [String] = (claims["aud"] as? String).map { [$0] } ?? (claims["aud"] as? [String] ?? [])
         guard audiences.contains(where: { policy.audiences.contains($0) }) else { throw .wrongAudience }
         guard let exp = (claims["exp"] as? NSNumber)?.doubleValue else { throw .malformed("no exp") }
         guard Date(timeIntervalSince1970: exp).addingTimeInterval(policy.clockSkew) > now else { throw .expired }
-        if let nbf = (claims["nbf"] as? NSNumber)?.doubleValue, Date(timeIntervalSince1970: nbf) > now.addingTimeInterval(policy.clockSkew)
-        {
-            throw .notYetValid
+        if let value = claims["nbf"] {
+            guard let nbf = (value as? NSNumber)?.doubleValue else { throw .malformed("nbf is not a number") }
+            if Date(timeIntervalSince1970: nbf) > now.addingTimeInterval(policy.clockSkew) { throw .notYetValid }
         }
         // B2C gives ID and access tokens the same `aud` and `typ`; only access tokens carry
         // `scp`/`azp` (SPEC §3).
@@ -199,13 +207,15 @@ public final class BearerValidator: Sendable {
     /// The key `kid` and its authority's issuer; fetches key sets that are missing, and
     /// re-fetches for an unknown `kid` at most once per `keyRefreshInterval` per authority.
     /// Concurrent requests share one fetch per authority.
-    private func key(for kid: String, now: Date) async throws(TokenRejection) -> (String, _RSA.Signing.PublicKey) {
-        if let found = lookup(kid) { return found }
+    private func candidates(for kid: String, now: Date) async throws(TokenRejection) -> [(issuer: String, key: _RSA.Signing.PublicKey)] {
+        let known = lookup(kid)
+        if !known.isEmpty { return known }
         var anyLoaded = false
         for url in policy.discoveryURLs {
             if await refresh(url, now: now) { anyLoaded = true }
         }
-        if let found = lookup(kid) { return found }
+        let found = lookup(kid)
+        if !found.isEmpty { return found }
         throw anyLoaded ? .unknownKey : .authorityUnavailable
     }
 
@@ -239,11 +249,8 @@ public final class BearerValidator: Sendable {
         return authorities.withLock { $0[url] } != nil
     }
 
-    private func lookup(_ kid: String) -> (String, _RSA.Signing.PublicKey)? {
-        authorities.withLock { all in
-            for authority in all.values { if let key = authority.keys[kid] { return (authority.issuer, key) } }
-            return nil
-        }
+    private func lookup(_ kid: String) -> [(issuer: String, key: _RSA.Signing.PublicKey)] {
+        authorities.withLock { all in all.values.compactMap { authority in authority.keys[kid].map { (authority.issuer, $0) } } }
     }
 
     struct MetadataError: Error, CustomStringConvertible {

@@ -111,8 +111,10 @@ struct TaskController<Repository: TaskRepository>: Sendable {
     /// `If-Match: "3"` → 3; `*` or absent → no condition; anything else cannot match (412).
     static func expectedVersion(_ request: Request) throws -> Int64? {
         guard let value = request.headers[.ifMatch]?.trimmingCharacters(in: .whitespaces), value != "*" else { return nil }
-        let unquoted = value.hasPrefix("W/") ? String(value.dropFirst(2)) : value
-        guard unquoted.count >= 3, unquoted.first == "\"", unquoted.last == "\"", let version = Int64(unquoted.dropFirst().dropLast())
+        // RFC 9110 §13.1.1: If-Match uses the strong comparison, so a weak tag never matches.
+        let unquoted = value
+        guard !unquoted.hasPrefix("W/"), unquoted.count >= 3, unquoted.first == "\"", unquoted.last == "\"",
+            let version = Int64(unquoted.dropFirst().dropLast())
         else {
             throw TaskAPIError.versionMismatch
         }
@@ -197,6 +199,8 @@ enum JSONBody {
             return try decoder.decode(T.self, from: Data(buffer: buffer))
         } catch DecodingError.keyNotFound(let key, _) {
             throw TaskAPIError.invalidField("\(key.stringValue) is required.")
+        } catch DecodingError.valueNotFound(_, let context) {
+            throw TaskAPIError.invalidField("\(context.codingPath.map(\.stringValue).joined(separator: ".")) must not be null.")
         } catch DecodingError.typeMismatch(_, let context) {
             throw TaskAPIError.invalidField("\(context.codingPath.map(\.stringValue).joined(separator: ".")) has the wrong type.")
         } catch {

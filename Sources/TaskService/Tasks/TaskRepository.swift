@@ -200,11 +200,13 @@ public struct SQLTaskRepository: TaskRepository {
 
     public func delete(owner: String, id: UUID, ifVersion: Int64?) async throws -> TaskUpdateResult {
         let key = id.uuidString.lowercased()
+        let engine = database.engine
         return try await database.transaction { sql in
-            guard
-                let row = try await sql.select().columns("*").from("tasks").where("id", .equal, key)
-                    .where("owner_id", .equal, owner).first(decoding: Row.self), let record = row.record
-            else { return .notFound }
+            // Row lock on PostgreSQL, so a concurrent PATCH cannot slip between the version check
+            // and the delete (SQLite's single writer already serialises them).
+            var select = sql.select().columns("*").from("tasks").where("id", .equal, key).where("owner_id", .equal, owner)
+            if engine == .postgres { select = select.for(.update) }
+            guard let row = try await select.first(decoding: Row.self), let record = row.record else { return .notFound }
             if let ifVersion, ifVersion != row.version { return .versionMismatch }
             try await sql.delete(from: "tasks").where("id", .equal, key).where("owner_id", .equal, owner).run()
             return .updated(record)
