@@ -51,6 +51,13 @@ public final class TaskServer: Sendable {
         return Array(data)
     }()
 
+    static let allowedMethods = ["api/tasks": "GET, POST", "api/tasks/:id": "GET, PATCH, DELETE", "tasks": "GET, POST, DELETE"]
+
+    /// The method handlers that only answer 405, left out of the OpenAPI document.
+    static let unsupportedMethods: [(String, [HTTPRequest.Method])] = [
+        ("api/tasks", [.put, .patch, .delete]), ("api/tasks/:id", [.post, .put]), ("tasks", [.put, .patch]),
+    ]
+
     public func buildRouter() -> Router<TaskRequestContext> {
         let router = Router(context: TaskRequestContext.self)
         router.add(middleware: RequestIDMiddleware())
@@ -84,6 +91,17 @@ public final class TaskServer: Sendable {
         let authenticated = BearerAuthenticationMiddleware(validator: validator, metrics: metrics)
         router.group("api/tasks").add(middleware: authenticated).addRoutes(TaskController(repository: repository).endpoints)
         router.group("tasks").add(middleware: authenticated).addRoutes(TutorialTaskController(repository: repository).endpoints)
+        // A known path with a method it does not serve: 405 with `Allow` (RFC 9110 §15.5.6).
+        for (path, methods) in Self.unsupportedMethods {
+            let allow = Self.allowedMethods[path] ?? ""
+            for method in methods {
+                router.on(RouterPath(path), method: method) { _, _ -> Response in
+                    var response = Problem.response(for: .methodNotAllowed, requestID: "")
+                    response.headers[.allow] = allow
+                    return response
+                }
+            }
+        }
         return router
     }
 }

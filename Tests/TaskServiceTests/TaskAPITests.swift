@@ -217,6 +217,19 @@ struct TaskAPITests {
         }
     }
 
+    @Test("a method a path does not serve gets 405 with Allow")
+    func methodNotAllowed() async throws {
+        try await TaskHarness.run(.sqlite) { h, client in
+            let put = try await client.call(.put, "/api/tasks/\(UUID())", token: h.authority.token(), json: "{}")
+            #expect(put.status == .methodNotAllowed)
+            #expect(put.headers[.allow] == "GET, PATCH, DELETE")
+            #expect(put.problemType == "urn:todob2c:problem:method-not-allowed")
+            let delete = try await client.call(.delete, "/api/tasks", token: nil)
+            #expect(delete.status == .methodNotAllowed)
+            #expect(delete.headers[.allow] == "GET, POST")
+        }
+    }
+
     @Test("CORS headers reach browsers on errors too, and only for allowed origins")
     func corsOnErrors() async throws {
         try await TaskHarness.run(.sqlite, corsOrigins: ["http://app.example"]) { h, client in
@@ -277,10 +290,14 @@ struct OpenAPITests {
                     documented["\(method.uppercased()) \(path)"] = Set(responses.keys)
                 }
             }
+            func normalized(_ route: String) -> String { route.replacingOccurrences(of: ":id", with: "{id}") }
+            let answersOnly405 = Set(
+                TaskServer.unsupportedMethods.flatMap { path, methods in methods.map { normalized("\($0) /\(path)") } })
             let served = Set(
-                h.server.buildRouter().routes.map { route in
-                    "\(route.method) " + route.path.description.replacingOccurrences(of: ":id", with: "{id}")
+                h.server.buildRouter().routes.map { normalized("\($0.method) \($0.path.description)") }.filter {
+                    !answersOnly405.contains($0)
                 })
+            #expect(answersOnly405.count == 7)
             #expect(Set(documented.keys) == served, "documented vs served routes differ")
             #expect(Set(documented.keys) == Set(Self.expectedStatuses.keys))
             for (operation, statuses) in Self.expectedStatuses {
