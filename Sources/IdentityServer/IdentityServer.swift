@@ -177,16 +177,7 @@ struct ErrorLoggingMiddleware: RouterMiddleware {
             throw error
         } catch {
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
-            let body = JSONText.object([
-                ("error", .string("server_error")),
-                (
-                    "error_description",
-                    .string(
-                        "AADB2C90085: The service has encountered an internal error. Please reauthenticate and try again.\r\nCorrelation ID: \(context.correlationID)\r\nTimestamp: \(B2CTimestamp.format(Date()))\r\n"
-                    )
-                ),
-            ])
-            return .json(body, status: .internalServerError, noStore: true)
+            return TokenErrorResponder.respond(.internalError, correlationID: context.correlationID, now: Date())
         }
     }
 }

@@ -2,8 +2,6 @@
 /// token responses, task lists). Same output as Foundation's `JSONEncoder` with
 /// `.withoutEscapingSlashes`.
 public enum JSONEscaping {
-    private static let hex = Array("0123456789abcdef".utf8)
-
     /// Appends `value` as a quoted JSON string.
     public static func appendQuoted(_ value: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
@@ -18,8 +16,8 @@ public enum JSONEscaping {
             case 0x0C: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
             case 0..<0x20:
                 out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0x0f)])
+                out.append(Hex.digits[Int(byte >> 4)])
+                out.append(Hex.digits[Int(byte & 0x0f)])
             default: out.append(byte)
             }
         }

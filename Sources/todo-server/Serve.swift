@@ -123,8 +123,14 @@ struct Serve: AsyncParsableCommand {
                 baseURL: baseURL, apiAuthority: "\(displayHost):\(apiPort)", seed: seed, settingsPath: settingsPath, caPath: caPath,
                 dataDir: dataDir, database: database)
         }
+        // Trust every user flow of the default tenant (the dev tenant's seven, or a declared tenant's).
+        let flows = try await identity.tenants.userFlows(tenantID: seed.tenant.id).map(\.name)
         let (fetcher, taskServer) = try await makeTaskServer(
-            database: database, seed: seed, identityBaseURL: baseURL, caPath: caPath, logger: logger)
+            database: database,
+            defaults: (
+                flows.map { "\(baseURL)/\(seed.tenant.name)/\($0)/v2.0/.well-known/openid-configuration" }, [seed.publicApp.clientIDString]
+            ),
+            caPath: caPath, logger: logger)
         let apiApp = Application(
             router: taskServer.buildRouter(), server: server,
             configuration: ApplicationConfiguration(address: .hostname(host, port: apiPort), serverName: "TodoB2C"),
@@ -155,39 +161,31 @@ struct Serve: AsyncParsableCommand {
         try await database.close()
     }
 
-    /// The Task API, trusting the given authorities or, by default, every user flow of the
-    /// built-in identity service, and accepting the dev client id as audience.
+    /// A repeatable option's values, else the space-separated environment variable's.
+    func configured(_ flags: [String], _ variable: String) -> [String] {
+        flags.isEmpty ? (store.environment[variable] ?? "").split(separator: " ").map(String.init) : flags
+    }
+
+    /// The Task API, trusting the configured authorities and audiences or, when none are
+    /// configured, `defaults` (the built-in identity service's user flows and dev client id).
     func makeTaskServer(
-        database: any Database, seed: DevTenantSeed, identityBaseURL: String, caPath: String?, logger: Logger
+        database: any Database, defaults: (discoveryURLs: [String], audiences: [String]), caPath: String?, logger: Logger
     ) async throws -> (HTTPMetadataFetcher, TaskServer) {
-        let environment = store.environment
-        func list(_ flags: [String], _ variable: String) -> [String] {
-            flags.isEmpty ? (environment[variable] ?? "").split(separator: " ").map(String.init) : flags
-        }
-        var discovery = list(authorities, "TODO_AUTHORITIES").map(BearerPolicy.discoveryURL(forAuthority:))
-        if discovery.isEmpty {
-            let tenant = seed.tenant
-            for flow in [
-                "B2C_1_susi", "B2C_1_sign_up", "B2C_1_sign_in", "B2C_1_facebook", "B2C_1_edit_profile", "B2C_1_reset", "B2C_1_ROPC",
-            ] {
-                discovery.append("\(identityBaseURL)/\(tenant.name)/\(flow)/v2.0/.well-known/openid-configuration")
-            }
-        }
-        var accepted = list(audiences, "TODO_AUDIENCES")
-        if accepted.isEmpty { accepted = [seed.publicApp.clientIDString] }
+        var discovery = configured(authorities, "TODO_AUTHORITIES").map(BearerPolicy.discoveryURL(forAuthority:))
+        if discovery.isEmpty { discovery = defaults.discoveryURLs }
+        var accepted = configured(audiences, "TODO_AUDIENCES")
+        if accepted.isEmpty { accepted = defaults.audiences }
         let policy = BearerPolicy(
-            discoveryURLs: discovery, audiences: accepted, requiredScopes: list(requiredScopes, "TODO_REQUIRED_SCOPES"))
-        let fetcher = try HTTPMetadataFetcher(additionalCACertificatePath: authorityCA ?? environment["TODO_AUTHORITY_CA"] ?? caPath)
+            discoveryURLs: discovery, audiences: accepted, requiredScopes: configured(requiredScopes, "TODO_REQUIRED_SCOPES"))
+        let fetcher = try HTTPMetadataFetcher(additionalCACertificatePath: authorityCA ?? store.environment["TODO_AUTHORITY_CA"] ?? caPath)
         return try await (
             fetcher,
             TaskServer.make(
-                configuration: TaskServiceConfiguration(policy: policy, corsAllowedOrigins: list(corsOrigins, "TODO_CORS_ORIGINS")),
+                configuration: TaskServiceConfiguration(policy: policy, corsAllowedOrigins: configured(corsOrigins, "TODO_CORS_ORIGINS")),
                 database: database, fetcher: fetcher, logger: logger)
         )
     }
 
-    /// `--only api`: the Task API alone, in front of any B2C-shaped authority (SPEC §3), e.g. a
-    /// real tenant's `https://<tenant>.b2clogin.com/<tenant>.onmicrosoft.com/<policy>`.
     /// Plain HTTP/1.1, or HTTPS with the data dir's development CA (made on first use); the CA
     /// certificate's path is returned for clients. Both parts use the same listener setup, so
     /// tokens never travel in clear text when `--tls` is on.
@@ -201,24 +199,16 @@ struct Serve: AsyncParsableCommand {
         return (try .tls(.http1(), tlsConfiguration: tlsConfiguration), ca.caCertificatePath)
     }
 
+    /// `--only api`: the Task API alone, in front of any B2C-shaped authority (SPEC §3), e.g. a
+    /// real tenant's `https://<tenant>.b2clogin.com/<tenant>.onmicrosoft.com/<policy>`.
     func runAPIOnly(host: String, displayHost: String, apiPort: Int, tls: Bool, logger: Logger) async throws {
-        let environment = store.environment
-        let trusted = authorities.isEmpty ? (environment["TODO_AUTHORITIES"] ?? "").split(separator: " ").map(String.init) : authorities
-        let accepted = audiences.isEmpty ? (environment["TODO_AUDIENCES"] ?? "").split(separator: " ").map(String.init) : audiences
-        guard !trusted.isEmpty, !accepted.isEmpty else {
+        let trusted = configured(authorities, "TODO_AUTHORITIES")
+        guard !trusted.isEmpty, !configured(audiences, "TODO_AUDIENCES").isEmpty else {
             throw ValidationError("--only api needs --authority and --audience (or TODO_AUTHORITIES and TODO_AUDIENCES)")
         }
         try store.prepareDataDir()
         let database = try await DatabaseFactory.open(url: store.resolvedDatabaseURL, logger: logger)
-        let scopes =
-            requiredScopes.isEmpty ? (environment["TODO_REQUIRED_SCOPES"] ?? "").split(separator: " ").map(String.init) : requiredScopes
-        let origins = corsOrigins.isEmpty ? (environment["TODO_CORS_ORIGINS"] ?? "").split(separator: " ").map(String.init) : corsOrigins
-        let policy = BearerPolicy(
-            discoveryURLs: trusted.map(BearerPolicy.discoveryURL(forAuthority:)), audiences: accepted, requiredScopes: scopes)
-        let fetcher = try HTTPMetadataFetcher(additionalCACertificatePath: authorityCA ?? environment["TODO_AUTHORITY_CA"])
-        let tasks = try await TaskServer.make(
-            configuration: TaskServiceConfiguration(policy: policy, corsAllowedOrigins: origins), database: database, fetcher: fetcher,
-            logger: logger)
+        let (fetcher, tasks) = try await makeTaskServer(database: database, defaults: ([], []), caPath: nil, logger: logger)
         let (server, _) = try listener(tls: tls, displayHost: displayHost)
         let app = Application(
             router: tasks.buildRouter(), server: server,

@@ -341,3 +341,28 @@ struct SecurityTests {
         }
     }
 }
+
+@Suite("Protocol rules without a home elsewhere")
+struct ProtocolRuleTests {
+    @Test("tokens never travel in a query string, and a client authenticates one way only", arguments: TestDatabase.engines)
+    func queryAndCredentials(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            var app = h.seed.publicApp
+            app.allowImplicit = true
+            try await h.server.tenants.save(app, now: h.clock.now)
+            var attempt = AuthorizationAttempt(harness: h)
+            attempt.responseType = "code id_token"
+            attempt.extra = [("response_mode", "query")]
+            let refused = try await driver.get(attempt.url(harness: h))
+            #expect(b2cCode(redirect: refused) == "AADB2C90014")
+
+            let basic = Data("\(h.webClientID):\(h.webSecret)".utf8).base64EncodedString()
+            let both = try await driver.post(
+                h.path("B2C_1_susi", "oauth2/v2.0/token"),
+                [("grant_type", "refresh_token"), ("client_secret", h.webSecret), ("refresh_token", "x")],
+                headers: [.authorization: "Basic \(basic)"])
+            #expect(both.status == .badRequest)
+            #expect(both.json["error"] as? String == "invalid_request")
+        }
+    }
+}

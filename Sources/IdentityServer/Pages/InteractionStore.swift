@@ -5,7 +5,7 @@ import Storage
 /// Server-side state of interactive sign-ins: transactions, SSO sessions, email verification
 /// codes, the dev outbox, the simulated provider's codes and server-held keys.
 protocol InteractionStore: Sendable {
-    func saveInteraction(id: String, request: AuthorizationRequest, csrfHash: String, expiresAt: Date) async throws
+    func saveInteraction(id: String, request: AuthorizationRequest, csrfHash: String, now: Date, expiresAt: Date) async throws
     func interaction(id: String) async throws -> InteractionRecord?
     /// Marks the transaction complete; false if it already was (each transaction yields one result).
     func completeInteraction(id: String, now: Date) async throws -> Bool
@@ -52,10 +52,10 @@ struct SQLInteractionStore: InteractionStore {
         var verified_email: String?
     }
 
-    func saveInteraction(id: String, request: AuthorizationRequest, csrfHash: String, expiresAt: Date) async throws {
+    func saveInteraction(id: String, request: AuthorizationRequest, csrfHash: String, now: Date, expiresAt: Date) async throws {
         let row = InteractionRow(
             id: id, tenant_id: request.tenantID.uuidString.lowercased(), policy: request.policy,
-            parameters: StoredJSON.encode(request), csrf_hash: csrfHash, created_at: Date().epochSeconds,
+            parameters: StoredJSON.encode(request), csrf_hash: csrfHash, created_at: now.epochSeconds,
             expires_at: expiresAt.epochSeconds, completed_at: nil, pending_user_id: nil, pending_email: nil,
             verified_email: nil)
         try await database.transaction { sql in try await sql.insert(into: "authorization_requests").model(row).run() }

@@ -50,7 +50,6 @@ final class PageRenderer: Sendable {
         var context = values
         context["tenantName"] = tenant?.displayName ?? "TodoB2C"
         context["stylesheet"] = tenant?.pageTemplatesPath != nil ? "/static/tenants/\(tenant!.guid)/style.css" : "/static/style.css"
-        context["year"] = Calendar(identifier: .gregorian).component(.year, from: Date())
         guard let html = try library(for: tenant).render(context, withTemplate: name) else {
             throw RenderError.missingTemplate(name)
         }

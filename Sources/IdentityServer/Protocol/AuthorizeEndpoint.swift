@@ -135,7 +135,7 @@ struct AuthorizeEndpoint: Sendable {
         let (csrf, isNewCSRF) = flow.csrfToken(from: request)
         let id = Secrets.randomToken(byteCount: 24)
         try await service.interactions.saveInteraction(
-            id: id, request: authorization, csrfHash: Secrets.sha256Hex(csrf),
+            id: id, request: authorization, csrfHash: Secrets.sha256Hex(csrf), now: service.now,
             expiresAt: service.now.addingTimeInterval(service.configuration.interactionLifetime))
         let record = try await flow.interaction(id)
         var response = try await firstStep(record, tenant: tenant, userFlow: userFlow, request: request, context: context)

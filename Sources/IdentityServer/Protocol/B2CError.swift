@@ -126,6 +126,9 @@ extension B2CError {
     }
     static let publicClientSentSecret = B2CError(
         "invalid_request", "AADB2C90084", "Public clients should not send a client_secret when redeeming a publicly acquired grant.")
+    static let internalError = B2CError(
+        "server_error", "AADB2C90085", "The service has encountered an internal error. Please reauthenticate and try again.",
+        status: .internalServerError)
     static func grantTypeNotSupported(_ type: String) -> B2CError {
         B2CError("unsupported_grant_type", "AADB2C90086", "The supplied grant_type [\(type)] is not supported.")
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import TodoModels
 
 /// Discovery and JWKS (SPEC §2.2).
 struct MetadataEndpoints: Sendable {

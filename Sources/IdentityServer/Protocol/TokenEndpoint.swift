@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Hummingbird
 import Logging
+import TodoModels
 
 /// `POST …/oauth2/v2.0/token` (SPEC §2.4): the four grants, client authentication and the
 /// B2C token response.
@@ -196,23 +197,9 @@ struct TokenEndpoint: Sendable {
         guard !requested.isEmpty else { throw B2CError.missingScope }
         let scopes = try GrantedScopes.resolve(requested, client: client, tenantApps: apps)
         guard let resource = scopes.resource else { throw B2CError.scopeNeedsResource(requested.joined(separator: " ")) }
-        let key = try await service.keys.activeKey()
-        var claims = JSONObjectBuilder()
-        let iat = now.epochSeconds
         let lifetime = flow.lifetimes.accessTokenSeconds
-        claims.set("iss", issuer)
-        claims.set("exp", iat + Int64(lifetime))
-        claims.set("nbf", iat)
-        claims.set("aud", resource.audience)
-        claims.set("sub", client.clientIDString)
-        claims.set("oid", client.clientIDString)
-        if !resource.scopeNames.filter({ !$0.isEmpty }).isEmpty {
-            claims.set("scp", resource.scopeNames.filter { !$0.isEmpty }.joined(separator: " "))
-        }
-        claims.set("azp", client.clientIDString)
-        claims.set("ver", "1.0")
-        claims.set("iat", iat)
-        let token = try JSONWebToken.sign(claims: claims.object, with: key)
+        let token = try await service.issuer.appToken(client: client, resource: resource, issuer: issuer, lifetime: lifetime, now: now)
+        let iat = now.epochSeconds
         var body = JSONObjectBuilder()
         body.set("access_token", token)
         body.set("token_type", "Bearer")

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TodoModels
 
 /// Everything a token needs to know about one issuance.
 struct IssuanceContext: Sendable {
@@ -88,6 +89,24 @@ struct TokenIssuer: Sendable {
         claims.set("ver", "1.0")
         claims.set("iat", iat)
         return claims.object
+    }
+
+    /// An app-only access token (client credentials): the app is the subject; no user claims.
+    func appToken(client: AppRegistration, resource: TokenResource, issuer: String, lifetime: Int, now: Date) async throws -> String {
+        var claims = JSONObjectBuilder()
+        let iat = now.epochSeconds
+        claims.set("iss", issuer)
+        claims.set("exp", iat + Int64(lifetime))
+        claims.set("nbf", iat)
+        claims.set("aud", resource.audience)
+        claims.set("sub", client.clientIDString)
+        claims.set("oid", client.clientIDString)
+        let scopeNames = resource.scopeNames.filter { !$0.isEmpty }
+        if !scopeNames.isEmpty { claims.set("scp", scopeNames.joined(separator: " ")) }
+        claims.set("azp", client.clientIDString)
+        claims.set("ver", "1.0")
+        claims.set("iat", iat)
+        return try JSONWebToken.sign(claims: claims.object, with: try await keys.activeKey())
     }
 
     /// The flow's application claims that this user has values for.

@@ -3,6 +3,7 @@ import CryptoExtras
 import Foundation
 import Logging
 import Synchronization
+import TodoModels
 
 /// Who a valid access token speaks for.
 public struct AuthenticatedUser: Sendable, Equatable {
@@ -134,7 +135,7 @@ public final class BearerValidator: Sendable {
     public func validate(_ token: String, now: Date = Date()) async throws(TokenRejection) -> AuthenticatedUser {
         guard !token.isEmpty else { throw .missing }
         guard token.utf8.count <= 16_384 else { throw .malformed("too long") }
-        let cacheKey = Self.hex(SHA256.hash(data: Data(token.utf8)))
+        let cacheKey = Hex.lowercase(SHA256.hash(data: Data(token.utf8)))
         if let user = accepted.withLock({ $0[cacheKey] }) {
             guard user.expiresAt.addingTimeInterval(policy.clockSkew) > now else { throw .expired }
             return user
@@ -157,7 +158,7 @@ public final class BearerValidator: Sendable {
     private func verify(_ token: String, now: Date) async throws(TokenRejection) -> AuthenticatedUser {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw .malformed("not a JWS compact serialization") }
-        guard let headerData = Self.base64URL(parts[0]),
+        guard let headerData = Base64URL.decode(String(parts[0])),
             let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any]
         else { throw .malformed("header") }
         // RFC 8725 §2.1/§3.1: accept exactly the algorithm B2C uses; `none` and HMAC (whose
@@ -166,7 +167,7 @@ public final class BearerValidator: Sendable {
         guard algorithm == "RS256" else { throw .unsupportedAlgorithm(String(algorithm.prefix(16))) }
         guard header["crit"] == nil else { throw .malformed("unsupported critical header") }
         guard let kid = header["kid"] as? String, !kid.isEmpty else { throw .unknownKey }
-        guard let signature = Self.base64URL(parts[2]), let payloadData = Self.base64URL(parts[1]) else {
+        guard let signature = Base64URL.decode(String(parts[2])), let payloadData = Base64URL.decode(String(parts[1])) else {
             throw .malformed("encoding")
         }
         let signingInput = Data(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
@@ -266,32 +267,13 @@ public final class BearerValidator: Sendable {
         var keys: [String: _RSA.Signing.PublicKey] = [:]
         for jwk in jwks?["keys"] as? [[String: Any]] ?? [] {
             guard jwk["kty"] as? String == "RSA", (jwk["use"] as? String ?? "sig") == "sig",
-                let kid = jwk["kid"] as? String, let n = (jwk["n"] as? String).flatMap({ Self.base64URL(Substring($0)) }),
-                let e = (jwk["e"] as? String).flatMap({ Self.base64URL(Substring($0)) }),
+                let kid = jwk["kid"] as? String, let n = (jwk["n"] as? String).flatMap(Base64URL.decode),
+                let e = (jwk["e"] as? String).flatMap(Base64URL.decode),
                 let key = try? _RSA.Signing.PublicKey(n: n, e: e)
             else { continue }
             keys[kid] = key
         }
         logger.info("authority keys loaded", metadata: ["issuer": "\(issuer)", "keys": "\(keys.count)"])
         return AuthorityKeys(issuer: issuer, keys: keys, lastFetch: now)
-    }
-
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    static func hex(_ digest: SHA256.Digest) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity(64)
-        for byte in digest {
-            out.append(hexDigits[Int(byte >> 4)])
-            out.append(hexDigits[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    static func base64URL(_ text: Substring) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        guard !base64.contains("=") else { return nil }
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64)
     }
 }

@@ -57,15 +57,12 @@ enum TaskJSON {
         out.append(contentsOf: #""}"#.utf8)
     }
 
-    private static let hex = Array("0123456789abcdef".utf8)
-
     /// The lowercase 8-4-4-4-12 form, straight from the bytes.
     private static func uuid(_ id: UUID, into out: inout [UInt8]) {
         withUnsafeBytes(of: id.uuid) { bytes in
             for (index, byte) in bytes.enumerated() {
                 if index == 4 || index == 6 || index == 8 || index == 10 { out.append(UInt8(ascii: "-")) }
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0x0f)])
+                out.append(contentsOf: Hex.lowercase(CollectionOfOne(byte)).utf8)
             }
         }
     }

@@ -18,15 +18,10 @@ public struct TaskCursor: Sendable, Equatable {
     var id: String
 
     /// Opaque to clients: base64url of `createdAt:id`.
-    public var token: String {
-        Data("\(createdAt):\(id)".utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-    }
+    public var token: String { Base64URL.encode("\(createdAt):\(id)") }
 
     public init?(token: String) {
-        var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        guard token.count <= 200, let data = Data(base64Encoded: base64), let text = String(data: data, encoding: .utf8) else {
+        guard token.count <= 200, let data = Base64URL.decode(token), let text = String(data: data, encoding: .utf8) else {
             return nil
         }
         let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
