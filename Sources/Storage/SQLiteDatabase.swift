@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import SQLKit
 import SQLiteKit
+import Synchronization
 
 /// SQLite on one file connection in WAL mode. All work is serialised through one FIFO lock, so
 /// a transaction's statements can never interleave with another request's (SQLite has one writer
@@ -18,6 +19,11 @@ public final class SQLiteDatabase: Database {
     private let connection: SQLiteConnection
     private let sql: any SQLDatabase
     private let lock = AsyncSerialLock()
+    /// Read-only connections to the same file. In WAL mode readers never block the writer or each
+    /// other and see every committed transaction (https://sqlite.org/wal.html §2.2), so reads need
+    /// not queue behind the writer's lock. Empty for in-memory databases (one connection only).
+    private let readers: [SQLiteConnection]
+    private let nextReader = Atomic<Int>(0)
 
     public init(storage: Location, logger: Logger) async throws {
         let nioStorage: SQLiteConnection.Storage
@@ -39,11 +45,42 @@ public final class SQLiteDatabase: Database {
         try await sql.raw("PRAGMA synchronous = \(unsafeRaw: synchronous)").run()
         try await sql.raw("PRAGMA foreign_keys = ON").run()
         try await sql.raw("PRAGMA busy_timeout = 5000").run()
+        var readers: [SQLiteConnection] = []
+        if case .file = storage {
+            // Two: the NIO thread pool that runs SQLite calls has one thread per core on a small
+            // machine, and each connection runs one statement at a time (SQLITE_OPEN_FULLMUTEX).
+            for _ in 0..<max(2, min(4, System.coreCount)) {
+                let reader = try await SQLiteConnection.open(storage: nioStorage, logger: logger)
+                // A `read` that tried to write would bypass the writer's lock and transaction rules.
+                _ = try await reader.query("PRAGMA query_only = ON")
+                _ = try await reader.query("PRAGMA busy_timeout = 5000")
+                readers.append(reader)
+            }
+        }
+        self.readers = readers
+    }
+
+    /// A reader connection, round robin; the writer when there are none.
+    private func readConnection() -> SQLiteConnection? {
+        guard !readers.isEmpty else { return nil }
+        let index = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue
+        return readers[Int(UInt(bitPattern: index) % UInt(readers.count))]
     }
 
     public func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        if let reader = readConnection() {
+            return try await body(reader.sql(queryLogLevel: .trace))
+        }
         let sql = self.sql
         return try await lock.withLock { try await body(sql) }
+    }
+
+    /// Rows of one read-only statement straight from SQLiteNIO, for hot paths where SQLKit's
+    /// query building and `Decodable` row decoding cost more than the query itself.
+    public func readRows(_ query: String, _ binds: [SQLiteData]) async throws -> [SQLiteRow] {
+        if let reader = readConnection() { return try await reader.query(query, binds) }
+        let connection = self.connection
+        return try await lock.withLock { try await connection.query(query, binds) }
     }
 
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
@@ -58,6 +95,7 @@ public final class SQLiteDatabase: Database {
     }
 
     public func close() async throws {
+        for reader in readers { try await reader.close() }
         try await lock.withLock { try await self.connection.close() }
     }
 }

@@ -42,14 +42,68 @@ public enum Base64URL {
 
 /// Lowercase hexadecimal, for digests used as lookup keys (hashed secrets, cached tokens).
 public enum Hex {
-    static let digits = Array("0123456789abcdef".utf8)
+    @usableFromInline static let digits = Array("0123456789abcdef".utf8)
 
+    /// Inlinable so callers in other modules get a specialised loop (it runs per request for
+    /// token-cache keys).
+    @inlinable
     public static func lowercase<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
         var out = [UInt8]()
+        out.reserveCapacity(bytes.underestimatedCount * 2)
         for byte in bytes {
             out.append(digits[Int(byte >> 4)])
             out.append(digits[Int(byte & 0x0f)])
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The value of one ASCII hex digit, either case.
+    @inlinable
+    static func value(_ ascii: UInt8) -> UInt8? {
+        switch ascii {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): ascii - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): ascii - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): ascii - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+/// The 8-4-4-4-12 text form of UUIDs (RFC 9562 §4), without Foundation's `sscanf`-based parser:
+/// task ids are parsed and written for every row of every list.
+public enum UUIDText {
+    /// Parses either case; `nil` for anything but exactly 36 characters in the 8-4-4-4-12 shape.
+    public static func parse(_ text: String) -> UUID? {
+        var text = text
+        return text.withUTF8 { parse(utf8: $0) }
+    }
+
+    public static func parse(_ text: Substring) -> UUID? { parse(String(text)) }
+
+    static func parse(utf8: UnsafeBufferPointer<UInt8>) -> UUID? {
+        guard utf8.count == 36, utf8[8] == 0x2D, utf8[13] == 0x2D, utf8[18] == 0x2D, utf8[23] == 0x2D else { return nil }
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let complete = withUnsafeMutableBytes(of: &uuid) { bytes -> Bool in
+            var position = 0
+            for index in 0..<16 {
+                if position == 8 || position == 13 || position == 18 || position == 23 { position += 1 }
+                guard let high = Hex.value(utf8[position]), let low = Hex.value(utf8[position + 1]) else { return false }
+                bytes[index] = high << 4 | low
+                position += 2
+            }
+            return true
+        }
+        return complete ? UUID(uuid: uuid) : nil
+    }
+
+    /// Appends the lowercase form (the one this system stores and sends).
+    public static func appendLowercase(_ id: UUID, to out: inout [UInt8]) {
+        withUnsafeBytes(of: id.uuid) { bytes in
+            for (index, byte) in bytes.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 { out.append(UInt8(ascii: "-")) }
+                out.append(Hex.digits[Int(byte >> 4)])
+                out.append(Hex.digits[Int(byte & 0x0f)])
+            }
+        }
     }
 }

@@ -142,6 +142,35 @@ struct StorageTests {
         try await writer.close()
     }
 
+    @Test("SQLite reads run on read-only connections that see every committed write at once")
+    func sqliteReaders() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-readers-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = try await SQLiteDatabase(
+            storage: .file(directory.appendingPathComponent("db.sqlite").path), logger: TestDatabase.logger)
+        try await Self.migrations.run(on: database, logger: TestDatabase.logger)
+        for index in 0..<20 {
+            try await database.transaction { sql in
+                try await sql.insert(into: "notes").columns("id", "body").values(SQLBind("\(index)"), SQLBind("note \(index)")).run()
+            }
+            // Every read after the commit sees it, whichever reader connection it lands on.
+            let count = try await database.read { sql in
+                try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("notes")
+                    .first(decodingColumn: "n", as: Int.self)
+            }
+            #expect(count == index + 1)
+            let rows = try await database.readRows("SELECT body FROM notes WHERE id = ?", [.text("\(index)")])
+            #expect(rows.first?.column("body")?.string == "note \(index)")
+        }
+        // A write smuggled into `read` is refused instead of bypassing the writer's lock.
+        await #expect(throws: (any Error).self) {
+            try await database.read { sql in try await sql.raw("DELETE FROM notes").run() }
+        }
+        let remaining = try await database.readRows("SELECT COUNT(*) AS n FROM notes", [])
+        #expect(remaining.first?.column("n")?.integer == 20)
+        try await database.close()
+    }
+
     @Test("database URLs: unsupported schemes are refused, passwords are redacted")
     func databaseURLs() async throws {
         await #expect(throws: StorageError.self) {

@@ -334,4 +334,27 @@ struct TaskJSONTests {
             #expect(String(decoding: TaskJSON.page(page), as: UTF8.self) == String(decoding: try encoder.encode(page), as: UTF8.self))
         }
     }
+
+    @Test("UUIDText parses and writes what Foundation does, and refuses every other shape")
+    func uuidText() {
+        for _ in 0..<200 {
+            let id = UUID()
+            var written: [UInt8] = []
+            UUIDText.appendLowercase(id, to: &written)
+            #expect(String(decoding: written, as: UTF8.self) == id.uuidString.lowercased())
+            #expect(UUIDText.parse(id.uuidString) == id)
+            #expect(UUIDText.parse(id.uuidString.lowercased()) == id)
+            #expect(UUIDText.parse(Substring(id.uuidString)) == id)
+        }
+        let good = "0f8fad5b-d9cb-469f-a165-70867728950e"
+        for bad in [
+            "", "0f8fad5b-d9cb-469f-a165-70867728950", "0f8fad5b-d9cb-469f-a165-70867728950e0", "0f8fad5bd-9cb-469f-a165-70867728950e",
+            "0f8fad5b-d9cb-469f-a165-70867728950g", "0f8fad5b_d9cb_469f_a165_70867728950e", "{f8fad5b-d9cb-469f-a165-70867728950e",
+            "0f8fad5b-d9cb-469f-a165-7086772895é", "0f8fad5b-d9cb-469f-a165-70867728950e ",
+        ] {
+            #expect(UUIDText.parse(bad) == nil, "\(bad)")
+            #expect(UUID(uuidString: bad) == nil, "Foundation agrees on \(bad)")
+        }
+        #expect(UUIDText.parse(good) == UUID(uuidString: good))
+    }
 }

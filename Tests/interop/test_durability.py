@@ -1,5 +1,6 @@
 """An acknowledged write survives `kill -9` of the server (SPEC §3): create a task, kill the
-process without warning, start it again on the same data directory, and read the task back."""
+process without warning, start it again on the same data directory, and read the task back.
+And a graceful shutdown (SIGTERM) lets a request that is already in flight finish."""
 
 import json
 import os
@@ -34,24 +35,27 @@ def start(binary, data, identity_port, api_port):
     raise AssertionError("todo-server did not start")
 
 
+def sign_in(binary, data, identity_port):
+    settings = json.loads((data / "settings.json").read_text())
+    client = settings["clientId"]
+    subprocess.run(
+        [binary, "users", "add", "--data-dir", str(data), "--email", "durable@example.com", "--name", "Dee", "--password-stdin"],
+        input="Durable-Pass1\n", text=True, check=True, capture_output=True,
+    )
+    return requests.post(
+        f"http://127.0.0.1:{identity_port}/{settings['tenant']}/B2C_1_ROPC/oauth2/v2.0/token",
+        data={"grant_type": "password", "client_id": client, "username": "durable@example.com",
+              "password": "Durable-Pass1", "scope": f"openid {client}"},
+    ).json()["access_token"]
+
+
 def test_acknowledged_write_survives_kill_9(tmp_path):
     binary = os.environ["TODO_SERVER_BIN"]
     data = tmp_path / "data"
     identity_port, api_port = free_port(), free_port()
     server = start(binary, data, identity_port, api_port)
     try:
-        settings = json.loads((data / "settings.json").read_text())
-        client = settings["clientId"]
-        subprocess.run(
-            [binary, "users", "add", "--data-dir", str(data), "--email", "durable@example.com", "--name", "Dee", "--password-stdin"],
-            input="Durable-Pass1\n", text=True, check=True, capture_output=True,
-        )
-        token = requests.post(
-            f"http://127.0.0.1:{identity_port}/{settings['tenant']}/B2C_1_ROPC/oauth2/v2.0/token",
-            data={"grant_type": "password", "client_id": client, "username": "durable@example.com",
-                  "password": "Durable-Pass1", "scope": f"openid {client}"},
-        ).json()["access_token"]
-        headers = {"Authorization": f"Bearer {token}"}
+        headers = {"Authorization": f"Bearer {sign_in(binary, data, identity_port)}"}
         created = requests.post(f"http://127.0.0.1:{api_port}/api/tasks", json={"title": "survive kill -9"}, headers=headers)
         assert created.status_code == 201, created.text
         task_id = created.json()["id"]
@@ -63,4 +67,45 @@ def test_acknowledged_write_survives_kill_9(tmp_path):
         assert fetched.json()["title"] == "survive kill -9"
     finally:
         server.kill()
+        server.wait()
+
+
+def test_sigterm_lets_an_in_flight_request_finish(tmp_path):
+    """The request's headers and half its body arrive, then SIGTERM: the server must keep the
+    connection, answer the request once the body is complete, store the task, and only then exit 0."""
+    binary = os.environ["TODO_SERVER_BIN"]
+    data = tmp_path / "data"
+    identity_port, api_port = free_port(), free_port()
+    server = start(binary, data, identity_port, api_port)
+    try:
+        token = sign_in(binary, data, identity_port)
+        body = json.dumps({"title": "finished during shutdown"}).encode()
+        head = (
+            f"POST /api/tasks HTTP/1.1\r\nHost: 127.0.0.1:{api_port}\r\nAuthorization: Bearer {token}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        with socket.create_connection(("127.0.0.1", api_port), timeout=20) as connection:
+            connection.sendall(head + body[:10])
+            time.sleep(0.5)
+            server.send_signal(signal.SIGTERM)
+            time.sleep(1.0)
+            assert server.poll() is None, "the server exited with a request in flight"
+            connection.sendall(body[10:])
+            response = b""
+            while b"\r\n\r\n" not in response or not response.rstrip().endswith(b"}"):
+                chunk = connection.recv(65536)
+                if not chunk:
+                    break
+                response += chunk
+        status_line = response.split(b"\r\n", 1)[0]
+        assert status_line == b"HTTP/1.1 201 Created", response[:300]
+        assert b"finished during shutdown" in response
+        assert server.wait(timeout=30) == 0
+        # The answered write is stored.
+        server = start(binary, data, identity_port, api_port)
+        listed = requests.get(f"http://127.0.0.1:{api_port}/api/tasks", headers={"Authorization": f"Bearer {token}"})
+        assert [task["title"] for task in listed.json()["items"]] == ["finished during shutdown"]
+    finally:
+        if server.poll() is None:
+            server.kill()
         server.wait()

@@ -104,7 +104,7 @@ struct TaskController<Repository: TaskRepository>: Sendable {
 
     /// A malformed id is simply not found: nothing about other ids is revealed.
     static func id(_ context: TaskRequestContext) throws -> UUID {
-        guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else { throw TaskAPIError.notFound }
+        guard let text = context.parameters.get("id"), let id = UUIDText.parse(text) else { throw TaskAPIError.notFound }
         return id
     }
 

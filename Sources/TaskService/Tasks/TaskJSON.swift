@@ -57,15 +57,7 @@ enum TaskJSON {
         out.append(contentsOf: #""}"#.utf8)
     }
 
-    /// The lowercase 8-4-4-4-12 form, straight from the bytes.
-    private static func uuid(_ id: UUID, into out: inout [UInt8]) {
-        withUnsafeBytes(of: id.uuid) { bytes in
-            for (index, byte) in bytes.enumerated() {
-                if index == 4 || index == 6 || index == 8 || index == 10 { out.append(UInt8(ascii: "-")) }
-                out.append(contentsOf: Hex.lowercase(CollectionOfOne(byte)).utf8)
-            }
-        }
-    }
+    private static func uuid(_ id: UUID, into out: inout [UInt8]) { UUIDText.appendLowercase(id, to: &out) }
 
     private static func string(_ value: String, into out: inout [UInt8]) { JSONEscaping.appendQuoted(value, to: &out) }
 
