@@ -10,6 +10,9 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .executable(name: "todo-server", targets: ["todo-server"]),
+        .executable(name: "todo", targets: ["todo"]),
+        .library(name: "IdentityClient", targets: ["IdentityClient"]),
+        .library(name: "TaskClient", targets: ["TaskClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -32,6 +35,29 @@ let package = Package(
     ],
     targets: [
         .target(name: "TodoModels", swiftSettings: swiftSettings),
+        // The SDK: Foundation, swift-crypto and swift-log only, so an iOS app can take it without a
+        // server stack (ARCHITECTURE.md). It never imports a server module.
+        .target(
+            name: "IdentityClient",
+            dependencies: [
+                "TodoModels",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "TaskClient", dependencies: ["IdentityClient", "TodoModels"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "todo",
+            dependencies: [
+                "IdentityClient",
+                "TaskClient",
+                "TodoModels",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "TaskService",
             dependencies: [
@@ -116,6 +142,22 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "IdentityClientTests",
+            dependencies: [
+                "IdentityClient",
+                "TaskClient",
+                "TodoModels",
+                "IdentityServer",
+                "TaskService",
+                "Storage",
+                "TestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,0 +1,185 @@
+import Crypto
+import Foundation
+import TodoModels
+
+/// A JSON value: the type of ID-token claims, which may be strings, numbers, booleans, arrays
+/// (`emails`) or objects.
+public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
+    case string(String)
+    case number(Double)
+    case bool(Bool)
+    case array([JSONValue])
+    case object([String: JSONValue])
+    case null
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .string(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .bool(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        case .null: try container.encodeNil()
+        }
+    }
+
+    /// The string, if this is one.
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    /// The number, if this is one.
+    public var numberValue: Double? {
+        if case .number(let value) = self { return value }
+        return nil
+    }
+
+    /// Strings print bare, numbers without a needless `.0`, everything else as compact JSON.
+    public var description: String {
+        switch self {
+        case .string(let value): value
+        case .number(let value): value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+        case .bool(let value): String(value)
+        case .null: "null"
+        case .array, .object:
+            (try? JSONEncoder.sorted.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        }
+    }
+}
+
+extension JSONEncoder {
+    static var sorted: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}
+
+/// A decoded (not signature-checked) ID token. The SDK checks the claims that bind it to the
+/// request (issuer, audience, lifetime, nonce) the way AppAuth and MSAL do; its signature was
+/// checked by TLS to the token endpoint it came from (OpenID Connect Core §3.1.3.7, item 6).
+public struct IDToken: Sendable, Hashable {
+    /// The compact JWT as received.
+    public let raw: String
+    public let claims: [String: JSONValue]
+
+    /// - Throws: ``IdentityError/invalidIDToken(_:)`` when it is not a JWT with a JSON payload.
+    public init(_ raw: String) throws {
+        let parts = raw.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = Base64URL.decode(String(parts[1])),
+            let claims = try? JSONDecoder().decode([String: JSONValue].self, from: payload)
+        else { throw IdentityError.invalidIDToken("not a JWT") }
+        self.raw = raw
+        self.claims = claims
+    }
+
+    public subscript(claim: String) -> JSONValue? { claims[claim] }
+
+    public var issuer: String? { claims["iss"]?.stringValue }
+    public var subject: String? { claims["sub"]?.stringValue }
+    public var objectID: String? { claims["oid"]?.stringValue }
+    public var name: String? { claims["name"]?.stringValue }
+    public var nonce: String? { claims["nonce"]?.stringValue }
+    public var expiresOn: Date? { claims["exp"]?.numberValue.map { Date(timeIntervalSince1970: $0) } }
+
+    /// `aud` is a string or an array of strings (RFC 7519 §4.1.3).
+    public var audiences: [String] {
+        switch claims["aud"] {
+        case .string(let value): [value]
+        case .array(let values): values.compactMap(\.stringValue)
+        default: []
+        }
+    }
+
+    /// B2C sends no `preferred_username` for local accounts; MSAL.js falls back to `emails[0]`
+    /// (research/client-sdk.md §B.1 item 6), then `name`.
+    public var username: String? {
+        if let value = claims["preferred_username"]?.stringValue, !value.isEmpty { return value }
+        if case .array(let emails) = claims["emails"], let first = emails.first?.stringValue { return first }
+        if let value = claims["email"]?.stringValue { return value }
+        return name
+    }
+
+    /// The checks of OpenID Connect Core §3.1.3.7: `iss` is the discovered issuer (never the
+    /// policy URL: B2C's issuer is `{host}/{tenant id}/v2.0/`), `aud` contains the client id,
+    /// not expired, not issued in the future, and `nonce` is the one sent (when one was).
+    func validate(issuer: String, clientID: String, nonce: String?, now: Date, skew: TimeInterval = 300) throws {
+        guard self.issuer == issuer else { throw IdentityError.invalidIDToken("issuer \(self.issuer ?? "none") is not \(issuer)") }
+        guard audiences.contains(clientID) else { throw IdentityError.invalidIDToken("audience is not this client") }
+        guard let expiresOn, expiresOn.addingTimeInterval(skew) > now else { throw IdentityError.invalidIDToken("expired") }
+        if let iat = claims["iat"]?.numberValue, Date(timeIntervalSince1970: iat) > now.addingTimeInterval(skew) {
+            throw IdentityError.invalidIDToken("issued in the future")
+        }
+        if let nonce, !ConstantTime.equal(self.nonce ?? "", nonce) { throw IdentityError.nonceMismatch }
+    }
+}
+
+/// B2C's `client_info`: base64url JSON `{"uid": "<oid>-<policy>", "utid": "<tenant id>"}`,
+/// sent when the request has `client_info=1` (research/b2c-protocol.md §2.5).
+struct ClientInfo: Decodable {
+    var uid: String
+    var utid: String
+
+    init?(encoded: String?) {
+        guard let encoded, let data = Base64URL.decode(encoded), let info = try? JSONDecoder().decode(ClientInfo.self, from: data) else {
+            return nil
+        }
+        self = info
+    }
+}
+
+/// Proof Key for Code Exchange with S256 (RFC 7636): a 43-character verifier from 32 random
+/// bytes, and its SHA-256 as the challenge.
+public struct PKCE: Sendable, Hashable {
+    public let verifier: String
+    public let challenge: String
+    public var method: String { "S256" }
+
+    public init() { self.init(verifier: Random.urlSafe(bytes: 32)) }
+
+    /// For tests and for resuming a stored flow.
+    public init(verifier: String) {
+        self.verifier = verifier
+        challenge = Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8))))
+    }
+}
+
+enum Random {
+    /// `SystemRandomNumberGenerator` is a CSPRNG on every platform Swift runs on (getrandom(2) on
+    /// Linux, arc4random on Apple).
+    static func urlSafe(bytes count: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return Base64URL.encode(Data((0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }))
+    }
+}
+
+enum ConstantTime {
+    /// Compares without an early exit, so timing does not tell how much of a secret matched.
+    static func equal(_ left: String, _ right: String) -> Bool {
+        let a = Array(left.utf8)
+        let b = Array(right.utf8)
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One HTTP request as the SDK sends it.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    public var url: URL
+    /// Header fields; names are case-insensitive.
+    public var headers: [String: String]
+    public var body: Data?
+
+    public init(method: String, url: URL, headers: [String: String] = [:], body: Data? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A `application/x-www-form-urlencoded` POST (the token endpoint's only format, RFC 6749 §4.1.3).
+    static func form(_ url: URL, _ fields: [(String, String)], headers: [String: String] = [:]) -> HTTPRequest {
+        var headers = headers
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+        return HTTPRequest(method: "POST", url: url, headers: headers, body: Data(FormEncoding.encode(fields).utf8))
+    }
+}
+
+/// One HTTP response.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    /// Header fields with lowercased names.
+    public var headers: [String: String]
+    public var body: Data
+
+    public init(status: Int, headers: [String: String], body: Data) {
+        self.status = status
+        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
+        self.body = body
+    }
+}
+
+/// How the SDK talks HTTP. The default is ``URLSessionTransport``; apps inject their own for
+/// proxies, custom TLS trust or tests.
+public protocol HTTPTransport: Sendable {
+    /// Sends the request. Throws only when no HTTP response arrived; an HTTP error status is a
+    /// normal response.
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse
+}
+
+/// ``HTTPTransport`` over Foundation's `URLSession` (FoundationNetworking on Linux). Redirects
+/// are not followed: OAuth endpoints answer directly, and a redirect would carry a form body
+/// with secrets to another URL.
+public final class URLSessionTransport: HTTPTransport {
+    private let session: URLSession
+    private let delegate = NoRedirects()
+
+    /// - Parameter timeout: seconds before a request without an answer fails.
+    public init(timeout: TimeInterval = 30) {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = timeout
+        configuration.httpCookieStorage = nil
+        configuration.urlCache = nil
+        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+    }
+
+    deinit { session.finishTasksAndInvalidate() }
+
+    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = request.method
+        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        urlRequest.httpBody = request.body
+        do {
+            let (data, response) = try await session.data(for: urlRequest)
+            guard let http = response as? HTTPURLResponse else { throw IdentityError.network("not an HTTP response") }
+            var headers: [String: String] = [:]
+            for (name, value) in http.allHeaderFields {
+                if let name = name as? String, let value = value as? String { headers[name] = value }
+            }
+            return HTTPResponse(status: http.statusCode, headers: headers, body: data)
+        } catch let error as IdentityError {
+            throw error
+        } catch {
+            throw IdentityError.network("\(request.url.host ?? request.url.absoluteString): \(error.localizedDescription)")
+        }
+    }
+
+    /// `URLSession` delegates are classes; this one holds no state.
+    // @unchecked: no stored properties, so nothing to race on.
+    private final class NoRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+        func urlSession(
+            _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+            newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+        ) {
+            completionHandler(nil)
+        }
+    }
+}
+
+/// `application/x-www-form-urlencoded` (WHATWG URL §5): the one encoder and decoder for forms
+/// and query strings in the SDK.
+enum FormEncoding {
+    /// Unreserved characters stay; everything else is percent-encoded (space as `%20`, which
+    /// every form parser accepts).
+    static let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+
+    static func encode(_ fields: [(String, String)]) -> String {
+        fields.map { "\(escape($0.0))=\(escape($0.1))" }.joined(separator: "&")
+    }
+
+    static func escape(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: allowed) ?? "" }
+
+    static func decode(_ text: String) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func unescape(_ part: Substring) -> String {
+                String(part).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(part)
+            }
+            let name = unescape(parts[0])
+            if fields[name] == nil { fields[name] = parts.count > 1 ? unescape(parts[1]) : "" }
+        }
+        return fields
+    }
+}

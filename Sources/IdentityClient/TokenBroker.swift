@@ -1,0 +1,298 @@
+import Foundation
+import Logging
+
+/// The state both client applications share: discovery, the token store, refreshes in flight.
+/// One actor owns it, so concurrent silent calls for the same account and scopes share one
+/// refresh request (the rotated refresh token can be redeemed only once).
+actor TokenBroker {
+    let clientID: String
+    let clientSecret: String?
+    let authority: Authority
+    let store: any TokenStore
+    let transport: any HTTPTransport
+    let logger: Logger
+    let clock: @Sendable () -> Date
+    let discovery: DiscoveryCache
+    private var refreshes: [String: Task<AuthenticationResult, any Error>] = [:]
+
+    /// Tokens are renewed this long before they expire, so a request never leaves with a token
+    /// about to lapse (MSAL's and Okta's default).
+    static let expiryBuffer: TimeInterval = 300
+
+    init(
+        clientID: String, clientSecret: String?, authority: Authority, store: any TokenStore, transport: any HTTPTransport, logger: Logger,
+        clock: @escaping @Sendable () -> Date, discovery: DiscoveryCache? = nil
+    ) {
+        self.clientID = clientID
+        self.clientSecret = clientSecret
+        self.authority = authority
+        self.store = store
+        self.transport = transport
+        self.logger = logger
+        self.clock = clock
+        self.discovery = discovery ?? DiscoveryCache(transport: transport)
+    }
+
+    func authority(policy: String?) -> Authority { authority.with(policy: policy) }
+
+    func configuration(_ authority: Authority) async throws -> OpenIDConfiguration {
+        try await discovery.configuration(for: authority, now: clock())
+    }
+
+    // MARK: Authorization code
+
+    func authorizationRequest(
+        _ parameters: InteractiveParameters, redirectURI: String, responseMode: ResponseMode
+    ) async throws -> AuthorizationRequest {
+        let authority = authority(policy: parameters.policy)
+        let configuration = try await configuration(authority)
+        let pkce = PKCE()
+        let state = Random.urlSafe(bytes: 24)
+        let nonce = Random.urlSafe(bytes: 24)
+        let correlationID = parameters.correlationID ?? UUID()
+        var fields: [(String, String)] = [
+            ("client_id", clientID), ("response_type", "code"), ("redirect_uri", redirectURI),
+            ("scope", Scopes.request(parameters.scopes)), ("response_mode", responseMode.rawValue), ("state", state), ("nonce", nonce),
+            ("code_challenge", pkce.challenge), ("code_challenge_method", pkce.method),
+            ("client-request-id", correlationID.uuidString.lowercased()),
+        ]
+        if let prompt = parameters.prompt { fields.append(("prompt", prompt.rawValue)) }
+        if let hint = parameters.loginHint { fields.append(("login_hint", hint)) }
+        if let hint = parameters.domainHint { fields.append(("domain_hint", hint)) }
+        let reserved = Set(fields.map(\.0))
+        for (name, value) in parameters.extraQueryParameters.sorted(by: { $0.key < $1.key }) where !reserved.contains(name) {
+            fields.append((name, value))
+        }
+        // The endpoint may already carry a query (B2C's `?p=` form); append to it.
+        let endpoint = configuration.authorizationEndpoint.absoluteString
+        let separator = endpoint.contains("?") ? "&" : "?"
+        guard let url = URL(string: endpoint + separator + FormEncoding.encode(fields)) else {
+            throw IdentityError.invalidConfiguration("bad authorization endpoint \(endpoint)")
+        }
+        return AuthorizationRequest(
+            url: url, state: state, nonce: nonce, codeVerifier: pkce.verifier, redirectURI: redirectURI, authority: authority.url,
+            scopes: parameters.scopes, correlationID: correlationID.uuidString.lowercased())
+    }
+
+    /// Checks the redirect's parameters against the request and redeems the code.
+    func redeem(_ request: AuthorizationRequest, response parameters: [String: String]) async throws -> AuthenticationResult {
+        // state first: an error response with a foreign state is not ours to report either.
+        guard let state = parameters["state"], ConstantTime.equal(state, request.state) else { throw IdentityError.stateMismatch }
+        if let error = parameters["error"] {
+            throw IdentityError.fromOAuth(error: error, description: parameters["error_description"], correlationID: request.correlationID)
+        }
+        guard let code = parameters["code"], !code.isEmpty else {
+            throw IdentityError.server(
+                error: "invalid_response", description: "the redirect carried no code", code: nil, correlationID: nil)
+        }
+        let authority = try Authority(request.authority)
+        return try await redeemToken(
+            authority: authority,
+            fields: [
+                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", request.redirectURI),
+                ("code_verifier", request.codeVerifier), ("scope", Scopes.request(request.scopes)),
+            ], scopes: request.scopes, nonce: request.nonce, correlationID: request.correlationID, makeCurrent: true)
+    }
+
+    // MARK: ROPC
+
+    func acquireToken(username: String, password: String, scopes: [String], policy: String?) async throws -> AuthenticationResult {
+        try await redeemToken(
+            authority: authority(policy: policy),
+            fields: [("grant_type", "password"), ("username", username), ("password", password), ("scope", Scopes.request(scopes))],
+            scopes: scopes, nonce: nil, correlationID: UUID().uuidString.lowercased(), makeCurrent: true)
+    }
+
+    // MARK: Silent
+
+    func acquireTokenSilent(scopes: [String], account: Account, forceRefresh: Bool) async throws -> AuthenticationResult {
+        let clientID = self.clientID
+        let cache = try await store.read()
+        guard let entry = cache.entries.first(where: { $0.matches(account, clientID: clientID) }) else {
+            throw IdentityError.interactionRequired(reason: "no tokens are cached for this account", code: nil, correlationID: nil)
+        }
+        let key = Scopes.key(scopes)
+        let now = clock()
+        if !forceRefresh, let cached = entry.accessTokens.first(where: { Set($0.scopes).isSuperset(of: key) }),
+            cached.expiresOn.timeIntervalSince(now) > Self.expiryBuffer
+        {
+            return AuthenticationResult(
+                accessToken: cached.token, expiresOn: cached.expiresOn, idToken: entry.idToken.flatMap { try? IDToken($0) },
+                account: entry.account, scopes: scopes, correlationID: "", fromCache: true)
+        }
+        let refreshKey = "\(account.environment)|\(account.homeAccountID)|\(key.joined(separator: " "))"
+        if let running = refreshes[refreshKey] { return try await running.value }
+        let task = Task { try await self.refresh(entry: entry, scopes: scopes) }
+        refreshes[refreshKey] = task
+        defer { refreshes[refreshKey] = nil }
+        return try await task.value
+    }
+
+    private func refresh(entry: TokenCacheEntry, scopes: [String]) async throws -> AuthenticationResult {
+        // Another process may have refreshed (and rotated the refresh token) since the cache was
+        // read; redeeming the old one would look like token theft to the server.
+        let clientID = self.clientID
+        let latest = try await store.read().entries.first { $0.matches(entry.account, clientID: clientID) } ?? entry
+        guard let refreshToken = latest.refreshToken else {
+            throw IdentityError.interactionRequired(reason: "no refresh token is cached", code: nil, correlationID: nil)
+        }
+        let authority = try Authority(latest.authority)
+        do {
+            return try await redeemToken(
+                authority: authority,
+                fields: [("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("scope", Scopes.request(scopes))],
+                scopes: scopes, nonce: nil, correlationID: UUID().uuidString.lowercased(), makeCurrent: false, previous: latest)
+        } catch let error as IdentityError {
+            if case .interactionRequired = error {
+                // A refused refresh token never works again: forget it so later calls fail fast.
+                _ = try? await store.modify { cache in
+                    for index in cache.entries.indices where cache.entries[index].matches(latest.account, clientID: clientID) {
+                        cache.entries[index].refreshToken = nil
+                        cache.entries[index].accessTokens = []
+                    }
+                }
+            }
+            throw error
+        }
+    }
+
+    // MARK: Token endpoint
+
+    private func redeemToken(
+        authority: Authority, fields: [(String, String)], scopes: [String], nonce: String?, correlationID: String, makeCurrent: Bool,
+        previous: TokenCacheEntry? = nil
+    ) async throws -> AuthenticationResult {
+        let configuration = try await configuration(authority)
+        var form = fields + [("client_id", clientID), ("client_info", "1")]
+        if let clientSecret { form.append(("client_secret", clientSecret)) }
+        let request = HTTPRequest.form(
+            configuration.tokenEndpoint, form,
+            headers: ["Accept": "application/json", "client-request-id": correlationID, "return-client-request-id": "true"])
+        logger.debug(
+            "token request",
+            metadata: ["grant": "\(fields.first?.1 ?? "")", "authority": "\(authority.url)", "correlation_id": "\(correlationID)"])
+        let response = try await transport.send(request)
+        let tokens: TokenResponse
+        do {
+            tokens = try TokenResponse.parse(response, requestCorrelationID: correlationID)
+        } catch {
+            logger.info("token request refused", metadata: ["error": "\(error)", "correlation_id": "\(correlationID)"])
+            throw error
+        }
+        let now = clock()
+        let idToken: IDToken?
+        if let raw = tokens.idToken {
+            let token = try IDToken(raw)
+            try token.validate(issuer: configuration.issuer, clientID: clientID, nonce: nonce, now: now)
+            idToken = token
+        } else if nonce != nil {
+            throw IdentityError.invalidIDToken("the response carried no ID token")
+        } else {
+            idToken = nil
+        }
+        guard let account = Self.account(idToken: idToken, clientInfo: tokens.clientInfo, authority: authority) ?? previous?.account else {
+            throw IdentityError.invalidIDToken("the response identifies no account (no ID token, no client_info)")
+        }
+        let expiresOn = now.addingTimeInterval(TimeInterval(tokens.expiresIn ?? 3600))
+        let key = Scopes.key(scopes)
+        let clientID = self.clientID
+        let authorityURL = authority.url
+        // Stored before returning: the old refresh token is spent once the server rotated it.
+        try await store.modify { cache in
+            var entry =
+                cache.entries.first { $0.matches(account, clientID: clientID) }
+                ?? TokenCacheEntry(account: account, clientID: clientID, authority: authorityURL, accessTokens: [])
+            entry.account = account
+            entry.authority = authorityURL
+            if let refreshToken = tokens.refreshToken { entry.refreshToken = refreshToken }
+            if let raw = idToken?.raw { entry.idToken = raw }
+            entry.accessTokens.removeAll { Set($0.scopes) == Set(key) || $0.expiresOn <= now }
+            if let accessToken = tokens.accessToken {
+                entry.accessTokens.append(CachedAccessToken(scopes: key, token: accessToken, expiresOn: expiresOn))
+            }
+            cache.entries.removeAll { $0.matches(account, clientID: clientID) }
+            cache.entries.append(entry)
+            if makeCurrent || cache.currentAccountID == nil { cache.currentAccountID = account.homeAccountID }
+        }
+        logger.debug("tokens stored", metadata: ["account": "\(account.homeAccountID)", "correlation_id": "\(correlationID)"])
+        return AuthenticationResult(
+            accessToken: tokens.accessToken ?? "", expiresOn: expiresOn, idToken: idToken, account: account, scopes: scopes,
+            correlationID: correlationID, fromCache: false)
+    }
+
+    /// The account named by a token response: `client_info` gives MSAL's home account id
+    /// (`uid.utid`); without it, the ID token's `sub` (and `tid` when present).
+    static func account(idToken: IDToken?, clientInfo: String?, authority: Authority) -> Account? {
+        let info = ClientInfo(encoded: clientInfo)
+        let homeAccountID: String
+        if let info {
+            homeAccountID = "\(info.uid).\(info.utid)"
+        } else if let subject = idToken?.subject {
+            homeAccountID = idToken?["tid"]?.stringValue.map { "\(subject).\($0)" } ?? subject
+        } else {
+            return nil
+        }
+        let policy = authority.policy ?? idToken?["tfp"]?.stringValue ?? idToken?["acr"]?.stringValue
+        return Account(
+            homeAccountID: homeAccountID, environment: authority.environment, username: idToken?.username, name: idToken?.name,
+            objectID: idToken?.objectID, tenantID: info?.utid ?? idToken?["tid"]?.stringValue, policy: policy,
+            claims: idToken?.claims ?? [:])
+    }
+
+    // MARK: Accounts
+
+    func accounts() async throws -> [Account] {
+        let clientID = self.clientID
+        return try await store.read().entries.filter { $0.clientID == clientID }.map(\.account)
+    }
+
+    func currentAccount() async throws -> Account? {
+        let cache = try await store.read()
+        let clientID = self.clientID
+        let mine = cache.entries.filter { $0.clientID == clientID }
+        return mine.first { $0.account.homeAccountID == cache.currentAccountID }?.account ?? mine.first?.account
+    }
+
+    func setCurrent(_ account: Account) async throws {
+        let clientID = self.clientID
+        try await store.modify { cache in
+            guard cache.entries.contains(where: { $0.matches(account, clientID: clientID) }) else {
+                throw IdentityError.accountNotFound(account.homeAccountID)
+            }
+            cache.currentAccountID = account.homeAccountID
+        }
+    }
+
+    /// Forgets the account's tokens. Returns the ID token (for a browser sign-out's hint).
+    @discardableResult
+    func remove(_ account: Account) async throws -> String? {
+        let clientID = self.clientID
+        return try await store.modify { cache in
+            let idToken = cache.entries.first { $0.matches(account, clientID: clientID) }?.idToken
+            cache.entries.removeAll { $0.matches(account, clientID: clientID) }
+            if cache.currentAccountID == account.homeAccountID { cache.currentAccountID = cache.entries.first?.account.homeAccountID }
+            return idToken
+        }
+    }
+
+    /// `end_session_endpoint` with `id_token_hint`, `post_logout_redirect_uri` and `state`
+    /// (OpenID Connect RP-Initiated Logout 1.0 §2).
+    func endSessionURL(account: Account, idToken: String?, postLogoutRedirectURI: String?, state: String?) async throws -> URL {
+        let authority = try Authority(
+            (try await store.read().entries.first { $0.account.homeAccountID == account.homeAccountID }?.authority)
+                ?? self.authority.with(policy: account.policy).url)
+        let configuration = try await configuration(authority)
+        guard let endpoint = configuration.endSessionEndpoint else {
+            throw IdentityError.invalidConfiguration("the identity service publishes no end_session_endpoint")
+        }
+        var fields: [(String, String)] = []
+        if let idToken { fields.append(("id_token_hint", idToken)) } else { fields.append(("client_id", clientID)) }
+        if let postLogoutRedirectURI { fields.append(("post_logout_redirect_uri", postLogoutRedirectURI)) }
+        if let state { fields.append(("state", state)) }
+        let text = endpoint.absoluteString
+        guard let url = URL(string: text + (text.contains("?") ? "&" : "?") + FormEncoding.encode(fields)) else {
+            throw IdentityError.invalidConfiguration("bad end_session_endpoint \(text)")
+        }
+        return url
+    }
+}
