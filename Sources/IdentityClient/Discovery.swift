@@ -49,7 +49,7 @@ actor DiscoveryCache {
     }
 
     static func fetch(_ url: URL, transport: any HTTPTransport) async throws -> OpenIDConfiguration {
-        let response = try await transport.send(HTTPRequest(method: "GET", url: url, headers: ["Accept": "application/json"]))
+        let response = try await transport.send(TransportRequest(method: "GET", url: url, headers: ["Accept": "application/json"]))
         guard response.status == 200 else {
             if let error = try? JSONDecoder().decode(OAuthErrorBody.self, from: response.body) {
                 throw IdentityError.fromOAuth(error: error.error, description: error.errorDescription)

@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// One HTTP request as the SDK sends it.
-public struct HTTPRequest: Sendable {
+public struct TransportRequest: Sendable {
     public var method: String
     public var url: URL
     /// Header fields; names are case-insensitive.
@@ -20,15 +20,15 @@ public struct HTTPRequest: Sendable {
     }
 
     /// A `application/x-www-form-urlencoded` POST (the token endpoint's only format, RFC 6749 §4.1.3).
-    static func form(_ url: URL, _ fields: [(String, String)], headers: [String: String] = [:]) -> HTTPRequest {
+    static func form(_ url: URL, _ fields: [(String, String)], headers: [String: String] = [:]) -> TransportRequest {
         var headers = headers
         headers["Content-Type"] = "application/x-www-form-urlencoded"
-        return HTTPRequest(method: "POST", url: url, headers: headers, body: Data(FormEncoding.encode(fields).utf8))
+        return TransportRequest(method: "POST", url: url, headers: headers, body: Data(FormEncoding.encode(fields).utf8))
     }
 }
 
 /// One HTTP response.
-public struct HTTPResponse: Sendable {
+public struct TransportResponse: Sendable {
     public var status: Int
     /// Header fields with lowercased names.
     public var headers: [String: String]
@@ -46,7 +46,7 @@ public struct HTTPResponse: Sendable {
 public protocol HTTPTransport: Sendable {
     /// Sends the request. Throws only when no HTTP response arrived; an HTTP error status is a
     /// normal response.
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse
+    func send(_ request: TransportRequest) async throws -> TransportResponse
 }
 
 /// ``HTTPTransport`` over Foundation's `URLSession` (FoundationNetworking on Linux). Redirects
@@ -67,7 +67,7 @@ public final class URLSessionTransport: HTTPTransport {
 
     deinit { session.finishTasksAndInvalidate() }
 
-    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
@@ -79,7 +79,7 @@ public final class URLSessionTransport: HTTPTransport {
             for (name, value) in http.allHeaderFields {
                 if let name = name as? String, let value = value as? String { headers[name] = value }
             }
-            return HTTPResponse(status: http.statusCode, headers: headers, body: data)
+            return TransportResponse(status: http.statusCode, headers: headers, body: data)
         } catch let error as IdentityError {
             throw error
         } catch {

@@ -33,7 +33,7 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .interactionRequired(let reason, let code, _):
-            "please sign in again (\(code.map { "\($0): " } ?? "")\(reason))"
+            "please sign in again (\(code.map { reason.hasPrefix($0) ? "" : "\($0): " } ?? "")\(reason))"
         case .userCanceled: "sign-in cancelled"
         case .passwordResetRequested: "the user asked to reset the password"
         case .server(let error, let description, _, let correlationID):

@@ -165,7 +165,7 @@ actor TokenBroker {
         let configuration = try await configuration(authority)
         var form = fields + [("client_id", clientID), ("client_info", "1")]
         if let clientSecret { form.append(("client_secret", clientSecret)) }
-        let request = HTTPRequest.form(
+        let request = TransportRequest.form(
             configuration.tokenEndpoint, form,
             headers: ["Accept": "application/json", "client-request-id": correlationID, "return-client-request-id": "true"])
         logger.debug(

@@ -37,7 +37,7 @@ struct TokenResponse: Decodable {
     }
 
     /// Decodes a token endpoint answer, or throws its OAuth error in typed form.
-    static func parse(_ response: HTTPResponse, requestCorrelationID: String) throws -> TokenResponse {
+    static func parse(_ response: TransportResponse, requestCorrelationID: String) throws -> TokenResponse {
         let correlation = response.headers["client-request-id"] ?? requestCorrelationID
         guard (200..<300).contains(response.status) else {
             if let error = try? JSONDecoder().decode(OAuthErrorBody.self, from: response.body) {

@@ -123,7 +123,7 @@ public struct TaskClient: Sendable {
 
     private func send(
         _ method: String, path: String, query: [URLQueryItem] = [], body: Data? = nil, headers: [String: String] = [:]
-    ) async throws -> HTTPResponse {
+    ) async throws -> TransportResponse {
         var components = URLComponents(url: baseURL.appendingPathComponent("api/tasks"), resolvingAgainstBaseURL: false)
         components?.path += path
         if !query.isEmpty { components?.queryItems = query }
@@ -139,14 +139,14 @@ public struct TaskClient: Sendable {
     }
 
     private func attempt(_ method: String, _ url: URL, _ body: Data?, _ headers: [String: String], forceRefresh: Bool) async throws
-        -> HTTPResponse
+        -> TransportResponse
     {
         var allHeaders = headers
         allHeaders["Authorization"] = "Bearer \(try await accessToken(forceRefresh))"
         allHeaders["Accept"] = "application/json"
         if body != nil { allHeaders["Content-Type"] = "application/json" }
         do {
-            return try await transport.send(HTTPRequest(method: method, url: url, headers: allHeaders, body: body))
+            return try await transport.send(TransportRequest(method: method, url: url, headers: allHeaders, body: body))
         } catch let error as IdentityError {
             if case .network(let message) = error { throw TaskClientError.network(message) }
             throw error
@@ -155,7 +155,7 @@ public struct TaskClient: Sendable {
         }
     }
 
-    private func decode<T: Decodable>(_ type: T.Type, _ response: HTTPResponse) throws -> T {
+    private func decode<T: Decodable>(_ type: T.Type, _ response: TransportResponse) throws -> T {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         do {
@@ -165,7 +165,7 @@ public struct TaskClient: Sendable {
         }
     }
 
-    static func error(from response: HTTPResponse) -> TaskClientError {
+    static func error(from response: TransportResponse) -> TaskClientError {
         let problem = try? JSONDecoder().decode(ProblemDetails.self, from: response.body)
         switch response.status {
         case 404: return .notFound
@@ -181,7 +181,7 @@ public struct TaskClient: Sendable {
     }
 
     /// `error_description` from `WWW-Authenticate: Bearer error="…", error_description="…"`.
-    static func challengeDescription(_ response: HTTPResponse) -> String? {
+    static func challengeDescription(_ response: TransportResponse) -> String? {
         guard let header = response.headers["www-authenticate"],
             let range = header.range(of: #"error_description="[^"]*""#, options: .regularExpression)
         else { return nil }

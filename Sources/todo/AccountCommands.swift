@@ -245,7 +245,7 @@ struct Me: AsyncParsableCommand {
             }
             let token = try await session.app.acquireTokenSilently(scopes: ["https://graph.microsoft.com/User.Read"], account: account)
             let response = try await URLSessionTransport().send(
-                HTTPRequest(
+                TransportRequest(
                     method: "GET", url: url, headers: ["Authorization": "Bearer \(token.accessToken)", "Accept": "application/json"]))
             guard response.status == 200, let profile = try? JSONDecoder().decode([String: JSONValue].self, from: response.body) else {
                 throw CommandError("the profile endpoint answered HTTP \(response.status)")
