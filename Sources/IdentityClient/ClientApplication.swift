@@ -184,7 +184,7 @@ public struct ConfidentialClientApplication: Sendable {
     public let configuration: ClientConfiguration
     let broker: TokenBroker
 
-    /// - Parameter clientSecret: sent as `client_secret` (client_secret_post, RFC 6749 §2.3.1).
+    /// - Parameter clientSecret: sent with HTTP Basic authentication (client_secret_basic, RFC 6749 §2.3.1).
     public init(configuration: ClientConfiguration, clientSecret: String) {
         self.configuration = configuration
         broker = TokenBroker(

@@ -137,10 +137,14 @@ actor TokenBroker {
             throw IdentityError.interactionRequired(reason: "no refresh token is cached", code: nil, correlationID: nil)
         }
         let authority = try Authority(latest.authority)
+        var fields = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
+        // B2C (like MSAL) names the scopes on refresh; a plain OpenID provider gets none, which
+        // means "as originally granted" (RFC 6749 §6) and never asks for more than was granted.
+        if case .b2c = authority.kind { fields.append(("scope", Scopes.request(scopes))) }
         do {
             return try await redeemToken(
                 authority: authority,
-                fields: [("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("scope", Scopes.request(scopes))],
+                fields: fields,
                 scopes: scopes, nonce: nil, correlationID: UUID().uuidString.lowercased(), makeCurrent: false, previous: latest)
         } catch let error as IdentityError {
             if case .interactionRequired = error {
@@ -163,11 +167,17 @@ actor TokenBroker {
         previous: TokenCacheEntry? = nil
     ) async throws -> AuthenticationResult {
         let configuration = try await configuration(authority)
-        var form = fields + [("client_id", clientID), ("client_info", "1")]
-        if let clientSecret { form.append(("client_secret", clientSecret)) }
-        let request = TransportRequest.form(
-            configuration.tokenEndpoint, form,
-            headers: ["Accept": "application/json", "client-request-id": correlationID, "return-client-request-id": "true"])
+        var form = fields + [("client_info", "1")]
+        var headers = ["Accept": "application/json", "client-request-id": correlationID, "return-client-request-id": "true"]
+        if let clientSecret {
+            // client_secret_basic: the method every server must support (RFC 6749 §2.3.1), with
+            // both parts form-encoded before base64.
+            let credentials = "\(FormEncoding.escape(clientID)):\(FormEncoding.escape(clientSecret))"
+            headers["Authorization"] = "Basic \(Data(credentials.utf8).base64EncodedString())"
+        } else {
+            form.append(("client_id", clientID))
+        }
+        let request = TransportRequest.form(configuration.tokenEndpoint, form, headers: headers)
         logger.debug(
             "token request",
             metadata: ["grant": "\(fields.first?.1 ?? "")", "authority": "\(authority.url)", "correlation_id": "\(correlationID)"])

@@ -30,8 +30,13 @@ struct Login: AsyncParsableCommand {
                 guard let line = readLine(strippingNewline: true), !line.isEmpty else {
                     throw CommandError("no password on standard input")
                 }
-                result = try await session.app.acquireToken(
-                    username: username, password: line, scopes: session.settings.scopes, policy: policy ?? session.settings.ropcPolicy)
+                do {
+                    result = try await session.app.acquireToken(
+                        username: username, password: line, scopes: session.settings.scopes, policy: policy ?? session.settings.ropcPolicy)
+                } catch IdentityError.interactionRequired(let reason, _, _) {
+                    // For the password grant, invalid_grant means the credentials were refused.
+                    throw CommandError("sign-in failed: \(reason)")
+                }
             } else {
                 let settings = session.settings
                 let chosen = policy ?? (signUp ? settings.signUpPolicy : facebook ? settings.facebookPolicy : settings.signUpSignInPolicy)
