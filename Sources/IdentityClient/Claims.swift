@@ -41,6 +41,25 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
+    /// From `JSONSerialization`'s output: much cheaper than `Decodable` for claim sets, whose
+    /// `try?`-per-type probing throws an error for every non-matching guess.
+    init(any value: Any) {
+        switch value {
+        case let string as String: self = .string(string)
+        case let number as NSNumber:
+            // JSON booleans arrive as NSNumber too, of ObjC type "c" (char); JSON numbers are
+            // never chars, on Linux or Apple platforms.
+            if String(cString: number.objCType) == "c" {
+                self = .bool(number.boolValue)
+            } else {
+                self = .number(number.doubleValue)
+            }
+        case let array as [Any]: self = .array(array.map(JSONValue.init(any:)))
+        case let object as [String: Any]: self = .object(object.mapValues(JSONValue.init(any:)))
+        default: self = .null
+        }
+    }
+
     /// The string, if this is one.
     public var stringValue: String? {
         if case .string(let value) = self { return value }
@@ -86,8 +105,14 @@ public struct IDToken: Sendable, Hashable {
     public init(_ raw: String) throws {
         let parts = raw.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let payload = Base64URL.decode(String(parts[1])),
-            let claims = try? JSONDecoder().decode([String: JSONValue].self, from: payload)
+            let object = try? JSONSerialization.jsonObject(with: payload), case .object(let claims) = JSONValue(any: object)
         else { throw IdentityError.invalidIDToken("not a JWT") }
+        self.raw = raw
+        self.claims = claims
+    }
+
+    /// A token whose claims were parsed before (cached with the account).
+    init(raw: String, claims: [String: JSONValue]) {
         self.raw = raw
         self.claims = claims
     }

@@ -117,7 +117,8 @@ actor TokenBroker {
             cached.expiresOn.timeIntervalSince(now) > Self.expiryBuffer
         {
             return AuthenticationResult(
-                accessToken: cached.token, expiresOn: cached.expiresOn, idToken: entry.idToken.flatMap { try? IDToken($0) },
+                accessToken: cached.token, expiresOn: cached.expiresOn,
+                idToken: entry.idToken.map { IDToken(raw: $0, claims: entry.account.claims) },
                 account: entry.account, scopes: scopes, correlationID: "", fromCache: true)
         }
         let refreshKey = "\(account.environment)|\(account.homeAccountID)|\(key.joined(separator: " "))"

@@ -114,7 +114,16 @@ struct IdentityClientUnitTests {
         #expect(throws: IdentityError.self) { try IDToken("not.a-jwt") }
         var preferred = base
         preferred["preferred_username"] = "ann@contoso"
-        #expect(try IDToken(token(preferred)).username == "ann@contoso")
+        preferred["email_verified"] = true
+        preferred["zero"] = 0
+        preferred["one"] = 1
+        preferred["nested"] = ["list": [1.5, "x", false], "none": NSNull()] as [String: Any]
+        let typed = try IDToken(token(preferred))
+        #expect(typed.username == "ann@contoso")
+        #expect(typed["email_verified"] == .bool(true))
+        #expect(typed["zero"] == .number(0) && typed["one"] == .number(1))
+        #expect(typed["nested"] == .object(["list": .array([.number(1.5), .string("x"), .bool(false)]), "none": .null]))
+        #expect(typed["one"]?.description == "1" && typed["nested"]?.description == #"{"list":[1.5,"x",false],"none":null}"#)
     }
 
     @Test("form encoding round-trips reserved characters and decodes +")
