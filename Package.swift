@@ -47,6 +47,22 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "TaskClient", dependencies: ["IdentityClient", "TodoModels"], swiftSettings: swiftSettings),
+        .target(
+            name: "WebApp",
+            dependencies: [
+                "IdentityClient",
+                "TaskClient",
+                "TodoModels",
+                "Storage",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SQLKit", package: "sql-kit"),
+            ],
+            resources: [.copy("Resources")],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "todo",
             dependencies: [
@@ -106,6 +122,8 @@ let package = Package(
             dependencies: [
                 "IdentityServer",
                 "TaskService",
+                "WebApp",
+                "IdentityClient",
                 "Storage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -197,10 +197,12 @@ public struct ConfidentialClientApplication: Sendable {
         self.broker = broker
     }
 
-    /// The same client over another token store (one user's session).
-    public func with(tokenStore: any TokenStore) -> ConfidentialClientApplication {
+    /// The same client over another token store (one user's session), optionally with another
+    /// of its registered redirect URIs.
+    public func with(tokenStore: any TokenStore, redirectURI: String? = nil) -> ConfidentialClientApplication {
         var configuration = self.configuration
         configuration.tokenStore = tokenStore
+        if let redirectURI { configuration.redirectURI = redirectURI }
         return ConfidentialClientApplication(
             configuration: configuration,
             broker: TokenBroker(

@@ -23,9 +23,12 @@
             self.anchor = anchor
         }
 
-        public func authenticate(redirectURI: String, start: @Sendable (String, ResponseMode) async throws -> URL) async throws -> [String: String] {
+        public func authenticate(redirectURI: String, start: @Sendable (String, ResponseMode) async throws -> URL) async throws -> [String:
+            String]
+        {
             guard let scheme = URLComponents(string: redirectURI)?.scheme, scheme != "http", scheme != "https" else {
-                throw IdentityError.invalidConfiguration("ASWebAuthenticationSession needs a custom-scheme redirect URI, not \(redirectURI)")
+                throw IdentityError.invalidConfiguration(
+                    "ASWebAuthenticationSession needs a custom-scheme redirect URI, not \(redirectURI)")
             }
             let url = try await start(redirectURI, .query)
             let ephemeral = prefersEphemeralSession
@@ -46,7 +49,9 @@
                     }
                     session.presentationContextProvider = provider
                     session.prefersEphemeralWebBrowserSession = ephemeral
-                    if !session.start() { continuation.resume(throwing: IdentityError.invalidConfiguration("the sign-in sheet could not start")) }
+                    if !session.start() {
+                        continuation.resume(throwing: IdentityError.invalidConfiguration("the sign-in sheet could not start"))
+                    }
                 }
             }
             return ScriptedWebAuthenticator.parameters(fromRedirect: callback)

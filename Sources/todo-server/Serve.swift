@@ -9,6 +9,7 @@ import NIOSSL
 import ServiceLifecycle
 import Storage
 import TaskService
+import WebApp
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -131,8 +132,14 @@ struct Serve: AsyncParsableCommand {
                 flows.map { "\(baseURL)/\(seed.tenant.name)/\($0)/v2.0/.well-known/openid-configuration" }, [seed.publicApp.clientIDString]
             ),
             caPath: caPath, logger: logger)
+        let apiRouter = taskServer.buildRouter()
+        let scheme = useTLS ? "https" : "http"
+        let webApp = try await makeWebApp(
+            database: database, seed: seed, identityBase: baseURL, apiBase: "\(scheme)://127.0.0.1:\(apiPort)", secure: useTLS,
+            logger: logger)
+        webApp?.addRoutes(to: apiRouter)
         let apiApp = Application(
-            router: taskServer.buildRouter(), server: server,
+            router: apiRouter, server: server,
             configuration: ApplicationConfiguration(address: .hostname(host, port: apiPort), serverName: "TodoB2C"),
             logger: logger)
         let identityApp = Application(
@@ -142,7 +149,8 @@ struct Serve: AsyncParsableCommand {
             logger: logger)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: identityApp)]
         if mode == "all" { services.append(.init(service: apiApp)) }
-        services.append(.init(service: SweepService(identity: identity, logger: logger), successTerminationBehavior: .ignore))
+        services.append(
+            .init(service: SweepService(identity: identity, webApp: webApp, logger: logger), successTerminationBehavior: .ignore))
         let group = ServiceGroup(
             configuration: .init(
                 services: services,
@@ -159,6 +167,25 @@ struct Serve: AsyncParsableCommand {
         try await fetcher.shutdown()
         try await identity.shutdown()
         try await database.close()
+    }
+
+    /// The browser app on the API port: the dev tenant's confidential "web" twin, its secret from
+    /// `<data-dir>/webapp-client-secret` (written when the app was registered).
+    func makeWebApp(database: any Database, seed: DevTenantSeed, identityBase: String, apiBase: String, secure: Bool, logger: Logger)
+        async throws -> WebApp?
+    {
+        let secretPath = URL(fileURLWithPath: store.resolvedDataDir).appendingPathComponent("webapp-client-secret").path
+        guard let secret = try? String(contentsOfFile: secretPath, encoding: .utf8), !secret.isEmpty else {
+            logger.warning("web app disabled: no client secret", metadata: ["path": "\(secretPath)"])
+            return nil
+        }
+        guard let apiURL = URL(string: apiBase) else { return nil }
+        var configuration = WebAppConfiguration(
+            clientID: seed.webApp.clientIDString, clientSecret: secret.trimmingCharacters(in: .whitespacesAndNewlines),
+            authority: "\(identityBase)/\(seed.tenant.name)/", apiBaseURL: apiURL,
+            apiScopes: seed.publicApp.exposedScopes.map { "\(seed.publicApp.appIDURI ?? "")/\($0)" })
+        configuration.secure = secure
+        return try await WebApp.make(configuration: configuration, database: database, logger: logger)
     }
 
     /// A repeatable option's values, else the space-separated environment variable's.
@@ -244,6 +271,7 @@ struct Serve: AsyncParsableCommand {
         var lines = [
             "TodoB2C is running.",
             "  identity service  \(baseURL)",
+            "  web app           \(baseURL.hasPrefix("https") ? "https" : "http")://\(apiAuthority.replacingOccurrences(of: "127.0.0.1", with: "localhost"))/",
             "  task API          \(baseURL.hasPrefix("https") ? "https" : "http")://\(apiAuthority)/api/tasks",
             "  tenant            \(tenant.name) (\(tenant.guid))",
             "  client id         \(seed.publicApp.clientIDString)",
@@ -261,6 +289,7 @@ struct Serve: AsyncParsableCommand {
 /// Deletes expired codes, tokens, transactions and sessions every few minutes.
 struct SweepService: Service {
     let identity: IdentityServer
+    var webApp: WebApp? = nil
     let logger: Logger
 
     func run() async throws {
@@ -269,6 +298,7 @@ struct SweepService: Service {
             while !Task.isCancelled {
                 do {
                     try await identity.sweep()
+                    try await webApp?.sweep()
                 } catch {
                     logger.warning("sweep failed", metadata: ["error": "\(error)"])
                 }

@@ -1,0 +1,124 @@
+import Crypto
+import Foundation
+import IdentityClient
+import SQLKit
+import Storage
+import TodoModels
+
+/// What the web app keeps about one browser, server side. The browser holds only a random
+/// session id in an HttpOnly cookie; the database holds its SHA-256, so a database leak does not
+/// hand out live sessions, and several app instances share sessions (SPEC §5).
+struct WebSession: Codable, Sendable {
+    /// Compared with every state-changing form's `csrf_token`.
+    var csrfToken: String
+    /// The authorization request in flight (state, nonce, PKCE verifier): never sent to the browser.
+    var pending: AuthorizationRequest?
+    /// This session's tokens: the SDK's cache for one account.
+    var tokens: TokenCache = TokenCache()
+    /// A one-time message for the next page ("Signed out", "Session expired …").
+    var notice: String?
+    var expiresAt: Date
+
+    static func fresh(lifetime: TimeInterval, now: Date) -> WebSession {
+        WebSession(csrfToken: SessionID.random(), expiresAt: now.addingTimeInterval(lifetime))
+    }
+}
+
+enum SessionID {
+    static func random() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return Base64URL.encode(Data((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }))
+    }
+
+    static func hash(_ id: String) -> String { Hex.lowercase(SHA256.hash(data: Data(id.utf8))) }
+}
+
+/// Sessions in the `web_sessions` table (SQLite or PostgreSQL, through `Storage`).
+struct SessionRepository: Sendable {
+    let database: any Database
+
+    static let migrations = MigrationRunner(
+        namespace: "web",
+        migrations: [
+            Migration(
+                version: 1, name: "sessions",
+                [
+                    "CREATE TABLE web_sessions (id_hash TEXT PRIMARY KEY, data TEXT NOT NULL, expires_at BIGINT NOT NULL)",
+                    "CREATE INDEX web_sessions_expiry ON web_sessions (expires_at)",
+                ])
+        ])
+
+    static func encode(_ session: WebSession) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        return String(decoding: try encoder.encode(session), as: UTF8.self)
+    }
+
+    static func decode(_ text: String) -> WebSession? {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        return try? decoder.decode(WebSession.self, from: Data(text.utf8))
+    }
+
+    func load(id: String, now: Date) async throws -> WebSession? {
+        let key = SessionID.hash(id)
+        let text = try await database.read { sql in
+            try await sql.select().column("data").from("web_sessions").where("id_hash", .equal, key)
+                .where("expires_at", .greaterThan, Int64(now.timeIntervalSince1970)).first(decodingColumn: "data", as: String.self)
+        }
+        return text.flatMap(Self.decode)
+    }
+
+    func save(id: String, _ session: WebSession) async throws {
+        let key = SessionID.hash(id)
+        let data = try Self.encode(session)
+        let expires = Int64(session.expiresAt.timeIntervalSince1970)
+        try await database.transaction { sql in
+            try await sql.delete(from: "web_sessions").where("id_hash", .equal, key).run()
+            try await sql.insert(into: "web_sessions").columns("id_hash", "data", "expires_at")
+                .values(SQLBind(key), SQLBind(data), SQLBind(expires)).run()
+        }
+    }
+
+    func delete(id: String) async throws {
+        let key = SessionID.hash(id)
+        try await database.transaction { sql in try await sql.delete(from: "web_sessions").where("id_hash", .equal, key).run() }
+    }
+
+    /// Read, change and write one session in a transaction (the row locked on PostgreSQL), so a
+    /// token refresh in one request and a sign-out in another never overwrite each other.
+    func modify<T: Sendable>(id: String, _ change: @Sendable (inout WebSession) throws -> T) async throws -> T {
+        let key = SessionID.hash(id)
+        let engine = database.engine
+        return try await database.transaction { sql in
+            var select = sql.select().column("data").from("web_sessions").where("id_hash", .equal, key)
+            if engine == .postgres { select = select.for(.update) }
+            guard let text = try await select.first(decodingColumn: "data", as: String.self), var session = Self.decode(text) else {
+                throw IdentityError.storage("the session ended")
+            }
+            let result = try change(&session)
+            try await sql.update("web_sessions").set("data", to: SQLBind(try Self.encode(session))).where("id_hash", .equal, key).run()
+            return result
+        }
+    }
+
+    func sweep(now: Date) async throws {
+        try await database.transaction { sql in
+            try await sql.delete(from: "web_sessions").where("expires_at", .lessThanOrEqual, Int64(now.timeIntervalSince1970)).run()
+        }
+    }
+}
+
+/// The SDK's token store for one web session: the session row's `tokens`.
+struct SessionTokenStore: TokenStore {
+    let sessions: SessionRepository
+    let id: String
+
+    func read() async throws -> TokenCache {
+        try await sessions.load(id: id, now: Date())?.tokens ?? TokenCache()
+    }
+
+    func modify<T: Sendable>(_ change: @Sendable (inout TokenCache) throws -> T) async throws -> T {
+        try await sessions.modify(id: id) { session in try change(&session.tokens) }
+    }
+}
