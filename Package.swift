@@ -167,6 +167,7 @@ let package = Package(
             name: "IdentityClientTests",
             dependencies: [
                 "IdentityClient",
+                "WebApp",
                 "TaskClient",
                 "TodoModels",
                 "IdentityServer",

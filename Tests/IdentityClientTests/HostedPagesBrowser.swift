@@ -14,6 +14,7 @@ actor HostedPagesBrowser {
         var url: URL
         var text: String
         var location: String?
+        var headers: [String: String] = [:]
 
         func field(_ name: String) -> String? {
             guard let range = text.range(of: "name=\"\(name)\" value=\"") else { return nil }
@@ -78,6 +79,33 @@ actor HostedPagesBrowser {
         return try await follow(try await request("POST", target, body: FormBody.encode(csrf + fields)))
     }
 
+    /// Loads `url` and follows every redirect, on any host (a whole browser round trip).
+    func navigate(_ url: URL) async throws -> Page {
+        var page = try await request("GET", url, body: nil)
+        var hops = 0
+        while [301, 302, 303].contains(page.status), let location = page.location, hops < 20 {
+            page = try await request("GET", URL(string: location, relativeTo: page.url)!.absoluteURL, body: nil)
+            hops += 1
+        }
+        return page
+    }
+
+    /// Posts a form and follows every redirect.
+    func post(_ url: URL, _ fields: [(String, String)], follow: Bool = true) async throws -> Page {
+        var page = try await request("POST", url, body: FormBody.encode(fields))
+        if follow, [301, 302, 303].contains(page.status), let location = page.location {
+            page = try await navigate(URL(string: location, relativeTo: page.url)!.absoluteURL)
+        }
+        return page
+    }
+
+    /// Submits a form on any page (by id, or the first) and follows every redirect.
+    func submitFollowingAll(_ page: Page, _ fields: [(String, String)], formID: String? = nil) async throws -> Page {
+        guard let action = page.formAction(id: formID) else { throw Failure.unexpected("no form on \(page.url): \(page.text.prefix(400))") }
+        let csrf = page.field("csrf_token").map { [("csrf_token", $0)] } ?? []
+        return try await post(URL(string: action, relativeTo: page.url)!.absoluteURL, csrf + fields)
+    }
+
     func get(_ href: String, from page: Page) async throws -> Page {
         try await open(URL(string: href, relativeTo: page.url)!.absoluteURL)
     }
@@ -110,7 +138,8 @@ actor HostedPagesBrowser {
             }
         }
         return Page(
-            status: response.status, url: url, text: String(decoding: response.body, as: UTF8.self), location: response.headers["location"])
+            status: response.status, url: url, text: String(decoding: response.body, as: UTF8.self), location: response.headers["location"],
+            headers: response.headers)
     }
 
     /// The redirect's parameters once a page sends the browser to the app.

@@ -9,12 +9,18 @@ import Synchronization
 import TaskClient
 import TaskService
 import TestSupport
+import WebApp
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The whole system on loopback ports, the way an app meets it: the identity service and the
 /// Task API on real sockets, SQLite in a temporary file.
 struct LiveSystem: Sendable {
     let identityBase: String
     let apiBase: URL
+    let webBase: URL
     let seed: DevTenantSeed
     let identity: IdentityServer
 
@@ -26,7 +32,10 @@ struct LiveSystem: Sendable {
         "B2C_1_susi", "B2C_1_sign_up", "B2C_1_sign_in", "B2C_1_ROPC", "B2C_1_reset", "B2C_1_edit_profile", "B2C_1_facebook",
     ]
 
-    static func run(_ body: @Sendable (LiveSystem) async throws -> Void) async throws {
+    let database: any Database
+
+    /// - Parameter webPageSize: tasks per page of the web app (on the API port, as in `serve`).
+    static func run(webPageSize: Int = 20, _ body: @Sendable (LiveSystem) async throws -> Void) async throws {
         try await TestDatabase.with(.sqlite) { database in
             let identity = try await IdentityServer.make(
                 configuration: .init(passwordHashCost: 4), database: database, logger: TestDatabase.logger)
@@ -46,10 +55,27 @@ struct LiveSystem: Sendable {
                 )
                 do {
                     try await apiApp.test(.live) { apiClient in
-                        let system = LiveSystem(
-                            identityBase: base, apiBase: URL(string: "http://127.0.0.1:\(apiClient.port!)")!, seed: seed, identity: identity
-                        )
-                        try await body(system)
+                        let apiBase = URL(string: "http://127.0.0.1:\(apiClient.port!)")!
+                        // The web app on its own port here (in `serve` it shares the API's), calling
+                        // the API over HTTP like any other client.
+                        var web = WebAppConfiguration(
+                            clientID: seed.webApp.clientIDString, clientSecret: seed.newWebAppSecret ?? "",
+                            authority: "\(base)/\(seed.tenant.name)/", apiBaseURL: apiBase,
+                            apiScopes: seed.publicApp.exposedScopes.map { "\(seed.publicApp.appIDURI ?? "")/\($0)" })
+                        web.pageSize = webPageSize
+                        let webRouter = Router(context: BasicRequestContext.self)
+                        try await WebApp.make(configuration: web, database: database, logger: TestDatabase.logger).addRoutes(to: webRouter)
+                        let webApp = Application(
+                            router: webRouter, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: TestDatabase.logger)
+                        try await webApp.test(.live) { webClient in
+                            // Its reply URLs, now that its port is known (seeding again adds them).
+                            _ = try await identity.seedDevelopmentTenant(apiPort: webClient.port!)
+                            let system = LiveSystem(
+                                identityBase: base, apiBase: apiBase, webBase: URL(string: "http://127.0.0.1:\(webClient.port!)")!,
+                                seed: seed,
+                                identity: identity, database: database)
+                            try await body(system)
+                        }
                     }
                 } catch {
                     try await fetcher.shutdown()
@@ -109,4 +135,21 @@ final class CountingTransport: HTTPTransport {
         }
         return try await inner.send(request)
     }
+}
+
+/// A port nobody listens on now: bound, read, released.
+func freePort() throws -> Int {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+        }
+    }
+    guard bound else { throw CocoaError(.fileWriteUnknown) }
+    return Int(UInt16(bigEndian: address.sin_port))
 }

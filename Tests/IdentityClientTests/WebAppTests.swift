@@ -1,0 +1,193 @@
+import Foundation
+import IdentityClient
+import SQLKit
+import Storage
+import Testing
+
+/// The web app's pages and redirects over real HTTP (the app on the API port, the identity
+/// service beside it), driven by the headless browser: every page, every redirect, CSRF, kept
+/// input, sign-out of both sessions, the reset hand-over and an expired session.
+@Suite("Web app pages and redirects")
+struct WebAppTests {
+    static func signUp(_ browser: HostedPagesBrowser, _ system: LiveSystem, email: String, name: String = "Webby") async throws
+        -> HostedPagesBrowser.Page
+    {
+        let landing = try await browser.navigate(system.webBase)
+        let signUpLink = try #require(landing.link(id: "signUp"))
+        let form = try await browser.navigate(URL(string: signUpLink, relativeTo: landing.url)!.absoluteURL)
+        return try await browser.submitFollowingAll(
+            form, [("email", email), ("newPassword", "Web-Passw0rd"), ("reenterPassword", "Web-Passw0rd"), ("displayName", name)])
+    }
+
+    static func titles(_ page: HostedPagesBrowser.Page) -> [String] {
+        page.text.components(separatedBy: "data-title=\"").dropFirst().compactMap { $0.split(separator: "\"").first.map(String.init) }
+    }
+
+    @Test("landing page: the three ways in, security headers, no scripts; signed-out pages send to the landing page")
+    func landing() async throws {
+        try await LiveSystem.run { system in
+            let browser = HostedPagesBrowser(identityBase: system.identityBase)
+            let landing = try await browser.navigate(system.webBase)
+            #expect(landing.status == 200)
+            for id in ["signUp", "signIn", "signInFacebook", "forgot"] { #expect(landing.link(id: id) != nil, "\(id)") }
+            #expect(landing.headers["content-security-policy"]?.contains("default-src 'none'") == true)
+            #expect(landing.headers["x-frame-options"] == "DENY")
+            #expect(!landing.text.contains("<script"))
+            #expect(
+                try await browser.navigate(system.webBase.appendingPathComponent("static/app.css")).headers["content-type"]?.hasPrefix(
+                    "text/css") == true)
+            for path in ["todos", "claims"] {
+                let page = try await browser.navigate(system.webBase.appendingPathComponent(path))
+                #expect(page.url.path == "/", "\(path) should send a signed-out browser to the landing page")
+            }
+            // Each button starts its own user flow at the identity service (Facebook's goes straight on to
+            // the simulated Facebook, by domain_hint).
+            let starts = [
+                ("signUp", "B2C_1_sign_up"), ("signIn", "B2C_1_susi"), ("signInFacebook", "facebook.com/dialog/oauth"),
+                ("forgot", "B2C_1_reset"),
+            ]
+            for (id, policy) in starts {
+                let page = try await browser.open(URL(string: landing.link(id: id)!, relativeTo: landing.url)!.absoluteURL)
+                #expect(page.url.absoluteString.contains(policy), "\(id) → \(page.url)")
+            }
+        }
+    }
+
+    @Test("sign up, then add, complete, reopen, rename, delete, filter and page through tasks; the API holds the same list")
+    func tasksPages() async throws {
+        try await LiveSystem.run(webPageSize: 2) { system in
+            let browser = HostedPagesBrowser(identityBase: system.identityBase)
+            var page = try await Self.signUp(browser, system, email: "web@example.com")
+            #expect(page.url.path == "/todos")
+            #expect(page.text.contains("<h1>My tasks</h1>") && page.text.contains("emptyList"))
+            for title in ["Buy milk", "Walk the dog", "Call <Mum> & \"Dad\""] {
+                page = try await browser.submitFollowingAll(page, [("title", title)], formID: "addForm")
+            }
+            #expect(page.text.contains("3 open, 0 done"))
+            #expect(Self.titles(page) == ["Call &lt;Mum&gt; &amp; &quot;Dad&quot;", "Walk the dog"])  // newest first, two per page, escaped
+            let older = try #require(page.link(id: "older"))
+            let second = try await browser.navigate(URL(string: older, relativeTo: page.url)!.absoluteURL)
+            #expect(Self.titles(second) == ["Buy milk"])
+
+            func action(_ page: HostedPagesBrowser.Page, _ title: String, _ verb: String) throws -> URL {
+                let marker = "data-title=\"\(title)\""
+                let block = try #require(page.text.components(separatedBy: "<li").first { $0.contains(marker) })
+                let range = try #require(block.range(of: #"action="/todos/[0-9a-f-]+/\#(verb)""#, options: .regularExpression))
+                return URL(string: String(block[range].dropFirst(8).dropLast()), relativeTo: page.url)!.absoluteURL
+            }
+            let csrf = try #require(page.field("csrf_token"))
+            page = try await browser.post(try action(second, "Buy milk", "complete"), [("csrf_token", csrf)])
+            #expect(page.text.contains("2 open, 1 done"))
+            page = try await browser.post(try action(page, "Walk the dog", "rename"), [("csrf_token", csrf), ("title", "Walk the cat")])
+            #expect(Self.titles(page).contains("Walk the cat"))
+            page = try await browser.navigate(
+                system.webBase.appendingPathComponent("todos").appending(queryItems: [.init(name: "filter", value: "done")]))
+            #expect(Self.titles(page) == ["Buy milk"])
+            page = try await browser.post(try action(page, "Buy milk", "reopen"), [("csrf_token", csrf), ("filter", "done")])
+            #expect(page.url.query == "filter=done" && page.text.contains("emptyFilter"))
+            page = try await browser.navigate(system.webBase.appendingPathComponent("todos"))
+            page = try await browser.post(try action(page, "Walk the cat", "delete"), [("csrf_token", csrf)])
+            #expect(page.text.contains("2 open, 0 done"))
+
+            // The same list through the Task API, with a token of the same user.
+            let claims = try await browser.navigate(system.webBase.appendingPathComponent("claims"))
+            #expect(claims.text.contains("<th scope=\"row\">emails</th>") && claims.text.contains("web@example.com"))
+        }
+    }
+
+    @Test("forms without the session's CSRF token change nothing; a rejected title keeps what was typed")
+    func csrfAndKeptInput() async throws {
+        try await LiveSystem.run { system in
+            let browser = HostedPagesBrowser(identityBase: system.identityBase)
+            let page = try await Self.signUp(browser, system, email: "csrf@example.com")
+            let add = system.webBase.appendingPathComponent("todos")
+            for token in ["", "forged", String(repeating: "A", count: 43)] {
+                let refused = try await browser.post(add, [("csrf_token", token), ("title", "planted")], follow: false)
+                #expect(refused.status == 403)
+                #expect(refused.text.contains("This form has expired"))
+            }
+            let signOut = try await browser.post(
+                system.webBase.appendingPathComponent("auth/signout"), [("csrf_token", "forged")], follow: false)
+            #expect(signOut.status == 403)
+            let csrf = try #require(page.field("csrf_token"))
+            let long = String(repeating: "x", count: 1001)
+            let rejected = try await browser.post(add, [("csrf_token", csrf), ("title", long)], follow: false)
+            #expect(rejected.status == 422)
+            #expect(rejected.text.contains("id=\"error\""))
+            #expect(rejected.field("title") == long)
+            let list = try await browser.navigate(add)
+            #expect(Self.titles(list).isEmpty && list.text.contains("emptyList"))
+        }
+    }
+
+    @Test("sign-out ends the app session and the identity service's; signing in again finds the same list")
+    func signOutAndBack() async throws {
+        try await LiveSystem.run { system in
+            let browser = HostedPagesBrowser(identityBase: system.identityBase)
+            var page = try await Self.signUp(browser, system, email: "back@example.com")
+            page = try await browser.submitFollowingAll(page, [("title", "Still here")], formID: "addForm")
+            page = try await browser.submitFollowingAll(page, [], formID: nil)  // the header's sign-out form comes first
+            #expect(page.url.path == "/")
+            #expect(page.text.contains("You have signed out"))
+            #expect(try await browser.navigate(system.webBase.appendingPathComponent("todos")).url.path == "/")
+            // The identity service asks for the password again (its SSO cookie is gone).
+            let landing = try await browser.navigate(system.webBase)
+            let signIn = try await browser.navigate(URL(string: landing.link(id: "signIn")!, relativeTo: landing.url)!.absoluteURL)
+            #expect(signIn.formAction(id: "localAccountForm") != nil)
+            page = try await browser.submitFollowingAll(
+                signIn, [("email", "back@example.com"), ("password", "Web-Passw0rd")], formID: "localAccountForm")
+            #expect(Self.titles(page) == ["Still here"])
+
+            // A second user in another browser sees an empty list.
+            let other = HostedPagesBrowser(identityBase: system.identityBase)
+            let theirs = try await Self.signUp(other, system, email: "other@example.com", name: "Other")
+            #expect(Self.titles(theirs).isEmpty)
+        }
+    }
+
+    @Test("'Forgot your password?' on the sign-in page hands over to the reset flow")
+    func forgotPassword() async throws {
+        try await LiveSystem.run { system in
+            try await system.addUser("forgot@example.com")
+            let browser = HostedPagesBrowser(identityBase: system.identityBase)
+            let landing = try await browser.navigate(system.webBase)
+            let signIn = try await browser.navigate(URL(string: landing.link(id: "signIn")!, relativeTo: landing.url)!.absoluteURL)
+            let forgot = try #require(signIn.link(id: "forgotPassword"))
+            let reset = try await browser.navigate(URL(string: forgot, relativeTo: signIn.url)!.absoluteURL)
+            #expect(reset.url.absoluteString.contains("B2C_1_reset"))
+            #expect(reset.text.contains("id=\"sendCode\""))
+        }
+    }
+
+    @Test("a session whose refresh token was refused sends the user to sign in again with a notice")
+    func expiredSession() async throws {
+        try await LiveSystem.run { system in
+            let browser = HostedPagesBrowser(identityBase: system.identityBase)
+            _ = try await Self.signUp(browser, system, email: "expired@example.com")
+            // Age every stored session: access tokens expired, refresh tokens no longer valid.
+            let rows = try await system.database.read { sql in
+                try await sql.select().columns("id_hash", "data").from("web_sessions").all()
+            }
+            for row in rows {
+                let key = try row.decode(column: "id_hash", as: String.self)
+                var json =
+                    try JSONSerialization.jsonObject(with: Data(try row.decode(column: "data", as: String.self).utf8)) as! [String: Any]
+                var tokens = json["tokens"] as! [String: Any]
+                tokens["entries"] = (tokens["entries"] as! [[String: Any]]).map { entry in
+                    var entry = entry
+                    entry["refreshToken"] = "revoked"
+                    entry["accessTokens"] = [[String: Any]]()
+                    return entry
+                }
+                json["tokens"] = tokens
+                let text = String(decoding: try JSONSerialization.data(withJSONObject: json), as: UTF8.self)
+                try await system.database.transaction { sql in
+                    try await sql.update("web_sessions").set("data", to: SQLBind(text)).where("id_hash", .equal, key).run()
+                }
+            }
+            let page = try await browser.navigate(system.webBase.appendingPathComponent("todos"))
+            #expect(page.url.path == "/")
+            #expect(page.text.contains("Your session has expired"))
+        }
+    }
+}
