@@ -28,7 +28,8 @@ struct WebPages: Sendable {
     /// A page: never cached, never framed, scripts off, forms only to this app and the identity
     /// service (Chromium applies `form-action` to the redirect after a POST, e.g. sign-out).
     func page(_ name: String, _ values: [String: Any], status: HTTPResponse.Status = .ok, formTargets: String) -> Response {
-        var context = values
+        // Optionals put in `[String: Any]` would render as "nil": absent values are left out.
+        var context = values.compactMapValues(Self.present)
         context["appName"] = "TodoB2C"
         let html = (try? library.render(context, withTemplate: name)) ?? nil
         var headers: HTTPFields = [
@@ -46,6 +47,12 @@ struct WebPages: Sendable {
                 status: .internalServerError, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "page \(name) failed")))
         }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    static func present(_ value: Any) -> Any? {
+        let mirror = Mirror(reflecting: value)
+        guard mirror.displayStyle == .optional else { return value }
+        return mirror.children.first.map { present($0.value) } ?? nil
     }
 
     func stylesheetResponse() -> Response {
