@@ -75,8 +75,11 @@ final class SessionState {
         return difference == 0
     }
 
+    /// This request's view of the session's tokens, shared by every client made for it.
+    private lazy var tokens = TokenSnapshot(session.tokens)
+
     func client(redirectURI: String) -> ConfidentialClientApplication {
-        app.client.with(tokenStore: SessionTokenStore(sessions: app.sessions, id: id), redirectURI: redirectURI)
+        app.client.with(tokenStore: SessionTokenStore(sessions: app.sessions, id: id, snapshot: tokens), redirectURI: redirectURI)
     }
 
     func account() async throws -> Account? {

@@ -218,16 +218,24 @@ public struct WebApp: Sendable {
         let filter = request.uri.queryParameters["filter"].flatMap { Filter(rawValue: String($0)) } ?? .all
         let cursor = request.uri.queryParameters["cursor"].map(String.init)
         let tasks = state.tasks(account: account)
-        let page = try await tasks.list(completed: filter.completed, limit: configuration.pageSize, cursor: cursor)
+        // Every task, for the counts; the page itself from the API's cursor pagination, unless the
+        // first page already holds every match (then the list above is the page: no second call).
         let everything = try await tasks.all()
         let open = everything.filter { !$0.completed }.count
+        let matching = everything.filter { task in filter.completed.map { task.completed == $0 } ?? true }
+        let page: TaskPage
+        if cursor == nil && matching.count <= configuration.pageSize {
+            page = TaskPage(items: matching, nextCursor: nil)
+        } else {
+            page = try await tasks.list(completed: filter.completed, limit: configuration.pageSize, cursor: cursor)
+        }
         let notice = try await state.takeNotice()
         let items: [[String: Any]] = page.items.map { task in
             let id = task.id.uuidString.lowercased()
             let editing = renaming?.id == id
             return [
                 "id": id, "title": task.title, "completed": task.completed, "draftTitle": editing ? renaming!.title : task.title,
-                "renameError": editing,
+                "renameError": editing, "csrf": state.session.csrfToken, "filter": filter.rawValue,
             ]
         }
         return self.page(

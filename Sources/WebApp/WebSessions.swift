@@ -3,6 +3,7 @@ import Foundation
 import IdentityClient
 import SQLKit
 import Storage
+import Synchronization
 import TodoModels
 
 /// What the web app keeps about one browser, server side. The browser holds only a random
@@ -109,16 +110,39 @@ struct SessionRepository: Sendable {
     }
 }
 
-/// The SDK's token store for one web session: the session row's `tokens`.
+/// The SDK's token store for one web session: the session row's `tokens`. Reads within one
+/// request come from the copy loaded with the session (a page makes several silent calls);
+/// writes go to the row, in a transaction, and update that copy.
 struct SessionTokenStore: TokenStore {
     let sessions: SessionRepository
     let id: String
+    let snapshot: TokenSnapshot
 
     func read() async throws -> TokenCache {
-        try await sessions.load(id: id, now: Date())?.tokens ?? TokenCache()
+        if let cached = snapshot.value { return cached }
+        let tokens = try await sessions.load(id: id, now: Date())?.tokens ?? TokenCache()
+        snapshot.value = tokens
+        return tokens
     }
 
     func modify<T: Sendable>(_ change: @Sendable (inout TokenCache) throws -> T) async throws -> T {
-        try await sessions.modify(id: id) { session in try change(&session.tokens) }
+        let (result, tokens) = try await sessions.modify(id: id) { session in
+            let result = try change(&session.tokens)
+            return (result, session.tokens)
+        }
+        snapshot.value = tokens
+        return result
+    }
+}
+
+/// One request's copy of its session's tokens.
+final class TokenSnapshot: Sendable {
+    private let stored: Mutex<TokenCache?>
+
+    init(_ tokens: TokenCache?) { stored = Mutex(tokens) }
+
+    var value: TokenCache? {
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
+import IdentityClient
 import IdentityServer
 import Logging
 import NIOSSL
@@ -134,9 +135,11 @@ struct Serve: AsyncParsableCommand {
             caPath: caPath, logger: logger)
         let apiRouter = taskServer.buildRouter()
         let scheme = useTLS ? "https" : "http"
+        // The web app's HTTP client: pooled connections, and the development CA under --tls.
+        let webTransport = try AsyncHTTPClientTransport(additionalCACertificatePath: caPath)
         let webApp = try await makeWebApp(
-            database: database, seed: seed, identityBase: baseURL, apiBase: "\(scheme)://127.0.0.1:\(apiPort)", secure: useTLS,
-            logger: logger)
+            database: database, seed: seed, identityBase: baseURL, apiBase: "\(scheme)://\(displayHost):\(apiPort)", secure: useTLS,
+            transport: webTransport, logger: logger)
         webApp?.addRoutes(to: apiRouter)
         let apiApp = Application(
             router: apiRouter, server: server,
@@ -158,12 +161,14 @@ struct Serve: AsyncParsableCommand {
         do {
             try await group.run()
         } catch {
+            try? await webTransport.shutdown()
             try? await fetcher.shutdown()
             try? await identity.shutdown()
             try? await database.close()
             throw error
         }
         // AsyncHTTPClient insists on an explicit shutdown before it is released.
+        try await webTransport.shutdown()
         try await fetcher.shutdown()
         try await identity.shutdown()
         try await database.close()
@@ -171,9 +176,10 @@ struct Serve: AsyncParsableCommand {
 
     /// The browser app on the API port: the dev tenant's confidential "web" twin, its secret from
     /// `<data-dir>/webapp-client-secret` (written when the app was registered).
-    func makeWebApp(database: any Database, seed: DevTenantSeed, identityBase: String, apiBase: String, secure: Bool, logger: Logger)
-        async throws -> WebApp?
-    {
+    func makeWebApp(
+        database: any Database, seed: DevTenantSeed, identityBase: String, apiBase: String, secure: Bool, transport: any HTTPTransport,
+        logger: Logger
+    ) async throws -> WebApp? {
         let secretPath = URL(fileURLWithPath: store.resolvedDataDir).appendingPathComponent("webapp-client-secret").path
         guard let secret = try? String(contentsOfFile: secretPath, encoding: .utf8), !secret.isEmpty else {
             logger.warning("web app disabled: no client secret", metadata: ["path": "\(secretPath)"])
@@ -185,7 +191,7 @@ struct Serve: AsyncParsableCommand {
             authority: "\(identityBase)/\(seed.tenant.name)/", apiBaseURL: apiURL,
             apiScopes: seed.publicApp.exposedScopes.map { "\(seed.publicApp.appIDURI ?? "")/\($0)" })
         configuration.secure = secure
-        return try await WebApp.make(configuration: configuration, database: database, logger: logger)
+        return try await WebApp.make(configuration: configuration, database: database, transport: transport, logger: logger)
     }
 
     /// A repeatable option's values, else the space-separated environment variable's.

@@ -9,6 +9,7 @@ import time
 import pytest
 import requests
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -63,6 +64,11 @@ def shot(driver, name):
     driver.save_screenshot(os.path.join(ARTIFACTS, f"web-{name}.png"))
 
 
+def until(driver, condition, timeout=20):
+    """Waits for a condition across page loads (elements of the old page go stale mid-check)."""
+    return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
+
+
 def wait_for(driver, element_id, timeout=20):
     return WebDriverWait(driver, timeout).until(ready.presence_of_element_located((By.ID, element_id)))
 
@@ -84,7 +90,7 @@ def add(driver, title):
     field.clear()
     field.send_keys(title)
     driver.find_element(By.ID, "add").click()
-    WebDriverWait(driver, 20).until(lambda d: title in titles(d) or d.find_elements(By.ID, "error"))
+    until(driver, lambda d: title in titles(d) or d.find_elements(By.ID, "error"))
 
 
 def titles(driver):
@@ -111,33 +117,33 @@ def test_the_tour_in_chromium(browsers, web):
     assert driver.find_element(By.ID, "summary").text == "3 open, 0 done"
 
     task(driver, "Buy milk").find_element(By.CSS_SELECTOR, "form.toggle button").click()
-    WebDriverWait(driver, 20).until(lambda d: d.find_element(By.ID, "summary").text == "2 open, 1 done")
+    until(driver, lambda d: d.find_element(By.ID, "summary").text == "2 open, 1 done")
     item = task(driver, "Walk the dog")
     item.find_element(By.TAG_NAME, "summary").click()
     field = item.find_element(By.CSS_SELECTOR, "form.rename input[name=title]")
     field.clear()
     field.send_keys("Walk the cat")
     item.find_element(By.CSS_SELECTOR, "form.rename button").click()
-    WebDriverWait(driver, 20).until(lambda d: "Walk the cat" in titles(d))
+    until(driver, lambda d: "Walk the cat" in titles(d))
     item = task(driver, "Water the plants")
     item.find_element(By.TAG_NAME, "summary").click()
     item.find_element(By.CSS_SELECTOR, "form.delete button").click()
-    WebDriverWait(driver, 20).until(lambda d: "Water the plants" not in titles(d))
+    until(driver, lambda d: "Water the plants" not in titles(d))
     assert titles(driver) == ["Walk the cat", "Buy milk"]
     shot(driver, "tasks")
 
     driver.find_element(By.ID, "filterDone").click()
-    WebDriverWait(driver, 20).until(lambda d: titles(d) == ["Buy milk"])
+    until(driver, lambda d: titles(d) == ["Buy milk"])
     driver.find_element(By.ID, "filterOpen").click()
-    WebDriverWait(driver, 20).until(lambda d: titles(d) == ["Walk the cat"])
+    until(driver, lambda d: titles(d) == ["Walk the cat"])
     shot(driver, "tasks-open")
     # Un-complete from the Done filter.
     driver.find_element(By.ID, "filterDone").click()
-    WebDriverWait(driver, 20).until(lambda d: titles(d) == ["Buy milk"])
+    until(driver, lambda d: titles(d) == ["Buy milk"])
     task(driver, "Buy milk").find_element(By.CSS_SELECTOR, "form.toggle button").click()
-    WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.ID, "emptyFilter"))
+    until(driver, lambda d: d.find_elements(By.ID, "emptyFilter"))
     driver.find_element(By.ID, "filterAll").click()
-    WebDriverWait(driver, 20).until(lambda d: d.find_element(By.ID, "summary").text == "2 open, 0 done")
+    until(driver, lambda d: d.find_element(By.ID, "summary").text == "2 open, 0 done")
 
     driver.find_element(By.ID, "navClaims").click()
     claims = wait_for(driver, "claims").text
