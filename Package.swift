@@ -186,6 +186,7 @@ let package = Package(
             name: "IdentityServerTests",
             dependencies: [
                 "IdentityServer",
+                "TodoModels",
                 "Storage",
                 "TestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

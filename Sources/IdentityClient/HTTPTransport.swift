@@ -1,4 +1,5 @@
 import Foundation
+import TodoModels
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -96,32 +97,5 @@ public final class URLSessionTransport: HTTPTransport {
         ) {
             completionHandler(nil)
         }
-    }
-}
-
-/// `application/x-www-form-urlencoded` (WHATWG URL §5): the one encoder and decoder for forms
-/// and query strings in the SDK.
-enum FormEncoding {
-    /// Unreserved characters stay; everything else is percent-encoded (space as `%20`, which
-    /// every form parser accepts).
-    static let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
-
-    static func encode(_ fields: [(String, String)]) -> String {
-        fields.map { "\(escape($0.0))=\(escape($0.1))" }.joined(separator: "&")
-    }
-
-    static func escape(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: allowed) ?? "" }
-
-    static func decode(_ text: String) -> [String: String] {
-        var fields: [String: String] = [:]
-        for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func unescape(_ part: Substring) -> String {
-                String(part).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(part)
-            }
-            let name = unescape(parts[0])
-            if fields[name] == nil { fields[name] = parts.count > 1 ? unescape(parts[1]) : "" }
-        }
-        return fields
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TodoModels
 
 #if canImport(Glibc)
     import Glibc
@@ -64,8 +65,8 @@ public struct ScriptedWebAuthenticator: WebAuthenticator {
     /// The query (or fragment) parameters of a redirect URL.
     public static func parameters(fromRedirect url: URL) -> [String: String] {
         let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
-        var parameters = FormEncoding.decode(components?.percentEncodedQuery ?? "")
-        for (name, value) in FormEncoding.decode(components?.percentEncodedFragment ?? "") where parameters[name] == nil {
+        var parameters = FormEncoding.fields(components?.percentEncodedQuery ?? "")
+        for (name, value) in FormEncoding.fields(components?.percentEncodedFragment ?? "") where parameters[name] == nil {
             parameters[name] = value
         }
         return parameters
@@ -200,9 +201,9 @@ final class LoopbackListener: Sendable {
                 Self.respond(connection, status: "404 Not Found", body: "Not found")
                 continue
             } else if request.method == "POST" {
-                parameters = FormEncoding.decode(String(decoding: request.body, as: UTF8.self))
+                parameters = FormEncoding.fields(String(decoding: request.body, as: UTF8.self))
             } else {
-                parameters = FormEncoding.decode(request.query)
+                parameters = FormEncoding.fields(request.query)
             }
             guard parameters["code"] != nil || parameters["error"] != nil || parameters["state"] != nil else {
                 Self.respond(connection, status: "400 Bad Request", body: "This address only receives sign-in responses.")

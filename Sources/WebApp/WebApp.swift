@@ -244,7 +244,7 @@ public struct WebApp: Sendable {
                 "title": "My tasks", "items": items, "empty": everything.isEmpty, "emptyFilter": !everything.isEmpty && page.items.isEmpty,
                 "openCount": open, "doneCount": everything.count - open, "totalCount": everything.count,
                 "filterAll": filter == .all, "filterOpen": filter == .open, "filterDone": filter == .done, "filter": filter.rawValue,
-                "next": page.nextCursor.map { "/todos?filter=\(filter.rawValue)&cursor=\(WebForm.escape($0))" } as Any,
+                "next": page.nextCursor.map { "/todos?filter=\(filter.rawValue)&cursor=\(FormEncoding.escape($0))" } as Any,
                 "first": cursor != nil, "error": error as Any, "notice": notice as Any, "draft": draft ?? "",
                 "account": Self.accountValues(account),
             ], status: status, state: state)
@@ -360,7 +360,7 @@ public struct WebApp: Sendable {
     static func form(_ request: Request) async throws -> [String: String] {
         var request = request
         let buffer = try await request.collectBody(upTo: 65_536)
-        return WebForm.decode(String(buffer: buffer))
+        return FormEncoding.fields(String(buffer: buffer))
     }
 
     static func accountValues(_ account: Account) -> [String: Any] {

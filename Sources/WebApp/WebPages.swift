@@ -68,24 +68,3 @@ extension Response {
         Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
     }
 }
-
-/// `application/x-www-form-urlencoded` bodies and query strings.
-enum WebForm {
-    static func decode(_ text: String) -> [String: String] {
-        var fields: [String: String] = [:]
-        for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func unescape(_ part: Substring) -> String {
-                String(part).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
-            }
-            let name = unescape(parts[0])
-            if fields[name] == nil { fields[name] = parts.count > 1 ? unescape(parts[1]) : "" }
-        }
-        return fields
-    }
-
-    static func escape(_ text: String) -> String {
-        text.addingPercentEncoding(
-            withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")) ?? ""
-    }
-}

@@ -148,10 +148,7 @@ struct WhoAmI: AsyncParsableCommand {
                 return
             }
             Account.report(account, global: global, verb: "Signed in as")
-            let width = account.claims.keys.map(\.count).max() ?? 0
-            for (name, value) in account.claims.sorted(by: { $0.key < $1.key }) {
-                print("  \(Terminal.dim(name.padding(toLength: width, withPad: " ", startingAt: 0)))  \(value)")
-            }
+            Terminal.printTable(account.claims, indent: "  ")
         }
     }
 }
@@ -259,10 +256,7 @@ struct Me: AsyncParsableCommand {
                 print(try Terminal.json(profile))
                 return
             }
-            let width = profile.keys.map(\.count).max() ?? 0
-            for (name, value) in profile.sorted(by: { $0.key < $1.key }) where !name.hasPrefix("@") {
-                print("\(Terminal.dim(name.padding(toLength: width, withPad: " ", startingAt: 0)))  \(value)")
-            }
+            Terminal.printTable(profile.filter { !$0.key.hasPrefix("@") })
         }
     }
 }

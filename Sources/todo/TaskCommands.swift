@@ -13,19 +13,19 @@ struct NumberedTasks {
     func number(of task: TaskItem) -> Int? { items.firstIndex { $0.id == task.id }.map { $0 + 1 } }
 
     func resolve(_ reference: String) throws -> TaskItem {
+        let prefix = reference.lowercased()
+        // An id prefix first: an 8-digit prefix like "37030420" is an id, not task 37,030,420.
+        let matches = prefix.count >= 4 ? items.filter { $0.id.uuidString.lowercased().hasPrefix(prefix) } : []
+        if matches.count == 1 { return matches[0] }
+        if matches.count > 1 { throw CommandError("'\(reference)' matches \(matches.count) tasks; give more of the id") }
         if let number = Int(reference) {
             guard number >= 1, number <= items.count else {
                 throw CommandError("no task \(number) (you have \(items.count); see `todo list`)")
             }
             return items[number - 1]
         }
-        let prefix = reference.lowercased()
         guard prefix.count >= 4 else { throw CommandError("'\(reference)' is neither a task number nor an id prefix (4+ characters)") }
-        let matches = items.filter { $0.id.uuidString.lowercased().hasPrefix(prefix) }
-        guard matches.count == 1 else {
-            throw CommandError(matches.isEmpty ? "no task with id \(reference)" : "'\(reference)' matches \(matches.count) tasks")
-        }
-        return matches[0]
+        throw CommandError("no task with id \(reference)")
     }
 
     static func line(_ task: TaskItem, number: Int) -> String {
@@ -128,13 +128,7 @@ struct Done: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Task number or id prefix.") var task: String
 
-    func run() async throws {
-        try await TaskEdit.apply(
-            global, task,
-            { client, item, etag in
-                try await client.update(item.id, TaskPatch(completed: true), ifMatch: etag).task
-            }, verb: "Done")
-    }
+    func run() async throws { try await TaskEdit.setCompleted(global, task, true) }
 }
 
 struct Undo: AsyncParsableCommand {
@@ -142,12 +136,16 @@ struct Undo: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Task number or id prefix.") var task: String
 
-    func run() async throws {
-        try await TaskEdit.apply(
-            global, task,
+    func run() async throws { try await TaskEdit.setCompleted(global, task, false) }
+}
+
+extension TaskEdit {
+    static func setCompleted(_ global: GlobalOptions, _ reference: String, _ completed: Bool) async throws {
+        try await apply(
+            global, reference,
             { client, item, etag in
-                try await client.update(item.id, TaskPatch(completed: false), ifMatch: etag).task
-            }, verb: "Reopened")
+                try await client.update(item.id, TaskPatch(completed: completed), ifMatch: etag).task
+            }, verb: completed ? "Done" : "Reopened")
     }
 }
 

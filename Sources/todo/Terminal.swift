@@ -52,6 +52,14 @@ enum Terminal {
         return value
     }
 
+    /// Name-value rows, sorted by name, names dimmed and padded to one column.
+    static func printTable(_ rows: [String: some CustomStringConvertible], indent: String = "") {
+        let width = rows.keys.map(\.count).max() ?? 0
+        for (name, value) in rows.sorted(by: { $0.key < $1.key }) {
+            print("\(indent)\(dim(name.padding(toLength: width, withPad: " ", startingAt: 0)))  \(value)")
+        }
+    }
+
     /// JSON for `--json`: sorted keys, ISO 8601 dates, no escaped slashes.
     static func json<T: Encodable>(_ value: T) throws -> String {
         let encoder = JSONEncoder()

@@ -1,6 +1,7 @@
 import CryptoExtras
 import Foundation
 import Testing
+import TodoModels
 
 @testable import IdentityServer
 

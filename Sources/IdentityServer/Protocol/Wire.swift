@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import TodoModels
 
 extension Response {
     /// A JSON response from ordered JSON text.

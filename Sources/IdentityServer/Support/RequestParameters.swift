@@ -1,0 +1,28 @@
+import Foundation
+import TodoModels
+
+/// The parameters of a request: query or form, first value wins, names case-sensitive.
+public struct RequestParameters: Sendable {
+    public private(set) var pairs: [(String, String)]
+
+    public init(pairs: [(String, String)]) { self.pairs = pairs }
+    init(query: String?) { self.pairs = FormEncoding.decode(query ?? "") }
+
+    public subscript(_ name: String) -> String? {
+        pairs.first { $0.0 == name }?.1
+    }
+
+    /// A parameter that must not be repeated (RFC 6749 §3.1: "Request and response parameters
+    /// MUST NOT be included more than once").
+    func count(of name: String) -> Int { pairs.filter { $0.0 == name }.count }
+
+    /// The value if present and not empty.
+    func nonEmpty(_ name: String) -> String? {
+        guard let value = self[name], !value.isEmpty else { return nil }
+        return value
+    }
+
+    func merging(_ other: RequestParameters) -> RequestParameters {
+        RequestParameters(pairs: pairs + other.pairs)
+    }
+}
