@@ -145,6 +145,23 @@ struct WebAppTests {
         }
     }
 
+    @Test("Profile runs the profile-edit flow and the claims page shows the new name")
+    func profileEdit() async throws {
+        try await LiveSystem.run { system in
+            let browser = HostedPagesBrowser(identityBase: system.identityBase)
+            let tasks = try await Self.signUp(browser, system, email: "profile@example.com", name: "Before")
+            _ = try await browser.submitFollowingAll(tasks, [("title", "survives the policy switch")], formID: "addForm")
+            let profile = try await browser.navigate(system.webBase.appendingPathComponent("auth/profile"))
+            #expect(profile.url.absoluteString.contains("B2C_1_edit_profile"))
+            let back = try await browser.submitFollowingAll(profile, [("displayName", "After")])
+            #expect(back.url.path == "/todos")
+            #expect(Self.titles(back) == ["survives the policy switch"])
+            let claims = try await browser.navigate(system.webBase.appendingPathComponent("claims"))
+            #expect(claims.text.contains("<td>After</td>"))
+            #expect(claims.text.contains("B2C_1_edit_profile"))
+        }
+    }
+
     @Test("'Forgot your password?' on the sign-in page hands over to the reset flow")
     func forgotPassword() async throws {
         try await LiveSystem.run { system in

@@ -9,7 +9,7 @@ import time
 import pytest
 import requests
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -66,7 +66,9 @@ def shot(driver, name):
 
 def until(driver, condition, timeout=20):
     """Waits for a condition across page loads (elements of the old page go stale mid-check)."""
-    return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
+    # Chromium reports a node of the page being replaced as stale, or (mid-navigation) as "not in
+    # the document": both mean "look again".
+    return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException, WebDriverException)).until(condition)
 
 
 def wait_for(driver, element_id, timeout=20):
