@@ -124,8 +124,12 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
     /// B2C's built-in (`B2C_1_`) and custom (`B2C_1A_`) policy names.
     static func isPolicy(_ segment: String) -> Bool { segment.lowercased().hasPrefix("b2c_1") }
 
-    static func isLoopback(_ host: String) -> Bool {
+    /// `localhost`, `::1` or an IPv4 literal in 127.0.0.0/8 — not a name that merely starts
+    /// with "127." (`127.evil.example`).
+    public static func isLoopback(_ host: String) -> Bool {
         let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
-        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
+        if bare == "localhost" || bare == "::1" { return true }
+        let octets = bare.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { $0.count <= 3 && UInt8($0) != nil }
     }
 }

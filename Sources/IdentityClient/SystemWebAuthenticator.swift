@@ -36,9 +36,13 @@
             let callback: URL = try await withCheckedThrowingContinuation { continuation in
                 Task { @MainActor in
                     let provider = AnchorProvider(anchor: anchor())
+                    let holder = SessionHolder()
                     let session = ASWebAuthenticationSession(url: url, callbackURLScheme: scheme) { url, error in
-                        // The provider is held by this closure: the session keeps only a weak reference.
+                        // The provider and the session itself are held by this closure until it runs:
+                        // the session keeps only a weak reference to its provider, and a session
+                        // nobody holds is dismissed without calling back.
                         _ = provider
+                        holder.session = nil
                         if let url {
                             continuation.resume(returning: url)
                         } else if let error = error as? ASWebAuthenticationSessionError, error.code == .canceledLogin {
@@ -47,6 +51,7 @@
                             continuation.resume(throwing: IdentityError.network(error?.localizedDescription ?? "no callback"))
                         }
                     }
+                    holder.session = session
                     session.presentationContextProvider = provider
                     session.prefersEphemeralWebBrowserSession = ephemeral
                     if !session.start() {
@@ -56,6 +61,11 @@
             }
             return ScriptedWebAuthenticator.parameters(fromRedirect: callback)
         }
+    }
+
+    @MainActor
+    final class SessionHolder {
+        var session: ASWebAuthenticationSession?
     }
 
     @MainActor

@@ -131,10 +131,23 @@ actor TokenBroker {
     }
 
     private func refresh(entry: TokenCacheEntry, scopes: [String]) async throws -> AuthenticationResult {
-        // Another process may have refreshed (and rotated the refresh token) since the cache was
-        // read; redeeming the old one would look like token theft to the server.
+        try await store.whileRefreshing { try await self.refreshHoldingStore(entry: entry, scopes: scopes) }
+    }
+
+    private func refreshHoldingStore(entry: TokenCacheEntry, scopes: [String]) async throws -> AuthenticationResult {
+        // Another process or request may have refreshed (and rotated the refresh token) since the
+        // cache was read: start from what is stored now, and use its fresh token if it has one.
         let clientID = self.clientID
-        let latest = try await store.read().entries.first { $0.matches(entry.account, clientID: clientID) } ?? entry
+        let latest = try await store.readLatest().entries.first { $0.matches(entry.account, clientID: clientID) } ?? entry
+        let key = Scopes.key(scopes)
+        if let fresh = latest.accessTokens.first(where: { Set($0.scopes).isSuperset(of: key) }),
+            fresh.expiresOn.timeIntervalSince(clock()) > Self.expiryBuffer, latest.refreshToken != entry.refreshToken
+        {
+            return AuthenticationResult(
+                accessToken: fresh.token, expiresOn: fresh.expiresOn,
+                idToken: latest.idToken.map { IDToken(raw: $0, claims: latest.account.claims) },
+                account: latest.account, scopes: scopes, correlationID: "", fromCache: true)
+        }
         guard let refreshToken = latest.refreshToken else {
             throw IdentityError.interactionRequired(reason: "no refresh token is cached", code: nil, correlationID: nil)
         }
@@ -150,9 +163,13 @@ actor TokenBroker {
                 scopes: scopes, nonce: nil, correlationID: UUID().uuidString.lowercased(), makeCurrent: false, previous: latest)
         } catch let error as IdentityError {
             if case .interactionRequired = error {
-                // A refused refresh token never works again: forget it so later calls fail fast.
+                // A refused refresh token never works again: forget it (only it, not one that
+                // another process stored meanwhile) so later calls fail fast.
                 _ = try? await store.modify { cache in
-                    for index in cache.entries.indices where cache.entries[index].matches(latest.account, clientID: clientID) {
+                    for index in cache.entries.indices
+                    where cache.entries[index].matches(latest.account, clientID: clientID)
+                        && cache.entries[index].refreshToken == refreshToken
+                    {
                         cache.entries[index].refreshToken = nil
                         cache.entries[index].accessTokens = []
                     }

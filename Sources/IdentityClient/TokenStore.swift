@@ -49,6 +49,18 @@ public protocol TokenStore: Sendable {
     func read() async throws -> TokenCache
     /// Reads the cache, applies `change`, writes it back, atomically.
     func modify<T: Sendable>(_ change: @Sendable (inout TokenCache) throws -> T) async throws -> T
+    /// The cache as stored right now, past any copy the store keeps for speed. A refresh reads
+    /// through this, so it never redeems a refresh token someone else already rotated.
+    func readLatest() async throws -> TokenCache
+    /// Runs a refresh while no other user of this store (another process, another request of
+    /// the same web session) runs one: a rotated refresh token redeemed twice revokes the whole
+    /// family (RFC 9700 §4.14.2).
+    func whileRefreshing<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T
+}
+
+extension TokenStore {
+    public func readLatest() async throws -> TokenCache { try await read() }
+    public func whileRefreshing<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T { try await body() }
 }
 
 /// Tokens in memory only, for tests and for apps that sign in on every launch.
@@ -83,6 +95,26 @@ public struct FileTokenStore: TokenStore {
 
     public func read() async throws -> TokenCache {
         try withLock { try load() }
+    }
+
+    /// An exclusive `flock` on `<file>.refresh.lock` for the whole refresh, network round trip
+    /// included, so two `todo` processes never both redeem one refresh token. Polled without
+    /// blocking, so a waiting process never ties up a thread another task needs.
+    public func whileRefreshing<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        _ = try withLock {}  // creates the directory
+        let path = url.path + ".refresh.lock"
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw IdentityError.storage("cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR, ContinuousClock.now < deadline else {
+                throw IdentityError.storage("another process holds \(path)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        defer { flock(descriptor, LOCK_UN) }
+        return try await body()
     }
 
     public func modify<T: Sendable>(_ change: @Sendable (inout TokenCache) throws -> T) async throws -> T {

@@ -226,13 +226,15 @@ final class LoopbackListener: Sendable {
     static func readRequest(_ connection: Int32) -> Request? {
         var timeout = timeval(tv_sec: 2, tv_usec: 0)
         setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        // Two seconds per read and five in all: a client trickling bytes cannot hold the receiver.
+        let deadline = ContinuousClock.now + .seconds(5)
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         let separator: [UInt8] = [13, 10, 13, 10]
         var headerEnd: Int? = nil
         while headerEnd == nil {
             let count = recv(connection, &chunk, chunk.count, 0)
-            guard count > 0 else { return nil }
+            guard count > 0, ContinuousClock.now < deadline else { return nil }
             buffer += chunk[0..<count]
             headerEnd = buffer.firstRange(of: separator)?.lowerBound
             if headerEnd == nil && buffer.count > 16_384 { return nil }
@@ -249,11 +251,11 @@ final class LoopbackListener: Sendable {
                 contentLength = Int(parts[1].trimmingCharacters(in: .whitespaces)) ?? 0
             }
         }
-        guard contentLength <= 65_536 else { return nil }
+        guard (0...65_536).contains(contentLength) else { return nil }
         var body = Array(buffer[(headerEnd + 4)...])
         while body.count < contentLength {
             let count = recv(connection, &chunk, chunk.count, 0)
-            guard count > 0 else { return nil }
+            guard count > 0, ContinuousClock.now < deadline else { return nil }
             body += chunk[0..<count]
         }
         let target = String(requestLine[1])
@@ -269,7 +271,14 @@ final class LoopbackListener: Sendable {
             "HTTP/1.1 \(status)\r\nContent-Type: \(html ? "text/html" : "text/plain"); charset=utf-8\r\n"
             + "Content-Length: \(payload.count)\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"
         let bytes = Array(head.utf8) + payload
-        _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, 0) }
+        // No SIGPIPE if the browser hung up: the process must not die of it.
+        #if canImport(Glibc)
+            _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        #else
+            var on: Int32 = 1
+            setsockopt(connection, SOL_SOCKET, SO_NOSIGPIPE, &on, socklen_t(MemoryLayout<Int32>.size))
+            _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, 0) }
+        #endif
     }
 }
 

@@ -84,10 +84,13 @@ public struct TaskClient: Sendable {
     public func all(completed: Bool? = nil) async throws -> [TaskItem] {
         var items: [TaskItem] = []
         var cursor: String? = nil
+        var seen: Set<String> = []
         repeat {
             let page = try await list(completed: completed, limit: TaskLimits.pageSizeMaximum, cursor: cursor)
             items += page.items
             cursor = page.nextCursor
+            // A server that hands back a cursor twice would otherwise keep this loop going forever.
+            if let next = cursor, !seen.insert(next).inserted { throw TaskClientError.network("the Task API repeated a page cursor") }
         } while cursor != nil
         return items
     }

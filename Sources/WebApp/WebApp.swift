@@ -158,7 +158,9 @@ public struct WebApp: Sendable {
                 status: .badRequest, state: nil)
         }
         if parameters["code"] == nil && parameters["error"] == nil { return .seeOther("/") }
-        guard let pending = state.session.pending else {
+        // The state first: a forged or stale redirect (a link from another site carries the Lax
+        // cookie) must not cancel the sign-in in progress.
+        guard let pending = state.session.pending, let returned = parameters["state"], pending.state == returned else {
             return page(
                 "error", ["title": "Sign-in expired", "message": "This sign-in is no longer pending. Please sign in again."],
                 status: .badRequest, state: state)
@@ -173,6 +175,15 @@ public struct WebApp: Sendable {
         } catch IdentityError.userCanceled {
             try await state.update { $0.notice = "Sign-in cancelled." }
             return .seeOther(state.session.tokens.entries.isEmpty ? "/" : "/todos")
+        } catch IdentityError.interactionRequired(let reason, let code, _) {
+            // The code was refused (expired, used): this sign-in failed; the session stays as it was.
+            return page(
+                "error",
+                [
+                    "title": "Sign-in failed", "message": "The sign-in could not be completed (\(reason)). Please try again.",
+                    "code": code as Any,
+                ],
+                status: .badRequest, state: state)
         }
         // A new session id once signed in, so an id planted before sign-in is worthless (session fixation).
         try await state.rotate()

@@ -7,8 +7,9 @@ import Synchronization
 import TodoModels
 
 /// What the web app keeps about one browser, server side. The browser holds only a random
-/// session id in an HttpOnly cookie; the database holds its SHA-256, so a database leak does not
-/// hand out live sessions, and several app instances share sessions (SPEC §5).
+/// session id in an HttpOnly cookie; the database holds its SHA-256, so the table's keys are no
+/// use as cookies, and several app instances share sessions (SPEC §5). The record itself holds
+/// the session's tokens in clear, so the table is as sensitive as the token cache it is.
 struct WebSession: Codable, Sendable {
     /// Compared with every state-changing form's `csrf_token`.
     var csrfToken: String
@@ -37,6 +38,7 @@ enum SessionID {
 /// Sessions in the `web_sessions` table (SQLite or PostgreSQL, through `Storage`).
 struct SessionRepository: Sendable {
     let database: any Database
+    let refreshLocks = KeyedSerialLock()
 
     static let migrations = MigrationRunner(
         namespace: "web",
@@ -120,9 +122,28 @@ struct SessionTokenStore: TokenStore {
 
     func read() async throws -> TokenCache {
         if let cached = snapshot.value { return cached }
+        return try await readLatest()
+    }
+
+    func readLatest() async throws -> TokenCache {
         let tokens = try await sessions.load(id: id, now: Date())?.tokens ?? TokenCache()
         snapshot.value = tokens
         return tokens
+    }
+
+    /// Two requests of one session (two tabs) refresh one at a time; the second then finds the
+    /// first one's tokens through `readLatest` instead of spending the same refresh token.
+    /// Instances sharing a PostgreSQL database do not see each other's lock.
+    func whileRefreshing<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        await sessions.refreshLocks.lock(id)
+        do {
+            let value = try await body()
+            await sessions.refreshLocks.unlock(id)
+            return value
+        } catch {
+            await sessions.refreshLocks.unlock(id)
+            throw error
+        }
     }
 
     func modify<T: Sendable>(_ change: @Sendable (inout TokenCache) throws -> T) async throws -> T {
@@ -144,5 +165,29 @@ final class TokenSnapshot: Sendable {
     var value: TokenCache? {
         get { stored.withLock { $0 } }
         set { stored.withLock { $0 = newValue } }
+    }
+}
+
+/// One holder at a time per key, first come first served.
+actor KeyedSerialLock {
+    private var held: Set<String> = []
+    private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
+
+    func lock(_ key: String) async {
+        guard held.contains(key) else {
+            held.insert(key)
+            return
+        }
+        await withCheckedContinuation { waiting[key, default: []].append($0) }
+    }
+
+    func unlock(_ key: String) {
+        if var queue = waiting[key], !queue.isEmpty {
+            let next = queue.removeFirst()
+            waiting[key] = queue.isEmpty ? nil : queue
+            next.resume()  // the lock passes straight to the next waiter
+        } else {
+            held.remove(key)
+        }
     }
 }

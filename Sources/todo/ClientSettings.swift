@@ -1,4 +1,5 @@
 import Foundation
+import IdentityClient
 
 /// The client settings `todo-server` writes to `<data-dir>/settings.json` (and `.plist`), with
 /// the keys of the B2C tutorials' `settings.plist` (SPEC §1).
@@ -42,6 +43,13 @@ struct ClientSettings {
             string("taskAPI")
             ?? string("taskWebAPI").map { $0.hasSuffix("/tasks") ? String($0.dropLast("/tasks".count)) : $0 }
         guard let api, let apiURL = URL(string: api) else { throw CommandError("\(url.path) has no 'taskAPI'") }
+        // Bearer tokens never travel in clear text off this machine.
+        for (key, value) in [("taskAPI", api), ("identityBaseURL", dictionary["identityBaseURL"] as? String)] {
+            guard let value, let components = URLComponents(string: value) else { continue }
+            if components.scheme?.lowercased() != "https" && !Authority.isLoopback(components.host ?? "") {
+                throw CommandError("\(url.path): '\(key)' must use https (http is allowed for loopback hosts only)")
+            }
+        }
         taskAPI = apiURL
         identityBaseURL = string("identityBaseURL")
         signUpSignInPolicy = string("signUpSignInPolicyId") ?? string("emailSignInPolicyId") ?? "B2C_1_susi"

@@ -111,6 +111,31 @@ struct SDKEndToEndTests {
         }
     }
 
+    @Test("two processes sharing one token file refresh once between them (the refresh lock), both get a token")
+    func twoProcessesOneRefresh() async throws {
+        try await LiveSystem.run { system in
+            try await system.addUser("alice@example.com")
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todo-two-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let file = directory.appendingPathComponent("cache.json")
+            let clock = TestClock()
+            let transport = CountingTransport()
+            // Two applications with their own brokers over two store values: two `todo` processes.
+            let first = try system.app(store: FileTokenStore(url: file), clock: clock, transport: transport)
+            let second = try system.app(store: FileTokenStore(url: file), clock: clock, transport: transport)
+            let signedIn = try await first.acquireToken(
+                username: "alice@example.com", password: "Passw0rd!", scopes: [system.clientID], policy: "B2C_1_ROPC")
+            clock.advance(3400)
+            async let a = first.acquireTokenSilently(scopes: [system.clientID], account: signedIn.account)
+            async let b = second.acquireTokenSilently(scopes: [system.clientID], account: signedIn.account)
+            let (one, two) = try await (a, b)
+            #expect(one.accessToken == two.accessToken)
+            #expect(transport.count("refresh_token") == 1)
+            // The family is intact: a forced refresh still works.
+            _ = try await second.acquireTokenSilently(scopes: [system.clientID], account: signedIn.account, forceRefresh: true)
+        }
+    }
+
     @Test("a refresh token the server revoked (reuse detected) gives interactionRequired, and is forgotten")
     func revokedRefreshToken() async throws {
         try await LiveSystem.run { system in

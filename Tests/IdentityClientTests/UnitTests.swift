@@ -31,7 +31,10 @@ struct IdentityClientUnitTests {
         #expect(try issuer.discoveryURL().absoluteString == "https://accounts.example.com/realms/demo/.well-known/openid-configuration")
         #expect(issuer.with(policy: "B2C_1_x") == issuer)
 
-        for bad in ["http://contoso.example.com/contoso.onmicrosoft.com/B2C_1_susi", "not a url", "/relative/B2C_1_susi", "ftp://x/y"] {
+        for bad in [
+            "http://contoso.example.com/contoso.onmicrosoft.com/B2C_1_susi", "not a url", "/relative/B2C_1_susi", "ftp://x/y",
+            "http://127.evil.example/contoso.onmicrosoft.com/B2C_1_susi", "http://127.0.0.1.nip.io/t.onmicrosoft.com/B2C_1_susi",
+        ] {
             #expect(throws: IdentityError.self, "\(bad)") { try Authority(bad) }
         }
         #expect(throws: Never.self) { try Authority("http://localhost:8080/t.onmicrosoft.com/B2C_1_a") }

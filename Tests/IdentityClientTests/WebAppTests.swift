@@ -176,6 +176,61 @@ struct WebAppTests {
         }
     }
 
+    @Test("a redirect with another state does not cancel the sign-in in progress")
+    func forgedReturn() async throws {
+        try await LiveSystem.run { system in
+            try await system.addUser("state@example.com")
+            let browser = HostedPagesBrowser(identityBase: system.identityBase)
+            let signIn = try await browser.navigate(system.webBase.appendingPathComponent("auth/signin"))
+            // A link from another site, followed in the same browser (the Lax cookie goes along).
+            var forged = URLComponents(url: system.webBase.appendingPathComponent("auth/openid/return"), resolvingAgainstBaseURL: false)!
+            forged.queryItems = [.init(name: "code", value: "planted"), .init(name: "state", value: "forged")]
+            let refused = try await browser.navigate(forged.url!)
+            #expect(refused.status == 400)
+            let page = try await browser.submitFollowingAll(
+                signIn, [("email", "state@example.com"), ("password", "Passw0rd!")], formID: "localAccountForm")
+            #expect(page.url.path == "/todos")
+        }
+    }
+
+    @Test("concurrent pages of one session whose access token expired share one refresh and stay signed in")
+    func concurrentRefresh() async throws {
+        try await LiveSystem.run { system in
+            let browser = HostedPagesBrowser(identityBase: system.identityBase)
+            _ = try await Self.signUp(browser, system, email: "tabs@example.com")
+            try await Self.editSessions(system) { entry in entry["accessTokens"] = [[String: Any]]() }
+            let todos = system.webBase.appendingPathComponent("todos")
+            let pages = try await withThrowingTaskGroup(of: HostedPagesBrowser.Page.self) { group in
+                for _ in 0..<6 { group.addTask { try await browser.navigate(todos) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(pages.allSatisfy { $0.url.path == "/todos" && $0.status == 200 })
+            // Had two of them redeemed the same refresh token, the family would now be revoked.
+            try await Self.editSessions(system) { entry in entry["accessTokens"] = [[String: Any]]() }
+            #expect(try await browser.navigate(todos).url.path == "/todos")
+        }
+    }
+
+    /// Changes every token-cache entry of every stored session.
+    static func editSessions(_ system: LiveSystem, _ change: (inout [String: Any]) -> Void) async throws {
+        let rows = try await system.database.read { sql in try await sql.select().columns("id_hash", "data").from("web_sessions").all() }
+        for row in rows {
+            let key = try row.decode(column: "id_hash", as: String.self)
+            var json = try JSONSerialization.jsonObject(with: Data(try row.decode(column: "data", as: String.self).utf8)) as! [String: Any]
+            var tokens = json["tokens"] as! [String: Any]
+            tokens["entries"] = (tokens["entries"] as! [[String: Any]]).map { entry in
+                var entry = entry
+                change(&entry)
+                return entry
+            }
+            json["tokens"] = tokens
+            let text = String(decoding: try JSONSerialization.data(withJSONObject: json), as: UTF8.self)
+            try await system.database.transaction { sql in
+                try await sql.update("web_sessions").set("data", to: SQLBind(text)).where("id_hash", .equal, key).run()
+            }
+        }
+    }
+
     @Test("a session whose refresh token was refused sends the user to sign in again with a notice")
     func expiredSession() async throws {
         try await LiveSystem.run { system in

@@ -30,7 +30,10 @@ public enum DevTenant {
     ]
 
     public static func webRedirectURIs(apiPort: Int) -> [String] {
-        ["http://localhost:\(apiPort)/auth/openid/return", "http://127.0.0.1:\(apiPort)/auth/openid/return"]
+        // http and https: `serve --tls` serves the web app over TLS on the same port.
+        ["http", "https"].flatMap { scheme in
+            ["\(scheme)://localhost:\(apiPort)/auth/openid/return", "\(scheme)://127.0.0.1:\(apiPort)/auth/openid/return"]
+        }
     }
 }
 
