@@ -237,25 +237,9 @@ struct WebAppTests {
             let browser = HostedPagesBrowser(identityBase: system.identityBase)
             _ = try await Self.signUp(browser, system, email: "expired@example.com")
             // Age every stored session: access tokens expired, refresh tokens no longer valid.
-            let rows = try await system.database.read { sql in
-                try await sql.select().columns("id_hash", "data").from("web_sessions").all()
-            }
-            for row in rows {
-                let key = try row.decode(column: "id_hash", as: String.self)
-                var json =
-                    try JSONSerialization.jsonObject(with: Data(try row.decode(column: "data", as: String.self).utf8)) as! [String: Any]
-                var tokens = json["tokens"] as! [String: Any]
-                tokens["entries"] = (tokens["entries"] as! [[String: Any]]).map { entry in
-                    var entry = entry
-                    entry["refreshToken"] = "revoked"
-                    entry["accessTokens"] = [[String: Any]]()
-                    return entry
-                }
-                json["tokens"] = tokens
-                let text = String(decoding: try JSONSerialization.data(withJSONObject: json), as: UTF8.self)
-                try await system.database.transaction { sql in
-                    try await sql.update("web_sessions").set("data", to: SQLBind(text)).where("id_hash", .equal, key).run()
-                }
+            try await Self.editSessions(system) { entry in
+                entry["refreshToken"] = "revoked"
+                entry["accessTokens"] = [[String: Any]]()
             }
             let page = try await browser.navigate(system.webBase.appendingPathComponent("todos"))
             #expect(page.url.path == "/")
