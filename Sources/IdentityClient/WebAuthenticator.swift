@@ -101,12 +101,15 @@ public struct LoopbackWebAuthenticator: WebAuthenticator {
         let path = configured.path.isEmpty ? "/" : configured.path
         let actual = "http://127.0.0.1:\(listener.port)\(configured.path)"
         let url = try await start(actual, responseMode)
+        // Answers that carry another state belong to no sign-in of ours (a page probing loopback
+        // ports, a stale tab): they are refused and the receiver keeps waiting for the real one.
+        let expectedState = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "state" }?.value
         openBrowser(url)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let timeout = self.timeout
                 let thread = Thread {
-                    continuation.resume(with: Result { try listener.awaitRedirect(path: path, timeout: timeout) })
+                    continuation.resume(with: Result { try listener.awaitRedirect(path: path, state: expectedState, timeout: timeout) })
                 }
                 thread.start()
             }
@@ -185,7 +188,7 @@ final class LoopbackListener: Sendable {
     func cancel() { cancelled.store(true, ordering: .relaxed) }
 
     /// Accepts connections until one brings the authorization response to `path`.
-    func awaitRedirect(path: String, timeout: Duration) throws -> [String: String] {
+    func awaitRedirect(path: String, state expected: String?, timeout: Duration) throws -> [String: String] {
         let deadline = ContinuousClock.now + timeout
         while true {
             if cancelled.load(ordering: .relaxed) { throw CancellationError() }
@@ -207,6 +210,10 @@ final class LoopbackListener: Sendable {
             }
             guard parameters["code"] != nil || parameters["error"] != nil || parameters["state"] != nil else {
                 Self.respond(connection, status: "400 Bad Request", body: "This address only receives sign-in responses.")
+                continue
+            }
+            if let expected, parameters["state"] != expected {
+                Self.respond(connection, status: "400 Bad Request", body: "This response belongs to another sign-in.")
                 continue
             }
             Self.respond(connection, status: "200 OK", body: LoopbackWebAuthenticator.closeTabPage, html: true)

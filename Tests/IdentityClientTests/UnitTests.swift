@@ -185,6 +185,10 @@ struct IdentityClientUnitTests {
                 let transport = URLSessionTransport()
                 let favicon = try await transport.send(TransportRequest(method: "GET", url: URL(string: redirect + "/favicon.ico")!))
                 #expect(favicon.status == 404)
+                // A response for another sign-in is refused, and the receiver keeps waiting.
+                let foreign = try await transport.send(
+                    TransportRequest(method: "GET", url: URL(string: redirect + "/?code=evil&state=other")!))
+                #expect(foreign.status == 400)
                 let page = try await transport.send(TransportRequest(method: "GET", url: URL(string: redirect + "/?code=abc&state=xyz")!))
                 #expect(String(decoding: page.body, as: UTF8.self).contains("You can close this tab"))
             }
@@ -192,7 +196,7 @@ struct IdentityClientUnitTests {
         let parameters = try await opener.authenticate(redirectURI: "http://127.0.0.1") { redirectURI, mode in
             #expect(mode == .query)
             #expect(redirectURI.hasPrefix("http://127.0.0.1:"))
-            return URL(string: "https://id.example/authorize?redirect_uri=\(redirectURI)")!
+            return URL(string: "https://id.example/authorize?state=xyz&redirect_uri=\(redirectURI)")!
         }
         #expect(parameters == ["code": "abc", "state": "xyz"])
 
