@@ -74,9 +74,16 @@ wait_for_url() {
 }
 
 # bench_setup [SERVE ARGS...]: for scripts/bench/*: a release build, a temp dir, PostgreSQL when
-# DATABASE=postgres, and todo-server serve on free ports, stopped on exit. Sets SERVER, WORK,
-# DB_ARGS, PORT (identity), API_PORT, PID, CLIENT (dev client id) and TENANT.
+# DATABASE=postgres, and todo-server serve on free ports, stopped on exit, from the repository root. Sets
+# ROOT, SERVER, WORK, DB_ARGS, PORT (identity), API_PORT, PID, CLIENT (dev client id), TENANT, and
+# wrk's DURATION, CONNECTIONS and THREADS (15 s, 64, 2 unless set).
 bench_setup() {
+  ROOT=$(repo_root)
+  cd "$ROOT"
+  # wrk's load, the same for every benchmark unless overridden.
+  DURATION=${DURATION:-15}
+  CONNECTIONS=${CONNECTIONS:-64}
+  THREADS=${THREADS:-2}
   apt_install wrk openssl curl
   log "release build"
   swift build -c release --product todo-server >/dev/null

@@ -154,7 +154,7 @@ public struct IDToken: Sendable, Hashable {
         if let iat = claims["iat"]?.numberValue, Date(timeIntervalSince1970: iat) > now.addingTimeInterval(skew) {
             throw IdentityError.invalidIDToken("issued in the future")
         }
-        if let nonce, !ConstantTime.equal(self.nonce ?? "", nonce) { throw IdentityError.nonceMismatch }
+        if let nonce, !Secrets.constantTimeEquals(self.nonce ?? "", nonce) { throw IdentityError.nonceMismatch }
     }
 }
 
@@ -179,32 +179,11 @@ public struct PKCE: Sendable, Hashable {
     public let challenge: String
     public var method: String { "S256" }
 
-    public init() { self.init(verifier: Random.urlSafe(bytes: 32)) }
+    public init() { self.init(verifier: Secrets.randomToken(byteCount: 32)) }
 
     /// For tests and for resuming a stored flow.
     public init(verifier: String) {
         self.verifier = verifier
         challenge = Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8))))
-    }
-}
-
-enum Random {
-    /// `SystemRandomNumberGenerator` is a CSPRNG on every platform Swift runs on (getrandom(2) on
-    /// Linux, arc4random on Apple).
-    static func urlSafe(bytes count: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        return Base64URL.encode(Data((0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }))
-    }
-}
-
-enum ConstantTime {
-    /// Compares without an early exit, so timing does not tell how much of a secret matched.
-    static func equal(_ left: String, _ right: String) -> Bool {
-        let a = Array(left.utf8)
-        let b = Array(right.utf8)
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 }

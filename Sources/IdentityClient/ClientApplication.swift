@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+import TodoModels
 
 /// `prompt` values B2C understands (research/b2c-protocol.md §4).
 public enum Prompt: String, Sendable, Codable {
@@ -99,9 +100,7 @@ public struct PublicClientApplication: Sendable {
 
     public init(configuration: ClientConfiguration) {
         self.configuration = configuration
-        broker = TokenBroker(
-            clientID: configuration.clientID, clientSecret: nil, authority: configuration.authority, store: configuration.tokenStore,
-            transport: configuration.transport, logger: configuration.logger, clock: configuration.clock)
+        broker = TokenBroker(configuration: configuration, clientSecret: nil)
     }
 
     /// Signs in through the identity service's pages: authorization code + PKCE (S256) + state +
@@ -163,7 +162,7 @@ public struct PublicClientApplication: Sendable {
         let idToken = try await broker.remove(account)
         guard let authenticator else { return }
         let broker = self.broker
-        let state = Random.urlSafe(bytes: 16)
+        let state = Secrets.randomToken(byteCount: 16)
         let slot = Slot<URL>()
         _ = try? await authenticator.authenticate(redirectURI: configuration.redirectURI) { redirectURI, _ in
             slot.keep(try await broker.endSessionURL(account: account, idToken: idToken, postLogoutRedirectURI: redirectURI, state: state))
@@ -187,9 +186,7 @@ public struct ConfidentialClientApplication: Sendable {
     /// - Parameter clientSecret: sent with HTTP Basic authentication (client_secret_basic, RFC 6749 §2.3.1).
     public init(configuration: ClientConfiguration, clientSecret: String) {
         self.configuration = configuration
-        broker = TokenBroker(
-            clientID: configuration.clientID, clientSecret: clientSecret, authority: configuration.authority,
-            store: configuration.tokenStore, transport: configuration.transport, logger: configuration.logger, clock: configuration.clock)
+        broker = TokenBroker(configuration: configuration, clientSecret: clientSecret)
     }
 
     private init(configuration: ClientConfiguration, broker: TokenBroker) {
@@ -205,9 +202,7 @@ public struct ConfidentialClientApplication: Sendable {
         if let redirectURI { configuration.redirectURI = redirectURI }
         return ConfidentialClientApplication(
             configuration: configuration,
-            broker: TokenBroker(
-                clientID: broker.clientID, clientSecret: broker.clientSecret, authority: broker.authority, store: tokenStore,
-                transport: broker.transport, logger: broker.logger, clock: broker.clock, discovery: broker.discovery))
+            broker: TokenBroker(configuration: configuration, clientSecret: broker.clientSecret, discovery: broker.discovery))
     }
 
     /// Step one of the code flow: where to send the browser, and what to keep in the session.

@@ -20,18 +20,16 @@ actor TokenBroker {
     /// about to lapse (MSAL's and Okta's default).
     static let expiryBuffer: TimeInterval = 300
 
-    init(
-        clientID: String, clientSecret: String?, authority: Authority, store: any TokenStore, transport: any HTTPTransport, logger: Logger,
-        clock: @escaping @Sendable () -> Date, discovery: DiscoveryCache? = nil
-    ) {
-        self.clientID = clientID
+    /// - Parameter discovery: shared with another broker of the same client (one per web session).
+    init(configuration: ClientConfiguration, clientSecret: String?, discovery: DiscoveryCache? = nil) {
+        clientID = configuration.clientID
         self.clientSecret = clientSecret
-        self.authority = authority
-        self.store = store
-        self.transport = transport
-        self.logger = logger
-        self.clock = clock
-        self.discovery = discovery ?? DiscoveryCache(transport: transport)
+        authority = configuration.authority
+        store = configuration.tokenStore
+        transport = configuration.transport
+        logger = configuration.logger
+        clock = configuration.clock
+        self.discovery = discovery ?? DiscoveryCache(transport: configuration.transport)
     }
 
     func authority(policy: String?) -> Authority { authority.with(policy: policy) }
@@ -48,8 +46,8 @@ actor TokenBroker {
         let authority = authority(policy: parameters.policy)
         let configuration = try await configuration(authority)
         let pkce = PKCE()
-        let state = Random.urlSafe(bytes: 24)
-        let nonce = Random.urlSafe(bytes: 24)
+        let state = Secrets.randomToken(byteCount: 24)
+        let nonce = Secrets.randomToken(byteCount: 24)
         let correlationID = parameters.correlationID ?? UUID()
         var fields: [(String, String)] = [
             ("client_id", clientID), ("response_type", "code"), ("redirect_uri", redirectURI),
@@ -78,7 +76,7 @@ actor TokenBroker {
     /// Checks the redirect's parameters against the request and redeems the code.
     func redeem(_ request: AuthorizationRequest, response parameters: [String: String]) async throws -> AuthenticationResult {
         // state first: an error response with a foreign state is not ours to report either.
-        guard let state = parameters["state"], ConstantTime.equal(state, request.state) else { throw IdentityError.stateMismatch }
+        guard let state = parameters["state"], Secrets.constantTimeEquals(state, request.state) else { throw IdentityError.stateMismatch }
         if let error = parameters["error"] {
             throw IdentityError.fromOAuth(error: error, description: parameters["error_description"], correlationID: request.correlationID)
         }
@@ -114,14 +112,7 @@ actor TokenBroker {
         }
         let key = Scopes.key(scopes)
         let now = clock()
-        if !forceRefresh, let cached = entry.accessTokens.first(where: { Set($0.scopes).isSuperset(of: key) }),
-            cached.expiresOn.timeIntervalSince(now) > Self.expiryBuffer
-        {
-            return AuthenticationResult(
-                accessToken: cached.token, expiresOn: cached.expiresOn,
-                idToken: entry.idToken.map { IDToken(raw: $0, claims: entry.account.claims) },
-                account: entry.account, scopes: scopes, correlationID: "", fromCache: true)
-        }
+        if !forceRefresh, let cached = entry.cachedResult(covering: key, scopes: scopes, now: now) { return cached }
         let refreshKey = "\(account.environment)|\(account.homeAccountID)|\(key.joined(separator: " "))"
         if let running = refreshes[refreshKey] { return try await running.value }
         let task = Task { try await self.refresh(entry: entry, scopes: scopes) }
@@ -140,13 +131,8 @@ actor TokenBroker {
         let clientID = self.clientID
         let latest = try await store.readLatest().entries.first { $0.matches(entry.account, clientID: clientID) } ?? entry
         let key = Scopes.key(scopes)
-        if let fresh = latest.accessTokens.first(where: { Set($0.scopes).isSuperset(of: key) }),
-            fresh.expiresOn.timeIntervalSince(clock()) > Self.expiryBuffer, latest.refreshToken != entry.refreshToken
-        {
-            return AuthenticationResult(
-                accessToken: fresh.token, expiresOn: fresh.expiresOn,
-                idToken: latest.idToken.map { IDToken(raw: $0, claims: latest.account.claims) },
-                account: latest.account, scopes: scopes, correlationID: "", fromCache: true)
+        if latest.refreshToken != entry.refreshToken, let fresh = latest.cachedResult(covering: key, scopes: scopes, now: clock()) {
+            return fresh
         }
         guard let refreshToken = latest.refreshToken else {
             throw IdentityError.interactionRequired(reason: "no refresh token is cached", code: nil, correlationID: nil)
@@ -307,10 +293,8 @@ actor TokenBroker {
     /// `end_session_endpoint` with `id_token_hint`, `post_logout_redirect_uri` and `state`
     /// (OpenID Connect RP-Initiated Logout 1.0 §2).
     func endSessionURL(account: Account, idToken: String?, postLogoutRedirectURI: String?, state: String?) async throws -> URL {
-        let authority = try Authority(
-            (try await store.read().entries.first { $0.account.homeAccountID == account.homeAccountID }?.authority)
-                ?? self.authority.with(policy: account.policy).url)
-        let configuration = try await configuration(authority)
+        // The account's own user flow: the session to end is the one its tokens came from.
+        let configuration = try await configuration(authority.with(policy: account.policy))
         guard let endpoint = configuration.endSessionEndpoint else {
             throw IdentityError.invalidConfiguration("the identity service publishes no end_session_endpoint")
         }
@@ -323,5 +307,17 @@ actor TokenBroker {
             throw IdentityError.invalidConfiguration("bad end_session_endpoint \(text)")
         }
         return url
+    }
+}
+
+extension TokenCacheEntry {
+    /// A cached access token for these scopes with more than the expiry buffer left, as a result.
+    func cachedResult(covering key: [String], scopes: [String], now: Date) -> AuthenticationResult? {
+        guard let cached = accessTokens.first(where: { Set($0.scopes).isSuperset(of: key) }),
+            cached.expiresOn.timeIntervalSince(now) > TokenBroker.expiryBuffer
+        else { return nil }
+        return AuthenticationResult(
+            accessToken: cached.token, expiresOn: cached.expiresOn, idToken: idToken.map { IDToken(raw: $0, claims: account.claims) },
+            account: account, scopes: scopes, correlationID: "", fromCache: true)
     }
 }

@@ -101,7 +101,7 @@ public struct FileTokenStore: TokenStore {
     /// included, so two `todo` processes never both redeem one refresh token. Polled without
     /// blocking, so a waiting process never ties up a thread another task needs.
     public func whileRefreshing<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-        _ = try withLock {}  // creates the directory
+        try ensureDirectory()
         let path = url.path + ".refresh.lock"
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw IdentityError.storage("cannot open \(path): \(String(cString: strerror(errno)))") }
@@ -127,16 +127,20 @@ public struct FileTokenStore: TokenStore {
         }
     }
 
-    private func withLock<T>(_ body: () throws -> T) throws -> T {
+    /// The cache's directory, created `0700` when missing.
+    private func ensureDirectory() throws {
         let directory = url.deletingLastPathComponent()
-        if !FileManager.default.fileExists(atPath: directory.path) {
-            do {
-                try FileManager.default.createDirectory(
-                    at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw IdentityError.storage("cannot create \(directory.path): \(error.localizedDescription)")
-            }
+        guard !FileManager.default.fileExists(atPath: directory.path) else { return }
+        do {
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw IdentityError.storage("cannot create \(directory.path): \(error.localizedDescription)")
         }
+    }
+
+    private func withLock<T>(_ body: () throws -> T) throws -> T {
+        try ensureDirectory()
         let lockPath = url.path + ".lock"
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw IdentityError.storage("cannot open \(lockPath): \(String(cString: strerror(errno)))") }

@@ -89,9 +89,13 @@ public final class SQLiteDatabase: Database {
     }
 
     public func isUniqueViolation(_ error: any Error) -> Bool {
-        // SQLITE_CONSTRAINT_UNIQUE and SQLITE_CONSTRAINT_PRIMARYKEY
-        let text = String(describing: error)
-        return text.contains("UNIQUE constraint failed")
+        // SQLITE_CONSTRAINT_UNIQUE and SQLITE_CONSTRAINT_PRIMARYKEY, as extended result codes
+        // (SQLiteNIO opens connections with SQLITE_OPEN_EXRESCODE).
+        guard let error = error as? SQLiteError else { return false }
+        switch error.reason {
+        case .constraintUniqueFailed, .constraintPrimaryKeyFailed: return true
+        default: return false
+        }
     }
 
     public func close() async throws {

@@ -49,7 +49,7 @@ enum Problem {
         }
     }
 
-    static func response(for error: TaskAPIError, requestID: String) -> Response {
+    static func response(for error: TaskAPIError) -> Response {
         let document = document(for: error)
         var headers: HTTPFields = [.contentType: "application/problem+json", .cacheControl: "no-store"]
         if case .tokenRejected(let rejection) = error {
@@ -92,12 +92,12 @@ struct ProblemMiddleware: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as TaskAPIError {
-            return Problem.response(for: error, requestID: context.requestID)
+            return Problem.response(for: error)
         } catch let error as any HTTPResponseError {
             switch error.status {
-            case .notFound: return Problem.response(for: .notFound, requestID: context.requestID)
-            case .contentTooLarge: return Problem.response(for: .payloadTooLarge, requestID: context.requestID)
-            case .methodNotAllowed: return Problem.response(for: .methodNotAllowed, requestID: context.requestID)
+            case .notFound: return Problem.response(for: .notFound)
+            case .contentTooLarge: return Problem.response(for: .payloadTooLarge)
+            case .methodNotAllowed: return Problem.response(for: .methodNotAllowed)
             default:
                 let document = ProblemDetails(
                     type: "urn:todob2c:problem:http-\(error.status.code)", title: error.status.reasonPhrase, status: error.status.code)

@@ -96,7 +96,7 @@ public final class TaskServer: Sendable {
             let allow = Self.allowedMethods[path] ?? ""
             for method in methods {
                 router.on(RouterPath(path), method: method) { _, _ -> Response in
-                    var response = Problem.response(for: .methodNotAllowed, requestID: "")
+                    var response = Problem.response(for: .methodNotAllowed)
                     response.headers[.allow] = allow
                     return response
                 }

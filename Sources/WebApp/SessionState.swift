@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import IdentityClient
 import TaskClient
+import TodoModels
 
 /// One request's view of its browser session: the cookie, the stored record, and the SDK
 /// client and Task API client that work with its tokens.
@@ -30,7 +31,7 @@ final class SessionState {
 
     static func loadOrCreate(_ request: Request, app: WebApp) async throws -> SessionState {
         if let existing = try await load(request, app: app) { return existing }
-        let id = SessionID.random()
+        let id = Secrets.randomToken()
         let session = WebSession.fresh(lifetime: app.configuration.sessionLifetime, now: Date())
         try await app.sessions.save(id: id, session)
         return SessionState(app: app, id: id, session: session, sendCookie: true)
@@ -54,10 +55,10 @@ final class SessionState {
 
     /// Moves the record to a new id (and a new CSRF token) and drops the old one.
     func rotate() async throws {
-        let newID = SessionID.random()
+        let newID = Secrets.randomToken()
         // The stored record, not this copy: the SDK wrote the tokens through its own store.
         var moved = try await app.sessions.load(id: id, now: Date()) ?? session
-        moved.csrfToken = SessionID.random()
+        moved.csrfToken = Secrets.randomToken()
         try await app.sessions.save(id: newID, moved)
         try await app.sessions.delete(id: id)
         id = newID
@@ -67,12 +68,7 @@ final class SessionState {
 
     func checkCSRF(_ token: String?) -> Bool {
         guard let token else { return false }
-        let a = Array(token.utf8)
-        let b = Array(session.csrfToken.utf8)
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
+        return Secrets.constantTimeEquals(token, session.csrfToken)
     }
 
     /// This request's view of the session's tokens, shared by every client made for it.
@@ -99,14 +95,15 @@ final class SessionState {
     func withCookie(_ response: Response) -> Response {
         guard sendCookie else { return response }
         var response = response
-        response.setCookie(
-            Cookie(
-                name: WebApp.cookieName, value: id, maxAge: Int(app.configuration.sessionLifetime), path: "/",
-                secure: app.configuration.secure, httpOnly: true, sameSite: .lax))
+        response.setCookie(Self.cookie(value: id, maxAge: Int(app.configuration.sessionLifetime), secure: app.configuration.secure))
         return response
     }
 
-    static func expiredCookie(secure: Bool) -> Cookie {
-        Cookie(name: WebApp.cookieName, value: "", maxAge: 0, path: "/", secure: secure, httpOnly: true, sameSite: .lax)
+    static func expiredCookie(secure: Bool) -> Cookie { cookie(value: "", maxAge: 0, secure: secure) }
+
+    /// The session cookie: script-proof (HttpOnly) and sent on top-level navigations only (Lax),
+    /// so the identity service's redirect back brings it and other sites' forms do not.
+    private static func cookie(value: String, maxAge: Int, secure: Bool) -> Cookie {
+        Cookie(name: WebApp.cookieName, value: value, maxAge: maxAge, path: "/", secure: secure, httpOnly: true, sameSite: .lax)
     }
 }

@@ -196,8 +196,8 @@ public struct WebApp: Sendable {
         guard state.checkCSRF(form["csrf_token"]) else { return csrfFailure(state) }
         var location = "/"
         if let account = try await state.account() {
-            let client = state.client(redirectURI: returnURL(request))
-            location = try await client.signOut(account, postLogoutRedirectURI: returnURL(request)).absoluteString
+            let returnURL = returnURL(request)
+            location = try await state.client(redirectURI: returnURL).signOut(account, postLogoutRedirectURI: returnURL).absoluteString
         }
         try await sessions.delete(id: state.id)
         var response = Response.seeOther(location)

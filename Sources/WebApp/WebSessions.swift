@@ -22,17 +22,13 @@ struct WebSession: Codable, Sendable {
     var expiresAt: Date
 
     static func fresh(lifetime: TimeInterval, now: Date) -> WebSession {
-        WebSession(csrfToken: SessionID.random(), expiresAt: now.addingTimeInterval(lifetime))
+        WebSession(csrfToken: Secrets.randomToken(), expiresAt: now.addingTimeInterval(lifetime))
     }
 }
 
-enum SessionID {
-    static func random() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return Base64URL.encode(Data((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }))
-    }
-
-    static func hash(_ id: String) -> String { Hex.lowercase(SHA256.hash(data: Data(id.utf8))) }
+extension Secrets {
+    /// The database key of a session: the SHA-256 of its id (the id itself is only in the cookie).
+    static func sessionKey(_ id: String) -> String { Hex.lowercase(SHA256.hash(data: Data(id.utf8))) }
 }
 
 /// Sessions in the `web_sessions` table (SQLite or PostgreSQL, through `Storage`).
@@ -64,7 +60,7 @@ struct SessionRepository: Sendable {
     }
 
     func load(id: String, now: Date) async throws -> WebSession? {
-        let key = SessionID.hash(id)
+        let key = Secrets.sessionKey(id)
         let text = try await database.read { sql in
             try await sql.select().column("data").from("web_sessions").where("id_hash", .equal, key)
                 .where("expires_at", .greaterThan, Int64(now.timeIntervalSince1970)).first(decodingColumn: "data", as: String.self)
@@ -73,7 +69,7 @@ struct SessionRepository: Sendable {
     }
 
     func save(id: String, _ session: WebSession) async throws {
-        let key = SessionID.hash(id)
+        let key = Secrets.sessionKey(id)
         let data = try Self.encode(session)
         let expires = Int64(session.expiresAt.timeIntervalSince1970)
         try await database.transaction { sql in
@@ -84,18 +80,17 @@ struct SessionRepository: Sendable {
     }
 
     func delete(id: String) async throws {
-        let key = SessionID.hash(id)
+        let key = Secrets.sessionKey(id)
         try await database.transaction { sql in try await sql.delete(from: "web_sessions").where("id_hash", .equal, key).run() }
     }
 
     /// Read, change and write one session in a transaction (the row locked on PostgreSQL), so a
     /// token refresh in one request and a sign-out in another never overwrite each other.
     func modify<T: Sendable>(id: String, _ change: @Sendable (inout WebSession) throws -> T) async throws -> T {
-        let key = SessionID.hash(id)
-        let engine = database.engine
+        let key = Secrets.sessionKey(id)
         return try await database.transaction { sql in
-            var select = sql.select().column("data").from("web_sessions").where("id_hash", .equal, key)
-            if engine == .postgres { select = select.for(.update) }
+            // A row lock on PostgreSQL; SQLite's dialect renders none (its single writer serialises).
+            let select = sql.select().column("data").from("web_sessions").where("id_hash", .equal, key).for(.update)
             guard let text = try await select.first(decodingColumn: "data", as: String.self), var session = Self.decode(text) else {
                 throw IdentityError.storage("the session ended")
             }
@@ -135,15 +130,7 @@ struct SessionTokenStore: TokenStore {
     /// first one's tokens through `readLatest` instead of spending the same refresh token.
     /// Instances sharing a PostgreSQL database do not see each other's lock.
     func whileRefreshing<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-        await sessions.refreshLocks.lock(id)
-        do {
-            let value = try await body()
-            await sessions.refreshLocks.unlock(id)
-            return value
-        } catch {
-            await sessions.refreshLocks.unlock(id)
-            throw error
-        }
+        try await sessions.refreshLocks.withLock(id, body)
     }
 
     func modify<T: Sendable>(_ change: @Sendable (inout TokenCache) throws -> T) async throws -> T {
@@ -173,7 +160,13 @@ actor KeyedSerialLock {
     private var held: Set<String> = []
     private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
 
-    func lock(_ key: String) async {
+    func withLock<T: Sendable>(_ key: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        await lock(key)
+        defer { unlock(key) }
+        return try await body()
+    }
+
+    private func lock(_ key: String) async {
         guard held.contains(key) else {
             held.insert(key)
             return
@@ -181,7 +174,7 @@ actor KeyedSerialLock {
         await withCheckedContinuation { waiting[key, default: []].append($0) }
     }
 
-    func unlock(_ key: String) {
+    private func unlock(_ key: String) {
         if var queue = waiting[key], !queue.isEmpty {
             let next = queue.removeFirst()
             waiting[key] = queue.isEmpty ? nil : queue

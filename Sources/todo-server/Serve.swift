@@ -74,7 +74,7 @@ struct Serve: AsyncParsableCommand {
         let cost = passwordHashCost ?? environment["TODO_PASSWORD_HASH_COST"].flatMap(UInt8.init) ?? 10
         guard (4...31).contains(cost) else { throw ValidationError("--password-hash-cost must be between 4 and 31") }
         // Tokens and passwords must not cross a network in clear text.
-        guard useTLS || Self.isLoopback(host) else {
+        guard useTLS || Authority.isLoopback(host) else {
             throw ValidationError("refusing to listen on \(host) without TLS: use --tls, or a loopback address")
         }
 
@@ -89,7 +89,7 @@ struct Serve: AsyncParsableCommand {
         let configuration = IdentityServerConfiguration(
             scheme: useTLS ? "https" : "http", defaultAuthority: authority, passwordHashCost: cost,
             // The outbox shows password-reset codes: only on a machine-local server.
-            developmentMailbox: Self.isLoopback(host),
+            developmentMailbox: Authority.isLoopback(host),
             allowedHosts: [
                 "localhost", "127.0.0.1", "::1", host.lowercased(),
                 displayHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased(),
@@ -264,10 +264,6 @@ struct Serve: AsyncParsableCommand {
         }
         try await fetcher.shutdown()
         try await database.close()
-    }
-
-    static func isLoopback(_ host: String) -> Bool {
-        ["127.0.0.1", "localhost", "::1"].contains(host) || host.hasPrefix("127.")
     }
 
     static func printBanner(

@@ -79,6 +79,13 @@ actor HostedPagesBrowser {
         return try await follow(try await request("POST", target, body: FormBody.encode(csrf + fields)))
     }
 
+    /// One request, no redirect followed.
+    func fetch(_ url: URL) async throws -> Page { try await request("GET", url, body: nil) }
+
+    func cookie(_ name: String) -> String? { cookies[name] }
+
+    func setCookie(_ name: String, _ value: String) { cookies[name] = value }
+
     /// Loads `url` and follows every redirect, on any host (a whole browser round trip).
     func navigate(_ url: URL) async throws -> Page {
         var page = try await request("GET", url, body: nil)

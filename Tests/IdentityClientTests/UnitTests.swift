@@ -115,6 +115,11 @@ struct IdentityClientUnitTests {
             try good.validate(issuer: "https://id.example/t/v2.0/", clientID: "client", nonce: "n1", now: now.addingTimeInterval(3600))
         }
         #expect(throws: IdentityError.self) { try IDToken("not.a-jwt") }
+        var future = base
+        future["iat"] = now.timeIntervalSince1970 + 3600  // issued an hour from now: beyond the 5-minute skew
+        #expect(throws: IdentityError.self) {
+            try IDToken(token(future)).validate(issuer: "https://id.example/t/v2.0/", clientID: "client", nonce: "n1", now: now)
+        }
         var preferred = base
         preferred["preferred_username"] = "ann@contoso"
         preferred["email_verified"] = true
@@ -215,5 +220,62 @@ struct IdentityClientUnitTests {
         await #expect(throws: IdentityError.self) {
             try await idle.authenticate(redirectURI: "https://app.example/callback") { _, _ in URL(string: "https://id.example/")! }
         }
+    }
+}
+
+/// A canned identity service that records what the SDK sends.
+final class RecordingIdentity: HTTPTransport {
+    let requests = Mutex<[TransportRequest]>([])
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        requests.withLock { $0.append(request) }
+        if request.url.path.hasSuffix("openid-configuration") {
+            let body =
+                #"{"issuer":"https://id.example/t/v2.0/","authorization_endpoint":"https://id.example/t/b2c_1_susi/oauth2/v2.0/authorize","token_endpoint":"https://id.example/t/b2c_1_susi/oauth2/v2.0/token"}"#
+            return TransportResponse(status: 200, headers: [:], body: Data(body.utf8))
+        }
+        return TransportResponse(
+            status: 400, headers: [:], body: Data(#"{"error":"invalid_grant","error_description":"AADB2C90080: expired"}"#.utf8))
+    }
+}
+
+@Suite("IdentityClient request shapes")
+struct RequestShapeTests {
+    static func app(_ transport: RecordingIdentity, secret: String) throws -> ConfidentialClientApplication {
+        ConfidentialClientApplication(
+            configuration: ClientConfiguration(
+                clientID: "web-client", authority: try Authority("https://id.example/t.onmicrosoft.com/B2C_1_susi"),
+                redirectURI: "https://app.example/return", transport: transport),
+            clientSecret: secret)
+    }
+
+    @Test("the authorize URL carries PKCE S256 of the kept verifier, and fresh state and nonce")
+    func authorizeURL() async throws {
+        let app = try Self.app(RecordingIdentity(), secret: "s")
+        let first = try await app.authorizationRequest(InteractiveParameters(scopes: ["api"]))
+        let second = try await app.authorizationRequest(InteractiveParameters(scopes: ["api"]))
+        let query = FormEncoding.fields(URLComponents(url: first.url, resolvingAgainstBaseURL: false)!.percentEncodedQuery ?? "")
+        #expect(query["code_challenge_method"] == "S256")
+        #expect(query["code_challenge"] == PKCE(verifier: first.codeVerifier).challenge)
+        #expect(query["state"] == first.state && query["nonce"] == first.nonce)
+        #expect(query["redirect_uri"] == "https://app.example/return")
+        #expect(first.state != second.state && first.nonce != second.nonce && first.codeVerifier != second.codeVerifier)
+        #expect(query["code_verifier"] == nil)  // the verifier never leaves the app before redemption
+    }
+
+    @Test("client_secret_basic form-encodes id and secret before base64 (RFC 6749 §2.3.1); the secret is not in the body")
+    func basicAuthentication() async throws {
+        let transport = RecordingIdentity()
+        let app = try Self.app(transport, secret: "a:b+c%d é")
+        let request = try await app.authorizationRequest(InteractiveParameters(scopes: ["api"]))
+        await #expect(throws: IdentityError.self) {
+            try await app.acquireToken(for: request, response: ["code": "c", "state": request.state])
+        }
+        let token = try #require(transport.requests.withLock { $0 }.last)
+        let expected = Data("web-client:a%3ab%2bc%25d+%c3%a9".utf8).base64EncodedString()
+        #expect(token.headers["Authorization"] == "Basic \(expected)")
+        let body = String(decoding: token.body ?? Data(), as: UTF8.self)
+        #expect(!body.contains("client_secret") && !body.contains("a%3ab"))
+        #expect(body.contains("code_verifier=\(request.codeVerifier)"))
     }
 }

@@ -120,6 +120,56 @@ struct WebAppTests {
         }
     }
 
+    @Test("the session cookie is HttpOnly and SameSite=Lax, gets a new id at sign-in, and the old id is dead")
+    func sessionCookie() async throws {
+        try await LiveSystem.run { system in
+            try await system.addUser("cookie@example.com")
+            let browser = HostedPagesBrowser(identityBase: system.identityBase)
+            let start = try await browser.fetch(system.webBase.appendingPathComponent("auth/signin"))
+            let header = try #require(start.headers["set-cookie"])
+            #expect(header.contains("todo_session=") && header.contains("HttpOnly") && header.contains("SameSite=Lax"))
+            #expect(header.contains("Path=/") && !header.contains("Secure"))  // plain http on loopback here
+            let before = try #require(await browser.cookie("todo_session"))
+            let signIn = try await browser.navigate(URL(string: try #require(start.location))!)
+            let page = try await browser.submitFollowingAll(
+                signIn, [("email", "cookie@example.com"), ("password", "Passw0rd!")], formID: "localAccountForm")
+            #expect(page.url.path == "/todos")
+            let after = try #require(await browser.cookie("todo_session"))
+            #expect(after != before)
+            // Pages are never cached, never framed, and run no scripts.
+            #expect(page.headers["cache-control"] == "no-store")
+            #expect(page.headers["x-frame-options"] == "DENY")
+            #expect(page.headers["content-security-policy"]?.contains("default-src 'none'") == true)
+            // The id planted before sign-in opens nothing.
+            let planted = HostedPagesBrowser(identityBase: system.identityBase)
+            await planted.setCookie("todo_session", before)
+            #expect(try await planted.navigate(system.webBase.appendingPathComponent("todos")).url.path == "/")
+        }
+    }
+
+    @Test("every task form refuses a missing or forged CSRF token and changes nothing")
+    func csrfOnTaskActions() async throws {
+        try await LiveSystem.run { system in
+            let browser = HostedPagesBrowser(identityBase: system.identityBase)
+            var page = try await Self.signUp(browser, system, email: "actions@example.com")
+            page = try await browser.submitFollowingAll(page, [("title", "untouchable")], formID: "addForm")
+            let block = try #require(page.text.components(separatedBy: "<li").first { $0.contains("data-title=\"untouchable\"") })
+            let range = try #require(block.range(of: #"/todos/[0-9a-f-]{36}/"#, options: .regularExpression))
+            let base = String(block[range])
+            for action in ["complete", "reopen", "rename", "delete"] {
+                for token in [nil, "forged"] as [String?] {
+                    let fields = (token.map { [("csrf_token", $0)] } ?? []) + [("title", "changed")]
+                    let refused = try await browser.post(
+                        URL(string: base + action, relativeTo: system.webBase)!.absoluteURL, fields, follow: false)
+                    #expect(refused.status == 403, "\(action) with \(token ?? "no token")")
+                }
+            }
+            let list = try await browser.navigate(system.webBase.appendingPathComponent("todos"))
+            #expect(Self.titles(list) == ["untouchable"])
+            #expect(list.text.contains("1 open, 0 done"))
+        }
+    }
+
     @Test("sign-out ends the app session and the identity service's; signing in again finds the same list")
     func signOutAndBack() async throws {
         try await LiveSystem.run { system in

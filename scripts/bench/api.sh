@@ -3,11 +3,6 @@
 # of the same server (/healthz, a constant) in the same run with the same connections (64) and
 # threads (2); then task creation. SQLite by default, DATABASE=postgres for PostgreSQL.
 source "$(dirname "$0")/../lib.sh"
-ROOT=$(repo_root)
-cd "$ROOT"
-DURATION=${DURATION:-15}
-CONNECTIONS=${CONNECTIONS:-64}
-THREADS=${THREADS:-2}
 bench_setup
 echo 'Bench-Passw0rd' | "$SERVER" users add --data-dir "$WORK/data" "${DB_ARGS[@]}" --email bench@example.com --name Bench --password-stdin >/dev/null
 TOKEN=$(curl -fs "http://127.0.0.1:$PORT/$TENANT/B2C_1_ROPC/oauth2/v2.0/token" -d grant_type=password -d client_id="$CLIENT" \

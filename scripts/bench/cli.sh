@@ -4,8 +4,6 @@
 # release server, timed by hyperfine in the same run. Reports the CLI's mean wall time as a
 # ratio to curl's.
 source "$(dirname "$0")/../lib.sh"
-ROOT=$(repo_root)
-cd "$ROOT"
 RUNS=${RUNS:-50}
 apt_install hyperfine
 bench_setup

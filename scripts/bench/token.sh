@@ -7,11 +7,6 @@
 #   scripts/bench/token.sh            # release build, SQLite
 #   DURATION=20 CONNECTIONS=64 scripts/bench/token.sh
 source "$(dirname "$0")/../lib.sh"
-ROOT=$(repo_root)
-cd "$ROOT"
-DURATION=${DURATION:-15}
-CONNECTIONS=${CONNECTIONS:-64}
-THREADS=${THREADS:-2}
 COST=${COST:-10}
 CORES=$(nproc)
 bench_setup --password-hash-cost "$COST"

@@ -3,11 +3,6 @@
 # GET /api/tasks with a bearer token for the same user, in the same run, same connections and
 # threads. Reports requests per second, the ratio, and p99 latency.
 source "$(dirname "$0")/../lib.sh"
-ROOT=$(repo_root)
-cd "$ROOT"
-DURATION=${DURATION:-15}
-CONNECTIONS=${CONNECTIONS:-64}
-THREADS=${THREADS:-2}
 bench_setup
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 .venv/bin/pip install -q --disable-pip-version-check requests

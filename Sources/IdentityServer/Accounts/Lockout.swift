@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TodoModels
 
 /// The stored smart-lockout counters of an account.
 public struct LockoutState: Sendable, Equatable {

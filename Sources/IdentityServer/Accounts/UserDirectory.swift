@@ -172,12 +172,10 @@ public struct SQLUserDirectory: UserDirectory {
         id: UUID, _ transition: @escaping @Sendable (LockoutState) -> LockoutState
     ) async throws -> LockoutState {
         let key = id.uuidString.lowercased()
-        let engine = database.engine
         return try await database.transaction { sql in
-            var select = sql.select().columns("*").from("users").where("id", .equal, key)
-            // Row lock on PostgreSQL so concurrent failures are all counted; SQLite's single
-            // writer already serialises the transaction.
-            if engine == .postgres { select = select.for(.update) }
+            // Row lock on PostgreSQL so concurrent failures are all counted; SQLite's dialect renders
+            // none (its single writer already serialises the transaction).
+            let select = sql.select().columns("*").from("users").where("id", .equal, key).for(.update)
             guard let row = try await select.first(decoding: Row.self) else { return LockoutState() }
             let next = transition(row.lockout)
             try await sql.update("users")

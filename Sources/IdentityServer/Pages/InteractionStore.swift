@@ -1,6 +1,7 @@
 import Foundation
 import SQLKit
 import Storage
+import TodoModels
 
 /// Server-side state of interactive sign-ins: transactions, SSO sessions, email verification
 /// codes, the dev outbox, the simulated provider's codes and server-held keys.
@@ -171,10 +172,9 @@ struct SQLInteractionStore: InteractionStore {
     func checkVerificationCode(interactionID: String, email: String, code: String, now: Date) async throws -> Bool {
         let presented = Secrets.sha256Hex(code.trimmingCharacters(in: .whitespaces))
         let emailLower = EmailAddress.normalized(email)
-        let engine = database.engine
         return try await database.transaction { sql in
-            var select = sql.select().columns("*").from("verification_codes").where("request_id", .equal, interactionID)
-            if engine == .postgres { select = select.for(.update) }
+            // A row lock on PostgreSQL; SQLite's dialect renders none (its single writer serialises).
+            let select = sql.select().columns("*").from("verification_codes").where("request_id", .equal, interactionID).for(.update)
             guard
                 let row = try await select.first(decoding: VerificationRow.self),
                 row.email_lower == emailLower, row.expires_at > now.epochSeconds, row.attempts < 5

@@ -1,6 +1,7 @@
 import Foundation
 import SQLKit
 import Storage
+import TodoModels
 
 /// Tenants, app registrations and user flows.
 public protocol TenantDirectory: Sendable {

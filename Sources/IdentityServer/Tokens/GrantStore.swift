@@ -1,6 +1,7 @@
 import Foundation
 import SQLKit
 import Storage
+import TodoModels
 
 /// Authorization codes and refresh tokens. Only SHA-256 hashes of the values are stored.
 public protocol GrantStore: Sendable {
@@ -132,10 +133,9 @@ public struct SQLGrantStore: GrantStore {
 
     public func redeemCode(_ code: String, clientID: String, policy: String, now: Date) async throws -> CodeRedemption {
         let hash = Secrets.sha256Hex(code)
-        let engine = database.engine
         return try await database.transaction { sql in
-            var select = sql.select().columns("*").from("authorization_codes").where("code_hash", .equal, hash)
-            if engine == .postgres { select = select.for(.update) }
+            // A row lock on PostgreSQL; SQLite's dialect renders none (its single writer serialises).
+            let select = sql.select().columns("*").from("authorization_codes").where("code_hash", .equal, hash).for(.update)
             guard let row = try await select.first(decoding: CodeRow.self), let grant = row.grant else {
                 return .unknown
             }

@@ -114,7 +114,6 @@ public final class BearerValidator: Sendable {
     struct AuthorityKeys {
         var issuer: String
         var keys: [String: _RSA.Signing.PublicKey]
-        var lastFetch: Date
     }
 
     private let policy: BearerPolicy
@@ -274,6 +273,6 @@ public final class BearerValidator: Sendable {
             keys[kid] = key
         }
         logger.info("authority keys loaded", metadata: ["issuer": "\(issuer)", "keys": "\(keys.count)"])
-        return AuthorityKeys(issuer: issuer, keys: keys, lastFetch: now)
+        return AuthorityKeys(issuer: issuer, keys: keys)
     }
 }

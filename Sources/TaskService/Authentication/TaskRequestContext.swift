@@ -56,7 +56,7 @@ struct BearerAuthenticationMiddleware: RouterMiddleware {
         } catch let rejection as TokenRejection {
             metrics.tokenRejected(rejection)
             context.logger.info("bearer token refused", metadata: ["reason": "\(rejection.reason)"])
-            return Problem.response(for: .tokenRejected(rejection), requestID: context.requestID)
+            return Problem.response(for: .tokenRejected(rejection))
         }
     }
 }

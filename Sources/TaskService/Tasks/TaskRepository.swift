@@ -224,10 +224,9 @@ public struct SQLTaskRepository: TaskRepository {
 
     public func update(owner: String, id: UUID, patch: TaskPatch, ifVersion: Int64?, now: Date) async throws -> TaskUpdateResult {
         let key = id.uuidString.lowercased()
-        let engine = database.engine
         return try await database.transaction { sql in
-            var select = sql.select().columns("*").from("tasks").where("id", .equal, key).where("owner_id", .equal, owner)
-            if engine == .postgres { select = select.for(.update) }
+            // A row lock on PostgreSQL; SQLite's dialect renders none (its single writer serialises).
+            let select = sql.select().columns("*").from("tasks").where("id", .equal, key).where("owner_id", .equal, owner).for(.update)
             guard var row = try await select.first(decoding: Row.self) else { return .notFound }
             if let ifVersion, ifVersion != row.version { return .versionMismatch }
             let ms = Self.milliseconds(now)
@@ -247,12 +246,10 @@ public struct SQLTaskRepository: TaskRepository {
 
     public func delete(owner: String, id: UUID, ifVersion: Int64?) async throws -> TaskUpdateResult {
         let key = id.uuidString.lowercased()
-        let engine = database.engine
         return try await database.transaction { sql in
             // Row lock on PostgreSQL, so a concurrent PATCH cannot slip between the version check
-            // and the delete (SQLite's single writer already serialises them).
-            var select = sql.select().columns("*").from("tasks").where("id", .equal, key).where("owner_id", .equal, owner)
-            if engine == .postgres { select = select.for(.update) }
+            // and the delete; SQLite's dialect renders none (its single writer serialises them).
+            let select = sql.select().columns("*").from("tasks").where("id", .equal, key).where("owner_id", .equal, owner).for(.update)
             guard let row = try await select.first(decoding: Row.self), let record = row.record else { return .notFound }
             if let ifVersion, ifVersion != row.version { return .versionMismatch }
             try await sql.delete(from: "tasks").where("id", .equal, key).where("owner_id", .equal, owner).run()
