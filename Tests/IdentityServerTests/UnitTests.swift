@@ -1,5 +1,6 @@
 import CryptoExtras
 import Foundation
+import TestSupport
 import Testing
 import TodoModels
 
@@ -202,4 +203,23 @@ struct UnitTests {
             }
         }
     #endif
+}
+
+@Suite("Tenant directory cache")
+struct TenantCacheTests {
+    @Test("lookups of request-supplied names that miss cannot grow the cache without bound")
+    func bounded() async throws {
+        try await TestDatabase.with(.sqlite) { database in
+            let server = try await IdentityServer.make(
+                configuration: .init(passwordHashCost: 4), database: database, logger: TestDatabase.logger)
+            _ = try await server.seedDevelopmentTenant(apiPort: 3000)
+            let cache = CachedTenantDirectory(SQLTenantDirectory(database: database))
+            for index in 0..<(CachedTenantDirectory.capacity + 500) {
+                #expect(try await cache.tenant(matching: "nobody-\(index).onmicrosoft.com") == nil)
+            }
+            #expect(cache.count <= CachedTenantDirectory.capacity)
+            #expect(try await cache.tenant(matching: DevTenant.name)?.name == DevTenant.name)
+            try await server.shutdown()
+        }
+    }
 }

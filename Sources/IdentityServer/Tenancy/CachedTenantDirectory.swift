@@ -10,7 +10,16 @@ public final class CachedTenantDirectory: TenantDirectory {
     private let base: any TenantDirectory
     private let timeToLive: Duration
     private let clock = ContinuousClock()
-    private let entries = Mutex<[String: (value: any Sendable, storedAt: ContinuousClock.Instant)]>([:])
+    private let entries = Mutex<Entries>(Entries())
+    /// Keys come from requests (the tenant segment of a URL, a `client_id`), and misses are
+    /// cached too: without a bound, random values would grow the cache without end.
+    static let capacity = 4096
+
+    struct Entries {
+        var values: [String: (value: any Sendable, storedAt: ContinuousClock.Instant)] = [:]
+        /// Bumped by every write, so a load that started before it cannot store a stale value after it.
+        var generation = 0
+    }
 
     public init(_ base: any TenantDirectory, timeToLive: Duration = .seconds(5)) {
         self.base = base
@@ -19,15 +28,32 @@ public final class CachedTenantDirectory: TenantDirectory {
 
     private func cached<T: Sendable>(_ key: String, _ load: () async throws -> T) async throws -> T {
         let now = clock.now
-        if let entry = entries.withLock({ $0[key] }), now - entry.storedAt < timeToLive, let value = entry.value as? T {
+        let (cachedEntry, generation) = entries.withLock { ($0.values[key], $0.generation) }
+        if let entry = cachedEntry, now - entry.storedAt < timeToLive, let value = entry.value as? T {
             return value
         }
         let value = try await load()
-        entries.withLock { $0[key] = (value, now) }
+        let timeToLive = self.timeToLive
+        entries.withLock { entries in
+            guard entries.generation == generation else { return }
+            if entries.values.count >= Self.capacity {
+                entries.values = entries.values.filter { now - $0.value.storedAt < timeToLive }
+                if entries.values.count >= Self.capacity { entries.values.removeAll() }
+            }
+            entries.values[key] = (value, now)
+        }
         return value
     }
 
-    private func invalidate() { entries.withLock { $0.removeAll() } }
+    /// How many lookups are held (for tests).
+    var count: Int { entries.withLock { $0.values.count } }
+
+    private func invalidate() {
+        entries.withLock {
+            $0.values.removeAll()
+            $0.generation += 1
+        }
+    }
 
     public func tenant(matching segment: String) async throws -> Tenant? {
         try await cached("tenant:\(segment.lowercased())") { try await base.tenant(matching: segment) }
