@@ -126,5 +126,7 @@ enum IdentityMigrations {
                 ]),
             // Marks a replay noticed before the first redemption attached its refresh-token family.
             Migration(version: 7, name: "code replay marker", ["ALTER TABLE authorization_codes ADD COLUMN replayed_at BIGINT"]),
+            // A reset code is bound to the account it was sent for (the security issue's H-1).
+            Migration(version: 8, name: "verification code account", ["ALTER TABLE verification_codes ADD COLUMN user_id TEXT"]),
         ])
 }

@@ -175,6 +175,11 @@ struct ErrorLoggingMiddleware: RouterMiddleware {
             return try await next(request, context)
         } catch let error as any HTTPResponseError {
             throw error
+        } catch StorageError.textContainsNUL {
+            // A NUL in a lookup key (a tenant name, a transaction id) is bad input, not a fault:
+            // the store refuses it (TextGuardedSQLDatabase), and the caller hears why.
+            return TokenErrorResponder.respond(
+                .malformedRequest("The request contains a NUL character."), correlationID: context.correlationID, now: Date())
         } catch {
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
             return TokenErrorResponder.respond(.internalError, correlationID: context.correlationID, now: Date())

@@ -35,12 +35,15 @@ public enum StorageError: Error, CustomStringConvertible, Equatable {
     case invalidURL(String)
     case closed
     case migrationFailed(namespace: String, version: Int, reason: String)
+    /// A statement tried to store text with a NUL character (see ``TextGuardedSQLDatabase``).
+    case textContainsNUL
 
     public var description: String {
         switch self {
         case .invalidURL(let url): "unsupported database URL '\(url)' (use sqlite:PATH or postgres://user:pass@host:port/db)"
         case .closed: "the database is closed"
         case .migrationFailed(let namespace, let version, let reason): "migration \(namespace)#\(version) failed: \(reason)"
+        case .textContainsNUL: "refused to store text containing a NUL character"
         }
     }
 }

@@ -42,7 +42,7 @@ public final class PostgresDatabase: Database {
     public func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let logger = self.logger
         return try await client.withConnection { connection in
-            try await body(connection.sql(queryLogLevel: .trace, logger: logger))
+            try await body(connection.sql(queryLogLevel: .trace, logger: logger).guardingText)
         }
     }
 
@@ -51,7 +51,7 @@ public final class PostgresDatabase: Database {
         // closure's error in a PostgresTransactionError; callers need their own errors back.
         let logger = self.logger
         return try await client.withConnection { connection in
-            try await connection.sql(queryLogLevel: .trace, logger: logger).runTransaction(body)
+            try await connection.sql(queryLogLevel: .trace, logger: logger).guardingText.runTransaction(body)
         }
     }
 

@@ -35,7 +35,7 @@ public final class SQLiteDatabase: Database {
             nioStorage = .file(path: path)
         }
         connection = try await SQLiteConnection.open(storage: nioStorage, logger: logger)
-        sql = connection.sql(queryLogLevel: .trace)
+        sql = connection.sql(queryLogLevel: .trace).guardingText
         // WAL with synchronous=NORMAL: a committed transaction survives the process being killed
         // (kill -9: the WAL is in the OS's page cache) but not necessarily a power cut, and commits
         // need no fsync each (https://sqlite.org/pragma.html#pragma_synchronous, sqlite.org/wal.html).
@@ -69,7 +69,7 @@ public final class SQLiteDatabase: Database {
 
     public func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         if let reader = readConnection() {
-            return try await body(reader.sql(queryLogLevel: .trace))
+            return try await body(reader.sql(queryLogLevel: .trace).guardingText)
         }
         let sql = self.sql
         return try await lock.withLock { try await body(sql) }
@@ -78,6 +78,7 @@ public final class SQLiteDatabase: Database {
     /// Rows of one read-only statement straight from SQLiteNIO, for hot paths where SQLKit's
     /// query building and `Decodable` row decoding cost more than the query itself.
     public func readRows(_ query: String, _ binds: [SQLiteData]) async throws -> [SQLiteRow] {
+        if binds.contains(where: { StoredTextFloor.holdsNUL($0) }) { throw StorageError.textContainsNUL }
         if let reader = readConnection() { return try await reader.query(query, binds) }
         let connection = self.connection
         return try await lock.withLock { try await connection.query(query, binds) }

@@ -81,12 +81,10 @@ public enum TaskLimits {
     public static let pageSizeMaximum = 100
     public static let pageSizeDefault = 50
 
-    /// The title as stored, or nil when it is empty after trimming or too long.
+    /// The title as stored, or nil when it is empty after trimming, too long, or holds a control
+    /// or format character (``TextRules/freeText(_:maximumLength:)``).
     public static func normalizedTitle(_ title: String) -> String? {
-        let trimmed = title.trimmingCharacters(in: .whitespacesAndNewlines)
-        // NUL cannot be stored in PostgreSQL text and has no place in a title.
-        guard !trimmed.isEmpty, trimmed.count <= titleMaximumLength, !trimmed.contains("\u{0}") else { return nil }
-        return trimmed
+        try? TextRules.freeText(title, maximumLength: titleMaximumLength).get()
     }
 }
 

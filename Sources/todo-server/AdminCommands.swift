@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import IdentityServer
 import Storage
+import TodoModels
 
 /// Runs `body` with the identity service of the default tenant, closing everything after.
 func withDefaultTenant<T>(
@@ -67,7 +68,10 @@ struct Users: AsyncParsableCommand {
             let now = Date()
             for user in users {
                 let locked = user.lockout.isLocked(at: now) ? "  locked" : ""
-                print("\(user.objectID)  \(user.identityProvider.rawValue)  \(user.email ?? user.signInName)  \(user.displayName)\(locked)")
+                // Stored names are validated, but rows from before that rule (or a tampered database)
+                // must still not drive the terminal: controls are shown as escapes.
+                let account = TextRules.printable(user.email ?? user.signInName)
+                print("\(user.objectID)  \(user.identityProvider.rawValue)  \(account)  \(TextRules.printable(user.displayName))\(locked)")
             }
             if users.isEmpty { print("no users") }
         }
@@ -95,7 +99,7 @@ struct Users: AsyncParsableCommand {
         func run() async throws {
             try await withDefaultTenant(store) { server, tenant in
                 let user = try await server.findUser(tenantID: tenant.id, emailOrID: account)
-                _ = try await server.users.updateLockout(id: user.id) { _ in LockoutState() }
+                _ = try await server.users.updateLockout(id: user.id) { _ in (LockoutState(), ()) }
                 print("unlocked \(user.email ?? user.objectID)")
             }
         }
@@ -113,7 +117,7 @@ struct Apps: AsyncParsableCommand {
         func run() async throws {
             let apps = try await withDefaultTenant(store) { server, tenant in try await server.tenants.applications(tenantID: tenant.id) }
             for app in apps {
-                print("\(app.clientIDString)  \(app.kind.rawValue)  \(app.displayName)")
+                print("\(app.clientIDString)  \(app.kind.rawValue)  \(TextRules.printable(app.displayName))")
                 for uri in app.redirectURIs { print("    redirect \(uri)") }
                 if let uri = app.appIDURI { print("    api \(uri) scopes \(app.exposedScopes.joined(separator: " "))") }
             }
@@ -132,6 +136,9 @@ struct Apps: AsyncParsableCommand {
 
         func run() async throws {
             guard let clientKind = ClientKind(rawValue: kind) else { throw CommandFailure("--kind must be public or confidential") }
+            guard (try? TextRules.name(name, maximumLength: 256).get()) == name else {
+                throw CommandFailure("--name must be 1 to 256 characters without controls, invisible characters or extra spaces")
+            }
             let (app, secret) = try await withDefaultTenant(store) { server, tenant in
                 let app = AppRegistration(
                     clientID: UUID(), tenantID: tenant.id, displayName: name, kind: clientKind, redirectURIs: redirectURIs,

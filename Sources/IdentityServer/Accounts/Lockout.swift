@@ -44,6 +44,27 @@ public struct LockoutPolicy: Sendable, Equatable {
         return min(seconds, maximumDuration)
     }
 
+    /// What an attempt may do, decided before its password is hashed.
+    public enum Admission: Sendable, Equatable {
+        /// Locked: refused without looking at the password, the same answer whether or not it is right.
+        case locked
+        /// Counted as a failure in advance; a right password gives it back (``afterSuccess(_:)``).
+        case charged
+        /// The same password as the last wrong one: it is checked but not counted again.
+        case repeated
+    }
+
+    /// Admits one attempt with the password whose fingerprint is `fingerprint`, charging it
+    /// against the threshold *before* the password is checked, in the same atomic step that
+    /// reads the state. Why: guesses sent in parallel would otherwise all read "not locked" and all
+    /// be checked (the security issue's M-1); charged in advance, at most `threshold` of them
+    /// reach the hash and the rest are refused as locked, the right password among them.
+    public func admit(_ state: LockoutState, fingerprint: String, now: Date) -> (LockoutState, Admission) {
+        if state.isLocked(at: now) { return (state, .locked) }
+        if let last = state.lastFailedFingerprint, Secrets.constantTimeEquals(last, fingerprint) { return (state, .repeated) }
+        return (afterFailure(state, fingerprint: fingerprint, now: now), .charged)
+    }
+
     /// The state after a wrong password whose fingerprint is `fingerprint`.
     public func afterFailure(_ state: LockoutState, fingerprint: String, now: Date) -> LockoutState {
         var next = state

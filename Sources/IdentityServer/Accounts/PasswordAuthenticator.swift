@@ -14,8 +14,11 @@ struct PasswordAuthenticator: Sendable {
     let service: IdentityService
 
     func authenticate(tenantID: UUID, email: String, password: String, now: Date, logger: Logger) async throws -> Outcome {
-        let name = EmailAddress.normalized(email)
-        guard let user = try await service.users.user(tenantID: tenantID, provider: .local, signInName: name),
+        // bcrypt stops at a NUL and reads 72 bytes: a password it would cut short can never be
+        // the stored one (PasswordPolicy refuses such passwords when they are set), so it is not
+        // hashed at all — else `Passw0rd!\0anything` would sign in as `Passw0rd!`.
+        guard PasswordPolicy.isHashable(password), let name = EmailAddress.canonical(email),
+            let user = try await service.users.user(tenantID: tenantID, provider: .local, signInName: name),
             let hash = user.passwordHash
         else {
             // Same cost as a real check, so timing does not reveal which emails exist.
@@ -23,30 +26,25 @@ struct PasswordAuthenticator: Sendable {
             logger.info("sign-in failed: no such account")
             return .invalid
         }
-        // A locked account is refused before the password is looked at, so guessing stops paying.
-        if user.lockout.isLocked(at: now) {
+        let policy = service.configuration.lockout
+        let fingerprint = try await fingerprinter().fingerprint(password)
+        // The attempt is charged before the hash is checked (LockoutPolicy.admit), so parallel
+        // guesses cannot all slip under the threshold.
+        guard let admission = try await service.users.updateLockout(id: user.id, { policy.admit($0, fingerprint: fingerprint, now: now) }),
+            admission != .locked
+        else {
             logger.info("sign-in refused: account locked", metadata: ["oid": "\(user.objectID)"])
             return .locked
         }
-        let policy = service.configuration.lockout
         guard try await service.hasher.verify(password, hash: hash) else {
-            let fingerprint = try await fingerprinter().fingerprint(password)
-            let state = try await service.users.updateLockout(id: user.id) { policy.afterFailure($0, fingerprint: fingerprint, now: now) }
             logger.info(
                 "sign-in failed: wrong password",
-                metadata: ["oid": "\(user.objectID)", "failed_attempts": "\(state.failedAttempts)", "locked": "\(state.isLocked(at: now))"])
+                metadata: ["oid": "\(user.objectID)", "counted": "\(admission == .charged)"])
             return .invalid
         }
-        // Guesses made in parallel all passed the check above; if they locked the account while
-        // this one was hashing, even a right password is refused now.
-        let state = try await service.users.updateLockout(id: user.id) { current in
-            if current.isLocked(at: now) { return current }
-            return policy.afterSuccess(current)
-        }
-        if state.isLocked(at: now) {
-            logger.info("sign-in refused: account locked during the attempt", metadata: ["oid": "\(user.objectID)"])
-            return .locked
-        }
+        // A right password gives its charge back and clears the counters. It was admitted before
+        // any lock that parallel guesses set meanwhile, so it is one of the allowed attempts.
+        _ = try await service.users.updateLockout(id: user.id) { (policy.afterSuccess($0), ()) }
         if service.hasher.needsRehash(hash) {
             // OWASP: raise the work factor transparently at the next successful sign-in.
             try await service.users.upgradeHash(id: user.id, hash: try await service.hasher.hash(password))

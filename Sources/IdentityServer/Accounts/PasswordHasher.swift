@@ -71,11 +71,16 @@ public final class PasswordHasher: Sendable {
 /// uppercase, digit and symbol. bcrypt reads only 72 bytes, so longer UTF-8 is refused rather than
 /// silently truncated.
 enum PasswordPolicy {
+    /// Whether bcrypt sees the whole password: no NUL, at most 72 UTF-8 bytes.
+    static func isHashable(_ password: String) -> Bool {
+        password.utf8.count <= 72 && !password.utf8.contains(0)
+    }
+
     static func problem(with password: String) -> String? {
         if password.count < 8 || password.count > 64 {
             return "The password must be between 8 and 64 characters."
         }
-        if password.utf8.count > 72 || password.contains("\u{0}") {
+        if !isHashable(password) {
             return "The password contains characters that cannot be used."
         }
         var classes = 0

@@ -43,23 +43,3 @@ public struct UserAccount: Sendable, Equatable {
         attribute == .displayName ? displayName : attributes[attribute.rawValue]
     }
 }
-
-/// Normalises an email for uniqueness: trimmed and lowercased, so `Alice@Example.com` and
-/// `alice@example.com` are one account (SPEC §2.7).
-enum EmailAddress {
-    static func normalized(_ email: String) -> String {
-        email.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
-    }
-
-    /// A deliberately simple check: one `@`, a non-empty local part, a dotted domain, no spaces,
-    /// at most 254 characters (RFC 5321 §4.5.3.1.3).
-    static func isValid(_ email: String) -> Bool {
-        let trimmed = email.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard trimmed.count <= 254, !trimmed.contains(where: { $0.isWhitespace || $0.isNewline }) else { return false }
-        let parts = trimmed.split(separator: "@", omittingEmptySubsequences: false)
-        guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."),
-            !parts[1].hasSuffix(".")
-        else { return false }
-        return true
-    }
-}

@@ -20,8 +20,12 @@ public protocol UserDirectory: Sendable {
     func setPassword(id: UUID, hash: String, now: Date) async throws
     /// Replaces the hash without revoking anything (a cost upgrade at sign-in).
     func upgradeHash(id: UUID, hash: String) async throws
-    /// Applies `transition` to the stored lockout state atomically and returns the new state.
-    func updateLockout(id: UUID, _ transition: @escaping @Sendable (LockoutState) -> LockoutState) async throws -> LockoutState
+    /// Applies `transition` to the stored lockout state atomically (no other transition of the
+    /// same account runs in between, on any instance) and returns what it decided; nil when the
+    /// account is gone.
+    func updateLockout<Decision: Sendable>(
+        id: UUID, _ transition: @escaping @Sendable (LockoutState) -> (LockoutState, Decision)
+    ) async throws -> Decision?
 }
 
 public struct SQLUserDirectory: UserDirectory {
@@ -168,23 +172,24 @@ public struct SQLUserDirectory: UserDirectory {
         }
     }
 
-    public func updateLockout(
-        id: UUID, _ transition: @escaping @Sendable (LockoutState) -> LockoutState
-    ) async throws -> LockoutState {
+    public func updateLockout<Decision: Sendable>(
+        id: UUID, _ transition: @escaping @Sendable (LockoutState) -> (LockoutState, Decision)
+    ) async throws -> Decision? {
         let key = id.uuidString.lowercased()
-        return try await database.transaction { sql in
-            // Row lock on PostgreSQL so concurrent failures are all counted; SQLite's dialect renders
+        return try await database.transaction { sql -> Decision? in
+            // Row lock on PostgreSQL so concurrent attempts are all counted; SQLite's dialect renders
             // none (its single writer already serialises the transaction).
             let select = sql.select().columns("*").from("users").where("id", .equal, key).for(.update)
-            guard let row = try await select.first(decoding: Row.self) else { return LockoutState() }
-            let next = transition(row.lockout)
+            guard let row = try await select.first(decoding: Row.self) else { return nil }
+            let (next, decision) = transition(row.lockout)
+            if next == row.lockout { return decision }
             try await sql.update("users")
                 .set("failed_attempts", to: Int64(next.failedAttempts))
                 .set("lockout_count", to: Int64(next.lockoutCount))
                 .set("locked_until", to: next.lockedUntil?.epochSeconds)
                 .set("last_failed_fingerprint", to: next.lastFailedFingerprint)
                 .where("id", .equal, key).run()
-            return next
+            return decision
         }
     }
 }

@@ -71,7 +71,9 @@ struct SimulatedFacebook: Sendable {
             }
             let email = (form["email"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             let name = (form["name"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-            guard EmailAddress.isValid(email), !name.isEmpty, name.count <= UserAttribute.maximumLength else {
+            guard let address = EmailAddress(email), case .success(let validName) = UserAttribute.displayName.validate(name),
+                !validName.isEmpty
+            else {
                 let values: [String: Any] = [
                     "title": "Log in to Facebook (simulated)", "action": Self.dialogPath, "state": record.id,
                     "redirectURI": callback, "csrf": form["csrf_token"] ?? "", "email": email, "name": name,
@@ -79,9 +81,9 @@ struct SimulatedFacebook: Sendable {
                 ]
                 return .html(try service.pages.render("facebook", values, tenant: tenant), status: .badRequest)
             }
-            let parts = name.split(separator: " ", maxSplits: 1).map(String.init)
+            let parts = validName.split(separator: " ", maxSplits: 1).map(String.init)
             let identity = FederatedIdentity(
-                provider: .facebook, subject: Self.facebookID(for: email), email: email, displayName: name,
+                provider: .facebook, subject: Self.facebookID(for: address), email: address.display, displayName: validName,
                 givenName: parts.first, surname: parts.count > 1 ? parts[1] : nil)
             let code = Secrets.randomToken()
             try await service.interactions.saveFederationCode(
@@ -93,8 +95,8 @@ struct SimulatedFacebook: Sendable {
     }
 
     /// A stable numeric id per simulated Facebook account, like Facebook's app-scoped ids.
-    static func facebookID(for email: String) -> String {
-        let digest = SHA256.hash(data: Data(EmailAddress.normalized(email).utf8))
+    static func facebookID(for email: EmailAddress) -> String {
+        let digest = SHA256.hash(data: Data(email.canonical.utf8))
         let number = digest.prefix(7).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         return String(number)
     }

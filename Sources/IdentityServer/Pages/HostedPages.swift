@@ -170,9 +170,10 @@ struct PageStep {
         guard userFlow.type == .signUp || userFlow.type == .signUpOrSignIn else {
             throw PageError(status: .notFound, title: "Not found", message: "This flow does not offer sign-up.")
         }
-        let email = (form["email"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         let password = form["newPassword"] ?? ""
-        guard EmailAddress.isValid(email) else { return try signUpPage(error: "Please enter a valid email address.", status: .badRequest) }
+        guard let email = EmailAddress(form["email"] ?? "") else {
+            return try signUpPage(error: "Please enter a valid email address.", status: .badRequest)
+        }
         if let problem = PasswordPolicy.problem(with: password) { return try signUpPage(error: problem, status: .badRequest) }
         guard password == form["reenterPassword"] else {
             return try signUpPage(
@@ -182,10 +183,10 @@ struct PageStep {
         var attributes: [String: String] = [:]
         var displayName = ""
         for attribute in userFlow.signUpAttributes {
-            let value = (form[attribute.rawValue] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-            if value.count > UserAttribute.maximumLength {
-                return try signUpPage(
-                    error: "\(attribute.label) must be at most \(UserAttribute.maximumLength) characters.", status: .badRequest)
+            let value: String
+            switch attribute.validate(form[attribute.rawValue] ?? "") {
+            case .success(let valid): value = valid
+            case .failure(let problem): return try signUpPage(error: problem.message, status: .badRequest)
             }
             if attribute == .displayName {
                 guard !value.isEmpty else { return try signUpPage(error: "Please enter a display name.", status: .badRequest) }
@@ -194,15 +195,15 @@ struct PageStep {
                 attributes[attribute.rawValue] = value
             }
         }
-        if displayName.isEmpty { displayName = String(email.split(separator: "@").first ?? "") }
-        let signInName = EmailAddress.normalized(email)
+        if displayName.isEmpty { displayName = String(email.display.split(separator: "@").first ?? "") }
+        let signInName = email.canonical
         if try await service.users.user(tenantID: tenant.id, provider: .local, signInName: signInName) != nil {
             return try signUpPage(error: "A user with the specified ID already exists. Please choose a different one.", status: .conflict)
         }
         // Hash first: the account is written in one insert, so a failure leaves nothing behind.
         let hash = try await service.hasher.hash(password)
         let user = UserAccount(
-            tenantID: tenant.id, identityProvider: .local, signInName: signInName, email: email, displayName: displayName,
+            tenantID: tenant.id, identityProvider: .local, signInName: signInName, email: email.display, displayName: displayName,
             attributes: attributes, passwordHash: hash, createdAt: service.now)
         do {
             try await service.users.create(user)
@@ -252,26 +253,29 @@ struct PageStep {
         let now = service.now
         switch form["step"] {
         case "send":
-            let email = (form["email"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-            guard EmailAddress.isValid(email) else {
+            guard let email = EmailAddress(form["email"] ?? "") else {
                 return try await resetPage(error: "Please enter a valid email address.", status: .badRequest)
             }
-            try await service.interactions.setPendingEmail(interactionID: record.id, email: email)
+            try await service.interactions.setPendingEmail(interactionID: record.id, email: email.canonical)
             // The page says the same whether or not the account exists, so it cannot be used to
-            // discover accounts; only an existing account gets a code.
-            if try await service.users.user(tenantID: tenant.id, provider: .local, signInName: EmailAddress.normalized(email)) != nil {
+            // discover accounts; only an existing account gets a code. The code is bound to that
+            // account and goes to the address the account holds, not to the text typed here.
+            if let user = try await service.users.user(tenantID: tenant.id, provider: .local, signInName: email.canonical) {
                 let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
                 try await service.interactions.saveVerificationCode(
-                    interactionID: record.id, email: email, code: code, expiresAt: now.addingTimeInterval(600))
+                    interactionID: record.id, email: email.canonical, userID: user.id, code: code,
+                    expiresAt: now.addingTimeInterval(600))
+                let recipient = user.email ?? email.display
                 let message = OutboxMessage(
-                    id: UUID().uuidString.lowercased(), tenantID: tenant.id, recipient: email,
+                    id: UUID().uuidString.lowercased(), tenantID: tenant.id, recipient: recipient,
                     subject: "\(tenant.displayName) account email verification code",
                     body: "Your code is: \(code)\nIt expires in 10 minutes.", createdAt: now)
                 try await service.interactions.appendOutbox(message)
                 if service.configuration.developmentMailbox {
                     // Development mailbox: no mail leaves this machine, so the code is logged.
                     context.logger.notice(
-                        "verification code for password reset (development outbox)", metadata: ["recipient": "\(email)", "code": "\(code)"])
+                        "verification code for password reset (development outbox)",
+                        metadata: ["recipient": "\(recipient)", "code": "\(code)"])
                 }
             }
             return .redirecting(to: flow.pageURL("reset", record: record), status: .seeOther)
@@ -283,16 +287,19 @@ struct PageStep {
                 return try await resetPage(error: "Enter your email address first.", status: .badRequest)
             }
             guard
-                try await service.interactions.checkVerificationCode(
+                let userID = try await service.interactions.checkVerificationCode(
                     interactionID: record.id, email: email, code: form["code"] ?? "", now: now)
             else {
                 return try await resetPage(error: "That code is incorrect or has expired. Please try again.", status: .badRequest)
             }
-            try await service.interactions.setVerifiedEmail(interactionID: record.id, email: email)
+            try await service.interactions.setVerifiedEmail(interactionID: record.id, email: email, userID: userID)
             return .redirecting(to: flow.pageURL("reset", record: record), status: .seeOther)
         case "change":
-            guard let email = record.verifiedEmail,
-                let user = try await service.users.user(tenantID: tenant.id, provider: .local, signInName: EmailAddress.normalized(email))
+            // The account the verified code was bound to, and only while it still has the
+            // verified address: never a second lookup by the text the user typed.
+            guard let email = record.verifiedEmail, let userID = record.pendingUserID,
+                let user = try await service.users.user(id: userID),
+                user.tenantID == tenant.id, user.identityProvider == .local, user.signInName == email
             else { return try await resetPage(error: "Verify your email address first.", status: .badRequest) }
             let password = form["newPassword"] ?? ""
             if let problem = PasswordPolicy.problem(with: password) { return try await resetPage(error: problem, status: .badRequest) }
@@ -345,10 +352,10 @@ struct PageStep {
         var attributes = user.attributes
         var displayName = user.displayName
         for attribute in editableAttributes {
-            let value = (form[attribute.rawValue] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-            if value.count > UserAttribute.maximumLength {
-                return try await profilePage(
-                    error: "\(attribute.label) must be at most \(UserAttribute.maximumLength) characters.", status: .badRequest)
+            let value: String
+            switch attribute.validate(form[attribute.rawValue] ?? "") {
+            case .success(let valid): value = valid
+            case .failure(let problem): return try await profilePage(error: problem.message, status: .badRequest)
             }
             if attribute == .displayName {
                 guard !value.isEmpty else { return try await profilePage(error: "Please enter a display name.", status: .badRequest) }

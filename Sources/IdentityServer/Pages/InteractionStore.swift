@@ -12,15 +12,18 @@ protocol InteractionStore: Sendable {
     func completeInteraction(id: String, now: Date) async throws -> Bool
     func setPendingUser(interactionID: String, userID: UUID?) async throws
     func setPendingEmail(interactionID: String, email: String?) async throws
-    func setVerifiedEmail(interactionID: String, email: String) async throws
+    /// Records the verified address and the account its code was bound to.
+    func setVerifiedEmail(interactionID: String, email: String, userID: UUID) async throws
 
     func saveSession(idHash: String, session: SSOSession, now: Date) async throws
     func session(idHash: String, now: Date) async throws -> SSOSession?
     func deleteSession(idHash: String) async throws
 
-    func saveVerificationCode(interactionID: String, email: String, code: String, expiresAt: Date) async throws
-    /// Checks a code; after 5 wrong tries the code is void (AADB2C90157-style retry limit).
-    func checkVerificationCode(interactionID: String, email: String, code: String, now: Date) async throws -> Bool
+    /// Saves a code sent for the canonical address `email` of the account `userID`.
+    func saveVerificationCode(interactionID: String, email: String, userID: UUID, code: String, expiresAt: Date) async throws
+    /// Checks a code for the canonical address `email`; the account it was bound to, or nil.
+    /// After 5 wrong tries the code is void (AADB2C90157-style retry limit).
+    func checkVerificationCode(interactionID: String, email: String, code: String, now: Date) async throws -> UUID?
 
     func appendOutbox(_ message: OutboxMessage) async throws
     func outbox(tenantID: UUID, limit: Int) async throws -> [OutboxMessage]
@@ -101,9 +104,10 @@ struct SQLInteractionStore: InteractionStore {
         }
     }
 
-    func setVerifiedEmail(interactionID: String, email: String) async throws {
+    func setVerifiedEmail(interactionID: String, email: String, userID: UUID) async throws {
         try await database.transaction { sql in
             try await sql.update("authorization_requests").set("verified_email", to: email)
+                .set("pending_user_id", to: userID.uuidString.lowercased())
                 .where("id", .equal, interactionID).run()
         }
     }
@@ -153,39 +157,40 @@ struct SQLInteractionStore: InteractionStore {
         var code_hash: String
         var attempts: Int64
         var expires_at: Int64
+        var user_id: String?
     }
 
-    func saveVerificationCode(interactionID: String, email: String, code: String, expiresAt: Date) async throws {
+    func saveVerificationCode(interactionID: String, email: String, userID: UUID, code: String, expiresAt: Date) async throws {
         try await database.transaction { sql in
             // Wrong tries survive a re-send, so asking for new codes does not reset the limit.
             let previous =
                 try await sql.select().column("attempts").from("verification_codes")
                 .where("request_id", .equal, interactionID).first(decodingColumn: "attempts", as: Int64.self) ?? 0
             let row = VerificationRow(
-                request_id: interactionID, email_lower: EmailAddress.normalized(email), code_hash: Secrets.sha256Hex(code),
-                attempts: previous, expires_at: expiresAt.epochSeconds)
+                request_id: interactionID, email_lower: email, code_hash: Secrets.sha256Hex(code),
+                attempts: previous, expires_at: expiresAt.epochSeconds, user_id: userID.uuidString.lowercased())
             try await sql.delete(from: "verification_codes").where("request_id", .equal, interactionID).run()
             try await sql.insert(into: "verification_codes").model(row).run()
         }
     }
 
-    func checkVerificationCode(interactionID: String, email: String, code: String, now: Date) async throws -> Bool {
+    func checkVerificationCode(interactionID: String, email: String, code: String, now: Date) async throws -> UUID? {
         let presented = Secrets.sha256Hex(code.trimmingCharacters(in: .whitespaces))
-        let emailLower = EmailAddress.normalized(email)
-        return try await database.transaction { sql in
+        return try await database.transaction { sql -> UUID? in
             // A row lock on PostgreSQL; SQLite's dialect renders none (its single writer serialises).
             let select = sql.select().columns("*").from("verification_codes").where("request_id", .equal, interactionID).for(.update)
             guard
                 let row = try await select.first(decoding: VerificationRow.self),
-                row.email_lower == emailLower, row.expires_at > now.epochSeconds, row.attempts < 5
-            else { return false }
+                row.email_lower == email, row.expires_at > now.epochSeconds, row.attempts < 5
+            else { return nil }
             if Secrets.constantTimeEquals(row.code_hash, presented) {
                 try await sql.delete(from: "verification_codes").where("request_id", .equal, interactionID).run()
-                return true
+                // Codes saved before the account binding existed bind to nothing and verify nothing.
+                return row.user_id.flatMap(UUID.init(uuidString:))
             }
             try await sql.update("verification_codes").set("attempts", to: row.attempts + 1)
                 .where("request_id", .equal, interactionID).run()
-            return false
+            return nil
         }
     }
 
@@ -263,15 +268,20 @@ struct SQLInteractionStore: InteractionStore {
             var value: String
             var created_at: Int64
         }
+        if let existing = try await database.read({ sql in
+            try await sql.select().column("value").from("server_secrets").where("name", .equal, name)
+                .first(decodingColumn: "value", as: String.self)
+        }) {
+            return existing
+        }
+        // Concurrent first uses (several requests, several instances) each offer a value; the
+        // first insert wins and everyone reads the winner back, instead of all but one failing
+        // on the primary key.
         let candidate = Row(name: name, value: Secrets.randomToken(byteCount: 32), created_at: now.epochSeconds)
         return try await database.transaction { sql in
-            if let existing = try await sql.select().columns("*").from("server_secrets").where("name", .equal, name)
-                .first(decoding: Row.self)
-            {
-                return existing.value
-            }
-            try await sql.insert(into: "server_secrets").model(candidate).run()
-            return candidate.value
+            try await sql.insert(into: "server_secrets").model(candidate).ignoringConflicts(with: ["name"]).run()
+            return try await sql.select().column("value").from("server_secrets").where("name", .equal, name)
+                .first(decodingColumn: "value", as: String.self) ?? candidate.value
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TodoModels
 import Yams
 
 /// A tenant declared in YAML (`todo-server serve --tenant-config PATH`, SPEC §2.1):
@@ -89,6 +90,14 @@ public struct TenantDeclaration: Decodable, Sendable {
         if Set(names).count != names.count { problems.append("user flow names must be unique (case-insensitive)") }
         if let policy = tenant.defaultPolicy, !names.contains(policy.lowercased()) {
             problems.append("tenant.defaultPolicy '\(policy)' is not one of the user flows")
+        }
+        // Names are shown on pages, in tokens and in the admin CLI: the same rules as a user's name.
+        for (label, value) in [("tenant.name", tenant.name), ("tenant.displayName", tenant.displayName ?? tenant.name)]
+            + (applications ?? []).map({ ("application name", $0.name) })
+        where (try? TextRules.name(value, maximumLength: 256).get()) != value {
+            problems.append(
+                "\(label) '\(TextRules.printable(value))' must be 1 to 256 characters without controls, invisible characters or extra spaces"
+            )
         }
         for app in applications ?? [] {
             if app.kind == .confidential, (app.secrets ?? []).isEmpty {

@@ -1,4 +1,5 @@
 import Foundation
+import TodoModels
 
 /// The kinds of user flow B2C offers (research/b2c-protocol.md §5.1).
 public enum UserFlowType: String, Sendable, Codable, CaseIterable {
@@ -74,6 +75,26 @@ public enum UserAttribute: String, Sendable, Codable, CaseIterable {
     }
 
     static let maximumLength = 256
+
+    /// A value for this attribute as stored (``TextRules/name(_:maximumLength:)``), or the
+    /// message a page shows. An empty value is `.success("")`: whether it is required is the
+    /// caller's rule.
+    func validate(_ raw: String) -> Result<String, AttributeProblem> {
+        if raw.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { return .success("") }
+        switch TextRules.name(raw, maximumLength: Self.maximumLength) {
+        case .success(let value): return .success(value)
+        case .failure(.empty): return .success("")
+        case .failure(.tooLong(let maximum)): return .failure(AttributeProblem(message: "\(label) must be at most \(maximum) characters."))
+        case .failure(.forbiddenCharacter):
+            return .failure(
+                AttributeProblem(message: "\(label) contains characters that cannot be used (controls or invisible characters)."))
+        }
+    }
+}
+
+/// Why an attribute value was refused, in words for the page.
+struct AttributeProblem: Error, Equatable {
+    let message: String
 }
 
 /// Token lifetimes of a flow (research/b2c-protocol.md §2.3: 60 min tokens, 14 days refresh,

@@ -200,7 +200,8 @@ public final class BearerValidator: Sendable {
             throw .malformed("no oid or sub")
         }
         return AuthenticatedUser(
-            ownerID: owner, name: claims["name"] as? String, scopes: scopes, issuer: issuer,
+            // The token's name is stored with each task: controls become visible escapes, never stored raw.
+            ownerID: owner, name: (claims["name"] as? String).map(TextRules.printable), scopes: scopes, issuer: issuer,
             expiresAt: Date(timeIntervalSince1970: exp))
     }
 

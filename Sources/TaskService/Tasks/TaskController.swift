@@ -100,7 +100,9 @@ struct TaskController<Repository: TaskRepository>: Sendable {
         }
     }
 
-    static var titleRule: String { "title must be 1 to \(TaskLimits.titleMaximumLength) characters after trimming." }
+    static var titleRule: String {
+        "title must be 1 to \(TaskLimits.titleMaximumLength) characters after trimming, without control or format characters."
+    }
 
     /// A malformed id is simply not found: nothing about other ids is revealed.
     static func id(_ context: TaskRequestContext) throws -> UUID {
@@ -160,7 +162,8 @@ struct TutorialTaskController<Repository: TaskRepository>: Sendable {
         let user = try context.requireUser()
         let body = try await JSONBody.decode(TutorialTask.self, from: request, context: context)
         guard let title = TaskLimits.normalizedTitle(body.task) else {
-            throw TaskAPIError.invalidField("\"task\" must be 1 to \(TaskLimits.titleMaximumLength) characters.")
+            throw TaskAPIError.invalidField(
+                "\"task\" must be 1 to \(TaskLimits.titleMaximumLength) characters, without control or format characters.")
         }
         let record = try await repository.create(owner: user.ownerID, ownerName: user.name, title: title, completed: false, now: Date())
         var response = try JSONResponse.make(
