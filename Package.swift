@@ -35,6 +35,12 @@ let package = Package(
     ],
     targets: [
         .target(name: "TodoModels", swiftSettings: swiftSettings),
+        // Server-side pieces every HTTP part shares (response headers).
+        .target(
+            name: "ServerSupport",
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types")],
+            swiftSettings: swiftSettings
+        ),
         // The SDK: Foundation, swift-crypto and swift-log only, so an iOS app can take it without a
         // server stack (ARCHITECTURE.md). It never imports a server module.
         .target(
@@ -80,6 +86,7 @@ let package = Package(
             name: "TaskService",
             dependencies: [
                 "Storage",
+                "ServerSupport",
                 "TodoModels",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -107,6 +114,7 @@ let package = Package(
             name: "IdentityServer",
             dependencies: [
                 "Storage",
+                "ServerSupport",
                 "TodoModels",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
@@ -186,6 +194,7 @@ let package = Package(
             name: "IdentityServerTests",
             dependencies: [
                 "IdentityServer",
+                "ServerSupport",
                 "TodoModels",
                 "Storage",
                 "TestSupport",

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import ServerSupport
 import Storage
 
 /// The identity service: an Azure AD B2C-compatible OpenID Connect provider.
@@ -67,6 +68,7 @@ public final class IdentityServer: Sendable {
     public func buildRouter() -> Router<IdentityRequestContext> {
         let service = self.service
         let router = Router(context: IdentityRequestContext.self)
+        router.add(middleware: SecurityHeadersMiddleware(https: service.configuration.secureCookies))
         router.add(middleware: CorrelationMiddleware())
         router.add(middleware: RequestLogMiddleware())
         router.add(middleware: ErrorLoggingMiddleware())
@@ -78,11 +80,13 @@ public final class IdentityServer: Sendable {
             return Self.css(service.pages.stylesheet(for: tenant))
         }
         router.get("v1.0/me") { request, context in try await GraphMe(service: service).handle(request, context: context) }
-        router.get("facebook.com/dialog/oauth") { request, context in
-            try await SimulatedFacebook(service: service).dialog(request, context: context)
-        }
-        router.post("facebook.com/dialog/oauth") { request, context in
-            try await SimulatedFacebook(service: service).dialog(request, context: context)
+        if service.configuration.simulatedFacebook {
+            router.get("facebook.com/dialog/oauth") { request, context in
+                try await SimulatedFacebook(service: service).dialog(request, context: context)
+            }
+            router.post("facebook.com/dialog/oauth") { request, context in
+                try await SimulatedFacebook(service: service).dialog(request, context: context)
+            }
         }
         if service.configuration.developmentMailbox {
             router.get("dev/outbox") { request, context -> Response in

@@ -23,12 +23,16 @@ public struct IdentityServerConfiguration: Sendable {
     /// only when it is one of these, and the dev outbox answers only to them, which also defeats
     /// DNS rebinding against a loopback server.
     public var allowedHosts: Set<String>
+    /// Serve the simulated Facebook (`/facebook.com/dialog/oauth`), which signs anyone in as any
+    /// federated user by email alone. Off unless asked for; `todo-server serve` refuses to turn
+    /// it on for a server reachable beyond loopback (the security issue's M-2).
+    public var simulatedFacebook: Bool
 
     public init(
         scheme: String = "http", defaultAuthority: String = "127.0.0.1:5080", passwordHashCost: UInt8 = 10,
         lockout: LockoutPolicy = .default, codeLifetime: TimeInterval = 600, sessionLifetime: TimeInterval = 86_400,
         interactionLifetime: TimeInterval = 3600, signingKeyBits: Int = 2048, developmentMailbox: Bool = true,
-        allowedHosts: Set<String> = ["localhost", "127.0.0.1", "::1"]
+        allowedHosts: Set<String> = ["localhost", "127.0.0.1", "::1"], simulatedFacebook: Bool = false
     ) {
         self.scheme = scheme
         self.defaultAuthority = defaultAuthority
@@ -40,6 +44,7 @@ public struct IdentityServerConfiguration: Sendable {
         self.signingKeyBits = signingKeyBits
         self.developmentMailbox = developmentMailbox
         self.allowedHosts = Set(allowedHosts.map { $0.lowercased() })
+        self.simulatedFacebook = simulatedFacebook
     }
 
     var secureCookies: Bool { scheme == "https" }

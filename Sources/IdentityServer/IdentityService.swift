@@ -73,6 +73,15 @@ struct IdentityService: Sendable {
         guard UserFlow.isValidName(name), let flow = try await tenants.userFlow(tenantID: tenant.id, name: name) else {
             throw B2CError.unknownPolicy(name, tenant: tenant.name)
         }
-        return (tenant, flow)
+        return (tenant, offered(flow))
+    }
+
+    /// The flow as this server offers it: without the simulated Facebook unless it is switched on.
+    func offered(_ flow: UserFlow) -> UserFlow {
+        guard !configuration.simulatedFacebook, flow.identityProviders.contains(.facebook) else { return flow }
+        var offered = flow
+        offered.identityProviders.removeAll { $0 == .facebook }
+        if offered.identityProviders.isEmpty { offered.identityProviders = [.local] }
+        return offered
     }
 }

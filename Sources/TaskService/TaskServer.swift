@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import ServerSupport
 import Storage
 
 /// Settings of the Task API.
@@ -9,10 +10,13 @@ public struct TaskServiceConfiguration: Sendable {
     public var policy: BearerPolicy
     /// Origins allowed by CORS; empty means no CORS headers (same-origin only).
     public var corsAllowedOrigins: [String]
+    /// Served over HTTPS (`serve --tls`): responses to non-loopback names carry HSTS.
+    public var https: Bool
 
-    public init(policy: BearerPolicy, corsAllowedOrigins: [String] = []) {
+    public init(policy: BearerPolicy, corsAllowedOrigins: [String] = [], https: Bool = false) {
         self.policy = policy
         self.corsAllowedOrigins = corsAllowedOrigins
+        self.https = https
     }
 }
 
@@ -60,6 +64,7 @@ public final class TaskServer: Sendable {
 
     public func buildRouter() -> Router<TaskRequestContext> {
         let router = Router(context: TaskRequestContext.self)
+        router.add(middleware: SecurityHeadersMiddleware(https: configuration.https))
         router.add(middleware: RequestIDMiddleware())
         // CORS outside the problem mapping, so browsers can read error responses too.
         if !configuration.corsAllowedOrigins.isEmpty {

@@ -20,7 +20,9 @@ public struct WebAppConfiguration: Sendable {
     public var apiScopes: [String]
     public var signUpSignInPolicy = "B2C_1_susi"
     public var signUpPolicy = "B2C_1_sign_up"
-    public var facebookPolicy = "B2C_1_facebook"
+    /// The Facebook flow's policy, or nil when the identity service offers no Facebook sign-in
+    /// (then the landing page shows no such button).
+    public var facebookPolicy: String? = nil
     public var profileEditPolicy = "B2C_1_edit_profile"
     public var passwordResetPolicy = "B2C_1_reset"
     /// `Secure` cookies and `https` reply URLs (under `--tls`).
@@ -104,7 +106,10 @@ public struct WebApp: Sendable {
         let notice = try await state?.takeNotice()
         return page(
             "landing",
-            ["title": "Your to-do list", "notice": notice as Any, "signedOutParam": request.uri.queryParameters["state"] == "signedout"],
+            [
+                "title": "Your to-do list", "notice": notice as Any, "signedOutParam": request.uri.queryParameters["state"] == "signedout",
+                "facebook": configuration.facebookPolicy != nil,
+            ],
             state: state)
     }
 
@@ -124,8 +129,8 @@ public struct WebApp: Sendable {
         var domainHint: String? = nil
         switch flow {
         case "signup": policy = configuration.signUpPolicy
-        case "facebook":
-            policy = configuration.facebookPolicy
+        case "facebook" where configuration.facebookPolicy != nil:
+            policy = configuration.facebookPolicy ?? configuration.signUpSignInPolicy
             domainHint = "facebook.com"
         default: policy = configuration.signUpSignInPolicy
         }

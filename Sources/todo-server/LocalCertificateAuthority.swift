@@ -13,13 +13,25 @@ struct LocalCertificateAuthority {
     var serverCertificatePath: String { directory.appendingPathComponent("server.pem").path }
     var serverKeyPath: String { directory.appendingPathComponent("server-key.pem").path }
 
-    /// Creates the CA and server certificate unless both exist (and the server one has not expired).
+    /// How long the CA and the server certificate live: a little over a year, as browsers allow
+    /// for server certificates (CA/Browser Forum BR §6.3.2: 398 days). A leaked development CA
+    /// key is then useless within a year, besides being bound to the served names (below).
+    static let lifetime: TimeInterval = 397 * 86_400
+
+    /// Every name the certificates cover: the served hosts and the loopback names.
+    static func names(for hosts: [String]) -> [String] { Set(hosts + ["localhost", "127.0.0.1", "::1"]).sorted() }
+
+    /// Creates the CA and server certificate unless both exist, the server one is not about to
+    /// expire, and it covers every host (a new `--host` makes a new pair, since the CA itself is
+    /// constrained to the names it was made for).
     func ensure(hosts: [String]) throws {
         let manager = FileManager.default
         if manager.fileExists(atPath: caCertificatePath), manager.fileExists(atPath: serverCertificatePath),
             manager.fileExists(atPath: serverKeyPath),
             let pem = try? String(contentsOfFile: serverCertificatePath, encoding: .utf8),
-            let certificate = try? Certificate(pemEncoded: pem), certificate.notValidAfter > Date().addingTimeInterval(86_400)
+            let certificate = try? Certificate(pemEncoded: pem), certificate.notValidAfter > Date().addingTimeInterval(86_400),
+            let covered = try? certificate.extensions.subjectAlternativeNames,
+            Set(Self.generalNames(Self.names(for: hosts))).isSubset(of: Set(covered))
         {
             return
         }
@@ -27,6 +39,7 @@ struct LocalCertificateAuthority {
         try manager.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
         let now = Date()
 
+        let names = Self.names(for: hosts)
         let caKey = P256.Signing.PrivateKey()
         let caName = try DistinguishedName {
             OrganizationName("TodoB2C")
@@ -34,32 +47,27 @@ struct LocalCertificateAuthority {
         }
         let caCertificate = try Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(caKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-300), notValidAfter: now.addingTimeInterval(10 * 365 * 86_400),
+            notValidBefore: now.addingTimeInterval(-300), notValidAfter: now.addingTimeInterval(Self.lifetime + 86_400),
             issuer: caName, subject: caName, signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
                 Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+                // RFC 5280 §4.2.1.10: a client that trusts this CA trusts it for these names only,
+                // so its key cannot vouch for any other site.
+                Critical(NameConstraints(permittedSubtrees: Self.permittedSubtrees(for: names)))
             },
             issuerPrivateKey: .init(caKey))
 
         let serverKey = P256.Signing.PrivateKey()
-        var names: [GeneralName] = []
-        for host in Set(hosts + ["localhost", "127.0.0.1", "::1"]).sorted() {
-            if let address = IPAddressBytes(host) {
-                names.append(.ipAddress(ASN1OctetString(contentBytes: address[...])))
-            } else {
-                names.append(.dnsName(host))
-            }
-        }
         let serverCertificate = try Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(serverKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-300), notValidAfter: now.addingTimeInterval(397 * 86_400),
+            notValidBefore: now.addingTimeInterval(-300), notValidAfter: now.addingTimeInterval(Self.lifetime),
             issuer: caName, subject: try DistinguishedName { CommonName("localhost") }, signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
                 try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames(names)
+                SubjectAlternativeNames(Self.generalNames(names))
             },
             issuerPrivateKey: .init(caKey))
 
@@ -67,6 +75,24 @@ struct LocalCertificateAuthority {
         try write(try serverCertificate.serializeAsPEM().pemString, to: serverCertificatePath, mode: 0o644)
         try write(serverKey.pemRepresentation, to: serverKeyPath, mode: 0o600)
         try write(caKey.pemRepresentation, to: directory.appendingPathComponent("ca-key.pem").path, mode: 0o600)
+    }
+
+    /// DNS names and IP addresses as subject alternative names.
+    static func generalNames(_ names: [String]) -> [GeneralName] {
+        names.map { name in
+            if let address = IPAddressBytes(name) { return .ipAddress(ASN1OctetString(contentBytes: address[...])) }
+            return .dnsName(name)
+        }
+    }
+
+    /// The CA's permitted subtrees: each DNS name, and each address with an all-ones mask.
+    static func permittedSubtrees(for names: [String]) -> [GeneralName] {
+        names.map { name in
+            if let address = IPAddressBytes(name) {
+                return .ipAddress(ASN1OctetString(contentBytes: (address + Array(repeating: 0xFF, count: address.count))[...]))
+            }
+            return .dnsName(name)
+        }
     }
 
     private func write(_ text: String, to path: String, mode: Int) throws {

@@ -64,6 +64,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "bcrypt cost for new password hashes (OWASP: at least 10). Env: TODO_PASSWORD_HASH_COST. Default: 10.")
     var passwordHashCost: UInt8?
 
+    @Flag(
+        help:
+            "Serve the simulated Facebook, which signs anyone in as any federated user by email alone: development only, and only on a loopback address. Env: TODO_SIMULATED_FACEBOOK=1."
+    )
+    var simulatedFacebook = false
+
     func run() async throws {
         let environment = store.environment
         let logger = try store.logger(label: "todo-server")
@@ -76,6 +82,12 @@ struct Serve: AsyncParsableCommand {
         // Tokens and passwords must not cross a network in clear text.
         guard useTLS || Authority.isLoopback(host) else {
             throw ValidationError("refusing to listen on \(host) without TLS: use --tls, or a loopback address")
+        }
+
+        let facebook = simulatedFacebook || environment["TODO_SIMULATED_FACEBOOK"] == "1"
+        guard !facebook || Authority.isLoopback(host) else {
+            throw ValidationError(
+                "refusing --simulated-facebook on \(host): anyone could sign in as any federated user; use a loopback address")
         }
 
         let displayHost = host == "0.0.0.0" || host == "::" ? "localhost" : (host.contains(":") ? "[\(host)]" : host)
@@ -93,7 +105,7 @@ struct Serve: AsyncParsableCommand {
             allowedHosts: [
                 "localhost", "127.0.0.1", "::1", host.lowercased(),
                 displayHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased(),
-            ])
+            ], simulatedFacebook: facebook)
         let (database, identity) = try await store.openIdentity(logger: logger, configuration: configuration)
 
         let tenantPath = tenantConfig ?? environment["TODO_TENANT_CONFIG"]
@@ -138,7 +150,8 @@ struct Serve: AsyncParsableCommand {
         // The web app's HTTP client: pooled connections, and the development CA under --tls.
         let webTransport = try AsyncHTTPClientTransport(additionalCACertificatePath: caPath)
         let webApp = try await makeWebApp(
-            database: database, seed: seed, identityBase: baseURL, apiBase: "\(scheme)://\(displayHost):\(apiPort)", secure: useTLS,
+            database: database, identity: identity, seed: seed, identityBase: baseURL, apiBase: "\(scheme)://\(displayHost):\(apiPort)",
+            secure: useTLS,
             transport: webTransport, logger: logger)
         webApp?.addRoutes(to: apiRouter)
         let apiApp = Application(
@@ -177,7 +190,8 @@ struct Serve: AsyncParsableCommand {
     /// The browser app on the API port: the dev tenant's confidential "web" twin, its secret from
     /// `<data-dir>/webapp-client-secret` (written when the app was registered).
     func makeWebApp(
-        database: any Database, seed: DevTenantSeed, identityBase: String, apiBase: String, secure: Bool, transport: any HTTPTransport,
+        database: any Database, identity: IdentityServer, seed: DevTenantSeed, identityBase: String, apiBase: String, secure: Bool,
+        transport: any HTTPTransport,
         logger: Logger
     ) async throws -> WebApp? {
         let secretPath = URL(fileURLWithPath: store.resolvedDataDir).appendingPathComponent("webapp-client-secret").path
@@ -191,6 +205,7 @@ struct Serve: AsyncParsableCommand {
             authority: "\(identityBase)/\(seed.tenant.name)/", apiBaseURL: apiURL,
             apiScopes: seed.publicApp.exposedScopes.map { "\(seed.publicApp.appIDURI ?? "")/\($0)" })
         configuration.secure = secure
+        if identity.configuration.simulatedFacebook { configuration.facebookPolicy = "B2C_1_facebook" }
         return try await WebApp.make(configuration: configuration, database: database, transport: transport, logger: logger)
     }
 
@@ -214,7 +229,9 @@ struct Serve: AsyncParsableCommand {
         return try await (
             fetcher,
             TaskServer.make(
-                configuration: TaskServiceConfiguration(policy: policy, corsAllowedOrigins: configured(corsOrigins, "TODO_CORS_ORIGINS")),
+                configuration: TaskServiceConfiguration(
+                    policy: policy, corsAllowedOrigins: configured(corsOrigins, "TODO_CORS_ORIGINS"),
+                    https: tls || store.environment["TODO_TLS"] == "1"),
                 database: database, fetcher: fetcher, logger: logger)
         )
     }
@@ -226,9 +243,13 @@ struct Serve: AsyncParsableCommand {
         guard tls else { return (.http1(), nil) }
         let ca = LocalCertificateAuthority(directory: URL(fileURLWithPath: store.resolvedDataDir).appendingPathComponent("tls"))
         try ca.ensure(hosts: [displayHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))])
-        let tlsConfiguration = TLSConfiguration.makeServerConfiguration(
+        var tlsConfiguration = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMFile(ca.serverCertificatePath).map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: ca.serverKeyPath, format: .pem)))
+        // TLS 1.2 and 1.3 only, forward-secret AEAD suites only (RFC 8996 deprecates 1.0/1.1; no
+        // CBC with SHA-1: Mozilla's "intermediate" configuration).
+        tlsConfiguration.minimumTLSVersion = .tlsv12
+        tlsConfiguration.cipherSuites = "ECDHE+AESGCM:ECDHE+CHACHA20"
         return (try .tls(.http1(), tlsConfiguration: tlsConfiguration), ca.caCertificatePath)
     }
 

@@ -38,7 +38,7 @@ struct LiveSystem: Sendable {
     static func run(webPageSize: Int = 20, _ body: @Sendable (LiveSystem) async throws -> Void) async throws {
         try await TestDatabase.with(.sqlite) { database in
             let identity = try await IdentityServer.make(
-                configuration: .init(passwordHashCost: 4), database: database, logger: TestDatabase.logger)
+                configuration: .init(passwordHashCost: 4, simulatedFacebook: true), database: database, logger: TestDatabase.logger)
             let seed = try await identity.seedDevelopmentTenant(apiPort: 3000)
             let identityApp = Application(
                 router: identity.buildRouter(), configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: TestDatabase.logger)
@@ -63,6 +63,7 @@ struct LiveSystem: Sendable {
                             authority: "\(base)/\(seed.tenant.name)/", apiBaseURL: apiBase,
                             apiScopes: seed.publicApp.exposedScopes.map { "\(seed.publicApp.appIDURI ?? "")/\($0)" })
                         web.pageSize = webPageSize
+                        web.facebookPolicy = "B2C_1_facebook"
                         let webRouter = Router(context: BasicRequestContext.self)
                         try await WebApp.make(configuration: web, database: database, logger: TestDatabase.logger).addRoutes(to: webRouter)
                         let webApp = Application(

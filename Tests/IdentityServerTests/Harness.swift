@@ -25,7 +25,7 @@ struct IdentityHarness: Sendable {
     var issuer: String { "\(Self.origin)/\(tenant.guid)/v2.0/" }
 
     static func run(
-        _ engine: DatabaseEngine, configuration: IdentityServerConfiguration = .init(passwordHashCost: 4),
+        _ engine: DatabaseEngine, configuration: IdentityServerConfiguration = .init(passwordHashCost: 4, simulatedFacebook: true),
         logger: Logger = TestDatabase.logger, _ body: @Sendable (IdentityHarness, Driver) async throws -> Void
     ) async throws {
         try await TestDatabase.with(engine) { database in

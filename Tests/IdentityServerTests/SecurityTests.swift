@@ -64,8 +64,15 @@ struct SecurityTests {
                     ("scope", "https://\(h.tenant.name)/tasks/.default"),
                 ])
 
+            let reset = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_reset"), harness: h)
+            _ = try await driver.submit(reset, [("step", "send"), ("email", "logger@example.com")])
+            let resetBody = try #require(try await h.server.outbox(tenantID: h.tenant.id).first?.body)
+            let resetCode = try #require(resetBody.split(whereSeparator: { !$0.isNumber }).first { $0.count == 6 }.map(String.init))
+
             let log = recorder.text
             #expect(!log.isEmpty)
+            // As a number of its own (six digits can occur inside a longer one, such as a timestamp).
+            #expect(log.range(of: "(?<![0-9])\(resetCode)(?![0-9])", options: .regularExpression) == nil, "a reset code reached the log")
             let secrets: [String] = [
                 password, "Wrong-Secret-Pw2", code, h.webSecret, attempt.pkce.verifier,
                 ropc["refresh_token"] as! String, ropc["access_token"] as! String, ropc["id_token"] as! String,
@@ -256,6 +263,33 @@ struct SecurityTests {
             let refused = try await victim.get(link)
             #expect(refused.status == .forbidden)
             #expect(refused.location == nil)
+        }
+    }
+
+    @Test("the simulated Facebook is off unless switched on: no route, no button, domain_hint ignored", arguments: TestDatabase.engines)
+    func simulatedFacebookOff(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine, configuration: .init(passwordHashCost: 4)) { h, driver in
+            var attempt = AuthorizationAttempt(harness: h)
+            attempt.extra = [("domain_hint", "facebook.com")]
+            let page = try await driver.start(attempt, harness: h)
+            #expect(page.status == .ok)
+            #expect(page.formAction?.contains("pages/signin") == true, "the local sign-in page, not Facebook")
+            #expect(!page.text.contains("FacebookExchange"))
+            let dialog = try await driver.get(
+                "/facebook.com/dialog/oauth?state=x&redirect_uri=\(IdentityHarness.origin)/\(h.tenant.name)/oauth2/authresp")
+            #expect(dialog.status == .notFound)
+            // A Facebook-only flow falls back to local accounts.
+            let facebookOnly = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_facebook"), harness: h)
+            #expect(facebookOnly.formAction?.contains("pages/signin") == true)
+        }
+    }
+
+    @Test("switched on, the simulated Facebook says on its page that it is for development only", arguments: TestDatabase.engines)
+    func simulatedFacebookWarns(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let dialog = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_facebook"), harness: h)
+            #expect(dialog.text.contains("id=\"simulatedWarning\""))
+            #expect(dialog.text.contains("Development only"))
         }
     }
 

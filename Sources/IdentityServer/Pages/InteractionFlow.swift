@@ -76,7 +76,7 @@ struct InteractionFlow: Sendable {
         guard let tenant = try await service.tenants.tenant(matching: record.request.tenantID.uuidString),
             let flow = try await service.tenants.userFlow(tenantID: tenant.id, name: record.request.policy)
         else { throw PageError(status: .notFound, title: "Not found", message: "The user flow no longer exists.") }
-        return (tenant, flow)
+        return (tenant, service.offered(flow))
     }
 
     // MARK: Results
