@@ -30,6 +30,7 @@ enum Problem {
             switch rejection {
             case .missing: return problem("unauthenticated", "Authentication required", .unauthorized, rejection.description)
             case .insufficientScope: return problem("insufficient-scope", "Insufficient scope", .forbidden, rejection.description)
+            case .appOnly: return problem("user-required", "A signed-in user is required", .forbidden, rejection.description)
             case .authorityUnavailable:
                 return problem("authority-unavailable", "Cannot validate tokens now", .serviceUnavailable, rejection.description)
             default: return problem("invalid-token", "Invalid token", .unauthorized, rejection.description)
@@ -78,6 +79,8 @@ enum Problem {
         case .insufficientScope(let required):
             return
                 "Bearer realm=\"TodoB2C\", error=\"insufficient_scope\", error_description=\"\(description)\", scope=\"\(required.joined(separator: " "))\""
+        // A valid token that cannot be used here: 403 with insufficient_scope (RFC 6750 §3.1).
+        case .appOnly: return "Bearer realm=\"TodoB2C\", error=\"insufficient_scope\", error_description=\"\(description)\""
         default: return "Bearer realm=\"TodoB2C\", error=\"invalid_token\", error_description=\"\(description)\""
         }
     }

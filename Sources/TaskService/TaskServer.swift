@@ -29,10 +29,16 @@ public final class TaskServer: Sendable {
     public let metrics: TaskMetrics
     let logger: Logger
 
-    private init(configuration: TaskServiceConfiguration, repository: SQLTaskRepository, validator: BearerValidator, logger: Logger) {
+    let adoption: LegacyOwnerAdoption
+
+    private init(
+        configuration: TaskServiceConfiguration, repository: SQLTaskRepository, validator: BearerValidator, adoption: LegacyOwnerAdoption,
+        logger: Logger
+    ) {
         self.configuration = configuration
         self.repository = repository
         self.validator = validator
+        self.adoption = adoption
         self.metrics = TaskMetrics()
         self.logger = logger
     }
@@ -41,9 +47,11 @@ public final class TaskServer: Sendable {
         configuration: TaskServiceConfiguration, database: any Database, fetcher: any MetadataFetcher, logger: Logger
     ) async throws -> TaskServer {
         try await SQLTaskRepository.migrations.run(on: database, logger: logger)
-        return TaskServer(
-            configuration: configuration, repository: SQLTaskRepository(database: database),
-            validator: BearerValidator(policy: configuration.policy, fetcher: fetcher, logger: logger), logger: logger)
+        let repository = SQLTaskRepository(database: database)
+        let validator = BearerValidator(policy: configuration.policy, fetcher: fetcher, logger: logger)
+        let adoption = LegacyOwnerAdoption(
+            repository: repository, validator: validator, pending: try await repository.hasLegacyOwners(), logger: logger)
+        return TaskServer(configuration: configuration, repository: repository, validator: validator, adoption: adoption, logger: logger)
     }
 
     /// The hand-written OpenAPI document (`Resources/openapi.json`), kept true by a test that
@@ -93,7 +101,7 @@ public final class TaskServer: Sendable {
         router.get("openapi.json") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: openAPI)))
         }
-        let authenticated = BearerAuthenticationMiddleware(validator: validator, metrics: metrics)
+        let authenticated = BearerAuthenticationMiddleware(validator: validator, metrics: metrics, adoption: adoption)
         router.group("api/tasks").add(middleware: authenticated).addRoutes(TaskController(repository: repository).endpoints)
         router.group("tasks").add(middleware: authenticated).addRoutes(TutorialTaskController(repository: repository).endpoints)
         // A known path with a method it does not serve: 405 with `Allow` (RFC 9110 §15.5.6).

@@ -104,6 +104,9 @@ struct TokenIssuer: Sendable {
         let scopeNames = resource.scopeNames.filter { !$0.isEmpty }
         if !scopeNames.isEmpty { claims.set("scp", scopeNames.joined(separator: " ")) }
         claims.set("azp", client.clientIDString)
+        // Entra's marker of an app-only token (the `idtyp` optional claim), so resource servers
+        // can refuse tokens that carry no user.
+        claims.set("idtyp", "app")
         claims.set("ver", "1.0")
         claims.set("iat", iat)
         return try JSONWebToken.sign(claims: claims.object, with: try await keys.activeKey())

@@ -7,12 +7,23 @@ import TodoModels
 
 /// Who a valid access token speaks for.
 public struct AuthenticatedUser: Sendable, Equatable {
-    /// The task owner: the token's `oid`, falling back to `sub` (research/b2c-protocol.md §6.1).
+    /// The key tasks are stored under: the issuer and the user's object id together
+    /// (``ownerKey(issuer:objectID:)``), so a second trusted authority cannot reach the first
+    /// one's users by minting their `oid` (the security issue's M-4).
     public var ownerID: String
+    /// The token's `oid`, falling back to `sub` (research/b2c-protocol.md §6.1).
+    public var objectID: String
     public var name: String?
     public var scopes: [String]
     public var issuer: String
     public var expiresAt: Date
+
+    /// 22 base64url characters of SHA-256 over the issuer, a colon, the object id. The prefix has
+    /// a fixed length, so no issuer/object-id pair can spell another pair's key; object ids
+    /// stored before this rule (bare GUIDs) never contain a colon.
+    public static func ownerKey(issuer: String, objectID: String) -> String {
+        Base64URL.encode(Data(SHA256.hash(data: Data(issuer.utf8)))).prefix(22) + ":" + objectID
+    }
 }
 
 /// Why a bearer token was refused; each maps to RFC 6750's `WWW-Authenticate` error.
@@ -27,6 +38,8 @@ public enum TokenRejection: Error, Equatable, Sendable {
     case expired
     case notYetValid
     case notAnAccessToken
+    /// An app-only token (client credentials): no user, so no tasks of anyone's.
+    case appOnly
     case insufficientScope(required: [String])
     /// No trusted authority's keys could be fetched: not the client's fault.
     case authorityUnavailable
@@ -44,6 +57,7 @@ public enum TokenRejection: Error, Equatable, Sendable {
         case .expired: "expired"
         case .notYetValid: "not_yet_valid"
         case .notAnAccessToken: "not_access_token"
+        case .appOnly: "app_only"
         case .insufficientScope: "scope"
         case .authorityUnavailable: "authority_unavailable"
         }
@@ -61,6 +75,7 @@ public enum TokenRejection: Error, Equatable, Sendable {
         case .expired: "The token has expired."
         case .notYetValid: "The token is not valid yet."
         case .notAnAccessToken: "The token is not an access token."
+        case .appOnly: "The token is an application's own (client credentials); this API serves signed-in users."
         case .insufficientScope(let required): "The token lacks the required scope (\(required.joined(separator: " or ")))."
         case .authorityUnavailable: "The signing keys of the trusted authorities cannot be fetched right now."
         }
@@ -199,10 +214,22 @@ public final class BearerValidator: Sendable {
         guard let owner = (claims["oid"] as? String) ?? (claims["sub"] as? String), !owner.isEmpty else {
             throw .malformed("no oid or sub")
         }
+        if Self.isAppOnly(claims, objectID: owner) { throw .appOnly }
         return AuthenticatedUser(
+            ownerID: AuthenticatedUser.ownerKey(issuer: issuer, objectID: owner), objectID: owner,
             // The token's name is stored with each task: controls become visible escapes, never stored raw.
-            ownerID: owner, name: (claims["name"] as? String).map(TextRules.printable), scopes: scopes, issuer: issuer,
+            name: (claims["name"] as? String).map(TextRules.printable), scopes: scopes, issuer: issuer,
             expiresAt: Date(timeIntervalSince1970: exp))
+    }
+
+    /// An app-only token: Entra's `idtyp: app` (optional claim), application `roles` without
+    /// delegated `scp`, or a subject that is the calling app itself (`oid` = `azp`, as this
+    /// system's client-credentials tokens have it).
+    static func isAppOnly(_ claims: [String: Any], objectID: String) -> Bool {
+        if (claims["idtyp"] as? String)?.lowercased() == "app" { return true }
+        if claims["scp"] == nil, claims["roles"] != nil { return true }
+        if let azp = (claims["azp"] as? String) ?? (claims["appid"] as? String), azp.lowercased() == objectID.lowercased() { return true }
+        return false
     }
 
     /// The key `kid` and its authority's issuer; fetches key sets that are missing, and
@@ -248,6 +275,16 @@ public final class BearerValidator: Sendable {
         }
         inflight.withLock { _ = $0.removeValue(forKey: url) }
         return authorities.withLock { $0[url] } != nil
+    }
+
+    /// The one issuer of all trusted authorities, once every authority's keys are loaded and
+    /// only if they share it; nil otherwise.
+    public func soleIssuer() -> String? {
+        authorities.withLock { all in
+            guard all.count == policy.discoveryURLs.count else { return nil }
+            let issuers = Set(all.values.map(\.issuer))
+            return issuers.count == 1 ? issuers.first : nil
+        }
     }
 
     private func lookup(_ kid: String) -> [(issuer: String, key: _RSA.Signing.PublicKey)] {

@@ -32,6 +32,7 @@ struct BearerAuthenticationMiddleware: RouterMiddleware {
     typealias Context = TaskRequestContext
     let validator: BearerValidator
     let metrics: TaskMetrics
+    let adoption: LegacyOwnerAdoption
 
     /// The credentials of `Bearer <token>` (scheme case-insensitive, RFC 6750 §2.1), or "".
     /// Works on UTF-8 bytes: it runs on every request.
@@ -51,7 +52,8 @@ struct BearerAuthenticationMiddleware: RouterMiddleware {
         do {
             var context = context
             context.user = try await validator.validate(token)
-            context.logger[metadataKey: "oid"] = .string(context.user!.ownerID)
+            context.logger[metadataKey: "oid"] = .string(context.user!.objectID)
+            try await adoption.adopt(for: context.user!)
             return try await next(request, context)
         } catch let rejection as TokenRejection {
             metrics.tokenRejected(rejection)

@@ -267,6 +267,20 @@ public struct SQLTaskRepository: TaskRepository {
         }
     }
 
+    /// Whether tasks stored before owner keys named the issuer (a bare object id: no colon) exist.
+    public func hasLegacyOwners() async throws -> Bool {
+        try await database.read { sql in
+            try await sql.raw("SELECT id FROM tasks WHERE owner_id NOT LIKE '%:%' LIMIT 1").first()
+        } != nil
+    }
+
+    /// Moves the tasks stored under the bare `objectID` to `ownerKey`; returns how many moved.
+    public func adoptLegacyTasks(objectID: String, ownerKey: String) async throws -> Int {
+        try await database.transaction { sql in
+            try await sql.raw("UPDATE tasks SET owner_id = \(bind: ownerKey) WHERE owner_id = \(bind: objectID) RETURNING id").all().count
+        }
+    }
+
     public func ping() async throws {
         _ = try await database.read { sql in try await sql.raw("SELECT 1 AS one").first() }
     }
