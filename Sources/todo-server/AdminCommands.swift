@@ -174,7 +174,8 @@ struct Apps: AsyncParsableCommand {
 }
 
 struct Keys: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Manage token-signing keys.", subcommands: [List.self, Rotate.self])
+    static let configuration = CommandConfiguration(
+        abstract: "Manage token-signing keys.", subcommands: [List.self, Rotate.self, Revoke.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List signing keys.")
@@ -191,7 +192,7 @@ struct Keys: AsyncParsableCommand {
                 } else if let until = key.publishUntil, until > now {
                     state = "retired, published until \(formatter.string(from: until))"
                 } else {
-                    state = "retired"
+                    state = "withdrawn (not published, verifies nothing)"
                 }
                 print("\(key.kid)  RSA-\(key.bits)  created \(formatter.string(from: key.createdAt))  \(state)")
             }
@@ -206,6 +207,21 @@ struct Keys: AsyncParsableCommand {
         func run() async throws {
             let key = try await withDefaultTenant(store) { server, _ in try await server.keys.rotate() }
             print("new active key \(key.kid)")
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Withdraw a key at once (a leaked key): it leaves the JWKS and verifies nothing more. Tokens it signed stop working; an active key is replaced first."
+        )
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The key's kid (see keys list).") var kid: String
+
+        func run() async throws {
+            let replacement = try await withDefaultTenant(store) { server, _ in try await server.keys.revoke(kid: kid) }
+            print("revoked \(kid)")
+            if let replacement { print("new active key \(replacement.kid)") }
         }
     }
 }

@@ -400,3 +400,27 @@ struct ProtocolRuleTests {
         }
     }
 }
+
+@Suite("Signing keys: only published keys verify")
+struct KeyRevocationTests {
+    @Test("a revoked key leaves the JWKS and verifies nothing more; a new key signs", arguments: TestDatabase.engines)
+    func revokedKey(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let graph = try await driver.ropc(
+                h, username: "alice@example.com", password: "Passw0rd!", scope: "openid https://graph.microsoft.com/User.Read")
+            let token = try #require(graph.json["access_token"] as? String)
+            #expect(try await driver.get("/v1.0/me", headers: [.authorization: "Bearer \(token)"]).status == .ok)
+            let old = try await h.server.keys.activeKey()
+
+            let replacement = try #require(try await h.server.keys.revoke(kid: old.kid))
+
+            #expect(replacement.kid != old.kid)
+            let jwks = try await driver.get(h.path("B2C_1_susi", "discovery/v2.0/keys")).text
+            #expect(!jwks.contains(old.kid))
+            #expect(jwks.contains(replacement.kid))
+            #expect(try await driver.get("/v1.0/me", headers: [.authorization: "Bearer \(token)"]).status == .unauthorized)
+            await #expect(throws: SigningKeyRing.KeyRingError.noSuchKey("nope")) { try await h.server.keys.revoke(kid: "nope") }
+        }
+    }
+}

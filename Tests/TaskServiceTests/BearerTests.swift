@@ -103,6 +103,54 @@ struct BearerTests {
         #expect(BearerPolicy.discoveryURL(forAuthority: full) == full)
     }
 
+    @Test("a key the authority stops publishing stops verifying once the key set's cache lifetime is over")
+    func withdrawnKeys() async throws {
+        let authority = try MockAuthority()
+        try await authority.serve { url in
+            let fetcher = try HTTPMetadataFetcher()
+            let validator = BearerValidator(
+                policy: BearerPolicy(discoveryURLs: [url], audiences: [MockAuthority.audience], keyCacheLifetime: 300),
+                fetcher: fetcher, logger: TestDatabase.logger)
+            let start = Date()
+            let token = authority.token()
+            _ = try await validator.validate(token, now: start)
+            authority.publication.withdraw()
+            // Within the lifetime the cached set (and the accepted token) still stand.
+            _ = try await validator.validate(token, now: start.addingTimeInterval(60))
+            // After it, the set is fetched again and the withdrawn key is gone, even for a token
+            // that was accepted before.
+            await #expect(throws: TokenRejection.unknownKey) {
+                try await validator.validate(token, now: start.addingTimeInterval(301))
+            }
+            await #expect(throws: TokenRejection.unknownKey) {
+                try await validator.validate(authority.token(oid: "fresh"), now: start.addingTimeInterval(302))
+            }
+            try await fetcher.shutdown()
+        }
+    }
+
+    @Test("while the authority is unreachable, its last key set verifies until its maximum age")
+    func unreachableAuthorityKeepsKeysForAWhile() async throws {
+        let authority = try MockAuthority()
+        let token = authority.token()
+        let start = Date()
+        let (validator, fetcher) = try await authority.serve { url in
+            let fetcher = try HTTPMetadataFetcher(timeout: .seconds(1))
+            let validator = BearerValidator(
+                policy: BearerPolicy(
+                    discoveryURLs: [url], audiences: [MockAuthority.audience], keyCacheLifetime: 300, keySetMaximumAge: 3600),
+                fetcher: fetcher, logger: TestDatabase.logger)
+            _ = try await validator.validate(token, now: start)
+            return (validator, fetcher)
+        }
+        // The authority is gone now.
+        _ = try await validator.validate(token, now: start.addingTimeInterval(400))
+        await #expect(throws: TokenRejection.authorityUnavailable) {
+            try await validator.validate(token, now: start.addingTimeInterval(3700))
+        }
+        try await fetcher.shutdown()
+    }
+
     @Test("authorities that share a key each get their own issuer accepted")
     func sharedKeys() async throws {
         let first = try MockAuthority()

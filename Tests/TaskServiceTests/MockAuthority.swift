@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import Synchronization
 import TestSupport
 
 /// A stand-in authority for the Task API's tests: a real HTTP server on loopback that serves a
@@ -13,6 +14,14 @@ struct MockAuthority: Sendable {
     let key: _RSA.Signing.PrivateKey
     let kid: String
     var issuer: String
+    /// Whether the JWKS still lists the key; a test withdraws it as an operator would.
+    let publication = Publication()
+
+    final class Publication: Sendable {
+        private let withdrawn = Mutex(false)
+        var isWithdrawn: Bool { withdrawn.withLock { $0 } }
+        func withdraw() { withdrawn.withLock { $0 = true } }
+    }
 
     static let audience = "11111111-2222-3333-4444-555555555555"
 
@@ -46,8 +55,11 @@ struct MockAuthority: Sendable {
         let router = Router()
         let jwks = self.jwks
         let issuer = self.issuer
+        let publication = self.publication
         router.get("auth/jwks") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: jwks)))
+            Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: publication.isWithdrawn ? "{\"keys\":[]}" : jwks)))
         }
         // The JWKS URL follows the Host the fetcher used, so the port need not be known up front.
         router.get("auth/.well-known/openid-configuration") { request, _ in

@@ -61,6 +61,22 @@ def test_users_apps_and_keys_commands(admin, server):
     assert new_kid in after
     assert "retired, published until" in after
 
+    revoked = admin("keys", "revoke", new_kid).stdout
+    assert f"revoked {new_kid}" in revoked and "new active key" in revoked
+    listed = admin("keys", "list").stdout
+    assert f"{new_kid}" in listed and "withdrawn" in listed.split(new_kid)[1].splitlines()[0]
+    unknown = admin("keys", "revoke", "no-such-kid", check=False)
+    assert unknown.returncode != 0 and "no signing key" in unknown.stderr
+
+
+def test_admin_commands_refuse_control_characters(admin):
+    escape = admin("users", "add", "--email", unique_email(), "--name", "Eve\x1b[2J", "--password-stdin", stdin="Admin-Pass1\n", check=False)
+    assert escape.returncode != 0 and "cannot be used" in escape.stderr
+    nul_like = admin("users", "add", "--email", "eve@example.com\u200b", "--name", "Eve", "--password-stdin", stdin="Admin-Pass1\n", check=False)
+    assert nul_like.returncode != 0 and "not a valid email" in nul_like.stderr
+    app = admin("apps", "add", "--name", "Bad\u202eName", check=False)
+    assert app.returncode != 0 and "--name" in app.stderr
+
 
 def test_users_added_by_the_command_sign_in_on_the_running_server(server):
     binary = os.environ["TODO_SERVER_BIN"]

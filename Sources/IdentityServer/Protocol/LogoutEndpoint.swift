@@ -47,7 +47,8 @@ struct LogoutEndpoint: Sendable {
         var clientID = parameters.nonEmpty("client_id")
         if let hint = parameters.nonEmpty("id_token_hint") {
             // The hint may be expired (that is normal at logout); only its signature and issuer matter.
-            let keys = try await service.keys.allKeys()
+            // Only keys still published verify: a withdrawn key (keys revoke) is no longer ours.
+            let keys = try await service.keys.publishedKeys()
             guard let claims = JSONWebToken.verify(hint, keys: keys), let audience = claims["aud"] as? String,
                 let issuer = claims["iss"] as? String, issuer.hasSuffix("/\(tenant.guid)/v2.0/")
             else { return false }

@@ -68,7 +68,8 @@ struct GraphMe: Sendable {
             return graphError(.unauthorized, code: "InvalidAuthenticationToken", message: "Access token is empty.", context: context)
         }
         let token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        let keys = try await service.keys.allKeys()
+        // Only keys still published verify: a withdrawn key (keys revoke) is no longer ours.
+        let keys = try await service.keys.publishedKeys()
         let now = service.now.epochSeconds
         guard let claims = JSONWebToken.verify(token, keys: keys),
             let exp = (claims["exp"] as? NSNumber)?.int64Value, exp > now - 300,

@@ -123,6 +123,33 @@ public final class SigningKeyRing: Sendable {
         return row.key!
     }
 
+    /// Withdraws a key at once (a leaked key): it leaves the JWKS and stops verifying here, and
+    /// validators drop it at their next key-set fetch. An active key is first replaced by a new one.
+    /// - Returns: the new active key when the revoked one was active.
+    @discardableResult
+    public func revoke(kid: String) async throws -> SigningKey? {
+        let keys = try await allKeys()
+        guard let key = keys.first(where: { $0.kid == kid }) else { throw KeyRingError.noSuchKey(kid) }
+        var replacement: SigningKey?
+        if key.retiredAt == nil { replacement = try await rotate(retiredKeysPublishedFor: 0) }
+        let now = clock.now.epochSeconds
+        try await database.transaction { sql in
+            try await sql.update("signing_keys").set("retired_at", to: now).set("publish_until", to: now - 1)
+                .where("kid", .equal, kid).run()
+        }
+        cache.withLock { $0 = nil }
+        return replacement
+    }
+
+    public enum KeyRingError: Error, Equatable, CustomStringConvertible {
+        case noSuchKey(String)
+        public var description: String {
+            switch self {
+            case .noSuchKey(let kid): "no signing key '\(TextRules.printable(kid))'"
+            }
+        }
+    }
+
     /// Forgets the cached ring so the next call reads the database.
     public func invalidate() { cache.withLock { $0 = nil } }
 }

@@ -100,16 +100,24 @@ public struct BearerPolicy: Sendable {
     public var clockSkew: TimeInterval
     /// The least time between two key-set fetches for an unknown `kid`.
     public var keyRefreshInterval: TimeInterval
+    /// How long a fetched key set is used before it is fetched again. The JWKS is authoritative:
+    /// a key an authority stops publishing stops verifying here within this time (the security
+    /// issue's M-5), and an authority must publish a new key this long before signing with it.
+    public var keyCacheLifetime: TimeInterval
+    /// While an authority cannot be reached, its last key set keeps verifying up to this age.
+    public var keySetMaximumAge: TimeInterval
 
     public init(
         discoveryURLs: [String], audiences: [String], requiredScopes: [String] = [], clockSkew: TimeInterval = 300,
-        keyRefreshInterval: TimeInterval = 60
+        keyRefreshInterval: TimeInterval = 60, keyCacheLifetime: TimeInterval = 300, keySetMaximumAge: TimeInterval = 86_400
     ) {
         self.discoveryURLs = discoveryURLs
         self.audiences = audiences
         self.requiredScopes = requiredScopes
         self.clockSkew = clockSkew
         self.keyRefreshInterval = keyRefreshInterval
+        self.keyCacheLifetime = keyCacheLifetime
+        self.keySetMaximumAge = keySetMaximumAge
     }
 
     /// The discovery URL of a B2C authority (`https://host/tenant/policy`, any of B2C's shapes,
@@ -129,6 +137,13 @@ public final class BearerValidator: Sendable {
     struct AuthorityKeys {
         var issuer: String
         var keys: [String: _RSA.Signing.PublicKey]
+        var fetchedAt: Date
+    }
+
+    /// A token that passed, remembered until it expires or its key is withdrawn.
+    struct Accepted {
+        var user: AuthenticatedUser
+        var kid: String
     }
 
     private let policy: BearerPolicy
@@ -137,7 +152,7 @@ public final class BearerValidator: Sendable {
     private let authorities = Mutex<[String: AuthorityKeys]>([:])
     private let lastAttempt = Mutex<[String: Date]>([:])
     private let inflight = Mutex<[String: Task<AuthorityKeys?, Never>]>([:])
-    private let accepted = Mutex<[String: AuthenticatedUser]>([:])
+    private let accepted = Mutex<[String: Accepted]>([:])
     private static let cacheLimit = 20_000
 
     public init(policy: BearerPolicy, fetcher: any MetadataFetcher, logger: Logger) {
@@ -150,26 +165,26 @@ public final class BearerValidator: Sendable {
         guard !token.isEmpty else { throw .missing }
         guard token.utf8.count <= 16_384 else { throw .malformed("too long") }
         let cacheKey = Hex.lowercase(SHA256.hash(data: Data(token.utf8)))
-        if let user = accepted.withLock({ $0[cacheKey] }) {
-            guard user.expiresAt.addingTimeInterval(policy.clockSkew) > now else { throw .expired }
-            return user
+        if let hit = accepted.withLock({ $0[cacheKey] }), !hasStaleKeys(now: now) {
+            guard hit.user.expiresAt.addingTimeInterval(policy.clockSkew) > now else { throw .expired }
+            return hit.user
         }
-        let user = try await verify(token, now: now)
+        let (user, kid) = try await verify(token, now: now)
         accepted.withLock { cache in
             if cache.count >= Self.cacheLimit {
                 // Down to half: expired entries first, then those expiring soonest.
-                cache = cache.filter { $0.value.expiresAt > now }
+                cache = cache.filter { $0.value.user.expiresAt > now }
                 if cache.count > Self.cacheLimit / 2 {
-                    let keep = cache.sorted { $0.value.expiresAt > $1.value.expiresAt }.prefix(Self.cacheLimit / 2)
+                    let keep = cache.sorted { $0.value.user.expiresAt > $1.value.user.expiresAt }.prefix(Self.cacheLimit / 2)
                     cache = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
                 }
             }
-            cache[cacheKey] = user
+            cache[cacheKey] = Accepted(user: user, kid: kid)
         }
         return user
     }
 
-    private func verify(_ token: String, now: Date) async throws(TokenRejection) -> AuthenticatedUser {
+    private func verify(_ token: String, now: Date) async throws(TokenRejection) -> (AuthenticatedUser, kid: String) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw .malformed("not a JWS compact serialization") }
         guard let headerData = Base64URL.decode(String(parts[0])),
@@ -215,11 +230,12 @@ public final class BearerValidator: Sendable {
             throw .malformed("no oid or sub")
         }
         if Self.isAppOnly(claims, objectID: owner) { throw .appOnly }
-        return AuthenticatedUser(
+        let user = AuthenticatedUser(
             ownerID: AuthenticatedUser.ownerKey(issuer: issuer, objectID: owner), objectID: owner,
             // The token's name is stored with each task: controls become visible escapes, never stored raw.
             name: (claims["name"] as? String).map(TextRules.printable), scopes: scopes, issuer: issuer,
             expiresAt: Date(timeIntervalSince1970: exp))
+        return (user, kid)
     }
 
     /// An app-only token: Entra's `idtyp: app` (optional claim), application `roles` without
@@ -232,31 +248,42 @@ public final class BearerValidator: Sendable {
         return false
     }
 
-    /// The key `kid` and its authority's issuer; fetches key sets that are missing, and
-    /// re-fetches for an unknown `kid` at most once per `keyRefreshInterval` per authority.
-    /// Concurrent requests share one fetch per authority.
+    /// Whether a key set has outlived ``BearerPolicy/keyCacheLifetime`` (one lock, on every request).
+    private func hasStaleKeys(now: Date) -> Bool {
+        authorities.withLock { all in all.values.contains { now.timeIntervalSince($0.fetchedAt) >= policy.keyCacheLifetime } }
+    }
+
+    /// The key `kid` and its authority's issuer. Key sets past their cache lifetime are fetched
+    /// again first; a missing set, or an unknown `kid`, is fetched at most once per
+    /// `keyRefreshInterval` per authority. Concurrent requests share one fetch per authority.
     private func candidates(for kid: String, now: Date) async throws(TokenRejection) -> [(issuer: String, key: _RSA.Signing.PublicKey)] {
-        let known = lookup(kid)
+        let stale = authorities.withLock { all in
+            policy.discoveryURLs.filter { url in all[url].map { now.timeIntervalSince($0.fetchedAt) >= policy.keyCacheLifetime } ?? false }
+        }
+        // A failed refresh is retried after `keyRefreshInterval`; meanwhile the old set verifies
+        // (up to its maximum age) without every request waiting on a dead authority.
+        for url in stale { _ = await refresh(url, now: now, minimumGap: policy.keyRefreshInterval) }
+        let known = lookup(kid, now: now)
         if !known.isEmpty { return known }
         var anyLoaded = false
         for url in policy.discoveryURLs {
-            if await refresh(url, now: now) { anyLoaded = true }
+            let loaded = authorities.withLock { $0[url] } != nil
+            if await refresh(url, now: now, minimumGap: loaded ? policy.keyRefreshInterval : 5) { anyLoaded = true }
         }
-        let found = lookup(kid)
+        let found = lookup(kid, now: now)
         if !found.isEmpty { return found }
         throw anyLoaded ? .unknownKey : .authorityUnavailable
     }
 
-    /// Loads `url`'s keys unless that was done (or tried) too recently; returns whether keys for
-    /// it are known afterwards.
-    private func refresh(_ url: String, now: Date) async -> Bool {
-        let known = authorities.withLock { $0[url] } != nil
+    /// Loads `url`'s keys unless a fetch was tried less than `minimumGap` ago; returns whether
+    /// keys for it are known afterwards. A successful fetch replaces the set: keys that are no
+    /// longer published stop verifying, and tokens accepted with them are forgotten.
+    private func refresh(_ url: String, now: Date, minimumGap: TimeInterval) async -> Bool {
+        let known = authorities.withLock { $0[url] }.map { now.timeIntervalSince($0.fetchedAt) < policy.keySetMaximumAge } ?? false
         let task = inflight.withLock { running -> Task<AuthorityKeys?, Never>? in
             if let existing = running[url] { return existing }
             let last = lastAttempt.withLock { $0[url] }
-            // A failed first fetch is retried after 5 s; a refresh for an unknown kid after
-            // `keyRefreshInterval` (RFC 8725 leaves the rate to us; one a minute is B2C's advice).
-            if let last, now >= last, now.timeIntervalSince(last) < (known ? policy.keyRefreshInterval : 5) { return nil }
+            if let last, now >= last, now.timeIntervalSince(last) < minimumGap { return nil }
             lastAttempt.withLock { $0[url] = now }
             let task = Task { [self] () -> AuthorityKeys? in
                 do {
@@ -271,10 +298,29 @@ public final class BearerValidator: Sendable {
         }
         guard let task else { return known }
         if let loaded = await task.value {
-            authorities.withLock { $0[url] = loaded }
+            let previous = authorities.withLock { all in
+                let previous = all[url]
+                all[url] = loaded
+                return previous
+            }
+            let withdrawn = Set(previous?.keys.keys.map { $0 } ?? []).subtracting(loaded.keys.keys)
+            if !withdrawn.isEmpty {
+                logger.notice("authority withdrew signing keys", metadata: ["issuer": "\(loaded.issuer)", "kids": "\(withdrawn.sorted())"])
+                accepted.withLock { cache in cache = cache.filter { !withdrawn.contains($0.value.kid) } }
+            }
         }
         inflight.withLock { _ = $0.removeValue(forKey: url) }
-        return authorities.withLock { $0[url] } != nil
+        return authorities.withLock { $0[url] }.map { now.timeIntervalSince($0.fetchedAt) < policy.keySetMaximumAge } ?? false
+    }
+
+    /// The keys named `kid` of key sets younger than ``BearerPolicy/keySetMaximumAge``.
+    private func lookup(_ kid: String, now: Date) -> [(issuer: String, key: _RSA.Signing.PublicKey)] {
+        authorities.withLock { all in
+            all.values.compactMap { authority in
+                guard now.timeIntervalSince(authority.fetchedAt) < policy.keySetMaximumAge else { return nil }
+                return authority.keys[kid].map { (authority.issuer, $0) }
+            }
+        }
     }
 
     /// The one issuer of all trusted authorities, once every authority's keys are loaded and
@@ -285,10 +331,6 @@ public final class BearerValidator: Sendable {
             let issuers = Set(all.values.map(\.issuer))
             return issuers.count == 1 ? issuers.first : nil
         }
-    }
-
-    private func lookup(_ kid: String) -> [(issuer: String, key: _RSA.Signing.PublicKey)] {
-        authorities.withLock { all in all.values.compactMap { authority in authority.keys[kid].map { (authority.issuer, $0) } } }
     }
 
     struct MetadataError: Error, CustomStringConvertible {
@@ -311,6 +353,6 @@ public final class BearerValidator: Sendable {
             keys[kid] = key
         }
         logger.info("authority keys loaded", metadata: ["issuer": "\(issuer)", "keys": "\(keys.count)"])
-        return AuthorityKeys(issuer: issuer, keys: keys)
+        return AuthorityKeys(issuer: issuer, keys: keys, fetchedAt: now)
     }
 }

@@ -7,13 +7,18 @@ import NIOSSL
 /// (the identity service's development CA under `--tls`) can be trusted besides the system's.
 public final class HTTPMetadataFetcher: MetadataFetcher {
     private let client: HTTPClient
+    private let timeout: TimeAmount
 
-    public init(additionalCACertificatePath: String? = nil) throws {
+    /// - Parameter timeout: for one fetch, connecting included (a validator waits on it).
+    public init(additionalCACertificatePath: String? = nil, timeout: TimeAmount = .seconds(5)) throws {
+        self.timeout = timeout
         var tls = TLSConfiguration.makeClientConfiguration()
         if let path = additionalCACertificatePath {
             tls.additionalTrustRoots = [.file(path)]
         }
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+        configuration.timeout.connect = .seconds(1)
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
     struct FetchError: Error, CustomStringConvertible {
@@ -21,7 +26,7 @@ public final class HTTPMetadataFetcher: MetadataFetcher {
     }
 
     public func fetch(_ url: String) async throws -> Data {
-        let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
+        let response = try await client.execute(HTTPClientRequest(url: url), timeout: timeout)
         guard response.status == .ok else { throw FetchError(description: "GET \(url): HTTP \(response.status.code)") }
         let body = try await response.body.collect(upTo: 1 << 20)
         return Data(buffer: body)
