@@ -128,5 +128,9 @@ enum IdentityMigrations {
             Migration(version: 7, name: "code replay marker", ["ALTER TABLE authorization_codes ADD COLUMN replayed_at BIGINT"]),
             // A reset code is bound to the account it was sent for (the security issue's H-1).
             Migration(version: 8, name: "verification code account", ["ALTER TABLE verification_codes ADD COLUMN user_id TEXT"]),
+            // API permissions per app (the security issue's M-3); none until granted.
+            Migration(
+                version: 9, name: "application API permissions",
+                ["ALTER TABLE applications ADD COLUMN api_permissions TEXT NOT NULL DEFAULT '[]'"]),
         ])
 }

@@ -108,7 +108,7 @@ struct Users: AsyncParsableCommand {
 
 struct Apps: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Manage app registrations of the default tenant.", subcommands: [List.self, Add.self, Remove.self])
+        abstract: "Manage app registrations of the default tenant.", subcommands: [List.self, Add.self, Remove.self, Grant.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List app registrations.")
@@ -120,6 +120,10 @@ struct Apps: AsyncParsableCommand {
                 print("\(app.clientIDString)  \(app.kind.rawValue)  \(TextRules.printable(app.displayName))")
                 for uri in app.redirectURIs { print("    redirect \(uri)") }
                 if let uri = app.appIDURI { print("    api \(uri) scopes \(app.exposedScopes.joined(separator: " "))") }
+                for permission in app.apiPermissions {
+                    let roles = permission.roles.isEmpty ? "" : " roles \(permission.roles.joined(separator: " "))"
+                    print("    granted \(permission.resource) scopes \(permission.scopes.joined(separator: " "))\(roles)")
+                }
             }
         }
     }
@@ -154,6 +158,30 @@ struct Apps: AsyncParsableCommand {
             }
             print("client id: \(app.clientIDString)")
             if let secret { print("client secret (shown once): \(secret)") }
+        }
+    }
+
+    struct Grant: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Grant an app API permissions with admin consent: delegated scopes (all the API exposes when none are named) and application roles. Without a grant an app gets no API's scopes but its own client id's."
+        )
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The app's client id.") var clientID: String
+        @Option(help: "The API: its Application ID URI, its client id, or https://graph.microsoft.com.") var api: String
+        @Option(name: .customLong("scope"), help: "A delegated scope (repeatable).") var scopes: [String] = []
+        @Option(name: .customLong("role"), help: "An application role for client-credentials tokens (repeatable).") var roles: [String] = []
+
+        func run() async throws {
+            guard let id = UUID(uuidString: clientID) else { throw CommandFailure("'\(clientID)' is not a client id (a GUID)") }
+            let app = try await withDefaultTenant(store) { server, tenant in
+                try await server.grantPermission(tenantID: tenant.id, clientID: id, api: api, scopes: scopes, roles: roles)
+            }
+            for permission in app.apiPermissions {
+                print(
+                    "granted \(permission.resource) scopes \(permission.scopes.joined(separator: " ")) roles \(permission.roles.joined(separator: " "))"
+                )
+            }
         }
     }
 

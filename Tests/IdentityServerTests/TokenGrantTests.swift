@@ -126,6 +126,19 @@ struct TokenGrantTests {
             #expect(claims["sub"] as? String == h.webClientID)
             #expect(claims["azp"] as? String == h.webClientID)
             #expect(claims["name"] == nil)
+            #expect(claims["roles"] as? [String] == ["Tasks.ReadWrite.All"], "the application roles granted to the web app")
+            #expect(claims["idtyp"] as? String == "app")
+            // Without a role on the API, no app-only token for it.
+            var web = h.seed.webApp
+            web.apiPermissions = web.apiPermissions.map { APIPermission(resource: $0.resource, scopes: $0.scopes) }
+            try await h.server.tenants.save(web, now: h.clock.now)
+            let roleless = try await driver.post(
+                h.path("B2C_1_susi", "oauth2/v2.0/token"),
+                [
+                    ("grant_type", "client_credentials"), ("client_id", h.webClientID), ("client_secret", h.webSecret),
+                    ("scope", "https://\(h.tenant.name)/tasks/.default"),
+                ])
+            #expect(b2cCode(roleless) == "AADB2C90205")
             let publicClient = try await driver.post(
                 h.path("B2C_1_susi", "oauth2/v2.0/token"),
                 [("grant_type", "client_credentials"), ("client_id", h.clientID), ("scope", "https://\(h.tenant.name)/tasks/.default")])
@@ -255,6 +268,110 @@ struct TokenGrantTests {
             #expect(repeated.status == .badRequest)
             let missing = try await driver.post(token, [("client_id", h.clientID)])
             #expect(b2cCode(missing) == "AADB2C90083")
+        }
+    }
+}
+
+@Suite("API permissions over HTTP")
+struct APIPermissionFlowTests {
+    @Test(
+        "a refresh cannot widen its grant: openid offline_access stays that, the Task API stays the Task API",
+        arguments: TestDatabase.engines)
+    func refreshCannotWiden(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let narrow = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!", scope: "openid offline_access").json
+            let token = try #require(narrow["refresh_token"] as? String)
+            let widened = try await driver.refresh(h, token: token, extra: [("scope", "https://\(h.tenant.name)/tasks/tasks.write")])
+            #expect(widened.status == .badRequest)
+            #expect(widened.json["error"] as? String == "invalid_scope")
+            #expect(b2cCode(widened) == "AADB2C90205")
+            let graph = try await driver.refresh(h, token: token, extra: [("scope", "openid https://graph.microsoft.com/User.Read")])
+            #expect(b2cCode(graph) == "AADB2C90205")
+            // The same grant again is fine.
+            #expect(try await driver.refresh(h, token: token, extra: [("scope", "openid offline_access")]).status == .ok)
+        }
+    }
+
+    @Test(
+        "an app without permissions on an API gets AADB2C90205 at authorize and token; granting fixes it", arguments: TestDatabase.engines)
+    func ungrantedApp(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            var app = h.seed.publicApp
+            app.apiPermissions = []
+            try await h.server.tenants.save(app, now: h.clock.now)
+            let scope = "openid https://\(h.tenant.name)/tasks/tasks.read"
+            let token = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!", scope: scope)
+            #expect(b2cCode(token) == "AADB2C90205")
+            var attempt = AuthorizationAttempt(harness: h)
+            attempt.scope = scope
+            #expect(b2cCode(redirect: try await driver.get(attempt.url(harness: h))) == "AADB2C90205")
+            // Its own client id needs no permission (B2C's own-API trick).
+            #expect(
+                try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!", scope: "openid \(h.clientID)").status == .ok)
+
+            _ = try await h.server.grantPermission(
+                tenantID: h.tenant.id, clientID: app.clientID, api: "https://\(h.tenant.name)/tasks", scopes: ["tasks.read"], roles: [])
+            let granted = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!", scope: scope)
+            #expect(granted.status == .ok)
+            #expect(DecodedJWT(try #require(granted.json["access_token"] as? String)).claims["scp"] as? String == "tasks.read")
+        }
+    }
+}
+
+@Suite("API permissions declared in YAML")
+struct DeclaredPermissionTests {
+    private func declaration(_ yaml: String) throws -> TenantDeclaration {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perm-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("tenant.yaml").path
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        return try TenantDeclaration.load(path: path)
+    }
+
+    @Test("permissions name declared APIs by Application ID URI or Graph; unknown APIs and scopes are reported")
+    func validation() throws {
+        let header = """
+            tenant: { name: fabrikam.onmicrosoft.com }
+            userFlows: [{ name: B2C_1_susi, type: signUpOrSignIn }]
+            applications:
+              - { name: API, kind: public, appIdUri: "https://fabrikam.onmicrosoft.com/api", scopes: [read] }
+
+            """
+        _ = try declaration(
+            header
+                + """
+                  - { name: App, kind: public, permissions: [{ api: "https://fabrikam.onmicrosoft.com/api/", scopes: [READ] }, { api: "https://graph.microsoft.com", scopes: [User.Read] }] }
+                """)
+        #expect {
+            try declaration(
+                header + "  - { name: App, kind: public, permissions: [{ api: \"https://elsewhere.example/api\", scopes: [read] }] }")
+        } throws: { "\($0)".contains("unknown API") }
+        #expect {
+            try declaration(
+                header
+                    + "  - { name: App, kind: public, permissions: [{ api: \"https://fabrikam.onmicrosoft.com/api\", scopes: [write] }] }")
+        } throws: { "\($0)".contains("exposes no scope 'write'") }
+    }
+
+    @Test("an applied declaration grants the declared permissions, resolved to client ids", arguments: TestDatabase.engines)
+    func applied(engine: DatabaseEngine) async throws {
+        let yaml = """
+            tenant: { name: fabrikam.onmicrosoft.com }
+            userFlows: [{ name: B2C_1_susi, type: signUpOrSignIn }]
+            applications:
+              - { name: API, kind: public, appIdUri: "https://fabrikam.onmicrosoft.com/api", scopes: [read, write] }
+              - { name: App, kind: public, permissions: [{ api: "https://fabrikam.onmicrosoft.com/api", scopes: [read] }] }
+            """
+        let declared = try declaration(yaml)
+        try await IdentityHarness.run(engine) { h, _ in
+            let tenant = try await declared.apply(to: h.server, baseDirectory: FileManager.default.temporaryDirectory)
+            let apps = try await h.server.tenants.applications(tenantID: tenant.id)
+            let api = try #require(apps.first { $0.displayName == "API" })
+            let app = try #require(apps.first { $0.displayName == "App" })
+            #expect(app.apiPermissions == [APIPermission(resource: api.clientIDString, scopes: ["read"])])
+            #expect(api.apiPermissions.isEmpty)
         }
     }
 }

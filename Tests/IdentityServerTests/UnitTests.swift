@@ -115,7 +115,8 @@ struct UnitTests {
         let api = AppRegistration(
             clientID: UUID(), tenantID: tenant, displayName: "api", kind: .public, redirectURIs: [],
             appIDURI: "https://contoso.onmicrosoft.com/api", exposedScopes: ["tasks.read", "tasks.write"])
-        let client = AppRegistration(clientID: UUID(), tenantID: tenant, displayName: "c", kind: .public, redirectURIs: [])
+        var client = AppRegistration(clientID: UUID(), tenantID: tenant, displayName: "c", kind: .public, redirectURIs: [])
+        client.apiPermissions = [APIPermission(resource: api.clientIDString, scopes: ["tasks.read", "tasks.write"])]
         let both = try GrantedScopes.resolve(
             ["https://contoso.onmicrosoft.com/api/tasks.read", "https://contoso.onmicrosoft.com/api/TASKS.WRITE", "openid", "profile"],
             client: client, tenantApps: [api, client])
@@ -127,6 +128,58 @@ struct UnitTests {
         #expect(throws: B2CError.self) { try GrantedScopes.resolve(["https://other.example/x"], client: client, tenantApps: [api]) }
         let partial = try GrantedScopes.resolve(["openid", "https://other.example/x"], client: client, tenantApps: [api])
         #expect(partial.granted == ["openid"])
+    }
+
+    @Test("API scopes only as far as the app's API permissions go (AADB2C90205); partial grants keep the held ones")
+    func apiPermissions() throws {
+        let tenant = UUID()
+        let api = AppRegistration(
+            clientID: UUID(), tenantID: tenant, displayName: "payroll", kind: .public, redirectURIs: [],
+            appIDURI: "https://contoso.onmicrosoft.com/payroll", exposedScopes: ["payroll.read", "payroll.admin"])
+        var game = AppRegistration(clientID: UUID(), tenantID: tenant, displayName: "game", kind: .public, redirectURIs: [])
+        let apps = [api, game]
+        // No permission at all: refused, with or without openid.
+        #expect(throws: B2CError.insufficientPermissions) {
+            try GrantedScopes.resolve(["openid", "https://contoso.onmicrosoft.com/payroll/payroll.admin"], client: game, tenantApps: apps)
+        }
+        #expect(throws: B2CError.insufficientPermissions) {
+            try GrantedScopes.resolve(["https://contoso.onmicrosoft.com/payroll/.default"], client: game, tenantApps: apps)
+        }
+        #expect(throws: B2CError.insufficientPermissions) {
+            try GrantedScopes.resolve(["openid", "User.Read"], client: game, tenantApps: apps)
+        }
+        // Granted payroll.read only: asking for both gets read (B2C's partial grant).
+        game.apiPermissions = [
+            APIPermission(resource: api.clientIDString, scopes: ["payroll.read"]),
+            APIPermission(resource: APIPermission.graphResource, scopes: ["User.Read"]),
+        ]
+        let partial = try GrantedScopes.resolve(
+            ["https://contoso.onmicrosoft.com/payroll/payroll.read", "https://contoso.onmicrosoft.com/payroll/payroll.admin"],
+            client: game, tenantApps: apps)
+        #expect(partial.resource?.scopeNames == ["payroll.read"])
+        #expect(partial.granted == ["https://contoso.onmicrosoft.com/payroll/payroll.read"])
+        let all = try GrantedScopes.resolve(["https://contoso.onmicrosoft.com/payroll/.default"], client: game, tenantApps: apps)
+        #expect(all.resource?.scopeNames == ["payroll.read"])
+        #expect(try GrantedScopes.resolve(["User.Read"], client: game, tenantApps: apps).resource?.audience == APIPermission.graphResource)
+        // App-only: .default needs roles.
+        #expect(throws: B2CError.insufficientPermissions) {
+            try GrantedScopes.resolve(["https://contoso.onmicrosoft.com/payroll/.default"], client: game, tenantApps: apps, appOnly: true)
+        }
+    }
+
+    @Test("a refresh asks for the original grant or less (RFC 6749 §6)")
+    func refreshWithinGrant() throws {
+        let original = ["https://contoso.onmicrosoft.com/tasks/tasks.read", "openid", "offline_access"]
+        try GrantedScopes.checkWithinGrant([], original: original)
+        try GrantedScopes.checkWithinGrant(["openid", "offline_access", "profile"], original: original)
+        try GrantedScopes.checkWithinGrant(["https://contoso.onmicrosoft.com/tasks/TASKS.READ"], original: original)
+        #expect(throws: B2CError.scopeBeyondGrant("https://contoso.onmicrosoft.com/tasks/tasks.write")) {
+            try GrantedScopes.checkWithinGrant(["https://contoso.onmicrosoft.com/tasks/tasks.write"], original: original)
+        }
+        #expect(throws: B2CError.scopeBeyondGrant("User.Read")) { try GrantedScopes.checkWithinGrant(["User.Read"], original: original) }
+        #expect(throws: B2CError.scopeBeyondGrant("openid")) {
+            try GrantedScopes.checkWithinGrant(["openid"], original: ["offline_access"])
+        }
     }
 
     @Test("loopback redirects match any port for public clients only; everything else is exact")

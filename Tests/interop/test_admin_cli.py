@@ -48,6 +48,11 @@ def test_users_apps_and_keys_commands(admin, server):
     client_id = added.split("client id: ")[1].split()[0]
     assert "client secret (shown once): " in added
     assert client_id in admin("apps", "list").stdout
+    granted = admin("apps", "grant", client_id, "--api", "https://todob2c.onmicrosoft.com/tasks", "--scope", "tasks.read").stdout
+    assert "scopes tasks.read" in granted
+    assert "scopes tasks.read" in admin("apps", "list").stdout.split(client_id)[1]
+    unknown_scope = admin("apps", "grant", client_id, "--api", "https://todob2c.onmicrosoft.com/tasks", "--scope", "payroll", check=False)
+    assert unknown_scope.returncode != 0 and "exposes no scope" in unknown_scope.stderr
     assert "removed" in admin("apps", "remove", client_id).stdout
     assert client_id not in admin("apps", "list").stdout
     bad_kind = admin("apps", "add", "--name", "X", "--kind", "sideways", check=False)

@@ -9,6 +9,9 @@ extension IdentityServer {
         case weakPassword(String)
         case duplicate(String)
         case noSuchUser(String)
+        case noSuchApplication(String)
+        case noSuchAPI(String)
+        case scopeNotExposed(api: String, scope: String)
 
         public var description: String {
             switch self {
@@ -17,6 +20,10 @@ extension IdentityServer {
             case .weakPassword(let reason): reason
             case .duplicate(let email): "an account with the email \(TextRules.printable(email)) already exists"
             case .noSuchUser(let key): "no account '\(TextRules.printable(key))'"
+            case .noSuchApplication(let id): "no app with client id \(TextRules.printable(id))"
+            case .noSuchAPI(let api):
+                "no API '\(TextRules.printable(api))' in this tenant (give an Application ID URI, a client id, or https://graph.microsoft.com)"
+            case .scopeNotExposed(let api, let scope): "'\(TextRules.printable(api))' exposes no scope '\(TextRules.printable(scope))'"
             }
         }
     }
@@ -50,5 +57,46 @@ extension IdentityServer {
             return user
         }
         throw AdministrationError.noSuchUser(emailOrID)
+    }
+
+    /// Grants `clientID` delegated `scopes` (none: all the API exposes) and application `roles` on
+    /// `api` (an Application ID URI, a client id, or `https://graph.microsoft.com`), as B2C's
+    /// "API permissions" + "Grant admin consent" do. Merges with what was granted before.
+    public func grantPermission(tenantID: UUID, clientID: UUID, api: String, scopes: [String], roles: [String]) async throws
+        -> AppRegistration
+    {
+        let apps = try await tenants.applications(tenantID: tenantID)
+        guard var app = apps.first(where: { $0.clientID == clientID }) else {
+            throw AdministrationError.noSuchApplication(clientID.uuidString.lowercased())
+        }
+        let key = api.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        let resource: String
+        var exposed: [String]
+        if key == "https://graph.microsoft.com" || key == "graph" || key == APIPermission.graphResource {
+            resource = APIPermission.graphResource
+            exposed = ["User.Read"]
+        } else if let target = apps.first(where: {
+            $0.clientIDString == key
+                || ($0.appIDURI.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/")) == key } ?? false)
+        }) {
+            resource = target.clientIDString
+            exposed = target.exposedScopes
+        } else {
+            throw AdministrationError.noSuchAPI(api)
+        }
+        var granted: [String] = []
+        for scope in scopes.isEmpty ? exposed : scopes {
+            guard let match = exposed.first(where: { $0.lowercased() == scope.lowercased() }) else {
+                throw AdministrationError.scopeNotExposed(api: api, scope: scope)
+            }
+            granted.append(match)
+        }
+        var permission = app.permission(on: resource) ?? APIPermission(resource: resource)
+        permission.scopes += granted.filter { !permission.scopes.contains($0) }
+        permission.roles += roles.filter { !permission.roles.contains($0) }
+        app.apiPermissions.removeAll { $0.resource == resource }
+        app.apiPermissions.append(permission)
+        try await tenants.save(app, now: clock.now)
+        return app
     }
 }

@@ -166,6 +166,17 @@ extension B2CError {
         "invalid_grant", "AADB2C90128", "The account associated with this grant no longer exists. Please reauthenticate and try again.")
     static let grantRevoked = B2CError(
         "invalid_grant", "AADB2C90129", "The provided grant has been revoked. Please reauthenticate and try again.")
+    /// The app holds no permission for any scope it asked of this API (research/b2c-protocol.md §4).
+    static let insufficientPermissions = B2CError(
+        "invalid_scope", "AADB2C90205",
+        "This application does not have sufficient permissions against this web resource to perform the operation.")
+    /// A refresh asked for more than its original grant (RFC 6749 §6).
+    static func scopeBeyondGrant(_ scope: String) -> B2CError {
+        B2CError(
+            "invalid_scope", "AADB2C90205",
+            "This application does not have sufficient permissions against this web resource to perform the operation. The scope '\(scope)' was not part of the original grant of this refresh token."
+        )
+    }
     static func multipleResources(_ scope: String) -> B2CError {
         B2CError(
             "invalid_scope", "AADB2C90146",

@@ -129,9 +129,19 @@ struct TokenEndpoint: Sendable {
         let lifetime = TimeInterval(flow.lifetimes.refreshTokenSeconds)
         let clientID = client.clientIDString
         let flowName = flow.name
+        let apps = try await service.tenants.applications(tenantID: tenant.id)
+        let requested = [String].scopes(form["scope"])
         let outcome = try await service.grants.rotateRefreshToken(
             presented, replacement: replacement,
             binding: RefreshTokenBinding(tenantID: tenant.id, clientID: clientID, policy: flowName),
+            admit: { family in
+                // A refresh stays within its original grant (RFC 6749 §6): AAD's refresh tokens are
+                // scope-independent (research/client-sdk.md §C.10), but a token that can be refreshed
+                // into any API's scopes widens every grant it came from (the security issue's M-3).
+                // The app's permissions are checked again too, so a withdrawn permission ends here.
+                try GrantedScopes.checkWithinGrant(requested, original: family.scopes)
+                _ = try GrantedScopes.resolve(requested.isEmpty ? family.scopes : requested, client: client, tenantApps: apps)
+            },
             replacementExpiresAt: { family in
                 let byLifetime = now.addingTimeInterval(lifetime)
                 return family.slidingExpiresAt.map { min($0, byLifetime) } ?? byLifetime
@@ -146,10 +156,7 @@ struct TokenEndpoint: Sendable {
         case .rotated(let rotated, _): family = rotated
         }
         guard let user = try await service.users.user(id: family.userID) else { throw B2CError.accountGone }
-        let apps = try await service.tenants.applications(tenantID: tenant.id)
-        // A refresh may ask for another resource than the original grant (AAD refresh tokens are
-        // scope-independent; research/client-sdk.md §C.10); offline_access stays granted.
-        let requested = [String].scopes(form["scope"])
+        // offline_access stays granted.
         var scopes = try GrantedScopes.resolve(requested.isEmpty ? family.scopes : requested, client: client, tenantApps: apps)
         if !scopes.offlineAccess {
             scopes.offlineAccess = true
@@ -195,10 +202,12 @@ struct TokenEndpoint: Sendable {
         let apps = try await service.tenants.applications(tenantID: tenant.id)
         let requested = [String].scopes(form["scope"])
         guard !requested.isEmpty else { throw B2CError.missingScope }
-        let scopes = try GrantedScopes.resolve(requested, client: client, tenantApps: apps)
+        let scopes = try GrantedScopes.resolve(requested, client: client, tenantApps: apps, appOnly: true)
         guard let resource = scopes.resource else { throw B2CError.scopeNeedsResource(requested.joined(separator: " ")) }
         let lifetime = flow.lifetimes.accessTokenSeconds
-        let token = try await service.issuer.appToken(client: client, resource: resource, issuer: issuer, lifetime: lifetime, now: now)
+        let roles = client.permission(on: resource.audience)?.roles ?? []
+        let token = try await service.issuer.appToken(
+            client: client, resource: resource, roles: roles, issuer: issuer, lifetime: lifetime, now: now)
         let iat = now.epochSeconds
         var body = JSONObjectBuilder()
         body.set("access_token", token)

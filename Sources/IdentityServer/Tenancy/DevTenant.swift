@@ -30,6 +30,15 @@ public enum DevTenant {
         "http://localhost", "http://127.0.0.1", "msauth.com.todob2c.app://auth", "todob2c://auth", "urn:ietf:wg:oauth:2.0:oob",
     ]
 
+    /// What the dev tenant's apps are granted (admin consent given): the Task API's scopes and
+    /// Graph's User.Read, what the tutorials ask for; the web app may also call the API as itself.
+    static func permissions(taskAPI: AppRegistration, web: Bool) -> [APIPermission] {
+        [
+            APIPermission(resource: taskAPI.clientIDString, scopes: taskAPI.exposedScopes, roles: web ? ["Tasks.ReadWrite.All"] : []),
+            APIPermission(resource: APIPermission.graphResource, scopes: ["User.Read"]),
+        ]
+    }
+
     public static func webRedirectURIs(apiPort: Int) -> [String] {
         // http and https: `serve --tls` serves the web app over TLS on the same port.
         ["http", "https"].flatMap { scheme in
@@ -75,24 +84,38 @@ extension IdentityServer {
                     newWebAppSecret: nil)
             }
             let wanted = DevTenant.webRedirectURIs(apiPort: apiPort)
+            var changed = false
             if !Set(wanted).isSubset(of: webApp.redirectURIs) {
                 webApp.redirectURIs += wanted.filter { !webApp.redirectURIs.contains($0) }
-                try await tenants.save(webApp, now: now)
+                changed = true
             }
-            return DevTenantSeed(tenant: existing, publicApp: publicApp, webApp: webApp, newWebAppSecret: nil)
+            // Data dirs from before API permissions existed: the dev apps get what they always used.
+            var grantedPublic = publicApp
+            if publicApp.displayName == DevTenant.publicAppName, publicApp.apiPermissions.isEmpty {
+                grantedPublic.apiPermissions = DevTenant.permissions(taskAPI: publicApp, web: false)
+                try await tenants.save(grantedPublic, now: now)
+            }
+            if webApp.apiPermissions.isEmpty {
+                webApp.apiPermissions = DevTenant.permissions(taskAPI: publicApp, web: true)
+                changed = true
+            }
+            if changed { try await tenants.save(webApp, now: now) }
+            return DevTenantSeed(tenant: existing, publicApp: grantedPublic, webApp: webApp, newWebAppSecret: nil)
         }
         let tenant = Tenant(
             id: UUID(), name: DevTenant.name, displayName: "TodoB2C", defaultPolicy: "B2C_1_susi", isDefault: true)
         try await tenants.save(tenant, now: now)
         for flow in DevTenant.flows(tenantID: tenant.id) { try await tenants.save(flow) }
-        let publicApp = AppRegistration(
+        var publicApp = AppRegistration(
             clientID: UUID(), tenantID: tenant.id, displayName: DevTenant.publicAppName, kind: .public,
             redirectURIs: DevTenant.nativeRedirectURIs, allowPublicClientFlows: true, allowImplicit: false,
             appIDURI: "https://\(DevTenant.name)/tasks", exposedScopes: ["tasks.read", "tasks.write"])
+        publicApp.apiPermissions = DevTenant.permissions(taskAPI: publicApp, web: false)
         try await tenants.save(publicApp, now: now)
         let webApp = AppRegistration(
             clientID: UUID(), tenantID: tenant.id, displayName: DevTenant.webAppName, kind: .confidential,
-            redirectURIs: DevTenant.webRedirectURIs(apiPort: apiPort))
+            redirectURIs: DevTenant.webRedirectURIs(apiPort: apiPort),
+            apiPermissions: DevTenant.permissions(taskAPI: publicApp, web: true))
         try await tenants.save(webApp, now: now)
         let secret = Secrets.randomToken(byteCount: 30)
         try await tenants.addSecret(clientID: webApp.clientID, secret: secret, now: now, expiresAt: nil)

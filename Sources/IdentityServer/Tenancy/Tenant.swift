@@ -53,11 +53,14 @@ public struct AppRegistration: Sendable, Equatable {
     public var appIDURI: String?
     /// Short names of the scopes this app exposes as an API, e.g. `tasks.read`.
     public var exposedScopes: [String]
+    /// The APIs this app may call and with which scopes: B2C's "API permissions" with admin
+    /// consent granted. Nothing else is ever put in its tokens (AADB2C90205).
+    public var apiPermissions: [APIPermission]
 
     public init(
         clientID: UUID, tenantID: UUID, displayName: String, kind: ClientKind, redirectURIs: [String],
         allowPublicClientFlows: Bool = false, allowImplicit: Bool = false, allowPlainPKCE: Bool = false,
-        appIDURI: String? = nil, exposedScopes: [String] = []
+        appIDURI: String? = nil, exposedScopes: [String] = [], apiPermissions: [APIPermission] = []
     ) {
         self.clientID = clientID
         self.tenantID = tenantID
@@ -69,6 +72,12 @@ public struct AppRegistration: Sendable, Equatable {
         self.allowPlainPKCE = allowPlainPKCE
         self.appIDURI = appIDURI
         self.exposedScopes = exposedScopes
+        self.apiPermissions = apiPermissions
+    }
+
+    /// The permission this app holds on the API whose client id (`aud`) is `resource`.
+    func permission(on resource: String) -> APIPermission? {
+        apiPermissions.first { $0.resource.lowercased() == resource.lowercased() }
     }
 
     public var clientIDString: String { clientID.uuidString.lowercased() }
@@ -104,5 +113,34 @@ struct LoopbackRedirect: Equatable {
         self.host = host
         self.path = components.path.isEmpty ? "/" : components.path
         self.query = components.query
+    }
+}
+
+/// A granted permission on one API: delegated scopes (for tokens of a signed-in user) and
+/// application roles (for the app's own client-credentials tokens).
+public struct APIPermission: Sendable, Codable, Equatable {
+    /// The API's client id, the `aud` of its tokens; Microsoft Graph is
+    /// `00000003-0000-0000-c000-000000000000`.
+    public var resource: String
+    /// Delegated scopes by short name (`tasks.read`, `User.Read`).
+    public var scopes: [String]
+    /// Application permissions, put in `roles` of client-credentials tokens.
+    public var roles: [String]
+
+    public init(resource: String, scopes: [String] = [], roles: [String] = []) {
+        self.resource = resource.lowercased()
+        self.scopes = scopes
+        self.roles = roles
+    }
+
+    /// Microsoft Graph's application id, the `aud` of Graph tokens.
+    public static let graphResource = "00000003-0000-0000-c000-000000000000"
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            resource: try container.decode(String.self, forKey: .resource),
+            scopes: try container.decodeIfPresent([String].self, forKey: .scopes) ?? [],
+            roles: try container.decodeIfPresent([String].self, forKey: .roles) ?? [])
     }
 }

@@ -13,8 +13,13 @@ import Yams
 /// applications:
 ///   - { name: Contoso app, clientId: 1b2c…, kind: public, redirectUris: [http://localhost],
 ///       allowPublicClientFlows: true, appIdUri: https://contoso.onmicrosoft.com/api, scopes: [tasks.read],
-///       secrets: [] }
+///       secrets: [],
+///       permissions: [{ api: https://contoso.onmicrosoft.com/api, scopes: [tasks.read] },
+///                     { api: https://graph.microsoft.com, scopes: [User.Read] }] }
 /// ```
+///
+/// `permissions` are the app's API permissions with admin consent granted: without them an app
+/// gets no API's scopes but its own client id's (AADB2C90205).
 public struct TenantDeclaration: Decodable, Sendable {
     public struct TenantPart: Decodable, Sendable {
         var name: String
@@ -52,6 +57,15 @@ public struct TenantDeclaration: Decodable, Sendable {
         var appIdUri: String?
         var scopes: [String]?
         var secrets: [String]?
+        var permissions: [PermissionPart]?
+    }
+
+    /// One API permission: the API by Application ID URI, client id, or
+    /// `https://graph.microsoft.com`; delegated `scopes` and application `roles`.
+    public struct PermissionPart: Decodable, Sendable {
+        var api: String
+        var scopes: [String]?
+        var roles: [String]?
     }
 
     var tenant: TenantPart
@@ -100,6 +114,23 @@ public struct TenantDeclaration: Decodable, Sendable {
             )
         }
         for app in applications ?? [] {
+            for permission in app.permissions ?? [] {
+                switch resolveAPI(permission.api) {
+                case .graph:
+                    for scope in permission.scopes ?? [] where scope.lowercased() != "user.read" {
+                        problems.append("application '\(app.name)': Graph scope '\(scope)' is not served (User.Read is)")
+                    }
+                case .app(let api):
+                    let exposed = Set((api.scopes ?? []).map { $0.lowercased() })
+                    for scope in permission.scopes ?? [] where !exposed.contains(scope.lowercased()) {
+                        problems.append("application '\(app.name)': '\(api.name)' exposes no scope '\(scope)'")
+                    }
+                case nil:
+                    problems.append(
+                        "application '\(app.name)': permission for unknown API '\(permission.api)' (an appIdUri, clientId or https://graph.microsoft.com)"
+                    )
+                }
+            }
             if app.kind == .confidential, (app.secrets ?? []).isEmpty {
                 problems.append("confidential application '\(app.name)' needs at least one secret")
             }
@@ -111,6 +142,22 @@ public struct TenantDeclaration: Decodable, Sendable {
             }
         }
         if !problems.isEmpty { throw DeclarationError.invalid(problems.joined(separator: "; ")) }
+    }
+
+    enum DeclaredAPI {
+        case graph
+        case app(ApplicationPart)
+    }
+
+    /// The API a permission names, among Microsoft Graph and the declared apps.
+    func resolveAPI(_ api: String) -> DeclaredAPI? {
+        let key = api.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        if key == "https://graph.microsoft.com" || key == APIPermission.graphResource { return .graph }
+        let match = (applications ?? []).first { app in
+            app.appIdUri.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/")) == key } ?? false
+                || app.clientId?.uuidString.lowercased() == key
+        }
+        return match.map(DeclaredAPI.app)
     }
 
     /// The tenant, made the default, with its flows and apps. Existing apps with the same client
@@ -142,12 +189,26 @@ public struct TenantDeclaration: Decodable, Sendable {
                     applicationClaims: flow.applicationClaims ?? UserFlow.defaultClaims,
                     lifetimes: lifetimes))
         }
-        for app in applications ?? [] {
+        // Client ids first: permissions name their APIs by them.
+        let clientIDs = (applications ?? []).map { $0.clientId ?? UUID() }
+        func resource(_ api: String) -> String? {
+            switch resolveAPI(api) {
+            case .graph: return APIPermission.graphResource
+            case .app(let declared):
+                return (applications ?? []).firstIndex { $0.name == declared.name && $0.appIdUri == declared.appIdUri }
+                    .map { clientIDs[$0].uuidString.lowercased() }
+            case nil: return nil
+            }
+        }
+        for (index, app) in (applications ?? []).enumerated() {
+            let permissions = (app.permissions ?? []).compactMap { permission in
+                resource(permission.api).map { APIPermission(resource: $0, scopes: permission.scopes ?? [], roles: permission.roles ?? []) }
+            }
             let registration = AppRegistration(
-                clientID: app.clientId ?? UUID(), tenantID: model.id, displayName: app.name, kind: app.kind,
+                clientID: clientIDs[index], tenantID: model.id, displayName: app.name, kind: app.kind,
                 redirectURIs: app.redirectUris ?? [], allowPublicClientFlows: app.allowPublicClientFlows ?? false,
                 allowImplicit: app.allowImplicitFlow ?? false, allowPlainPKCE: app.allowPlainPKCE ?? false, appIDURI: app.appIdUri,
-                exposedScopes: app.scopes ?? [])
+                exposedScopes: app.scopes ?? [], apiPermissions: permissions)
             _ = try await server.tenants.removeApplication(tenantID: model.id, clientID: registration.clientID)
             try await server.tenants.save(registration, now: now)
             for secret in app.secrets ?? [] {

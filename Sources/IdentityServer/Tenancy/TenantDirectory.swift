@@ -59,6 +59,7 @@ public struct SQLTenantDirectory: TenantDirectory {
         var app_id_uri: String?
         var exposed_scopes: String
         var created_at: Int64
+        var api_permissions: String
 
         var application: AppRegistration? {
             guard let clientID = UUID(uuidString: client_id), let tenantID = UUID(uuidString: tenant_id),
@@ -69,7 +70,8 @@ public struct SQLTenantDirectory: TenantDirectory {
                 redirectURIs: StoredJSON.decode([String].self, redirect_uris) ?? [],
                 allowPublicClientFlows: allow_public_client_flows, allowImplicit: allow_implicit,
                 allowPlainPKCE: allow_plain_pkce, appIDURI: app_id_uri,
-                exposedScopes: StoredJSON.decode([String].self, exposed_scopes) ?? [])
+                exposedScopes: StoredJSON.decode([String].self, exposed_scopes) ?? [],
+                apiPermissions: StoredJSON.decode([APIPermission].self, api_permissions) ?? [])
         }
     }
 
@@ -214,7 +216,8 @@ public struct SQLTenantDirectory: TenantDirectory {
             redirect_uris: StoredJSON.encode(application.redirectURIs),
             allow_public_client_flows: application.allowPublicClientFlows, allow_implicit: application.allowImplicit,
             allow_plain_pkce: application.allowPlainPKCE, app_id_uri: application.appIDURI,
-            exposed_scopes: StoredJSON.encode(application.exposedScopes), created_at: now.epochSeconds)
+            exposed_scopes: StoredJSON.encode(application.exposedScopes), created_at: now.epochSeconds,
+            api_permissions: StoredJSON.encode(application.apiPermissions))
         try await database.transaction { sql in
             let exists = try await sql.select().column("client_id").from("applications")
                 .where("client_id", .equal, row.client_id).first()
@@ -227,6 +230,7 @@ public struct SQLTenantDirectory: TenantDirectory {
                     .set("allow_public_client_flows", to: row.allow_public_client_flows)
                     .set("allow_implicit", to: row.allow_implicit).set("allow_plain_pkce", to: row.allow_plain_pkce)
                     .set("app_id_uri", to: row.app_id_uri).set("exposed_scopes", to: row.exposed_scopes)
+                    .set("api_permissions", to: row.api_permissions)
                     .where("client_id", .equal, row.client_id).run()
             }
         }

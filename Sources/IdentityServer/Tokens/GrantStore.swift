@@ -15,9 +15,12 @@ public protocol GrantStore: Sendable {
     /// (in the same transaction), revoking it at once if the code was replayed meanwhile.
     func createFamily(_ family: RefreshTokenFamily, firstToken: String, tokenExpiresAt: Date, forCode code: String?) async throws
     /// Validates `token`, and if it is good, marks it used and stores `replacement` in its
-    /// family, atomically, so that two concurrent uses cannot both succeed.
+    /// family, atomically, so that two concurrent uses cannot both succeed. `admit` runs before
+    /// the token is consumed: what it throws comes back and leaves the token usable (a request
+    /// refused for its parameters must not burn the holder's token).
     func rotateRefreshToken(
         _ token: String, replacement: String, binding: RefreshTokenBinding,
+        admit: @Sendable (RefreshTokenFamily) throws -> Void,
         replacementExpiresAt: @Sendable (RefreshTokenFamily) -> Date, now: Date
     ) async throws -> RefreshTokenRedemption
     func revokeFamily(id: String, reason: String, now: Date) async throws
@@ -177,6 +180,7 @@ public struct SQLGrantStore: GrantStore {
 
     public func rotateRefreshToken(
         _ token: String, replacement: String, binding: RefreshTokenBinding,
+        admit: @Sendable (RefreshTokenFamily) throws -> Void,
         replacementExpiresAt: @Sendable (RefreshTokenFamily) -> Date, now: Date
     ) async throws -> RefreshTokenRedemption {
         let hash = Secrets.sha256Hex(token)
@@ -214,6 +218,7 @@ public struct SQLGrantStore: GrantStore {
                 let limit = min(expiresAt, family.slidingExpiresAt ?? expiresAt)
                 return .expired(family, issuedAt: Date(epoch: tokenRow.created_at), expiresAt: limit)
             }
+            try admit(family)
             try await sql.update("refresh_tokens").set("used_at", to: now.epochSeconds)
                 .where("token_hash", .equal, hash).run()
             let next = TokenRow(

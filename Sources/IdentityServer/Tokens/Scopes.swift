@@ -17,14 +17,21 @@ struct GrantedScopes: Equatable, Sendable {
     var granted: [String] = []
 
     /// Microsoft Graph's application id, the `aud` of Graph tokens.
-    static let graphAudience = "00000003-0000-0000-c000-000000000000"
+    static let graphAudience = APIPermission.graphResource
 
     /// Applies the rules: `openid` → ID token, `offline_access` → refresh token, the client id
-    /// or one app's API scopes → access token, `profile`/`email` accepted and ignored (MSAL adds
+    /// or one API's scopes → access token, `profile`/`email` accepted and ignored (MSAL adds
     /// them to every request), more than one resource refused (AADB2C90146), unknown scopes dropped
     /// if something else was granted (B2C's partial grant), refused otherwise.
+    ///
+    /// An API's scopes are granted only as far as the client holds them in its API permissions
+    /// (``AppRegistration/apiPermissions``; the client id as a scope, B2C's "own API" trick,
+    /// needs none). Scopes of an API the client holds nothing of are refused (AADB2C90205);
+    /// some held and some not is B2C's partial grant: `scp` carries the held ones
+    /// (research/b2c-protocol.md §3). With `appOnly` (client credentials) `.default` stands for
+    /// the application roles instead.
     static func resolve(
-        _ requested: [String], client: AppRegistration, tenantApps: [AppRegistration]
+        _ requested: [String], client: AppRegistration, tenantApps: [AppRegistration], appOnly: Bool = false
     ) throws -> GrantedScopes {
         var result = GrantedScopes()
         var unknown: [String] = []
@@ -38,6 +45,8 @@ struct GrantedScopes: Equatable, Sendable {
                 resourceScopes.append((client.clientIDString, nil, scope))
             case "user.read", "https://graph.microsoft.com/user.read":
                 resourceScopes.append((graphAudience, "User.Read", scope))
+            case "https://graph.microsoft.com/.default":
+                resourceScopes.append((graphAudience, "", scope))
             default:
                 if let match = apiScope(scope, in: tenantApps) {
                     resourceScopes.append((match.audience, match.name, scope))
@@ -52,7 +61,15 @@ struct GrantedScopes: Equatable, Sendable {
         }
         if let audience = audiences.first {
             var names: [String] = []
-            for entry in resourceScopes { if let name = entry.name, !names.contains(name) { names.append(name) } }
+            var held: [(audience: String, name: String?, original: String)] = []
+            for entry in resourceScopes {
+                let granted = grantedNames(entry, client: client, appOnly: appOnly)
+                guard let granted else { continue }
+                held.append(entry)
+                for name in granted where !names.contains(name) { names.append(name) }
+            }
+            guard !held.isEmpty else { throw B2CError.insufficientPermissions }
+            resourceScopes = held
             result.resource = TokenResource(audience: audience, scopeNames: names)
         }
         if result.resource == nil && !result.openID {
@@ -65,6 +82,22 @@ struct GrantedScopes: Equatable, Sendable {
         if result.openID { result.granted.append("openid") }
         if result.offlineAccess { result.granted.append("offline_access") }
         return result
+    }
+
+    /// The `scp` names one requested scope grants, or nil when the client holds none of it.
+    private static func grantedNames(
+        _ entry: (audience: String, name: String?, original: String), client: AppRegistration, appOnly: Bool
+    ) -> [String]? {
+        // The client id as a scope: the app's own API, no permission needed, no `scp`.
+        guard let name = entry.name else { return entry.audience == client.clientIDString ? [] : nil }
+        guard let permission = client.permission(on: entry.audience) else { return nil }
+        if name.isEmpty {
+            // `.default`: everything granted on that API (roles for an app-only token).
+            if appOnly { return permission.roles.isEmpty ? nil : [] }
+            return permission.scopes.isEmpty ? nil : permission.scopes
+        }
+        if appOnly { return nil }
+        return permission.scopes.first { $0.lowercased() == name.lowercased() }.map { [$0] }
     }
 
     /// `https://contoso.onmicrosoft.com/tasks/tasks.read` → the app whose Application ID URI is
@@ -81,6 +114,15 @@ struct GrantedScopes: Equatable, Sendable {
             }
         }
         return nil
+    }
+
+    /// RFC 6749 §6: a refresh may ask for the scopes of the original grant or fewer, never more.
+    /// `profile`/`email`-style scopes, which grant nothing, are always allowed.
+    static func checkWithinGrant(_ requested: [String], original: [String]) throws {
+        let allowed = Set(original.map { $0.lowercased() } + ["offline_access", "profile", "email", "phone", "address"])
+        if let extra = requested.first(where: { !allowed.contains($0.lowercased()) }) {
+            throw B2CError.scopeBeyondGrant(extra)
+        }
     }
 }
 

@@ -92,7 +92,9 @@ struct TokenIssuer: Sendable {
     }
 
     /// An app-only access token (client credentials): the app is the subject; no user claims.
-    func appToken(client: AppRegistration, resource: TokenResource, issuer: String, lifetime: Int, now: Date) async throws -> String {
+    func appToken(
+        client: AppRegistration, resource: TokenResource, roles: [String], issuer: String, lifetime: Int, now: Date
+    ) async throws -> String {
         var claims = JSONObjectBuilder()
         let iat = now.epochSeconds
         claims.set("iss", issuer)
@@ -104,6 +106,7 @@ struct TokenIssuer: Sendable {
         let scopeNames = resource.scopeNames.filter { !$0.isEmpty }
         if !scopeNames.isEmpty { claims.set("scp", scopeNames.joined(separator: " ")) }
         claims.set("azp", client.clientIDString)
+        if !roles.isEmpty { claims.set("roles", roles) }
         // Entra's marker of an app-only token (the `idtyp` optional claim), so resource servers
         // can refuse tokens that carry no user.
         claims.set("idtyp", "app")
