@@ -132,5 +132,7 @@ enum IdentityMigrations {
             Migration(
                 version: 9, name: "application API permissions",
                 ["ALTER TABLE applications ADD COLUMN api_permissions TEXT NOT NULL DEFAULT '[]'"]),
+            // The permissions a sign-in was consented with, which bound its refreshes.
+            Migration(version: 10, name: "refresh family consent", ["ALTER TABLE refresh_token_families ADD COLUMN consented TEXT"]),
         ])
 }

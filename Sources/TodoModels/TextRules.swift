@@ -45,7 +45,7 @@ public enum TextRules {
     /// several scripts (Persian, the Indic scripts) need (RFC 8264 §9.8, CONTEXTJ). Bidi controls
     /// are refused: they reorder what a reader sees (CVE-2021-42574, "Trojan Source").
     public static func freeText(_ raw: String, maximumLength: Int) -> Result<String, Problem> {
-        let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = trimmed(raw)
         for scalar in trimmed.unicodeScalars {
             if scalar == "\u{200C}" || scalar == "\u{200D}" { continue }
             switch scalar.properties.generalCategory {
@@ -57,6 +57,17 @@ public enum TextRules {
         if trimmed.isEmpty { return .failure(.empty) }
         if trimmed.count > maximumLength { return .failure(.tooLong(maximum: maximumLength)) }
         return .success(trimmed)
+    }
+
+    /// `text` without leading and trailing White_Space characters (Unicode's property: spaces,
+    /// tabs, line ends). Foundation's `whitespaces` set also holds the zero-width space, a format
+    /// character that must be refused rather than quietly dropped.
+    public static func trimmed(_ text: String) -> String {
+        let scalars = text.unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        else { return "" }
+        return String(scalars[first...last])
     }
 
     /// The scalar itself when it may not appear in a name, else nil.

@@ -167,18 +167,46 @@ struct UnitTests {
         }
     }
 
-    @Test("a refresh asks for the original grant or less (RFC 6749 §6)")
+    @Test("a refresh asks for the original grant or less: the sign-in's scopes and the permissions consented then (RFC 6749 §6)")
     func refreshWithinGrant() throws {
-        let original = ["https://contoso.onmicrosoft.com/tasks/tasks.read", "openid", "offline_access"]
-        try GrantedScopes.checkWithinGrant([], original: original)
-        try GrantedScopes.checkWithinGrant(["openid", "offline_access", "profile"], original: original)
-        try GrantedScopes.checkWithinGrant(["https://contoso.onmicrosoft.com/tasks/TASKS.READ"], original: original)
+        let tenant = UUID()
+        let api = AppRegistration(
+            clientID: UUID(), tenantID: tenant, displayName: "api", kind: .public, redirectURIs: [],
+            appIDURI: "https://contoso.onmicrosoft.com/tasks", exposedScopes: ["tasks.read", "tasks.write"])
+        var client = AppRegistration(clientID: UUID(), tenantID: tenant, displayName: "c", kind: .public, redirectURIs: [])
+        client.apiPermissions = [
+            APIPermission(resource: api.clientIDString, scopes: ["tasks.read"]),
+            APIPermission(resource: APIPermission.graphResource, scopes: ["User.Read"]),
+        ]
+        let apps = [api, client]
+        let family = RefreshTokenFamily(
+            id: "f", tenantID: tenant, clientID: client.clientIDString, userID: UUID(), policy: "B2C_1_susi",
+            scopes: ["https://contoso.onmicrosoft.com/tasks/tasks.read", "offline_access"], authTime: Date(), identityProvider: .local,
+            createdAt: Date(), consented: client.apiPermissions)
+        try GrantedScopes.checkRefresh([], family: family, client: client, tenantApps: apps)
+        try GrantedScopes.checkRefresh(
+            ["https://contoso.onmicrosoft.com/tasks/TASKS.READ", "profile"], family: family, client: client, tenantApps: apps)
+        // Another consented API: allowed (Entra-style refresh tokens).
+        try GrantedScopes.checkRefresh(["User.Read"], family: family, client: client, tenantApps: apps)
+        // Never consented, or consented only after the sign-in: refused.
         #expect(throws: B2CError.scopeBeyondGrant("https://contoso.onmicrosoft.com/tasks/tasks.write")) {
-            try GrantedScopes.checkWithinGrant(["https://contoso.onmicrosoft.com/tasks/tasks.write"], original: original)
+            try GrantedScopes.checkRefresh(
+                ["https://contoso.onmicrosoft.com/tasks/tasks.write"], family: family, client: client, tenantApps: apps)
         }
-        #expect(throws: B2CError.scopeBeyondGrant("User.Read")) { try GrantedScopes.checkWithinGrant(["User.Read"], original: original) }
+        var later = client
+        later.apiPermissions[0].scopes.append("tasks.write")
+        #expect(throws: B2CError.scopeBeyondGrant("https://contoso.onmicrosoft.com/tasks/tasks.write")) {
+            try GrantedScopes.checkRefresh(
+                ["https://contoso.onmicrosoft.com/tasks/tasks.write"], family: family, client: later, tenantApps: apps)
+        }
+        // Withdrawn since: refused even though the sign-in had it.
+        var withdrawn = client
+        withdrawn.apiPermissions = []
+        #expect(throws: B2CError.scopeBeyondGrant("https://contoso.onmicrosoft.com/tasks/tasks.read")) {
+            try GrantedScopes.checkRefresh([], family: family, client: withdrawn, tenantApps: apps)
+        }
         #expect(throws: B2CError.scopeBeyondGrant("openid")) {
-            try GrantedScopes.checkWithinGrant(["openid"], original: ["offline_access"])
+            try GrantedScopes.checkRefresh(["openid"], family: family, client: client, tenantApps: apps)
         }
     }
 

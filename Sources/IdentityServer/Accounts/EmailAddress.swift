@@ -20,7 +20,7 @@ struct EmailAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// nil when `raw` is not an acceptable address.
     init?(_ raw: String) {
-        let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = TextRules.trimmed(raw)
         let display = TextRules.widthMapped(trimmed).precomposedStringWithCanonicalMapping
         let canonical = display.lowercased().precomposedStringWithCanonicalMapping
         guard Self.isWellFormed(canonical),

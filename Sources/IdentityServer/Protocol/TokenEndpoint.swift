@@ -135,12 +135,8 @@ struct TokenEndpoint: Sendable {
             presented, replacement: replacement,
             binding: RefreshTokenBinding(tenantID: tenant.id, clientID: clientID, policy: flowName),
             admit: { family in
-                // A refresh stays within its original grant (RFC 6749 §6): AAD's refresh tokens are
-                // scope-independent (research/client-sdk.md §C.10), but a token that can be refreshed
-                // into any API's scopes widens every grant it came from (the security issue's M-3).
-                // The app's permissions are checked again too, so a withdrawn permission ends here.
-                try GrantedScopes.checkWithinGrant(requested, original: family.scopes)
-                _ = try GrantedScopes.resolve(requested.isEmpty ? family.scopes : requested, client: client, tenantApps: apps)
+                // A refresh stays within its original grant (RFC 6749 §6; the security issue's M-3).
+                try GrantedScopes.checkRefresh(requested, family: family, client: client, tenantApps: apps)
             },
             replacementExpiresAt: { family in
                 let byLifetime = now.addingTimeInterval(lifetime)
@@ -232,7 +228,7 @@ struct TokenEndpoint: Sendable {
             id: UUID().uuidString.lowercased(), tenantID: issuance.tenant.id, clientID: issuance.client.clientIDString,
             userID: issuance.user.id, policy: issuance.flow.name, scopes: issuance.scopes.granted,
             authTime: issuance.authTime, identityProvider: issuance.identityProvider, createdAt: now,
-            slidingExpiresAt: sliding, revokedAt: nil)
+            slidingExpiresAt: sliding, revokedAt: nil, consented: issuance.client.apiPermissions)
         let expires = now.addingTimeInterval(TimeInterval(lifetimes.refreshTokenSeconds))
         try await service.grants.createFamily(family, firstToken: token, tokenExpiresAt: min(expires, sliding ?? expires), forCode: code)
         return token

@@ -32,7 +32,7 @@ public enum DevTenant {
 
     /// What the dev tenant's apps are granted (admin consent given): the Task API's scopes and
     /// Graph's User.Read, what the tutorials ask for; the web app may also call the API as itself.
-    static func permissions(taskAPI: AppRegistration, web: Bool) -> [APIPermission] {
+    public static func permissions(taskAPI: AppRegistration, web: Bool) -> [APIPermission] {
         [
             APIPermission(resource: taskAPI.clientIDString, scopes: taskAPI.exposedScopes, roles: web ? ["Tasks.ReadWrite.All"] : []),
             APIPermission(resource: APIPermission.graphResource, scopes: ["User.Read"]),

@@ -77,6 +77,7 @@ public struct SQLGrantStore: GrantStore {
         var sliding_expires_at: Int64?
         var revoked_at: Int64?
         var revoked_reason: String?
+        var consented: String?
 
         init(_ family: RefreshTokenFamily) {
             id = family.id
@@ -91,6 +92,7 @@ public struct SQLGrantStore: GrantStore {
             sliding_expires_at = family.slidingExpiresAt?.epochSeconds
             revoked_at = family.revokedAt?.epochSeconds
             revoked_reason = nil
+            consented = family.consented.map { StoredJSON.encode($0) }
         }
 
         var family: RefreshTokenFamily? {
@@ -101,7 +103,8 @@ public struct SQLGrantStore: GrantStore {
                 id: id, tenantID: tenantID, clientID: client_id, userID: userID, policy: policy,
                 scopes: StoredJSON.decode([String].self, scopes) ?? [], authTime: .init(epoch: auth_time),
                 identityProvider: provider, createdAt: .init(epoch: created_at),
-                slidingExpiresAt: sliding_expires_at.map(Date.init(epoch:)), revokedAt: revoked_at.map(Date.init(epoch:)))
+                slidingExpiresAt: sliding_expires_at.map(Date.init(epoch:)), revokedAt: revoked_at.map(Date.init(epoch:)),
+                consented: consented.flatMap { StoredJSON.decode([APIPermission].self, $0) })
         }
     }
 

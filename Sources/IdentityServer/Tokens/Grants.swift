@@ -45,6 +45,9 @@ public struct RefreshTokenFamily: Sendable, Equatable {
     /// `auth_time` + the flow's sliding window; nil when unbounded.
     public var slidingExpiresAt: Date?
     public var revokedAt: Date?
+    /// The app's API permissions when the user signed in: what a refresh may ask for, together
+    /// with the app's current permissions (nil for families from before this was recorded).
+    public var consented: [APIPermission]? = nil
 }
 
 public enum RefreshTokenRedemption: Sendable {

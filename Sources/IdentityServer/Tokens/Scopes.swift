@@ -116,12 +116,35 @@ struct GrantedScopes: Equatable, Sendable {
         return nil
     }
 
-    /// RFC 6749 §6: a refresh may ask for the scopes of the original grant or fewer, never more.
-    /// `profile`/`email`-style scopes, which grant nothing, are always allowed.
-    static func checkWithinGrant(_ requested: [String], original: [String]) throws {
-        let allowed = Set(original.map { $0.lowercased() } + ["offline_access", "profile", "email", "phone", "address"])
-        if let extra = requested.first(where: { !allowed.contains($0.lowercased()) }) {
-            throw B2CError.scopeBeyondGrant(extra)
+    /// RFC 6749 §6: a refresh asks for nothing beyond the original grant. The grant is what the
+    /// user signed in with plus the API permissions the app held then (its admin consent), so,
+    /// as with Entra's refresh tokens (research/client-sdk.md §C.10), a refresh may move to
+    /// another API the app was consented for, but never to one it was not, nor to one granted
+    /// only later; and a permission withdrawn since is gone too. `openid` only if it was asked for.
+    static func checkRefresh(
+        _ requested: [String], family: RefreshTokenFamily, client: AppRegistration, tenantApps: [AppRegistration]
+    ) throws {
+        let original = Set(family.scopes.map { $0.lowercased() })
+        var bounded = client
+        bounded.apiPermissions = client.apiPermissions.compactMap { current in
+            guard let consented = (family.consented ?? []).first(where: { $0.resource == current.resource }) else { return nil }
+            let scopes = current.scopes.filter { scope in consented.scopes.contains { $0.lowercased() == scope.lowercased() } }
+            return APIPermission(resource: current.resource, scopes: scopes)
+        }
+        for scope in requested.isEmpty ? family.scopes : requested {
+            switch scope.lowercased() {
+            case "offline_access", "profile", "email", "phone", "address": continue
+            case "openid":
+                guard original.contains("openid") else { throw B2CError.scopeBeyondGrant(scope) }
+            default:
+                // Families from before consent was recorded may repeat their own scopes only.
+                if family.consented == nil, !original.contains(scope.lowercased()) { throw B2CError.scopeBeyondGrant(scope) }
+                do {
+                    _ = try resolve([scope], client: family.consented == nil ? client : bounded, tenantApps: tenantApps)
+                } catch {
+                    throw B2CError.scopeBeyondGrant(scope)
+                }
+            }
         }
     }
 }
