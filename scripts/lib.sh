@@ -4,7 +4,17 @@ set -euo pipefail
 
 repo_root() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd; }
 
-log() { printf '\n==> %s\n' "$*" >&2; }
+# log MESSAGE: starts a phase; prints how long the previous one took and the time since the start.
+SCRIPT_START=${SCRIPT_START:-$SECONDS}
+PHASE_START=$SECONDS
+PHASE_NAME=
+log() {
+  local now=$SECONDS
+  if [ -n "$PHASE_NAME" ]; then printf '    (%ss: %s)\n' "$((now - PHASE_START))" "$PHASE_NAME" >&2; fi
+  printf '\n==> [%ss] %s\n' "$((now - SCRIPT_START))" "$*" >&2
+  PHASE_START=$now
+  PHASE_NAME=$*
+}
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 

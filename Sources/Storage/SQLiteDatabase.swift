@@ -30,8 +30,7 @@ public final class SQLiteDatabase: Database {
         switch storage {
         case .memory: nioStorage = .memory
         case .file(let path):
-            let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try Self.prepareOwnerOnly(path)
             nioStorage = .file(path: path)
         }
         connection = try await SQLiteConnection.open(storage: nioStorage, logger: logger)
@@ -58,6 +57,28 @@ public final class SQLiteDatabase: Database {
             }
         }
         self.readers = readers
+    }
+
+    /// The database holds signing keys, password hashes and the web app's sessions: it is made
+    /// owner-only wherever it lives (the security issue's M-6). A directory this creates is 0700;
+    /// the file is created 0600 before SQLite opens it, and SQLite gives its `-wal` and `-shm`
+    /// files the database file's permissions (https://sqlite.org/tempfiles.html); an existing
+    /// database (and its `-wal`/`-shm`) readable by others is narrowed to 0600.
+    static func prepareOwnerOnly(_ path: String) throws {
+        let manager = FileManager.default
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        if !manager.fileExists(atPath: directory) {
+            try manager.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        if !manager.fileExists(atPath: path) {
+            guard manager.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                throw StorageError.invalidURL("sqlite:\(path) (cannot create the file)")
+            }
+        }
+        for file in [path, path + "-wal", path + "-shm"] where manager.fileExists(atPath: file) {
+            let mode = (try manager.attributesOfItem(atPath: file)[.posixPermissions] as? NSNumber)?.intValue ?? 0
+            if mode & 0o077 != 0 { try manager.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file) }
+        }
     }
 
     /// A reader connection, round robin; the writer when there are none.

@@ -50,3 +50,38 @@ struct TextFloorTests {
         }
     }
 }
+
+@Suite("SQLite files are owner-only")
+struct SQLiteFileModeTests {
+    private func mode(_ path: String) throws -> Int {
+        try (FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+    }
+
+    @Test("a new database outside the data dir: directory 0700, database, -wal and -shm 0600")
+    func newDatabase() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("modes-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let path = root.appendingPathComponent("nested/todo.sqlite").path
+        let database = try await SQLiteDatabase(storage: .file(path), logger: TestDatabase.logger)
+        _ = try await StorageTests.migrations.run(on: database, logger: TestDatabase.logger)
+        try await database.transaction { sql in try await sql.raw("INSERT INTO notes (id, body) VALUES ('a', 'b')").run() }
+        #expect(try mode(root.appendingPathComponent("nested").path) == 0o700)
+        for file in [path, path + "-wal", path + "-shm"] {
+            #expect(FileManager.default.fileExists(atPath: file), "\(file)")
+            #expect(try mode(file) == 0o600, "\(file)")
+        }
+        try await database.close()
+    }
+
+    @Test("an existing world-readable database is narrowed to 0600 when opened")
+    func existingDatabase() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("modes-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let path = root.appendingPathComponent("todo.sqlite").path
+        #expect(FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o644]))
+        let database = try await SQLiteDatabase(storage: .file(path), logger: TestDatabase.logger)
+        #expect(try mode(path) == 0o600)
+        try await database.close()
+    }
+}
