@@ -64,6 +64,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "bcrypt cost for new password hashes (OWASP: at least 10). Env: TODO_PASSWORD_HASH_COST. Default: 10.")
     var passwordHashCost: UInt8?
 
+    @Option(
+        help:
+            "Seconds a connection may sit idle, or take to send a request's header or its next body part, before it is closed (slow or idle clients cannot hold the ports). Env: TODO_IDLE_TIMEOUT. Default: 30."
+    )
+    var idleTimeout: Int?
+
     @Flag(
         help:
             "Serve the simulated Facebook, which signs anyone in as any federated user by email alone: development only, and only on a loopback address. Env: TODO_SIMULATED_FACEBOOK=1."
@@ -240,7 +246,12 @@ struct Serve: AsyncParsableCommand {
     /// certificate's path is returned for clients. Both parts use the same listener setup, so
     /// tokens never travel in clear text when `--tls` is on.
     func listener(tls: Bool, displayHost: String) throws -> (HTTPServerBuilder, String?) {
-        guard tls else { return (.http1(), nil) }
+        // One timer covers idle keep-alive connections and requests whose header or next body
+        // part does not arrive (slowloris): Hummingbird's idle timeout counts from the last
+        // complete part read or response written.
+        let seconds = idleTimeout ?? store.environment["TODO_IDLE_TIMEOUT"].flatMap(Int.init) ?? 30
+        let http1 = HTTP1Channel.Configuration(idleTimeout: .seconds(Int64(max(1, seconds))))
+        guard tls else { return (.http1(configuration: http1), nil) }
         let ca = LocalCertificateAuthority(directory: URL(fileURLWithPath: store.resolvedDataDir).appendingPathComponent("tls"))
         try ca.ensure(hosts: [displayHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))])
         var tlsConfiguration = TLSConfiguration.makeServerConfiguration(
@@ -250,7 +261,7 @@ struct Serve: AsyncParsableCommand {
         // CBC with SHA-1: Mozilla's "intermediate" configuration).
         tlsConfiguration.minimumTLSVersion = .tlsv12
         tlsConfiguration.cipherSuites = "ECDHE+AESGCM:ECDHE+CHACHA20"
-        return (try .tls(.http1(), tlsConfiguration: tlsConfiguration), ca.caCertificatePath)
+        return (try .tls(.http1(configuration: http1), tlsConfiguration: tlsConfiguration), ca.caCertificatePath)
     }
 
     /// `--only api`: the Task API alone, in front of any B2C-shaped authority (SPEC §3), e.g. a

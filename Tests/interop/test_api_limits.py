@@ -1,8 +1,9 @@
 """The Task API over a real socket: a 10 MB header is refused without taking the server down,
-and browsers from an allowed origin get CORS headers."""
+slow and idle connections are closed, and browsers from an allowed origin get CORS headers."""
 
 import os
 import socket
+import time
 
 import requests
 
@@ -63,6 +64,33 @@ def test_cors_for_an_allowed_origin(tmp_path):
             headers={"Origin": "http://evil.example", "Access-Control-Request-Method": "DELETE"},
         )
         assert "Access-Control-Allow-Origin" not in stranger.headers
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_slow_and_idle_connections_are_closed(tmp_path):
+    binary = os.environ["TODO_SERVER_BIN"]
+    identity_port, api_port = free_port(), free_port()
+    os.environ["TODO_IDLE_TIMEOUT"] = "2"
+    try:
+        server = start(binary, tmp_path / "data", identity_port, api_port)
+    finally:
+        del os.environ["TODO_IDLE_TIMEOUT"]
+    try:
+        for port in (identity_port, api_port):
+            # A header that never ends (slowloris), and a connection that never sends anything.
+            slow = socket.create_connection(("127.0.0.1", port), timeout=10)
+            slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            idle = socket.create_connection(("127.0.0.1", port), timeout=10)
+            started = time.monotonic()
+            for sock in (slow, idle):
+                with sock:
+                    # recv returns b"" once the server closes; a timeout here means it never did.
+                    assert sock.recv(1024) == b"", "the server answered instead of closing"
+            assert time.monotonic() - started < 8
+            # Other clients are served meanwhile and after.
+            assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
     finally:
         server.kill()
         server.wait()
