@@ -27,12 +27,15 @@ public struct IdentityServerConfiguration: Sendable {
     /// federated user by email alone. Off unless asked for; `todo-server serve` refuses to turn
     /// it on for a server reachable beyond loopback (the security issue's M-2).
     public var simulatedFacebook: Bool
+    /// The port this service listens on: a `Host` naming another port is not trusted for URLs
+    /// (the security issue's L-11). nil (tests on ephemeral ports) accepts any.
+    public var listenPort: Int?
 
     public init(
         scheme: String = "http", defaultAuthority: String = "127.0.0.1:5080", passwordHashCost: UInt8 = 10,
         lockout: LockoutPolicy = .default, codeLifetime: TimeInterval = 600, sessionLifetime: TimeInterval = 86_400,
         interactionLifetime: TimeInterval = 3600, signingKeyBits: Int = 2048, developmentMailbox: Bool = true,
-        allowedHosts: Set<String> = ["localhost", "127.0.0.1", "::1"], simulatedFacebook: Bool = false
+        allowedHosts: Set<String> = ["localhost", "127.0.0.1", "::1"], simulatedFacebook: Bool = false, listenPort: Int? = nil
     ) {
         self.scheme = scheme
         self.defaultAuthority = defaultAuthority
@@ -45,7 +48,9 @@ public struct IdentityServerConfiguration: Sendable {
         self.developmentMailbox = developmentMailbox
         self.allowedHosts = Set(allowedHosts.map { $0.lowercased() })
         self.simulatedFacebook = simulatedFacebook
+        self.listenPort = listenPort
     }
 
     var secureCookies: Bool { scheme == "https" }
+
 }

@@ -28,16 +28,28 @@ struct IdentityService: Sendable {
 
     /// Whether the request's `Host` is a plain host[:port] naming one of the allowed hosts.
     func isAllowedHost(_ request: Request) -> Bool {
-        Self.isAllowed(authority: request.head.authority ?? "", in: configuration.allowedHosts)
+        Self.isAllowed(authority: request.head.authority ?? "", in: configuration.allowedHosts, port: configuration.listenPort)
     }
 
-    static func isAllowed(authority: String, in allowed: Set<String>) -> Bool {
+    /// Whether `authority` names an allowed host and, when it carries a port, the port this
+    /// service listens on: `localhost:6666` must not make the service write URLs and issuers for
+    /// a port something else may own (the security issue's L-11).
+    static func isAllowed(authority: String, in allowed: Set<String>, port: Int? = nil) -> Bool {
         guard isPlainAuthority(authority) else { return false }
         var host = authority
+        var given: Substring?
         if host.hasPrefix("["), let end = host.firstIndex(of: "]") {
+            let rest = host[host.index(after: end)...]
+            given = rest.hasPrefix(":") ? rest.dropFirst() : nil
+            if !rest.isEmpty, given == nil { return false }
             host = String(host[host.index(after: host.startIndex)..<end])
         } else if let colon = host.lastIndex(of: ":") {
+            given = host[host.index(after: colon)...]
             host = String(host[..<colon])
+        }
+        if let given {
+            guard let number = Int(given), (1...65535).contains(number) else { return false }
+            if let port, number != port { return false }
         }
         return allowed.contains(host.lowercased())
     }

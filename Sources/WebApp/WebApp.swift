@@ -27,6 +27,8 @@ public struct WebAppConfiguration: Sendable {
     public var passwordResetPolicy = "B2C_1_reset"
     /// `Secure` cookies and `https` reply URLs (under `--tls`).
     public var secure = false
+    /// The app's registered reply URLs; the browser's `Host` is used only when it names one.
+    public var replyURLs: [String] = []
     public var sessionLifetime: TimeInterval = 8 * 3600
     public var pageSize = 20
 
@@ -367,10 +369,13 @@ public struct WebApp: Sendable {
     }
 
     /// The reply URL on the host the browser used (the dev app registers `localhost` and
-    /// `127.0.0.1`), so the session cookie comes back with the redirect.
+    /// `127.0.0.1`), so the session cookie comes back with the redirect; a `Host` that is not one
+    /// of the registered reply URLs' gets the first registered one, never a URL it made up.
     func returnURL(_ request: Request) -> String {
-        let host = request.head.authority ?? "localhost"
-        return "\(configuration.secure ? "https" : "http")://\(host)/auth/openid/return"
+        let scheme = configuration.secure ? "https" : "http"
+        let candidate = "\(scheme)://\(request.head.authority ?? "localhost")/auth/openid/return"
+        guard !configuration.replyURLs.isEmpty, !configuration.replyURLs.contains(candidate) else { return candidate }
+        return configuration.replyURLs.first { $0.hasPrefix("\(scheme)://") } ?? configuration.replyURLs[0]
     }
 
     static func form(_ request: Request) async throws -> [String: String] {

@@ -111,7 +111,7 @@ struct Serve: AsyncParsableCommand {
             allowedHosts: [
                 "localhost", "127.0.0.1", "::1", host.lowercased(),
                 displayHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased(),
-            ], simulatedFacebook: facebook)
+            ], simulatedFacebook: facebook, listenPort: identityPort)
         let (database, identity) = try await store.openIdentity(logger: logger, configuration: configuration)
 
         let tenantPath = tenantConfig ?? environment["TODO_TENANT_CONFIG"]
@@ -211,6 +211,7 @@ struct Serve: AsyncParsableCommand {
             authority: "\(identityBase)/\(seed.tenant.name)/", apiBaseURL: apiURL,
             apiScopes: seed.publicApp.exposedScopes.map { "\(seed.publicApp.appIDURI ?? "")/\($0)" })
         configuration.secure = secure
+        configuration.replyURLs = seed.webApp.redirectURIs
         if identity.configuration.simulatedFacebook { configuration.facebookPolicy = "B2C_1_facebook" }
         return try await WebApp.make(configuration: configuration, database: database, transport: transport, logger: logger)
     }

@@ -356,6 +356,14 @@ struct SecurityTests {
         #expect(!IdentityService.isAllowed(authority: "localhost.attacker.example", in: allowed))
         #expect(!IdentityService.isAllowed(authority: "localhost:5080/evil", in: allowed))
         #expect(!IdentityService.isAllowed(authority: "", in: allowed))
+        // The port, when given, must be the service's own.
+        #expect(IdentityService.isAllowed(authority: "localhost:5080", in: allowed, port: 5080))
+        #expect(IdentityService.isAllowed(authority: "[::1]:5080", in: allowed, port: 5080))
+        #expect(IdentityService.isAllowed(authority: "localhost", in: allowed, port: 5080))
+        #expect(!IdentityService.isAllowed(authority: "localhost:6666", in: allowed, port: 5080))
+        #expect(!IdentityService.isAllowed(authority: "[::1]:6666", in: allowed, port: 5080))
+        #expect(!IdentityService.isAllowed(authority: "localhost:99999", in: allowed))
+        #expect(!IdentityService.isAllowed(authority: "[::1]x", in: allowed))
     }
 
     @Test("wrong verification codes count across re-sends", arguments: TestDatabase.engines)
