@@ -92,8 +92,11 @@ public final class TaskServer: Sendable {
                 throw TaskAPIError.unavailable
             }
         }
-        router.get("metrics") { _, _ in
-            Response(
+        // Prometheus metrics for this machine only: they describe traffic, and nothing outside
+        // needs them (scrape through loopback).
+        router.get("metrics") { request, context in
+            guard context.isLocal(request) else { return Problem.response(for: .notFound) }
+            return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: metrics.exposition)))
         }

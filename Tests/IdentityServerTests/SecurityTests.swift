@@ -432,3 +432,28 @@ struct KeyRevocationTests {
         }
     }
 }
+
+@Suite("Logout by GET needs the session's own ID token")
+struct LogoutConfirmationTests {
+    @Test("with this session's ID token a GET signs out at once; with another user's it asks first", arguments: TestDatabase.engines)
+    func hintDecides(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            _ = try await h.addUser("bob@example.com", name: "Bob")
+            let bobsToken = try await driver.ropc(h, username: "bob@example.com", password: "Passw0rd!").json["id_token"] as! String
+            let attempt = AuthorizationAttempt(harness: h)
+            let code = try #require(try await driver.signIn(h, attempt: attempt, email: "alice@example.com").redirectParameters["code"])
+            let alicesToken = try #require(try await driver.redeem(h, attempt: attempt, code: code).json["id_token"] as? String)
+            let logout = h.path("B2C_1_susi", "oauth2/v2.0/logout") + "?post_logout_redirect_uri=\(IdentityHarness.redirect)&id_token_hint="
+
+            let foreign = try await driver.get(logout + bobsToken)
+            #expect(foreign.location == nil)
+            #expect(foreign.text.contains("id=\"confirmSignOut\""))
+            let own = try await driver.get(logout + alicesToken)
+            #expect(own.location == IdentityHarness.redirect)
+            var none = AuthorizationAttempt(harness: h)
+            none.extra = [("prompt", "none")]
+            #expect(try await b2cCode(redirect: driver.start(none, harness: h)) == "AADB2C90077")
+        }
+    }
+}

@@ -14,7 +14,7 @@ struct TaskHarness: Sendable {
     let server: TaskServer
 
     static func run(
-        _ engine: DatabaseEngine, requiredScopes: [String] = [], corsOrigins: [String] = [],
+        _ engine: DatabaseEngine, requiredScopes: [String] = [], corsOrigins: [String] = [], over testing: TestingSetup = .router,
         _ body: @Sendable (TaskHarness, any TestClientProtocol) async throws -> Void
     ) async throws {
         let authority = try MockAuthority()
@@ -27,7 +27,7 @@ struct TaskHarness: Sendable {
                     fetcher: fetcher, logger: TestDatabase.logger)
                 let app = Application(router: server.buildRouter(), logger: TestDatabase.logger)
                 do {
-                    try await app.test(.router) { client in try await body(TaskHarness(authority: authority, server: server), client) }
+                    try await app.test(testing) { client in try await body(TaskHarness(authority: authority, server: server), client) }
                     try await fetcher.shutdown()
                 } catch {
                     try? await fetcher.shutdown()
@@ -243,9 +243,18 @@ struct TaskAPITests {
         }
     }
 
+    @Test("metrics answer only a local request (loopback peer, loopback Host)")
+    func metricsAreLocal() async throws {
+        // The router test client has no socket, so no loopback peer.
+        try await TaskHarness.run(.sqlite) { _, client in
+            let response = try await client.call(.get, "/metrics", token: nil)
+            #expect(response.status == .notFound)
+        }
+    }
+
     @Test("health, readiness and metrics answer without a token")
     func operations() async throws {
-        try await TaskHarness.run(.sqlite) { h, client in
+        try await TaskHarness.run(.sqlite, over: .live) { h, client in
             #expect(try await client.call(.get, "/healthz", token: nil).status == .ok)
             #expect(try await client.call(.get, "/readyz", token: nil).status == .ok)
             _ = try await client.call(.get, "/api/tasks", token: "garbage")
@@ -272,7 +281,7 @@ struct OpenAPITests {
         "DELETE /tasks": ["204", "400", "401", "403", "413", "415", "422", "503"],
         "GET /healthz": ["200"],
         "GET /readyz": ["200", "503"],
-        "GET /metrics": ["200"],
+        "GET /metrics": ["200", "404"],
         "GET /openapi.json": ["200"],
     ]
 

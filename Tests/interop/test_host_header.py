@@ -28,3 +28,11 @@ def test_the_web_app_sends_a_registered_reply_url_whatever_the_host(server):
     reply = parse_qs(urlparse(response.headers["Location"]).query)["redirect_uri"][0]
     assert "attacker.example" not in reply
     assert reply.endswith(f":{port}/auth/openid/return")
+
+
+def test_metrics_are_served_to_local_requests_only():
+    web = os.environ["TODO_WEB_URL"]
+    port = urlparse(web).port
+    assert requests.get(f"http://127.0.0.1:{port}/metrics").status_code == 200
+    # What a reverse proxy on this machine forwards: a public name.
+    assert requests.get(f"http://127.0.0.1:{port}/metrics", headers={"Host": "todo.example.com"}).status_code == 404

@@ -14,23 +14,36 @@ struct LogoutEndpoint: Sendable {
     var flow: InteractionFlow { InteractionFlow(service: service) }
 
     func handle(_ request: Request, context: IdentityRequestContext, path: EndpointPath) async throws -> Response {
-        let parameters = RequestParameters(query: request.uri.query)
+        var parameters = RequestParameters(query: request.uri.query)
+        if request.method == .post { parameters = try await FormBody.read(request, context: context) }
         let tenant: Tenant
         do {
             (tenant, _) = try await service.resolve(path)
         } catch let error as B2CError {
             return flow.errorPage(PageError(error), tenant: nil, context: context)
         }
+        // The return URI is checked first, so a bad one is refused before anything else.
+        let target = parameters.nonEmpty("post_logout_redirect_uri")
+        if let target, try await !isAllowed(target, parameters: parameters, tenant: tenant) {
+            return flow.errorPage(PageError(B2CError.postLogoutRedirectInvalid(target)), tenant: tenant, context: context)
+        }
         let cookieName = InteractionFlow.ssoCookie(for: tenant)
-        if let id = request.cookies[cookieName]?.value, !id.isEmpty {
+        if let id = request.cookies[cookieName]?.value, !id.isEmpty,
+            let session = try await service.interactions.session(idHash: Secrets.sha256Hex(id), now: service.now)
+        {
+            // A GET is a link any page can make a browser follow (the SSO cookie is SameSite=Lax):
+            // without an ID token of this very session's user, the user confirms first
+            // (OpenID Connect RP-Initiated Logout 1.0 §2: the OP should ask when it cannot tell
+            // the request came from the user's app). The confirmation is a POST, which a
+            // cross-site form cannot send with the cookie.
+            if request.method == .get, try await hintSubject(parameters, tenant: tenant) != session.userID.uuidString.lowercased() {
+                return try confirmation(request, parameters: parameters, tenant: tenant)
+            }
             try await service.interactions.deleteSession(idHash: Secrets.sha256Hex(id))
             context.logger.info("signed out")
         }
         var response: Response
-        if let target = parameters.nonEmpty("post_logout_redirect_uri") {
-            guard try await isAllowed(target, parameters: parameters, tenant: tenant) else {
-                return flow.errorPage(PageError(B2CError.postLogoutRedirectInvalid(target)), tenant: tenant, context: context)
-            }
+        if let target {
             var location = target
             if let state = parameters["state"] {
                 location += (target.contains("?") ? "&" : "?") + FormEncoding.encode([("state", state)])
@@ -41,6 +54,27 @@ struct LogoutEndpoint: Sendable {
         }
         response.setCookie(flow.expiredCookie(cookieName))
         return response
+    }
+
+    /// The `sub` of a valid `id_token_hint` issued by this tenant, else nil.
+    private func hintSubject(_ parameters: RequestParameters, tenant: Tenant) async throws -> String? {
+        guard let hint = parameters.nonEmpty("id_token_hint") else { return nil }
+        let keys = try await service.keys.publishedKeys()
+        guard let claims = JSONWebToken.verify(hint, keys: keys), let issuer = claims["iss"] as? String,
+            issuer.hasSuffix("/\(tenant.guid)/v2.0/")
+        else { return nil }
+        return (claims["sub"] as? String)?.lowercased()
+    }
+
+    private func confirmation(_ request: Request, parameters: RequestParameters, tenant: Tenant) throws -> Response {
+        let names = ["post_logout_redirect_uri", "state", "client_id", "id_token_hint"]
+        let fields = names.compactMap { name in parameters.nonEmpty(name).map { ["name": name, "value": $0] } }
+        // The `?p=` URL form names the policy in the query; the POST keeps it there.
+        let policy = RequestParameters(query: request.uri.query).nonEmpty("p").map { "?" + FormEncoding.encode([("p", $0)]) } ?? ""
+        let values: [String: Any] = [
+            "title": "Sign out?", "tenantName": tenant.displayName, "action": request.uri.path + policy, "fields": fields,
+        ]
+        return .html(try service.pages.render("signout", values, tenant: tenant))
     }
 
     private func isAllowed(_ target: String, parameters: RequestParameters, tenant: Tenant) async throws -> Bool {

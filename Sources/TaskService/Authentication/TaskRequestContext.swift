@@ -2,18 +2,36 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 
 /// The Task API's request context: the authenticated user once the bearer middleware ran, and
 /// the request id that the logs and problem documents carry.
-public struct TaskRequestContext: RequestContext {
+public struct TaskRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public var user: AuthenticatedUser?
     public var requestID: String
+    /// The connection's peer (nil in router tests, which have no socket).
+    public var remoteAddress: SocketAddress?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         user = nil
         requestID = UUID().uuidString.lowercased()
+        remoteAddress = source.channel.remoteAddress
+    }
+
+    /// A request from this machine to a loopback name: the peer is loopback and so is the `Host`
+    /// (a reverse proxy on the same machine forwards the public name, so its requests do not count).
+    func isLocal(_ request: Request) -> Bool {
+        guard let peer = remoteAddress?.ipAddress else { return false }
+        let loopbackPeer = peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.")
+        var host = request.head.authority?.lowercased() ?? ""
+        if host.hasPrefix("["), let end = host.firstIndex(of: "]") {
+            host = String(host[host.index(after: host.startIndex)..<end])
+        } else if let colon = host.lastIndex(of: ":") {
+            host = String(host[..<colon])
+        }
+        return loopbackPeer && (host == "localhost" || host == "::1" || host.hasPrefix("127."))
     }
 
     /// Task bodies are small; beyond this, 413 (SPEC §3).
