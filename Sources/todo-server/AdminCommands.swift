@@ -244,7 +244,8 @@ struct Keys: AsyncParsableCommand {
                 "Withdraw a key at once (a leaked key): it leaves the JWKS and verifies nothing more. Tokens it signed stop working; an active key is replaced first."
         )
         @OptionGroup var store: StoreOptions
-        @Argument(help: "The key's kid (see keys list).") var kid: String
+        // An option taking its value unconditionally: a kid is base64url and may begin with '-'.
+        @Option(name: .long, parsing: .unconditional, help: "The key's kid (see keys list).") var kid: String
 
         func run() async throws {
             let replacement = try await withDefaultTenant(store) { server, _ in try await server.keys.revoke(kid: kid) }

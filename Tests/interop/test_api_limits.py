@@ -10,6 +10,22 @@ import requests
 from test_durability import free_port, start
 
 
+def start_with(environment, tmp_path):
+    """todo-server serve with extra environment variables; returns it and its two ports."""
+    binary = os.environ["TODO_SERVER_BIN"]
+    identity_port, api_port = free_port(), free_port()
+    saved = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)
+    try:
+        return start(binary, tmp_path / "data", identity_port, api_port), identity_port, api_port
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
+
+
 def test_ten_megabyte_header_is_refused_and_the_server_keeps_serving(tmp_path):
     binary = os.environ["TODO_SERVER_BIN"]
     identity_port, api_port = free_port(), free_port()
@@ -35,13 +51,7 @@ def test_ten_megabyte_header_is_refused_and_the_server_keeps_serving(tmp_path):
 
 
 def test_cors_for_an_allowed_origin(tmp_path):
-    binary = os.environ["TODO_SERVER_BIN"]
-    identity_port, api_port = free_port(), free_port()
-    os.environ["TODO_CORS_ORIGINS"] = "http://app.example"
-    try:
-        server = start(binary, tmp_path / "data", identity_port, api_port)
-    finally:
-        del os.environ["TODO_CORS_ORIGINS"]
+    server, _, api_port = start_with({"TODO_CORS_ORIGINS": "http://app.example"}, tmp_path)
     try:
         preflight = requests.options(
             f"http://127.0.0.1:{api_port}/api/tasks",
@@ -70,13 +80,7 @@ def test_cors_for_an_allowed_origin(tmp_path):
 
 
 def test_slow_and_idle_connections_are_closed(tmp_path):
-    binary = os.environ["TODO_SERVER_BIN"]
-    identity_port, api_port = free_port(), free_port()
-    os.environ["TODO_IDLE_TIMEOUT"] = "2"
-    try:
-        server = start(binary, tmp_path / "data", identity_port, api_port)
-    finally:
-        del os.environ["TODO_IDLE_TIMEOUT"]
+    server, identity_port, api_port = start_with({"TODO_IDLE_TIMEOUT": "2"}, tmp_path)
     try:
         for port in (identity_port, api_port):
             # A header that never ends (slowloris), and a connection that never sends anything.
