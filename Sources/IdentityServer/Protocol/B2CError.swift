@@ -172,10 +172,9 @@ extension B2CError {
         "This application does not have sufficient permissions against this web resource to perform the operation.")
     /// A refresh asked for more than its original grant (RFC 6749 §6).
     static func scopeBeyondGrant(_ scope: String) -> B2CError {
-        B2CError(
-            "invalid_scope", "AADB2C90205",
-            "This application does not have sufficient permissions against this web resource to perform the operation. The scope '\(scope)' was not part of the original grant of this refresh token."
-        )
+        var error = insufficientPermissions
+        error.message += " The scope '\(scope)' was not part of the original grant of this refresh token."
+        return error
     }
     static func multipleResources(_ scope: String) -> B2CError {
         B2CError(
