@@ -134,5 +134,16 @@ enum IdentityMigrations {
                 ["ALTER TABLE applications ADD COLUMN api_permissions TEXT NOT NULL DEFAULT '[]'"]),
             // The permissions a sign-in was consented with, which bound its refreshes.
             Migration(version: 10, name: "refresh family consent", ["ALTER TABLE refresh_token_families ADD COLUMN consented TEXT"]),
+            // Smart lockout per source of attempts (the security issue's L-7).
+            Migration(
+                version: 11, name: "lockout per source",
+                [
+                    """
+                    CREATE TABLE lockout_sources (
+                        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, source TEXT NOT NULL,
+                        failed_attempts BIGINT NOT NULL, lockout_count BIGINT NOT NULL, locked_until BIGINT,
+                        last_failed_fingerprint TEXT, PRIMARY KEY (user_id, source))
+                    """
+                ]),
         ])
 }

@@ -99,7 +99,7 @@ struct Users: AsyncParsableCommand {
         func run() async throws {
             try await withDefaultTenant(store) { server, tenant in
                 let user = try await server.findUser(tenantID: tenant.id, emailOrID: account)
-                _ = try await server.users.updateLockout(id: user.id) { _ in (LockoutState(), ()) }
+                try await server.users.clearLockout(id: user.id)
                 print("unlocked \(user.email ?? user.objectID)")
             }
         }

@@ -115,3 +115,28 @@ struct LockoutRaceTests {
         #expect(again == state)
     }
 }
+
+@Suite("Smart lockout falls on the failing source")
+struct LockoutSourceTests {
+    @Test("ten failures lock their source only; the account-wide counter stops at ten times the threshold")
+    func perSource() {
+        let policy = LockoutPolicy.default
+        let now = Date()
+        var attacker = LockoutState()
+        var global = LockoutState()
+        for guess in 0..<10 {
+            let next = policy.admit(attacker, global: global, fingerprint: "guess-\(guess)", now: now)
+            #expect(next.2 == .charged)
+            (attacker, global) = (next.0, next.1)
+        }
+        #expect(policy.admit(attacker, global: global, fingerprint: "guess-10", now: now).2 == .locked)
+        #expect(policy.admit(LockoutState(), global: global, fingerprint: "right", now: now).2 == .charged, "another source still gets in")
+        // Spread over many sources, the account locks for everyone at 100.
+        for guess in 10..<100 {
+            let next = policy.admit(LockoutState(), global: global, fingerprint: "guess-\(guess)", now: now)
+            global = next.1
+        }
+        #expect(global.isLocked(at: now))
+        #expect(policy.admit(LockoutState(), global: global, fingerprint: "right", now: now).2 == .locked)
+    }
+}

@@ -36,3 +36,43 @@ def test_metrics_are_served_to_local_requests_only():
     assert requests.get(f"http://127.0.0.1:{port}/metrics").status_code == 200
     # What a reverse proxy on this machine forwards: a public name.
     assert requests.get(f"http://127.0.0.1:{port}/metrics", headers={"Host": "todo.example.com"}).status_code == 404
+
+
+def _ropc_from(source, server, username, password):
+    """ROPC over a connection from the given loopback address (Linux routes all of 127/8 locally)."""
+    import http.client
+    from urllib.parse import urlencode
+
+    base = urlparse(server.base)
+    connection = http.client.HTTPConnection(base.hostname, base.port, timeout=10, source_address=(source, 0))
+    body = urlencode({
+        "grant_type": "password", "client_id": server.client_id, "username": username, "password": password,
+        "scope": f"openid {server.client_id}",
+    })
+    connection.request("POST", f"/{server.tenant}/B2C_1_ROPC/oauth2/v2.0/token", body,
+                       {"Content-Type": "application/x-www-form-urlencoded"})
+    response = connection.getresponse()
+    text = response.read().decode()
+    connection.close()
+    return response.status, text
+
+
+def test_lockout_falls_on_the_failing_source(server):
+    import subprocess
+
+    from conftest import unique_email
+
+    email = unique_email("lock")
+    data = os.path.dirname(os.environ["TODO_SETTINGS"])
+    arguments = [os.environ["TODO_SERVER_BIN"], "users", "add", "--email", email, "--name", "Locked", "--password-stdin",
+                 "--data-dir", data]
+    if os.environ.get("TODO_SERVER_DATABASE_URL"):
+        arguments += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
+    subprocess.run(arguments, input="Lock-Pass1\n", text=True, check=True, capture_output=True, timeout=120)
+    for guess in range(10):
+        _ropc_from("127.0.0.2", server, email, f"Wrong-{guess}")
+    status, text = _ropc_from("127.0.0.2", server, email, "Lock-Pass1")
+    assert status == 400 and "AADB2C90114" in text, text
+    # The owner, elsewhere, is not locked out.
+    status, text = _ropc_from("127.0.0.1", server, email, "Lock-Pass1")
+    assert status == 200, text

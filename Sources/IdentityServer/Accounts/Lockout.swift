@@ -65,6 +65,25 @@ public struct LockoutPolicy: Sendable, Equatable {
         return (afterFailure(state, fingerprint: fingerprint, now: now), .charged)
     }
 
+    /// ``admit(_:fingerprint:now:)`` for one source of attempts (an IP address) and the account
+    /// as a whole. The lock falls on the failing source, as B2C's smart lockout does: whoever
+    /// guesses from one place cannot lock the owner out everywhere (the security issue's L-7).
+    /// The account-wide counter, at ``global`` (ten times the threshold), still stops guessing
+    /// spread over many sources (OWASP ASVS 2.2.1: at most 100 failures an hour).
+    public func admit(_ source: LockoutState, global: LockoutState, fingerprint: String, now: Date) -> (
+        LockoutState, LockoutState, Admission
+    ) {
+        if global.isLocked(at: now) { return (source, global, .locked) }
+        let (nextSource, admission) = admit(source, fingerprint: fingerprint, now: now)
+        guard admission == .charged else { return (nextSource, global, admission) }
+        return (nextSource, self.global.afterFailure(global, fingerprint: fingerprint, now: now), .charged)
+    }
+
+    /// The account-wide policy: ten times the threshold, the same durations.
+    public var global: LockoutPolicy {
+        LockoutPolicy(threshold: threshold * 10, duration: duration, maximumDuration: maximumDuration)
+    }
+
     /// The state after a wrong password whose fingerprint is `fingerprint`.
     public func afterFailure(_ state: LockoutState, fingerprint: String, now: Date) -> LockoutState {
         var next = state

@@ -13,7 +13,11 @@ struct PasswordAuthenticator: Sendable {
 
     let service: IdentityService
 
-    func authenticate(tenantID: UUID, email: String, password: String, now: Date, logger: Logger) async throws -> Outcome {
+    /// - Parameter source: where the attempt came from; failures lock that source out of the
+    ///   account, not everyone (``LockoutPolicy/admit(_:global:fingerprint:now:)``).
+    func authenticate(tenantID: UUID, email: String, password: String, source: String, now: Date, logger: Logger) async throws
+        -> Outcome
+    {
         // bcrypt stops at a NUL and reads 72 bytes: a password it would cut short can never be
         // the stored one (PasswordPolicy refuses such passwords when they are set), so it is not
         // hashed at all — else `Passw0rd!\0anything` would sign in as `Passw0rd!`.
@@ -30,7 +34,10 @@ struct PasswordAuthenticator: Sendable {
         let fingerprint = try await fingerprinter().fingerprint(password)
         // The attempt is charged before the hash is checked (LockoutPolicy.admit), so parallel
         // guesses cannot all slip under the threshold.
-        guard let admission = try await service.users.updateLockout(id: user.id, { policy.admit($0, fingerprint: fingerprint, now: now) }),
+        guard
+            let admission = try await service.users.updateLockout(
+                id: user.id, source: source,
+                { source, global in policy.admit(source, global: global, fingerprint: fingerprint, now: now) }),
             admission != .locked
         else {
             logger.info("sign-in refused: account locked", metadata: ["oid": "\(user.objectID)"])
@@ -44,7 +51,9 @@ struct PasswordAuthenticator: Sendable {
         }
         // A right password gives its charge back and clears the counters. It was admitted before
         // any lock that parallel guesses set meanwhile, so it is one of the allowed attempts.
-        _ = try await service.users.updateLockout(id: user.id) { (policy.afterSuccess($0), ()) }
+        _ = try await service.users.updateLockout(id: user.id, source: source) { _, _ in
+            (LockoutState(), LockoutState(), ())
+        }
         if service.hasher.needsRehash(hash) {
             // OWASP: raise the work factor transparently at the next successful sign-in.
             try await service.users.upgradeHash(id: user.id, hash: try await service.hasher.hash(password))

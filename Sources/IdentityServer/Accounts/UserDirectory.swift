@@ -20,12 +20,15 @@ public protocol UserDirectory: Sendable {
     func setPassword(id: UUID, hash: String, now: Date) async throws
     /// Replaces the hash without revoking anything (a cost upgrade at sign-in).
     func upgradeHash(id: UUID, hash: String) async throws
-    /// Applies `transition` to the stored lockout state atomically (no other transition of the
-    /// same account runs in between, on any instance) and returns what it decided; nil when the
-    /// account is gone.
+    /// Applies `transition` to the lockout state of one source (an IP address) and of the whole
+    /// account atomically (no other transition of the same account runs in between, on any
+    /// instance) and returns what it decided; nil when the account is gone.
     func updateLockout<Decision: Sendable>(
-        id: UUID, _ transition: @escaping @Sendable (LockoutState) -> (LockoutState, Decision)
+        id: UUID, source: String,
+        _ transition: @escaping @Sendable (LockoutState, LockoutState) -> (LockoutState, LockoutState, Decision)
     ) async throws -> Decision?
+    /// Clears every lockout counter of the account (the admin's unlock).
+    func clearLockout(id: UUID) async throws
 }
 
 public struct SQLUserDirectory: UserDirectory {
@@ -157,6 +160,7 @@ public struct SQLUserDirectory: UserDirectory {
                 .set("failed_attempts", to: 0).set("lockout_count", to: 0)
                 .set("locked_until", to: SQLLiteral.null).set("last_failed_fingerprint", to: SQLLiteral.null)
                 .where("id", .equal, key).run()
+            try await sql.delete(from: "lockout_sources").where("user_id", .equal, key).run()
             // A new password ends every other way in: SSO sessions and refresh tokens (OWASP ASVS V3.3).
             try await sql.delete(from: "sso_sessions").where("user_id", .equal, key).run()
             try await sql.update("refresh_token_families").set("revoked_at", to: now.epochSeconds)
@@ -172,24 +176,66 @@ public struct SQLUserDirectory: UserDirectory {
         }
     }
 
+    struct SourceRow: Codable {
+        var user_id: String
+        var source: String
+        var failed_attempts: Int64
+        var lockout_count: Int64
+        var locked_until: Int64?
+        var last_failed_fingerprint: String?
+
+        var lockout: LockoutState {
+            LockoutState(
+                failedAttempts: Int(failed_attempts), lockoutCount: Int(lockout_count),
+                lockedUntil: locked_until.map { Date(timeIntervalSince1970: TimeInterval($0)) },
+                lastFailedFingerprint: last_failed_fingerprint)
+        }
+    }
+
     public func updateLockout<Decision: Sendable>(
-        id: UUID, _ transition: @escaping @Sendable (LockoutState) -> (LockoutState, Decision)
+        id: UUID, source: String,
+        _ transition: @escaping @Sendable (LockoutState, LockoutState) -> (LockoutState, LockoutState, Decision)
     ) async throws -> Decision? {
         let key = id.uuidString.lowercased()
         return try await database.transaction { sql -> Decision? in
-            // Row lock on PostgreSQL so concurrent attempts are all counted; SQLite's dialect renders
-            // none (its single writer already serialises the transaction).
+            // The user's row is the lock for both counters: a row lock on PostgreSQL (so concurrent
+            // attempts on one account queue here), none needed on SQLite (one writer).
             let select = sql.select().columns("*").from("users").where("id", .equal, key).for(.update)
             guard let row = try await select.first(decoding: Row.self) else { return nil }
-            let (next, decision) = transition(row.lockout)
-            if next == row.lockout { return decision }
-            try await sql.update("users")
-                .set("failed_attempts", to: Int64(next.failedAttempts))
-                .set("lockout_count", to: Int64(next.lockoutCount))
-                .set("locked_until", to: next.lockedUntil?.epochSeconds)
-                .set("last_failed_fingerprint", to: next.lastFailedFingerprint)
-                .where("id", .equal, key).run()
+            let stored = try await sql.select().columns("*").from("lockout_sources").where("user_id", .equal, key)
+                .where("source", .equal, source).first(decoding: SourceRow.self)
+            let current = stored?.lockout ?? LockoutState()
+            let (nextSource, nextGlobal, decision) = transition(current, row.lockout)
+            if nextGlobal != row.lockout {
+                try await sql.update("users")
+                    .set("failed_attempts", to: Int64(nextGlobal.failedAttempts))
+                    .set("lockout_count", to: Int64(nextGlobal.lockoutCount))
+                    .set("locked_until", to: nextGlobal.lockedUntil?.epochSeconds)
+                    .set("last_failed_fingerprint", to: nextGlobal.lastFailedFingerprint)
+                    .where("id", .equal, key).run()
+            }
+            if nextSource != current {
+                try await sql.delete(from: "lockout_sources").where("user_id", .equal, key).where("source", .equal, source).run()
+                if nextSource != LockoutState() {
+                    try await sql.insert(into: "lockout_sources").model(
+                        SourceRow(
+                            user_id: key, source: source, failed_attempts: Int64(nextSource.failedAttempts),
+                            lockout_count: Int64(nextSource.lockoutCount), locked_until: nextSource.lockedUntil?.epochSeconds,
+                            last_failed_fingerprint: nextSource.lastFailedFingerprint)
+                    ).run()
+                }
+            }
             return decision
+        }
+    }
+
+    public func clearLockout(id: UUID) async throws {
+        let key = id.uuidString.lowercased()
+        try await database.transaction { sql in
+            try await sql.update("users").set("failed_attempts", to: 0).set("lockout_count", to: 0)
+                .set("locked_until", to: SQLLiteral.null).set("last_failed_fingerprint", to: SQLLiteral.null)
+                .where("id", .equal, key).run()
+            try await sql.delete(from: "lockout_sources").where("user_id", .equal, key).run()
         }
     }
 }

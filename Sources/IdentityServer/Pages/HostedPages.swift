@@ -115,7 +115,8 @@ struct PageStep {
             return try signInPage(error: "Please enter your email address and password.", email: email, status: .badRequest)
         }
         let outcome = try await PasswordAuthenticator(service: service).authenticate(
-            tenantID: tenant.id, email: email, password: password, now: service.now, logger: context.logger)
+            tenantID: tenant.id, email: email, password: password, source: context.clientAddress, now: service.now,
+            logger: context.logger)
         switch outcome {
         case .invalid:
             return try signInPage(

@@ -8,10 +8,14 @@ import Logging
 public struct IdentityRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var correlationID: String
+    /// Where the request came from, for smart lockout's per-source counting: the peer's IP
+    /// address ("unknown" without a socket, as in router tests).
+    public var clientAddress: String
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         correlationID = UUID().uuidString.lowercased()
+        clientAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
     }
 
     /// Forms and JSON bodies are small; anything bigger is refused with 413.

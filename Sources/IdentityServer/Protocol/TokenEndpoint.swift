@@ -42,7 +42,7 @@ struct TokenEndpoint: Sendable {
         case "password":
             return try await password(
                 form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now,
-                logger: context.logger)
+                source: context.clientAddress, logger: context.logger)
         case "client_credentials":
             return try await clientCredentials(form, tenant: tenant, flow: flow, client: client, issuer: issuer, now: now)
         default:
@@ -166,7 +166,7 @@ struct TokenEndpoint: Sendable {
 
     private func password(
         _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String,
-        clientInfo: Bool, now: Date, logger: Logger
+        clientInfo: Bool, now: Date, source: String, logger: Logger
     ) async throws -> Response {
         // ROPC runs only in a ROPC user flow, for an app that allows public client flows
         // (research/b2c-protocol.md §5.2).
@@ -176,7 +176,9 @@ struct TokenEndpoint: Sendable {
         guard let password = form["password"], !password.isEmpty else { throw B2CError.missingParameter("password") }
         let authenticator = PasswordAuthenticator(service: service)
         let user: UserAccount
-        switch try await authenticator.authenticate(tenantID: tenant.id, email: username, password: password, now: now, logger: logger) {
+        switch try await authenticator.authenticate(
+            tenantID: tenant.id, email: username, password: password, source: source, now: now, logger: logger)
+        {
         case .success(let account): user = account
         case .locked: throw B2CError.accountLocked
         case .invalid: throw B2CError.invalidCredentials
