@@ -145,5 +145,12 @@ enum IdentityMigrations {
                         last_failed_fingerprint TEXT, PRIMARY KEY (user_id, source))
                     """
                 ]),
+            // Transactions per client address are bounded (the security issue's L-4).
+            Migration(
+                version: 12, name: "transaction client address",
+                [
+                    "ALTER TABLE authorization_requests ADD COLUMN client_address TEXT",
+                    "CREATE INDEX authorization_requests_address ON authorization_requests (client_address, created_at)",
+                ]),
         ])
 }

@@ -30,6 +30,9 @@ public struct IdentityServerConfiguration: Sendable {
     /// The port this service listens on: a `Host` naming another port is not trusted for URLs
     /// (the security issue's L-11). nil (tests on ephemeral ports) accepts any.
     public var listenPort: Int?
+    /// Sign-ins one client address may start per hour: far above what people do, low enough
+    /// that stored transactions stay bounded (the security issue's L-4).
+    public var transactionsPerAddressPerHour = 600
 
     public init(
         scheme: String = "http", defaultAuthority: String = "127.0.0.1:5080", passwordHashCost: UInt8 = 10,

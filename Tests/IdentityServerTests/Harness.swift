@@ -15,6 +15,7 @@ struct IdentityHarness: Sendable {
     let clock: ManualClock
     let seed: DevTenantSeed
     let webSecret: String
+    let database: any Database
 
     static let origin = "http://localhost"
     static let redirect = "http://127.0.0.1:8400"
@@ -33,7 +34,8 @@ struct IdentityHarness: Sendable {
             let server = try await IdentityServer.make(
                 configuration: configuration, database: database, clock: clock, logger: logger)
             let seed = try await server.seedDevelopmentTenant(apiPort: 3000)
-            let harness = IdentityHarness(server: server, clock: clock, seed: seed, webSecret: seed.newWebAppSecret ?? "")
+            let harness = IdentityHarness(
+                server: server, clock: clock, seed: seed, webSecret: seed.newWebAppSecret ?? "", database: database)
             let app = Application(router: server.buildRouter(), logger: logger)
             do {
                 try await app.test(.router) { client in
@@ -53,6 +55,13 @@ struct IdentityHarness: Sendable {
     }
 
     func path(_ policy: String, _ endpoint: String) -> String { "/\(tenant.name)/\(policy)/\(endpoint)" }
+
+    /// Sign-in transactions stored.
+    func transactionCount() async throws -> Int {
+        try await database.read { sql in
+            try await sql.raw("SELECT COUNT(*) AS n FROM authorization_requests").first(decodingColumn: "n", as: Int.self) ?? 0
+        }
+    }
 }
 
 /// A tiny browser: keeps cookies, follows redirects inside the identity service, and stops at

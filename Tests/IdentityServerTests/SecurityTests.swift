@@ -95,7 +95,8 @@ struct SecurityTests {
             let app = Application(router: server.buildRouter(), logger: TestDatabase.logger)
             let (refresh, code, password) = try await app.test(.router) { client -> (String, String, String) in
                 let driver = Driver(client: client)
-                let h = IdentityHarness(server: server, clock: ManualClock(), seed: seed, webSecret: seed.newWebAppSecret ?? "")
+                let h = IdentityHarness(
+                    server: server, clock: ManualClock(), seed: seed, webSecret: seed.newWebAppSecret ?? "", database: database)
                 let password = "Stored-Pass1"
                 _ = try await h.addUser("stored@example.com", password: password)
                 let refresh = try await driver.ropc(h, username: "stored@example.com", password: password).json["refresh_token"] as! String
@@ -454,6 +455,35 @@ struct LogoutConfirmationTests {
             var none = AuthorizationAttempt(harness: h)
             none.extra = [("prompt", "none")]
             #expect(try await b2cCode(redirect: driver.start(none, harness: h)) == "AADB2C90077")
+        }
+    }
+}
+
+@Suite("Stored sign-in transactions are bounded")
+struct TransactionBoundTests {
+    @Test("an oversized value is refused before anything is stored", arguments: TestDatabase.engines)
+    func oversized(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            var attempt = AuthorizationAttempt(harness: h)
+            attempt.state = String(repeating: "s", count: 5000)
+            let refused = try await driver.get(attempt.url(harness: h))
+            #expect(b2cCode(redirect: refused) == "AADB2C90037")
+            let stored = try await h.transactionCount()
+            #expect(stored == 0)
+        }
+    }
+
+    @Test("one client address starts at most the configured number of sign-ins an hour", arguments: TestDatabase.engines)
+    func perAddress(engine: DatabaseEngine) async throws {
+        var configuration = IdentityServerConfiguration(passwordHashCost: 4, simulatedFacebook: true)
+        configuration.transactionsPerAddressPerHour = 3
+        try await IdentityHarness.run(engine, configuration: configuration) { h, driver in
+            for _ in 0..<3 { #expect(try await driver.start(AuthorizationAttempt(harness: h), harness: h).status == .ok) }
+            let fourth = try await driver.get(AuthorizationAttempt(harness: h).url(harness: h))
+            #expect(fourth.status == .tooManyRequests)
+            #expect(try await h.transactionCount() == 3)
+            h.clock.advance(by: 3601)
+            #expect(try await driver.start(AuthorizationAttempt(harness: h), harness: h).status == .ok, "an hour later it may again")
         }
     }
 }

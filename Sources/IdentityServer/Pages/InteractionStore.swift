@@ -6,7 +6,12 @@ import TodoModels
 /// Server-side state of interactive sign-ins: transactions, SSO sessions, email verification
 /// codes, the dev outbox, the simulated provider's codes and server-held keys.
 protocol InteractionStore: Sendable {
-    func saveInteraction(id: String, request: AuthorizationRequest, csrfHash: String, now: Date, expiresAt: Date) async throws
+    /// Stores a new transaction unless `clientAddress` started `limitPerHour` in the last hour
+    /// already; false then.
+    func saveInteraction(
+        id: String, request: AuthorizationRequest, csrfHash: String, clientAddress: String, limitPerHour: Int, now: Date,
+        expiresAt: Date
+    ) async throws -> Bool
     func interaction(id: String) async throws -> InteractionRecord?
     /// Marks the transaction complete; false if it already was (each transaction yields one result).
     func completeInteraction(id: String, now: Date) async throws -> Bool
@@ -54,15 +59,27 @@ struct SQLInteractionStore: InteractionStore {
         var pending_user_id: String?
         var pending_email: String?
         var verified_email: String?
+        var client_address: String?
     }
 
-    func saveInteraction(id: String, request: AuthorizationRequest, csrfHash: String, now: Date, expiresAt: Date) async throws {
+    func saveInteraction(
+        id: String, request: AuthorizationRequest, csrfHash: String, clientAddress: String, limitPerHour: Int, now: Date,
+        expiresAt: Date
+    ) async throws -> Bool {
         let row = InteractionRow(
             id: id, tenant_id: request.tenantID.uuidString.lowercased(), policy: request.policy,
             parameters: StoredJSON.encode(request), csrf_hash: csrfHash, created_at: now.epochSeconds,
             expires_at: expiresAt.epochSeconds, completed_at: nil, pending_user_id: nil, pending_email: nil,
-            verified_email: nil)
-        try await database.transaction { sql in try await sql.insert(into: "authorization_requests").model(row).run() }
+            verified_email: nil, client_address: clientAddress)
+        return try await database.transaction { sql in
+            let recent =
+                try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("authorization_requests")
+                .where("client_address", .equal, clientAddress).where("created_at", .greaterThan, now.epochSeconds - 3600)
+                .first(decodingColumn: "n", as: Int.self) ?? 0
+            guard recent < limitPerHour else { return false }
+            try await sql.insert(into: "authorization_requests").model(row).run()
+            return true
+        }
     }
 
     func interaction(id: String) async throws -> InteractionRecord? {

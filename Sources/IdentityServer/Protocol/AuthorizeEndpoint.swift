@@ -12,6 +12,13 @@ struct AuthorizeEndpoint: Sendable {
 
     static let prompts: Set<String> = ["login", "none", "select_account", "consent", "create"]
 
+    /// Upper bounds on the values a transaction stores: generous for every real client
+    /// (RFC 7636 §4.1 caps a verifier, so its challenge, at 128; RFC 5321 an address at 254).
+    static let lengthLimits: [(String, Int)] = [
+        ("state", 4096), ("nonce", 1024), ("scope", 2048), ("login_hint", 320), ("domain_hint", 253), ("code_challenge", 128),
+        ("redirect_uri", 2048), ("max_age", 16), ("response_type", 64), ("response_mode", 32), ("prompt", 64),
+    ]
+
     func handle(_ request: Request, context: IdentityRequestContext, path: EndpointPath) async throws -> Response {
         var parameters = RequestParameters(query: request.uri.query)
         if request.method == .post {
@@ -65,6 +72,13 @@ struct AuthorizeEndpoint: Sendable {
         responseTypes: Set<String>, responseMode: ResponseMode, origin: String, tenantSegment: String
     ) async throws -> AuthorizationRequest {
         try FormBody.rejectRepeats(parameters)
+        // The request is stored for the length of the sign-in: each value is bounded, so an
+        // anonymous caller cannot park large rows (the security issue's L-4).
+        for (name, limit) in Self.lengthLimits {
+            if let value = parameters[name], value.utf8.count > limit {
+                throw B2CError.malformedRequest("The '\(name)' parameter is longer than \(limit) bytes.")
+            }
+        }
         let rawType = parameters["response_type"] ?? ""
         guard !responseTypes.isEmpty else { throw B2CError.missingParameter("response_type") }
         guard responseTypes.isSubset(of: ["code", "id_token", "token"]) else { throw B2CError.responseTypeNotSupported(rawType) }
@@ -135,9 +149,18 @@ struct AuthorizeEndpoint: Sendable {
     ) async throws -> Response {
         let (csrf, isNewCSRF) = flow.csrfToken(from: request)
         let id = Secrets.randomToken(byteCount: 24)
-        try await service.interactions.saveInteraction(
-            id: id, request: authorization, csrfHash: Secrets.sha256Hex(csrf), now: service.now,
+        let saved = try await service.interactions.saveInteraction(
+            id: id, request: authorization, csrfHash: Secrets.sha256Hex(csrf), clientAddress: context.clientAddress,
+            limitPerHour: service.configuration.transactionsPerAddressPerHour, now: service.now,
             expiresAt: service.now.addingTimeInterval(service.configuration.interactionLifetime))
+        guard saved else {
+            context.logger.warning("too many sign-ins started from one address", metadata: ["address": "\(context.clientAddress)"])
+            return flow.errorPage(
+                PageError(
+                    status: .tooManyRequests, title: "Too many sign-ins",
+                    message: "Too many sign-ins were started from your network in the last hour. Try again later."),
+                tenant: tenant, context: context)
+        }
         let record = try await flow.interaction(id)
         var response = try await firstStep(record, tenant: tenant, userFlow: userFlow, request: request, context: context)
         if isNewCSRF { response.setCookie(flow.cookie(InteractionFlow.csrfCookie, value: csrf)) }
