@@ -1,5 +1,6 @@
 import Foundation
 import IdentityClient
+import Synchronization
 import TaskClient
 import Testing
 import TodoModels
@@ -247,22 +248,27 @@ struct SDKEndToEndTests {
             let browser = HostedPagesBrowser(identityBase: system.identityBase)
             // The "system browser": fills in the sign-in page, then posts the form_post page's
             // hidden fields to the loopback address, as Chromium's auto-submit would.
+            // Its answer is checked here, once the task is awaited.
+            let posting = Mutex<Task<TransportResponse, any Error>?>(nil)
             let loopback = LoopbackWebAuthenticator(responseMode: .formPost, timeout: .seconds(30)) { url in
-                Task {
-                    let page = try await browser.open(url)
-                    let answer = try await browser.submit(page, [("email", "alice@example.com"), ("password", "Passw0rd!")])
-                    let action = answer.formAction()!
-                    let body = FormBody.encode(answer.hiddenFields.map { ($0.key, $0.value) })
-                    let response = try await URLSessionTransport().send(
-                        TransportRequest(
-                            method: "POST", url: URL(string: action)!, headers: ["Content-Type": "application/x-www-form-urlencoded"],
-                            body: Data(body.utf8)))
-                    #expect(response.status == 200)
-                    #expect(String(decoding: response.body, as: UTF8.self).contains("You can close this tab"))
+                posting.withLock {
+                    $0 = Task {
+                        let page = try await browser.open(url)
+                        let answer = try await browser.submit(page, [("email", "alice@example.com"), ("password", "Passw0rd!")])
+                        let action = answer.formAction()!
+                        let body = FormBody.encode(answer.hiddenFields.map { ($0.key, $0.value) })
+                        return try await URLSessionTransport().send(
+                            TransportRequest(
+                                method: "POST", url: URL(string: action)!, headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                                body: Data(body.utf8)))
+                    }
                 }
             }
             let result = try await app.acquireTokenInteractively(InteractiveParameters(scopes: [system.clientID]), authenticator: loopback)
             #expect(result.account.username == "alice@example.com")
+            let response = try await #require(posting.withLock { $0 }).value
+            #expect(response.status == 200)
+            #expect(String(decoding: response.body, as: UTF8.self).contains("You can close this tab"))
         }
     }
 

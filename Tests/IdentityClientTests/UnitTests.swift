@@ -184,18 +184,21 @@ struct IdentityClientUnitTests {
 
     @Test("loopback receiver: ignores other paths, answers query responses, times out, and stops on cancel")
     func loopback() async throws {
+        // The "browser" runs beside the receiver; its answers are checked here, after it is awaited.
+        let browser = Mutex<Task<(favicon: Int, foreign: Int, page: String), any Error>?>(nil)
         let opener = LoopbackWebAuthenticator(responseMode: .query, timeout: .seconds(10)) { url in
             let redirect = URLComponents(url: url, resolvingAgainstBaseURL: false)!.queryItems!.first { $0.name == "redirect_uri" }!.value!
-            Task {
-                let transport = URLSessionTransport()
-                let favicon = try await transport.send(TransportRequest(method: "GET", url: URL(string: redirect + "/favicon.ico")!))
-                #expect(favicon.status == 404)
-                // A response for another sign-in is refused, and the receiver keeps waiting.
-                let foreign = try await transport.send(
-                    TransportRequest(method: "GET", url: URL(string: redirect + "/?code=evil&state=other")!))
-                #expect(foreign.status == 400)
-                let page = try await transport.send(TransportRequest(method: "GET", url: URL(string: redirect + "/?code=abc&state=xyz")!))
-                #expect(String(decoding: page.body, as: UTF8.self).contains("You can close this tab"))
+            browser.withLock {
+                $0 = Task {
+                    let transport = URLSessionTransport()
+                    let favicon = try await transport.send(TransportRequest(method: "GET", url: URL(string: redirect + "/favicon.ico")!))
+                    // A response for another sign-in is refused, and the receiver keeps waiting.
+                    let foreign = try await transport.send(
+                        TransportRequest(method: "GET", url: URL(string: redirect + "/?code=evil&state=other")!))
+                    let page = try await transport.send(
+                        TransportRequest(method: "GET", url: URL(string: redirect + "/?code=abc&state=xyz")!))
+                    return (favicon.status, foreign.status, String(decoding: page.body, as: UTF8.self))
+                }
             }
         }
         let parameters = try await opener.authenticate(redirectURI: "http://127.0.0.1") { redirectURI, mode in
@@ -204,6 +207,10 @@ struct IdentityClientUnitTests {
             return URL(string: "https://id.example/authorize?state=xyz&redirect_uri=\(redirectURI)")!
         }
         #expect(parameters == ["code": "abc", "state": "xyz"])
+        let seen = try await #require(browser.withLock { $0 }).value
+        #expect(seen.favicon == 404)
+        #expect(seen.foreign == 400)
+        #expect(seen.page.contains("You can close this tab"))
 
         let idle = LoopbackWebAuthenticator(timeout: .milliseconds(300)) { _ in }
         await #expect(throws: IdentityError.timedOut) {
