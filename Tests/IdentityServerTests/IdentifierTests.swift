@@ -118,6 +118,24 @@ struct IdentifierFlowTests {
         }
     }
 
+    @Test("the simulated Facebook refuses profiles with invisible or control characters", arguments: TestDatabase.engines)
+    func facebookProfile(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            for (email, name) in [("fb@example.com", "Mallory\u{202E}"), ("fb@exa\u{200B}mple.com", "Mallory")] {
+                let dialog = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_facebook"), harness: h)
+                let refused = try await driver.submit(
+                    dialog,
+                    [
+                        ("email", email), ("name", name), ("state", dialog.field("state") ?? ""),
+                        ("redirect_uri", dialog.field("redirect_uri") ?? ""),
+                    ])
+                #expect(refused.status == .badRequest)
+                #expect(refused.location == nil)
+            }
+            #expect(try await h.server.users.users(tenantID: h.tenant.id).isEmpty)
+        }
+    }
+
     @Test("ROPC: a NUL in the username or password never matches an account", arguments: TestDatabase.engines)
     func nulCredentials(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in

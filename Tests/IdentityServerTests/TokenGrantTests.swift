@@ -362,6 +362,19 @@ struct DeclaredPermissionTests {
         } throws: { "\($0)".contains("exposes no scope 'write'") }
     }
 
+    @Test("declared names with controls or invisible characters are reported")
+    func names() throws {
+        let yaml = """
+            tenant: { name: fabrikam.onmicrosoft.com, displayName: "Fab\\u202Erikam" }
+            userFlows: [{ name: B2C_1_susi, type: signUpOrSignIn }]
+            applications:
+              - { name: "App\\u200B", kind: public }
+            """
+        #expect {
+            try declaration(yaml)
+        } throws: { "\($0)".contains("tenant.displayName") && "\($0)".contains("application name") }
+    }
+
     @Test("an applied declaration grants the declared permissions, resolved to client ids", arguments: TestDatabase.engines)
     func applied(engine: DatabaseEngine) async throws {
         let yaml = """

@@ -129,3 +129,26 @@ struct OwnerBoundaryTests {
         #expect(one.split(separator: ":", maxSplits: 1)[0].count == 22)
     }
 }
+
+@Suite("Text from tokens and requests before it is stored")
+struct StoredTextTests {
+    @Test("a token's name with terminal controls is stored with them as visible escapes")
+    func ownerNameEscaped() async throws {
+        try await TaskHarness.run(.sqlite) { h, client in
+            let token = h.authority.token(oid: "eve", name: "Eve\u{1B}[2J")
+            let created = try await client.call(.post, "/api/tasks", token: token, json: #"{"title":"t"}"#)
+            #expect(try created.decode(TaskItem.self).ownerName == "Eve\\u{1b}[2J")
+        }
+    }
+
+    @Test(
+        "titles with NUL, controls or bidi overrides get 422 and nothing is stored",
+        arguments: ["a\u{0}b", "pay \u{202E}001$", "\u{1B}[2J"])
+    func titlesRefused(title: String) async throws {
+        try await TaskHarness.run(.sqlite) { h, client in
+            let body = String(decoding: try JSONEncoder().encode(["title": title]), as: UTF8.self)
+            #expect(try await client.call(.post, "/api/tasks", token: h.authority.token(), json: body).status == .unprocessableContent)
+            #expect(try await client.call(.get, "/api/tasks", token: h.authority.token()).decode(TaskPage.self).items.isEmpty)
+        }
+    }
+}

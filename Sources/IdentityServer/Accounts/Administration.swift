@@ -69,16 +69,13 @@ extension IdentityServer {
         guard var app = apps.first(where: { $0.clientID == clientID }) else {
             throw AdministrationError.noSuchApplication(clientID.uuidString.lowercased())
         }
-        let key = api.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        let name = APIPermission.APIName(api)
         let resource: String
-        var exposed: [String]
-        if key == "https://graph.microsoft.com" || key == "graph" || key == APIPermission.graphResource {
+        let exposed: [String]
+        if name == .graph {
             resource = APIPermission.graphResource
-            exposed = ["User.Read"]
-        } else if let target = apps.first(where: {
-            $0.clientIDString == key
-                || ($0.appIDURI.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/")) == key } ?? false)
-        }) {
+            exposed = APIPermission.graphScopes
+        } else if let target = apps.first(where: { name.names(appIDURI: $0.appIDURI, clientID: $0.clientIDString) }) {
             resource = target.clientIDString
             exposed = target.exposedScopes
         } else {

@@ -18,6 +18,13 @@ public struct LockoutState: Sendable, Equatable {
     }
 
     public func isLocked(at now: Date) -> Bool { lockedUntil.map { $0 > now } ?? false }
+
+    /// The state from its stored columns (epoch seconds).
+    init(stored failedAttempts: Int64, _ lockoutCount: Int64, lockedUntil: Int64?, fingerprint: String?) {
+        self.init(
+            failedAttempts: Int(failedAttempts), lockoutCount: Int(lockoutCount),
+            lockedUntil: lockedUntil.map { Date(timeIntervalSince1970: TimeInterval($0)) }, lastFailedFingerprint: fingerprint)
+    }
 }
 
 /// B2C's smart lockout (research/b2c-protocol.md §5.5): 10 failures lock the account for a

@@ -72,10 +72,7 @@ public struct SQLUserDirectory: UserDirectory {
         }
 
         var lockout: LockoutState {
-            LockoutState(
-                failedAttempts: Int(failed_attempts), lockoutCount: Int(lockout_count),
-                lockedUntil: locked_until.map { Date(timeIntervalSince1970: TimeInterval($0)) },
-                lastFailedFingerprint: last_failed_fingerprint)
+            LockoutState(stored: failed_attempts, lockout_count, lockedUntil: locked_until, fingerprint: last_failed_fingerprint)
         }
 
         var user: UserAccount? {
@@ -156,11 +153,8 @@ public struct SQLUserDirectory: UserDirectory {
         let key = id.uuidString.lowercased()
         try await database.transaction { sql in
             try await sql.update("users").set("password_hash", to: hash).set("password_changed_at", to: now.epochSeconds)
-                .set("updated_at", to: now.epochSeconds)
-                .set("failed_attempts", to: 0).set("lockout_count", to: 0)
-                .set("locked_until", to: SQLLiteral.null).set("last_failed_fingerprint", to: SQLLiteral.null)
-                .where("id", .equal, key).run()
-            try await sql.delete(from: "lockout_sources").where("user_id", .equal, key).run()
+                .set("updated_at", to: now.epochSeconds).where("id", .equal, key).run()
+            try await Self.clearLockout(key, sql: sql)
             // A new password ends every other way in: SSO sessions and refresh tokens (OWASP ASVS V3.3).
             try await sql.delete(from: "sso_sessions").where("user_id", .equal, key).run()
             try await sql.update("refresh_token_families").set("revoked_at", to: now.epochSeconds)
@@ -185,10 +179,7 @@ public struct SQLUserDirectory: UserDirectory {
         var last_failed_fingerprint: String?
 
         var lockout: LockoutState {
-            LockoutState(
-                failedAttempts: Int(failed_attempts), lockoutCount: Int(lockout_count),
-                lockedUntil: locked_until.map { Date(timeIntervalSince1970: TimeInterval($0)) },
-                lastFailedFingerprint: last_failed_fingerprint)
+            LockoutState(stored: failed_attempts, lockout_count, lockedUntil: locked_until, fingerprint: last_failed_fingerprint)
         }
     }
 
@@ -206,14 +197,7 @@ public struct SQLUserDirectory: UserDirectory {
                 .where("source", .equal, source).first(decoding: SourceRow.self)
             let current = stored?.lockout ?? LockoutState()
             let (nextSource, nextGlobal, decision) = transition(current, row.lockout)
-            if nextGlobal != row.lockout {
-                try await sql.update("users")
-                    .set("failed_attempts", to: Int64(nextGlobal.failedAttempts))
-                    .set("lockout_count", to: Int64(nextGlobal.lockoutCount))
-                    .set("locked_until", to: nextGlobal.lockedUntil?.epochSeconds)
-                    .set("last_failed_fingerprint", to: nextGlobal.lastFailedFingerprint)
-                    .where("id", .equal, key).run()
-            }
+            if nextGlobal != row.lockout { try await Self.writeAccountLockout(nextGlobal, key, sql: sql) }
             if nextSource != current {
                 try await sql.delete(from: "lockout_sources").where("user_id", .equal, key).where("source", .equal, source).run()
                 if nextSource != LockoutState() {
@@ -231,11 +215,21 @@ public struct SQLUserDirectory: UserDirectory {
 
     public func clearLockout(id: UUID) async throws {
         let key = id.uuidString.lowercased()
-        try await database.transaction { sql in
-            try await sql.update("users").set("failed_attempts", to: 0).set("lockout_count", to: 0)
-                .set("locked_until", to: SQLLiteral.null).set("last_failed_fingerprint", to: SQLLiteral.null)
-                .where("id", .equal, key).run()
-            try await sql.delete(from: "lockout_sources").where("user_id", .equal, key).run()
-        }
+        try await database.transaction { sql in try await Self.clearLockout(key, sql: sql) }
+    }
+
+    /// Every counter of the account back to zero: the account-wide one and each source's.
+    static func clearLockout(_ key: String, sql: any SQLDatabase) async throws {
+        try await writeAccountLockout(LockoutState(), key, sql: sql)
+        try await sql.delete(from: "lockout_sources").where("user_id", .equal, key).run()
+    }
+
+    static func writeAccountLockout(_ state: LockoutState, _ key: String, sql: any SQLDatabase) async throws {
+        try await sql.update("users")
+            .set("failed_attempts", to: Int64(state.failedAttempts))
+            .set("lockout_count", to: Int64(state.lockoutCount))
+            .set("locked_until", to: state.lockedUntil?.epochSeconds)
+            .set("last_failed_fingerprint", to: state.lastFailedFingerprint)
+            .where("id", .equal, key).run()
     }
 }

@@ -80,7 +80,7 @@ struct GraphMe: Sendable {
                 .unauthorized, code: "InvalidAuthenticationToken", message: "Access token validation failure.", context: context)
         }
         let scopes = ((claims["scp"] as? String) ?? "").split(separator: " ").map { $0.lowercased() }
-        guard claims["aud"] as? String == GrantedScopes.graphAudience, scopes.contains("user.read") else {
+        guard claims["aud"] as? String == APIPermission.graphResource, scopes.contains("user.read") else {
             return graphError(
                 .forbidden, code: "Authorization_RequestDenied", message: "Insufficient privileges to complete the operation.",
                 context: context)

@@ -135,6 +135,29 @@ public struct APIPermission: Sendable, Codable, Equatable {
 
     /// Microsoft Graph's application id, the `aud` of Graph tokens.
     public static let graphResource = "00000003-0000-0000-c000-000000000000"
+    /// The delegated Graph scopes this service serves.
+    static let graphScopes = ["User.Read"]
+
+    /// How a permission may name its API (admin command, YAML): Microsoft Graph, or an app by its
+    /// Application ID URI or client id; case and a trailing slash do not matter.
+    enum APIName: Equatable {
+        case graph
+        /// An Application ID URI or a client id, compared lower-case without a trailing slash.
+        case app(String)
+
+        init(_ text: String) {
+            let key = Self.key(text)
+            self = key == "https://graph.microsoft.com" || key == "graph" || key == graphResource ? .graph : .app(key)
+        }
+
+        /// Whether this names the app with `appIDURI` / `clientID`.
+        func names(appIDURI: String?, clientID: String?) -> Bool {
+            guard case .app(let key) = self else { return false }
+            return appIDURI.map(Self.key) == key || clientID?.lowercased() == key
+        }
+
+        private static func key(_ text: String) -> String { text.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/")) }
+    }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)

@@ -117,10 +117,12 @@ public struct TenantDeclaration: Decodable, Sendable {
             for permission in app.permissions ?? [] {
                 switch resolveAPI(permission.api) {
                 case .graph:
-                    for scope in permission.scopes ?? [] where scope.lowercased() != "user.read" {
+                    let served = Set(APIPermission.graphScopes.map { $0.lowercased() })
+                    for scope in permission.scopes ?? [] where !served.contains(scope.lowercased()) {
                         problems.append("application '\(app.name)': Graph scope '\(scope)' is not served (User.Read is)")
                     }
-                case .app(let api):
+                case .app(let index):
+                    let api = (applications ?? [])[index]
                     let exposed = Set((api.scopes ?? []).map { $0.lowercased() })
                     for scope in permission.scopes ?? [] where !exposed.contains(scope.lowercased()) {
                         problems.append("application '\(app.name)': '\(api.name)' exposes no scope '\(scope)'")
@@ -146,18 +148,15 @@ public struct TenantDeclaration: Decodable, Sendable {
 
     enum DeclaredAPI {
         case graph
-        case app(ApplicationPart)
+        /// The index of the declared application.
+        case app(Int)
     }
 
     /// The API a permission names, among Microsoft Graph and the declared apps.
     func resolveAPI(_ api: String) -> DeclaredAPI? {
-        let key = api.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/"))
-        if key == "https://graph.microsoft.com" || key == APIPermission.graphResource { return .graph }
-        let match = (applications ?? []).first { app in
-            app.appIdUri.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/")) == key } ?? false
-                || app.clientId?.uuidString.lowercased() == key
-        }
-        return match.map(DeclaredAPI.app)
+        let name = APIPermission.APIName(api)
+        if name == .graph { return .graph }
+        return (applications ?? []).firstIndex { name.names(appIDURI: $0.appIdUri, clientID: $0.clientId?.uuidString) }.map(DeclaredAPI.app)
     }
 
     /// The tenant, made the default, with its flows and apps. Existing apps with the same client
@@ -194,9 +193,7 @@ public struct TenantDeclaration: Decodable, Sendable {
         func resource(_ api: String) -> String? {
             switch resolveAPI(api) {
             case .graph: return APIPermission.graphResource
-            case .app(let declared):
-                return (applications ?? []).firstIndex { $0.name == declared.name && $0.appIdUri == declared.appIdUri }
-                    .map { clientIDs[$0].uuidString.lowercased() }
+            case .app(let index): return clientIDs[index].uuidString.lowercased()
             case nil: return nil
             }
         }

@@ -16,8 +16,8 @@ struct GrantedScopes: Equatable, Sendable {
     /// The scope strings granted, as requested, echoed in the token response's `scope`.
     var granted: [String] = []
 
-    /// Microsoft Graph's application id, the `aud` of Graph tokens.
-    static let graphAudience = APIPermission.graphResource
+    /// OpenID Connect's claim scopes: accepted and ignored (B2C's tokens carry the flow's claims).
+    static let grantNothing: Set<String> = ["profile", "email", "phone", "address"]
 
     /// Applies the rules: `openid` → ID token, `offline_access` → refresh token, the client id
     /// or one API's scopes → access token, `profile`/`email` accepted and ignored (MSAL adds
@@ -40,13 +40,13 @@ struct GrantedScopes: Equatable, Sendable {
             switch scope.lowercased() {
             case "openid": result.openID = true
             case "offline_access": result.offlineAccess = true
-            case "profile", "email", "phone", "address": continue
+            case let name where Self.grantNothing.contains(name): continue
             case client.clientIDString:
                 resourceScopes.append((client.clientIDString, nil, scope))
             case "user.read", "https://graph.microsoft.com/user.read":
-                resourceScopes.append((graphAudience, "User.Read", scope))
+                resourceScopes.append((APIPermission.graphResource, "User.Read", scope))
             case "https://graph.microsoft.com/.default":
-                resourceScopes.append((graphAudience, "", scope))
+                resourceScopes.append((APIPermission.graphResource, "", scope))
             default:
                 if let match = apiScope(scope, in: tenantApps) {
                     resourceScopes.append((match.audience, match.name, scope))
@@ -133,7 +133,7 @@ struct GrantedScopes: Equatable, Sendable {
         }
         for scope in requested.isEmpty ? family.scopes : requested {
             switch scope.lowercased() {
-            case "offline_access", "profile", "email", "phone", "address": continue
+            case let name where name == "offline_access" || Self.grantNothing.contains(name): continue
             case "openid":
                 guard original.contains("openid") else { throw B2CError.scopeBeyondGrant(scope) }
             default:
