@@ -31,16 +31,18 @@ public final class IdentityServer: Sendable {
         self.logger = logger
     }
 
+    /// - Parameter dataKey: seals signing keys and server secrets in the database; every
+    ///   instance sharing `database` needs the same one.
     public static func make(
-        configuration: IdentityServerConfiguration, database: any Database, clock: any IdentityClock = SystemClock(),
+        configuration: IdentityServerConfiguration, database: any Database, dataKey: DataKey, clock: any IdentityClock = SystemClock(),
         logger: Logger
     ) async throws -> IdentityServer {
         try await IdentityMigrations.runner.run(on: database, logger: logger)
-        let keys = SigningKeyRing(database: database, clock: clock, keyBits: configuration.signingKeyBits)
+        let keys = SigningKeyRing(database: database, dataKey: dataKey, clock: clock, keyBits: configuration.signingKeyBits)
         let service = IdentityService(
             configuration: configuration, clock: clock, tenants: CachedTenantDirectory(SQLTenantDirectory(database: database)),
             users: SQLUserDirectory(database: database), grants: SQLGrantStore(database: database),
-            interactions: SQLInteractionStore(database: database), keys: keys,
+            interactions: SQLInteractionStore(database: database, dataKey: dataKey), keys: keys,
             hasher: PasswordHasher(cost: configuration.passwordHashCost), pages: try PageRenderer(),
             issuer: TokenIssuer(keys: keys))
         return IdentityServer(service: service, logger: logger)

@@ -55,8 +55,10 @@ public struct WebApp: Sendable {
 
     static let cookieName = "todo_session"
 
+    /// - Parameter dataKey: seals the sessions' tokens in the database (shared by every instance).
     public static func make(
-        configuration: WebAppConfiguration, database: any Database, transport: any HTTPTransport = URLSessionTransport(), logger: Logger
+        configuration: WebAppConfiguration, database: any Database, dataKey: DataKey,
+        transport: any HTTPTransport = URLSessionTransport(), logger: Logger
     ) async throws -> WebApp {
         try await SessionRepository.migrations.run(on: database, logger: logger)
         let authority = try Authority(configuration.authority)
@@ -66,7 +68,8 @@ public struct WebApp: Sendable {
                 logger: logger),
             clientSecret: configuration.clientSecret)
         return WebApp(
-            configuration: configuration, sessions: SessionRepository(database: database), client: client, transport: transport,
+            configuration: configuration, sessions: SessionRepository(database: database, dataKey: dataKey), client: client,
+            transport: transport,
             pages: try WebPages(), logger: logger, identityOrigin: authority.origin)
     }
 

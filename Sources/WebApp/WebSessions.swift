@@ -8,8 +8,8 @@ import TodoModels
 
 /// What the web app keeps about one browser, server side. The browser holds only a random
 /// session id in an HttpOnly cookie; the database holds its SHA-256, so the table's keys are no
-/// use as cookies, and several app instances share sessions (SPEC §5). The record itself holds
-/// the session's tokens in clear, so the table is as sensitive as the token cache it is.
+/// use as cookies, and several app instances share sessions (SPEC §5). The record holds the
+/// session's tokens, so it is stored sealed with the data key (the security issue's L-10).
 struct WebSession: Codable, Sendable {
     /// Compared with every state-changing form's `csrf_token`.
     var csrfToken: String
@@ -34,6 +34,7 @@ extension Secrets {
 /// Sessions in the `web_sessions` table (SQLite or PostgreSQL, through `Storage`).
 struct SessionRepository: Sendable {
     let database: any Database
+    let dataKey: DataKey
     let refreshLocks = KeyedSerialLock()
 
     static let migrations = MigrationRunner(
@@ -47,16 +48,20 @@ struct SessionRepository: Sendable {
                 ])
         ])
 
-    static func encode(_ session: WebSession) throws -> String {
+    /// The row's `data`: the session as JSON, sealed for its row.
+    func encode(_ session: WebSession, key: String) throws -> String {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
-        return String(decoding: try encoder.encode(session), as: UTF8.self)
+        return try dataKey.seal(String(decoding: try encoder.encode(session), as: UTF8.self), context: "web_sessions:\(key)")
     }
 
-    static func decode(_ text: String) -> WebSession? {
+    /// The session in a row's `data`; rows stored in clear before sealing still read (and are
+    /// sealed when next written). A row that does not open ends its session.
+    func decode(_ text: String, key: String) -> WebSession? {
+        guard let json = try? dataKey.open(text, context: "web_sessions:\(key)").value else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
-        return try? decoder.decode(WebSession.self, from: Data(text.utf8))
+        return try? decoder.decode(WebSession.self, from: Data(json.utf8))
     }
 
     func load(id: String, now: Date) async throws -> WebSession? {
@@ -65,12 +70,12 @@ struct SessionRepository: Sendable {
             try await sql.select().column("data").from("web_sessions").where("id_hash", .equal, key)
                 .where("expires_at", .greaterThan, Int64(now.timeIntervalSince1970)).first(decodingColumn: "data", as: String.self)
         }
-        return text.flatMap(Self.decode)
+        return text.flatMap { decode($0, key: key) }
     }
 
     func save(id: String, _ session: WebSession) async throws {
         let key = Secrets.sessionKey(id)
-        let data = try Self.encode(session)
+        let data = try encode(session, key: key)
         let expires = Int64(session.expiresAt.timeIntervalSince1970)
         try await database.transaction { sql in
             try await sql.delete(from: "web_sessions").where("id_hash", .equal, key).run()
@@ -91,11 +96,11 @@ struct SessionRepository: Sendable {
         return try await database.transaction { sql in
             // A row lock on PostgreSQL; SQLite's dialect renders none (its single writer serialises).
             let select = sql.select().column("data").from("web_sessions").where("id_hash", .equal, key).for(.update)
-            guard let text = try await select.first(decodingColumn: "data", as: String.self), var session = Self.decode(text) else {
+            guard let text = try await select.first(decodingColumn: "data", as: String.self), var session = decode(text, key: key) else {
                 throw IdentityError.storage("the session ended")
             }
             let result = try change(&session)
-            try await sql.update("web_sessions").set("data", to: SQLBind(try Self.encode(session))).where("id_hash", .equal, key).run()
+            try await sql.update("web_sessions").set("data", to: SQLBind(try encode(session, key: key))).where("id_hash", .equal, key).run()
             return result
         }
     }

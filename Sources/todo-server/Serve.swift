@@ -213,7 +213,8 @@ struct Serve: AsyncParsableCommand {
         configuration.secure = secure
         configuration.replyURLs = seed.webApp.redirectURIs
         if identity.configuration.simulatedFacebook { configuration.facebookPolicy = "B2C_1_facebook" }
-        return try await WebApp.make(configuration: configuration, database: database, transport: transport, logger: logger)
+        return try await WebApp.make(
+            configuration: configuration, database: database, dataKey: try store.dataKey(), transport: transport, logger: logger)
     }
 
     /// A repeatable option's values, else the space-separated environment variable's.

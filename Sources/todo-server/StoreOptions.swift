@@ -45,12 +45,20 @@ struct StoreOptions: ParsableArguments {
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: resolvedDataDir)
     }
 
+    /// The key sealing signing keys, secrets and web sessions in the database: `TODO_DATA_KEY`,
+    /// else `<data-dir>/data-key` (made on first start). Instances sharing one database need the
+    /// same key.
+    func dataKey() throws -> DataKey {
+        try prepareDataDir()
+        return try DataKey.load(environment: environment, directory: resolvedDataDir)
+    }
+
     /// Opens the database and the identity service over it (running migrations).
     func openIdentity(logger: Logger, configuration: IdentityServerConfiguration = .init()) async throws -> (any Database, IdentityServer) {
-        try prepareDataDir()
+        let dataKey = try dataKey()
         let database = try await DatabaseFactory.open(url: resolvedDatabaseURL, logger: logger)
         do {
-            let server = try await IdentityServer.make(configuration: configuration, database: database, logger: logger)
+            let server = try await IdentityServer.make(configuration: configuration, database: database, dataKey: dataKey, logger: logger)
             return (database, server)
         } catch {
             try? await database.close()

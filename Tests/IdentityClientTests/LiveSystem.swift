@@ -33,12 +33,16 @@ struct LiveSystem: Sendable {
     ]
 
     let database: any Database
+    /// Seals the signing keys and the web sessions.
+    let dataKey: DataKey
 
     /// - Parameter webPageSize: tasks per page of the web app (on the API port, as in `serve`).
     static func run(webPageSize: Int = 20, _ body: @Sendable (LiveSystem) async throws -> Void) async throws {
         try await TestDatabase.with(.sqlite) { database in
+            let dataKey = DataKey.generate()
             let identity = try await IdentityServer.make(
-                configuration: .init(passwordHashCost: 4, simulatedFacebook: true), database: database, logger: TestDatabase.logger)
+                configuration: .init(passwordHashCost: 4, simulatedFacebook: true), database: database, dataKey: dataKey,
+                logger: TestDatabase.logger)
             let seed = try await identity.seedDevelopmentTenant(apiPort: 3000)
             let identityApp = Application(
                 router: identity.buildRouter(), configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: TestDatabase.logger)
@@ -65,7 +69,8 @@ struct LiveSystem: Sendable {
                         web.pageSize = webPageSize
                         web.facebookPolicy = "B2C_1_facebook"
                         let webRouter = Router(context: BasicRequestContext.self)
-                        try await WebApp.make(configuration: web, database: database, logger: TestDatabase.logger).addRoutes(to: webRouter)
+                        try await WebApp.make(configuration: web, database: database, dataKey: dataKey, logger: TestDatabase.logger)
+                            .addRoutes(to: webRouter)
                         let webApp = Application(
                             router: webRouter, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: TestDatabase.logger)
                         try await webApp.test(.live) { webClient in
@@ -74,7 +79,7 @@ struct LiveSystem: Sendable {
                             let system = LiveSystem(
                                 identityBase: base, apiBase: apiBase, webBase: URL(string: "http://127.0.0.1:\(webClient.port!)")!,
                                 seed: seed,
-                                identity: identity, database: database)
+                                identity: identity, database: database, dataKey: dataKey)
                             try await body(system)
                         }
                     }

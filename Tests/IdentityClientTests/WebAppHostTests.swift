@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import Storage
 import TestSupport
 import Testing
 
@@ -15,7 +16,8 @@ struct WebAppHostTests {
                 clientID: UUID().uuidString, clientSecret: "s", authority: "http://127.0.0.1:5080/todob2c.onmicrosoft.com/",
                 apiBaseURL: URL(string: "http://127.0.0.1:3000")!, apiScopes: [])
             configuration.replyURLs = ["http://localhost:3000/auth/openid/return", "http://127.0.0.1:3000/auth/openid/return"]
-            let app = try await WebApp.make(configuration: configuration, database: database, logger: TestDatabase.logger)
+            let app = try await WebApp.make(
+                configuration: configuration, database: database, dataKey: .generate(), logger: TestDatabase.logger)
             func reply(_ host: String) -> String {
                 app.returnURL(
                     Request(

@@ -261,12 +261,19 @@ struct WebAppTests {
         }
     }
 
-    /// Changes every token-cache entry of every stored session.
+    /// Changes every token-cache entry of every stored session. Rows are sealed with the data key
+    /// (no token in clear); the changed ones are written back in clear, the form rows had before
+    /// sealing, which the web app must still read.
     static func editSessions(_ system: LiveSystem, _ change: (inout [String: Any]) -> Void) async throws {
         let rows = try await system.database.read { sql in try await sql.select().columns("id_hash", "data").from("web_sessions").all() }
+        #expect(!rows.isEmpty)
         for row in rows {
             let key = try row.decode(column: "id_hash", as: String.self)
-            var json = try JSONSerialization.jsonObject(with: Data(try row.decode(column: "data", as: String.self).utf8)) as! [String: Any]
+            let stored = try row.decode(column: "data", as: String.self)
+            #expect(!stored.contains("eyJ") && !stored.contains("refreshToken"), "a web session is stored in clear")
+            let (clear, wasClear) = try system.dataKey.open(stored, context: "web_sessions:\(key)")
+            #expect(!wasClear)
+            var json = try JSONSerialization.jsonObject(with: Data(clear.utf8)) as! [String: Any]
             var tokens = json["tokens"] as! [String: Any]
             tokens["entries"] = (tokens["entries"] as! [[String: Any]]).map { entry in
                 var entry = entry

@@ -27,12 +27,13 @@ struct IdentityHarness: Sendable {
 
     static func run(
         _ engine: DatabaseEngine, configuration: IdentityServerConfiguration = .init(passwordHashCost: 4, simulatedFacebook: true),
-        logger: Logger = TestDatabase.logger, _ body: @Sendable (IdentityHarness, Driver) async throws -> Void
+        dataKey: DataKey = .generate(), logger: Logger = TestDatabase.logger,
+        _ body: @Sendable (IdentityHarness, Driver) async throws -> Void
     ) async throws {
         try await TestDatabase.with(engine) { database in
             let clock = ManualClock(Date())
             let server = try await IdentityServer.make(
-                configuration: configuration, database: database, clock: clock, logger: logger)
+                configuration: configuration, database: database, dataKey: dataKey, clock: clock, logger: logger)
             let seed = try await server.seedDevelopmentTenant(apiPort: 3000)
             let harness = IdentityHarness(
                 server: server, clock: clock, seed: seed, webSecret: seed.newWebAppSecret ?? "", database: database)

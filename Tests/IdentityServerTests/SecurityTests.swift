@@ -90,7 +90,7 @@ struct SecurityTests {
     func storedSecretsAreHashed(engine: DatabaseEngine) async throws {
         try await TestDatabase.with(engine) { database in
             let server = try await IdentityServer.make(
-                configuration: .init(passwordHashCost: 4), database: database, logger: TestDatabase.logger)
+                configuration: .init(passwordHashCost: 4), database: database, dataKey: .generate(), logger: TestDatabase.logger)
             let seed = try await server.seedDevelopmentTenant(apiPort: 3000)
             let app = Application(router: server.buildRouter(), logger: TestDatabase.logger)
             let (refresh, code, password) = try await app.test(.router) { client -> (String, String, String) in

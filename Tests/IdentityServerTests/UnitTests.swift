@@ -1,5 +1,6 @@
 import CryptoExtras
 import Foundation
+import Storage
 import TestSupport
 import Testing
 import TodoModels
@@ -292,7 +293,7 @@ struct TenantCacheTests {
     func bounded() async throws {
         try await TestDatabase.with(.sqlite) { database in
             let server = try await IdentityServer.make(
-                configuration: .init(passwordHashCost: 4), database: database, logger: TestDatabase.logger)
+                configuration: .init(passwordHashCost: 4), database: database, dataKey: .generate(), logger: TestDatabase.logger)
             _ = try await server.seedDevelopmentTenant(apiPort: 3000)
             let cache = CachedTenantDirectory(SQLTenantDirectory(database: database))
             for index in 0..<(CachedTenantDirectory.capacity + 500) {

@@ -15,7 +15,7 @@ struct EndToEndTests {
     func twoUsers(engine: DatabaseEngine) async throws {
         try await TestDatabase.with(engine) { database in
             let identity = try await IdentityServer.make(
-                configuration: .init(passwordHashCost: 4), database: database, logger: TestDatabase.logger)
+                configuration: .init(passwordHashCost: 4), database: database, dataKey: .generate(), logger: TestDatabase.logger)
             let seed = try await identity.seedDevelopmentTenant(apiPort: 3000)
             _ = try await identity.createLocalUser(
                 tenantID: seed.tenant.id, email: "ann@example.com", displayName: "Ann", password: "Ann-Pass1")

@@ -96,3 +96,25 @@ def test_users_added_by_the_command_sign_in_on_the_running_server(server):
     assert result.returncode == 0, result.stderr
     response = server.ropc(email, "Live-Pass1")
     assert response.status_code == 200, response.text
+
+
+def test_key_material_is_sealed_with_a_data_key_outside_the_database(admin, tmp_path):
+    import sqlite3
+
+    admin("keys", "rotate")
+    key_file = tmp_path / "data" / "data-key"
+    assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+    assert len(key_file.read_text().strip()) == 43
+    with sqlite3.connect(tmp_path / "data" / "todo.sqlite") as database:
+        stored = [row[0] for row in database.execute("SELECT private_key_pem FROM signing_keys")]
+    assert len(stored) == 2 and all(value.startswith("sealed:v1:") and "PRIVATE KEY" not in value for value in stored)
+
+    # Another key (a second instance configured apart): one line naming the fix, non-zero exit.
+    binary = os.environ["TODO_SERVER_BIN"]
+    other = subprocess.run(
+        [binary, "keys", "list", "--data-dir", str(tmp_path / "data")], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "TODO_DATA_KEY": "A" * 43},
+    )
+    assert other.returncode != 0
+    assert "TODO_DATA_KEY" in other.stderr and len(other.stderr.strip().splitlines()) == 1
+    assert "active" in admin("keys", "list").stdout

@@ -44,8 +44,8 @@ protocol InteractionStore: Sendable {
 
 struct SQLInteractionStore: InteractionStore {
     let database: any Database
-
-    init(database: any Database) { self.database = database }
+    /// Seals `server_secrets` values (the security issue's M-6).
+    let dataKey: DataKey
 
     struct InteractionRow: Codable {
         var id: String
@@ -285,21 +285,32 @@ struct SQLInteractionStore: InteractionStore {
             var value: String
             var created_at: Int64
         }
-        if let existing = try await database.read({ sql in
+        let context = "server_secrets:\(name)"
+        if let stored = try await database.read({ sql in
             try await sql.select().column("value").from("server_secrets").where("name", .equal, name)
                 .first(decodingColumn: "value", as: String.self)
         }) {
-            return existing
+            let (value, wasClear) = try dataKey.open(stored, context: context)
+            if wasClear {
+                let sealed = try dataKey.seal(value, context: context)
+                try await database.transaction { sql in
+                    try await sql.update("server_secrets").set("value", to: sealed).where("name", .equal, name)
+                        .where("value", .equal, stored).run()
+                }
+            }
+            return value
         }
         // Concurrent first uses (several requests, several instances) each offer a value; the
         // first insert wins and everyone reads the winner back, instead of all but one failing
         // on the primary key.
-        let candidate = Row(name: name, value: Secrets.randomToken(byteCount: 32), created_at: now.epochSeconds)
-        return try await database.transaction { sql in
+        let candidate = Row(
+            name: name, value: try dataKey.seal(Secrets.randomToken(byteCount: 32), context: context), created_at: now.epochSeconds)
+        let winner = try await database.transaction { sql in
             try await sql.insert(into: "server_secrets").model(candidate).ignoringConflicts(with: ["name"]).run()
             return try await sql.select().column("value").from("server_secrets").where("name", .equal, name)
                 .first(decodingColumn: "value", as: String.self) ?? candidate.value
         }
+        return try dataKey.open(winner, context: context).value
     }
 
     func sweep(now: Date) async throws {

@@ -34,16 +34,22 @@ public struct SigningKey: Sendable {
 
 /// The service's signing keys, kept in the database so that every instance signs with the same
 /// key and a restart keeps tokens valid. The active key signs; keys rotated out stay published
-/// (SPEC §2.5). Each instance re-reads the ring at most every `refreshInterval`.
+/// (SPEC §2.5). Each instance re-reads the ring at most every `refreshInterval`. Private keys are
+/// stored sealed with the data key (the security issue's M-6); rows from before sealing are
+/// sealed in place when first read.
 public final class SigningKeyRing: Sendable {
     private let database: any Database
+    private let dataKey: DataKey
     private let clock: any IdentityClock
     private let keyBits: Int
     private let refreshInterval: TimeInterval
     private let cache = Mutex<(keys: [SigningKey], loadedAt: Date)?>(nil)
 
-    public init(database: any Database, clock: any IdentityClock, keyBits: Int = 2048, refreshInterval: TimeInterval = 60) {
+    public init(
+        database: any Database, dataKey: DataKey, clock: any IdentityClock, keyBits: Int = 2048, refreshInterval: TimeInterval = 60
+    ) {
         self.database = database
+        self.dataKey = dataKey
         self.clock = clock
         self.keyBits = keyBits
         self.refreshInterval = refreshInterval
@@ -58,8 +64,12 @@ public final class SigningKeyRing: Sendable {
         var retired_at: Int64?
         var publish_until: Int64?
 
-        var key: SigningKey? {
-            guard let privateKey = try? _RSA.Signing.PrivateKey(pemRepresentation: private_key_pem) else { return nil }
+        static func context(kid: String) -> String { "signing_keys:\(kid)" }
+
+        /// The key, or nil when the stored PEM does not parse; a key sealed with another data
+        /// key is an error, not a missing key (a new one would otherwise be made silently).
+        func key(opening pem: String) -> SigningKey? {
+            guard let privateKey = try? _RSA.Signing.PrivateKey(pemRepresentation: pem) else { return nil }
             func date(_ value: Int64?) -> Date? { value.map { Date(timeIntervalSince1970: TimeInterval($0)) } }
             return SigningKey(
                 kid: kid, privateKey: privateKey, createdAt: date(created_at)!, activatedAt: date(activated_at),
@@ -80,7 +90,19 @@ public final class SigningKeyRing: Sendable {
             try await sql.select().columns("*").from("signing_keys").orderBy("created_at", .descending)
                 .all(decoding: Row.self)
         }
-        let keys = rows.compactMap(\.key)
+        var keys: [SigningKey] = []
+        for row in rows {
+            let context = Row.context(kid: row.kid)
+            let (pem, wasClear) = try dataKey.open(row.private_key_pem, context: context)
+            if wasClear {
+                let sealed = try dataKey.seal(pem, context: context)
+                try await database.transaction { sql in
+                    try await sql.update("signing_keys").set("private_key_pem", to: sealed).where("kid", .equal, row.kid)
+                        .where("private_key_pem", .equal, row.private_key_pem).run()
+                }
+            }
+            if let key = row.key(opening: pem) { keys.append(key) }
+        }
         cache.withLock { $0 = (keys, now) }
         return keys
     }
@@ -111,7 +133,8 @@ public final class SigningKeyRing: Sendable {
         let kid = try SigningKey.thumbprint(of: privateKey)
         let now = clock.now.epochSeconds
         let row = Row(
-            kid: kid, private_key_pem: privateKey.pemRepresentation, bits: Int64(privateKey.keySizeInBits),
+            kid: kid, private_key_pem: try dataKey.seal(privateKey.pemRepresentation, context: Row.context(kid: kid)),
+            bits: Int64(privateKey.keySizeInBits),
             created_at: now, activated_at: now, retired_at: nil, publish_until: nil)
         let publishUntil = now + Int64(retiredKeysPublishedFor)
         try await database.transaction { sql in
@@ -120,7 +143,7 @@ public final class SigningKeyRing: Sendable {
             try await sql.insert(into: "signing_keys").model(row).run()
         }
         cache.withLock { $0 = nil }
-        return row.key!
+        return row.key(opening: privateKey.pemRepresentation)!
     }
 
     /// Withdraws a key at once (a leaked key): it leaves the JWKS and stops verifying here, and
