@@ -152,5 +152,15 @@ enum IdentityMigrations {
                     "ALTER TABLE authorization_requests ADD COLUMN client_address TEXT",
                     "CREATE INDEX authorization_requests_address ON authorization_requests (client_address, created_at)",
                 ]),
+            // Whether the account's email was proven (the security issue's M-7): tokens assert only
+            // proven addresses. Local accounts from before cannot say, so they count as unproven
+            // until a password reset (a code to the address) proves them; a federated provider
+            // vouches for the address it sends.
+            Migration(
+                version: 13, name: "email verified",
+                [
+                    "ALTER TABLE users ADD COLUMN email_verified BOOLEAN NOT NULL DEFAULT FALSE",
+                    "UPDATE users SET email_verified = TRUE WHERE identity_provider <> 'local'",
+                ]),
         ])
 }

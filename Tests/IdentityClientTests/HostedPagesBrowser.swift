@@ -175,8 +175,37 @@ actor HostedPagesBrowser {
     func signUp(_ url: URL, email: String, password: String, name: String) async throws -> [String: String] {
         var page = try await open(url)
         if let link = page.link(id: "createAccount") { page = try await get(link, from: page) }
-        return try Self.appParameters(
-            try await submit(page, [("email", email), ("newPassword", password), ("reenterPassword", password), ("displayName", name)]))
+        return try Self.appParameters(try await completeSignUp(page, email: email, password: password, name: name, submit: submit))
+    }
+
+    /// The sign-up page's three steps from its first: send a code to `email`, enter the code
+    /// from the dev outbox, then the password and name. `submit` posts a page's form.
+    func completeSignUp(
+        _ first: Page, email: String, password: String, name: String,
+        submit: (Page, [(String, String)], String?) async throws -> Page
+    ) async throws -> Page {
+        var page = try await submit(first, [("step", "send"), ("email", email)], nil)
+        guard page.text.contains("email_ver_input") else { throw Failure.unexpected("no code step: \(page.text.prefix(600))") }
+        page = try await submit(page, [("step", "verify"), ("code", try await outboxCode(for: email))], nil)
+        guard page.text.contains("email_success") else { throw Failure.unexpected("code refused: \(page.text.prefix(600))") }
+        return try await submit(
+            page,
+            [("step", "create"), ("email", email), ("newPassword", password), ("reenterPassword", password), ("displayName", name)],
+            nil)
+    }
+
+    /// The code in the newest message to `email` in the development outbox.
+    func outboxCode(for email: String) async throws -> String {
+        let outbox = try await request("GET", URL(string: "\(identityBase)/dev/outbox")!, body: nil).text
+        for item in outbox.components(separatedBy: "<li>").dropFirst() where item.contains(Self.escape(email)) {
+            if let range = item.range(of: #"\b[0-9]{6}\b"#, options: .regularExpression) { return String(item[range]) }
+        }
+        throw Failure.unexpected("no code for \(email) in the outbox")
+    }
+
+    nonisolated static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
     }
 
     func cancel(_ url: URL) async throws -> [String: String] {

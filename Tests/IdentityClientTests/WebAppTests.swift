@@ -15,8 +15,9 @@ struct WebAppTests {
         let landing = try await browser.navigate(system.webBase)
         let signUpLink = try #require(landing.link(id: "signUp"))
         let form = try await browser.navigate(URL(string: signUpLink, relativeTo: landing.url)!.absoluteURL)
-        return try await browser.submitFollowingAll(
-            form, [("email", email), ("newPassword", "Web-Passw0rd"), ("reenterPassword", "Web-Passw0rd"), ("displayName", name)])
+        return try await browser.completeSignUp(form, email: email, password: "Web-Passw0rd", name: name) { page, fields, id in
+            try await browser.submitFollowingAll(page, fields, formID: id)
+        }
     }
 
     static func titles(_ page: HostedPagesBrowser.Page) -> [String] {

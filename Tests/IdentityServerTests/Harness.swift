@@ -55,6 +55,12 @@ struct IdentityHarness: Sendable {
         try await server.createLocalUser(tenantID: tenant.id, email: email, displayName: name, password: password)
     }
 
+    /// The code in the newest outbox message.
+    func latestCode() async throws -> String {
+        let body = try await server.outbox(tenantID: tenant.id).first?.body ?? ""
+        return String(body.split(whereSeparator: { !$0.isNumber }).first { $0.count == 6 } ?? "")
+    }
+
     func path(_ policy: String, _ endpoint: String) -> String { "/\(tenant.name)/\(policy)/\(endpoint)" }
 
     /// Sign-in transactions stored.
@@ -254,13 +260,19 @@ extension Driver {
         return try await follow(try await post(action, [("csrf_token", page.field("csrf_token") ?? "")] + fields))
     }
 
-    /// Signs up through the hosted page; returns the redirect to the app.
+    /// Signs up through the hosted page, proving the address with the code from the outbox;
+    /// returns the redirect to the app, or the first page that refused a step.
     func signUp(
         _ harness: IdentityHarness, attempt: AuthorizationAttempt, email: String, password: String = "Passw0rd!", name: String = "Alice"
     ) async throws -> TestResponse {
         var page = try await start(attempt, harness: harness)
         if let signUp = page.link(id: "createAccount") { page = try await follow(try await get(signUp)) }
-        return try await submit(page, [("email", email), ("newPassword", password), ("reenterPassword", password), ("displayName", name)])
+        page = try await submit(page, [("step", "send"), ("email", email)])
+        guard page.status == .ok, page.text.contains("email_ver_input") else { return page }
+        page = try await submit(page, [("step", "verify"), ("code", try await harness.latestCode())])
+        guard page.status == .ok, page.text.contains("email_success") else { return page }
+        return try await submit(
+            page, [("step", "create"), ("email", email), ("newPassword", password), ("reenterPassword", password), ("displayName", name)])
     }
 
     /// Signs in through the hosted page; returns the redirect to the app.

@@ -219,54 +219,49 @@ struct InteractiveFlowTests {
             let page = try await driver.follow(
                 try await driver.get(
                     try #require(try await driver.start(AuthorizationAttempt(harness: h), harness: h).link(id: "createAccount"))))
+            // The address step refuses what is not an address.
+            let notAnAddress = try await driver.submit(page, [("step", "send"), ("email", "not-an-email")])
+            #expect(notAnAddress.status == .badRequest && notAnAddress.text.contains("valid email"))
+            // Details before any address is proven are refused.
+            let unproven = try await driver.submit(
+                page, [("step", "create"), ("email", "x@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!")])
+            #expect(unproven.status == .badRequest && unproven.text.contains("Verify your email address first"))
+
+            var details = try await driver.submit(page, [("step", "send"), ("email", "x@example.com")])
+            details = try await driver.submit(details, [("step", "verify"), ("code", try await h.latestCode())])
+            #expect(details.text.contains("email_success"))
             let cases: [([(String, String)], String)] = [
+                ([("newPassword", "short"), ("reenterPassword", "short"), ("displayName", "X")], "between 8 and 64"),
+                ([("newPassword", "alllowercase"), ("reenterPassword", "alllowercase"), ("displayName", "X")], "at least 3"),
+                ([("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd?"), ("displayName", "X")], "do not match"),
+                ([("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", "")], "display name"),
                 (
-                    [("email", "not-an-email"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", "X")],
-                    "valid email"
-                ),
-                (
-                    [("email", "x@example.com"), ("newPassword", "short"), ("reenterPassword", "short"), ("displayName", "X")],
-                    "between 8 and 64"
-                ),
-                (
-                    [
-                        ("email", "x@example.com"), ("newPassword", "alllowercase"), ("reenterPassword", "alllowercase"),
-                        ("displayName", "X"),
-                    ], "at least 3"
-                ),
-                (
-                    [("email", "x@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd?"), ("displayName", "X")],
-                    "do not match"
-                ),
-                (
-                    [("email", "x@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", "")],
-                    "display name"
-                ),
-                (
-                    [
-                        ("email", "x@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"),
-                        ("displayName", String(repeating: "n", count: 300)),
-                    ], "at most 256"
-                ),
-                (
-                    [
-                        ("email", "ALICE@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"),
-                        ("displayName", "A2"),
-                    ], "already exists"
+                    [("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", String(repeating: "n", count: 300))],
+                    "at most 256"
                 ),
             ]
             for (fields, message) in cases {
-                let response = try await driver.submit(page, fields)
-                #expect(response.status == .badRequest || response.status == .conflict, "\(message)")
+                let response = try await driver.submit(details, [("step", "create"), ("email", "x@example.com")] + fields)
+                #expect(response.status == .badRequest, "\(message)")
                 #expect(response.text.contains(message), "\(message)")
                 #expect(response.location == nil)
             }
-            // Typed input is kept on the re-rendered page (but never the password).
+            // Typed input is kept on the re-rendered page (but never the password); the address is
+            // the proven one whatever is posted.
             let kept = try await driver.submit(
-                page, [("email", "keep@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "nope"), ("displayName", "Keeper")])
-            #expect(kept.field("email") == "keep@example.com")
+                details,
+                [
+                    ("step", "create"), ("email", "other@example.com"), ("newPassword", "Passw0rd!"), ("reenterPassword", "nope"),
+                    ("displayName", "Keeper"),
+                ])
+            #expect(kept.field("email") == "x@example.com")
             #expect(kept.field("displayName") == "Keeper")
             #expect(!kept.text.contains("Passw0rd!"))
+
+            // An address that has an account gets its code like any other; "already exists" comes
+            // only after the code proved the address.
+            let duplicate = try await driver.signUp(h, attempt: AuthorizationAttempt(harness: h), email: "ALICE@example.com", name: "A2")
+            #expect(duplicate.status == .conflict && duplicate.text.contains("already exists"))
             #expect(try await h.server.users.users(tenantID: h.tenant.id).count == 1)
         }
     }

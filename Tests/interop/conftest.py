@@ -1,8 +1,10 @@
 """Shared fixtures for the interop tests: they talk to a running todo-server (started by
 scripts/test) exactly like third-party apps would, over real HTTP on loopback."""
 
+import html
 import json
 import os
+import re
 import secrets
 from html.parser import HTMLParser
 from urllib.parse import urljoin
@@ -102,6 +104,54 @@ class Page:
 
     def link(self, link_id):
         return urljoin(self.response.url, self.links[link_id])
+
+
+def outbox_code(session, page_url, email):
+    """The code in the newest development-outbox message to `email` (newest first on the page)."""
+    outbox = session.get(urljoin(page_url, "/dev/outbox")).text
+    escaped = html.escape(email, quote=True)
+    for item in outbox.split("<li>")[1:]:
+        if escaped in item:
+            match = re.search(r"\b(\d{6})\b", item)
+            if match:
+                return match.group(1)
+    raise AssertionError(f"no code for {email} in the outbox")
+
+
+def complete_sign_up(session, page, email, password, name):
+    """B2C's sign-up page with email verification, as a user goes through it: "Send
+    verification code", the code from the mail (the dev outbox), "Verify code", then the password
+    and name and "Create". Returns the final response (the redirect to the app)."""
+
+    def step(current, values):
+        response = current.submit(session, "attributeVerification", values)
+        assert response.status_code == 303, response.text[:500]
+        return Page(session.get(urljoin(response.url, response.headers["Location"])))
+
+    code_page = step(page, {"email": email})
+    assert "email_ver_input" in code_page.response.text, code_page.response.text[:500]
+    details = step(code_page, {"code": outbox_code(session, code_page.response.url, email)})
+    assert "email_success" in details.response.text, details.response.text[:500]
+    return details.submit(
+        session, "attributeVerification", {"newPassword": password, "reenterPassword": password, "displayName": name}
+    )
+
+
+def verify_email_in_browser(driver, email, timeout=20):
+    """The first two steps of the sign-up page in a real browser (Selenium): the address, "Send
+    verification code", the code from the dev outbox, "Verify code"; leaves the details step."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(driver, timeout)
+    driver.find_element(By.ID, "email").send_keys(email)
+    driver.find_element(By.ID, "email_ver_but_send").click()
+    wait.until(ready.presence_of_element_located((By.ID, "email_ver_input")))
+    code = outbox_code(requests.Session(), driver.current_url, email)
+    driver.find_element(By.ID, "email_ver_input").send_keys(code)
+    driver.find_element(By.ID, "email_ver_but_verify").click()
+    wait.until(ready.presence_of_element_located((By.ID, "email_success")))
 
 
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)

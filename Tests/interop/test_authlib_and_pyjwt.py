@@ -8,7 +8,7 @@ from authlib.integrations.requests_client import OAuth2Session
 from authlib.jose import JsonWebKey
 from authlib.jose import jwt as jose_jwt
 
-from conftest import Page, unique_email
+from conftest import Page, complete_sign_up, unique_email
 
 REDIRECT = "http://127.0.0.1:8765"
 
@@ -59,11 +59,7 @@ def test_authlib_sign_up_sign_in_refresh_and_sign_out(server):
 
     def sign_up(page):
         signup = Page(browser.get(page.link("createAccount")))
-        return signup.submit(
-            browser,
-            "attributeVerification",
-            {"email": email, "newPassword": password, "reenterPassword": password, "displayName": "Ada Authlib"},
-        )
+        return complete_sign_up(browser, signup, email, password, "Ada Authlib")
 
     client = new_client(server)
     token, nonce = authorize(server, meta, client, browser, sign_up)
@@ -155,11 +151,7 @@ def signup_user(server, email, password):
         meta,
         client,
         browser,
-        lambda page: page.submit(
-            browser,
-            "attributeVerification",
-            {"email": email, "newPassword": password, "reenterPassword": password, "displayName": "Ropc User"},
-        ),
+        lambda page: complete_sign_up(browser, page, email, password, "Ropc User"),
     )
 
 

@@ -19,7 +19,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ready
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import unique_email
+from conftest import unique_email, verify_email_in_browser
 
 ARTIFACTS = os.environ.get("TODO_ARTIFACTS", "artifacts")
 
@@ -115,8 +115,9 @@ def test_sign_up_then_sign_in_in_chromium(server, receiver, browser):
     shot(browser, "sign-in")
     browser.find_element(By.ID, "createAccount").click()
     wait.until(ready.presence_of_element_located((By.ID, "attributeVerification")))
+    shot(browser, "sign-up-email")
+    verify_email_in_browser(browser, email)
     # An error first: mismatched passwords are reported on the page and typed input is kept.
-    browser.find_element(By.ID, "email").send_keys(email)
     browser.find_element(By.ID, "newPassword").send_keys(password)
     browser.find_element(By.ID, "reenterPassword").send_keys(password + "x")
     browser.find_element(By.ID, "displayName").send_keys("Chrome User")

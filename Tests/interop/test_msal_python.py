@@ -6,7 +6,7 @@ import os
 import msal
 import requests
 
-from conftest import Page, unique_email
+from conftest import Page, complete_sign_up, unique_email
 
 
 def test_msal_auth_code_flow_then_silent_refresh(tls_server):
@@ -22,11 +22,7 @@ def test_msal_auth_code_flow_then_silent_refresh(tls_server):
     page = Page(browser.get(flow["auth_uri"]))
     signup = Page(browser.get(page.link("createAccount")))
     email, password = unique_email("msal"), "Interop-Pass1"
-    response = signup.submit(
-        browser,
-        "attributeVerification",
-        {"email": email, "newPassword": password, "reenterPassword": password, "displayName": "Mia Msal"},
-    )
+    response = complete_sign_up(browser, signup, email, password, "Mia Msal")
     assert response.status_code == 302, response.text[:300]
     location = response.headers["Location"]
     query = dict(pair.split("=", 1) for pair in location.split("?", 1)[1].split("&"))

@@ -16,7 +16,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ready
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import unique_email
+from conftest import outbox_code, unique_email, verify_email_in_browser
 
 ARTIFACTS = os.environ.get("TODO_ARTIFACTS", "artifacts")
 PASSWORD = "Web-Passw0rd"
@@ -79,7 +79,7 @@ def sign_up(driver, web, email, name="Web User"):
     driver.get(web)
     driver.find_element(By.ID, "signUp").click()
     wait_for(driver, "attributeVerification")
-    driver.find_element(By.ID, "email").send_keys(email)
+    verify_email_in_browser(driver, email)
     driver.find_element(By.ID, "newPassword").send_keys(PASSWORD)
     driver.find_element(By.ID, "reenterPassword").send_keys(PASSWORD)
     driver.find_element(By.ID, "displayName").send_keys(name)
@@ -184,18 +184,6 @@ def test_a_second_user_in_another_browser_sees_an_empty_list(browsers, web):
     assert titles(first) == ["first user's task"]
 
 
-def outbox_code(identity, email):
-    for _ in range(50):
-        page = requests.get(f"{identity}/dev/outbox").text
-        for item in reversed(page.split("<li>")):
-            if email in item:
-                match = re.search(r"\b(\d{6})\b", item)
-                if match:
-                    return match.group(1)
-        time.sleep(0.2)
-    raise AssertionError(f"no code for {email} in the outbox")
-
-
 def test_forgot_password_resets_and_signs_in(browsers, web, server):
     driver = browsers()
     email = unique_email("forgot")
@@ -210,7 +198,7 @@ def test_forgot_password_resets_and_signs_in(browsers, web, server):
     driver.find_element(By.ID, "email").send_keys(email)
     driver.find_element(By.ID, "sendCode").click()
     wait_for(driver, "resetCode")
-    driver.find_element(By.ID, "verificationCode").send_keys(outbox_code(server.base, email))
+    driver.find_element(By.ID, "verificationCode").send_keys(outbox_code(requests.Session(), server.base, email))
     driver.find_element(By.ID, "verifyCode").click()
     wait_for(driver, "resetPassword")
     driver.find_element(By.ID, "newPassword").send_keys("New-Passw0rd")

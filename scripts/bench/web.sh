@@ -21,11 +21,15 @@ class Forms(HTMLParser):
         if tag == "form": self.forms.append({"action": attrs.get("action"), "id": attrs.get("id"), "fields": {}})
         elif tag == "input" and self.forms and attrs.get("name"): self.forms[-1]["fields"][attrs["name"]] = attrs.get("value", "")
 session = requests.Session()
-page = session.get(f"{web}/auth/signin?flow=signup")
-parser = Forms(); parser.feed(page.text)
-form = next(f for f in parser.forms if f["id"] == "attributeVerification")
-fields = dict(form["fields"], email="bench-web@example.com", newPassword="Bench-Passw0rd", reenterPassword="Bench-Passw0rd", displayName="Bench")
-tasks = session.post(requests.compat.urljoin(page.url, form["action"]), data=fields)
+def submit(page, **values):
+    parser = Forms(); parser.feed(page.text)
+    form = next(f for f in parser.forms if f["id"] == "attributeVerification")
+    return session.post(requests.compat.urljoin(page.url, form["action"]), data=dict(form["fields"], **values))
+# The sign-up page's three steps: the address, the code from the dev outbox, the details.
+page = submit(session.get(f"{web}/auth/signin?flow=signup"), email="bench-web@example.com")
+code = re.search(r"\b(\d{6})\b", session.get(f"{identity}/dev/outbox").text.split("<li>")[1]).group(1)
+page = submit(page, code=code)
+tasks = submit(page, newPassword="Bench-Passw0rd", reenterPassword="Bench-Passw0rd", displayName="Bench")
 csrf = re.search(r'name="csrf_token" value="([^"]+)"', tasks.text).group(1)
 for i in range(20):
     session.post(f"{web}/todos", data={"csrf_token": csrf, "title": f"task {i + 1}"})

@@ -39,7 +39,9 @@ extension IdentityServer {
         if let problem = PasswordPolicy.problem(with: password) { throw AdministrationError.weakPassword(problem) }
         let user = UserAccount(
             tenantID: tenantID, identityProvider: .local, signInName: address.canonical, email: address.display,
-            displayName: name, passwordHash: try await hasher.hash(password), createdAt: clock.now)
+            displayName: name, passwordHash: try await hasher.hash(password), createdAt: clock.now,
+            // The operator who adds an account vouches for its address.
+            emailVerified: true)
         do {
             try await users.create(user)
         } catch UserDirectoryError.duplicate {

@@ -10,6 +10,10 @@ public struct UserAccount: Sendable, Equatable {
     /// Lowercased email for local accounts; the provider's subject for social ones.
     public var signInName: String
     public var email: String?
+    /// The address was proven: a code sent to it came back (sign-up or reset), an operator
+    /// added the account, or a federated provider asserted it. Tokens assert only proven
+    /// addresses (`emails`), the security issue's M-7.
+    public var emailVerified: Bool
     public var displayName: String
     /// Other attributes by ``UserAttribute`` raw value (givenName, surname, city, …).
     public var attributes: [String: String]
@@ -21,8 +25,9 @@ public struct UserAccount: Sendable, Equatable {
     public init(
         id: UUID = UUID(), tenantID: UUID, identityProvider: IdentityProviderKind, signInName: String, email: String?,
         displayName: String, attributes: [String: String] = [:], passwordHash: String? = nil, createdAt: Date,
-        lockout: LockoutState = LockoutState()
+        lockout: LockoutState = LockoutState(), emailVerified: Bool
     ) {
+        self.emailVerified = emailVerified
         self.id = id
         self.tenantID = tenantID
         self.identityProvider = identityProvider

@@ -16,8 +16,9 @@ public protocol UserDirectory: Sendable {
     func delete(id: UUID) async throws -> Bool
     func updateProfile(id: UUID, displayName: String, attributes: [String: String], now: Date) async throws
     /// Replaces the password, clears lockout and revokes every refresh-token family of the user
-    /// (a password change revokes grants: AADB2C90129).
-    func setPassword(id: UUID, hash: String, now: Date) async throws
+    /// (a password change revokes grants: AADB2C90129). `emailProven`: the change followed a
+    /// code sent to the account's address (the reset flow), which proves the address.
+    func setPassword(id: UUID, hash: String, emailProven: Bool, now: Date) async throws
     /// Replaces the hash without revoking anything (a cost upgrade at sign-in).
     func upgradeHash(id: UUID, hash: String) async throws
     /// Applies `transition` to the lockout state of one source (an IP address) and of the whole
@@ -42,6 +43,7 @@ public struct SQLUserDirectory: UserDirectory {
         var identity_provider: String
         var sign_in_name: String
         var email: String?
+        var email_verified: Bool
         var display_name: String
         var attributes: String
         var password_hash: String?
@@ -59,6 +61,7 @@ public struct SQLUserDirectory: UserDirectory {
             identity_provider = user.identityProvider.rawValue
             sign_in_name = user.signInName
             email = user.email
+            email_verified = user.emailVerified
             display_name = user.displayName
             attributes = StoredJSON.encode(user.attributes)
             password_hash = user.passwordHash
@@ -83,7 +86,7 @@ public struct SQLUserDirectory: UserDirectory {
                 id: id, tenantID: tenantID, identityProvider: provider, signInName: sign_in_name, email: email,
                 displayName: display_name, attributes: StoredJSON.decode([String: String].self, attributes) ?? [:],
                 passwordHash: password_hash, createdAt: Date(timeIntervalSince1970: TimeInterval(created_at)),
-                lockout: lockout)
+                lockout: lockout, emailVerified: email_verified)
             user.updatedAt = Date(timeIntervalSince1970: TimeInterval(updated_at))
             return user
         }
@@ -149,9 +152,10 @@ public struct SQLUserDirectory: UserDirectory {
         }
     }
 
-    public func setPassword(id: UUID, hash: String, now: Date) async throws {
+    public func setPassword(id: UUID, hash: String, emailProven: Bool, now: Date) async throws {
         let key = id.uuidString.lowercased()
         try await database.transaction { sql in
+            if emailProven { try await sql.update("users").set("email_verified", to: true).where("id", .equal, key).run() }
             try await sql.update("users").set("password_hash", to: hash).set("password_changed_at", to: now.epochSeconds)
                 .set("updated_at", to: now.epochSeconds).where("id", .equal, key).run()
             try await Self.clearLockout(key, sql: sql)

@@ -136,7 +136,9 @@ struct SimulatedFacebook: Sendable {
                 attributes[UserAttribute.surname.rawValue] = identity.surname
                 let created = UserAccount(
                     tenantID: tenant.id, identityProvider: identity.provider, signInName: identity.subject, email: identity.email,
-                    displayName: identity.displayName, attributes: attributes, createdAt: service.now)
+                    displayName: identity.displayName, attributes: attributes, createdAt: service.now,
+                    // The provider vouches for the address it sends, as B2C takes it from Facebook.
+                    emailVerified: identity.email != nil)
                 do {
                     try await service.users.create(created)
                     newUser = true

@@ -1,4 +1,5 @@
 import Foundation
+import TodoModels
 
 /// What the app asked for at `/authorize`, kept server-side while the user walks through the
 /// hosted pages (B2C does the same with its `tx` state). Pages carry only the opaque id.
@@ -62,12 +63,23 @@ struct SSOSession: Sendable, Equatable {
 
 /// A message the service would have mailed; shown on the dev outbox page and in the log.
 public struct OutboxMessage: Sendable, Equatable {
+    /// Sorts by when the message was written, finer than `createdAt`'s seconds: the outbox
+    /// lists the newest first even when several arrive within one second.
     public var id: String
     public var tenantID: UUID
     public var recipient: String
     public var subject: String
     public var body: String
     public var createdAt: Date
+}
+
+extension OutboxMessage {
+    /// A new message id: wall-clock microseconds in 16 hex digits, then randomness.
+    static func newID() -> String {
+        let micros = UInt64(Date().timeIntervalSince1970 * 1_000_000)
+        let hex = String(micros, radix: 16)
+        return String(repeating: "0", count: max(0, 16 - hex.count)) + hex + "-" + Secrets.randomToken(byteCount: 6)
+    }
 }
 
 /// What the simulated upstream provider asserted about a user.

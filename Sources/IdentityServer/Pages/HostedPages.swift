@@ -37,7 +37,7 @@ struct HostedPages: Sendable {
             switch (page, request.method) {
             case ("signin", .get): return try step.signInPage()
             case ("signin", .post): return try await step.signIn()
-            case ("signup", .get): return try step.signUpPage()
+            case ("signup", .get): return try await step.signUpPage()
             case ("signup", .post): return try await step.signUp()
             case ("forgot", .get): return try await step.forgotPassword()
             case ("cancel", .post): return try await flow.fail(record, with: .userCancelled, context: context)
@@ -70,9 +70,9 @@ struct PageStep {
     let form: RequestParameters
     let context: IdentityRequestContext
 
-    private var csrf: String { request.cookies[InteractionFlow.csrfCookie]?.value ?? "" }
+    var csrf: String { request.cookies[InteractionFlow.csrfCookie]?.value ?? "" }
 
-    private func page(_ name: String, _ values: [String: Any], status: HTTPResponse.Status = .ok) throws -> Response {
+    func page(_ name: String, _ values: [String: Any], status: HTTPResponse.Status = .ok) throws -> Response {
         var values = values
         values["csrf"] = csrf
         values["cancelAction"] = flow.pageURL("cancel", record: record)
@@ -142,79 +142,6 @@ struct PageStep {
         return try await flow.fail(record, with: error, context: context)
     }
 
-    // MARK: Sign up
-
-    func signUpPage(error: String? = nil, status: HTTPResponse.Status = .ok) throws -> Response {
-        guard userFlow.type == .signUp || userFlow.type == .signUpOrSignIn else {
-            throw PageError(status: .notFound, title: "Not found", message: "This flow does not offer sign-up.")
-        }
-        var values: [String: Any] = [
-            "title": "Create your account", "action": flow.pageURL("signup", record: record),
-            "email": form["email"] ?? record.request.loginHint ?? "",
-            "attributes": userFlow.signUpAttributes.map { attribute in
-                attributeField(attribute, value: form[attribute.rawValue] ?? "")
-            },
-        ]
-        if userFlow.type == .signUpOrSignIn { values["signInURL"] = flow.pageURL("signin", record: record) }
-        if let error { values["error"] = error }
-        return try page("signup", values, status: status)
-    }
-
-    private func attributeField(_ attribute: UserAttribute, value: String) -> [String: Any] {
-        [
-            "name": attribute.rawValue, "label": attribute.label, "value": value, "autocomplete": attribute.autocomplete,
-            "required": attribute == .displayName,
-        ]
-    }
-
-    func signUp() async throws -> Response {
-        guard userFlow.type == .signUp || userFlow.type == .signUpOrSignIn else {
-            throw PageError(status: .notFound, title: "Not found", message: "This flow does not offer sign-up.")
-        }
-        let password = form["newPassword"] ?? ""
-        guard let email = EmailAddress(form["email"] ?? "") else {
-            return try signUpPage(error: "Please enter a valid email address.", status: .badRequest)
-        }
-        if let problem = PasswordPolicy.problem(with: password) { return try signUpPage(error: problem, status: .badRequest) }
-        guard password == form["reenterPassword"] else {
-            return try signUpPage(
-                error: "The password entry fields do not match. Please enter the same password in both fields and try again.",
-                status: .badRequest)
-        }
-        var attributes: [String: String] = [:]
-        var displayName = ""
-        for attribute in userFlow.signUpAttributes {
-            let value: String
-            switch attribute.validate(form[attribute.rawValue] ?? "") {
-            case .success(let valid): value = valid
-            case .failure(let problem): return try signUpPage(error: problem.message, status: .badRequest)
-            }
-            if attribute == .displayName {
-                guard !value.isEmpty else { return try signUpPage(error: "Please enter a display name.", status: .badRequest) }
-                displayName = value
-            } else if !value.isEmpty {
-                attributes[attribute.rawValue] = value
-            }
-        }
-        if displayName.isEmpty { displayName = String(email.display.split(separator: "@").first ?? "") }
-        let signInName = email.canonical
-        if try await service.users.user(tenantID: tenant.id, provider: .local, signInName: signInName) != nil {
-            return try signUpPage(error: "A user with the specified ID already exists. Please choose a different one.", status: .conflict)
-        }
-        // Hash first: the account is written in one insert, so a failure leaves nothing behind.
-        let hash = try await service.hasher.hash(password)
-        let user = UserAccount(
-            tenantID: tenant.id, identityProvider: .local, signInName: signInName, email: email.display, displayName: displayName,
-            attributes: attributes, passwordHash: hash, createdAt: service.now)
-        do {
-            try await service.users.create(user)
-        } catch UserDirectoryError.duplicate {
-            return try signUpPage(error: "A user with the specified ID already exists. Please choose a different one.", status: .conflict)
-        }
-        context.logger.info("account created", metadata: ["oid": "\(user.objectID)"])
-        return try await flow.complete(record, user: user, identityProvider: .local, newUser: true, authTime: service.now, context: context)
-    }
-
     // MARK: Social
 
     func social(provider: String?) throws -> Response {
@@ -262,18 +189,7 @@ struct PageStep {
             // discover accounts; only an existing account gets a code. The code is bound to that
             // account and goes to the address the account holds, not to the text typed here.
             if let user = try await service.users.user(tenantID: tenant.id, provider: .local, signInName: email.canonical) {
-                let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
-                try await service.interactions.saveVerificationCode(
-                    interactionID: record.id, email: email.canonical, userID: user.id, code: code,
-                    expiresAt: now.addingTimeInterval(600))
-                let recipient = user.email ?? email.display
-                let message = OutboxMessage(
-                    id: UUID().uuidString.lowercased(), tenantID: tenant.id, recipient: recipient,
-                    subject: "\(tenant.displayName) account email verification code",
-                    body: "Your code is: \(code)\nIt expires in 10 minutes.", createdAt: now)
-                try await service.interactions.appendOutbox(message)
-                // The code itself is never logged: logs travel further than the outbox does.
-                context.logger.info("verification code sent", metadata: ["oid": "\(user.objectID)"])
+                try await sendCode(to: user.email ?? email.display, for: email.canonical, account: user)
             }
             return .redirecting(to: flow.pageURL("reset", record: record), status: .seeOther)
         case "restart":
@@ -283,13 +199,15 @@ struct PageStep {
             guard let email = record.pendingEmail else {
                 return try await resetPage(error: "Enter your email address first.", status: .badRequest)
             }
+            // Only a code bound to an account resets (a code saved before the binding existed
+            // binds to nothing and proves nothing here).
             guard
-                let userID = try await service.interactions.checkVerificationCode(
+                case .proves(let account?) = try await service.interactions.checkVerificationCode(
                     interactionID: record.id, email: email, code: form["code"] ?? "", now: now)
             else {
                 return try await resetPage(error: "That code is incorrect or has expired. Please try again.", status: .badRequest)
             }
-            try await service.interactions.setVerifiedEmail(interactionID: record.id, email: email, userID: userID)
+            try await service.interactions.setVerifiedEmail(interactionID: record.id, email: email, userID: account)
             return .redirecting(to: flow.pageURL("reset", record: record), status: .seeOther)
         case "change":
             // The account the verified code was bound to, and only while it still has the
@@ -307,7 +225,8 @@ struct PageStep {
             }
             // Setting the password also unlocks the account and revokes existing refresh
             // tokens (research/b2c-protocol.md §2.3, §5.5).
-            try await service.users.setPassword(id: user.id, hash: try await service.hasher.hash(password), now: now)
+            try await service.users.setPassword(
+                id: user.id, hash: try await service.hasher.hash(password), emailProven: true, now: now)
             context.logger.info("password reset", metadata: ["oid": "\(user.objectID)"])
             return try await flow.complete(record, user: user, identityProvider: .local, newUser: false, authTime: now, context: context)
         default:

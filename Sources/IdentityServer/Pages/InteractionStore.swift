@@ -17,18 +17,19 @@ protocol InteractionStore: Sendable {
     func completeInteraction(id: String, now: Date) async throws -> Bool
     func setPendingUser(interactionID: String, userID: UUID?) async throws
     func setPendingEmail(interactionID: String, email: String?) async throws
-    /// Records the verified address and the account its code was bound to.
-    func setVerifiedEmail(interactionID: String, email: String, userID: UUID) async throws
+    /// Records the verified address and the account its code was bound to (none at sign-up).
+    func setVerifiedEmail(interactionID: String, email: String, userID: UUID?) async throws
 
     func saveSession(idHash: String, session: SSOSession, now: Date) async throws
     func session(idHash: String, now: Date) async throws -> SSOSession?
     func deleteSession(idHash: String) async throws
 
-    /// Saves a code sent for the canonical address `email` of the account `userID`.
-    func saveVerificationCode(interactionID: String, email: String, userID: UUID, code: String, expiresAt: Date) async throws
-    /// Checks a code for the canonical address `email`; the account it was bound to, or nil.
-    /// After 5 wrong tries the code is void (AADB2C90157-style retry limit).
-    func checkVerificationCode(interactionID: String, email: String, code: String, now: Date) async throws -> UUID?
+    /// Saves a code sent for the canonical address `email`: of the account `userID` (a reset),
+    /// or of no account yet (sign-up).
+    func saveVerificationCode(interactionID: String, email: String, userID: UUID?, code: String, expiresAt: Date) async throws
+    /// Checks a code for the canonical address `email`. After 5 wrong tries the code is void
+    /// (AADB2C90157-style retry limit).
+    func checkVerificationCode(interactionID: String, email: String, code: String, now: Date) async throws -> CodeCheck
 
     func appendOutbox(_ message: OutboxMessage) async throws
     func outbox(tenantID: UUID, limit: Int) async throws -> [OutboxMessage]
@@ -40,6 +41,14 @@ protocol InteractionStore: Sendable {
     /// instance shares it.
     func serverSecret(named name: String, now: Date) async throws -> String
     func sweep(now: Date) async throws
+}
+
+/// What a presented verification code proved.
+enum CodeCheck: Equatable {
+    /// Wrong, expired, void after too many tries, or for another address.
+    case refused
+    /// The address is proven; the code was bound to `account` (nil: a sign-up code).
+    case proves(account: UUID?)
 }
 
 struct SQLInteractionStore: InteractionStore {
@@ -121,10 +130,10 @@ struct SQLInteractionStore: InteractionStore {
         }
     }
 
-    func setVerifiedEmail(interactionID: String, email: String, userID: UUID) async throws {
+    func setVerifiedEmail(interactionID: String, email: String, userID: UUID?) async throws {
         try await database.transaction { sql in
             try await sql.update("authorization_requests").set("verified_email", to: email)
-                .set("pending_user_id", to: userID.uuidString.lowercased())
+                .set("pending_user_id", to: userID?.uuidString.lowercased())
                 .where("id", .equal, interactionID).run()
         }
     }
@@ -177,7 +186,7 @@ struct SQLInteractionStore: InteractionStore {
         var user_id: String?
     }
 
-    func saveVerificationCode(interactionID: String, email: String, userID: UUID, code: String, expiresAt: Date) async throws {
+    func saveVerificationCode(interactionID: String, email: String, userID: UUID?, code: String, expiresAt: Date) async throws {
         try await database.transaction { sql in
             // Wrong tries survive a re-send, so asking for new codes does not reset the limit.
             let previous =
@@ -185,29 +194,28 @@ struct SQLInteractionStore: InteractionStore {
                 .where("request_id", .equal, interactionID).first(decodingColumn: "attempts", as: Int64.self) ?? 0
             let row = VerificationRow(
                 request_id: interactionID, email_lower: email, code_hash: Secrets.sha256Hex(code),
-                attempts: previous, expires_at: expiresAt.epochSeconds, user_id: userID.uuidString.lowercased())
+                attempts: previous, expires_at: expiresAt.epochSeconds, user_id: userID?.uuidString.lowercased())
             try await sql.delete(from: "verification_codes").where("request_id", .equal, interactionID).run()
             try await sql.insert(into: "verification_codes").model(row).run()
         }
     }
 
-    func checkVerificationCode(interactionID: String, email: String, code: String, now: Date) async throws -> UUID? {
+    func checkVerificationCode(interactionID: String, email: String, code: String, now: Date) async throws -> CodeCheck {
         let presented = Secrets.sha256Hex(code.trimmingCharacters(in: .whitespaces))
-        return try await database.transaction { sql -> UUID? in
+        return try await database.transaction { sql -> CodeCheck in
             // A row lock on PostgreSQL; SQLite's dialect renders none (its single writer serialises).
             let select = sql.select().columns("*").from("verification_codes").where("request_id", .equal, interactionID).for(.update)
             guard
                 let row = try await select.first(decoding: VerificationRow.self),
                 row.email_lower == email, row.expires_at > now.epochSeconds, row.attempts < 5
-            else { return nil }
+            else { return .refused }
             if Secrets.constantTimeEquals(row.code_hash, presented) {
                 try await sql.delete(from: "verification_codes").where("request_id", .equal, interactionID).run()
-                // Codes saved before the account binding existed bind to nothing and verify nothing.
-                return row.user_id.flatMap(UUID.init(uuidString:))
+                return .proves(account: row.user_id.flatMap(UUID.init(uuidString:)))
             }
             try await sql.update("verification_codes").set("attempts", to: row.attempts + 1)
                 .where("request_id", .equal, interactionID).run()
-            return nil
+            return .refused
         }
     }
 
@@ -231,7 +239,7 @@ struct SQLInteractionStore: InteractionStore {
         let tenant = tenantID.uuidString.lowercased()
         return try await database.read { sql in
             try await sql.select().columns("*").from("outbox").where("tenant_id", .equal, tenant)
-                .orderBy("created_at", .descending).orderBy("id").limit(limit).all(decoding: OutboxRow.self)
+                .orderBy("created_at", .descending).orderBy("id", .descending).limit(limit).all(decoding: OutboxRow.self)
         }.map {
             OutboxMessage(
                 id: $0.id, tenantID: tenantID, recipient: $0.recipient, subject: $0.subject, body: $0.body,

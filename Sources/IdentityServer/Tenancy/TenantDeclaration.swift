@@ -9,7 +9,8 @@ import Yams
 /// userFlows:
 ///   - { name: B2C_1_susi, type: signUpOrSignIn, identityProviders: [local, facebook.com],
 ///       signUpAttributes: [displayName, city], applicationClaims: [name, oid, emails],
-///       lifetimes: { accessTokenMinutes: 60, refreshTokenDays: 14, slidingWindowDays: 90 } }
+///       lifetimes: { accessTokenMinutes: 60, refreshTokenDays: 14, slidingWindowDays: 90 },
+///       emailVerification: true }
 /// applications:
 ///   - { name: Contoso app, clientId: 1b2c…, kind: public, redirectUris: [http://localhost],
 ///       allowPublicClientFlows: true, appIdUri: https://contoso.onmicrosoft.com/api, scopes: [tasks.read],
@@ -44,6 +45,8 @@ public struct TenantDeclaration: Decodable, Sendable {
         var signUpAttributes: [UserAttribute]?
         var applicationClaims: [String]?
         var lifetimes: Lifetimes?
+        /// Sign-up verifies the email with a code (default true, as in B2C).
+        var emailVerification: Bool?
     }
 
     public struct ApplicationPart: Decodable, Sendable {
@@ -186,7 +189,7 @@ public struct TenantDeclaration: Decodable, Sendable {
                     tenantID: model.id, name: flow.name, type: flow.type, identityProviders: flow.identityProviders ?? [.local],
                     signUpAttributes: flow.signUpAttributes ?? [.displayName],
                     applicationClaims: flow.applicationClaims ?? UserFlow.defaultClaims,
-                    lifetimes: lifetimes))
+                    lifetimes: lifetimes, emailVerification: flow.emailVerification ?? true))
         }
         // Client ids first: permissions name their APIs by them.
         let clientIDs = (applications ?? []).map { $0.clientId ?? UUID() }

@@ -89,7 +89,7 @@ public struct SQLTenantDirectory: TenantDirectory {
             return UserFlow(
                 tenantID: tenantID, name: name, type: definition.type, identityProviders: definition.identityProviders,
                 signUpAttributes: definition.signUpAttributes, applicationClaims: definition.applicationClaims,
-                lifetimes: definition.lifetimes)
+                lifetimes: definition.lifetimes, emailVerification: definition.emailVerification ?? true)
         }
     }
 
@@ -198,7 +198,7 @@ public struct SQLTenantDirectory: TenantDirectory {
     public func save(_ flow: UserFlow) async throws {
         let definition = UserFlowDefinition(
             type: flow.type, identityProviders: flow.identityProviders, signUpAttributes: flow.signUpAttributes,
-            applicationClaims: flow.applicationClaims, lifetimes: flow.lifetimes)
+            applicationClaims: flow.applicationClaims, lifetimes: flow.lifetimes, emailVerification: flow.emailVerification)
         let row = UserFlowRow(
             tenant_id: flow.tenantID.uuidString.lowercased(), name_lower: flow.name.lowercased(), name: flow.name,
             type: flow.type.rawValue, definition: StoredJSON.encode(definition))

@@ -128,12 +128,17 @@ public struct UserFlow: Sendable, Equatable {
     public var signUpAttributes: [UserAttribute]
     public var applicationClaims: [String]
     public var lifetimes: TokenLifetimes
+    /// Sign-up proves the email address with a code before the account is made: B2C's default
+    /// for local accounts (SPEC §2.11). Without it the address is stored unverified and tokens
+    /// do not assert it (the security issue's M-7).
+    public var emailVerification: Bool
 
     public init(
         tenantID: UUID, name: String, type: UserFlowType, identityProviders: [IdentityProviderKind] = [.local],
         signUpAttributes: [UserAttribute] = [.displayName], applicationClaims: [String] = UserFlow.defaultClaims,
-        lifetimes: TokenLifetimes = .default
+        lifetimes: TokenLifetimes = .default, emailVerification: Bool = true
     ) {
+        self.emailVerification = emailVerification
         self.tenantID = tenantID
         self.name = name
         self.type = type
@@ -174,4 +179,6 @@ struct UserFlowDefinition: Codable {
     var signUpAttributes: [UserAttribute]
     var applicationClaims: [String]
     var lifetimes: TokenLifetimes
+    /// Absent in flows stored before it existed: on, as in B2C.
+    var emailVerification: Bool?
 }

@@ -126,7 +126,8 @@ struct TokenIssuer: Sendable {
         for attribute in UserAttribute.allCases where attribute != .displayName && selected.contains(attribute.claimName) {
             if let value = user.value(of: attribute), !value.isEmpty { claims.set(attribute.claimName, value) }
         }
-        if selected.contains("emails"), let email = user.email { claims.set("emails", [email]) }
+        // Only a proven address is asserted (the security issue's M-7): an app may trust `emails`.
+        if selected.contains("emails"), user.emailVerified, let email = user.email { claims.set("emails", [email]) }
         // `idp` only for social sign-ins (research/b2c-protocol.md §2.2, azure-docs issue #51403).
         if selected.contains("idp"), context.identityProvider != .local {
             claims.set("idp", context.identityProvider.rawValue)

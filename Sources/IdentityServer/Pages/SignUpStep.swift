@@ -1,0 +1,171 @@
+import Foundation
+import Hummingbird
+
+/// The sign-up page. With email verification (B2C's default for local accounts, SPEC §2.11) it
+/// runs in three steps on one page, as B2C's does: "Send verification code" → the code from the
+/// mail → "Verify code" → the password and attributes → "Create". The element ids are B2C's
+/// (`email_ver_but_send`, `email_ver_input`, `email_ver_but_verify`, `continue`), so scripts
+/// written against B2C's page find them. Without JavaScript each button posts the form with a
+/// `step`, and the transaction keeps which address is pending or proven.
+extension PageStep {
+    private var offersSignUp: Bool { userFlow.type == .signUp || userFlow.type == .signUpOrSignIn }
+
+    private func requireSignUp() throws {
+        guard offersSignUp else { throw PageError(status: .notFound, title: "Not found", message: "This flow does not offer sign-up.") }
+    }
+
+    func signUpPage(error: String? = nil, status: HTTPResponse.Status = .ok) async throws -> Response {
+        try requireSignUp()
+        var values: [String: Any] = ["title": "Create your account", "action": flow.pageURL("signup", record: record)]
+        let current = try await flow.interaction(record.id)
+        if !userFlow.emailVerification {
+            values["stepDetails"] = true
+            values["email"] = form["email"] ?? record.request.loginHint ?? ""
+        } else if let verified = current.verifiedEmail {
+            values["stepDetails"] = true
+            values["verified"] = true
+            values["email"] = spelling(of: verified)?.display ?? verified
+        } else if let pending = current.pendingEmail {
+            values["stepCode"] = true
+            values["email"] = pending
+            if service.configuration.developmentMailbox { values["outboxURL"] = "\(record.request.origin)/dev/outbox" }
+        } else {
+            values["stepEmail"] = true
+            values["email"] = form["email"] ?? record.request.loginHint ?? ""
+        }
+        values["attributes"] = userFlow.signUpAttributes.map { attributeField($0, value: form[$0.rawValue] ?? "") }
+        if userFlow.type == .signUpOrSignIn { values["signInURL"] = flow.pageURL("signin", record: record) }
+        if let error { values["error"] = error }
+        return try page("signup", values, status: status)
+    }
+
+    /// The posted address when it is the proven one (keeping the user's spelling, e.g. case).
+    private func spelling(of canonical: String) -> EmailAddress? {
+        guard let posted = form["email"].flatMap(EmailAddress.init), posted.canonical == canonical else { return nil }
+        return posted
+    }
+
+    func attributeField(_ attribute: UserAttribute, value: String) -> [String: Any] {
+        [
+            "name": attribute.rawValue, "label": attribute.label, "value": value, "autocomplete": attribute.autocomplete,
+            "required": attribute == .displayName,
+        ]
+    }
+
+    func signUp() async throws -> Response {
+        try requireSignUp()
+        guard userFlow.emailVerification else { return try await createAccount(provenEmail: nil) }
+        let again = flow.pageURL("signup", record: record)
+        switch form["step"] {
+        case "send":
+            // A re-send goes to the pending address; a first send to the one typed.
+            let pending = try await flow.interaction(record.id).pendingEmail
+            let typed = form["email"] ?? pending ?? ""
+            guard let email = EmailAddress(typed) else {
+                return try await signUpPage(error: "Please enter a valid email address.", status: .badRequest)
+            }
+            try await service.interactions.setPendingEmail(interactionID: record.id, email: email.canonical)
+            // Sent whether or not an account has the address: the page must not tell anyone that
+            // it exists (the security issue's L-6). Only the mailbox's owner, who gets the code,
+            // learns it, at "Create".
+            try await sendCode(to: email.display, for: email.canonical, account: nil)
+            return .redirecting(to: again, status: .seeOther)
+        case "restart":
+            try await service.interactions.setPendingEmail(interactionID: record.id, email: nil)
+            return .redirecting(to: again, status: .seeOther)
+        case "verify":
+            guard let email = (try await flow.interaction(record.id)).pendingEmail else {
+                return try await signUpPage(error: "Enter your email address first.", status: .badRequest)
+            }
+            guard
+                case .proves(account: nil) = try await service.interactions.checkVerificationCode(
+                    interactionID: record.id, email: email, code: form["code"] ?? "", now: service.now)
+            else {
+                return try await signUpPage(
+                    error: "The verification code you have entered does not match our records. Please try again, or request a new code.",
+                    status: .badRequest)
+            }
+            try await service.interactions.setVerifiedEmail(interactionID: record.id, email: email, userID: nil)
+            return .redirecting(to: again, status: .seeOther)
+        default:
+            guard let proven = (try await flow.interaction(record.id)).verifiedEmail else {
+                return try await signUpPage(error: "Verify your email address first.", status: .badRequest)
+            }
+            return try await createAccount(provenEmail: proven)
+        }
+    }
+
+    /// Creates the account from the details form. `provenEmail` is the canonical address a code
+    /// proved in this transaction; the account gets exactly that address, whatever was posted.
+    private func createAccount(provenEmail: String?) async throws -> Response {
+        let password = form["newPassword"] ?? ""
+        let email: EmailAddress
+        if let provenEmail {
+            // The form shows the proven address read-only; a posted variant of it keeps the user's
+            // spelling (case), anything else is ignored.
+            guard let proven = EmailAddress(provenEmail) else {
+                return try await signUpPage(error: "Please enter a valid email address.", status: .badRequest)
+            }
+            email = spelling(of: provenEmail) ?? proven
+        } else {
+            guard let typed = EmailAddress(form["email"] ?? "") else {
+                return try await signUpPage(error: "Please enter a valid email address.", status: .badRequest)
+            }
+            email = typed
+        }
+        if let problem = PasswordPolicy.problem(with: password) { return try await signUpPage(error: problem, status: .badRequest) }
+        guard password == form["reenterPassword"] else {
+            return try await signUpPage(
+                error: "The password entry fields do not match. Please enter the same password in both fields and try again.",
+                status: .badRequest)
+        }
+        var attributes: [String: String] = [:]
+        var displayName = ""
+        for attribute in userFlow.signUpAttributes {
+            let value: String
+            switch attribute.validate(form[attribute.rawValue] ?? "") {
+            case .success(let valid): value = valid
+            case .failure(let problem): return try await signUpPage(error: problem.message, status: .badRequest)
+            }
+            if attribute == .displayName {
+                guard !value.isEmpty else { return try await signUpPage(error: "Please enter a display name.", status: .badRequest) }
+                displayName = value
+            } else if !value.isEmpty {
+                attributes[attribute.rawValue] = value
+            }
+        }
+        if displayName.isEmpty { displayName = String(email.display.split(separator: "@").first ?? "") }
+        let exists = "A user with the specified ID already exists. Please choose a different one."
+        if try await service.users.user(tenantID: tenant.id, provider: .local, signInName: email.canonical) != nil {
+            return try await signUpPage(error: exists, status: .conflict)
+        }
+        // Hash first: the account is written in one insert, so a failure leaves nothing behind.
+        let hash = try await service.hasher.hash(password)
+        let user = UserAccount(
+            tenantID: tenant.id, identityProvider: .local, signInName: email.canonical, email: email.display, displayName: displayName,
+            attributes: attributes, passwordHash: hash, createdAt: service.now, emailVerified: provenEmail != nil)
+        do {
+            try await service.users.create(user)
+        } catch UserDirectoryError.duplicate {
+            return try await signUpPage(error: exists, status: .conflict)
+        }
+        context.logger.info("account created", metadata: ["oid": "\(user.objectID)", "email_verified": "\(user.emailVerified)"])
+        return try await flow.complete(record, user: user, identityProvider: .local, newUser: true, authTime: service.now, context: context)
+    }
+
+    /// Sends a 6-digit code for the canonical address `email` to `recipient` through the outbox,
+    /// bound to this transaction and to `account` (a reset) or to no account (sign-up). The code
+    /// is never logged: logs travel further than the outbox does.
+    func sendCode(to recipient: String, for email: String, account: UserAccount?) async throws {
+        let now = service.now
+        let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
+        try await service.interactions.saveVerificationCode(
+            interactionID: record.id, email: email, userID: account?.id, code: code, expiresAt: now.addingTimeInterval(600))
+        let message = OutboxMessage(
+            id: OutboxMessage.newID(), tenantID: tenant.id, recipient: recipient,
+            subject: "\(tenant.displayName) account email verification code",
+            body: "Your code is: \(code)\nIt expires in 10 minutes.", createdAt: now)
+        try await service.interactions.appendOutbox(message)
+        context.logger.info("verification code sent", metadata: ["oid": "\(account?.objectID ?? "none (sign-up)")"])
+    }
+}
