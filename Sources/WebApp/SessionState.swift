@@ -29,11 +29,17 @@ final class SessionState {
         return SessionState(app: app, id: id, session: session, sendCookie: false)
     }
 
-    static func loadOrCreate(_ request: Request, app: WebApp) async throws -> SessionState {
+    /// The request's session, or a new anonymous one (short-lived, counted per client address);
+    /// nil when `clientAddress` has started too many this hour.
+    static func loadOrCreate(_ request: Request, app: WebApp, clientAddress: String) async throws -> SessionState? {
         if let existing = try await load(request, app: app) { return existing }
         let id = Secrets.randomToken()
-        let session = WebSession.fresh(lifetime: app.configuration.sessionLifetime, now: Date())
-        try await app.sessions.save(id: id, session)
+        let now = Date()
+        let session = WebSession.fresh(lifetime: app.configuration.anonymousSessionLifetime, now: now)
+        guard
+            try await app.sessions.createAnonymous(
+                id: id, session, clientAddress: clientAddress, limitPerHour: app.configuration.anonymousSessionsPerAddressPerHour, now: now)
+        else { return nil }
         return SessionState(app: app, id: id, session: session, sendCookie: true)
     }
 
@@ -59,6 +65,9 @@ final class SessionState {
         // The stored record, not this copy: the SDK wrote the tokens through its own store.
         var moved = try await app.sessions.load(id: id, now: Date()) ?? session
         moved.csrfToken = Secrets.randomToken()
+        // Signed in: the session now lives its full lifetime, and no longer counts against the
+        // address that started it.
+        moved.expiresAt = Date().addingTimeInterval(app.configuration.sessionLifetime)
         try await app.sessions.save(id: newID, moved)
         try await app.sessions.delete(id: id)
         id = newID
@@ -95,7 +104,8 @@ final class SessionState {
     func withCookie(_ response: Response) -> Response {
         guard sendCookie else { return response }
         var response = response
-        response.setCookie(Self.cookie(value: id, maxAge: Int(app.configuration.sessionLifetime), secure: app.configuration.secure))
+        let lifetime = max(0, Int(session.expiresAt.timeIntervalSinceNow))
+        response.setCookie(Self.cookie(value: id, maxAge: lifetime, secure: app.configuration.secure))
         return response
     }
 

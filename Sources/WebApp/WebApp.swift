@@ -30,6 +30,10 @@ public struct WebAppConfiguration: Sendable {
     /// The app's registered reply URLs; the browser's `Host` is used only when it names one.
     public var replyURLs: [String] = []
     public var sessionLifetime: TimeInterval = 8 * 3600
+    /// A session started before sign-in lives as long as a sign-in may take at the identity
+    /// service (an hour), and one client address starts at most this many an hour (L-4).
+    public var anonymousSessionLifetime: TimeInterval = 3600
+    public var anonymousSessionsPerAddressPerHour = 600
     public var pageSize = 20
 
     public init(clientID: String, clientSecret: String, authority: String, apiBaseURL: URL, apiScopes: [String]) {
@@ -78,19 +82,26 @@ public struct WebApp: Sendable {
 
     /// Adds the pages to a router (the Task API's, on the API port). Every handler renders its
     /// own failures as pages, so the API's problem+json mapping never sees them.
-    public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
+    public func addRoutes<Context: RemoteAddressRequestContext>(to router: Router<Context>) {
         let pages = router.group()
+        @Sendable func address(_ context: Context) -> String { context.remoteAddress?.ipAddress ?? "unknown" }
         pages.get("/") { request, _ in await self.respond(request) { try await self.home(request) } }
         pages.get("static/app.css") { _, _ in self.pages.stylesheetResponse() }
-        pages.get("auth/signin") { request, _ in await self.respond(request) { try await self.signIn(request) } }
+        pages.get("auth/signin") { request, context in
+            await self.respond(request) { try await self.signIn(request, clientAddress: address(context)) }
+        }
         pages.get("auth/openid/return") { request, _ in await self.respond(request) { try await self.signInReturn(request) } }
         pages.post("auth/signout") { request, _ in await self.respond(request) { try await self.signOut(request) } }
-        pages.get("auth/profile") { request, _ in
-            await self.respond(request) { try await self.startFlow(request, policy: self.configuration.profileEditPolicy, signedIn: true) }
-        }
-        pages.get("auth/reset") { request, _ in
+        pages.get("auth/profile") { request, context in
             await self.respond(request) {
-                try await self.startFlow(request, policy: self.configuration.passwordResetPolicy, signedIn: false)
+                try await self.startFlow(
+                    request, clientAddress: address(context), policy: self.configuration.profileEditPolicy, signedIn: true)
+            }
+        }
+        pages.get("auth/reset") { request, context in
+            await self.respond(request) {
+                try await self.startFlow(
+                    request, clientAddress: address(context), policy: self.configuration.passwordResetPolicy, signedIn: false)
             }
         }
         pages.get("claims") { request, _ in await self.respond(request) { try await self.claims(request) } }
@@ -128,7 +139,7 @@ public struct WebApp: Sendable {
 
     // MARK: Sign-in
 
-    func signIn(_ request: Request) async throws -> Response {
+    func signIn(_ request: Request, clientAddress: String) async throws -> Response {
         let flow = request.uri.queryParameters["flow"].map(String.init) ?? "signin"
         let policy: String
         var domainHint: String? = nil
@@ -139,13 +150,23 @@ public struct WebApp: Sendable {
             domainHint = "facebook.com"
         default: policy = configuration.signUpSignInPolicy
         }
-        return try await startFlow(request, policy: policy, signedIn: false, domainHint: domainHint)
+        return try await startFlow(request, clientAddress: clientAddress, policy: policy, signedIn: false, domainHint: domainHint)
     }
 
     /// Sends the browser to the identity service with a fresh state, nonce and PKCE verifier
     /// kept in the session.
-    func startFlow(_ request: Request, policy: String, signedIn required: Bool, domainHint: String? = nil) async throws -> Response {
-        let state = try await SessionState.loadOrCreate(request, app: self)
+    func startFlow(
+        _ request: Request, clientAddress: String, policy: String, signedIn required: Bool, domainHint: String? = nil
+    ) async throws -> Response {
+        guard let state = try await SessionState.loadOrCreate(request, app: self, clientAddress: clientAddress) else {
+            return page(
+                "error",
+                [
+                    "title": "Too many sign-ins",
+                    "message": "Too many sign-ins were started from your network in the last hour. Please try again later.",
+                ],
+                status: .tooManyRequests, state: nil)
+        }
         let account = try await state.account()
         if required && account == nil { return .seeOther("/") }
         let client = state.client(redirectURI: returnURL(request))
@@ -181,7 +202,8 @@ public struct WebApp: Sendable {
             _ = try await client.acquireToken(for: pending, response: parameters)
         } catch IdentityError.passwordResetRequested {
             // "Forgot your password?" on the sign-in page: B2C hands over to the reset flow.
-            return try await startFlow(request, policy: configuration.passwordResetPolicy, signedIn: false)
+            // The session exists already: no new one is started, so the address is not needed.
+            return try await startFlow(request, clientAddress: "", policy: configuration.passwordResetPolicy, signedIn: false)
         } catch IdentityError.userCanceled {
             try await state.update { $0.notice = "Sign-in cancelled." }
             return .seeOther(state.session.tokens.entries.isEmpty ? "/" : "/todos")

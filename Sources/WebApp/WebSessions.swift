@@ -45,7 +45,16 @@ struct SessionRepository: Sendable {
                 [
                     "CREATE TABLE web_sessions (id_hash TEXT PRIMARY KEY, data TEXT NOT NULL, expires_at BIGINT NOT NULL)",
                     "CREATE INDEX web_sessions_expiry ON web_sessions (expires_at)",
-                ])
+                ]),
+            // Sessions started before sign-in are counted per client address (the security
+            // issue's L-4); signed-in sessions carry no address.
+            Migration(
+                version: 2, name: "anonymous session origin",
+                [
+                    "ALTER TABLE web_sessions ADD COLUMN client_address TEXT",
+                    "ALTER TABLE web_sessions ADD COLUMN created_at BIGINT",
+                    "CREATE INDEX web_sessions_address ON web_sessions (client_address, created_at)",
+                ]),
         ])
 
     /// The row's `data`: the session as JSON, sealed for its row.
@@ -81,6 +90,28 @@ struct SessionRepository: Sendable {
             try await sql.delete(from: "web_sessions").where("id_hash", .equal, key).run()
             try await sql.insert(into: "web_sessions").columns("id_hash", "data", "expires_at")
                 .values(SQLBind(key), SQLBind(data), SQLBind(expires)).run()
+        }
+    }
+
+    /// Stores a new session started before sign-in by `clientAddress`, unless that address
+    /// started `limitPerHour` in the last hour already: false then. Anonymous requests cannot
+    /// fill the table (the security issue's L-4).
+    func createAnonymous(id: String, _ session: WebSession, clientAddress: String, limitPerHour: Int, now: Date) async throws -> Bool {
+        let key = Secrets.sessionKey(id)
+        let data = try encode(session, key: key)
+        let since = Int64(now.timeIntervalSince1970) - 3600
+        return try await database.transaction { sql in
+            let started =
+                try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("web_sessions")
+                .where("client_address", .equal, clientAddress).where("created_at", .greaterThan, since)
+                .first(decodingColumn: "n", as: Int.self) ?? 0
+            guard started < limitPerHour else { return false }
+            try await sql.insert(into: "web_sessions").columns("id_hash", "data", "expires_at", "client_address", "created_at")
+                .values(
+                    SQLBind(key), SQLBind(data), SQLBind(Int64(session.expiresAt.timeIntervalSince1970)), SQLBind(clientAddress),
+                    SQLBind(Int64(now.timeIntervalSince1970))
+                ).run()
+            return true
         }
     }
 

@@ -37,7 +37,10 @@ struct LiveSystem: Sendable {
     let dataKey: DataKey
 
     /// - Parameter webPageSize: tasks per page of the web app (on the API port, as in `serve`).
-    static func run(webPageSize: Int = 20, _ body: @Sendable (LiveSystem) async throws -> Void) async throws {
+    /// - Parameter anonymousSessionsPerHour: sessions one client address may start before signing in.
+    static func run(
+        webPageSize: Int = 20, anonymousSessionsPerHour: Int = 600, _ body: @Sendable (LiveSystem) async throws -> Void
+    ) async throws {
         try await TestDatabase.with(.sqlite) { database in
             let dataKey = DataKey.generate()
             let identity = try await IdentityServer.make(
@@ -67,8 +70,9 @@ struct LiveSystem: Sendable {
                             authority: "\(base)/\(seed.tenant.name)/", apiBaseURL: apiBase,
                             apiScopes: seed.publicApp.exposedScopes.map { "\(seed.publicApp.appIDURI ?? "")/\($0)" })
                         web.pageSize = webPageSize
+                        web.anonymousSessionsPerAddressPerHour = anonymousSessionsPerHour
                         web.facebookPolicy = "B2C_1_facebook"
-                        let webRouter = Router(context: BasicRequestContext.self)
+                        let webRouter = Router(context: TaskRequestContext.self)
                         try await WebApp.make(configuration: web, database: database, dataKey: dataKey, logger: TestDatabase.logger)
                             .addRoutes(to: webRouter)
                         let webApp = Application(

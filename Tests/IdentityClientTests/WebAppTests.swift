@@ -289,6 +289,39 @@ struct WebAppTests {
         }
     }
 
+    @Test("sessions started before sign-in live an hour and are bounded per client address; signing in gives the full lifetime")
+    func anonymousSessionsBounded() async throws {
+        try await LiveSystem.run(anonymousSessionsPerHour: 3) { system in
+            let signIn = system.webBase.appendingPathComponent("auth/signin")
+            var last: HostedPagesBrowser.Page?
+            for _ in 0..<3 {
+                let page = try await HostedPagesBrowser(identityBase: system.identityBase).fetch(signIn)
+                #expect(page.status == 302)
+                last = page
+            }
+            let cookie = try #require(last?.headers["set-cookie"])
+            let maxAge = try #require(
+                cookie.split(separator: ";").first { $0.trimmingCharacters(in: .whitespaces).lowercased().hasPrefix("max-age=") })
+            #expect((Int(maxAge.split(separator: "=")[1]) ?? 0) <= 3600)
+            // A fourth fresh browser from the same address is refused; nothing more is stored.
+            let refused = try await HostedPagesBrowser(identityBase: system.identityBase).fetch(signIn)
+            #expect(refused.status == 429 && refused.text.contains("Too many sign-ins"))
+            let stored = try await system.database.read { sql in
+                try await sql.select().column("expires_at").from("web_sessions").all(decodingColumn: "expires_at", as: Int64.self)
+            }
+            #expect(stored.count == 3)
+            #expect(stored.allSatisfy { $0 <= Int64(Date().timeIntervalSince1970) + 3600 })
+        }
+        try await LiveSystem.run { system in
+            _ = try await Self.signUp(HostedPagesBrowser(identityBase: system.identityBase), system, email: "long@example.com")
+            let stored = try await system.database.read { sql in
+                try await sql.select().column("expires_at").from("web_sessions").all(decodingColumn: "expires_at", as: Int64.self)
+            }
+            #expect(stored.count == 1)
+            #expect(stored.allSatisfy { $0 > Int64(Date().timeIntervalSince1970) + 7 * 3600 })
+        }
+    }
+
     @Test("a session whose refresh token was refused sends the user to sign in again with a notice")
     func expiredSession() async throws {
         try await LiveSystem.run { system in
