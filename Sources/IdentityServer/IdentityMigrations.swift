@@ -162,5 +162,18 @@ enum IdentityMigrations {
                     "ALTER TABLE users ADD COLUMN email_verified BOOLEAN NOT NULL DEFAULT FALSE",
                     "UPDATE users SET email_verified = TRUE WHERE identity_provider <> 'local'",
                 ]),
+            // Lockout counters of sign-in names no account has (the security issue's L-6); the
+            // source "*" row is the name-wide counter. Swept a day after the last attempt.
+            Migration(
+                version: 14, name: "unknown name lockout",
+                [
+                    """
+                    CREATE TABLE lockout_unknown_names (
+                        tenant_id TEXT NOT NULL, name_key TEXT NOT NULL, source TEXT NOT NULL,
+                        failed_attempts BIGINT NOT NULL, lockout_count BIGINT NOT NULL, locked_until BIGINT,
+                        last_failed_fingerprint TEXT, updated_at BIGINT NOT NULL, PRIMARY KEY (tenant_id, name_key, source))
+                    """,
+                    "CREATE INDEX lockout_unknown_names_updated ON lockout_unknown_names (updated_at)",
+                ]),
         ])
 }

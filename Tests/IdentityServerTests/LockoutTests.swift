@@ -26,6 +26,33 @@ struct LockoutRaceTests {
         }
     }
 
+    @Test(
+        "a name without an account locks exactly like an account, in sequence and under 40 parallel guesses",
+        arguments: TestDatabase.engines)
+    func unknownNamesLockAlike(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser("victim@example.com")
+            var answers: [String: [String]] = [:]
+            for name in ["victim@example.com", "nobody@example.com"] {
+                for guess in 0..<12 {
+                    let response = try await driver.ropc(h, username: name, password: "Wrong-guess-\(guess)")
+                    answers[name, default: []].append(shape(response))
+                }
+            }
+            #expect(answers["victim@example.com"] == answers["nobody@example.com"])
+            #expect(answers["nobody@example.com"]?.last?.contains("AADB2C90114") == true)
+
+            let parallel = try await withThrowingTaskGroup(of: TestResponse.self) { group in
+                for guess in 0..<40 {
+                    group.addTask { try await Driver(client: driver.client).ropc(h, username: "ghost@example.com", password: "G-\(guess)-x1") }
+                }
+                return try await group.reduce(into: [TestResponse]()) { $0.append($1) }
+            }
+            #expect(parallel.filter { b2cCode($0) == "AADB2C90225" }.count == 10)
+            #expect(parallel.filter { b2cCode($0) == "AADB2C90114" }.count == 30)
+        }
+    }
+
     @Test("40 parallel wrong ROPC guesses: exactly 10 reach the hash, 30 are refused as locked", arguments: TestDatabase.engines)
     func parallelWrongGuesses(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in

@@ -21,17 +21,27 @@ struct PasswordAuthenticator: Sendable {
         // bcrypt stops at a NUL and reads 72 bytes: a password it would cut short can never be
         // the stored one (PasswordPolicy refuses such passwords when they are set), so it is not
         // hashed at all — else `Passw0rd!\0anything` would sign in as `Passw0rd!`.
+        let policy = service.configuration.lockout
+        let fingerprinter = try await fingerprinter()
+        let fingerprint = fingerprinter.fingerprint(password)
         guard PasswordPolicy.isHashable(password), let name = EmailAddress.canonical(email),
             let user = try await service.users.user(tenantID: tenantID, provider: .local, signInName: name),
             let hash = user.passwordHash
         else {
-            // Same cost as a real check, so timing does not reveal which emails exist.
+            // A name without an account is charged and locks like an account (L-6), and costs a
+            // hash like a real check, so neither the answer nor its timing says which exist.
+            let key = fingerprinter.fingerprint("sign-in name:" + (EmailAddress.canonical(email) ?? email))
+            let admission = try await service.users.updateUnknownNameLockout(
+                tenantID: tenantID, nameKey: key, source: source, now: now
+            ) { source, global in policy.admit(source, global: global, fingerprint: fingerprint, now: now) }
+            if admission == .locked {
+                logger.info("sign-in refused: locked (no such account)")
+                return .locked
+            }
             try await service.hasher.verifyDecoy(password)
             logger.info("sign-in failed: no such account")
             return .invalid
         }
-        let policy = service.configuration.lockout
-        let fingerprint = try await fingerprinter().fingerprint(password)
         // The attempt is charged before the hash is checked (LockoutPolicy.admit), so parallel
         // guesses cannot all slip under the threshold.
         guard

@@ -30,6 +30,13 @@ public protocol UserDirectory: Sendable {
     ) async throws -> Decision?
     /// Clears every lockout counter of the account (the admin's unlock).
     func clearLockout(id: UUID) async throws
+    /// ``updateLockout(id:source:_:)`` for a sign-in name no account has, keyed by `nameKey` (a
+    /// keyed hash of the name): such names lock exactly like accounts, so the lockout answer
+    /// does not tell which names exist (the security issue's L-6).
+    func updateUnknownNameLockout<Decision: Sendable>(
+        tenantID: UUID, nameKey: String, source: String, now: Date,
+        _ transition: @escaping @Sendable (LockoutState, LockoutState) -> (LockoutState, LockoutState, Decision)
+    ) async throws -> Decision
 }
 
 public struct SQLUserDirectory: UserDirectory {

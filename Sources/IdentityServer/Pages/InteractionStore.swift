@@ -25,13 +25,15 @@ protocol InteractionStore: Sendable {
     func deleteSession(idHash: String) async throws
 
     /// Saves a code sent for the canonical address `email`: of the account `userID` (a reset),
-    /// or of no account yet (sign-up).
-    func saveVerificationCode(interactionID: String, email: String, userID: UUID?, code: String, expiresAt: Date) async throws
+    /// or of no account yet (sign-up); `mail`, the message carrying it, goes to the outbox in
+    /// the same transaction.
+    func saveVerificationCode(
+        interactionID: String, email: String, userID: UUID?, code: String, expiresAt: Date, mail: OutboxMessage?
+    ) async throws
     /// Checks a code for the canonical address `email`. After 5 wrong tries the code is void
     /// (AADB2C90157-style retry limit).
     func checkVerificationCode(interactionID: String, email: String, code: String, now: Date) async throws -> CodeCheck
 
-    func appendOutbox(_ message: OutboxMessage) async throws
     func outbox(tenantID: UUID, limit: Int) async throws -> [OutboxMessage]
 
     func saveFederationCode(_ code: String, interactionID: String, identity: FederatedIdentity, expiresAt: Date) async throws
@@ -186,8 +188,11 @@ struct SQLInteractionStore: InteractionStore {
         var user_id: String?
     }
 
-    func saveVerificationCode(interactionID: String, email: String, userID: UUID?, code: String, expiresAt: Date) async throws {
+    func saveVerificationCode(
+        interactionID: String, email: String, userID: UUID?, code: String, expiresAt: Date, mail: OutboxMessage?
+    ) async throws {
         try await database.transaction { sql in
+            if let mail { try await sql.insert(into: "outbox").model(OutboxRow(mail)).run() }
             // Wrong tries survive a re-send, so asking for new codes does not reset the limit.
             let previous =
                 try await sql.select().column("attempts").from("verification_codes")
@@ -226,13 +231,15 @@ struct SQLInteractionStore: InteractionStore {
         var subject: String
         var body: String
         var created_at: Int64
-    }
 
-    func appendOutbox(_ message: OutboxMessage) async throws {
-        let row = OutboxRow(
-            id: message.id, tenant_id: message.tenantID.uuidString.lowercased(), recipient: message.recipient,
-            subject: message.subject, body: message.body, created_at: message.createdAt.epochSeconds)
-        try await database.transaction { sql in try await sql.insert(into: "outbox").model(row).run() }
+        init(_ message: OutboxMessage) {
+            id = message.id
+            tenant_id = message.tenantID.uuidString.lowercased()
+            recipient = message.recipient
+            subject = message.subject
+            body = message.body
+            created_at = message.createdAt.epochSeconds
+        }
     }
 
     func outbox(tenantID: UUID, limit: Int) async throws -> [OutboxMessage] {
@@ -328,6 +335,9 @@ struct SQLInteractionStore: InteractionStore {
             try await sql.delete(from: "sso_sessions").where("expires_at", .lessThan, cutoff).run()
             try await sql.delete(from: "verification_codes").where("expires_at", .lessThan, cutoff).run()
             try await sql.delete(from: "federation_codes").where("expires_at", .lessThan, cutoff).run()
+            // Counters of names without an account, a day after their last attempt (unless locked).
+            try await sql.delete(from: "lockout_unknown_names").where("updated_at", .lessThan, cutoff - 86_400)
+                .where { $0.where("locked_until", .is, SQLLiteral.null).orWhere("locked_until", .lessThan, cutoff) }.run()
         }
     }
 }

@@ -155,17 +155,22 @@ extension PageStep {
 
     /// Sends a 6-digit code for the canonical address `email` to `recipient` through the outbox,
     /// bound to this transaction and to `account` (a reset) or to no account (sign-up). The code
-    /// is never logged: logs travel further than the outbox does.
-    func sendCode(to recipient: String, for email: String, account: UserAccount?) async throws {
+    /// is never logged: logs travel further than the outbox does. With no `recipient` (a reset
+    /// for a name without an account) a code is saved that nobody gets: the same work in the same
+    /// single transaction, so the time taken does not tell whether the account exists (L-6).
+    func sendCode(to recipient: String?, for email: String, account: UserAccount?) async throws {
         let now = service.now
         let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
+        let mail = recipient.map { recipient in
+            OutboxMessage(
+                id: OutboxMessage.newID(), tenantID: tenant.id, recipient: recipient,
+                subject: "\(tenant.displayName) account email verification code",
+                body: "Your code is: \(code)\nIt expires in 10 minutes.", createdAt: now)
+        }
         try await service.interactions.saveVerificationCode(
-            interactionID: record.id, email: email, userID: account?.id, code: code, expiresAt: now.addingTimeInterval(600))
-        let message = OutboxMessage(
-            id: OutboxMessage.newID(), tenantID: tenant.id, recipient: recipient,
-            subject: "\(tenant.displayName) account email verification code",
-            body: "Your code is: \(code)\nIt expires in 10 minutes.", createdAt: now)
-        try await service.interactions.appendOutbox(message)
-        context.logger.info("verification code sent", metadata: ["oid": "\(account?.objectID ?? "none (sign-up)")"])
+            interactionID: record.id, email: email, userID: account?.id, code: code, expiresAt: now.addingTimeInterval(600), mail: mail)
+        if recipient != nil {
+            context.logger.info("verification code sent", metadata: ["oid": "\(account?.objectID ?? "none (sign-up)")"])
+        }
     }
 }
