@@ -82,6 +82,25 @@ struct EmailVerificationTests {
     }
 
     @Test(
+        "sending a code takes the same minimum time for a known and an unknown address (reset and sign-up)",
+        arguments: TestDatabase.engines)
+    func sendTakesAFloor(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser("known@example.com")
+            for (policy, email) in [
+                ("B2C_1_reset", "known@example.com"), ("B2C_1_reset", "unknown@example.com"), ("B2C_1_sign_up", "new@example.com"),
+            ] {
+                let page = try await driver.start(AuthorizationAttempt(harness: h, policy: policy), harness: h)
+                let started = ContinuousClock.now
+                let response = try await driver.submit(page, [("step", "send"), ("email", email)])
+                let elapsed = ContinuousClock.now - started
+                #expect(response.status == .ok)
+                #expect(elapsed >= .milliseconds(40), "\(policy) \(email): \(elapsed)")
+            }
+        }
+    }
+
+    @Test(
         "a flow without verification stores the address unproven, and tokens leave it out until a reset proves it",
         arguments: TestDatabase.engines)
     func unverifiedIsNotAsserted(engine: DatabaseEngine) async throws {

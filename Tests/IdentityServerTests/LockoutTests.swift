@@ -44,7 +44,9 @@ struct LockoutRaceTests {
 
             let parallel = try await withThrowingTaskGroup(of: TestResponse.self) { group in
                 for guess in 0..<40 {
-                    group.addTask { try await Driver(client: driver.client).ropc(h, username: "ghost@example.com", password: "G-\(guess)-x1") }
+                    group.addTask {
+                        try await Driver(client: driver.client).ropc(h, username: "ghost@example.com", password: "G-\(guess)-x1")
+                    }
                 }
                 return try await group.reduce(into: [TestResponse]()) { $0.append($1) }
             }

@@ -50,7 +50,9 @@ extension SQLUserDirectory {
             for (place, state) in [(source, nextSource), (Self.everySource, nextGlobal)] {
                 try await sql.update("lockout_unknown_names")
                     .set("failed_attempts", to: Int64(state.failedAttempts)).set("lockout_count", to: Int64(state.lockoutCount))
-                    .set("locked_until", to: state.lockedUntil?.epochSeconds).set("last_failed_fingerprint", to: state.lastFailedFingerprint)
+                    .set("locked_until", to: state.lockedUntil?.epochSeconds).set(
+                        "last_failed_fingerprint", to: state.lastFailedFingerprint
+                    )
                     .set("updated_at", to: now.epochSeconds)
                     .where("tenant_id", .equal, tenant).where("name_key", .equal, nameKey).where("source", .equal, place).run()
             }

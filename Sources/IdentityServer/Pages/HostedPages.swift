@@ -188,8 +188,10 @@ struct PageStep {
             // The page says the same whether or not the account exists, so it cannot be used to
             // discover accounts; only an existing account gets a code. The code is bound to that
             // account and goes to the address the account holds, not to the text typed here.
-            let user = try await service.users.user(tenantID: tenant.id, provider: .local, signInName: email.canonical)
-            try await sendCode(to: user.map { $0.email ?? email.display }, for: email.canonical, account: user)
+            try await takingTheSameTime {
+                let user = try await service.users.user(tenantID: tenant.id, provider: .local, signInName: email.canonical)
+                try await sendCode(to: user.map { $0.email ?? email.display }, for: email.canonical, account: user)
+            }
             return .redirecting(to: flow.pageURL("reset", record: record), status: .seeOther)
         case "restart":
             try await service.interactions.setPendingEmail(interactionID: record.id, email: nil)
