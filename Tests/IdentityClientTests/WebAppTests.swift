@@ -271,7 +271,7 @@ struct WebAppTests {
         for row in rows {
             let key = try row.decode(column: "id_hash", as: String.self)
             let stored = try row.decode(column: "data", as: String.self)
-            #expect(!stored.contains("eyJ") && !stored.contains("refreshToken"), "a web session is stored in clear")
+            #expect(stored.hasPrefix("sealed:v1:") && !stored.contains("refreshToken"), "a web session is stored in clear")
             let (clear, wasClear) = try system.dataKey.open(stored, context: "web_sessions:\(key)")
             #expect(!wasClear)
             var json = try JSONSerialization.jsonObject(with: Data(clear.utf8)) as! [String: Any]
