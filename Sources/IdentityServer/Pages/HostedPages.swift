@@ -266,21 +266,13 @@ struct PageStep {
             throw PageError(status: .notFound, title: "Not found", message: "This flow does not edit profiles.")
         }
         var user = try await pendingUser()
-        var attributes = user.attributes
-        var displayName = user.displayName
-        for attribute in editableAttributes {
-            let value: String
-            switch attribute.validate(form[attribute.rawValue] ?? "") {
-            case .success(let valid): value = valid
-            case .failure(let problem): return try await profilePage(error: problem.message, status: .badRequest)
-            }
-            if attribute == .displayName {
-                guard !value.isEmpty else { return try await profilePage(error: "Please enter a display name.", status: .badRequest) }
-                displayName = value
-            } else {
-                attributes[attribute.rawValue] = value.isEmpty ? nil : value
-            }
+        let posted: (displayName: String?, attributes: [String: String])
+        switch postedAttributes(editableAttributes, over: user.attributes) {
+        case .success(let values): posted = values
+        case .failure(let problem): return try await profilePage(error: problem.message, status: .badRequest)
         }
+        let attributes = posted.attributes
+        let displayName = posted.displayName ?? user.displayName
         try await service.users.updateProfile(id: user.id, displayName: displayName, attributes: attributes, now: service.now)
         user.displayName = displayName
         user.attributes = attributes

@@ -45,6 +45,29 @@ extension PageStep {
         return posted
     }
 
+    /// The posted values of `list`, validated: the display name (nil when not in `list`; never
+    /// empty when it is) and the other attributes over `existing` (an empty value removes one).
+    func postedAttributes(_ list: [UserAttribute], over existing: [String: String]) -> Result<
+        (displayName: String?, attributes: [String: String]), AttributeProblem
+    > {
+        var attributes = existing
+        var displayName: String?
+        for attribute in list {
+            let value: String
+            switch attribute.validate(form[attribute.rawValue] ?? "") {
+            case .success(let valid): value = valid
+            case .failure(let problem): return .failure(problem)
+            }
+            if attribute == .displayName {
+                guard !value.isEmpty else { return .failure(AttributeProblem(message: "Please enter a display name.")) }
+                displayName = value
+            } else {
+                attributes[attribute.rawValue] = value.isEmpty ? nil : value
+            }
+        }
+        return .success((displayName, attributes))
+    }
+
     func attributeField(_ attribute: UserAttribute, value: String) -> [String: Any] {
         [
             "name": attribute.rawValue, "label": attribute.label, "value": value, "autocomplete": attribute.autocomplete,
@@ -119,22 +142,13 @@ extension PageStep {
                 error: "The password entry fields do not match. Please enter the same password in both fields and try again.",
                 status: .badRequest)
         }
-        var attributes: [String: String] = [:]
-        var displayName = ""
-        for attribute in userFlow.signUpAttributes {
-            let value: String
-            switch attribute.validate(form[attribute.rawValue] ?? "") {
-            case .success(let valid): value = valid
-            case .failure(let problem): return try await signUpPage(error: problem.message, status: .badRequest)
-            }
-            if attribute == .displayName {
-                guard !value.isEmpty else { return try await signUpPage(error: "Please enter a display name.", status: .badRequest) }
-                displayName = value
-            } else if !value.isEmpty {
-                attributes[attribute.rawValue] = value
-            }
+        let posted: (displayName: String?, attributes: [String: String])
+        switch postedAttributes(userFlow.signUpAttributes, over: [:]) {
+        case .success(let values): posted = values
+        case .failure(let problem): return try await signUpPage(error: problem.message, status: .badRequest)
         }
-        if displayName.isEmpty { displayName = String(email.display.split(separator: "@").first ?? "") }
+        let attributes = posted.attributes
+        let displayName = posted.displayName ?? String(email.display.split(separator: "@").first ?? "")
         let exists = "A user with the specified ID already exists. Please choose a different one."
         if try await service.users.user(tenantID: tenant.id, provider: .local, signInName: email.canonical) != nil {
             return try await signUpPage(error: exists, status: .conflict)
