@@ -2,8 +2,8 @@ import Foundation
 import Hummingbird
 import Logging
 
-/// The identity service's dependencies, built once by ``buildIdentityServer(configuration:database:clock:logger:)``
-/// and shared by its controllers.
+/// The identity service's dependencies, built once by ``IdentityServer/make(configuration:database:dataKey:clock:logger:)``
+/// and shared by the controllers that need most of them (the interactive flow and the token grants).
 struct IdentityService: Sendable {
     let configuration: IdentityServerConfiguration
     let clock: any IdentityClock
@@ -65,28 +65,6 @@ struct IdentityService: Sendable {
 
     /// B2C's default issuer: `{origin}/{tenant GUID}/v2.0/` (research/b2c-protocol.md §1.6).
     func issuer(origin: String, tenant: Tenant) -> String { "\(origin)/\(tenant.guid)/v2.0/" }
-
-    /// The tenant of a URL segment: its name or GUID; `common`, `organizations` and `consumers`
-    /// (Microsoft-identity-platform authorities) mean the default tenant.
-    func tenant(for segment: String) async throws -> Tenant {
-        if ["common", "organizations", "consumers"].contains(segment.lowercased()),
-            let tenant = try await tenants.defaultTenant()
-        {
-            return tenant
-        }
-        guard let tenant = try await tenants.tenant(matching: segment) else { throw B2CError.unknownTenant(segment) }
-        return tenant
-    }
-
-    /// The tenant and user flow a protocol URL names.
-    func resolve(_ path: EndpointPath) async throws -> (Tenant, UserFlow) {
-        let tenant = try await tenant(for: path.tenantSegment)
-        let name = path.policy ?? tenant.defaultPolicy
-        guard UserFlow.isValidName(name), let flow = try await tenants.userFlow(tenantID: tenant.id, name: name) else {
-            throw B2CError.unknownPolicy(name, tenant: tenant.name)
-        }
-        return (tenant, offered(flow))
-    }
 
     /// The flow as this server offers it: without the simulated Facebook unless it is switched on.
     func offered(_ flow: UserFlow) -> UserFlow {

@@ -83,6 +83,39 @@ struct ProtocolShapeTests {
         }
     }
 
+    @Test(
+        "every endpoint is routed in the tfp, legacy te, query and v1 shapes; wrong methods and paths get B2C's 404",
+        arguments: TestDatabase.engines)
+    func everyShapeRoutes(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let tenant = h.tenant.name
+            for keys in [
+                "/tfp/\(tenant)/B2C_1_susi/discovery/v2.0/keys", "/te/\(tenant)/b2c_1_susi/discovery/keys",
+                "/\(tenant)/discovery/v2.0/keys?p=B2C_1_susi", "/\(tenant.uppercased())/B2C_1_SUSI/DISCOVERY/V2.0/KEYS",
+            ] {
+                let response = try await driver.get(keys)
+                #expect(response.status == .ok, "\(keys)")
+                #expect((response.json["keys"] as? [Any])?.isEmpty == false, "\(keys)")
+            }
+            // The token endpoint in the query and tfp shapes: reached, and refusing a missing grant.
+            for token in ["/\(tenant)/oauth2/v2.0/token?p=B2C_1_ROPC", "/tfp/\(tenant)/B2C_1_ROPC/oauth2/token"] {
+                let response = try await driver.post(token, [("client_id", h.clientID)])
+                #expect(response.status == .badRequest, "\(token)")
+                #expect(response.json["error"] as? String == "invalid_request", "\(token)")
+            }
+            // The authorize endpoint in the tfp shape: a page, since no client was named.
+            let authorize = try await driver.get("/tfp/\(tenant)/B2C_1_susi/oauth2/v2.0/authorize")
+            #expect(authorize.status == .badRequest)
+            #expect(authorize.headers[.contentType]?.hasPrefix("text/html") == true)
+            // GET on the token endpoint, and a path nothing serves: B2C's JSON 404.
+            for path in ["/\(tenant)/B2C_1_susi/oauth2/v2.0/token", "/\(tenant)/B2C_1_susi/oauth2/v2.0/nothing", "/"] {
+                let response = try await driver.get(path)
+                #expect(response.status == .notFound, "\(path)")
+                #expect((response.json["error_description"] as? String)?.hasPrefix("AADB2C90037") == true, "\(path)")
+            }
+        }
+    }
+
     @Test("the JWKS publishes kid/nbf/use/kty/e/n only, and its key verifies issued tokens", arguments: TestDatabase.engines)
     func jwks(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in

@@ -9,25 +9,17 @@ import TodoModels
 
 @Suite("Protocol pieces in isolation")
 struct UnitTests {
-    @Test("URL shapes parse into tenant, policy and endpoint")
-    func endpointPaths() throws {
-        let path = try #require(EndpointPath(path: "/contoso.onmicrosoft.com/B2C_1_susi/oauth2/v2.0/token", queryPolicy: nil))
-        #expect(path == EndpointPath(tenantSegment: "contoso.onmicrosoft.com", policy: "B2C_1_susi", placement: .path, endpoint: .token))
-        let query = try #require(EndpointPath(path: "/contoso.onmicrosoft.com/oauth2/v2.0/authorize", queryPolicy: "b2c_1_x"))
-        #expect(query.placement == .query)
-        #expect(query.policy == "b2c_1_x")
-        let tfp = try #require(EndpointPath(path: "/tfp/contoso.onmicrosoft.com/B2C_1A_custom/discovery/v2.0/keys", queryPolicy: nil))
-        #expect(tfp.placement == .tfp)
-        #expect(tfp.endpoint == .keys)
-        let legacy = try #require(EndpointPath(path: "/te/contoso.onmicrosoft.com/b2c_1_x/oauth2/v2.0/authorize", queryPolicy: nil))
-        #expect(legacy.policy == "b2c_1_x")
-        // The path's policy wins over a redundant p=.
-        let both = try #require(EndpointPath(path: "/c/B2C_1_a/v2.0/.well-known/openid-configuration", queryPolicy: "B2C_1_b"))
-        #expect(both.policy == "B2C_1_a")
-        #expect(EndpointPath(path: "/c/B2C_1_a/oauth2/v2.0/unknown", queryPolicy: nil) == nil)
-        #expect(EndpointPath(path: "/", queryPolicy: nil) == nil)
-        #expect(both.url(origin: "https://h:1", for: .token) == "https://h:1/c/B2C_1_a/oauth2/v2.0/token")
+    @Test("URLs written back keep the shape the request used")
+    func routeURLs() {
+        let path = PolicyRoute(tenantSegment: "c", policy: "B2C_1_a", placement: .path)
+        #expect(path.url(origin: "https://h:1", for: .token) == "https://h:1/c/B2C_1_a/oauth2/v2.0/token")
+        let query = PolicyRoute(tenantSegment: "contoso.onmicrosoft.com", policy: "b2c_1_x", placement: .query)
         #expect(query.url(origin: "https://h", for: .keys) == "https://h/contoso.onmicrosoft.com/discovery/v2.0/keys?p=b2c_1_x")
+        let tfp = PolicyRoute(tenantSegment: "c", policy: "B2C_1A_custom", placement: .tfp)
+        #expect(tfp.url(origin: "https://h", for: .page("signin")) == "https://h/tfp/c/B2C_1A_custom/pages/signin")
+        let none = PolicyRoute(tenantSegment: "common", policy: nil, placement: .none)
+        #expect(none.url(origin: "https://h", for: .logout) == "https://h/common/oauth2/v2.0/logout")
+        #expect(path.url(origin: "https://h", for: .federationCallback) == "https://h/c/oauth2/authresp")
     }
 
     @Test("policy names follow passport-azure-ad's rule")
@@ -92,10 +84,10 @@ struct UnitTests {
     func pkce() throws {
         let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
         let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
-        try PKCE.verify(verifier: verifier, challenge: challenge, method: "S256")
-        #expect(throws: B2CError.verifierMismatch) { try PKCE.verify(verifier: verifier + "x", challenge: challenge, method: "S256") }
-        #expect(throws: B2CError.verifierInvalid) { try PKCE.verify(verifier: "short", challenge: challenge, method: "S256") }
-        #expect(throws: B2CError.verifierInvalid) { try PKCE.verify(verifier: nil, challenge: challenge, method: "S256") }
+        try PKCE.verify(verifier: verifier, challenge: challenge, method: .s256)
+        #expect(throws: B2CError.verifierMismatch) { try PKCE.verify(verifier: verifier + "x", challenge: challenge, method: .s256) }
+        #expect(throws: B2CError.verifierInvalid) { try PKCE.verify(verifier: "short", challenge: challenge, method: .s256) }
+        #expect(throws: B2CError.verifierInvalid) { try PKCE.verify(verifier: nil, challenge: challenge, method: .s256) }
         #expect(throws: B2CError.verifierInvalid) { try PKCE.verify(verifier: verifier, challenge: nil, method: nil) }
         try PKCE.verify(verifier: nil, challenge: nil, method: nil)
     }

@@ -18,9 +18,8 @@ struct SimulatedFacebook: Sendable {
     static let notOffered = PageError(status: .badRequest, title: "Not available", message: "This sign-in does not offer Facebook.")
 
     static func authorizeURL(record: InteractionRecord) -> String {
-        let callback = EndpointPath(
-            tenantSegment: record.request.tenantSegment, policy: nil, placement: .none, endpoint: .federationCallback
-        ).url(origin: record.request.origin, for: .federationCallback)
+        let callback = PolicyRoute(tenantSegment: record.request.tenantSegment, policy: nil, placement: .none).url(
+            origin: record.request.origin, for: .federationCallback)
         let query = FormEncoding.encode([
             ("client_id", "todob2c-simulated"), ("redirect_uri", callback), ("state", record.id), ("response_type", "code"),
             ("scope", "email public_profile"),
@@ -41,57 +40,54 @@ struct SimulatedFacebook: Sendable {
     }
 
     /// `GET|POST /facebook.com/dialog/oauth`.
-    func dialog(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        do {
-            let query = RequestParameters(query: request.uri.query)
-            var form = RequestParameters(pairs: [])
-            if request.method == .post { form = try await FormBody.read(request, context: context) }
-            let parameters = request.method == .post ? form : query
-            let callback = try checkedCallback(parameters["redirect_uri"], request: request)
-            let record = try await flow.interaction(parameters["state"])
-            let (tenant, userFlow) = try await flow.tenantAndFlow(of: record)
-            guard userFlow.offersFacebook else { throw Self.notOffered }
-            if request.method == .get {
-                let values: [String: Any] = [
-                    "title": "Log in to Facebook (simulated)", "action": Self.dialogPath, "state": record.id,
-                    "redirectURI": callback, "csrf": request.cookies[InteractionFlow.csrfCookie]?.value ?? "",
-                    "email": record.request.loginHint ?? "", "name": "",
-                ]
-                return .html(try service.pages.render("facebook", values, tenant: tenant))
-            }
-            guard flow.checkCSRF(request: request, form: form, record: record) else {
-                throw PageError(
-                    status: .forbidden, title: "Request blocked",
-                    message: "The form could not be verified. Start again from the application.")
-            }
-            if form["cancel"] == "1" {
-                return .redirecting(
-                    to: callback + "?"
-                        + FormEncoding.encode([("error", "access_denied"), ("error_reason", "user_denied"), ("state", record.id)]))
-            }
-            let email = (form["email"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-            let name = (form["name"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let address = EmailAddress(email), case .success(let validName) = UserAttribute.displayName.validate(name),
-                !validName.isEmpty
-            else {
-                let values: [String: Any] = [
-                    "title": "Log in to Facebook (simulated)", "action": Self.dialogPath, "state": record.id,
-                    "redirectURI": callback, "csrf": form["csrf_token"] ?? "", "email": email, "name": name,
-                    "error": "Enter an email address and a name.",
-                ]
-                return .html(try service.pages.render("facebook", values, tenant: tenant), status: .badRequest)
-            }
-            let parts = validName.split(separator: " ", maxSplits: 1).map(String.init)
-            let identity = FederatedIdentity(
-                provider: .facebook, subject: Self.facebookID(for: address), email: address.display, displayName: validName,
-                givenName: parts.first, surname: parts.count > 1 ? parts[1] : nil)
-            let code = Secrets.randomToken()
-            try await service.interactions.saveFederationCode(
-                code, interactionID: record.id, identity: identity, expiresAt: service.now.addingTimeInterval(300))
-            return .redirecting(to: callback + "?" + FormEncoding.encode([("code", code), ("state", record.id)]))
-        } catch let error as PageError {
-            return flow.errorPage(error, tenant: nil, context: context)
+    /// Errors are pages, written by the route group's ``PageErrorMiddleware``.
+    @Sendable func dialog(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let query = RequestParameters(query: request.uri.query)
+        var form = RequestParameters(pairs: [])
+        if request.method == .post { form = try await FormBody.read(request, context: context) }
+        let parameters = request.method == .post ? form : query
+        let callback = try checkedCallback(parameters["redirect_uri"], request: request)
+        let record = try await flow.interaction(parameters["state"])
+        let (tenant, userFlow) = try await flow.tenantAndFlow(of: record)
+        guard userFlow.offersFacebook else { throw Self.notOffered }
+        if request.method == .get {
+            let values: [String: Any] = [
+                "title": "Log in to Facebook (simulated)", "action": Self.dialogPath, "state": record.id,
+                "redirectURI": callback, "csrf": request.cookies[InteractionFlow.csrfCookie]?.value ?? "",
+                "email": record.request.loginHint ?? "", "name": "",
+            ]
+            return .html(try service.pages.render("facebook", values, tenant: tenant))
         }
+        guard flow.checkCSRF(request: request, form: form, record: record) else {
+            throw PageError(
+                status: .forbidden, title: "Request blocked",
+                message: "The form could not be verified. Start again from the application.")
+        }
+        if form["cancel"] == "1" {
+            return .redirecting(
+                to: callback + "?"
+                    + FormEncoding.encode([("error", "access_denied"), ("error_reason", "user_denied"), ("state", record.id)]))
+        }
+        let email = (form["email"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        let name = (form["name"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let address = EmailAddress(email), case .success(let validName) = UserAttribute.displayName.validate(name),
+            !validName.isEmpty
+        else {
+            let values: [String: Any] = [
+                "title": "Log in to Facebook (simulated)", "action": Self.dialogPath, "state": record.id,
+                "redirectURI": callback, "csrf": form["csrf_token"] ?? "", "email": email, "name": name,
+                "error": "Enter an email address and a name.",
+            ]
+            return .html(try service.pages.render("facebook", values, tenant: tenant), status: .badRequest)
+        }
+        let parts = validName.split(separator: " ", maxSplits: 1).map(String.init)
+        let identity = FederatedIdentity(
+            provider: .facebook, subject: Self.facebookID(for: address), email: address.display, displayName: validName,
+            givenName: parts.first, surname: parts.count > 1 ? parts[1] : nil)
+        let code = Secrets.randomToken()
+        try await service.interactions.saveFederationCode(
+            code, interactionID: record.id, identity: identity, expiresAt: service.now.addingTimeInterval(300))
+        return .redirecting(to: callback + "?" + FormEncoding.encode([("code", code), ("state", record.id)]))
     }
 
     /// A stable numeric id per simulated Facebook account, like Facebook's app-scoped ids.
@@ -102,65 +98,61 @@ struct SimulatedFacebook: Sendable {
     }
 
     /// `GET /{tenant}/oauth2/authresp`: the provider's answer.
-    func callback(_ request: Request, context: IdentityRequestContext, path: EndpointPath) async throws -> Response {
-        do {
-            let query = RequestParameters(query: request.uri.query)
-            let record = try await flow.interaction(query["state"])
-            let tenant = try await service.tenant(for: path.tenantSegment)
-            guard tenant.id == record.request.tenantID else {
-                throw PageError(status: .badRequest, title: "Invalid request", message: "The callback does not match the sign-in.")
-            }
-            // The browser finishing the sign-in must be the one that started it, or an attacker
-            // could send a victim a callback link that signs the victim in as the attacker.
-            guard let cookie = request.cookies[InteractionFlow.csrfCookie]?.value,
-                Secrets.constantTimeEquals(Secrets.sha256Hex(cookie), record.csrfHash)
-            else {
-                throw PageError(
-                    status: .forbidden, title: "Request blocked",
-                    message: "This sign-in was started in another browser. Start again from the application.")
-            }
-            guard try await flow.tenantAndFlow(of: record).1.offersFacebook else { throw Self.notOffered }
-            if query["error"] != nil { return try await flow.fail(record, with: .userCancelled, context: context) }
-            guard let code = query.nonEmpty("code"), let taken = try await service.interactions.takeFederationCode(code, now: service.now),
-                taken.interactionID == record.id
-            else {
-                throw PageError(
-                    status: .badRequest, title: "Sign-in failed", message: "The identity provider's answer is not valid or has expired.")
-            }
-            let identity = taken.identity
-            var newUser = false
-            var user = try await service.users.user(tenantID: tenant.id, provider: identity.provider, signInName: identity.subject)
-            if user == nil {
-                var attributes: [String: String] = [:]
-                attributes[UserAttribute.givenName.rawValue] = identity.givenName
-                attributes[UserAttribute.surname.rawValue] = identity.surname
-                let created = UserAccount(
-                    tenantID: tenant.id, identityProvider: identity.provider, signInName: identity.subject, email: identity.email,
-                    displayName: identity.displayName, attributes: attributes, createdAt: service.now,
-                    // The provider vouches for the address it sends, as B2C takes it from Facebook.
-                    emailVerified: identity.email != nil)
-                do {
-                    try await service.users.create(created)
-                    newUser = true
-                    user = created
-                    context.logger.info(
-                        "federated account created", metadata: ["oid": "\(created.objectID)", "idp": "\(identity.provider.rawValue)"])
-                } catch UserDirectoryError.duplicate {
-                    user = try await service.users.user(tenantID: tenant.id, provider: identity.provider, signInName: identity.subject)
-                }
-            }
-            guard let user else {
-                throw PageError(status: .internalServerError, title: "Sign-in failed", message: "The account could not be created.")
-            }
-            let (_, userFlow) = try await flow.tenantAndFlow(of: record)
-            if userFlow.type == .profileEdit {
-                try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
-                return .redirecting(to: flow.pageURL("profile", record: record))
-            }
-            return try await flow.complete(
-                record, user: user, identityProvider: identity.provider, newUser: newUser, authTime: service.now, context: context)
-        } catch let error as PageError {
-            return flow.errorPage(error, tenant: nil, context: context)
+    @Sendable func callback(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let query = RequestParameters(query: request.uri.query)
+        let record = try await flow.interaction(query["state"])
+        let tenant = try await service.tenants.resolveSegment(PolicyResolver.decoded(context.parameters.get("tenant") ?? ""))
+        guard tenant.id == record.request.tenantID else {
+            throw PageError(status: .badRequest, title: "Invalid request", message: "The callback does not match the sign-in.")
         }
+        // The browser finishing the sign-in must be the one that started it, or an attacker
+        // could send a victim a callback link that signs the victim in as the attacker.
+        guard let cookie = request.cookies[InteractionFlow.csrfCookie]?.value,
+            Secrets.constantTimeEquals(Secrets.sha256Hex(cookie), record.csrfHash)
+        else {
+            throw PageError(
+                status: .forbidden, title: "Request blocked",
+                message: "This sign-in was started in another browser. Start again from the application.")
+        }
+        guard try await flow.tenantAndFlow(of: record).1.offersFacebook else { throw Self.notOffered }
+        if query["error"] != nil { return try await flow.fail(record, with: .userCancelled, context: context) }
+        guard let code = query.nonEmpty("code"), let taken = try await service.interactions.takeFederationCode(code, now: service.now),
+            taken.interactionID == record.id
+        else {
+            throw PageError(
+                status: .badRequest, title: "Sign-in failed", message: "The identity provider's answer is not valid or has expired.")
+        }
+        let identity = taken.identity
+        var newUser = false
+        var user = try await service.users.user(tenantID: tenant.id, provider: identity.provider, signInName: identity.subject)
+        if user == nil {
+            var attributes: [String: String] = [:]
+            attributes[UserAttribute.givenName.rawValue] = identity.givenName
+            attributes[UserAttribute.surname.rawValue] = identity.surname
+            let created = UserAccount(
+                tenantID: tenant.id, identityProvider: identity.provider, signInName: identity.subject, email: identity.email,
+                displayName: identity.displayName, attributes: attributes, createdAt: service.now,
+                // The provider vouches for the address it sends, as B2C takes it from Facebook.
+                emailVerified: identity.email != nil)
+            do {
+                try await service.users.create(created)
+                newUser = true
+                user = created
+                context.logger.info(
+                    "federated account created", metadata: ["oid": "\(created.objectID)", "idp": "\(identity.provider.rawValue)"])
+            } catch UserDirectoryError.duplicate {
+                user = try await service.users.user(tenantID: tenant.id, provider: identity.provider, signInName: identity.subject)
+            }
+        }
+        guard let user else {
+            throw PageError(status: .internalServerError, title: "Sign-in failed", message: "The account could not be created.")
+        }
+        let (_, userFlow) = try await flow.tenantAndFlow(of: record)
+        if userFlow.type == .profileEdit {
+            try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
+            return .redirecting(to: flow.pageURL("profile", record: record))
+        }
+        return try await flow.complete(
+            record, user: user, identityProvider: identity.provider, newUser: newUser, authTime: service.now, context: context)
     }
 }

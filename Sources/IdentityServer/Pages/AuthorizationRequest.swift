@@ -9,23 +9,23 @@ public struct AuthorizationRequest: Sendable, Codable, Equatable {
     public var policy: String
     public var clientID: String
     public var redirectURI: String
-    public var responseTypes: [String]
+    public var responseTypes: [ResponseType]
     public var responseMode: ResponseMode
     public var scopes: [String]
     public var state: String?
     public var nonce: String?
     public var codeChallenge: String?
-    public var codeChallengeMethod: String?
-    public var prompt: String?
+    public var codeChallengeMethod: CodeChallengeMethod?
+    public var prompt: Prompt?
     public var loginHint: String?
     public var domainHint: String?
     public var maxAge: Int?
     /// `scheme://host[:port]` the request came in on; page and issuer URLs are built from it.
     public var origin: String
 
-    var wantsCode: Bool { responseTypes.contains("code") }
-    var wantsIDToken: Bool { responseTypes.contains("id_token") }
-    var wantsAccessToken: Bool { responseTypes.contains("token") }
+    var wantsCode: Bool { responseTypes.contains(.code) }
+    var wantsIDToken: Bool { responseTypes.contains(.idToken) }
+    var wantsAccessToken: Bool { responseTypes.contains(.token) }
 }
 
 /// How the result goes back to the app (OAuth 2.0 Multiple Response Type Encoding Practices;

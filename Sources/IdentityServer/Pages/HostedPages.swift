@@ -8,53 +8,47 @@ struct HostedPages: Sendable {
     let service: IdentityService
     var flow: InteractionFlow { InteractionFlow(service: service) }
 
-    func handle(_ request: Request, context: IdentityRequestContext, path: EndpointPath, page: String) async throws -> Response {
-        var tenant: Tenant?
-        do {
-            let query = RequestParameters(query: request.uri.query)
-            let record = try await flow.interaction(query["tx"])
-            let (recordTenant, userFlow) = try await flow.tenantAndFlow(of: record)
-            tenant = recordTenant
-            // The page URL must name the transaction's own tenant and flow.
-            guard let policy = path.policy, policy.lowercased() == userFlow.name.lowercased() else {
-                throw PageError(status: .badRequest, title: "Not found", message: "This page does not belong to this sign-in.")
+    /// Errors are pages, written by the route group's ``PageErrorMiddleware``.
+    @Sendable func handle(_ request: Request, context: PolicyRequestContext) async throws -> Response {
+        let page = (context.parameters.get("page") ?? "").lowercased()
+        let query = RequestParameters(query: request.uri.query)
+        let record = try await flow.interaction(query["tx"])
+        let (recordTenant, userFlow) = try await flow.tenantAndFlow(of: record)
+        // The page URL must name the transaction's own tenant and flow.
+        guard context.route.policy != nil, context.tenant.id == recordTenant.id,
+            context.flow.name.lowercased() == userFlow.name.lowercased()
+        else {
+            throw PageError(status: .badRequest, title: "Not found", message: "This page does not belong to this sign-in.")
+        }
+        var form = RequestParameters(pairs: [])
+        if request.method == .post {
+            form = try await FormBody.read(request, context: context)
+            guard flow.checkCSRF(request: request, form: form, record: record) else {
+                context.logger.warning("CSRF check failed", metadata: ["page": "\(page)"])
+                throw PageError(
+                    status: .forbidden, title: "Request blocked",
+                    message:
+                        "The form could not be verified (its security token is missing or wrong). Return to the application and start again."
+                )
             }
-            var form = RequestParameters(pairs: [])
-            if request.method == .post {
-                form = try await FormBody.read(request, context: context)
-                guard flow.checkCSRF(request: request, form: form, record: record) else {
-                    context.logger.warning("CSRF check failed", metadata: ["page": "\(page)"])
-                    throw PageError(
-                        status: .forbidden, title: "Request blocked",
-                        message:
-                            "The form could not be verified (its security token is missing or wrong). Return to the application and start again."
-                    )
-                }
-            }
-            let step = PageStep(
-                service: service, flow: flow, record: record, tenant: recordTenant, userFlow: userFlow, request: request,
-                form: form, context: context)
-            switch (page, request.method) {
-            case ("signin", .get): return try step.signInPage()
-            case ("signin", .post): return try await step.signIn()
-            case ("signup", .get): return try await step.signUpPage()
-            case ("signup", .post): return try await step.signUp()
-            case ("forgot", .get): return try await step.forgotPassword()
-            case ("cancel", .post): return try await flow.fail(record, with: .userCancelled, context: context)
-            case ("social", .get): return try step.social(provider: query["provider"])
-            case ("reset", .get): return try await step.resetPage()
-            case ("reset", .post): return try await step.reset()
-            case ("profile", .get): return try await step.profilePage()
-            case ("profile", .post): return try await step.saveProfile()
-            default:
-                throw PageError(status: .notFound, title: "Not found", message: "There is no such page.")
-            }
-        } catch let error as PageError {
-            return flow.errorPage(error, tenant: tenant, context: context)
-        } catch let error as B2CError {
-            return flow.errorPage(PageError(error), tenant: tenant, context: context)
-        } catch PasswordHasher.HasherError.busy {
-            return flow.errorPage(PageError(.temporarilyUnavailable), tenant: tenant, context: context)
+        }
+        let step = PageStep(
+            service: service, flow: flow, record: record, tenant: recordTenant, userFlow: userFlow, request: request,
+            form: form, context: context)
+        switch (page, request.method) {
+        case ("signin", .get): return try step.signInPage()
+        case ("signin", .post): return try await step.signIn()
+        case ("signup", .get): return try await step.signUpPage()
+        case ("signup", .post): return try await step.signUp()
+        case ("forgot", .get): return try await step.forgotPassword()
+        case ("cancel", .post): return try await flow.fail(record, with: .userCancelled, context: context)
+        case ("social", .get): return try step.social(provider: query["provider"])
+        case ("reset", .get): return try await step.resetPage()
+        case ("reset", .post): return try await step.reset()
+        case ("profile", .get): return try await step.profilePage()
+        case ("profile", .post): return try await step.saveProfile()
+        default:
+            throw PageError(status: .notFound, title: "Not found", message: "There is no such page.")
         }
     }
 }
@@ -68,7 +62,7 @@ struct PageStep {
     let userFlow: UserFlow
     let request: Request
     let form: RequestParameters
-    let context: IdentityRequestContext
+    let context: PolicyRequestContext
 
     var csrf: String { request.cookies[InteractionFlow.csrfCookie]?.value ?? "" }
 

@@ -3,8 +3,8 @@ import Hummingbird
 import Logging
 import TodoModels
 
-/// What the hosted pages share: the browser's CSRF and SSO cookies, loading a transaction, the
-/// error page, and finishing a transaction by sending the app its code (or error).
+/// What the hosted pages share: the browser's CSRF and SSO cookies, loading a transaction, and
+/// finishing a transaction by sending the app its code (or error).
 struct InteractionFlow: Sendable {
     let service: IdentityService
 
@@ -66,10 +66,8 @@ struct InteractionFlow: Sendable {
 
     /// URL of a hosted page of the transaction.
     func pageURL(_ page: String, record: InteractionRecord, extra: [(String, String)] = []) -> String {
-        let path = EndpointPath(
-            tenantSegment: record.request.tenantSegment, policy: record.request.policy, placement: .path,
-            endpoint: .page(page))
-        return path.url(origin: record.request.origin, for: .page(page)) + "?" + FormEncoding.encode([("tx", record.id)] + extra)
+        let route = PolicyRoute(tenantSegment: record.request.tenantSegment, policy: record.request.policy, placement: .path)
+        return route.url(origin: record.request.origin, for: .page(page)) + "?" + FormEncoding.encode([("tx", record.id)] + extra)
     }
 
     func tenantAndFlow(of record: InteractionRecord) async throws -> (Tenant, UserFlow) {
@@ -82,7 +80,7 @@ struct InteractionFlow: Sendable {
     // MARK: Results
 
     /// Ends the transaction with an error sent to the app (cancel, forgot password, …).
-    func fail(_ record: InteractionRecord, with error: B2CError, context: IdentityRequestContext) async throws -> Response {
+    func fail(_ record: InteractionRecord, with error: B2CError, context: some IdentityContext) async throws -> Response {
         _ = try await service.interactions.completeInteraction(id: record.id, now: service.now)
         context.logger.info("interaction ended with error", metadata: ["code": "\(error.code)"])
         return RedirectResponder.error(
@@ -94,7 +92,7 @@ struct InteractionFlow: Sendable {
     /// its code and/or tokens in the requested response mode.
     func complete(
         _ record: InteractionRecord, user: UserAccount, identityProvider: IdentityProviderKind, newUser: Bool,
-        authTime: Date, context: IdentityRequestContext
+        authTime: Date, context: some IdentityContext
     ) async throws -> Response {
         let now = service.now
         guard try await service.interactions.completeInteraction(id: record.id, now: now) else {
@@ -166,20 +164,6 @@ struct InteractionFlow: Sendable {
             session.tenantID == tenant.id, let user = try await service.users.user(id: session.userID)
         else { return nil }
         return (session, user)
-    }
-
-    // MARK: Pages
-
-    func errorPage(_ error: PageError, tenant: Tenant?, context: IdentityRequestContext) -> Response {
-        var values: [String: Any] = [
-            "title": error.title, "message": error.message, "correlationID": context.correlationID,
-            "timestamp": B2CTimestamp.format(service.now),
-        ]
-        if let code = error.code { values["code"] = code }
-        let html =
-            (try? service.pages.render("error", values, tenant: tenant))
-            ?? "<!DOCTYPE html><title>Error</title><p>\(HTMLText.escape(error.message))</p>"
-        return .html(html, status: error.status)
     }
 }
 

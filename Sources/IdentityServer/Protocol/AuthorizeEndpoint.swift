@@ -10,8 +10,6 @@ struct AuthorizeEndpoint: Sendable {
     let service: IdentityService
     var flow: InteractionFlow { InteractionFlow(service: service) }
 
-    static let prompts: Set<String> = ["login", "none", "select_account", "consent", "create"]
-
     /// Upper bounds on the values a transaction stores: generous for every real client
     /// (RFC 7636 §4.1 caps a verifier, so its challenge, at 128; RFC 5321 an address at 254).
     static let lengthLimits: [(String, Int)] = [
@@ -19,32 +17,23 @@ struct AuthorizeEndpoint: Sendable {
         ("redirect_uri", 2048), ("max_age", 16), ("response_type", 64), ("response_mode", 32), ("prompt", 64),
     ]
 
-    func handle(_ request: Request, context: IdentityRequestContext, path: EndpointPath) async throws -> Response {
+    /// Page-level problems are thrown to the route group's ``PageErrorMiddleware``; once the
+    /// redirect URI is trusted, errors go back to it.
+    @Sendable func handle(_ request: Request, context: PolicyRequestContext) async throws -> Response {
         var parameters = RequestParameters(query: request.uri.query)
         if request.method == .post {
             parameters = parameters.merging(try await FormBody.read(request, context: context))
         }
-        // Page-level checks: tenant, policy, client, redirect URI.
-        let tenant: Tenant
-        let userFlow: UserFlow
-        let client: AppRegistration
-        let redirectURI: String
-        do {
-            (tenant, userFlow) = try await service.resolve(path)
-            guard let clientID = parameters.nonEmpty("client_id") else { throw B2CError.missingClientID }
-            guard let app = try await service.tenants.application(tenantID: tenant.id, clientID: clientID) else {
-                throw B2CError.clientNotRegistered(clientID, tenant: tenant.name)
-            }
-            client = app
-            guard !client.redirectURIs.isEmpty else { throw B2CError.noRedirectURIs(clientID: client.clientIDString) }
-            guard let requested = parameters.nonEmpty("redirect_uri") else { throw B2CError.missingParameter("redirect_uri") }
-            guard parameters.count(of: "redirect_uri") == 1, client.isRegisteredRedirect(requested) else {
-                throw B2CError.redirectNotRegistered(requested, clientID: client.clientIDString)
-            }
-            redirectURI = requested
-        } catch let error as B2CError {
-            context.logger.info("authorize refused on page", metadata: ["code": "\(error.code)"])
-            return flow.errorPage(PageError(error), tenant: nil, context: context)
+        // Page-level checks: client and redirect URI (tenant and policy are resolved already).
+        let (tenant, userFlow) = (context.tenant, context.flow)
+        guard let clientID = parameters.nonEmpty("client_id") else { throw B2CError.missingClientID }
+        guard let client = try await service.tenants.application(tenantID: tenant.id, clientID: clientID) else {
+            throw B2CError.clientNotRegistered(clientID, tenant: tenant.name)
+        }
+        guard !client.redirectURIs.isEmpty else { throw B2CError.noRedirectURIs(clientID: client.clientIDString) }
+        guard let redirectURI = parameters.nonEmpty("redirect_uri") else { throw B2CError.missingParameter("redirect_uri") }
+        guard parameters.count(of: "redirect_uri") == 1, client.isRegisteredRedirect(redirectURI) else {
+            throw B2CError.redirectNotRegistered(redirectURI, clientID: client.clientIDString)
         }
 
         let responseTypes = Set([String].scopes(parameters["response_type"]))
@@ -56,7 +45,7 @@ struct AuthorizeEndpoint: Sendable {
             let authorization = try await validate(
                 parameters, tenant: tenant, userFlow: userFlow, client: client, redirectURI: redirectURI,
                 responseTypes: responseTypes, responseMode: responseMode, origin: service.origin(of: request),
-                tenantSegment: path.tenantSegment)
+                tenantSegment: context.route.tenantSegment)
             return try await begin(authorization, tenant: tenant, userFlow: userFlow, request: request, context: context)
         } catch let error as B2CError {
             context.logger.info("authorize refused", metadata: ["code": "\(error.code)", "error": "\(error.oauthError)"])
@@ -69,7 +58,7 @@ struct AuthorizeEndpoint: Sendable {
 
     private func validate(
         _ parameters: RequestParameters, tenant: Tenant, userFlow: UserFlow, client: AppRegistration, redirectURI: String,
-        responseTypes: Set<String>, responseMode: ResponseMode, origin: String, tenantSegment: String
+        responseTypes words: Set<String>, responseMode: ResponseMode, origin: String, tenantSegment: String
     ) async throws -> AuthorizationRequest {
         try FormBody.rejectRepeats(parameters)
         // The request is stored for the length of the sign-in: each value is bounded, so an
@@ -80,31 +69,31 @@ struct AuthorizeEndpoint: Sendable {
             }
         }
         let rawType = parameters["response_type"] ?? ""
-        guard !responseTypes.isEmpty else { throw B2CError.missingParameter("response_type") }
-        guard responseTypes.isSubset(of: ["code", "id_token", "token"]) else { throw B2CError.responseTypeNotSupported(rawType) }
-        if responseTypes.contains("token") || responseTypes.contains("id_token"), !client.allowImplicit {
+        guard !words.isEmpty else { throw B2CError.missingParameter("response_type") }
+        guard let responseTypes = ResponseType.parse(words) else { throw B2CError.responseTypeNotSupported(rawType) }
+        if responseTypes.contains(.token) || responseTypes.contains(.idToken), !client.allowImplicit {
             throw B2CError.implicitNotAllowed
         }
         if let mode = parameters.nonEmpty("response_mode") {
             guard let parsed = ResponseMode(rawValue: mode) else { throw B2CError.responseModeNotSupported(mode) }
             // Tokens must not travel in a query string (OAuth 2.0 Multiple Response Type Encoding §5).
-            if parsed == .query, responseTypes != ["code"] { throw B2CError.responseModeNotSupported(mode) }
+            if parsed == .query, responseTypes != [.code] { throw B2CError.responseModeNotSupported(mode) }
         }
         guard let scopeValue = parameters.nonEmpty("scope") else { throw B2CError.missingScope }
         let scopes = [String].scopes(scopeValue)
         let apps = try await service.tenants.applications(tenantID: tenant.id)
         let granted = try GrantedScopes.resolve(scopes, client: client, tenantApps: apps)
-        if responseTypes.contains("id_token"), !granted.openID { throw B2CError.openIDRequiredForIDToken }
-        if responseTypes.contains("token"), granted.resource == nil { throw B2CError.scopeNeedsResource(scopeValue) }
+        if responseTypes.contains(.idToken), !granted.openID { throw B2CError.openIDRequiredForIDToken }
+        if responseTypes.contains(.token), granted.resource == nil { throw B2CError.scopeNeedsResource(scopeValue) }
         // OIDC Core §3.2.2.1: nonce is required when an ID token comes back from /authorize.
-        if responseTypes.contains("id_token"), parameters.nonEmpty("nonce") == nil { throw B2CError.missingParameter("nonce") }
+        if responseTypes.contains(.idToken), parameters.nonEmpty("nonce") == nil { throw B2CError.missingParameter("nonce") }
 
         var challenge = parameters.nonEmpty("code_challenge")
-        var method = parameters.nonEmpty("code_challenge_method")
+        var method: CodeChallengeMethod?
         if let given = challenge {
-            let chosen = method ?? "plain"
-            guard chosen == "S256" || (chosen == "plain" && client.allowPlainPKCE) else {
-                throw B2CError.challengeMethodNotSupported(chosen)
+            let named = parameters.nonEmpty("code_challenge_method") ?? CodeChallengeMethod.plain.rawValue
+            guard let chosen = CodeChallengeMethod(rawValue: named), chosen == .s256 || client.allowPlainPKCE else {
+                throw B2CError.challengeMethodNotSupported(named)
             }
             guard PKCE.isWellFormedChallenge(given, method: chosen) else {
                 throw B2CError.malformedRequest("The code_challenge is not well formed (RFC 7636 §4.2).")
@@ -113,18 +102,19 @@ struct AuthorizeEndpoint: Sendable {
         } else {
             method = nil
             // PKCE is required for public clients (RFC 9700 §2.1.1, B2C AADB2C99059).
-            if responseTypes.contains("code"), client.kind == .public { throw B2CError.codeChallengeRequired }
+            if responseTypes.contains(.code), client.kind == .public { throw B2CError.codeChallengeRequired }
             challenge = nil
         }
 
-        var prompt: String?
+        var prompt: Prompt?
         if let value = parameters.nonEmpty("prompt") {
-            let values = Set([String].scopes(value))
-            guard !values.isEmpty, values.isSubset(of: Self.prompts), !(values.contains("none") && values.count > 1) else {
+            let words = Set([String].scopes(value))
+            let values = Set(words.compactMap(Prompt.init(rawValue:)))
+            guard !values.isEmpty, values.count == words.count, !(values.contains(.silent) && values.count > 1) else {
                 throw B2CError.invalidPrompt
             }
-            // Precedence when several are given: none, login, create, then the rest.
-            prompt = ["none", "login", "create", "select_account", "consent"].first { values.contains($0) }
+            // Precedence when several are given: the order of the cases.
+            prompt = Prompt.allCases.first { values.contains($0) }
         }
         var maxAge: Int?
         if let value = parameters.nonEmpty("max_age") {
@@ -145,7 +135,7 @@ struct AuthorizeEndpoint: Sendable {
     /// Starts the transaction: SSO when possible, else the first page of the flow.
     private func begin(
         _ authorization: AuthorizationRequest, tenant: Tenant, userFlow: UserFlow, request: Request,
-        context: IdentityRequestContext
+        context: PolicyRequestContext
     ) async throws -> Response {
         let (csrf, isNewCSRF) = flow.csrfToken(from: request)
         let id = Secrets.randomToken(byteCount: 24)
@@ -155,11 +145,9 @@ struct AuthorizeEndpoint: Sendable {
             expiresAt: service.now.addingTimeInterval(service.configuration.interactionLifetime))
         guard saved else {
             context.logger.warning("too many sign-ins started from one address", metadata: ["address": "\(context.clientAddress)"])
-            return flow.errorPage(
-                PageError(
-                    status: .tooManyRequests, title: "Too many sign-ins",
-                    message: "Too many sign-ins were started from your network in the last hour. Try again later."),
-                tenant: tenant, context: context)
+            throw PageError(
+                status: .tooManyRequests, title: "Too many sign-ins",
+                message: "Too many sign-ins were started from your network in the last hour. Try again later.")
         }
         let record = try await flow.interaction(id)
         var response = try await firstStep(record, tenant: tenant, userFlow: userFlow, request: request, context: context)
@@ -168,34 +156,34 @@ struct AuthorizeEndpoint: Sendable {
     }
 
     private func firstStep(
-        _ record: InteractionRecord, tenant: Tenant, userFlow: UserFlow, request: Request, context: IdentityRequestContext
+        _ record: InteractionRecord, tenant: Tenant, userFlow: UserFlow, request: Request, context: PolicyRequestContext
     ) async throws -> Response {
         let authorization = record.request
         let now = service.now
         var existing = try await flow.session(from: request, tenant: tenant)
         if let current = existing {
             let tooOld = authorization.maxAge.map { now.timeIntervalSince(current.session.authTime) > TimeInterval($0) } ?? false
-            if authorization.prompt == "login" || tooOld || !userFlow.identityProviders.contains(current.session.identityProvider) {
+            if authorization.prompt == .login || tooOld || !userFlow.identityProviders.contains(current.session.identityProvider) {
                 existing = nil
             }
         }
         switch userFlow.type {
         case .signUpOrSignIn, .signIn:
-            if let (session, user) = existing, authorization.prompt != "create" {
+            if let (session, user) = existing, authorization.prompt != .create {
                 return try await flow.complete(
                     record, user: user, identityProvider: session.identityProvider, newUser: false,
                     authTime: session.authTime, context: context)
             }
-            if authorization.prompt == "none" { return try await flow.fail(record, with: .noSession, context: context) }
+            if authorization.prompt == .silent { return try await flow.fail(record, with: .noSession, context: context) }
             if authorization.domainHint == "facebook.com" || !userFlow.offersLocalAccounts, userFlow.offersFacebook {
                 return .redirecting(to: flow.pageURL("social", record: record, extra: [("provider", "facebook.com")]))
             }
-            if authorization.prompt == "create", userFlow.type == .signUpOrSignIn {
+            if authorization.prompt == .create, userFlow.type == .signUpOrSignIn {
                 return .redirecting(to: flow.pageURL("signup", record: record))
             }
             return .redirecting(to: flow.pageURL("signin", record: record))
         case .signUp:
-            if authorization.prompt == "none" { return try await flow.fail(record, with: .noSession, context: context) }
+            if authorization.prompt == .silent { return try await flow.fail(record, with: .noSession, context: context) }
             if authorization.domainHint == "facebook.com", userFlow.offersFacebook {
                 return .redirecting(to: flow.pageURL("social", record: record, extra: [("provider", "facebook.com")]))
             }
@@ -205,10 +193,10 @@ struct AuthorizeEndpoint: Sendable {
                 try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
                 return .redirecting(to: flow.pageURL("profile", record: record))
             }
-            if authorization.prompt == "none" { return try await flow.fail(record, with: .noSession, context: context) }
+            if authorization.prompt == .silent { return try await flow.fail(record, with: .noSession, context: context) }
             return .redirecting(to: flow.pageURL("signin", record: record))
         case .passwordReset:
-            if authorization.prompt == "none" { return try await flow.fail(record, with: .noSession, context: context) }
+            if authorization.prompt == .silent { return try await flow.fail(record, with: .noSession, context: context) }
             return .redirecting(to: flow.pageURL("reset", record: record))
         case .ropc:
             return try await flow.fail(

@@ -13,19 +13,15 @@ struct LogoutEndpoint: Sendable {
     let service: IdentityService
     var flow: InteractionFlow { InteractionFlow(service: service) }
 
-    func handle(_ request: Request, context: IdentityRequestContext, path: EndpointPath) async throws -> Response {
+    /// Errors are pages, written by the route group's ``PageErrorMiddleware``.
+    @Sendable func handle(_ request: Request, context: PolicyRequestContext) async throws -> Response {
         var parameters = RequestParameters(query: request.uri.query)
         if request.method == .post { parameters = try await FormBody.read(request, context: context) }
-        let tenant: Tenant
-        do {
-            (tenant, _) = try await service.resolve(path)
-        } catch let error as B2CError {
-            return flow.errorPage(PageError(error), tenant: nil, context: context)
-        }
+        let tenant = context.tenant
         // The return URI is checked first, so a bad one is refused before anything else.
         let target = parameters.nonEmpty("post_logout_redirect_uri")
         if let target, try await !isAllowed(target, parameters: parameters, tenant: tenant) {
-            return flow.errorPage(PageError(B2CError.postLogoutRedirectInvalid(target)), tenant: tenant, context: context)
+            throw B2CError.postLogoutRedirectInvalid(target)
         }
         let cookieName = InteractionFlow.ssoCookie(for: tenant)
         if let id = request.cookies[cookieName]?.value, !id.isEmpty,

@@ -9,8 +9,8 @@ struct MetadataEndpoints: Sendable {
 
     /// The OpenID Provider configuration, echoing the host, tenant segment and policy placement
     /// of the request (research/b2c-protocol.md §1.4).
-    func discovery(_ request: Request, path: EndpointPath) async throws -> Response {
-        let (tenant, flow) = try await service.resolve(path)
+    @Sendable func discovery(_ request: Request, context: PolicyRequestContext) async throws -> Response {
+        let (tenant, flow, path) = (context.tenant, context.flow, context.route)
         let origin = service.origin(of: request)
         var body = JSONObjectBuilder()
         body.set("issuer", service.issuer(origin: origin, tenant: tenant))
@@ -36,8 +36,7 @@ struct MetadataEndpoints: Sendable {
 
     /// `{"keys":[{"kid","nbf","use":"sig","kty":"RSA","e","n"}]}`: no `x5c`/`x5t`, like B2C
     /// (research/b2c-protocol.md §1.5).
-    func keys(path: EndpointPath) async throws -> Response {
-        _ = try await service.resolve(path)
+    @Sendable func keys(_ request: Request, context: PolicyRequestContext) async throws -> Response {
         let keys = try await service.keys.publishedKeys()
         let jwks = JSONText.object([
             (
@@ -63,7 +62,7 @@ struct MetadataEndpoints: Sendable {
 struct GraphMe: Sendable {
     let service: IdentityService
 
-    func handle(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+    @Sendable func handle(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         guard let header = request.headers[.authorization], header.count > 7, header.prefix(7).lowercased() == "bearer " else {
             return graphError(.unauthorized, code: "InvalidAuthenticationToken", message: "Access token is empty.", context: context)
         }

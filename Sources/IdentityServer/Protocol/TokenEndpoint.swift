@@ -9,44 +9,33 @@ import TodoModels
 struct TokenEndpoint: Sendable {
     let service: IdentityService
 
-    func handle(_ request: Request, context: IdentityRequestContext, path: EndpointPath) async throws -> Response {
+    /// Errors are B2C's JSON form, written by the route group's ``OAuthErrorMiddleware``.
+    @Sendable func handle(_ request: Request, context: PolicyRequestContext) async throws -> Response {
         let now = service.now
-        do {
-            return try await grant(request, context: context, path: path, now: now)
-        } catch let error as B2CError {
-            context.logger.info(
-                "token request refused", metadata: ["code": "\(error.code)", "error": "\(error.oauthError)"])
-            return TokenErrorResponder.respond(error, correlationID: context.correlationID, now: now)
-        } catch PasswordHasher.HasherError.busy {
-            return TokenErrorResponder.respond(.temporarilyUnavailable, correlationID: context.correlationID, now: now)
-        }
-    }
-
-    private func grant(_ request: Request, context: IdentityRequestContext, path: EndpointPath, now: Date) async throws -> Response {
         let form = try await FormBody.read(request, context: context)
-        let (tenant, flow) = try await service.resolve(path)
+        let (tenant, flow) = (context.tenant, context.flow)
         let client = try await authenticateClient(request, form: form, tenant: tenant, now: now)
-        guard let grantType = form.nonEmpty("grant_type") else { throw B2CError.missingParameter("grant_type") }
+        guard let named = form.nonEmpty("grant_type") else { throw B2CError.missingParameter("grant_type") }
+        guard let grantType = GrantType(rawValue: named) else { throw B2CError.grantTypeNotSupported(named) }
         let origin = service.origin(of: request)
         let issuer = service.issuer(origin: origin, tenant: tenant)
         let wantsClientInfo = form["client_info"] == "1"
         context.logger.debug(
-            "token request", metadata: ["grant_type": "\(grantType)", "client_id": "\(client.clientIDString)", "policy": "\(flow.name)"])
+            "token request",
+            metadata: ["grant_type": "\(grantType.rawValue)", "client_id": "\(client.clientIDString)", "policy": "\(flow.name)"])
         switch grantType {
-        case "authorization_code":
+        case .authorizationCode:
             return try await authorizationCode(
                 form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now)
-        case "refresh_token":
+        case .refreshToken:
             return try await refreshToken(
                 form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now)
-        case "password":
+        case .password:
             return try await password(
                 form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now,
                 source: context.clientAddress, logger: context.logger)
-        case "client_credentials":
+        case .clientCredentials:
             return try await clientCredentials(form, tenant: tenant, flow: flow, client: client, issuer: issuer, now: now)
-        default:
-            throw B2CError.grantTypeNotSupported(grantType)
         }
     }
 
@@ -170,7 +159,7 @@ struct TokenEndpoint: Sendable {
     ) async throws -> Response {
         // ROPC runs only in a ROPC user flow, for an app that allows public client flows
         // (research/b2c-protocol.md §5.2).
-        guard flow.type == .ropc else { throw B2CError.grantTypeNotSupported("password") }
+        guard flow.type == .ropc else { throw B2CError.grantTypeNotSupported(GrantType.password.rawValue) }
         guard client.allowPublicClientFlows else { throw B2CError.ropcNotEnabled }
         guard let username = form.nonEmpty("username") else { throw B2CError.missingParameter("username") }
         guard let password = form["password"], !password.isEmpty else { throw B2CError.missingParameter("password") }
@@ -196,7 +185,7 @@ struct TokenEndpoint: Sendable {
     private func clientCredentials(
         _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String, now: Date
     ) async throws -> Response {
-        guard client.kind == .confidential else { throw B2CError.grantTypeNotSupported("client_credentials") }
+        guard client.kind == .confidential else { throw B2CError.grantTypeNotSupported(GrantType.clientCredentials.rawValue) }
         let apps = try await service.tenants.applications(tenantID: tenant.id)
         let requested = [String].scopes(form["scope"])
         guard !requested.isEmpty else { throw B2CError.missingScope }
@@ -269,7 +258,7 @@ struct TokenEndpoint: Sendable {
 
 /// RFC 7636 (PKCE) verification at the token endpoint.
 enum PKCE {
-    static func verify(verifier: String?, challenge: String?, method: String?) throws {
+    static func verify(verifier: String?, challenge: String?, method: CodeChallengeMethod?) throws {
         guard let challenge else {
             // RFC 9700 §2.1.1: a verifier without a challenge is a downgrade attempt.
             if verifier != nil { throw B2CError.verifierInvalid }
@@ -277,9 +266,9 @@ enum PKCE {
         }
         guard let verifier, isWellFormedVerifier(verifier) else { throw B2CError.verifierInvalid }
         let computed: String
-        switch method ?? "plain" {
-        case "S256": computed = Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8))))
-        default: computed = verifier
+        switch method ?? .plain {
+        case .s256: computed = Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8))))
+        case .plain: computed = verifier
         }
         guard Secrets.constantTimeEquals(computed, challenge) else { throw B2CError.verifierMismatch }
     }
@@ -293,8 +282,8 @@ enum PKCE {
     }
 
     /// A challenge has the same alphabet; S256 challenges are exactly 43 characters.
-    static func isWellFormedChallenge(_ value: String, method: String) -> Bool {
-        if method == "S256" { return value.count == 43 && isWellFormedVerifier(value) }
+    static func isWellFormedChallenge(_ value: String, method: CodeChallengeMethod) -> Bool {
+        if method == .s256 { return value.count == 43 && isWellFormedVerifier(value) }
         return isWellFormedVerifier(value)
     }
 }
@@ -326,7 +315,7 @@ enum FormBody {
         "code_challenge_method", "prompt", "csrf_token",
     ]
 
-    static func read(_ request: Request, context: IdentityRequestContext) async throws -> RequestParameters {
+    static func read(_ request: Request, context: some RequestContext) async throws -> RequestParameters {
         var request = request
         let buffer = try await request.collectBody(upTo: context.maxUploadSize)
         let contentType = request.headers[.contentType]?.lowercased() ?? ""

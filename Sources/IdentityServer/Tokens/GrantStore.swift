@@ -56,10 +56,13 @@ public struct SQLGrantStore: GrantStore {
             guard let tenantID = UUID(uuidString: tenant_id), let userID = UUID(uuidString: user_id),
                 let provider = IdentityProviderKind(rawValue: identity_provider)
             else { return nil }
+            // A method this build does not know verifies nothing (never a silent `plain`).
+            let method = code_challenge_method.map(CodeChallengeMethod.init(rawValue:))
+            if case .some(.none) = method { return nil }
             return AuthorizationCodeGrant(
                 tenantID: tenantID, clientID: client_id, userID: userID, policy: policy, redirectURI: redirect_uri,
                 scopes: StoredJSON.decode([String].self, scopes) ?? [], nonce: nonce, codeChallenge: code_challenge,
-                codeChallengeMethod: code_challenge_method, authTime: .init(epoch: auth_time), newUser: new_user,
+                codeChallengeMethod: method ?? nil, authTime: .init(epoch: auth_time), newUser: new_user,
                 identityProvider: provider, createdAt: .init(epoch: created_at), expiresAt: .init(epoch: expires_at))
         }
     }
@@ -130,7 +133,7 @@ public struct SQLGrantStore: GrantStore {
             code_hash: Secrets.sha256Hex(code), tenant_id: grant.tenantID.uuidString.lowercased(),
             client_id: grant.clientID, user_id: grant.userID.uuidString.lowercased(), policy: grant.policy,
             redirect_uri: grant.redirectURI, scopes: StoredJSON.encode(grant.scopes), nonce: grant.nonce,
-            code_challenge: grant.codeChallenge, code_challenge_method: grant.codeChallengeMethod,
+            code_challenge: grant.codeChallenge, code_challenge_method: grant.codeChallengeMethod?.rawValue,
             auth_time: grant.authTime.epochSeconds, new_user: grant.newUser,
             identity_provider: grant.identityProvider.rawValue, created_at: grant.createdAt.epochSeconds,
             expires_at: grant.expiresAt.epochSeconds, redeemed_at: nil, family_id: nil)

@@ -11,7 +11,7 @@ public struct AuthorizationCodeGrant: Sendable, Equatable {
     public var scopes: [String]
     public var nonce: String?
     public var codeChallenge: String?
-    public var codeChallengeMethod: String?
+    public var codeChallengeMethod: CodeChallengeMethod?
     public var authTime: Date
     public var newUser: Bool
     public var identityProvider: IdentityProviderKind

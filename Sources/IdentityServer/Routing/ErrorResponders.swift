@@ -1,0 +1,91 @@
+import Foundation
+import Hummingbird
+import Storage
+
+// One responder per wire format (SPEC §2.6). Controllers throw ``B2CError`` or ``PageError``;
+// the middleware of their route group writes it in the form that route's callers read:
+// - ``OAuthErrorMiddleware``: JSON `{"error","error_description"}` (discovery, keys, token);
+// - ``PageErrorMiddleware``: a page in the browser (authorize before the redirect URI is
+//   trusted, hosted pages, logout, the federation callback);
+// - ``RedirectResponder/error(_:redirectURI:mode:state:correlationID:now:)``: to the app's
+//   redirect URI, once it is trusted (the authorize controller and a finished transaction);
+// - ``UnhandledErrorMiddleware``: everything else, as B2C's JSON 404 or 500.
+
+/// B2C's JSON error form (research/b2c-protocol.md §4.2) for the machine-facing endpoints.
+struct OAuthErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
+    let clock: any IdentityClock
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as B2CError {
+            context.logger.info("request refused", metadata: ["code": "\(error.code)", "error": "\(error.oauthError)"])
+            return TokenErrorResponder.respond(error, correlationID: context.correlationID, now: clock.now)
+        } catch PasswordHasher.HasherError.busy {
+            return TokenErrorResponder.respond(.temporarilyUnavailable, correlationID: context.correlationID, now: clock.now)
+        }
+    }
+}
+
+/// The error page for the routes a person's browser is on: never a redirect to an untrusted
+/// URI (RFC 6749 §4.1.2.1), branded for the tenant once the request's tenant is known.
+struct PageErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
+    let pages: PageRenderer
+    let clock: any IdentityClock
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as PageError {
+            return page(error, context: context)
+        } catch let error as B2CError {
+            context.logger.info("request refused on a page", metadata: ["code": "\(error.code)"])
+            return page(PageError(error), context: context)
+        } catch PasswordHasher.HasherError.busy {
+            return page(PageError(.temporarilyUnavailable), context: context)
+        }
+    }
+
+    private func page(_ error: PageError, context: Context) -> Response {
+        var values: [String: Any] = [
+            "title": error.title, "message": error.message, "correlationID": context.correlationID,
+            "timestamp": B2CTimestamp.format(clock.now),
+        ]
+        if let code = error.code { values["code"] = code }
+        let html =
+            (try? pages.render("error", values, tenant: context.brandingTenant))
+            ?? "<!DOCTYPE html><title>Error</title><p>\(HTMLText.escape(error.message))</p>"
+        return .html(html, status: error.status)
+    }
+}
+
+/// The outermost net: a URL or method nothing serves gets B2C's JSON 404 (`AADB2C90037`); an
+/// unexpected error is logged once with the correlation id and answered 500 without details.
+struct UnhandledErrorMiddleware: RouterMiddleware {
+    typealias Context = IdentityRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            return TokenErrorResponder.respond(
+                B2CError(
+                    "invalid_request", "AADB2C90037", "An error occurred while processing the request. The resource was not found.",
+                    status: .notFound),
+                correlationID: context.correlationID, now: Date())
+        } catch let error as any HTTPResponseError {
+            throw error
+        } catch StorageError.textContainsNUL {
+            // A NUL in a lookup key (a tenant name, a transaction id) is bad input, not a fault:
+            // the store refuses it (TextGuardedSQLDatabase), and the caller hears why.
+            return TokenErrorResponder.respond(
+                .malformedRequest("The request contains a NUL character."), correlationID: context.correlationID, now: Date())
+        } catch let error as B2CError {
+            // Only routes without a wire-format group throw this far (none today): JSON, as B2C.
+            return TokenErrorResponder.respond(error, correlationID: context.correlationID, now: Date())
+        } catch {
+            context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
+            return TokenErrorResponder.respond(.internalError, correlationID: context.correlationID, now: Date())
+        }
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// What every identity-service handler may ask of its request context.
+protocol IdentityContext: RequestContext {
+    /// The id every B2C error description and log line carries (SPEC §2.6).
+    var correlationID: String { get }
+    /// Where the request came from, for per-source limits: the peer's IP address ("unknown"
+    /// without a socket, as in router tests).
+    var clientAddress: String { get }
+    /// The tenant whose look an error page takes, once the request's tenant is known.
+    var brandingTenant: Tenant? { get }
+}
+
+/// The request context of the identity service: Hummingbird's core plus the correlation id
+/// that every B2C error description and log line carries (SPEC §2.6).
+public struct IdentityRequestContext: RequestContext, IdentityContext {
+    public var coreContext: CoreRequestContextStorage
+    public var correlationID: String
+    public var clientAddress: String
+    /// Set by ``PolicyResolver`` for the routes under a tenant; ``PolicyRequestContext`` takes it.
+    var resolvedPolicy: ResolvedPolicy?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        correlationID = UUID().uuidString.lowercased()
+        clientAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
+    }
+
+    /// Forms and JSON bodies are small; anything bigger is refused with 413.
+    public var maxUploadSize: Int { 64 * 1024 }
+
+    var brandingTenant: Tenant? { nil }
+}
+
+/// The tenant and user flow a protocol URL names.
+struct ResolvedPolicy: Sendable {
+    let tenant: Tenant
+    let flow: UserFlow
+    let route: PolicyRoute
+}
+
+/// The context of every route under `/{tenant}`: the identity context plus the resolved tenant,
+/// flow and URL shape, so a controller never looks them up itself.
+struct PolicyRequestContext: ChildRequestContext, IdentityContext {
+    var coreContext: CoreRequestContextStorage
+    let correlationID: String
+    let clientAddress: String
+    let tenant: Tenant
+    let flow: UserFlow
+    let route: PolicyRoute
+
+    init(context: IdentityRequestContext) throws {
+        // The group's PolicyResolver always runs first; reaching here without it is a wiring bug.
+        guard let resolved = context.resolvedPolicy else { throw HTTPError(.internalServerError) }
+        coreContext = context.coreContext
+        correlationID = context.correlationID
+        clientAddress = context.clientAddress
+        tenant = resolved.tenant
+        flow = resolved.flow
+        route = resolved.route
+    }
+
+    var maxUploadSize: Int { 64 * 1024 }
+    var brandingTenant: Tenant? { tenant }
+}
+
+/// Resolves the `{tenant}` and policy of a protocol URL once, before any controller runs
+/// (research/b2c-protocol.md §1.1). The policy comes from where this group's routes put it: a
+/// path segment (`/{tenant}/{policy}/…`, `/tfp/{tenant}/{policy}/…`), or the query's `p`, or,
+/// with neither, the tenant's default flow (Microsoft-identity-platform URLs). A path-form URL
+/// may also carry `p=` (passport-azure-ad always appends it; §6.3): the path's policy wins.
+struct PolicyResolver: RouterMiddleware {
+    typealias Context = IdentityRequestContext
+    let tenants: any TenantDirectory
+    let offered: @Sendable (UserFlow) -> UserFlow
+    /// `.path` or `.tfp` for groups with a `:policy` capture, `.query` for the others.
+    let placement: PolicyPlacement
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let tenantSegment = Self.decoded(context.parameters.get("tenant") ?? "")
+        var policy: String?
+        var placement = self.placement
+        if placement == .query {
+            policy = RequestParameters(query: request.uri.query).nonEmpty("p")
+            if policy == nil { placement = .none }
+        } else {
+            policy = context.parameters.get("policy").map(Self.decoded)
+        }
+        let tenant = try await tenants.resolveSegment(tenantSegment)
+        let name = policy ?? tenant.defaultPolicy
+        guard UserFlow.isValidName(name), let flow = try await tenants.userFlow(tenantID: tenant.id, name: name) else {
+            throw B2CError.unknownPolicy(name, tenant: tenant.name)
+        }
+        var context = context
+        context.resolvedPolicy = ResolvedPolicy(
+            tenant: tenant, flow: offered(flow), route: PolicyRoute(tenantSegment: tenantSegment, policy: policy, placement: placement))
+        return try await next(request, context)
+    }
+
+    /// A captured path segment, percent-decoded as the protocol URLs are.
+    static func decoded(_ segment: String) -> String { segment.removingPercentEncoding ?? segment }
+}
+
+extension TenantDirectory {
+    /// The tenant of a URL segment: its name or GUID; `common`, `organizations` and `consumers`
+    /// (Microsoft-identity-platform authorities) mean the default tenant.
+    func resolveSegment(_ segment: String) async throws -> Tenant {
+        if ["common", "organizations", "consumers"].contains(segment.lowercased()), let tenant = try await defaultTenant() {
+            return tenant
+        }
+        guard let tenant = try await tenant(matching: segment) else { throw B2CError.unknownTenant(segment) }
+        return tenant
+    }
+}
+
+/// Takes the caller's `client-request-id` (MSAL sends one) as the correlation id, or makes one;
+/// echoes it on the response and tags the request's log lines with it.
+struct CorrelationMiddleware: RouterMiddleware {
+    typealias Context = IdentityRequestContext
+
+    static let header = HTTPField.Name("client-request-id")!
+
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        var context = context
+        if let supplied = request.headers[Self.header], let id = UUID(uuidString: supplied) {
+            context.correlationID = id.uuidString.lowercased()
+        }
+        context.logger[metadataKey: "correlation_id"] = .string(context.correlationID)
+        var response = try await next(request, context)
+        response.headers[Self.header] = context.correlationID
+        return response
+    }
+}
+
+/// One log line per request: method, path, status, duration and correlation id. The query string
+/// is left out on purpose: it carries codes, states and hints that must not reach a log.
+struct RequestLogMiddleware: RouterMiddleware {
+    typealias Context = IdentityRequestContext
+
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        let start = ContinuousClock.now
+        let response = try await next(request, context)
+        let elapsed = ContinuousClock.now - start
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        context.logger.info(
+            "request",
+            metadata: [
+                "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
+                "ms": "\(String(format: "%.1f", milliseconds))",
+            ])
+        return response
+    }
+}

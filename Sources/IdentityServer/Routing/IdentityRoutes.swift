@@ -1,0 +1,136 @@
+import Foundation
+import Hummingbird
+import ServerSupport
+
+extension IdentityServer {
+    /// Every route of the identity service (SPEC §2.2): this function is the table of contents.
+    ///
+    /// Paths match case-insensitively, as B2C's do (MSAL lower-cases authorities). Each protocol
+    /// endpoint is registered once per URL shape B2C accepts (research/b2c-protocol.md §1.1);
+    /// a ``PolicyResolver`` per shape resolves tenant and flow into a ``PolicyRequestContext``,
+    /// and each group's error middleware writes failures in its callers' wire format.
+    public func buildRouter() -> Router<IdentityRequestContext> {
+        let service = self.service
+        let router = Router(context: IdentityRequestContext.self, options: .caseInsensitive)
+        router.add(middleware: SecurityHeadersMiddleware(https: service.configuration.secureCookies))
+        router.add(middleware: CorrelationMiddleware())
+        router.add(middleware: RequestLogMiddleware())
+        router.add(middleware: UnhandledErrorMiddleware())
+
+        let assets = AssetController(tenants: service.tenants, pages: service.pages)
+        router.get("healthz") { _, _ -> Response in .json(.object([("status", .string("ok"))])) }
+        router.get("static/style.css", use: assets.defaultStylesheet)
+        router.get("static/tenants/:tenant/style.css", use: assets.tenantStylesheet)
+        router.get("v1.0/me", use: GraphMe(service: service).handle)
+        // MSAL Python asks for the user realm before ROPC and accepts a 404 (research/client-sdk.md §C.8).
+        // Under `:tenant`, not `common`: the trie does not backtrack out of a first segment, so a
+        // `common` constant would hide `/common/v2.0/…`.
+        router.get(":tenant/userrealm/**") { _, _ -> Response in .json(.object([("error", .string("not_found"))]), status: .notFound) }
+
+        let browser = router.group().add(
+            middleware: PageErrorMiddleware<IdentityRequestContext>(pages: service.pages, clock: service.clock))
+        let facebook = SimulatedFacebook(service: service)
+        browser.get(":tenant/oauth2/authresp", use: facebook.callback)
+        if service.configuration.simulatedFacebook {
+            browser.get("facebook.com/dialog/oauth", use: facebook.dialog)
+            browser.post("facebook.com/dialog/oauth", use: facebook.dialog)
+        }
+        if service.configuration.developmentMailbox {
+            router.get("dev/outbox", use: DevelopmentOutbox(service: service).page)
+        }
+
+        // `/te/` is the legacy "trust framework edge" prefix of the 2017 iOS quickstart.
+        let shapes: [(RouterPath, PolicyPlacement)] = [
+            (":tenant/:policy", .path), ("tfp/:tenant/:policy", .tfp), ("te/:tenant/:policy", .tfp), (":tenant", .query),
+        ]
+        for (prefix, placement) in shapes {
+            addProtocolRoutes(to: router.group(prefix), placement: placement)
+        }
+        return router
+    }
+
+    /// The protocol endpoints under one URL shape. Old (v1-style) paths without `v2.0` are
+    /// served too: B2C answers both (research/b2c-protocol.md §1.1).
+    private func addProtocolRoutes(to shape: RouterGroup<IdentityRequestContext>, placement: PolicyPlacement) {
+        let service = self.service
+        let resolver = PolicyResolver(tenants: service.tenants, offered: { service.offered($0) }, placement: placement)
+
+        // Machine-facing: errors as B2C's JSON.
+        let machine = shape.group()
+            .add(middleware: OAuthErrorMiddleware<IdentityRequestContext>(clock: service.clock))
+            .add(middleware: resolver)
+            .group(context: PolicyRequestContext.self)
+        let metadata = MetadataEndpoints(service: service)
+        let token = TokenEndpoint(service: service)
+        for path in ["v2.0/.well-known/openid-configuration", ".well-known/openid-configuration"] {
+            machine.get(RouterPath(path), use: metadata.discovery)
+        }
+        for path in ["discovery/v2.0/keys", "discovery/keys"] { machine.get(RouterPath(path), use: metadata.keys) }
+        for path in ["oauth2/v2.0/token", "oauth2/token"] { machine.post(RouterPath(path), use: token.handle) }
+
+        // Browser-facing: errors as a page, branded once the tenant is known.
+        let pages = PageErrorMiddleware<IdentityRequestContext>(pages: service.pages, clock: service.clock)
+        let browser = shape.group()
+            .add(middleware: pages)
+            .add(middleware: resolver)
+            .group(context: PolicyRequestContext.self)
+            .add(middleware: PageErrorMiddleware<PolicyRequestContext>(pages: service.pages, clock: service.clock))
+        let authorize = AuthorizeEndpoint(service: service)
+        let logout = LogoutEndpoint(service: service)
+        let hosted = HostedPages(service: service)
+        for path in ["oauth2/v2.0/authorize", "oauth2/authorize"] {
+            browser.get(RouterPath(path), use: authorize.handle)
+            browser.post(RouterPath(path), use: authorize.handle)
+        }
+        for path in ["oauth2/v2.0/logout", "oauth2/logout"] {
+            browser.get(RouterPath(path), use: logout.handle)
+            browser.post(RouterPath(path), use: logout.handle)
+        }
+        browser.get("pages/:page", use: hosted.handle)
+        browser.post("pages/:page", use: hosted.handle)
+    }
+}
+
+/// The stylesheets of the hosted pages: the built-in one and each tenant's own.
+struct AssetController: Sendable {
+    let tenants: any TenantDirectory
+    let pages: PageRenderer
+
+    @Sendable func defaultStylesheet(_ request: Request, context: some RequestContext) async throws -> Response {
+        Self.css(pages.stylesheet(for: nil))
+    }
+
+    @Sendable func tenantStylesheet(_ request: Request, context: some RequestContext) async throws -> Response {
+        let tenant = try await tenants.tenant(matching: context.parameters.get("tenant") ?? "")
+        return Self.css(pages.stylesheet(for: tenant))
+    }
+
+    private static func css(_ text: String) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "text/css; charset=utf-8", .cacheControl: "public, max-age=3600"],
+            body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+}
+
+/// `GET /dev/outbox`: the development outbox as a page (SPEC §2.7), on allowed hosts only.
+struct DevelopmentOutbox: Sendable {
+    let service: IdentityService
+
+    @Sendable func page(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        guard service.isAllowedHost(request) else { throw HTTPError(.notFound) }
+        let tenant = try await service.tenants.defaultTenant()
+        var messages: [OutboxMessage] = []
+        if let tenant { messages = try await service.interactions.outbox(tenantID: tenant.id, limit: 50) }
+        let formatter = ISO8601DateFormatter()
+        let values: [String: Any] = [
+            "title": "Development outbox",
+            "messages": messages.map {
+                [
+                    "subject": $0.subject, "recipient": $0.recipient, "body": $0.body,
+                    "createdAt": formatter.string(from: $0.createdAt),
+                ]
+            },
+        ]
+        return .html(try service.pages.render("outbox", values, tenant: tenant))
+    }
+}

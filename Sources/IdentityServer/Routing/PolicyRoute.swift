@@ -1,0 +1,64 @@
+import Foundation
+import TodoModels
+
+/// Where a request put the policy: B2C accepts three interchangeable URL shapes
+/// (research/b2c-protocol.md §1.1) and discovery echoes the one it was fetched with.
+enum PolicyPlacement: Equatable, Sendable {
+    /// `/{tenant}/{policy}/…`
+    case path
+    /// `/{tenant}/…?p={policy}`
+    case query
+    /// `/tfp/{tenant}/{policy}/…` (and the 2017 iOS quickstart's `/te/…`)
+    case tfp
+    /// No policy at all: Microsoft-identity-platform style; the tenant's default flow applies.
+    case none
+}
+
+/// The protocol endpoints served under a tenant, for writing their URLs.
+enum EndpointKind: Equatable, Sendable {
+    case discovery
+    case authorize
+    case token
+    case logout
+    case keys
+    /// The hosted page `name` of an interactive transaction.
+    case page(String)
+    /// The upstream identity provider's return to us (`/oauth2/authresp`, no policy;
+    /// research/b2c-protocol.md §1.2).
+    case federationCallback
+}
+
+/// The tenant segment and policy a protocol URL named, and the shape it named them in: what the
+/// router's captures and ``PolicyResolver`` found, kept so URLs written back (discovery, pages)
+/// take the same shape.
+struct PolicyRoute: Equatable, Sendable {
+    var tenantSegment: String
+    var policy: String?
+    var placement: PolicyPlacement
+
+    /// The URL of `endpoint` in this route's shape.
+    func url(origin: String, for endpoint: EndpointKind) -> String {
+        let tail: String
+        switch endpoint {
+        case .discovery: tail = "v2.0/.well-known/openid-configuration"
+        case .authorize: tail = "oauth2/v2.0/authorize"
+        case .token: tail = "oauth2/v2.0/token"
+        case .logout: tail = "oauth2/v2.0/logout"
+        case .keys: tail = "discovery/v2.0/keys"
+        case .page(let name): tail = "pages/\(name)"
+        case .federationCallback: return "\(origin)/\(Self.escape(tenantSegment))/oauth2/authresp"
+        }
+        let tenant = Self.escape(tenantSegment)
+        switch (placement, policy) {
+        case (.path, let policy?): return "\(origin)/\(tenant)/\(Self.escape(policy))/\(tail)"
+        case (.tfp, let policy?): return "\(origin)/tfp/\(tenant)/\(Self.escape(policy))/\(tail)"
+        case (.query, let policy?): return "\(origin)/\(tenant)/\(tail)?p=\(FormEncoding.escape(policy))"
+        default: return "\(origin)/\(tenant)/\(tail)"
+        }
+    }
+
+    private static func escape(_ segment: String) -> String {
+        segment.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/")))
+            ?? segment
+    }
+}
