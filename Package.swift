@@ -136,6 +136,7 @@ let package = Package(
                 "WebApp",
                 "IdentityClient",
                 "Storage",
+                "TodoModels",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),

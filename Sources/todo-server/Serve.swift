@@ -10,6 +10,7 @@ import NIOSSL
 import ServiceLifecycle
 import Storage
 import TaskService
+import TodoModels
 import WebApp
 
 struct Serve: AsyncParsableCommand {
@@ -135,7 +136,7 @@ struct Serve: AsyncParsableCommand {
         let baseURL = "\(configuration.scheme)://\(authority)"
         let settingsPath = try ClientSettings(
             identityBaseURL: baseURL, taskAPIBase: "\(configuration.scheme)://\(displayHost):\(apiPort)", seed: seed, caCertificate: caPath
-        ).write(to: store.resolvedDataDir)
+        ).write(to: URL(fileURLWithPath: store.resolvedDataDir)).path
 
         let banner: @Sendable () -> Void = {
             [seed, caPath, dataDir = store.resolvedDataDir, database = DatabaseFactory.redacted(store.resolvedDatabaseURL)] in

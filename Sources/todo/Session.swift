@@ -23,7 +23,7 @@ struct GlobalOptions: ParsableArguments {
 /// What a command works with: the settings, the SDK client over the file token cache, and the
 /// signed-in account.
 struct Session {
-    let settings: ClientSettings
+    let settings: ResolvedSettings
     let app: PublicClientApplication
     let options: GlobalOptions
 
@@ -31,7 +31,7 @@ struct Session {
         self.options = options
         let environment = ProcessInfo.processInfo.environment
         let settingsPath = options.settings ?? environment["TODO_SETTINGS"] ?? ".todo-data/settings.json"
-        settings = try ClientSettings(contentsOf: URL(fileURLWithPath: settingsPath))
+        settings = try ResolvedSettings(contentsOf: URL(fileURLWithPath: settingsPath))
         let cachePath =
             options.tokenCache ?? environment["TODO_TOKEN_CACHE"]
             ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config/todob2c/token-cache.json").path
