@@ -34,7 +34,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
+        // The shared data types: the Task API's DTOs, the text rules, ClientSettings.
         .target(name: "TodoModels", swiftSettings: swiftSettings),
+        // Small codecs every part needs: form and JSON escaping, base64url, hex, UUID text, random secrets.
+        .target(name: "WireCoding", swiftSettings: swiftSettings),
         // Server-side pieces every HTTP part shares (response headers).
         .target(
             name: "ServerSupport",
@@ -47,6 +50,7 @@ let package = Package(
             name: "IdentityClient",
             dependencies: [
                 "TodoModels",
+                "WireCoding",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -59,6 +63,7 @@ let package = Package(
                 "IdentityClient",
                 "TaskClient",
                 "TodoModels",
+                "WireCoding",
                 "Storage",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Mustache", package: "swift-mustache"),
@@ -77,6 +82,7 @@ let package = Package(
                 "IdentityClient",
                 "TaskClient",
                 "TodoModels",
+                "WireCoding",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -88,6 +94,7 @@ let package = Package(
                 "Storage",
                 "ServerSupport",
                 "TodoModels",
+                "WireCoding",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -117,6 +124,7 @@ let package = Package(
                 "Storage",
                 "ServerSupport",
                 "TodoModels",
+                "WireCoding",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Mustache", package: "swift-mustache"),
@@ -137,6 +145,7 @@ let package = Package(
                 "IdentityClient",
                 "Storage",
                 "TodoModels",
+                "WireCoding",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -166,6 +175,7 @@ let package = Package(
             dependencies: [
                 "TaskService",
                 "TodoModels",
+                "WireCoding",
                 "IdentityServer",
                 "Storage",
                 "TestSupport",
@@ -182,6 +192,7 @@ let package = Package(
                 "WebApp",
                 "TaskClient",
                 "TodoModels",
+                "WireCoding",
                 "IdentityServer",
                 "TaskService",
                 "Storage",
@@ -198,6 +209,7 @@ let package = Package(
                 "IdentityServer",
                 "ServerSupport",
                 "TodoModels",
+                "WireCoding",
                 "Storage",
                 "TestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

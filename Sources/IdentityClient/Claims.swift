@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import TodoModels
+import WireCoding
 
 /// A JSON value: the type of ID-token claims, which may be strings, numbers, booleans, arrays
 /// (`emails`) or objects.

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
-import TodoModels
+import WireCoding
 
 /// `prompt` values B2C understands (research/b2c-protocol.md §4).
 public enum Prompt: String, Sendable, Codable {

@@ -1,5 +1,5 @@
 import Foundation
-import TodoModels
+import WireCoding
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import TodoModels
+import WireCoding
 
 /// The state both client applications share: discovery, the token store, refreshes in flight.
 /// One actor owns it, so concurrent silent calls for the same account and scopes share one

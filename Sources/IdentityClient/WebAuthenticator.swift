@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import TodoModels
+import WireCoding
 
 #if canImport(Glibc)
     import Glibc

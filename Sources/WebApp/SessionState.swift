@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import IdentityClient
 import TaskClient
-import TodoModels
+import WireCoding
 
 /// One request's view of its browser session: the cookie, the stored record, and the SDK
 /// client and Task API client that work with its tokens.

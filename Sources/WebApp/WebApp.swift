@@ -6,6 +6,7 @@ import Logging
 import Storage
 import TaskClient
 import TodoModels
+import WireCoding
 
 /// How the web app reaches the identity service and the Task API.
 public struct WebAppConfiguration: Sendable {

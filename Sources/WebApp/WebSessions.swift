@@ -4,7 +4,7 @@ import IdentityClient
 import SQLKit
 import Storage
 import Synchronization
-import TodoModels
+import WireCoding
 
 /// What the web app keeps about one browser, server side. The browser holds only a random
 /// session id in an HttpOnly cookie; the database holds its SHA-256, so the table's keys are no

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
-import TodoModels
+import WireCoding
 
 @testable import IdentityClient
 

@@ -3,7 +3,7 @@ import Foundation
 import Storage
 import TestSupport
 import Testing
-import TodoModels
+import WireCoding
 
 @testable import IdentityServer
 

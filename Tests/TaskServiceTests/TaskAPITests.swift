@@ -5,6 +5,7 @@ import Storage
 import TestSupport
 import Testing
 import TodoModels
+import WireCoding
 
 @testable import TaskService
 

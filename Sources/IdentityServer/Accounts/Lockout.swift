@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import TodoModels
+import WireCoding
 
 /// The stored smart-lockout counters of an account.
 public struct LockoutState: Sendable, Equatable {

@@ -3,7 +3,7 @@ import HummingbirdBcrypt
 import NIOCore
 import NIOPosix
 import Synchronization
-import TodoModels
+import WireCoding
 
 /// Hashes and verifies passwords with bcrypt (OWASP Password Storage Cheat Sheet: cost ≥ 10) on
 /// a thread pool of its own, so a burst of sign-ins can neither block the event loops nor starve

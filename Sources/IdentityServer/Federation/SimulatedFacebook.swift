@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import Hummingbird
 import Logging
-import TodoModels
+import WireCoding
 
 /// A local stand-in for facebook.com, so `B2C_1_facebook` and `domain_hint=facebook.com` work
 /// with no network (SPEC §2.7). It speaks the same shape as the real exchange: B2C redirects to

@@ -1,5 +1,5 @@
 import Foundation
-import TodoModels
+import WireCoding
 
 /// What the app asked for at `/authorize`, kept server-side while the user walks through the
 /// hosted pages (B2C does the same with its `tx` state). Pages carry only the opaque id.

@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
-import TodoModels
+import WireCoding
 
 /// What the hosted pages share: the browser's CSRF and SSO cookies, loading a transaction, and
 /// finishing a transaction by sending the app its code (or error).

@@ -1,7 +1,7 @@
 import Foundation
 import SQLKit
 import Storage
-import TodoModels
+import WireCoding
 
 /// Server-side state of interactive sign-ins: transactions, SSO sessions, email verification
 /// codes, the dev outbox, the simulated provider's codes and server-held keys.

@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
-import TodoModels
+import WireCoding
 
 /// `GET|POST …/oauth2/v2.0/authorize` (SPEC §2.3). Problems with the client or redirect URI are
 /// shown on a page and never redirected (RFC 6749 §4.1.2.1); everything else goes back to the

@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
-import TodoModels
+import WireCoding
 
 /// `GET …/oauth2/v2.0/logout` (research/b2c-protocol.md §5.7): ends the SSO session and returns
 /// to `post_logout_redirect_uri` with `state`, or shows the signed-out page.

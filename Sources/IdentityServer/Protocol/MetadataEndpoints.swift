@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
-import TodoModels
+import WireCoding
 
 /// Discovery and JWKS (SPEC §2.2).
 struct MetadataEndpoints: Sendable {

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import Hummingbird
 import Logging
-import TodoModels
+import WireCoding
 
 /// `POST …/oauth2/v2.0/token` (SPEC §2.4): the four grants, client authentication and the
 /// B2C token response.

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import TodoModels
+import WireCoding
 
 extension Response {
     /// A JSON response from ordered JSON text.

@@ -1,5 +1,5 @@
 import Foundation
-import TodoModels
+import WireCoding
 
 /// Where a request put the policy: B2C accepts three interchangeable URL shapes
 /// (research/b2c-protocol.md §1.1) and discovery echoes the one it was fetched with.

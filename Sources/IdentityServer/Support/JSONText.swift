@@ -1,5 +1,5 @@
 import Foundation
-import TodoModels
+import WireCoding
 
 /// A JSON value with object keys kept in insertion order, so tokens and responses come out with
 /// B2C's field order (humans compare them side by side with real captures).

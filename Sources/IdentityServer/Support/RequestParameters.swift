@@ -1,5 +1,5 @@
 import Foundation
-import TodoModels
+import WireCoding
 
 /// The parameters of a request: query or form, first value wins, names case-sensitive.
 public struct RequestParameters: Sendable {

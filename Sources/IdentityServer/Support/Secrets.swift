@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import TodoModels
+import WireCoding
 
 /// Only hashes of the secrets the service hands out are stored, so a database leak does not
 /// leak usable credentials (RFC 9700 §4.14, OWASP ASVS V3).

@@ -1,5 +1,5 @@
 import Foundation
-import TodoModels
+import WireCoding
 
 /// The development tenant created on first start (SPEC §2.1): the tutorials' seven user flows, a
 /// public app for the CLI and native clients, and its confidential twin for the web app.

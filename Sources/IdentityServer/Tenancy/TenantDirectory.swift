@@ -1,7 +1,7 @@
 import Foundation
 import SQLKit
 import Storage
-import TodoModels
+import WireCoding
 
 /// Tenants, app registrations and user flows.
 public protocol TenantDirectory: Sendable {

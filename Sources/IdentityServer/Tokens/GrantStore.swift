@@ -1,7 +1,7 @@
 import Foundation
 import SQLKit
 import Storage
-import TodoModels
+import WireCoding
 
 /// Authorization codes and refresh tokens. Only SHA-256 hashes of the values are stored.
 public protocol GrantStore: Sendable {

@@ -1,6 +1,6 @@
 import CryptoExtras
 import Foundation
-import TodoModels
+import WireCoding
 
 /// JWS compact serialisation with RS256, the only algorithm B2C uses. The header is exactly
 /// `{"typ":"JWT","alg":"RS256","kid":"…"}` with no `x5t`, because passport-azure-ad looks a key

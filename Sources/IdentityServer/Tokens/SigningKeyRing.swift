@@ -5,6 +5,7 @@ import SQLKit
 import Storage
 import Synchronization
 import TodoModels
+import WireCoding
 
 /// One RS256 signing key. The `kid` is the RFC 7638 thumbprint of the public key, so it is
 /// stable, unique and derivable by anyone holding the JWK.

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import TodoModels
+import WireCoding
 
 /// Everything a token needs to know about one issuance.
 struct IssuanceContext: Sendable {

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Synchronization
 import TodoModels
+import WireCoding
 
 /// Who a valid access token speaks for.
 public struct AuthenticatedUser: Sendable, Equatable {

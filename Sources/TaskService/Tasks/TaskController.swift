@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import TodoModels
+import WireCoding
 
 /// `/api/tasks`: the resource of SPEC §3, every route scoped to the token's owner.
 struct TaskController<Repository: TaskRepository>: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import TodoModels
+import WireCoding
 
 #if canImport(Glibc)
     import Glibc

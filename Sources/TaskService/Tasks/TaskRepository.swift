@@ -3,6 +3,7 @@ import SQLKit
 import SQLiteKit
 import Storage
 import TodoModels
+import WireCoding
 
 /// A stored task with its owner and version (the version is the ETag).
 public struct TaskRecord: Sendable, Equatable {
