@@ -32,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
     ],
     targets: [
         // The shared data types: the Task API's DTOs, the text rules, ClientSettings.
@@ -136,8 +137,9 @@ let package = Package(
             resources: [.copy("Resources")],
             swiftSettings: swiftSettings
         ),
-        .executableTarget(
-            name: "todo-server",
+        // The composition root: configuration and wiring of every part, for `serve` and the system tests.
+        .target(
+            name: "TodoSystem",
             dependencies: [
                 "IdentityServer",
                 "TaskService",
@@ -145,17 +147,30 @@ let package = Package(
                 "IdentityClient",
                 "Storage",
                 "TodoModels",
-                "WireCoding",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "todo-server",
+            dependencies: [
+                "TodoSystem",
+                "IdentityServer",
+                "Storage",
+                "TodoModels",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -185,9 +200,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The SDK alone: no server module.
         .testTarget(
             name: "IdentityClientTests",
+            dependencies: ["IdentityClient", "TodoModels", "WireCoding"],
+            swiftSettings: swiftSettings
+        ),
+        // The whole system on loopback sockets, built by the composition root as `serve` builds
+        // it, driven by the SDK, the CLI's settings and a browser-like client.
+        .testTarget(
+            name: "SystemTests",
             dependencies: [
+                "TodoSystem",
                 "IdentityClient",
                 "WebApp",
                 "TaskClient",
@@ -197,6 +221,8 @@ let package = Package(
                 "TaskService",
                 "Storage",
                 "TestSupport",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

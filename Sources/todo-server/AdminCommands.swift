@@ -8,7 +8,7 @@ import TodoModels
 func withDefaultTenant<T>(
     _ store: StoreOptions, _ body: (IdentityServer, Tenant) async throws -> T
 ) async throws -> T {
-    var logger = try store.logger(label: "todo-server")
+    var logger = try await store.configuration().logger(label: "todo-server")
     logger.logLevel = max(logger.logLevel, .warning)
     let (database, server) = try await store.openIdentity(logger: logger)
     do {

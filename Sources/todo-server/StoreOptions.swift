@@ -1,64 +1,43 @@
 import ArgumentParser
+import Configuration
 import Foundation
 import IdentityServer
 import Logging
 import Storage
+import TodoSystem
 
-/// Options every command shares: where the data lives. Each falls back to an environment
-/// variable (`TODO_DATA_DIR`, `TODO_DATABASE_URL`, `TODO_LOG_LEVEL`) and then to a default.
+/// Options every command shares: where the data lives. Each falls back to its `TODO_*`
+/// environment variable and then to its default, declared once in ``Setting``.
 struct StoreOptions: ParsableArguments {
-    @Option(name: .long, help: "Data directory (SQLite database, TLS material, settings.json). Env: TODO_DATA_DIR. Default: ./.todo-data")
-    var dataDir: String?
+    @Option(name: .long, help: ArgumentHelp(Setting.dataDir.help)) var dataDir: String?
+    @Option(name: .long, help: ArgumentHelp(Setting.databaseURL.help)) var databaseURL: String?
+    @Option(name: .long, help: ArgumentHelp(Setting.logLevel.help)) var logLevel: String?
 
-    @Option(
-        name: .long,
-        help: "sqlite:PATH or postgres://user:pass@host:port/db. Env: TODO_DATABASE_URL. Default: sqlite:<data-dir>/todo.sqlite")
-    var databaseURL: String?
-
-    @Option(name: .long, help: "trace, debug, info, notice, warning, error, critical. Env: TODO_LOG_LEVEL. Default: info")
-    var logLevel: String?
-
-    var environment: [String: String] { ProcessInfo.processInfo.environment }
-
-    var resolvedDataDir: String {
-        let path = dataDir ?? environment["TODO_DATA_DIR"] ?? "./.todo-data"
-        return URL(fileURLWithPath: path).standardizedFileURL.path
-    }
-
-    var resolvedDatabaseURL: String {
-        databaseURL ?? environment["TODO_DATABASE_URL"] ?? "sqlite:\(resolvedDataDir)/todo.sqlite"
-    }
-
-    func logger(label: String) throws -> Logger {
-        let text = logLevel ?? environment["TODO_LOG_LEVEL"] ?? "info"
-        guard let level = Logger.Level(rawValue: text.lowercased()) else {
-            throw ValidationError("--log-level '\(text)' is not one of trace, debug, info, notice, warning, error, critical")
+    /// The command line's store settings, by setting key.
+    var flags: [String: ConfigValue] {
+        var flags: [String: ConfigValue] = [:]
+        for case (let setting, let value?) in [(Setting.dataDir, dataDir), (.databaseURL, databaseURL), (.logLevel, logLevel)] {
+            flags[setting.key] = ConfigValue(.string(value), isSecret: false)
         }
-        var logger = Logger(label: label)
-        logger.logLevel = level
-        return logger
+        return flags
     }
 
-    func prepareDataDir() throws {
-        try FileManager.default.createDirectory(atPath: resolvedDataDir, withIntermediateDirectories: true)
-        // The data dir holds keys and secrets: owner-only.
-        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: resolvedDataDir)
-    }
-
-    /// The key sealing signing keys, secrets and web sessions in the database: `TODO_DATA_KEY`,
-    /// else `<data-dir>/data-key` (made on first start). Instances sharing one database need the
-    /// same key.
-    func dataKey() throws -> DataKey {
-        try prepareDataDir()
-        return try DataKey.load(environment: environment, directory: resolvedDataDir)
+    /// The store settings from flags, variables and `TODO_CONFIG`'s file.
+    func configuration() async throws -> StoreConfiguration {
+        do {
+            return try StoreConfiguration(reader: try await SystemConfiguration.reader(flags: flags))
+        } catch let problems as ConfigurationProblems {
+            throw CommandFailure(problems.description)
+        }
     }
 
     /// Opens the database and the identity service over it (running migrations).
-    func openIdentity(logger: Logger, configuration: IdentityServerConfiguration = .init()) async throws -> (any Database, IdentityServer) {
-        let dataKey = try dataKey()
-        let database = try await DatabaseFactory.open(url: resolvedDatabaseURL, logger: logger)
+    func openIdentity(logger: Logger) async throws -> (any Database, IdentityServer) {
+        let store = try await configuration()
+        let dataKey = try store.loadDataKey()
+        let database = try await DatabaseFactory.open(url: store.databaseURL, logger: logger)
         do {
-            let server = try await IdentityServer.make(configuration: configuration, database: database, dataKey: dataKey, logger: logger)
+            let server = try await IdentityServer.make(configuration: .init(), database: database, dataKey: dataKey, logger: logger)
             return (database, server)
         } catch {
             try? await database.close()

@@ -1,0 +1,147 @@
+import Configuration
+import Foundation
+import IdentityClient
+import Logging
+import Storage
+
+/// Where the data lives: what every `todo-server` command needs, `serve` and the admin commands.
+public struct StoreConfiguration: Sendable {
+    public var dataDirectory: String
+    public var databaseURL: String
+    public var logLevel: Logger.Level
+    /// Seals keys and secrets at rest; nil: `<data-dir>/data-key`.
+    public var dataKey: String?
+
+    init(_ settings: inout SettingsReader) {
+        dataDirectory = URL(fileURLWithPath: settings.text(.dataDir) ?? "./.todo-data").standardizedFileURL.path
+        databaseURL = settings.text(.databaseURL) ?? "sqlite:\(dataDirectory)/todo.sqlite"
+        logLevel = settings.choice(.logLevel, default: .info, "must be one of trace, debug, info, notice, warning, error, critical")
+        dataKey = settings.text(.dataKey)
+    }
+
+    /// Reads the store settings alone (the admin commands).
+    public init(reader: ConfigReader) throws {
+        var settings = SettingsReader(reader: reader)
+        self.init(&settings)
+        guard settings.problems.isEmpty else { throw ConfigurationProblems(messages: settings.problems) }
+    }
+
+    public func logger(label: String) -> Logger {
+        var logger = Logger(label: label)
+        logger.logLevel = logLevel
+        return logger
+    }
+
+    /// Makes the data dir if needed; it holds keys and secrets, so it is owner-only.
+    public func prepareDataDirectory() throws {
+        try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: dataDirectory)
+    }
+
+    /// The key sealing signing keys, secrets and web sessions in the database. Instances sharing
+    /// one database need the same key.
+    public func loadDataKey() throws -> DataKey {
+        try prepareDataDirectory()
+        return try DataKey.load(environment: dataKey.map { ["TODO_DATA_KEY": $0] } ?? [:], directory: dataDirectory)
+    }
+}
+
+/// Every problem found in the settings, one per line.
+public struct ConfigurationProblems: Error, CustomStringConvertible {
+    public var messages: [String]
+    public var description: String { messages.joined(separator: "\n") }
+}
+
+/// Everything `todo-server serve` can be told, read once through swift-configuration: command-line
+/// flags, then `TODO_*` environment variables, then an optional JSON file (`--config`), then the
+/// defaults declared in ``Setting``. Every problem is reported at once.
+public struct SystemConfiguration: Sendable {
+    /// Which parts run in this process.
+    public enum Parts: String, Sendable, CaseIterable {
+        case all, identity, api
+    }
+
+    public var store: StoreConfiguration
+    public var host: String
+    public var identityPort: Int
+    public var apiPort: Int
+    public var tls: Bool
+    public var tenantConfig: String?
+    /// B2C authorities the Task API trusts; empty: every user flow of the built-in service.
+    public var authorities: [String]
+    /// Accepted access-token audiences; empty: the dev client id.
+    public var audiences: [String]
+    public var requiredScopes: [String]
+    public var corsOrigins: [String]
+    public var parts: Parts
+    public var authorityCA: String?
+    public var passwordHashCost: Int
+    public var idleTimeout: Int
+    public var simulatedFacebook: Bool
+    public var webPageSize: Int
+    public var webAnonymousSessionsPerHour: Int
+
+    /// Reads and checks every setting; throws ``ConfigurationProblems`` naming each wrong one.
+    public init(reader: ConfigReader) throws {
+        var settings = SettingsReader(reader: reader)
+        store = StoreConfiguration(&settings)
+        host = settings.text(.host) ?? "127.0.0.1"
+        tls = settings.flag(.tls)
+        identityPort = settings.number(.identityPort, default: tls ? 5443 : 5080, in: 1...65535)
+        apiPort = settings.number(.apiPort, default: 3000, in: 1...65535)
+        tenantConfig = settings.text(.tenantConfig)
+        authorities = settings.list(.authorities)
+        audiences = settings.list(.audiences)
+        requiredScopes = settings.list(.requiredScopes)
+        corsOrigins = settings.list(.corsOrigins)
+        parts = settings.choice(.only, default: .all, "must be identity or api")
+        authorityCA = settings.text(.authorityCA)
+        // OWASP: bcrypt cost 10 at least; 4 is bcrypt's floor, for tests.
+        passwordHashCost = settings.number(.passwordHashCost, default: 10, in: 4...31)
+        idleTimeout = settings.number(.idleTimeout, default: 30, in: 1...86_400)
+        simulatedFacebook = settings.flag(.simulatedFacebook)
+        webPageSize = settings.number(.webPageSize, default: 20, in: 1...200)
+        webAnonymousSessionsPerHour = settings.number(.webAnonymousSessions, default: 600, in: 1...1_000_000)
+
+        var problems = settings.problems
+        // Tokens and passwords must not cross a network in clear text.
+        if !tls, !Authority.isLoopback(host) {
+            problems.append("refusing to listen on \(host) without TLS: use --tls, or a loopback address")
+        }
+        if simulatedFacebook, !Authority.isLoopback(host) {
+            problems.append(
+                "refusing --simulated-facebook on \(host): anyone could sign in as any federated user; use a loopback address")
+        }
+        if parts == .api, authorities.isEmpty || audiences.isEmpty {
+            problems.append("--only api needs --authority and --audience (or TODO_AUTHORITIES and TODO_AUDIENCES)")
+        }
+        if parts == .all, identityPort == apiPort {
+            problems.append("the identity port and the API port must differ (both are \(apiPort))")
+        }
+        guard problems.isEmpty else { throw ConfigurationProblems(messages: problems) }
+    }
+
+    /// The URL host clients use for a listener on `host`: a wildcard address is reached as
+    /// localhost, an IPv6 address goes in brackets.
+    public var displayHost: String {
+        host == "0.0.0.0" || host == "::" ? "localhost" : (host.contains(":") ? "[\(host)]" : host)
+    }
+
+    public var scheme: String { tls ? "https" : "http" }
+
+    /// The sources in precedence order: `flags` (what the command line gave, by setting key), the
+    /// `TODO_*` environment variables (lists space-separated), then the JSON file named by
+    /// `--config`/`TODO_CONFIG`, if any. Defaults come last, from ``Setting``.
+    public static func reader(flags: [String: ConfigValue], environment: [String: String]? = nil) async throws -> ConfigReader {
+        let commandLine = InMemoryProvider(
+            name: "command line",
+            values: Dictionary(uniqueKeysWithValues: flags.map { (AbsoluteConfigKey(ConfigKey($0.key)), $0.value) }))
+        let variables =
+            (environment.map { EnvironmentVariablesProvider(environmentVariables: $0, arraySeparator: " ") }
+            ?? EnvironmentVariablesProvider(arraySeparator: " ")).prefixKeys(with: "todo")
+        let early = ConfigReader(providers: [commandLine, variables])
+        guard let path = early.string(forKey: Setting.configFile.configKey), !path.isEmpty else { return early }
+        let file = try await FileProvider<JSONSnapshot>(filePath: .init(path))
+        return ConfigReader(providers: [commandLine, variables, file])
+    }
+}

@@ -1,0 +1,210 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import IdentityClient
+import IdentityServer
+import Logging
+import NIOSSL
+import ServiceLifecycle
+import Storage
+import TaskService
+import TodoModels
+import WebApp
+
+/// The whole system wired once, from a ``SystemConfiguration``: the composition root that
+/// `todo-server serve` runs and the system tests start (ARCHITECTURE.md).
+///
+/// Every part that holds a resource (the database, the outbound HTTP clients, the password
+/// hasher's threads) registers its release with one ``Teardown``, which runs it when the service
+/// group shuts down, or at once when building fails half-way.
+public struct TodoSystem: Sendable {
+    public let configuration: SystemConfiguration
+    /// The identity service, unless this process runs the Task API only.
+    public let identity: IdentityServer?
+    /// The default tenant's ids, as written to `settings.json`.
+    public let seed: DevTenantSeed?
+    public let settingsPath: String?
+    public let caCertificatePath: String?
+    /// The database, shared by every part, and the key sealing its secrets.
+    public let database: any Database
+    public let dataKey: DataKey
+    /// In start order; shut down in reverse, so the ``Teardown`` (first) runs last.
+    let services: [any Service]
+    let logger: Logger
+
+    public var identityBaseURL: String { "\(configuration.scheme)://\(configuration.displayHost):\(configuration.identityPort)" }
+    public var apiBaseURL: String { "\(configuration.scheme)://\(configuration.displayHost):\(configuration.apiPort)" }
+
+    /// Opens the database (running migrations), seeds the default tenant, writes `settings.json`
+    /// and builds every part. `onServing` runs once the identity service (or, alone, the API)
+    /// accepts connections.
+    public static func build(
+        _ configuration: SystemConfiguration, logger: Logger, onServing: @escaping @Sendable (TodoSystem) -> Void = { _ in }
+    ) async throws -> TodoSystem {
+        let teardown = Teardown()
+        do {
+            return try await assemble(configuration, teardown: teardown, logger: logger, onServing: onServing)
+        } catch {
+            await teardown.run(logger: logger)
+            throw error
+        }
+    }
+
+    /// Runs every service until SIGTERM or SIGINT (or `shutdown` of the returned group's caller).
+    public func run() async throws {
+        try await ServiceGroup(
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        ).run()
+    }
+
+    /// The service group, for callers that trigger the graceful shutdown themselves (tests).
+    public func serviceGroup() -> ServiceGroup {
+        ServiceGroup(configuration: .init(services: services, logger: logger))
+    }
+
+    private static func assemble(
+        _ configuration: SystemConfiguration, teardown: Teardown, logger: Logger, onServing: @escaping @Sendable (TodoSystem) -> Void
+    ) async throws -> TodoSystem {
+        let store = configuration.store
+        let dataKey = try store.loadDataKey()
+        let database = try await DatabaseFactory.open(url: store.databaseURL, logger: logger)
+        teardown.add("database") { try await database.close() }
+        let (server, caPath) = try Listener.make(configuration)
+
+        guard configuration.parts != .api else {
+            let tasks = try await taskServer(
+                configuration, database: database, defaults: ([], []), caPath: nil, teardown: teardown, logger: logger)
+            let box = SystemBox()
+            let api = Application(
+                router: tasks.buildRouter(), server: server,
+                configuration: ApplicationConfiguration(
+                    address: .hostname(configuration.host, port: configuration.apiPort), serverName: "TodoB2C"),
+                onServerRunning: { _ in box.system.map(onServing) }, logger: logger)
+            let system = TodoSystem(
+                configuration: configuration, identity: nil, seed: nil, settingsPath: nil, caCertificatePath: nil, database: database, dataKey: dataKey,
+                services: [TeardownService(teardown: teardown, logger: logger), api], logger: logger)
+            box.system = system
+            return system
+        }
+
+        let identityConfiguration = IdentityServerConfiguration(
+            scheme: configuration.scheme, defaultAuthority: "\(configuration.displayHost):\(configuration.identityPort)",
+            passwordHashCost: UInt8(configuration.passwordHashCost),
+            // The outbox shows password-reset codes: only on a machine-local server.
+            developmentMailbox: Authority.isLoopback(configuration.host),
+            allowedHosts: [
+                "localhost", "127.0.0.1", "::1", configuration.host.lowercased(),
+                configuration.displayHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased(),
+            ], simulatedFacebook: configuration.simulatedFacebook, listenPort: configuration.identityPort)
+        let identity = try await IdentityServer.make(
+            configuration: identityConfiguration, database: database, dataKey: dataKey, logger: logger)
+        teardown.add("password hasher") { try await identity.shutdown() }
+
+        var seed = try await identity.seedDevelopmentTenant(apiPort: configuration.apiPort)
+        if let path = configuration.tenantConfig {
+            let declaration = try TenantDeclaration.load(path: path)
+            seed.tenant = try await declaration.apply(to: identity, baseDirectory: URL(fileURLWithPath: path).deletingLastPathComponent())
+            logger.info("tenant declared", metadata: ["tenant": "\(seed.tenant.name)", "file": "\(path)"])
+        }
+        let signing = try await identity.signingBackend()
+        logger.info("token signing", metadata: ["rsa": "\(signing)"])
+        let secretPath = URL(fileURLWithPath: store.dataDirectory).appendingPathComponent("webapp-client-secret").path
+        if let secret = seed.newWebAppSecret {
+            try Data(secret.utf8).write(to: URL(fileURLWithPath: secretPath), options: .atomic)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secretPath)
+        }
+
+        let identityBase = "\(configuration.scheme)://\(configuration.displayHost):\(configuration.identityPort)"
+        let apiBase = "\(configuration.scheme)://\(configuration.displayHost):\(configuration.apiPort)"
+        let settingsPath = try ClientSettings(identityBaseURL: identityBase, taskAPIBase: apiBase, seed: seed, caCertificate: caPath)
+            .write(to: URL(fileURLWithPath: store.dataDirectory)).path
+
+        // Trust every user flow of the default tenant (the dev tenant's seven, or a declared tenant's).
+        let flows = try await identity.tenants.userFlows(tenantID: seed.tenant.id).map(\.name)
+        let tasks = try await taskServer(
+            configuration, database: database,
+            defaults: (
+                flows.map { "\(identityBase)/\(seed.tenant.name)/\($0)/v2.0/.well-known/openid-configuration" },
+                [seed.publicApp.clientIDString]
+            ),
+            caPath: caPath, teardown: teardown, logger: logger)
+        let apiRouter = tasks.buildRouter()
+        let webApp = try await Self.webApp(
+            configuration, database: database, dataKey: dataKey, identity: identity, seed: seed, secretPath: secretPath,
+            identityBase: identityBase, apiBase: apiBase, caPath: caPath, teardown: teardown, logger: logger)
+        webApp?.addRoutes(to: apiRouter)
+
+        let box = SystemBox()
+        let identityApp = Application(
+            router: identity.buildRouter(), server: server,
+            configuration: ApplicationConfiguration(
+                address: .hostname(configuration.host, port: configuration.identityPort), serverName: "TodoB2C"),
+            onServerRunning: { _ in box.system.map(onServing) }, logger: logger)
+        var services: [any Service] = [TeardownService(teardown: teardown, logger: logger), identityApp]
+        if configuration.parts == .all {
+            services.append(
+                Application(
+                    router: apiRouter, server: server,
+                    configuration: ApplicationConfiguration(
+                        address: .hostname(configuration.host, port: configuration.apiPort), serverName: "TodoB2C"),
+                    logger: logger))
+        }
+        services.append(SweepService(identity: identity, webApp: webApp, logger: logger))
+        let system = TodoSystem(
+            configuration: configuration, identity: identity, seed: seed, settingsPath: settingsPath, caCertificatePath: caPath,
+            database: database, dataKey: dataKey, services: services, logger: logger)
+        box.system = system
+        return system
+    }
+
+    /// The Task API, trusting the configured authorities and audiences or, when none are
+    /// configured, `defaults` (the built-in identity service's user flows and dev client id).
+    private static func taskServer(
+        _ configuration: SystemConfiguration, database: any Database, defaults: (discoveryURLs: [String], audiences: [String]),
+        caPath: String?, teardown: Teardown, logger: Logger
+    ) async throws -> TaskServer {
+        var discovery = configuration.authorities.map(BearerPolicy.discoveryURL(forAuthority:))
+        if discovery.isEmpty { discovery = defaults.discoveryURLs }
+        let audiences = configuration.audiences.isEmpty ? defaults.audiences : configuration.audiences
+        let policy = BearerPolicy(discoveryURLs: discovery, audiences: audiences, requiredScopes: configuration.requiredScopes)
+        let fetcher = try HTTPMetadataFetcher(additionalCACertificatePath: configuration.authorityCA ?? caPath)
+        teardown.add("metadata fetcher") { try await fetcher.shutdown() }
+        return try await TaskServer.make(
+            configuration: TaskServiceConfiguration(
+                policy: policy, corsAllowedOrigins: configuration.corsOrigins, https: configuration.tls),
+            database: database, fetcher: fetcher, logger: logger)
+    }
+
+    /// The browser app on the API port: the dev tenant's confidential "web" twin, its secret from
+    /// `<data-dir>/webapp-client-secret` (written when the app was registered).
+    private static func webApp(
+        _ configuration: SystemConfiguration, database: any Database, dataKey: DataKey, identity: IdentityServer, seed: DevTenantSeed,
+        secretPath: String, identityBase: String, apiBase: String, caPath: String?, teardown: Teardown, logger: Logger
+    ) async throws -> WebApp? {
+        guard let secret = try? String(contentsOfFile: secretPath, encoding: .utf8), !secret.isEmpty, let apiURL = URL(string: apiBase)
+        else {
+            logger.warning("web app disabled: no client secret", metadata: ["path": "\(secretPath)"])
+            return nil
+        }
+        // Pooled connections, and the development CA under --tls.
+        let transport = try AsyncHTTPClientTransport(additionalCACertificatePath: caPath)
+        teardown.add("web app HTTP client") { try await transport.shutdown() }
+        var web = WebAppConfiguration(
+            clientID: seed.webApp.clientIDString, clientSecret: secret.trimmingCharacters(in: .whitespacesAndNewlines),
+            authority: "\(identityBase)/\(seed.tenant.name)/", apiBaseURL: apiURL,
+            apiScopes: seed.publicApp.exposedScopes.map { "\(seed.publicApp.appIDURI ?? "")/\($0)" })
+        web.secure = configuration.tls
+        web.pageSize = configuration.webPageSize
+        web.anonymousSessionsPerAddressPerHour = configuration.webAnonymousSessionsPerHour
+        web.replyURLs = seed.webApp.redirectURIs
+        if configuration.simulatedFacebook { web.facebookPolicy = "B2C_1_facebook" }
+        return try await WebApp.make(configuration: web, database: database, dataKey: dataKey, transport: transport, logger: logger)
+    }
+}
+
+/// Lets `onServing` see the finished system: the applications are built before it exists.
+private final class SystemBox: @unchecked Sendable {
+    // @unchecked: written once, before any service runs; read only after.
+    var system: TodoSystem?
+}

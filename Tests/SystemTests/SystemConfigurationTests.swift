@@ -1,0 +1,86 @@
+import Configuration
+import Foundation
+import Testing
+import TodoSystem
+
+@Suite("serve's settings: flags, then TODO_* variables, then the --config file, then defaults")
+struct SystemConfigurationTests {
+    func text(_ value: String) -> ConfigValue { ConfigValue(.string(value), isSecret: false) }
+
+    func configuration(flags: [String: ConfigValue] = [:], environment: [String: String] = [:]) async throws -> SystemConfiguration {
+        try SystemConfiguration(reader: try await SystemConfiguration.reader(flags: flags, environment: environment))
+    }
+
+    @Test("with nothing set, the declared defaults")
+    func defaults() async throws {
+        let configuration = try await configuration()
+        #expect(configuration.host == "127.0.0.1")
+        #expect(configuration.identityPort == 5080)
+        #expect(configuration.apiPort == 3000)
+        #expect(configuration.passwordHashCost == 10)
+        #expect(configuration.parts == .all)
+        #expect(configuration.store.logLevel == .info)
+        #expect(configuration.store.databaseURL == "sqlite:\(configuration.store.dataDirectory)/todo.sqlite")
+        #expect(try await self.configuration(flags: [Setting.tls.key: text("true")]).identityPort == 5443, "TLS moves the default port")
+    }
+
+    @Test("a flag beats its variable, a variable beats the file, the file beats the default")
+    func precedence() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent("todo.json")
+        try Data(
+            #"{"identity": {"port": 6001}, "api": {"port": 6002}, "password": {"hash": {"cost": 11}}, "log": {"level": "debug"}}"#.utf8
+        )
+        .write(to: file)
+        let configuration = try await configuration(
+            flags: [Setting.identityPort.key: text("7001")],
+            environment: ["TODO_CONFIG": file.path, "TODO_IDENTITY_PORT": "8001", "TODO_API_PORT": "8002"])
+        #expect(configuration.identityPort == 7001)
+        #expect(configuration.apiPort == 8002)
+        #expect(configuration.passwordHashCost == 11)
+        #expect(configuration.store.logLevel == .debug)
+        #expect(configuration.apiPort != 6002)
+    }
+
+    @Test("repeatable settings: several flags, or one space-separated variable")
+    func lists() async throws {
+        let fromVariable = try await configuration(environment: [
+            "TODO_AUTHORITIES": "https://a.example/t/B2C_1_x https://b.example/t/B2C_1_y"
+        ])
+        #expect(fromVariable.authorities == ["https://a.example/t/B2C_1_x", "https://b.example/t/B2C_1_y"])
+        let fromFlags = try await configuration(
+            flags: [Setting.audiences.key: ConfigValue(.stringArray(["one", "two"]), isSecret: false)],
+            environment: ["TODO_AUDIENCES": "three"])
+        #expect(fromFlags.audiences == ["one", "two"])
+    }
+
+    @Test("every problem is reported at once, each naming its flag and variable")
+    func problems() async throws {
+        do {
+            _ = try await configuration(
+                flags: [Setting.apiPort.key: text("http")],
+                environment: ["TODO_IDENTITY_PORT": "70000", "TODO_LOG_LEVEL": "loud", "TODO_HOST": "10.1.2.3", "TODO_TLS": "maybe"])
+            Issue.record("bad settings were accepted")
+        } catch let problems as ConfigurationProblems {
+            let text = problems.description
+            #expect(problems.messages.count == 5, "\(text)")
+            #expect(text.contains("--api-port (TODO_API_PORT) must be a whole number from 1 to 65535, not 'http'"))
+            #expect(text.contains("--identity-port (TODO_IDENTITY_PORT)"))
+            #expect(text.contains("--log-level (TODO_LOG_LEVEL)"))
+            #expect(text.contains("--tls (TODO_TLS) must be true or false"))
+            #expect(text.contains("refusing to listen on 10.1.2.3 without TLS"))
+        }
+    }
+
+    @Test("the API alone needs what it trusts; the simulated Facebook stays on loopback")
+    func rules() async throws {
+        await #expect(throws: ConfigurationProblems.self) { try await configuration(environment: ["TODO_ONLY": "api"]) }
+        let apiOnly = try await configuration(
+            environment: ["TODO_ONLY": "api", "TODO_AUTHORITIES": "https://x.example/t/B2C_1_a", "TODO_AUDIENCES": "aud"])
+        #expect(apiOnly.parts == .api)
+        await #expect(throws: ConfigurationProblems.self) {
+            try await configuration(environment: ["TODO_HOST": "0.0.0.0", "TODO_TLS": "1", "TODO_SIMULATED_FACEBOOK": "1"])
+        }
+    }
+}
