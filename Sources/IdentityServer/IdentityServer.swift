@@ -1,3 +1,4 @@
+import CryptoExtras
 import Foundation
 import Hummingbird
 import Logging
@@ -47,9 +48,15 @@ public final class IdentityServer: Sendable {
         return IdentityServer(service: service, logger: logger)
     }
 
-    /// Which RSA implementation signs tokens: the system's OpenSSL when present, else swift-crypto.
-    public func signingBackend() async throws -> String {
-        try await keys.activeKey().systemSigner != nil ? "OpenSSL (system libcrypto.so.3)" : "swift-crypto (BoringSSL)"
+    /// RS256 signatures per second on one thread (swift-crypto, RSA-2048), for
+    /// `todo-server crypto-cost` and the benchmarks' baselines.
+    public static func measureSigningRate(count: Int = 500) throws -> Double {
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let message = Data(String(repeating: "x", count: 900).utf8)
+        let elapsed = try ContinuousClock().measure {
+            for _ in 0..<count { _ = try key.signature(for: message, padding: .insecurePKCS1v1_5) }
+        }
+        return Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
     /// Removes expired codes, tokens, transactions and sessions.

@@ -107,8 +107,6 @@ public struct TodoSystem: Sendable {
             seed.tenant = try await declaration.apply(to: identity, baseDirectory: URL(fileURLWithPath: path).deletingLastPathComponent())
             logger.info("tenant declared", metadata: ["tenant": "\(seed.tenant.name)", "file": "\(path)"])
         }
-        let signing = try await identity.signingBackend()
-        logger.info("token signing", metadata: ["rsa": "\(signing)"])
         let secretPath = URL(fileURLWithPath: store.dataDirectory).appendingPathComponent("webapp-client-secret").path
         if let secret = seed.newWebAppSecret {
             try Data(secret.utf8).write(to: URL(fileURLWithPath: secretPath), options: .atomic)

@@ -265,18 +265,6 @@ struct UnitTests {
         """.write(to: good, atomically: true, encoding: .utf8)
         _ = try TenantDeclaration.load(path: good.path)
     }
-
-    #if os(Linux)
-        @Test("the system OpenSSL signer produces exactly swift-crypto's RS256 signatures")
-        func systemSigner() throws {
-            let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-            let signer = try #require(SystemRSASigner(privateKey: key), "libcrypto.so.3 is part of Debian's base system (libssl3)")
-            for text in ["", "a", String(repeating: "claims", count: 300)] {
-                let message = Data(text.utf8)
-                #expect(try signer.sign(message) == key.signature(for: message, padding: .insecurePKCS1v1_5).rawRepresentation)
-            }
-        }
-    #endif
 }
 
 @Suite("Tenant directory cache")

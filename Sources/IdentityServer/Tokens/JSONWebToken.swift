@@ -10,9 +10,7 @@ enum JSONWebToken {
         let header = JSONText.object([("typ", .string("JWT")), ("alg", .string("RS256")), ("kid", .string(key.kid))])
         let signingInput = Base64URL.encode(header.utf8) + "." + Base64URL.encode(claims.utf8)
         let input = Data(signingInput.utf8)
-        let signature =
-            try key.systemSigner?.sign(input)
-            ?? key.privateKey.signature(for: input, padding: .insecurePKCS1v1_5).rawRepresentation
+        let signature = try key.privateKey.signature(for: input, padding: .insecurePKCS1v1_5).rawRepresentation
         return signingInput + "." + Base64URL.encode(signature)
     }
 

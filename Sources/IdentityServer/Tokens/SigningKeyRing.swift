@@ -17,8 +17,6 @@ public struct SigningKey: Sendable {
     public let retiredAt: Date?
     /// A retired key stays in the JWKS until every token it signed has expired.
     public let publishUntil: Date?
-    /// OpenSSL's faster RSA, when the system has it (see ``SystemRSASigner``).
-    let systemSigner: SystemRSASigner?
 
     public var modulus: Data { (try? privateKey.publicKey.getKeyPrimitives().modulus) ?? Data() }
     public var exponent: Data { (try? privateKey.publicKey.getKeyPrimitives().publicExponent) ?? Data() }
@@ -74,8 +72,7 @@ public final class SigningKeyRing: Sendable {
             func date(_ value: Int64?) -> Date? { value.map { Date(timeIntervalSince1970: TimeInterval($0)) } }
             return SigningKey(
                 kid: kid, privateKey: privateKey, createdAt: date(created_at)!, activatedAt: date(activated_at),
-                retiredAt: date(retired_at), publishUntil: date(publish_until),
-                systemSigner: retired_at == nil ? SystemRSASigner(privateKey: privateKey) : nil)
+                retiredAt: date(retired_at), publishUntil: date(publish_until))
         }
     }
 
