@@ -22,6 +22,11 @@ public protocol Database: Sendable {
     /// operation never leaves a partial write behind.
     func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
 
+    /// Rows of one read-only statement written with `?` placeholders, read column by column: for
+    /// the hot paths, where SQLKit's query building and `Decodable` row decoding cost more than
+    /// the indexed read itself. Write the statement in SQL both engines accept.
+    func rows(_ sql: String, _ binds: [StoredValue]) async throws -> [StoredRow]
+
     /// Whether an error raised by a statement is a unique-constraint violation, so repositories
     /// can turn a duplicate insert into a domain error instead of a server error.
     func isUniqueViolation(_ error: any Error) -> Bool
@@ -37,6 +42,8 @@ public enum StorageError: Error, CustomStringConvertible, Equatable {
     case migrationFailed(namespace: String, version: Int, reason: String)
     /// A statement tried to store text with a NUL character (see ``TextGuardedSQLDatabase``).
     case textContainsNUL
+    /// A column of ``StoredRow`` is missing, or not of the type asked for.
+    case unreadableColumn(String)
 
     public var description: String {
         switch self {
@@ -44,6 +51,7 @@ public enum StorageError: Error, CustomStringConvertible, Equatable {
         case .closed: "the database is closed"
         case .migrationFailed(let namespace, let version, let reason): "migration \(namespace)#\(version) failed: \(reason)"
         case .textContainsNUL: "refused to store text containing a NUL character"
+        case .unreadableColumn(let column): "the column '\(column)' is missing or of another type"
         }
     }
 }

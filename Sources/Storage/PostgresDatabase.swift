@@ -55,6 +55,10 @@ public final class PostgresDatabase: Database {
         }
     }
 
+    public func rows(_ sql: String, _ binds: [StoredValue]) async throws -> [StoredRow] {
+        try await read { connection in try await connection.rows(sql, binds) }
+    }
+
     public func isUniqueViolation(_ error: any Error) -> Bool {
         // SQLSTATE 23505 unique_violation
         (error as? PSQLError)?.serverInfo?[.sqlState] == "23505"

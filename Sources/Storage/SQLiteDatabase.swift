@@ -96,13 +96,18 @@ public final class SQLiteDatabase: Database {
         return try await lock.withLock { try await body(sql) }
     }
 
-    /// Rows of one read-only statement straight from SQLiteNIO, for hot paths where SQLKit's
-    /// query building and `Decodable` row decoding cost more than the query itself.
-    public func readRows(_ query: String, _ binds: [SQLiteData]) async throws -> [SQLiteRow] {
-        if binds.contains(where: { StoredTextFloor.holdsNUL($0) }) { throw StorageError.textContainsNUL }
-        if let reader = readConnection() { return try await reader.query(query, binds) }
-        let connection = self.connection
-        return try await lock.withLock { try await connection.query(query, binds) }
+    /// Straight from SQLiteNIO on a reader connection (`?` is SQLite's own placeholder).
+    public func rows(_ sql: String, _ binds: [StoredValue]) async throws -> [StoredRow] {
+        if binds.contains(where: \.containsNUL) { throw StorageError.textContainsNUL }
+        let values = binds.map(\.sqlite)
+        let rows: [SQLiteRow]
+        if let reader = readConnection() {
+            rows = try await reader.query(sql, values)
+        } else {
+            let connection = self.connection
+            rows = try await lock.withLock { try await connection.query(sql, values) }
+        }
+        return rows.map { StoredRow(backing: .sqlite($0)) }
     }
 
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {

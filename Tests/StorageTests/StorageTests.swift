@@ -159,15 +159,15 @@ struct StorageTests {
                     .first(decodingColumn: "n", as: Int.self)
             }
             #expect(count == index + 1)
-            let rows = try await database.readRows("SELECT body FROM notes WHERE id = ?", [.text("\(index)")])
-            #expect(rows.first?.column("body")?.string == "note \(index)")
+            let rows = try await database.rows("SELECT body FROM notes WHERE id = ?", [.text("\(index)")])
+            #expect(try rows.first?.text("body") == "note \(index)")
         }
         // A write smuggled into `read` is refused instead of bypassing the writer's lock.
         await #expect(throws: (any Error).self) {
             try await database.read { sql in try await sql.raw("DELETE FROM notes").run() }
         }
-        let remaining = try await database.readRows("SELECT COUNT(*) AS n FROM notes", [])
-        #expect(remaining.first?.column("n")?.integer == 20)
+        let remaining = try await database.rows("SELECT COUNT(*) AS n FROM notes", [])
+        #expect(try remaining.first?.integer("n") == 20)
         try await database.close()
     }
 

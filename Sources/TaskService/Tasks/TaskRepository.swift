@@ -1,6 +1,5 @@
 import Foundation
 import SQLKit
-import SQLiteKit
 import Storage
 import TodoModels
 import WireCoding
@@ -95,36 +94,16 @@ public struct SQLTaskRepository: TaskRepository {
         var version: Int64
 
         /// Column by column instead of through `Decodable`: lists decode up to 101 rows per request.
-        init(row: any SQLRow) throws {
-            id = try row.decode(column: "id", as: String.self)
-            owner_id = try row.decode(column: "owner_id", as: String.self)
-            title = try row.decode(column: "title", as: String.self)
-            completed = try row.decode(column: "completed", as: Bool.self)
-            created_at = try row.decode(column: "created_at", as: Int64.self)
-            updated_at = try row.decode(column: "updated_at", as: Int64.self)
-            completed_at = try row.decode(column: "completed_at", as: Int64?.self)
-            owner_name = try row.decode(column: "owner_name", as: String?.self)
-            version = try row.decode(column: "version", as: Int64.self)
-        }
-
-        init(sqlite row: SQLiteRow) throws {
-            func value<T>(_ column: String, _ read: (SQLiteData) -> T?) throws -> T {
-                guard let data = row.column(column), let value = read(data) else { throw RowDecodingError(column: column) }
-                return value
-            }
-            func optional<T>(_ column: String, _ read: (SQLiteData) -> T?) -> T? {
-                guard let data = row.column(column), !data.isNull else { return nil }
-                return read(data)
-            }
-            id = try value("id", \.string)
-            owner_id = try value("owner_id", \.string)
-            title = try value("title", \.string)
-            completed = try value("completed", \.bool)
-            created_at = try Int64(value("created_at", \.integer))
-            updated_at = try Int64(value("updated_at", \.integer))
-            completed_at = optional("completed_at", \.integer).map(Int64.init)
-            owner_name = optional("owner_name", \.string)
-            version = try Int64(value("version", \.integer))
+        init(stored row: StoredRow) throws {
+            id = try row.text("id")
+            owner_id = try row.text("owner_id")
+            title = try row.text("title")
+            completed = try row.bool("completed")
+            created_at = try row.integer("created_at")
+            updated_at = try row.integer("updated_at")
+            completed_at = try row.optionalInteger("completed_at")
+            owner_name = try row.optionalText("owner_name")
+            version = try row.integer("version")
         }
 
         init(
@@ -153,57 +132,37 @@ public struct SQLTaskRepository: TaskRepository {
         }
     }
 
-    struct RowDecodingError: Error, CustomStringConvertible {
-        var column: String
-        var description: String { "tasks.\(column) is missing or of the wrong type" }
-    }
-
     static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
 
     public func list(owner: String, completed: Bool?, limit: Int, after cursor: TaskCursor?) async throws -> (
         records: [TaskRecord], next: TaskCursor?
     ) {
-        let rows: [Row]
-        if let sqlite = database as? Storage.SQLiteDatabase {
-            rows = try await Self.listRows(sqlite, owner: owner, completed: completed, limit: limit, after: cursor)
-        } else {
-            rows = try await database.read { sql in
-                var query = sql.select().columns("*").from("tasks").where("owner_id", .equal, owner)
-                if let completed { query = query.where("completed", .equal, completed) }
-                if let cursor {
-                    query = query.where { group in
-                        group.where("created_at", .lessThan, cursor.createdAt)
-                            .orWhere { inner in inner.where("created_at", .equal, cursor.createdAt).where("id", .lessThan, cursor.id) }
-                    }
-                }
-                return try await query.orderBy("created_at", .descending).orderBy("id", .descending).limit(limit + 1)
-                    .all().map(Row.init(row:))
-            }
-        }
+        let rows = try await Self.listRows(database, owner: owner, completed: completed, limit: limit, after: cursor)
         let page = rows.prefix(limit)
         let next = rows.count > limit ? page.last.map { TaskCursor(createdAt: $0.created_at, id: $0.id) } : nil
         return (page.compactMap(\.record), next)
     }
 
-    /// The list query of `list` written out for SQLite and run on a reader connection without
-    /// SQLKit: the list is the API's hottest route, and its cost was mostly query building and
-    /// generic row decoding rather than the indexed read itself. Same SQL, same index.
-    static func listRows(_ sqlite: Storage.SQLiteDatabase, owner: String, completed: Bool?, limit: Int, after cursor: TaskCursor?)
+    /// The list query written out and read column by column (``Database/rows(_:_:)``): the list
+    /// is the API's hottest route, and its cost was mostly query building and generic row
+    /// decoding rather than the indexed read itself. One statement for both engines, on the
+    /// `(owner_id, created_at, id)` index.
+    static func listRows(_ database: any Database, owner: String, completed: Bool?, limit: Int, after cursor: TaskCursor?)
         async throws -> [Row]
     {
         var sql = "SELECT * FROM tasks WHERE owner_id = ?"
-        var binds: [SQLiteData] = [.text(owner)]
+        var binds: [StoredValue] = [.text(owner)]
         if let completed {
             sql += " AND completed = ?"
-            binds.append(.integer(completed ? 1 : 0))
+            binds.append(.bool(completed))
         }
         if let cursor {
             sql += " AND (created_at < ? OR (created_at = ? AND id < ?))"
-            binds += [.integer(SQLiteInt64(cursor.createdAt)), .integer(SQLiteInt64(cursor.createdAt)), .text(cursor.id)]
+            binds += [.integer(cursor.createdAt), .integer(cursor.createdAt), .text(cursor.id)]
         }
         sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
-        binds.append(.integer(SQLiteInt64(limit + 1)))
-        return try await sqlite.readRows(sql, binds).map { try Row(sqlite: $0) }
+        binds.append(.integer(Int64(limit + 1)))
+        return try await database.rows(sql, binds).map(Row.init(stored:))
     }
 
     public func get(owner: String, id: UUID) async throws -> TaskRecord? {
