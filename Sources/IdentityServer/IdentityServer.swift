@@ -13,7 +13,7 @@ public final class IdentityServer: Sendable {
     public let clock: any IdentityClock
     public let tenants: any TenantDirectory
     public let users: any UserDirectory
-    public let grants: any GrantStore
+    let grants: any GrantStore
     public let keys: SigningKeyRing
     public let hasher: PasswordHasher
     let service: IdentityService

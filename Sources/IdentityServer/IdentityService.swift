@@ -18,53 +18,11 @@ struct IdentityService: Sendable {
 
     var now: Date { clock.now }
 
-    /// `scheme://host[:port]` of the request. The host comes from the request (B2C's issuer and
-    /// endpoints follow the host that served the request; research/b2c-protocol.md §1.6) but
-    /// only if it is a plain host[:port], so nothing odd reaches a URL, a page or a token.
-    func origin(of request: Request) -> String {
-        let authority = request.head.authority ?? ""
-        return "\(configuration.scheme)://\(isAllowedHost(request) ? authority : configuration.defaultAuthority)"
-    }
+    var hosts: HostPolicy { HostPolicy(configuration: configuration) }
 
-    /// Whether the request's `Host` is a plain host[:port] naming one of the allowed hosts.
-    func isAllowedHost(_ request: Request) -> Bool {
-        Self.isAllowed(authority: request.head.authority ?? "", in: configuration.allowedHosts, port: configuration.listenPort)
-    }
-
-    /// Whether `authority` names an allowed host and, when it carries a port, the port this
-    /// service listens on: `localhost:6666` must not make the service write URLs and issuers for
-    /// a port something else may own (the security issue's L-11).
-    static func isAllowed(authority: String, in allowed: Set<String>, port: Int? = nil) -> Bool {
-        guard isPlainAuthority(authority) else { return false }
-        var host = authority
-        var given: Substring?
-        if host.hasPrefix("["), let end = host.firstIndex(of: "]") {
-            let rest = host[host.index(after: end)...]
-            given = rest.hasPrefix(":") ? rest.dropFirst() : nil
-            if !rest.isEmpty, given == nil { return false }
-            host = String(host[host.index(after: host.startIndex)..<end])
-        } else if let colon = host.lastIndex(of: ":") {
-            given = host[host.index(after: colon)...]
-            host = String(host[..<colon])
-        }
-        if let given {
-            guard let number = Int(given), (1...65535).contains(number) else { return false }
-            if let port, number != port { return false }
-        }
-        return allowed.contains(host.lowercased())
-    }
-
-    static func isPlainAuthority(_ authority: String) -> Bool {
-        guard !authority.isEmpty, authority.count <= 255 else { return false }
-        if authority.hasPrefix("[") {
-            return authority.allSatisfy { $0.isHexDigit || ":[].".contains($0) || $0.isNumber }
-        }
-        return authority.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || ".-:".contains($0)) }
-            && authority.filter { $0 == ":" }.count <= 1
-    }
-
-    /// B2C's default issuer: `{origin}/{tenant GUID}/v2.0/` (research/b2c-protocol.md §1.6).
-    func issuer(origin: String, tenant: Tenant) -> String { "\(origin)/\(tenant.guid)/v2.0/" }
+    func origin(of request: Request) -> String { hosts.origin(of: request) }
+    func isAllowedHost(_ request: Request) -> Bool { hosts.isAllowedHost(request) }
+    func issuer(origin: String, tenant: Tenant) -> String { HostPolicy.issuer(origin: origin, tenant: tenant) }
 
     /// The flow as this server offers it: without the simulated Facebook unless it is switched on.
     func offered(_ flow: UserFlow) -> UserFlow {

@@ -73,7 +73,7 @@ public final class TaskServer: Sendable {
     public func buildRouter() -> Router<TaskRequestContext> {
         let router = Router(context: TaskRequestContext.self)
         router.add(middleware: SecurityHeadersMiddleware(https: configuration.https))
-        router.add(middleware: RequestIDMiddleware())
+        router.add(middleware: RequestLogMiddleware(.taskAPI))
         // CORS outside the problem mapping, so browsers can read error responses too.
         if !configuration.corsAllowedOrigins.isEmpty {
             router.add(middleware: CORSPolicyMiddleware(allowedOrigins: Set(configuration.corsAllowedOrigins)))

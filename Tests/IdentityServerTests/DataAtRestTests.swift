@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import IdentityServer
+@testable import IdentityServer
 import SQLKit
 import Storage
 import TestSupport

@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import IdentityServer
+@testable import IdentityServer
 import Storage
 import TestSupport
 import Testing

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import IdentityServer
+@testable import IdentityServer
 import Logging
 import Storage
 import TestSupport

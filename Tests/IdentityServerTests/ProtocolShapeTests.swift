@@ -1,7 +1,7 @@
 import CryptoExtras
 import Foundation
 import HummingbirdTesting
-import IdentityServer
+@testable import IdentityServer
 import Storage
 import TestSupport
 import Testing

@@ -1,6 +1,6 @@
 import Foundation
 import HummingbirdTesting
-import IdentityServer
+@testable import IdentityServer
 import Storage
 import TestSupport
 import Testing

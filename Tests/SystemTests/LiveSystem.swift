@@ -53,8 +53,8 @@ struct LiveSystem: Sendable {
         defer { try? FileManager.default.removeItem(at: directory) }
         func text(_ value: String) -> ConfigValue { ConfigValue(.string(value), isSecret: false) }
         let flags: [String: ConfigValue] = [
-            Setting.dataDir.key: text(directory.path), Setting.identityPort.key: text("\(try freePort())"),
-            Setting.apiPort.key: text("\(try freePort())"), Setting.passwordHashCost.key: text("4"),
+            Setting.dataDir.key: text(directory.path), Setting.identityPort.key: text("\(try TestPorts.reserve())"),
+            Setting.apiPort.key: text("\(try TestPorts.reserve())"), Setting.passwordHashCost.key: text("4"),
             Setting.simulatedFacebook.key: text("true"), Setting.webPageSize.key: text("\(webPageSize)"),
             Setting.webAnonymousSessions.key: text("\(anonymousSessionsPerHour)"),
         ]
@@ -143,19 +143,30 @@ final class CountingTransport: HTTPTransport {
     }
 }
 
-/// A port nobody listens on now: bound, read, released.
-func freePort() throws -> Int {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+/// Ports for the systems this test process starts: each is handed out once, comes from below
+/// Linux's ephemeral range (32768–60999, so no outgoing connection can be holding it), and is
+/// checked free by binding it. A port picked by binding port 0 could be reused by another test's
+/// outgoing connection, or handed to a second system, before the first one listens on it.
+enum TestPorts {
+    private static let next = Atomic<Int>(20_000 + Int.random(in: 0..<10_000))
+
+    static func reserve() throws -> Int {
+        for _ in 0..<500 {
+            let port = next.add(1, ordering: .relaxed).newValue
+            if port < 32_000, canBind(port) { return port }
+        }
+        throw CocoaError(.fileWriteUnknown)
+    }
+
+    private static func canBind(_ port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
     }
-    guard bound else { throw CocoaError(.fileWriteUnknown) }
-    return Int(UInt16(bigEndian: address.sin_port))
 }

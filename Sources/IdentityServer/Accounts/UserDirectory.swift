@@ -39,7 +39,7 @@ public protocol UserDirectory: Sendable {
     ) async throws -> Decision
 }
 
-public struct SQLUserDirectory: UserDirectory {
+struct SQLUserDirectory: UserDirectory {
     let database: any Database
 
     public init(database: any Database) { self.database = database }

@@ -3,7 +3,7 @@ import WireCoding
 
 /// What the app asked for at `/authorize`, kept server-side while the user walks through the
 /// hosted pages (B2C does the same with its `tx` state). Pages carry only the opaque id.
-public struct AuthorizationRequest: Sendable, Codable, Equatable {
+struct AuthorizationRequest: Sendable, Codable, Equatable {
     public var tenantID: UUID
     public var tenantSegment: String
     public var policy: String
@@ -30,7 +30,7 @@ public struct AuthorizationRequest: Sendable, Codable, Equatable {
 
 /// How the result goes back to the app (OAuth 2.0 Multiple Response Type Encoding Practices;
 /// OAuth 2.0 Form Post Response Mode).
-public enum ResponseMode: String, Sendable, Codable {
+enum ResponseMode: String, Sendable, Codable {
     case query
     case fragment
     case formPost = "form_post"

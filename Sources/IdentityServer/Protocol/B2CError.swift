@@ -5,7 +5,7 @@ import HTTPTypes
 /// (research/b2c-protocol.md §4.3). The wire forms — JSON at the token endpoint, query/fragment/
 /// form_post at the redirect URI, an HTML page — are produced in one place each
 /// (``B2CErrorWire``).
-public struct B2CError: Error, Sendable, Equatable {
+struct B2CError: Error, Sendable, Equatable {
     public var oauthError: String
     public var code: String
     public var message: String

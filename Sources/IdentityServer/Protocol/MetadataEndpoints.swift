@@ -5,15 +5,16 @@ import WireCoding
 
 /// Discovery and JWKS (SPEC §2.2).
 struct MetadataEndpoints: Sendable {
-    let service: IdentityService
+    let signingKeys: SigningKeyRing
+    let hosts: HostPolicy
 
     /// The OpenID Provider configuration, echoing the host, tenant segment and policy placement
     /// of the request (research/b2c-protocol.md §1.4).
     @Sendable func discovery(_ request: Request, context: PolicyRequestContext) async throws -> Response {
         let (tenant, flow, path) = (context.tenant, context.flow, context.route)
-        let origin = service.origin(of: request)
+        let origin = hosts.origin(of: request)
         var body = JSONObjectBuilder()
-        body.set("issuer", service.issuer(origin: origin, tenant: tenant))
+        body.set("issuer", HostPolicy.issuer(origin: origin, tenant: tenant))
         body.set("authorization_endpoint", path.url(origin: origin, for: .authorize))
         body.set("token_endpoint", path.url(origin: origin, for: .token))
         body.set("end_session_endpoint", path.url(origin: origin, for: .logout))
@@ -36,13 +37,13 @@ struct MetadataEndpoints: Sendable {
 
     /// `{"keys":[{"kid","nbf","use":"sig","kty":"RSA","e","n"}]}`: no `x5c`/`x5t`, like B2C
     /// (research/b2c-protocol.md §1.5).
-    @Sendable func keys(_ request: Request, context: PolicyRequestContext) async throws -> Response {
-        let keys = try await service.keys.publishedKeys()
+    @Sendable func jwks(_ request: Request, context: PolicyRequestContext) async throws -> Response {
+        let published = try await signingKeys.publishedKeys()
         let jwks = JSONText.object([
             (
                 "keys",
                 .array(
-                    keys.map { key in
+                    published.map { key in
                         .object([
                             ("kid", .string(key.kid)), ("nbf", .int((key.activatedAt ?? key.createdAt).epochSeconds)),
                             ("use", .string("sig")), ("kty", .string("RSA")), ("e", .string(Base64URL.encode(key.exponent))),
@@ -60,7 +61,11 @@ struct MetadataEndpoints: Sendable {
 /// Microsoft Graph's `GET /v1.0/me`, for the MSAL tutorial: answers with Graph's shape for a
 /// token this service issued for `User.Read` (research/b2c-protocol.md §7).
 struct GraphMe: Sendable {
-    let service: IdentityService
+    let keys: SigningKeyRing
+    let users: any UserDirectory
+    let tenants: any TenantDirectory
+    let clock: any IdentityClock
+    let hosts: HostPolicy
 
     @Sendable func handle(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         guard let header = request.headers[.authorization], header.count > 7, header.prefix(7).lowercased() == "bearer " else {
@@ -68,12 +73,12 @@ struct GraphMe: Sendable {
         }
         let token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
         // Only keys still published verify: a withdrawn key (keys revoke) is no longer ours.
-        let keys = try await service.keys.publishedKeys()
-        let now = service.now.epochSeconds
-        guard let claims = JSONWebToken.verify(token, keys: keys),
+        let published = try await keys.publishedKeys()
+        let now = clock.now.epochSeconds
+        guard let claims = JSONWebToken.verify(token, keys: published),
             let exp = (claims["exp"] as? NSNumber)?.int64Value, exp > now - 300,
             ((claims["nbf"] as? NSNumber)?.int64Value ?? 0) <= now + 300,
-            let issuer = claims["iss"] as? String, issuer.hasPrefix(service.origin(of: request) + "/")
+            let issuer = claims["iss"] as? String, issuer.hasPrefix(hosts.origin(of: request) + "/")
         else {
             return graphError(
                 .unauthorized, code: "InvalidAuthenticationToken", message: "Access token validation failure.", context: context)
@@ -84,12 +89,12 @@ struct GraphMe: Sendable {
                 .forbidden, code: "Authorization_RequestDenied", message: "Insufficient privileges to complete the operation.",
                 context: context)
         }
-        guard let oid = claims["oid"] as? String, let id = UUID(uuidString: oid), let user = try await service.users.user(id: id) else {
+        guard let oid = claims["oid"] as? String, let id = UUID(uuidString: oid), let user = try await users.user(id: id) else {
             return graphError(
                 .notFound, code: "Request_ResourceNotFound",
                 message: "Resource does not exist or one of its queried reference-property objects are not present.", context: context)
         }
-        let tenant = try await service.tenants.tenant(matching: user.tenantID.uuidString)
+        let tenant = try await tenants.tenant(matching: user.tenantID.uuidString)
         let principal = user.email ?? "\(user.objectID)@\(tenant?.name ?? "localhost")"
         func value(_ attribute: UserAttribute) -> JSONText { user.value(of: attribute).map(JSONText.string) ?? .null }
         let body = JSONText.object([
@@ -118,7 +123,7 @@ struct GraphMe: Sendable {
                     (
                         "innerError",
                         .object([
-                            ("date", .string(ISO8601DateFormatter().string(from: service.now))),
+                            ("date", .string(ISO8601DateFormatter().string(from: clock.now))),
                             ("request-id", .string(context.correlationID)), ("client-request-id", .string(context.correlationID)),
                         ])
                     ),

@@ -11,7 +11,7 @@ enum GrantType: String, Sendable {
 
 /// One component of `response_type` (OIDC Core §3; OAuth 2.0 Multiple Response Type Encoding
 /// Practices). A request names a set of them, `code id_token` for the hybrid flow.
-public enum ResponseType: String, Sendable, Codable, Comparable {
+enum ResponseType: String, Sendable, Codable, Comparable {
     case code
     case idToken = "id_token"
     case token
@@ -27,7 +27,7 @@ public enum ResponseType: String, Sendable, Codable, Comparable {
 
 /// The `prompt` values B2C accepts (research/b2c-protocol.md §1.2), in the precedence applied
 /// when several are given: `none`, `login`, `create`, then the rest.
-public enum Prompt: String, Sendable, Codable, CaseIterable {
+enum Prompt: String, Sendable, Codable, CaseIterable {
     /// `prompt=none`: no page may be shown (OIDC Core §3.1.2.1). Not named `none`, which an
     /// optional `Prompt?` would confuse with nil.
     case silent = "none"
@@ -39,7 +39,7 @@ public enum Prompt: String, Sendable, Codable, CaseIterable {
 
 /// The PKCE transformation (RFC 7636 §4.2). Without `code_challenge_method` a challenge is
 /// `plain`; only apps that allow it may use `plain` (SPAs and native apps use `S256`).
-public enum CodeChallengeMethod: String, Sendable, Codable {
+enum CodeChallengeMethod: String, Sendable, Codable {
     case s256 = "S256"
     case plain
 }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import ServerSupport
 
 /// What every identity-service handler may ask of its request context.
 protocol IdentityContext: RequestContext {
@@ -16,9 +17,15 @@ protocol IdentityContext: RequestContext {
 
 /// The request context of the identity service: Hummingbird's core plus the correlation id
 /// that every B2C error description and log line carries (SPEC §2.6).
-public struct IdentityRequestContext: RequestContext, IdentityContext {
+public struct IdentityRequestContext: RequestContext, IdentityContext, IdentifiedRequestContext {
     public var coreContext: CoreRequestContextStorage
     public var correlationID: String
+    /// The correlation id under its generic name (``RequestLogMiddleware``); a caller's GUID is
+    /// kept in lower case, as B2C writes it.
+    public var requestID: String {
+        get { correlationID }
+        set { correlationID = newValue.lowercased() }
+    }
     public var clientAddress: String
     /// Set by ``PolicyResolver`` for the routes under a tenant; ``PolicyRequestContext`` takes it.
     var resolvedPolicy: ResolvedPolicy?
@@ -116,45 +123,10 @@ extension TenantDirectory {
     }
 }
 
-/// Takes the caller's `client-request-id` (MSAL sends one) as the correlation id, or makes one;
-/// echoes it on the response and tags the request's log lines with it.
-struct CorrelationMiddleware: RouterMiddleware {
-    typealias Context = IdentityRequestContext
-
-    static let header = HTTPField.Name("client-request-id")!
-
-    func handle(
-        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
-    ) async throws -> Response {
-        var context = context
-        if let supplied = request.headers[Self.header], let id = UUID(uuidString: supplied) {
-            context.correlationID = id.uuidString.lowercased()
-        }
-        context.logger[metadataKey: "correlation_id"] = .string(context.correlationID)
-        var response = try await next(request, context)
-        response.headers[Self.header] = context.correlationID
-        return response
-    }
-}
-
-/// One log line per request: method, path, status, duration and correlation id. The query string
-/// is left out on purpose: it carries codes, states and hints that must not reach a log.
-struct RequestLogMiddleware: RouterMiddleware {
-    typealias Context = IdentityRequestContext
-
-    func handle(
-        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
-    ) async throws -> Response {
-        let start = ContinuousClock.now
-        let response = try await next(request, context)
-        let elapsed = ContinuousClock.now - start
-        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        context.logger.info(
-            "request",
-            metadata: [
-                "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
-                "ms": "\(String(format: "%.1f", milliseconds))",
-            ])
-        return response
-    }
+extension RequestIDConvention {
+    /// MSAL sends a `client-request-id` GUID; B2C echoes it and quotes it as the correlation id
+    /// of every error description (SPEC §2.6). Anything else gets an id of our own.
+    static let identityService = RequestIDConvention(
+        headers: [HTTPField.Name("client-request-id")!], echo: HTTPField.Name("client-request-id")!, metadataKey: "correlation_id",
+        isUsable: { UUID(uuidString: $0) != nil })
 }

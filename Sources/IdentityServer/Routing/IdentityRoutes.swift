@@ -13,15 +13,17 @@ extension IdentityServer {
         let service = self.service
         let router = Router(context: IdentityRequestContext.self, options: .caseInsensitive)
         router.add(middleware: SecurityHeadersMiddleware(https: service.configuration.secureCookies))
-        router.add(middleware: CorrelationMiddleware())
-        router.add(middleware: RequestLogMiddleware())
+        router.add(middleware: RequestLogMiddleware(.identityService))
         router.add(middleware: UnhandledErrorMiddleware())
 
         let assets = AssetController(tenants: service.tenants, pages: service.pages)
         router.get("healthz") { _, _ -> Response in .json(.object([("status", .string("ok"))])) }
         router.get("static/style.css", use: assets.defaultStylesheet)
         router.get("static/tenants/:tenant/style.css", use: assets.tenantStylesheet)
-        router.get("v1.0/me", use: GraphMe(service: service).handle)
+        router.get(
+            "v1.0/me",
+            use: GraphMe(keys: service.keys, users: service.users, tenants: service.tenants, clock: service.clock, hosts: service.hosts)
+                .handle)
         // MSAL Python asks for the user realm before ROPC and accepts a 404 (research/client-sdk.md §C.8).
         // Under `:tenant`, not `common`: the trie does not backtrack out of a first segment, so a
         // `common` constant would hide `/common/v2.0/…`.
@@ -36,7 +38,11 @@ extension IdentityServer {
             browser.post("facebook.com/dialog/oauth", use: facebook.dialog)
         }
         if service.configuration.developmentMailbox {
-            router.get("dev/outbox", use: DevelopmentOutbox(service: service).page)
+            router.get(
+                "dev/outbox",
+                use: DevelopmentOutbox(
+                    hosts: service.hosts, tenants: service.tenants, interactions: service.interactions, pages: service.pages
+                ).page)
         }
 
         // `/te/` is the legacy "trust framework edge" prefix of the 2017 iOS quickstart.
@@ -60,12 +66,12 @@ extension IdentityServer {
             .add(middleware: OAuthErrorMiddleware<IdentityRequestContext>(clock: service.clock))
             .add(middleware: resolver)
             .group(context: PolicyRequestContext.self)
-        let metadata = MetadataEndpoints(service: service)
+        let metadata = MetadataEndpoints(signingKeys: service.keys, hosts: service.hosts)
         let token = TokenEndpoint(service: service)
         for path in ["v2.0/.well-known/openid-configuration", ".well-known/openid-configuration"] {
             machine.get(RouterPath(path), use: metadata.discovery)
         }
-        for path in ["discovery/v2.0/keys", "discovery/keys"] { machine.get(RouterPath(path), use: metadata.keys) }
+        for path in ["discovery/v2.0/keys", "discovery/keys"] { machine.get(RouterPath(path), use: metadata.jwks) }
         for path in ["oauth2/v2.0/token", "oauth2/token"] { machine.post(RouterPath(path), use: token.handle) }
 
         // Browser-facing: errors as a page, branded once the tenant is known.
@@ -114,13 +120,16 @@ struct AssetController: Sendable {
 
 /// `GET /dev/outbox`: the development outbox as a page (SPEC §2.7), on allowed hosts only.
 struct DevelopmentOutbox: Sendable {
-    let service: IdentityService
+    let hosts: HostPolicy
+    let tenants: any TenantDirectory
+    let interactions: any InteractionStore
+    let pages: PageRenderer
 
     @Sendable func page(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        guard service.isAllowedHost(request) else { throw HTTPError(.notFound) }
-        let tenant = try await service.tenants.defaultTenant()
+        guard hosts.isAllowedHost(request) else { throw HTTPError(.notFound) }
+        let tenant = try await tenants.defaultTenant()
         var messages: [OutboxMessage] = []
-        if let tenant { messages = try await service.interactions.outbox(tenantID: tenant.id, limit: 50) }
+        if let tenant { messages = try await interactions.outbox(tenantID: tenant.id, limit: 50) }
         let formatter = ISO8601DateFormatter()
         let values: [String: Any] = [
             "title": "Development outbox",
@@ -131,6 +140,6 @@ struct DevelopmentOutbox: Sendable {
                 ]
             },
         ]
-        return .html(try service.pages.render("outbox", values, tenant: tenant))
+        return .html(try pages.render("outbox", values, tenant: tenant))
     }
 }

@@ -13,7 +13,7 @@ public struct SystemClock: IdentityClock {
 }
 
 /// A clock that tests set and advance by hand.
-public final class ManualClock: IdentityClock, @unchecked Sendable {
+final class ManualClock: IdentityClock, @unchecked Sendable {
     // @unchecked: `current` is only touched while holding `lock`.
     private let lock = NSLock()
     private var current: Date

@@ -2,7 +2,7 @@ import Foundation
 import WireCoding
 
 /// The parameters of a request: query or form, first value wins, names case-sensitive.
-public struct RequestParameters: Sendable {
+struct RequestParameters: Sendable {
     public private(set) var pairs: [(String, String)]
 
     public init(pairs: [(String, String)]) { self.pairs = pairs }

@@ -6,7 +6,7 @@ import Synchronization
 /// without this the database would answer the same five questions on every request. Writes
 /// through this object clear the cache at once; changes made by another process show up within
 /// `timeToLive`.
-public final class CachedTenantDirectory: TenantDirectory {
+final class CachedTenantDirectory: TenantDirectory {
     private let base: any TenantDirectory
     private let timeToLive: Duration
     private let clock = ContinuousClock()

@@ -24,7 +24,7 @@ public protocol TenantDirectory: Sendable {
 }
 
 /// The SQL implementation of ``TenantDirectory``.
-public struct SQLTenantDirectory: TenantDirectory {
+struct SQLTenantDirectory: TenantDirectory {
     let database: any Database
 
     public init(database: any Database) { self.database = database }

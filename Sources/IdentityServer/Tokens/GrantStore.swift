@@ -4,7 +4,7 @@ import Storage
 import WireCoding
 
 /// Authorization codes and refresh tokens. Only SHA-256 hashes of the values are stored.
-public protocol GrantStore: Sendable {
+protocol GrantStore: Sendable {
     func saveCode(_ code: String, grant: AuthorizationCodeGrant) async throws
     /// Marks the code used and returns its grant, in one transaction; a second call reports
     /// `.replayed` and revokes the refresh-token family the first redemption created. A code
@@ -28,7 +28,7 @@ public protocol GrantStore: Sendable {
     func sweep(now: Date) async throws -> Int
 }
 
-public struct SQLGrantStore: GrantStore {
+struct SQLGrantStore: GrantStore {
     let database: any Database
 
     public init(database: any Database) { self.database = database }

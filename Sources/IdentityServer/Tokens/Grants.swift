@@ -2,7 +2,7 @@ import Foundation
 
 /// A code issued at the end of an interactive sign-in: single use, 10 minutes, bound to client,
 /// redirect URI, PKCE challenge, policy and nonce (SPEC §2.4; RFC 6749 §4.1.2, RFC 7636).
-public struct AuthorizationCodeGrant: Sendable, Equatable {
+struct AuthorizationCodeGrant: Sendable, Equatable {
     public var tenantID: UUID
     public var clientID: String
     public var userID: UUID
@@ -19,7 +19,7 @@ public struct AuthorizationCodeGrant: Sendable, Equatable {
     public var expiresAt: Date
 }
 
-public enum CodeRedemption: Sendable {
+enum CodeRedemption: Sendable {
     case redeemed(AuthorizationCodeGrant)
     case unknown
     case expired(AuthorizationCodeGrant)
@@ -32,7 +32,7 @@ public enum CodeRedemption: Sendable {
 
 /// The shared state of a chain of rotated refresh tokens. Rotation creates a new token in the
 /// same family; presenting an already-rotated token revokes the family (RFC 9700 §4.14.2).
-public struct RefreshTokenFamily: Sendable, Equatable {
+struct RefreshTokenFamily: Sendable, Equatable {
     public var id: String
     public var tenantID: UUID
     public var clientID: String
@@ -50,7 +50,7 @@ public struct RefreshTokenFamily: Sendable, Equatable {
     public var consented: [APIPermission]? = nil
 }
 
-public enum RefreshTokenRedemption: Sendable {
+enum RefreshTokenRedemption: Sendable {
     /// The token was valid: it is now used, and `newToken` (already stored) replaces it.
     case rotated(RefreshTokenFamily, tokenIssuedAt: Date)
     case unknown
@@ -65,7 +65,7 @@ public enum RefreshTokenRedemption: Sendable {
 }
 
 /// Who may redeem a refresh token: the client and user flow it was issued to.
-public struct RefreshTokenBinding: Sendable {
+struct RefreshTokenBinding: Sendable {
     public var tenantID: UUID
     public var clientID: String
     public var policy: String

@@ -3,10 +3,11 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import ServerSupport
 
 /// The Task API's request context: the authenticated user once the bearer middleware ran, and
 /// the request id that the logs and problem documents carry.
-public struct TaskRequestContext: RequestContext, RemoteAddressRequestContext {
+public struct TaskRequestContext: RequestContext, RemoteAddressRequestContext, IdentifiedRequestContext {
     public var coreContext: CoreRequestContextStorage
     public var user: AuthenticatedUser?
     public var requestID: String
@@ -81,29 +82,11 @@ struct BearerAuthenticationMiddleware: RouterMiddleware {
     }
 }
 
-/// Tags the logs with `client-request-id` / `x-request-id` (or a new id) and echoes it.
-struct RequestIDMiddleware: RouterMiddleware {
-    typealias Context = TaskRequestContext
-    static let headers = [HTTPField.Name("client-request-id")!, HTTPField.Name("x-request-id")!]
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        var context = context
-        if let supplied = Self.headers.lazy.compactMap({ request.headers[$0] }).first,
-            supplied.count <= 128, supplied.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) })
-        {
-            context.requestID = supplied
-        }
-        context.logger[metadataKey: "request_id"] = .string(context.requestID)
-        let start = ContinuousClock.now
-        var response = try await next(request, context)
-        let elapsed = ContinuousClock.now - start
-        response.headers[HTTPField.Name("x-request-id")!] = context.requestID
-        context.logger.info(
-            "request",
-            metadata: [
-                "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
-                "ms": "\(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)",
-            ])
-        return response
-    }
+extension RequestIDConvention {
+    /// The API takes MSAL's `client-request-id` or a proxy's `x-request-id` (a short token, so
+    /// nothing odd reaches a log) and answers with `x-request-id`.
+    static let taskAPI = RequestIDConvention(
+        headers: [HTTPField.Name("client-request-id")!, HTTPField.Name("x-request-id")!], echo: HTTPField.Name("x-request-id")!,
+        metadataKey: "request_id",
+        isUsable: { $0.count <= 128 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) } })
 }
