@@ -39,6 +39,14 @@ let package = Package(
         .target(name: "TodoModels", swiftSettings: swiftSettings),
         // Small codecs every part needs: form and JSON escaping, base64url, hex, UUID text, random secrets.
         .target(name: "WireCoding", swiftSettings: swiftSettings),
+        // The one JOSE implementation: RS256 compact JWS and RSA JWKs, for signing and verifying.
+        .target(
+            name: "JOSE",
+            dependencies: [
+                "WireCoding", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Server-side pieces every HTTP part shares (response headers).
         .target(
             name: "ServerSupport",
@@ -92,6 +100,7 @@ let package = Package(
         .target(
             name: "TaskService",
             dependencies: [
+                "JOSE",
                 "Storage",
                 "ServerSupport",
                 "TodoModels",
@@ -122,6 +131,7 @@ let package = Package(
         .target(
             name: "IdentityServer",
             dependencies: [
+                "JOSE",
                 "Storage",
                 "ServerSupport",
                 "TodoModels",
@@ -198,6 +208,11 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "JOSETests",
+            dependencies: ["JOSE", "WireCoding", .product(name: "CryptoExtras", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         // The SDK alone: no server module.

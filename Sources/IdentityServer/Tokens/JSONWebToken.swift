@@ -1,35 +1,19 @@
-import CryptoExtras
 import Foundation
-import WireCoding
+import JOSE
 
-/// JWS compact serialisation with RS256, the only algorithm B2C uses. The header is exactly
-/// `{"typ":"JWT","alg":"RS256","kid":"…"}` with no `x5t`, because passport-azure-ad looks a key
-/// up by `x5t` first and would miss (research/b2c-protocol.md §0 item 4).
+/// The identity service's own tokens, signed and checked with the system's one JOSE
+/// implementation (``RS256``).
 enum JSONWebToken {
     static func sign(claims: JSONText, with key: SigningKey) throws -> String {
-        let header = JSONText.object([("typ", .string("JWT")), ("alg", .string("RS256")), ("kid", .string(key.kid))])
-        let signingInput = Base64URL.encode(header.utf8) + "." + Base64URL.encode(claims.utf8)
-        let input = Data(signingInput.utf8)
-        let signature = try key.privateKey.signature(for: input, padding: .insecurePKCS1v1_5).rawRepresentation
-        return signingInput + "." + Base64URL.encode(signature)
+        try RS256.sign(claims: claims.utf8, keyID: key.kid, with: key.privateKey)
     }
 
     /// Verifies an RS256 token against `keys` and returns its claims. Used for our own tokens
     /// only (`id_token_hint` at logout and Graph `/me` bearer tokens); time checks are the caller's.
     static func verify(_ token: String, keys: [SigningKey]) -> [String: Any]? {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerData = Base64URL.decode(String(parts[0])),
-            let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any],
-            header["alg"] as? String == "RS256", let kid = header["kid"] as? String,
-            let key = keys.first(where: { $0.kid == kid }),
-            let signature = Base64URL.decode(String(parts[2])),
-            let payloadData = Base64URL.decode(String(parts[1]))
+        guard let parsed = try? RS256.parse(token), let key = keys.first(where: { $0.kid == parsed.keyID }),
+            parsed.isSigned(by: key.privateKey.publicKey)
         else { return nil }
-        let input = Data("\(parts[0]).\(parts[1])".utf8)
-        guard
-            key.privateKey.publicKey.isValidSignature(
-                _RSA.Signing.RSASignature(rawRepresentation: signature), for: input, padding: .insecurePKCS1v1_5)
-        else { return nil }
-        return try? JSONSerialization.jsonObject(with: payloadData) as? [String: Any]
+        return try? parsed.claims()
     }
 }

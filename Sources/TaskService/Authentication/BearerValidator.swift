@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import Foundation
+import JOSE
 import Logging
 import Synchronization
 import TodoModels
@@ -186,29 +187,22 @@ public final class BearerValidator: Sendable {
     }
 
     private func verify(_ token: String, now: Date) async throws(TokenRejection) -> (AuthenticatedUser, kid: String) {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw .malformed("not a JWS compact serialization") }
-        guard let headerData = Base64URL.decode(String(parts[0])),
-            let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any]
-        else { throw .malformed("header") }
-        // RFC 8725 §2.1/§3.1: accept exactly the algorithm B2C uses; `none` and HMAC (whose
-        // "secret" an attacker would set to our public key) never reach verification.
-        let algorithm = header["alg"] as? String ?? ""
-        guard algorithm == "RS256" else { throw .unsupportedAlgorithm(String(algorithm.prefix(16))) }
-        guard header["crit"] == nil else { throw .malformed("unsupported critical header") }
-        guard let kid = header["kid"] as? String, !kid.isEmpty else { throw .unknownKey }
-        guard let signature = Base64URL.decode(String(parts[2])), let payloadData = Base64URL.decode(String(parts[1])) else {
-            throw .malformed("encoding")
+        let parsed: RS256.UnverifiedToken
+        do {
+            parsed = try RS256.parse(token)
+        } catch {
+            switch error {
+            case .malformed(let what): throw .malformed(what)
+            case .unsupportedAlgorithm(let algorithm): throw .unsupportedAlgorithm(algorithm)
+            case .missingKeyID: throw .unknownKey
+            }
         }
-        let signingInput = Data(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        let rsaSignature = _RSA.Signing.RSASignature(rawRepresentation: signature)
+        let kid = parsed.keyID
         // Several trusted authorities may publish the same key (B2C policies of one tenant do);
         // the issuers whose key verifies are the ones the token may claim.
-        let verifiedIssuers = try await candidates(for: kid, now: now).filter { candidate in
-            candidate.key.isValidSignature(rsaSignature, for: signingInput, padding: .insecurePKCS1v1_5)
-        }.map(\.issuer)
+        let verifiedIssuers = try await candidates(for: kid, now: now).filter { parsed.isSigned(by: $0.key) }.map(\.issuer)
         guard !verifiedIssuers.isEmpty else { throw .badSignature }
-        guard let claims = try? JSONSerialization.jsonObject(with: payloadData) as? [String: Any] else { throw .malformed("payload") }
+        guard let claims = try? parsed.claims() else { throw .malformed("payload") }
         // The key's own authority must be the issuer, so one trusted authority cannot mint
         // tokens in another's name.
         guard let issuer = claims["iss"] as? String, verifiedIssuers.contains(issuer) else { throw .untrustedIssuer }
@@ -343,16 +337,7 @@ public final class BearerValidator: Sendable {
         guard let issuer = document?["issuer"] as? String, let jwksURI = document?["jwks_uri"] as? String else {
             throw MetadataError(description: "discovery document without issuer or jwks_uri")
         }
-        let jwks = try JSONSerialization.jsonObject(with: try await fetcher.fetch(jwksURI)) as? [String: Any]
-        var keys: [String: _RSA.Signing.PublicKey] = [:]
-        for jwk in jwks?["keys"] as? [[String: Any]] ?? [] {
-            guard jwk["kty"] as? String == "RSA", (jwk["use"] as? String ?? "sig") == "sig",
-                let kid = jwk["kid"] as? String, let n = (jwk["n"] as? String).flatMap(Base64URL.decode),
-                let e = (jwk["e"] as? String).flatMap(Base64URL.decode),
-                let key = try? _RSA.Signing.PublicKey(n: n, e: e)
-            else { continue }
-            keys[kid] = key
-        }
+        let keys = JWKSet.signingKeys(from: try await fetcher.fetch(jwksURI))
         logger.info("authority keys loaded", metadata: ["issuer": "\(issuer)", "keys": "\(keys.count)"])
         return AuthorityKeys(issuer: issuer, keys: keys, fetchedAt: now)
     }
