@@ -73,3 +73,13 @@ extension SQLDatabase {
         }
     }
 }
+
+// Rows are Swift structs in camelCase; columns are snake_case. SQLKit converts between them, so
+// no repository spells a column name twice.
+extension SQLRowDecoder {
+    public static var snakeCase: SQLRowDecoder { SQLRowDecoder(keyDecodingStrategy: .convertFromSnakeCase) }
+}
+
+extension SQLQueryEncoder {
+    public static var snakeCase: SQLQueryEncoder { SQLQueryEncoder(keyEncodingStrategy: .convertToSnakeCase) }
+}

@@ -7,17 +7,17 @@ import Storage
 /// addresses have accounts (the security issue's L-6). With them, every name locks alike.
 extension SQLUserDirectory {
     struct UnknownNameRow: Codable {
-        var tenant_id: String
-        var name_key: String
+        var tenantId: String
+        var nameKey: String
         var source: String
-        var failed_attempts: Int64
-        var lockout_count: Int64
-        var locked_until: Int64?
-        var last_failed_fingerprint: String?
-        var updated_at: Int64
+        var failedAttempts: Int64
+        var lockoutCount: Int64
+        var lockedUntil: Int64?
+        var lastFailedFingerprint: String?
+        var updatedAt: Int64
 
         var lockout: LockoutState {
-            LockoutState(stored: failed_attempts, lockout_count, lockedUntil: locked_until, fingerprint: last_failed_fingerprint)
+            LockoutState(stored: failedAttempts, lockoutCount, lockedUntil: lockedUntil, fingerprint: lastFailedFingerprint)
         }
     }
 
@@ -35,14 +35,14 @@ extension SQLUserDirectory {
             for place in [source, Self.everySource] {
                 try await sql.insert(into: "lockout_unknown_names").model(
                     UnknownNameRow(
-                        tenant_id: tenant, name_key: nameKey, source: place, failed_attempts: 0, lockout_count: 0, locked_until: nil,
-                        last_failed_fingerprint: nil, updated_at: now.epochSeconds)
+                        tenantId: tenant, nameKey: nameKey, source: place, failedAttempts: 0, lockoutCount: 0, lockedUntil: nil,
+                        lastFailedFingerprint: nil, updatedAt: now.epochSeconds), with: .snakeCase
                 ).ignoringConflicts(with: ["tenant_id", "name_key", "source"]).run()
             }
             func row(_ place: String) async throws -> LockoutState {
                 try await sql.select().columns("*").from("lockout_unknown_names").where("tenant_id", .equal, tenant)
                     .where("name_key", .equal, nameKey).where("source", .equal, place).for(.update)
-                    .first(decoding: UnknownNameRow.self)?.lockout ?? LockoutState()
+                    .first(decoding: UnknownNameRow.self, with: .snakeCase)?.lockout ?? LockoutState()
             }
             let global = try await row(Self.everySource)
             let current = try await row(source)

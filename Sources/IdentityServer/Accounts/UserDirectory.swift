@@ -46,55 +46,55 @@ struct SQLUserDirectory: UserDirectory {
 
     struct Row: Codable {
         var id: String
-        var tenant_id: String
-        var identity_provider: String
-        var sign_in_name: String
+        var tenantId: String
+        var identityProvider: String
+        var signInName: String
         var email: String?
-        var email_verified: Bool
-        var display_name: String
+        var emailVerified: Bool
+        var displayName: String
         var attributes: String
-        var password_hash: String?
-        var created_at: Int64
-        var updated_at: Int64
-        var password_changed_at: Int64?
-        var failed_attempts: Int64
-        var lockout_count: Int64
-        var locked_until: Int64?
-        var last_failed_fingerprint: String?
+        var passwordHash: String?
+        var createdAt: Int64
+        var updatedAt: Int64
+        var passwordChangedAt: Int64?
+        var failedAttempts: Int64
+        var lockoutCount: Int64
+        var lockedUntil: Int64?
+        var lastFailedFingerprint: String?
 
         init(_ user: UserAccount) {
             id = user.objectID
-            tenant_id = user.tenantID.uuidString.lowercased()
-            identity_provider = user.identityProvider.rawValue
-            sign_in_name = user.signInName
+            tenantId = user.tenantID.uuidString.lowercased()
+            identityProvider = user.identityProvider.rawValue
+            signInName = user.signInName
             email = user.email
-            email_verified = user.emailVerified
-            display_name = user.displayName
+            emailVerified = user.emailVerified
+            displayName = user.displayName
             attributes = StoredJSON.encode(user.attributes)
-            password_hash = user.passwordHash
-            created_at = user.createdAt.epochSeconds
-            updated_at = user.updatedAt.epochSeconds
-            password_changed_at = user.passwordHash == nil ? nil : user.createdAt.epochSeconds
-            failed_attempts = Int64(user.lockout.failedAttempts)
-            lockout_count = Int64(user.lockout.lockoutCount)
-            locked_until = user.lockout.lockedUntil?.epochSeconds
-            last_failed_fingerprint = user.lockout.lastFailedFingerprint
+            passwordHash = user.passwordHash
+            createdAt = user.createdAt.epochSeconds
+            updatedAt = user.updatedAt.epochSeconds
+            passwordChangedAt = user.passwordHash == nil ? nil : user.createdAt.epochSeconds
+            failedAttempts = Int64(user.lockout.failedAttempts)
+            lockoutCount = Int64(user.lockout.lockoutCount)
+            lockedUntil = user.lockout.lockedUntil?.epochSeconds
+            lastFailedFingerprint = user.lockout.lastFailedFingerprint
         }
 
         var lockout: LockoutState {
-            LockoutState(stored: failed_attempts, lockout_count, lockedUntil: locked_until, fingerprint: last_failed_fingerprint)
+            LockoutState(stored: failedAttempts, lockoutCount, lockedUntil: lockedUntil, fingerprint: lastFailedFingerprint)
         }
 
         var user: UserAccount? {
-            guard let id = UUID(uuidString: id), let tenantID = UUID(uuidString: tenant_id),
-                let provider = IdentityProviderKind(rawValue: identity_provider)
+            guard let id = UUID(uuidString: id), let tenantID = UUID(uuidString: tenantId),
+                let provider = IdentityProviderKind(rawValue: identityProvider)
             else { return nil }
             var user = UserAccount(
-                id: id, tenantID: tenantID, identityProvider: provider, signInName: sign_in_name, email: email,
-                displayName: display_name, attributes: StoredJSON.decode([String: String].self, attributes) ?? [:],
-                passwordHash: password_hash, createdAt: Date(timeIntervalSince1970: TimeInterval(created_at)),
-                lockout: lockout, emailVerified: email_verified)
-            user.updatedAt = Date(timeIntervalSince1970: TimeInterval(updated_at))
+                id: id, tenantID: tenantID, identityProvider: provider, signInName: signInName, email: email,
+                displayName: displayName, attributes: StoredJSON.decode([String: String].self, attributes) ?? [:],
+                passwordHash: passwordHash, createdAt: Date(timeIntervalSince1970: TimeInterval(createdAt)),
+                lockout: lockout, emailVerified: emailVerified)
+            user.updatedAt = Date(timeIntervalSince1970: TimeInterval(updatedAt))
             return user
         }
     }
@@ -103,7 +103,7 @@ struct SQLUserDirectory: UserDirectory {
         let row = Row(user)
         do {
             try await database.transaction { sql in
-                try await sql.insert(into: "users").model(row).run()
+                try await sql.insert(into: "users").model(row, with: .snakeCase).run()
             }
         } catch  where database.isUniqueViolation(error) {
             throw UserDirectoryError.duplicate
@@ -113,7 +113,7 @@ struct SQLUserDirectory: UserDirectory {
     public func user(id: UUID) async throws -> UserAccount? {
         let key = id.uuidString.lowercased()
         return try await database.read { sql in
-            try await sql.select().columns("*").from("users").where("id", .equal, key).first(decoding: Row.self)
+            try await sql.select().columns("*").from("users").where("id", .equal, key).first(decoding: Row.self, with: .snakeCase)
         }?.user
     }
 
@@ -123,7 +123,7 @@ struct SQLUserDirectory: UserDirectory {
             try await sql.select().columns("*").from("users")
                 .where("tenant_id", .equal, tenant).where("identity_provider", .equal, provider.rawValue)
                 .where("sign_in_name", .equal, signInName)
-                .first(decoding: Row.self)
+                .first(decoding: Row.self, with: .snakeCase)
         }?.user
     }
 
@@ -131,7 +131,7 @@ struct SQLUserDirectory: UserDirectory {
         let tenant = tenantID.uuidString.lowercased()
         return try await database.read { sql in
             try await sql.select().columns("*").from("users").where("tenant_id", .equal, tenant)
-                .orderBy("sign_in_name").all(decoding: Row.self)
+                .orderBy("sign_in_name").all(decoding: Row.self, with: .snakeCase)
         }.compactMap(\.user)
     }
 
@@ -182,15 +182,15 @@ struct SQLUserDirectory: UserDirectory {
     }
 
     struct SourceRow: Codable {
-        var user_id: String
+        var userId: String
         var source: String
-        var failed_attempts: Int64
-        var lockout_count: Int64
-        var locked_until: Int64?
-        var last_failed_fingerprint: String?
+        var failedAttempts: Int64
+        var lockoutCount: Int64
+        var lockedUntil: Int64?
+        var lastFailedFingerprint: String?
 
         var lockout: LockoutState {
-            LockoutState(stored: failed_attempts, lockout_count, lockedUntil: locked_until, fingerprint: last_failed_fingerprint)
+            LockoutState(stored: failedAttempts, lockoutCount, lockedUntil: lockedUntil, fingerprint: lastFailedFingerprint)
         }
     }
 
@@ -203,9 +203,9 @@ struct SQLUserDirectory: UserDirectory {
             // The user's row is the lock for both counters: a row lock on PostgreSQL (so concurrent
             // attempts on one account queue here), none needed on SQLite (one writer).
             let select = sql.select().columns("*").from("users").where("id", .equal, key).for(.update)
-            guard let row = try await select.first(decoding: Row.self) else { return nil }
+            guard let row = try await select.first(decoding: Row.self, with: .snakeCase) else { return nil }
             let stored = try await sql.select().columns("*").from("lockout_sources").where("user_id", .equal, key)
-                .where("source", .equal, source).first(decoding: SourceRow.self)
+                .where("source", .equal, source).first(decoding: SourceRow.self, with: .snakeCase)
             let current = stored?.lockout ?? LockoutState()
             let (nextSource, nextGlobal, decision) = transition(current, row.lockout)
             if nextGlobal != row.lockout { try await Self.writeAccountLockout(nextGlobal, key, sql: sql) }
@@ -214,9 +214,9 @@ struct SQLUserDirectory: UserDirectory {
                 if nextSource != LockoutState() {
                     try await sql.insert(into: "lockout_sources").model(
                         SourceRow(
-                            user_id: key, source: source, failed_attempts: Int64(nextSource.failedAttempts),
-                            lockout_count: Int64(nextSource.lockoutCount), locked_until: nextSource.lockedUntil?.epochSeconds,
-                            last_failed_fingerprint: nextSource.lastFailedFingerprint)
+                            userId: key, source: source, failedAttempts: Int64(nextSource.failedAttempts),
+                            lockoutCount: Int64(nextSource.lockoutCount), lockedUntil: nextSource.lockedUntil?.epochSeconds,
+                            lastFailedFingerprint: nextSource.lastFailedFingerprint), with: .snakeCase
                     ).run()
                 }
             }

@@ -60,17 +60,17 @@ struct SQLInteractionStore: InteractionStore {
 
     struct InteractionRow: Codable {
         var id: String
-        var tenant_id: String
+        var tenantId: String
         var policy: String
         var parameters: String
-        var csrf_hash: String
-        var created_at: Int64
-        var expires_at: Int64
-        var completed_at: Int64?
-        var pending_user_id: String?
-        var pending_email: String?
-        var verified_email: String?
-        var client_address: String?
+        var csrfHash: String
+        var createdAt: Int64
+        var expiresAt: Int64
+        var completedAt: Int64?
+        var pendingUserId: String?
+        var pendingEmail: String?
+        var verifiedEmail: String?
+        var clientAddress: String?
     }
 
     func saveInteraction(
@@ -78,17 +78,17 @@ struct SQLInteractionStore: InteractionStore {
         expiresAt: Date
     ) async throws -> Bool {
         let row = InteractionRow(
-            id: id, tenant_id: request.tenantID.uuidString.lowercased(), policy: request.policy,
-            parameters: StoredJSON.encode(request), csrf_hash: csrfHash, created_at: now.epochSeconds,
-            expires_at: expiresAt.epochSeconds, completed_at: nil, pending_user_id: nil, pending_email: nil,
-            verified_email: nil, client_address: clientAddress)
+            id: id, tenantId: request.tenantID.uuidString.lowercased(), policy: request.policy,
+            parameters: StoredJSON.encode(request), csrfHash: csrfHash, createdAt: now.epochSeconds,
+            expiresAt: expiresAt.epochSeconds, completedAt: nil, pendingUserId: nil, pendingEmail: nil,
+            verifiedEmail: nil, clientAddress: clientAddress)
         return try await database.transaction { sql in
             let recent =
                 try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("authorization_requests")
                 .where("client_address", .equal, clientAddress).where("created_at", .greaterThan, now.epochSeconds - 3600)
                 .first(decodingColumn: "n", as: Int.self) ?? 0
             guard recent < limitPerHour else { return false }
-            try await sql.insert(into: "authorization_requests").model(row).run()
+            try await sql.insert(into: "authorization_requests").model(row, with: .snakeCase).run()
             return true
         }
     }
@@ -97,14 +97,14 @@ struct SQLInteractionStore: InteractionStore {
         guard
             let row = try await database.read({ sql in
                 try await sql.select().columns("*").from("authorization_requests").where("id", .equal, id)
-                    .first(decoding: InteractionRow.self)
+                    .first(decoding: InteractionRow.self, with: .snakeCase)
             }), let request = StoredJSON.decode(AuthorizationRequest.self, row.parameters)
         else { return nil }
         return InteractionRecord(
-            id: row.id, request: request, csrfHash: row.csrf_hash, expiresAt: Date(epoch: row.expires_at),
-            completedAt: row.completed_at.map(Date.init(epoch:)),
-            pendingUserID: row.pending_user_id.flatMap(UUID.init(uuidString:)), pendingEmail: row.pending_email,
-            verifiedEmail: row.verified_email)
+            id: row.id, request: request, csrfHash: row.csrfHash, expiresAt: Date(epoch: row.expiresAt),
+            completedAt: row.completedAt.map(Date.init(epoch:)),
+            pendingUserID: row.pendingUserId.flatMap(UUID.init(uuidString:)), pendingEmail: row.pendingEmail,
+            verifiedEmail: row.verifiedEmail)
     }
 
     func completeInteraction(id: String, now: Date) async throws -> Bool {
@@ -141,36 +141,36 @@ struct SQLInteractionStore: InteractionStore {
     }
 
     struct SessionRow: Codable {
-        var id_hash: String
-        var tenant_id: String
-        var user_id: String
-        var identity_provider: String
-        var auth_time: Int64
-        var created_at: Int64
-        var expires_at: Int64
+        var idHash: String
+        var tenantId: String
+        var userId: String
+        var identityProvider: String
+        var authTime: Int64
+        var createdAt: Int64
+        var expiresAt: Int64
     }
 
     func saveSession(idHash: String, session: SSOSession, now: Date) async throws {
         let row = SessionRow(
-            id_hash: idHash, tenant_id: session.tenantID.uuidString.lowercased(),
-            user_id: session.userID.uuidString.lowercased(), identity_provider: session.identityProvider.rawValue,
-            auth_time: session.authTime.epochSeconds, created_at: now.epochSeconds,
-            expires_at: session.expiresAt.epochSeconds)
-        try await database.transaction { sql in try await sql.insert(into: "sso_sessions").model(row).run() }
+            idHash: idHash, tenantId: session.tenantID.uuidString.lowercased(),
+            userId: session.userID.uuidString.lowercased(), identityProvider: session.identityProvider.rawValue,
+            authTime: session.authTime.epochSeconds, createdAt: now.epochSeconds,
+            expiresAt: session.expiresAt.epochSeconds)
+        try await database.transaction { sql in try await sql.insert(into: "sso_sessions").model(row, with: .snakeCase).run() }
     }
 
     func session(idHash: String, now: Date) async throws -> SSOSession? {
         guard
             let row = try await database.read({ sql in
                 try await sql.select().columns("*").from("sso_sessions").where("id_hash", .equal, idHash)
-                    .first(decoding: SessionRow.self)
-            }), row.expires_at > now.epochSeconds, let tenantID = UUID(uuidString: row.tenant_id),
-            let userID = UUID(uuidString: row.user_id),
-            let provider = IdentityProviderKind(rawValue: row.identity_provider)
+                    .first(decoding: SessionRow.self, with: .snakeCase)
+            }), row.expiresAt > now.epochSeconds, let tenantID = UUID(uuidString: row.tenantId),
+            let userID = UUID(uuidString: row.userId),
+            let provider = IdentityProviderKind(rawValue: row.identityProvider)
         else { return nil }
         return SSOSession(
-            tenantID: tenantID, userID: userID, identityProvider: provider, authTime: Date(epoch: row.auth_time),
-            expiresAt: Date(epoch: row.expires_at))
+            tenantID: tenantID, userID: userID, identityProvider: provider, authTime: Date(epoch: row.authTime),
+            expiresAt: Date(epoch: row.expiresAt))
     }
 
     func deleteSession(idHash: String) async throws {
@@ -180,28 +180,28 @@ struct SQLInteractionStore: InteractionStore {
     }
 
     struct VerificationRow: Codable {
-        var request_id: String
-        var email_lower: String
-        var code_hash: String
+        var requestId: String
+        var emailLower: String
+        var codeHash: String
         var attempts: Int64
-        var expires_at: Int64
-        var user_id: String?
+        var expiresAt: Int64
+        var userId: String?
     }
 
     func saveVerificationCode(
         interactionID: String, email: String, userID: UUID?, code: String, expiresAt: Date, mail: OutboxMessage?
     ) async throws {
         try await database.transaction { sql in
-            if let mail { try await sql.insert(into: "outbox").model(OutboxRow(mail)).run() }
+            if let mail { try await sql.insert(into: "outbox").model(OutboxRow(mail), with: .snakeCase).run() }
             // Wrong tries survive a re-send, so asking for new codes does not reset the limit.
             let previous =
                 try await sql.select().column("attempts").from("verification_codes")
                 .where("request_id", .equal, interactionID).first(decodingColumn: "attempts", as: Int64.self) ?? 0
             let row = VerificationRow(
-                request_id: interactionID, email_lower: email, code_hash: Secrets.sha256Hex(code),
-                attempts: previous, expires_at: expiresAt.epochSeconds, user_id: userID?.uuidString.lowercased())
+                requestId: interactionID, emailLower: email, codeHash: Secrets.sha256Hex(code),
+                attempts: previous, expiresAt: expiresAt.epochSeconds, userId: userID?.uuidString.lowercased())
             try await sql.delete(from: "verification_codes").where("request_id", .equal, interactionID).run()
-            try await sql.insert(into: "verification_codes").model(row).run()
+            try await sql.insert(into: "verification_codes").model(row, with: .snakeCase).run()
         }
     }
 
@@ -211,12 +211,12 @@ struct SQLInteractionStore: InteractionStore {
             // A row lock on PostgreSQL; SQLite's dialect renders none (its single writer serialises).
             let select = sql.select().columns("*").from("verification_codes").where("request_id", .equal, interactionID).for(.update)
             guard
-                let row = try await select.first(decoding: VerificationRow.self),
-                row.email_lower == email, row.expires_at > now.epochSeconds, row.attempts < 5
+                let row = try await select.first(decoding: VerificationRow.self, with: .snakeCase),
+                row.emailLower == email, row.expiresAt > now.epochSeconds, row.attempts < 5
             else { return .refused }
-            if Secrets.constantTimeEquals(row.code_hash, presented) {
+            if Secrets.constantTimeEquals(row.codeHash, presented) {
                 try await sql.delete(from: "verification_codes").where("request_id", .equal, interactionID).run()
-                return .proves(account: row.user_id.flatMap(UUID.init(uuidString:)))
+                return .proves(account: row.userId.flatMap(UUID.init(uuidString:)))
             }
             try await sql.update("verification_codes").set("attempts", to: row.attempts + 1)
                 .where("request_id", .equal, interactionID).run()
@@ -226,19 +226,19 @@ struct SQLInteractionStore: InteractionStore {
 
     struct OutboxRow: Codable {
         var id: String
-        var tenant_id: String
+        var tenantId: String
         var recipient: String
         var subject: String
         var body: String
-        var created_at: Int64
+        var createdAt: Int64
 
         init(_ message: OutboxMessage) {
             id = message.id
-            tenant_id = message.tenantID.uuidString.lowercased()
+            tenantId = message.tenantID.uuidString.lowercased()
             recipient = message.recipient
             subject = message.subject
             body = message.body
-            created_at = message.createdAt.epochSeconds
+            createdAt = message.createdAt.epochSeconds
         }
     }
 
@@ -246,32 +246,32 @@ struct SQLInteractionStore: InteractionStore {
         let tenant = tenantID.uuidString.lowercased()
         return try await database.read { sql in
             try await sql.select().columns("*").from("outbox").where("tenant_id", .equal, tenant)
-                .orderBy("created_at", .descending).orderBy("id", .descending).limit(limit).all(decoding: OutboxRow.self)
+                .orderBy("created_at", .descending).orderBy("id", .descending).limit(limit).all(decoding: OutboxRow.self, with: .snakeCase)
         }.map {
             OutboxMessage(
                 id: $0.id, tenantID: tenantID, recipient: $0.recipient, subject: $0.subject, body: $0.body,
-                createdAt: Date(epoch: $0.created_at))
+                createdAt: Date(epoch: $0.createdAt))
         }
     }
 
     struct FederationRow: Codable {
-        var code_hash: String
-        var request_id: String
+        var codeHash: String
+        var requestId: String
         var provider: String
         var subject: String
         var email: String?
-        var display_name: String
-        var given_name: String?
+        var displayName: String
+        var givenName: String?
         var surname: String?
-        var expires_at: Int64
+        var expiresAt: Int64
     }
 
     func saveFederationCode(_ code: String, interactionID: String, identity: FederatedIdentity, expiresAt: Date) async throws {
         let row = FederationRow(
-            code_hash: Secrets.sha256Hex(code), request_id: interactionID, provider: identity.provider.rawValue,
-            subject: identity.subject, email: identity.email, display_name: identity.displayName,
-            given_name: identity.givenName, surname: identity.surname, expires_at: expiresAt.epochSeconds)
-        try await database.transaction { sql in try await sql.insert(into: "federation_codes").model(row).run() }
+            codeHash: Secrets.sha256Hex(code), requestId: interactionID, provider: identity.provider.rawValue,
+            subject: identity.subject, email: identity.email, displayName: identity.displayName,
+            givenName: identity.givenName, surname: identity.surname, expiresAt: expiresAt.epochSeconds)
+        try await database.transaction { sql in try await sql.insert(into: "federation_codes").model(row, with: .snakeCase).run() }
     }
 
     func takeFederationCode(_ code: String, now: Date) async throws -> (interactionID: String, identity: FederatedIdentity)? {
@@ -279,17 +279,17 @@ struct SQLInteractionStore: InteractionStore {
         return try await database.transaction { sql -> (String, FederatedIdentity)? in
             guard
                 let row = try await sql.select().columns("*").from("federation_codes")
-                    .where("code_hash", .equal, hash).first(decoding: FederationRow.self)
+                    .where("code_hash", .equal, hash).first(decoding: FederationRow.self, with: .snakeCase)
             else { return nil }
             try await sql.delete(from: "federation_codes").where("code_hash", .equal, hash).run()
-            guard row.expires_at > now.epochSeconds, let provider = IdentityProviderKind(rawValue: row.provider) else {
+            guard row.expiresAt > now.epochSeconds, let provider = IdentityProviderKind(rawValue: row.provider) else {
                 return nil
             }
             return (
-                row.request_id,
+                row.requestId,
                 FederatedIdentity(
-                    provider: provider, subject: row.subject, email: row.email, displayName: row.display_name,
-                    givenName: row.given_name, surname: row.surname)
+                    provider: provider, subject: row.subject, email: row.email, displayName: row.displayName,
+                    givenName: row.givenName, surname: row.surname)
             )
         }
     }
@@ -298,7 +298,7 @@ struct SQLInteractionStore: InteractionStore {
         struct Row: Codable {
             var name: String
             var value: String
-            var created_at: Int64
+            var createdAt: Int64
         }
         let context = "server_secrets:\(name)"
         if let stored = try await database.read({ sql in
@@ -319,9 +319,9 @@ struct SQLInteractionStore: InteractionStore {
         // first insert wins and everyone reads the winner back, instead of all but one failing
         // on the primary key.
         let candidate = Row(
-            name: name, value: try dataKey.seal(Secrets.randomToken(byteCount: 32), context: context), created_at: now.epochSeconds)
+            name: name, value: try dataKey.seal(Secrets.randomToken(byteCount: 32), context: context), createdAt: now.epochSeconds)
         let winner = try await database.transaction { sql in
-            try await sql.insert(into: "server_secrets").model(candidate).ignoringConflicts(with: ["name"]).run()
+            try await sql.insert(into: "server_secrets").model(candidate, with: .snakeCase).ignoringConflicts(with: ["name"]).run()
             return try await sql.select().column("value").from("server_secrets").where("name", .equal, name)
                 .first(decodingColumn: "value", as: String.self) ?? candidate.value
         }

@@ -32,58 +32,58 @@ struct SQLTenantDirectory: TenantDirectory {
     struct TenantRow: Codable {
         var id: String
         var name: String
-        var name_lower: String
-        var display_name: String
-        var default_policy: String
-        var page_templates_path: String?
-        var is_default: Bool
-        var created_at: Int64
+        var nameLower: String
+        var displayName: String
+        var defaultPolicy: String
+        var pageTemplatesPath: String?
+        var isDefault: Bool
+        var createdAt: Int64
 
         var tenant: Tenant? {
             guard let id = UUID(uuidString: id) else { return nil }
             return Tenant(
-                id: id, name: name, displayName: display_name, defaultPolicy: default_policy,
-                pageTemplatesPath: page_templates_path, isDefault: is_default)
+                id: id, name: name, displayName: displayName, defaultPolicy: defaultPolicy,
+                pageTemplatesPath: pageTemplatesPath, isDefault: isDefault)
         }
     }
 
     struct ApplicationRow: Codable {
-        var client_id: String
-        var tenant_id: String
-        var display_name: String
+        var clientId: String
+        var tenantId: String
+        var displayName: String
         var kind: String
-        var redirect_uris: String
-        var allow_public_client_flows: Bool
-        var allow_implicit: Bool
-        var allow_plain_pkce: Bool
-        var app_id_uri: String?
-        var exposed_scopes: String
-        var created_at: Int64
-        var api_permissions: String
+        var redirectUris: String
+        var allowPublicClientFlows: Bool
+        var allowImplicit: Bool
+        var allowPlainPkce: Bool
+        var appIdUri: String?
+        var exposedScopes: String
+        var createdAt: Int64
+        var apiPermissions: String
 
         var application: AppRegistration? {
-            guard let clientID = UUID(uuidString: client_id), let tenantID = UUID(uuidString: tenant_id),
+            guard let clientID = UUID(uuidString: clientId), let tenantID = UUID(uuidString: tenantId),
                 let kind = ClientKind(rawValue: kind)
             else { return nil }
             return AppRegistration(
-                clientID: clientID, tenantID: tenantID, displayName: display_name, kind: kind,
-                redirectURIs: StoredJSON.decode([String].self, redirect_uris) ?? [],
-                allowPublicClientFlows: allow_public_client_flows, allowImplicit: allow_implicit,
-                allowPlainPKCE: allow_plain_pkce, appIDURI: app_id_uri,
-                exposedScopes: StoredJSON.decode([String].self, exposed_scopes) ?? [],
-                apiPermissions: StoredJSON.decode([APIPermission].self, api_permissions) ?? [])
+                clientID: clientID, tenantID: tenantID, displayName: displayName, kind: kind,
+                redirectURIs: StoredJSON.decode([String].self, redirectUris) ?? [],
+                allowPublicClientFlows: allowPublicClientFlows, allowImplicit: allowImplicit,
+                allowPlainPKCE: allowPlainPkce, appIDURI: appIdUri,
+                exposedScopes: StoredJSON.decode([String].self, exposedScopes) ?? [],
+                apiPermissions: StoredJSON.decode([APIPermission].self, apiPermissions) ?? [])
         }
     }
 
     struct UserFlowRow: Codable {
-        var tenant_id: String
-        var name_lower: String
+        var tenantId: String
+        var nameLower: String
         var name: String
         var type: String
         var definition: String
 
         var flow: UserFlow? {
-            guard let tenantID = UUID(uuidString: tenant_id),
+            guard let tenantID = UUID(uuidString: tenantId),
                 let definition = StoredJSON.decode(UserFlowDefinition.self, definition)
             else { return nil }
             return UserFlow(
@@ -98,20 +98,20 @@ struct SQLTenantDirectory: TenantDirectory {
         return try await database.read { sql in
             try await sql.select().columns("*").from("tenants")
                 .where("name_lower", .equal, lowered).orWhere("id", .equal, lowered)
-                .first(decoding: TenantRow.self)
+                .first(decoding: TenantRow.self, with: .snakeCase)
         }?.tenant
     }
 
     public func defaultTenant() async throws -> Tenant? {
         try await database.read { sql in
             try await sql.select().columns("*").from("tenants").where("is_default", .equal, true)
-                .first(decoding: TenantRow.self)
+                .first(decoding: TenantRow.self, with: .snakeCase)
         }?.tenant
     }
 
     public func tenants() async throws -> [Tenant] {
         try await database.read { sql in
-            try await sql.select().columns("*").from("tenants").orderBy("name_lower").all(decoding: TenantRow.self)
+            try await sql.select().columns("*").from("tenants").orderBy("name_lower").all(decoding: TenantRow.self, with: .snakeCase)
         }.compactMap(\.tenant)
     }
 
@@ -121,7 +121,7 @@ struct SQLTenantDirectory: TenantDirectory {
         return try await database.read { sql in
             try await sql.select().columns("*").from("user_flows")
                 .where("tenant_id", .equal, tenant).where("name_lower", .equal, lowered)
-                .first(decoding: UserFlowRow.self)
+                .first(decoding: UserFlowRow.self, with: .snakeCase)
         }?.flow
     }
 
@@ -129,7 +129,7 @@ struct SQLTenantDirectory: TenantDirectory {
         let tenant = tenantID.uuidString.lowercased()
         return try await database.read { sql in
             try await sql.select().columns("*").from("user_flows").where("tenant_id", .equal, tenant)
-                .orderBy("name_lower").all(decoding: UserFlowRow.self)
+                .orderBy("name_lower").all(decoding: UserFlowRow.self, with: .snakeCase)
         }.compactMap(\.flow)
     }
 
@@ -140,7 +140,7 @@ struct SQLTenantDirectory: TenantDirectory {
         return try await database.read { sql in
             try await sql.select().columns("*").from("applications")
                 .where("client_id", .equal, client).where("tenant_id", .equal, tenant)
-                .first(decoding: ApplicationRow.self)
+                .first(decoding: ApplicationRow.self, with: .snakeCase)
         }?.application
     }
 
@@ -148,48 +148,48 @@ struct SQLTenantDirectory: TenantDirectory {
         let tenant = tenantID.uuidString.lowercased()
         return try await database.read { sql in
             try await sql.select().columns("*").from("applications").where("tenant_id", .equal, tenant)
-                .orderBy("display_name").all(decoding: ApplicationRow.self)
+                .orderBy("display_name").all(decoding: ApplicationRow.self, with: .snakeCase)
         }.compactMap(\.application)
     }
 
     struct SecretRow: Codable {
-        var secret_hash: String
-        var expires_at: Int64?
+        var secretHash: String
+        var expiresAt: Int64?
     }
 
     public func verifySecret(clientID: UUID, secret: String, now: Date) async throws -> Bool {
         let client = clientID.uuidString.lowercased()
         let rows = try await database.read { sql in
             try await sql.select().columns("secret_hash", "expires_at").from("application_secrets")
-                .where("client_id", .equal, client).all(decoding: SecretRow.self)
+                .where("client_id", .equal, client).all(decoding: SecretRow.self, with: .snakeCase)
         }
         let presented = Secrets.sha256Hex(secret)
         var matched = false
         // Check every row so the time taken does not reveal which one matched.
         for row in rows {
-            let live = row.expires_at.map { $0 > now.epochSeconds } ?? true
-            if Secrets.constantTimeEquals(row.secret_hash, presented) && live { matched = true }
+            let live = row.expiresAt.map { $0 > now.epochSeconds } ?? true
+            if Secrets.constantTimeEquals(row.secretHash, presented) && live { matched = true }
         }
         return matched
     }
 
     public func save(_ tenant: Tenant, now: Date) async throws {
         let row = TenantRow(
-            id: tenant.guid, name: tenant.name, name_lower: tenant.name.lowercased(), display_name: tenant.displayName,
-            default_policy: tenant.defaultPolicy, page_templates_path: tenant.pageTemplatesPath,
-            is_default: tenant.isDefault, created_at: now.epochSeconds)
+            id: tenant.guid, name: tenant.name, nameLower: tenant.name.lowercased(), displayName: tenant.displayName,
+            defaultPolicy: tenant.defaultPolicy, pageTemplatesPath: tenant.pageTemplatesPath,
+            isDefault: tenant.isDefault, createdAt: now.epochSeconds)
         try await database.transaction { sql in
-            if row.is_default {
+            if row.isDefault {
                 try await sql.update("tenants").set("is_default", to: false).run()
             }
             // Update in place: deleting the row would cascade to every user, app and grant of the tenant.
             let exists = try await sql.select().column("id").from("tenants").where("id", .equal, row.id).first()
             if exists == nil {
-                try await sql.insert(into: "tenants").model(row).run()
+                try await sql.insert(into: "tenants").model(row, with: .snakeCase).run()
             } else {
-                try await sql.update("tenants").set("name", to: row.name).set("name_lower", to: row.name_lower)
-                    .set("display_name", to: row.display_name).set("default_policy", to: row.default_policy)
-                    .set("page_templates_path", to: row.page_templates_path).set("is_default", to: row.is_default)
+                try await sql.update("tenants").set("name", to: row.name).set("name_lower", to: row.nameLower)
+                    .set("display_name", to: row.displayName).set("default_policy", to: row.defaultPolicy)
+                    .set("page_templates_path", to: row.pageTemplatesPath).set("is_default", to: row.isDefault)
                     .where("id", .equal, row.id).run()
             }
         }
@@ -200,38 +200,38 @@ struct SQLTenantDirectory: TenantDirectory {
             type: flow.type, identityProviders: flow.identityProviders, signUpAttributes: flow.signUpAttributes,
             applicationClaims: flow.applicationClaims, lifetimes: flow.lifetimes, emailVerification: flow.emailVerification)
         let row = UserFlowRow(
-            tenant_id: flow.tenantID.uuidString.lowercased(), name_lower: flow.name.lowercased(), name: flow.name,
+            tenantId: flow.tenantID.uuidString.lowercased(), nameLower: flow.name.lowercased(), name: flow.name,
             type: flow.type.rawValue, definition: StoredJSON.encode(definition))
         try await database.transaction { sql in
-            try await sql.delete(from: "user_flows").where("tenant_id", .equal, row.tenant_id)
-                .where("name_lower", .equal, row.name_lower).run()
-            try await sql.insert(into: "user_flows").model(row).run()
+            try await sql.delete(from: "user_flows").where("tenant_id", .equal, row.tenantId)
+                .where("name_lower", .equal, row.nameLower).run()
+            try await sql.insert(into: "user_flows").model(row, with: .snakeCase).run()
         }
     }
 
     public func save(_ application: AppRegistration, now: Date) async throws {
         let row = ApplicationRow(
-            client_id: application.clientIDString, tenant_id: application.tenantID.uuidString.lowercased(),
-            display_name: application.displayName, kind: application.kind.rawValue,
-            redirect_uris: StoredJSON.encode(application.redirectURIs),
-            allow_public_client_flows: application.allowPublicClientFlows, allow_implicit: application.allowImplicit,
-            allow_plain_pkce: application.allowPlainPKCE, app_id_uri: application.appIDURI,
-            exposed_scopes: StoredJSON.encode(application.exposedScopes), created_at: now.epochSeconds,
-            api_permissions: StoredJSON.encode(application.apiPermissions))
+            clientId: application.clientIDString, tenantId: application.tenantID.uuidString.lowercased(),
+            displayName: application.displayName, kind: application.kind.rawValue,
+            redirectUris: StoredJSON.encode(application.redirectURIs),
+            allowPublicClientFlows: application.allowPublicClientFlows, allowImplicit: application.allowImplicit,
+            allowPlainPkce: application.allowPlainPKCE, appIdUri: application.appIDURI,
+            exposedScopes: StoredJSON.encode(application.exposedScopes), createdAt: now.epochSeconds,
+            apiPermissions: StoredJSON.encode(application.apiPermissions))
         try await database.transaction { sql in
             let exists = try await sql.select().column("client_id").from("applications")
-                .where("client_id", .equal, row.client_id).first()
+                .where("client_id", .equal, row.clientId).first()
             if exists == nil {
-                try await sql.insert(into: "applications").model(row).run()
+                try await sql.insert(into: "applications").model(row, with: .snakeCase).run()
             } else {
                 try await sql.update("applications")
-                    .set("display_name", to: row.display_name).set("kind", to: row.kind)
-                    .set("redirect_uris", to: row.redirect_uris)
-                    .set("allow_public_client_flows", to: row.allow_public_client_flows)
-                    .set("allow_implicit", to: row.allow_implicit).set("allow_plain_pkce", to: row.allow_plain_pkce)
-                    .set("app_id_uri", to: row.app_id_uri).set("exposed_scopes", to: row.exposed_scopes)
-                    .set("api_permissions", to: row.api_permissions)
-                    .where("client_id", .equal, row.client_id).run()
+                    .set("display_name", to: row.displayName).set("kind", to: row.kind)
+                    .set("redirect_uris", to: row.redirectUris)
+                    .set("allow_public_client_flows", to: row.allowPublicClientFlows)
+                    .set("allow_implicit", to: row.allowImplicit).set("allow_plain_pkce", to: row.allowPlainPkce)
+                    .set("app_id_uri", to: row.appIdUri).set("exposed_scopes", to: row.exposedScopes)
+                    .set("api_permissions", to: row.apiPermissions)
+                    .where("client_id", .equal, row.clientId).run()
             }
         }
     }

@@ -34,79 +34,79 @@ struct SQLGrantStore: GrantStore {
     public init(database: any Database) { self.database = database }
 
     struct CodeRow: Codable {
-        var code_hash: String
-        var tenant_id: String
-        var client_id: String
-        var user_id: String
+        var codeHash: String
+        var tenantId: String
+        var clientId: String
+        var userId: String
         var policy: String
-        var redirect_uri: String
+        var redirectUri: String
         var scopes: String
         var nonce: String?
-        var code_challenge: String?
-        var code_challenge_method: String?
-        var auth_time: Int64
-        var new_user: Bool
-        var identity_provider: String
-        var created_at: Int64
-        var expires_at: Int64
-        var redeemed_at: Int64?
-        var family_id: String?
+        var codeChallenge: String?
+        var codeChallengeMethod: String?
+        var authTime: Int64
+        var newUser: Bool
+        var identityProvider: String
+        var createdAt: Int64
+        var expiresAt: Int64
+        var redeemedAt: Int64?
+        var familyId: String?
 
         var grant: AuthorizationCodeGrant? {
-            guard let tenantID = UUID(uuidString: tenant_id), let userID = UUID(uuidString: user_id),
-                let provider = IdentityProviderKind(rawValue: identity_provider)
+            guard let tenantID = UUID(uuidString: tenantId), let userID = UUID(uuidString: userId),
+                let provider = IdentityProviderKind(rawValue: identityProvider)
             else { return nil }
             // A method this build does not know verifies nothing (never a silent `plain`).
-            let method = code_challenge_method.map(CodeChallengeMethod.init(rawValue:))
+            let method = codeChallengeMethod.map(CodeChallengeMethod.init(rawValue:))
             if case .some(.none) = method { return nil }
             return AuthorizationCodeGrant(
-                tenantID: tenantID, clientID: client_id, userID: userID, policy: policy, redirectURI: redirect_uri,
-                scopes: StoredJSON.decode([String].self, scopes) ?? [], nonce: nonce, codeChallenge: code_challenge,
-                codeChallengeMethod: method ?? nil, authTime: .init(epoch: auth_time), newUser: new_user,
-                identityProvider: provider, createdAt: .init(epoch: created_at), expiresAt: .init(epoch: expires_at))
+                tenantID: tenantID, clientID: clientId, userID: userID, policy: policy, redirectURI: redirectUri,
+                scopes: StoredJSON.decode([String].self, scopes) ?? [], nonce: nonce, codeChallenge: codeChallenge,
+                codeChallengeMethod: method ?? nil, authTime: .init(epoch: authTime), newUser: newUser,
+                identityProvider: provider, createdAt: .init(epoch: createdAt), expiresAt: .init(epoch: expiresAt))
         }
     }
 
     struct FamilyRow: Codable {
         var id: String
-        var tenant_id: String
-        var client_id: String
-        var user_id: String
+        var tenantId: String
+        var clientId: String
+        var userId: String
         var policy: String
         var scopes: String
-        var auth_time: Int64
-        var identity_provider: String
-        var created_at: Int64
-        var sliding_expires_at: Int64?
-        var revoked_at: Int64?
-        var revoked_reason: String?
+        var authTime: Int64
+        var identityProvider: String
+        var createdAt: Int64
+        var slidingExpiresAt: Int64?
+        var revokedAt: Int64?
+        var revokedReason: String?
         var consented: String?
 
         init(_ family: RefreshTokenFamily) {
             id = family.id
-            tenant_id = family.tenantID.uuidString.lowercased()
-            client_id = family.clientID
-            user_id = family.userID.uuidString.lowercased()
+            tenantId = family.tenantID.uuidString.lowercased()
+            clientId = family.clientID
+            userId = family.userID.uuidString.lowercased()
             policy = family.policy
             scopes = StoredJSON.encode(family.scopes)
-            auth_time = family.authTime.epochSeconds
-            identity_provider = family.identityProvider.rawValue
-            created_at = family.createdAt.epochSeconds
-            sliding_expires_at = family.slidingExpiresAt?.epochSeconds
-            revoked_at = family.revokedAt?.epochSeconds
-            revoked_reason = nil
+            authTime = family.authTime.epochSeconds
+            identityProvider = family.identityProvider.rawValue
+            createdAt = family.createdAt.epochSeconds
+            slidingExpiresAt = family.slidingExpiresAt?.epochSeconds
+            revokedAt = family.revokedAt?.epochSeconds
+            revokedReason = nil
             consented = family.consented.map { StoredJSON.encode($0) }
         }
 
         var family: RefreshTokenFamily? {
-            guard let tenantID = UUID(uuidString: tenant_id), let userID = UUID(uuidString: user_id),
-                let provider = IdentityProviderKind(rawValue: identity_provider)
+            guard let tenantID = UUID(uuidString: tenantId), let userID = UUID(uuidString: userId),
+                let provider = IdentityProviderKind(rawValue: identityProvider)
             else { return nil }
             return RefreshTokenFamily(
-                id: id, tenantID: tenantID, clientID: client_id, userID: userID, policy: policy,
-                scopes: StoredJSON.decode([String].self, scopes) ?? [], authTime: .init(epoch: auth_time),
-                identityProvider: provider, createdAt: .init(epoch: created_at),
-                slidingExpiresAt: sliding_expires_at.map(Date.init(epoch:)), revokedAt: revoked_at.map(Date.init(epoch:)),
+                id: id, tenantID: tenantID, clientID: clientId, userID: userID, policy: policy,
+                scopes: StoredJSON.decode([String].self, scopes) ?? [], authTime: .init(epoch: authTime),
+                identityProvider: provider, createdAt: .init(epoch: createdAt),
+                slidingExpiresAt: slidingExpiresAt.map(Date.init(epoch:)), revokedAt: revokedAt.map(Date.init(epoch:)),
                 consented: consented.flatMap { StoredJSON.decode([APIPermission].self, $0) })
         }
     }
@@ -114,30 +114,30 @@ struct SQLGrantStore: GrantStore {
     /// The token columns of the refresh-token-and-family join (renamed so they do not clash with
     /// the family's own `created_at`).
     struct JoinedTokenColumns: Codable {
-        var token_hash: String
-        var token_created_at: Int64
-        var token_expires_at: Int64
-        var token_used_at: Int64?
+        var tokenHash: String
+        var tokenCreatedAt: Int64
+        var tokenExpiresAt: Int64
+        var tokenUsedAt: Int64?
     }
 
     struct TokenRow: Codable {
-        var token_hash: String
-        var family_id: String
-        var created_at: Int64
-        var expires_at: Int64
-        var used_at: Int64?
+        var tokenHash: String
+        var familyId: String
+        var createdAt: Int64
+        var expiresAt: Int64
+        var usedAt: Int64?
     }
 
     public func saveCode(_ code: String, grant: AuthorizationCodeGrant) async throws {
         let row = CodeRow(
-            code_hash: Secrets.sha256Hex(code), tenant_id: grant.tenantID.uuidString.lowercased(),
-            client_id: grant.clientID, user_id: grant.userID.uuidString.lowercased(), policy: grant.policy,
-            redirect_uri: grant.redirectURI, scopes: StoredJSON.encode(grant.scopes), nonce: grant.nonce,
-            code_challenge: grant.codeChallenge, code_challenge_method: grant.codeChallengeMethod?.rawValue,
-            auth_time: grant.authTime.epochSeconds, new_user: grant.newUser,
-            identity_provider: grant.identityProvider.rawValue, created_at: grant.createdAt.epochSeconds,
-            expires_at: grant.expiresAt.epochSeconds, redeemed_at: nil, family_id: nil)
-        try await database.transaction { sql in try await sql.insert(into: "authorization_codes").model(row).run() }
+            codeHash: Secrets.sha256Hex(code), tenantId: grant.tenantID.uuidString.lowercased(),
+            clientId: grant.clientID, userId: grant.userID.uuidString.lowercased(), policy: grant.policy,
+            redirectUri: grant.redirectURI, scopes: StoredJSON.encode(grant.scopes), nonce: grant.nonce,
+            codeChallenge: grant.codeChallenge, codeChallengeMethod: grant.codeChallengeMethod?.rawValue,
+            authTime: grant.authTime.epochSeconds, newUser: grant.newUser,
+            identityProvider: grant.identityProvider.rawValue, createdAt: grant.createdAt.epochSeconds,
+            expiresAt: grant.expiresAt.epochSeconds, redeemedAt: nil, familyId: nil)
+        try await database.transaction { sql in try await sql.insert(into: "authorization_codes").model(row, with: .snakeCase).run() }
     }
 
     public func redeemCode(_ code: String, clientID: String, policy: String, now: Date) async throws -> CodeRedemption {
@@ -145,14 +145,14 @@ struct SQLGrantStore: GrantStore {
         return try await database.transaction { sql in
             // A row lock on PostgreSQL; SQLite's dialect renders none (its single writer serialises).
             let select = sql.select().columns("*").from("authorization_codes").where("code_hash", .equal, hash).for(.update)
-            guard let row = try await select.first(decoding: CodeRow.self), let grant = row.grant else {
+            guard let row = try await select.first(decoding: CodeRow.self, with: .snakeCase), let grant = row.grant else {
                 return .unknown
             }
             if grant.clientID != clientID || grant.policy.lowercased() != policy.lowercased() { return .wrongBinding(grant) }
-            if row.redeemed_at != nil {
+            if row.redeemedAt != nil {
                 try await sql.update("authorization_codes").set("replayed_at", to: now.epochSeconds)
                     .where("code_hash", .equal, hash).run()
-                if let family = row.family_id {
+                if let family = row.familyId {
                     try await Self.revoke(family: family, reason: "authorization code replayed", now: now, sql: sql)
                 }
                 return .replayed
@@ -167,11 +167,11 @@ struct SQLGrantStore: GrantStore {
     public func createFamily(_ family: RefreshTokenFamily, firstToken: String, tokenExpiresAt: Date, forCode code: String?) async throws {
         let familyRow = FamilyRow(family)
         let tokenRow = TokenRow(
-            token_hash: Secrets.sha256Hex(firstToken), family_id: family.id, created_at: family.createdAt.epochSeconds,
-            expires_at: tokenExpiresAt.epochSeconds, used_at: nil)
+            tokenHash: Secrets.sha256Hex(firstToken), familyId: family.id, createdAt: family.createdAt.epochSeconds,
+            expiresAt: tokenExpiresAt.epochSeconds, usedAt: nil)
         try await database.transaction { sql in
-            try await sql.insert(into: "refresh_token_families").model(familyRow).run()
-            try await sql.insert(into: "refresh_tokens").model(tokenRow).run()
+            try await sql.insert(into: "refresh_token_families").model(familyRow, with: .snakeCase).run()
+            try await sql.insert(into: "refresh_tokens").model(tokenRow, with: .snakeCase).run()
             guard let code else { return }
             let hash = Secrets.sha256Hex(code)
             try await sql.update("authorization_codes").set("family_id", to: family.id).where("code_hash", .equal, hash).run()
@@ -204,34 +204,34 @@ struct SQLGrantStore: GrantStore {
                     """
                 ).first()
             else { return .unknown }
-            let familyRow = try row.decode(model: FamilyRow.self)
-            let joined = try row.decode(model: JoinedTokenColumns.self)
+            let familyRow = try row.decode(model: FamilyRow.self, with: .snakeCase)
+            let joined = try row.decode(model: JoinedTokenColumns.self, with: .snakeCase)
             let tokenRow = TokenRow(
-                token_hash: joined.token_hash, family_id: familyRow.id, created_at: joined.token_created_at,
-                expires_at: joined.token_expires_at, used_at: joined.token_used_at)
+                tokenHash: joined.tokenHash, familyId: familyRow.id, createdAt: joined.tokenCreatedAt,
+                expiresAt: joined.tokenExpiresAt, usedAt: joined.tokenUsedAt)
             guard let family = familyRow.family else { return .unknown }
             // Binding first: a token presented at the wrong client or policy is refused without
             // being consumed (research/client-sdk.md §C.10, AADB2C90088).
             if family.tenantID != binding.tenantID || family.clientID != binding.clientID { return .wrongClient(family) }
             if family.policy.lowercased() != binding.policy.lowercased() { return .wrongPolicy(family) }
             if family.revokedAt != nil { return .revoked(family) }
-            if tokenRow.used_at != nil {
+            if tokenRow.usedAt != nil {
                 try await Self.revoke(family: family.id, reason: "rotated refresh token reused", now: now, sql: sql)
                 return .reused(family)
             }
-            let expiresAt = Date(epoch: tokenRow.expires_at)
+            let expiresAt = Date(epoch: tokenRow.expiresAt)
             if expiresAt <= now || (family.slidingExpiresAt.map { $0 <= now } ?? false) {
                 let limit = min(expiresAt, family.slidingExpiresAt ?? expiresAt)
-                return .expired(family, issuedAt: Date(epoch: tokenRow.created_at), expiresAt: limit)
+                return .expired(family, issuedAt: Date(epoch: tokenRow.createdAt), expiresAt: limit)
             }
             try admit(family)
             try await sql.update("refresh_tokens").set("used_at", to: now.epochSeconds)
                 .where("token_hash", .equal, hash).run()
             let next = TokenRow(
-                token_hash: Secrets.sha256Hex(replacement), family_id: family.id, created_at: now.epochSeconds,
-                expires_at: replacementExpiresAt(family).epochSeconds, used_at: nil)
-            try await sql.insert(into: "refresh_tokens").model(next).run()
-            return .rotated(family, tokenIssuedAt: Date(epoch: tokenRow.created_at))
+                tokenHash: Secrets.sha256Hex(replacement), familyId: family.id, createdAt: now.epochSeconds,
+                expiresAt: replacementExpiresAt(family).epochSeconds, usedAt: nil)
+            try await sql.insert(into: "refresh_tokens").model(next, with: .snakeCase).run()
+            return .rotated(family, tokenIssuedAt: Date(epoch: tokenRow.createdAt))
         }
     }
 

@@ -56,12 +56,12 @@ public final class SigningKeyRing: Sendable {
 
     struct Row: Codable {
         var kid: String
-        var private_key_pem: String
+        var privateKeyPem: String
         var bits: Int64
-        var created_at: Int64
-        var activated_at: Int64?
-        var retired_at: Int64?
-        var publish_until: Int64?
+        var createdAt: Int64
+        var activatedAt: Int64?
+        var retiredAt: Int64?
+        var publishUntil: Int64?
 
         static func context(kid: String) -> String { "signing_keys:\(kid)" }
 
@@ -71,8 +71,8 @@ public final class SigningKeyRing: Sendable {
             guard let privateKey = try? _RSA.Signing.PrivateKey(pemRepresentation: pem) else { return nil }
             func date(_ value: Int64?) -> Date? { value.map { Date(timeIntervalSince1970: TimeInterval($0)) } }
             return SigningKey(
-                kid: kid, privateKey: privateKey, createdAt: date(created_at)!, activatedAt: date(activated_at),
-                retiredAt: date(retired_at), publishUntil: date(publish_until))
+                kid: kid, privateKey: privateKey, createdAt: date(createdAt)!, activatedAt: date(activatedAt),
+                retiredAt: date(retiredAt), publishUntil: date(publishUntil))
         }
     }
 
@@ -86,17 +86,17 @@ public final class SigningKeyRing: Sendable {
         }
         let rows = try await database.read { sql in
             try await sql.select().columns("*").from("signing_keys").orderBy("created_at", .descending)
-                .all(decoding: Row.self)
+                .all(decoding: Row.self, with: .snakeCase)
         }
         var keys: [SigningKey] = []
         for row in rows {
             let context = Row.context(kid: row.kid)
-            let (pem, wasClear) = try dataKey.open(row.private_key_pem, context: context)
+            let (pem, wasClear) = try dataKey.open(row.privateKeyPem, context: context)
             if wasClear {
                 let sealed = try dataKey.seal(pem, context: context)
                 try await database.transaction { sql in
                     try await sql.update("signing_keys").set("private_key_pem", to: sealed).where("kid", .equal, row.kid)
-                        .where("private_key_pem", .equal, row.private_key_pem).run()
+                        .where("private_key_pem", .equal, row.privateKeyPem).run()
                 }
             }
             if let key = row.key(opening: pem) { keys.append(key) }
@@ -131,14 +131,14 @@ public final class SigningKeyRing: Sendable {
         let kid = try SigningKey.thumbprint(of: privateKey)
         let now = clock.now.epochSeconds
         let row = Row(
-            kid: kid, private_key_pem: try dataKey.seal(privateKey.pemRepresentation, context: Row.context(kid: kid)),
+            kid: kid, privateKeyPem: try dataKey.seal(privateKey.pemRepresentation, context: Row.context(kid: kid)),
             bits: Int64(privateKey.keySizeInBits),
-            created_at: now, activated_at: now, retired_at: nil, publish_until: nil)
+            createdAt: now, activatedAt: now, retiredAt: nil, publishUntil: nil)
         let publishUntil = now + Int64(retiredKeysPublishedFor)
         try await database.transaction { sql in
             try await sql.update("signing_keys").set("retired_at", to: now).set("publish_until", to: publishUntil)
                 .where("retired_at", .is, SQLLiteral.null).run()
-            try await sql.insert(into: "signing_keys").model(row).run()
+            try await sql.insert(into: "signing_keys").model(row, with: .snakeCase).run()
         }
         cache.withLock { $0 = nil }
         return row.key(opening: privateKey.pemRepresentation)!

@@ -83,41 +83,41 @@ public struct SQLTaskRepository: TaskRepository {
 
     struct Row: Codable {
         var id: String
-        var owner_id: String
+        var ownerId: String
         var title: String
         var completed: Bool
         /// Milliseconds since 1970.
-        var created_at: Int64
-        var updated_at: Int64
-        var completed_at: Int64?
-        var owner_name: String?
+        var createdAt: Int64
+        var updatedAt: Int64
+        var completedAt: Int64?
+        var ownerName: String?
         var version: Int64
 
         /// Column by column instead of through `Decodable`: lists decode up to 101 rows per request.
         init(stored row: StoredRow) throws {
             id = try row.text("id")
-            owner_id = try row.text("owner_id")
+            ownerId = try row.text("owner_id")
             title = try row.text("title")
             completed = try row.bool("completed")
-            created_at = try row.integer("created_at")
-            updated_at = try row.integer("updated_at")
-            completed_at = try row.optionalInteger("completed_at")
-            owner_name = try row.optionalText("owner_name")
+            createdAt = try row.integer("created_at")
+            updatedAt = try row.integer("updated_at")
+            completedAt = try row.optionalInteger("completed_at")
+            ownerName = try row.optionalText("owner_name")
             version = try row.integer("version")
         }
 
         init(
-            id: String, owner_id: String, title: String, completed: Bool, created_at: Int64, updated_at: Int64, completed_at: Int64?,
-            owner_name: String?, version: Int64
+            id: String, ownerId: String, title: String, completed: Bool, createdAt: Int64, updatedAt: Int64, completedAt: Int64?,
+            ownerName: String?, version: Int64
         ) {
             self.id = id
-            self.owner_id = owner_id
+            self.ownerId = ownerId
             self.title = title
             self.completed = completed
-            self.created_at = created_at
-            self.updated_at = updated_at
-            self.completed_at = completed_at
-            self.owner_name = owner_name
+            self.createdAt = createdAt
+            self.updatedAt = updatedAt
+            self.completedAt = completedAt
+            self.ownerName = ownerName
             self.version = version
         }
 
@@ -126,9 +126,9 @@ public struct SQLTaskRepository: TaskRepository {
             func date(_ ms: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(ms) / 1000) }
             return TaskRecord(
                 item: TaskItem(
-                    id: uuid, title: title, completed: completed, createdAt: date(created_at), updatedAt: date(updated_at),
-                    completedAt: completed_at.map(date), ownerName: owner_name),
-                ownerID: owner_id, version: version)
+                    id: uuid, title: title, completed: completed, createdAt: date(createdAt), updatedAt: date(updatedAt),
+                    completedAt: completedAt.map(date), ownerName: ownerName),
+                ownerID: ownerId, version: version)
         }
     }
 
@@ -139,7 +139,7 @@ public struct SQLTaskRepository: TaskRepository {
     ) {
         let rows = try await Self.listRows(database, owner: owner, completed: completed, limit: limit, after: cursor)
         let page = rows.prefix(limit)
-        let next = rows.count > limit ? page.last.map { TaskCursor(createdAt: $0.created_at, id: $0.id) } : nil
+        let next = rows.count > limit ? page.last.map { TaskCursor(createdAt: $0.createdAt, id: $0.id) } : nil
         return (page.compactMap(\.record), next)
     }
 
@@ -169,16 +169,16 @@ public struct SQLTaskRepository: TaskRepository {
         let key = id.uuidString.lowercased()
         return try await database.read { sql in
             try await sql.select().columns("*").from("tasks").where("id", .equal, key).where("owner_id", .equal, owner)
-                .first(decoding: Row.self)
+                .first(decoding: Row.self, with: .snakeCase)
         }?.record
     }
 
     public func create(owner: String, ownerName: String?, title: String, completed: Bool, now: Date) async throws -> TaskRecord {
         let ms = Self.milliseconds(now)
         let row = Row(
-            id: UUID().uuidString.lowercased(), owner_id: owner, title: title, completed: completed, created_at: ms, updated_at: ms,
-            completed_at: completed ? ms : nil, owner_name: ownerName, version: 1)
-        try await database.transaction { sql in try await sql.insert(into: "tasks").model(row).run() }
+            id: UUID().uuidString.lowercased(), ownerId: owner, title: title, completed: completed, createdAt: ms, updatedAt: ms,
+            completedAt: completed ? ms : nil, ownerName: ownerName, version: 1)
+        try await database.transaction { sql in try await sql.insert(into: "tasks").model(row, with: .snakeCase).run() }
         return row.record!
     }
 
@@ -187,18 +187,18 @@ public struct SQLTaskRepository: TaskRepository {
         return try await database.transaction { sql in
             // A row lock on PostgreSQL; SQLite's dialect renders none (its single writer serialises).
             let select = sql.select().columns("*").from("tasks").where("id", .equal, key).where("owner_id", .equal, owner).for(.update)
-            guard var row = try await select.first(decoding: Row.self) else { return .notFound }
+            guard var row = try await select.first(decoding: Row.self, with: .snakeCase) else { return .notFound }
             if let ifVersion, ifVersion != row.version { return .versionMismatch }
             let ms = Self.milliseconds(now)
             if let title = patch.title { row.title = title }
             if let completed = patch.completed, completed != row.completed {
                 row.completed = completed
-                row.completed_at = completed ? ms : nil
+                row.completedAt = completed ? ms : nil
             }
-            row.updated_at = max(ms, row.updated_at)
+            row.updatedAt = max(ms, row.updatedAt)
             row.version += 1
             try await sql.update("tasks").set("title", to: row.title).set("completed", to: row.completed)
-                .set("completed_at", to: row.completed_at).set("updated_at", to: row.updated_at).set("version", to: row.version)
+                .set("completed_at", to: row.completedAt).set("updated_at", to: row.updatedAt).set("version", to: row.version)
                 .where("id", .equal, key).where("owner_id", .equal, owner).run()
             return row.record.map(TaskUpdateResult.updated) ?? .notFound
         }
@@ -210,7 +210,7 @@ public struct SQLTaskRepository: TaskRepository {
             // Row lock on PostgreSQL, so a concurrent PATCH cannot slip between the version check
             // and the delete; SQLite's dialect renders none (its single writer serialises them).
             let select = sql.select().columns("*").from("tasks").where("id", .equal, key).where("owner_id", .equal, owner).for(.update)
-            guard let row = try await select.first(decoding: Row.self), let record = row.record else { return .notFound }
+            guard let row = try await select.first(decoding: Row.self, with: .snakeCase), let record = row.record else { return .notFound }
             if let ifVersion, ifVersion != row.version { return .versionMismatch }
             try await sql.delete(from: "tasks").where("id", .equal, key).where("owner_id", .equal, owner).run()
             return .updated(record)
