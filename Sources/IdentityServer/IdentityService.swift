@@ -18,6 +18,10 @@ struct IdentityService: Sendable {
 
     var now: Date { clock.now }
 
+    var passwords: PasswordAuthenticator {
+        PasswordAuthenticator(users: users, hasher: hasher, lockout: configuration.lockout, secrets: interactions, clock: clock)
+    }
+
     var hosts: HostPolicy { HostPolicy(configuration: configuration) }
 
     func origin(of request: Request) -> String { hosts.origin(of: request) }

@@ -108,7 +108,7 @@ struct PageStep {
         guard !email.isEmpty, !password.isEmpty else {
             return try signInPage(error: "Please enter your email address and password.", email: email, status: .badRequest)
         }
-        let outcome = try await PasswordAuthenticator(service: service).authenticate(
+        let outcome = try await service.passwords.authenticate(
             tenantID: tenant.id, email: email, password: password, source: context.clientAddress, now: service.now,
             logger: context.logger)
         switch outcome {

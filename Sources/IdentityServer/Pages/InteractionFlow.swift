@@ -26,15 +26,11 @@ struct InteractionFlow: Sendable {
         return (Secrets.randomToken(), true)
     }
 
-    func cookie(_ name: String, value: String, maxAge: Int? = nil) -> Cookie {
-        Cookie(
-            name: name, value: value, maxAge: maxAge, path: "/", secure: service.configuration.secureCookies,
-            httpOnly: true, sameSite: .lax)
-    }
+    var cookies: BrowserCookies { BrowserCookies(secure: service.configuration.secureCookies) }
 
-    func expiredCookie(_ name: String) -> Cookie {
-        Cookie(name: name, value: "", maxAge: 0, path: "/", secure: service.configuration.secureCookies, httpOnly: true, sameSite: .lax)
-    }
+    func cookie(_ name: String, value: String, maxAge: Int? = nil) -> Cookie { cookies.cookie(name, value: value, maxAge: maxAge) }
+
+    func expiredCookie(_ name: String) -> Cookie { cookies.expired(name) }
 
     /// Double-submit check: the form's token equals the cookie, and the cookie is the one the
     /// transaction was started with (OWASP CSRF Prevention Cheat Sheet). Both comparisons are
@@ -187,4 +183,15 @@ struct PageError: Error {
             status: error.status == .badRequest ? .badRequest : error.status, title: "Sorry, something went wrong",
             message: error.message, code: error.code)
     }
+}
+
+/// The identity service's cookies: HttpOnly, SameSite=Lax, whole-site, and Secure under HTTPS.
+struct BrowserCookies: Sendable {
+    let secure: Bool
+
+    func cookie(_ name: String, value: String, maxAge: Int? = nil) -> Cookie {
+        Cookie(name: name, value: value, maxAge: maxAge, path: "/", secure: secure, httpOnly: true, sameSite: .lax)
+    }
+
+    func expired(_ name: String) -> Cookie { cookie(name, value: "", maxAge: 0) }
 }

@@ -10,8 +10,12 @@ import WireCoding
 /// named by `id_token_hint` (or `client_id`), or else for some app of the tenant — so logout can
 /// never serve as an open redirector (RFC 9700 §4.11).
 struct LogoutEndpoint: Sendable {
-    let service: IdentityService
-    var flow: InteractionFlow { InteractionFlow(service: service) }
+    let tenants: any TenantDirectory
+    let sessions: any InteractionStore
+    let keys: SigningKeyRing
+    let pages: PageRenderer
+    let cookies: BrowserCookies
+    let clock: any IdentityClock
 
     /// Errors are pages, written by the route group's ``PageErrorMiddleware``.
     @Sendable func handle(_ request: Request, context: PolicyRequestContext) async throws -> Response {
@@ -25,7 +29,7 @@ struct LogoutEndpoint: Sendable {
         }
         let cookieName = InteractionFlow.ssoCookie(for: tenant)
         if let id = request.cookies[cookieName]?.value, !id.isEmpty,
-            let session = try await service.interactions.session(idHash: Secrets.sha256Hex(id), now: service.now)
+            let session = try await sessions.session(idHash: Secrets.sha256Hex(id), now: clock.now)
         {
             // A GET is a link any page can make a browser follow (the SSO cookie is SameSite=Lax):
             // without an ID token of this very session's user, the user confirms first
@@ -35,7 +39,7 @@ struct LogoutEndpoint: Sendable {
             if request.method == .get, try await hintSubject(parameters, tenant: tenant) != session.userID.uuidString.lowercased() {
                 return try confirmation(request, parameters: parameters, tenant: tenant)
             }
-            try await service.interactions.deleteSession(idHash: Secrets.sha256Hex(id))
+            try await sessions.deleteSession(idHash: Secrets.sha256Hex(id))
             context.logger.info("signed out")
         }
         var response: Response
@@ -46,16 +50,16 @@ struct LogoutEndpoint: Sendable {
             }
             response = .redirecting(to: location)
         } else {
-            response = .html(try service.pages.render("signedout", ["title": "Signed out"], tenant: tenant))
+            response = .html(try pages.render("signedout", ["title": "Signed out"], tenant: tenant))
         }
-        response.setCookie(flow.expiredCookie(cookieName))
+        response.setCookie(cookies.expired(cookieName))
         return response
     }
 
     /// The `sub` of a valid `id_token_hint` issued by this tenant, else nil.
     private func hintSubject(_ parameters: RequestParameters, tenant: Tenant) async throws -> String? {
         guard let hint = parameters.nonEmpty("id_token_hint") else { return nil }
-        let keys = try await service.keys.publishedKeys()
+        let keys = try await keys.publishedKeys()
         guard let claims = JSONWebToken.verify(hint, keys: keys), let issuer = claims["iss"] as? String,
             issuer.hasSuffix("/\(tenant.guid)/v2.0/")
         else { return nil }
@@ -70,7 +74,7 @@ struct LogoutEndpoint: Sendable {
         let values: [String: Any] = [
             "title": "Sign out?", "tenantName": tenant.displayName, "action": request.uri.path + policy, "fields": fields,
         ]
-        return .html(try service.pages.render("signout", values, tenant: tenant))
+        return .html(try pages.render("signout", values, tenant: tenant))
     }
 
     private func isAllowed(_ target: String, parameters: RequestParameters, tenant: Tenant) async throws -> Bool {
@@ -78,16 +82,16 @@ struct LogoutEndpoint: Sendable {
         if let hint = parameters.nonEmpty("id_token_hint") {
             // The hint may be expired (that is normal at logout); only its signature and issuer matter.
             // Only keys still published verify: a withdrawn key (keys revoke) is no longer ours.
-            let keys = try await service.keys.publishedKeys()
+            let keys = try await keys.publishedKeys()
             guard let claims = JSONWebToken.verify(hint, keys: keys), let audience = claims["aud"] as? String,
                 let issuer = claims["iss"] as? String, issuer.hasSuffix("/\(tenant.guid)/v2.0/")
             else { return false }
             clientID = audience
         }
         if let clientID {
-            guard let app = try await service.tenants.application(tenantID: tenant.id, clientID: clientID) else { return false }
+            guard let app = try await tenants.application(tenantID: tenant.id, clientID: clientID) else { return false }
             return app.isRegisteredRedirect(target)
         }
-        return try await service.tenants.applications(tenantID: tenant.id).contains { $0.isRegisteredRedirect(target) }
+        return try await tenants.applications(tenantID: tenant.id).contains { $0.isRegisteredRedirect(target) }
     }
 }

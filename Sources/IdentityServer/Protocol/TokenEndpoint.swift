@@ -7,18 +7,24 @@ import WireCoding
 /// `POST …/oauth2/v2.0/token` (SPEC §2.4): the four grants, client authentication and the
 /// B2C token response.
 struct TokenEndpoint: Sendable {
-    let service: IdentityService
+    let tenants: any TenantDirectory
+    let users: any UserDirectory
+    let grants: any GrantStore
+    let tokens: TokenIssuer
+    let passwords: PasswordAuthenticator
+    let clock: any IdentityClock
+    let hosts: HostPolicy
 
     /// Errors are B2C's JSON form, written by the route group's ``OAuthErrorMiddleware``.
     @Sendable func handle(_ request: Request, context: PolicyRequestContext) async throws -> Response {
-        let now = service.now
+        let now = clock.now
         let form = try await FormBody.read(request, context: context)
         let (tenant, flow) = (context.tenant, context.flow)
         let client = try await authenticateClient(request, form: form, tenant: tenant, now: now)
         guard let named = form.nonEmpty("grant_type") else { throw B2CError.missingParameter("grant_type") }
         guard let grantType = GrantType(rawValue: named) else { throw B2CError.grantTypeNotSupported(named) }
-        let origin = service.origin(of: request)
-        let issuer = service.issuer(origin: origin, tenant: tenant)
+        let origin = hosts.origin(of: request)
+        let issuer = HostPolicy.issuer(origin: origin, tenant: tenant)
         let wantsClientInfo = form["client_info"] == "1"
         context.logger.debug(
             "token request",
@@ -58,7 +64,7 @@ struct TokenEndpoint: Sendable {
             secret = basic.password.isEmpty ? secret : basic.password
         }
         guard let clientID else { throw B2CError.missingClientID }
-        guard let client = try await service.tenants.application(tenantID: tenant.id, clientID: clientID) else {
+        guard let client = try await tenants.application(tenantID: tenant.id, clientID: clientID) else {
             throw B2CError.clientNotRegistered(clientID, tenant: tenant.name)
         }
         switch client.kind {
@@ -66,7 +72,7 @@ struct TokenEndpoint: Sendable {
             if secret != nil { throw B2CError.publicClientSentSecret }
         case .confidential:
             guard let secret else { throw B2CError.secretRequired }
-            guard try await service.tenants.verifySecret(clientID: client.clientID, secret: secret, now: now) else {
+            guard try await tenants.verifySecret(clientID: client.clientID, secret: secret, now: now) else {
                 throw B2CError.secretMismatch
             }
         }
@@ -81,7 +87,7 @@ struct TokenEndpoint: Sendable {
     ) async throws -> Response {
         guard let code = form.nonEmpty("code") else { throw B2CError.missingParameter("code") }
         let grant: AuthorizationCodeGrant
-        switch try await service.grants.redeemCode(code, clientID: client.clientIDString, policy: flow.name, now: now) {
+        switch try await grants.redeemCode(code, clientID: client.clientIDString, policy: flow.name, now: now) {
         case .unknown: throw B2CError.malformedGrant
         case .replayed: throw B2CError.grantRevoked
         case .expired(let expired): throw B2CError.grantExpired(now: now, issued: expired.createdAt, expires: expired.expiresAt)
@@ -99,8 +105,8 @@ struct TokenEndpoint: Sendable {
             throw B2CError.redirectNotRegistered(redirectURI, clientID: client.clientIDString)
         }
         try PKCE.verify(verifier: form["code_verifier"], challenge: grant.codeChallenge, method: grant.codeChallengeMethod)
-        guard let user = try await service.users.user(id: grant.userID) else { throw B2CError.accountGone }
-        let apps = try await service.tenants.applications(tenantID: tenant.id)
+        guard let user = try await users.user(id: grant.userID) else { throw B2CError.accountGone }
+        let apps = try await tenants.applications(tenantID: tenant.id)
         let scopes = try GrantedScopes.resolve(grant.scopes, client: client, tenantApps: apps)
         let issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: grant.nonce,
@@ -118,9 +124,9 @@ struct TokenEndpoint: Sendable {
         let lifetime = TimeInterval(flow.lifetimes.refreshTokenSeconds)
         let clientID = client.clientIDString
         let flowName = flow.name
-        let apps = try await service.tenants.applications(tenantID: tenant.id)
+        let apps = try await tenants.applications(tenantID: tenant.id)
         let requested = [String].scopes(form["scope"])
-        let outcome = try await service.grants.rotateRefreshToken(
+        let outcome = try await grants.rotateRefreshToken(
             presented, replacement: replacement,
             binding: RefreshTokenBinding(tenantID: tenant.id, clientID: clientID, policy: flowName),
             admit: { family in
@@ -140,7 +146,7 @@ struct TokenEndpoint: Sendable {
         case .revoked, .reused: throw B2CError.grantRevoked
         case .rotated(let rotated, _): family = rotated
         }
-        guard let user = try await service.users.user(id: family.userID) else { throw B2CError.accountGone }
+        guard let user = try await users.user(id: family.userID) else { throw B2CError.accountGone }
         // offline_access stays granted.
         var scopes = try GrantedScopes.resolve(requested.isEmpty ? family.scopes : requested, client: client, tenantApps: apps)
         if !scopes.offlineAccess {
@@ -163,7 +169,7 @@ struct TokenEndpoint: Sendable {
         guard client.allowPublicClientFlows else { throw B2CError.ropcNotEnabled }
         guard let username = form.nonEmpty("username") else { throw B2CError.missingParameter("username") }
         guard let password = form["password"], !password.isEmpty else { throw B2CError.missingParameter("password") }
-        let authenticator = PasswordAuthenticator(service: service)
+        let authenticator = passwords
         let user: UserAccount
         switch try await authenticator.authenticate(
             tenantID: tenant.id, email: username, password: password, source: source, now: now, logger: logger)
@@ -172,7 +178,7 @@ struct TokenEndpoint: Sendable {
         case .locked: throw B2CError.accountLocked
         case .invalid: throw B2CError.invalidCredentials
         }
-        let apps = try await service.tenants.applications(tenantID: tenant.id)
+        let apps = try await tenants.applications(tenantID: tenant.id)
         let scopes = try GrantedScopes.resolve(.scopes(form["scope"]), client: client, tenantApps: apps)
         let issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: nil,
@@ -186,14 +192,14 @@ struct TokenEndpoint: Sendable {
         _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String, now: Date
     ) async throws -> Response {
         guard client.kind == .confidential else { throw B2CError.grantTypeNotSupported(GrantType.clientCredentials.rawValue) }
-        let apps = try await service.tenants.applications(tenantID: tenant.id)
+        let apps = try await tenants.applications(tenantID: tenant.id)
         let requested = [String].scopes(form["scope"])
         guard !requested.isEmpty else { throw B2CError.missingScope }
         let scopes = try GrantedScopes.resolve(requested, client: client, tenantApps: apps, appOnly: true)
         guard let resource = scopes.resource else { throw B2CError.scopeNeedsResource(requested.joined(separator: " ")) }
         let lifetime = flow.lifetimes.accessTokenSeconds
         let roles = client.permission(on: resource.audience)?.roles ?? []
-        let token = try await service.issuer.appToken(
+        let token = try await self.tokens.appToken(
             client: client, resource: resource, roles: roles, issuer: issuer, lifetime: lifetime, now: now)
         let iat = now.epochSeconds
         var body = JSONObjectBuilder()
@@ -221,14 +227,14 @@ struct TokenEndpoint: Sendable {
             authTime: issuance.authTime, identityProvider: issuance.identityProvider, createdAt: now,
             slidingExpiresAt: sliding, revokedAt: nil, consented: issuance.client.apiPermissions)
         let expires = now.addingTimeInterval(TimeInterval(lifetimes.refreshTokenSeconds))
-        try await service.grants.createFamily(family, firstToken: token, tokenExpiresAt: min(expires, sliding ?? expires), forCode: code)
+        try await grants.createFamily(family, firstToken: token, tokenExpiresAt: min(expires, sliding ?? expires), forCode: code)
         return token
     }
 
     /// The B2C token response, fields in B2C's order, numbers as JSON numbers
     /// (research/b2c-protocol.md §2.5).
     private func respond(_ issuance: IssuanceContext, refreshToken: String?, clientInfo: Bool, now: Date) async throws -> Response {
-        let tokens = try await service.issuer.issue(issuance, now: now)
+        let tokens = try await self.tokens.issue(issuance, now: now)
         let iat = now.epochSeconds
         var body = JSONObjectBuilder()
         body.set("access_token", tokens.accessToken)

@@ -67,7 +67,9 @@ extension IdentityServer {
             .add(middleware: resolver)
             .group(context: PolicyRequestContext.self)
         let metadata = MetadataEndpoints(signingKeys: service.keys, hosts: service.hosts)
-        let token = TokenEndpoint(service: service)
+        let token = TokenEndpoint(
+            tenants: service.tenants, users: service.users, grants: service.grants, tokens: service.issuer, passwords: service.passwords,
+            clock: service.clock, hosts: service.hosts)
         for path in ["v2.0/.well-known/openid-configuration", ".well-known/openid-configuration"] {
             machine.get(RouterPath(path), use: metadata.discovery)
         }
@@ -82,7 +84,9 @@ extension IdentityServer {
             .group(context: PolicyRequestContext.self)
             .add(middleware: PageErrorMiddleware<PolicyRequestContext>(pages: service.pages, clock: service.clock))
         let authorize = AuthorizeEndpoint(service: service)
-        let logout = LogoutEndpoint(service: service)
+        let logout = LogoutEndpoint(
+            tenants: service.tenants, sessions: service.interactions, keys: service.keys, pages: service.pages,
+            cookies: BrowserCookies(secure: service.configuration.secureCookies), clock: service.clock)
         let hosted = HostedPages(service: service)
         for path in ["oauth2/v2.0/authorize", "oauth2/authorize"] {
             browser.get(RouterPath(path), use: authorize.handle)
