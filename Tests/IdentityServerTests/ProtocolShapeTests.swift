@@ -1,10 +1,12 @@
 import CryptoExtras
 import Foundation
+import HTTPTypes
 import HummingbirdTesting
-@testable import IdentityServer
 import Storage
 import TestSupport
 import Testing
+
+@testable import IdentityServer
 
 @Suite("Endpoints in every URL shape, discovery and JWKS")
 struct ProtocolShapeTests {
@@ -113,6 +115,32 @@ struct ProtocolShapeTests {
                 #expect(response.status == .notFound, "\(path)")
                 #expect((response.json["error_description"] as? String)?.hasPrefix("AADB2C90037") == true, "\(path)")
             }
+        }
+    }
+
+    @Test(
+        "hosted pages: each page is a route; another flow's URL, an unknown page and a wrong method are refused",
+        arguments: TestDatabase.engines)
+    func pageRoutes(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            // Setup: a sign-in transaction on its sign-in page.
+            let page = try await driver.start(AuthorizationAttempt(harness: h), harness: h)
+            let action = try #require(page.formAction)
+            let transaction = try #require(URLComponents(string: action)?.queryItems?.first { $0.name == "tx" }?.value)
+            let tenant = h.tenant.name
+
+            // The same transaction under another flow's URL: a page saying so, not the flow.
+            let foreign = try await driver.get("/\(tenant)/B2C_1_sign_in/pages/signin?tx=\(transaction)")
+            #expect(foreign.status == .badRequest)
+            #expect(foreign.text.contains("does not belong to this sign-in"))
+            // A page nobody serves, and a page's wrong method: B2C's JSON 404.
+            for (method, path) in [(HTTPRequest.Method.get, "nothing"), (.get, "cancel"), (.post, "forgot")] {
+                let response = try await driver.request(method, "/\(tenant)/B2C_1_susi/pages/\(path)?tx=\(transaction)", form: [])
+                #expect(response.status == .notFound, "\(method) \(path)")
+                #expect((response.json["error_description"] as? String)?.hasPrefix("AADB2C90037") == true, "\(method) \(path)")
+            }
+            // The transaction still works on its own URL.
+            #expect(try await driver.get(action).status == .ok)
         }
     }
 

@@ -3,18 +3,54 @@ import Hummingbird
 import Logging
 
 /// The hosted pages of a transaction: `…/{tenant}/{policy}/pages/{name}?tx=…` (SPEC §2.3).
-/// GET shows a page; POST (with the CSRF token) acts on it.
+/// GET shows a page; POST (with the CSRF token) acts on it. Each page and method is its own
+/// route; ``TransactionLoader`` loads the transaction first, so a handler starts from a
+/// ``PageRequestContext``. Errors are pages, written by the group's ``PageErrorMiddleware``.
 struct HostedPages: Sendable {
     let service: IdentityService
     var flow: InteractionFlow { InteractionFlow(service: service) }
 
-    /// Errors are pages, written by the route group's ``PageErrorMiddleware``.
-    @Sendable func handle(_ request: Request, context: PolicyRequestContext) async throws -> Response {
-        let page = (context.parameters.get("page") ?? "").lowercased()
-        let query = RequestParameters(query: request.uri.query)
-        let record = try await flow.interaction(query["tx"])
+    func addRoutes(to group: RouterGroup<PolicyRequestContext>) {
+        let pages = group.group("pages").add(middleware: TransactionLoader(flow: flow)).group(context: PageRequestContext.self)
+        pages.get("signin") { request, context in try step(request, context).signInPage() }
+        pages.post("signin") { request, context in try await step(request, context).signIn() }
+        pages.get("signup") { request, context in try await step(request, context).signUpPage() }
+        pages.post("signup") { request, context in try await step(request, context).signUp() }
+        pages.get("forgot") { request, context in try await step(request, context).forgotPassword() }
+        pages.post("cancel") { _, context in try await flow.fail(context.record, with: .userCancelled, context: context) }
+        pages.get("social") { request, context in
+            try step(request, context).social(provider: RequestParameters(query: request.uri.query)["provider"])
+        }
+        pages.get("reset") { request, context in try await step(request, context).resetPage() }
+        pages.post("reset") { request, context in try await step(request, context).reset() }
+        pages.get("profile") { request, context in try await step(request, context).profilePage() }
+        pages.post("profile") { request, context in try await step(request, context).saveProfile() }
+    }
+
+    private func step(_ request: Request, _ context: PageRequestContext) -> PageStep {
+        PageStep(
+            service: service, flow: flow, record: context.record, tenant: context.tenant, userFlow: context.userFlow, request: request,
+            form: context.form, context: context)
+    }
+}
+
+/// A hosted page's transaction, loaded and checked by ``TransactionLoader``.
+struct LoadedTransaction: Sendable {
+    let record: InteractionRecord
+    let userFlow: UserFlow
+    /// A POST's form, its CSRF token checked; empty for a GET.
+    let form: RequestParameters
+}
+
+/// Loads the transaction named by `?tx=`, checks that the page URL names the transaction's own
+/// tenant and flow, and for a POST reads the form and checks its CSRF token (double submit).
+struct TransactionLoader: RouterMiddleware {
+    typealias Context = PolicyRequestContext
+    let flow: InteractionFlow
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let record = try await flow.interaction(RequestParameters(query: request.uri.query)["tx"])
         let (recordTenant, userFlow) = try await flow.tenantAndFlow(of: record)
-        // The page URL must name the transaction's own tenant and flow.
         guard context.route.policy != nil, context.tenant.id == recordTenant.id,
             context.flow.name.lowercased() == userFlow.name.lowercased()
         else {
@@ -24,7 +60,7 @@ struct HostedPages: Sendable {
         if request.method == .post {
             form = try await FormBody.read(request, context: context)
             guard flow.checkCSRF(request: request, form: form, record: record) else {
-                context.logger.warning("CSRF check failed", metadata: ["page": "\(page)"])
+                context.logger.warning("CSRF check failed", metadata: ["path": "\(request.uri.path)"])
                 throw PageError(
                     status: .forbidden, title: "Request blocked",
                     message:
@@ -32,25 +68,35 @@ struct HostedPages: Sendable {
                 )
             }
         }
-        let step = PageStep(
-            service: service, flow: flow, record: record, tenant: recordTenant, userFlow: userFlow, request: request,
-            form: form, context: context)
-        switch (page, request.method) {
-        case ("signin", .get): return try step.signInPage()
-        case ("signin", .post): return try await step.signIn()
-        case ("signup", .get): return try await step.signUpPage()
-        case ("signup", .post): return try await step.signUp()
-        case ("forgot", .get): return try await step.forgotPassword()
-        case ("cancel", .post): return try await flow.fail(record, with: .userCancelled, context: context)
-        case ("social", .get): return try step.social(provider: query["provider"])
-        case ("reset", .get): return try await step.resetPage()
-        case ("reset", .post): return try await step.reset()
-        case ("profile", .get): return try await step.profilePage()
-        case ("profile", .post): return try await step.saveProfile()
-        default:
-            throw PageError(status: .notFound, title: "Not found", message: "There is no such page.")
-        }
+        var context = context
+        context.transaction = LoadedTransaction(record: record, userFlow: userFlow, form: form)
+        return try await next(request, context)
     }
+}
+
+/// The context of a hosted page: the policy context plus its loaded transaction.
+struct PageRequestContext: ChildRequestContext, IdentityContext {
+    var coreContext: CoreRequestContextStorage
+    let correlationID: String
+    let clientAddress: String
+    let tenant: Tenant
+    let record: InteractionRecord
+    let userFlow: UserFlow
+    let form: RequestParameters
+
+    init(context: PolicyRequestContext) throws {
+        guard let transaction = context.transaction else { throw HTTPError(.internalServerError) }
+        coreContext = context.coreContext
+        correlationID = context.correlationID
+        clientAddress = context.clientAddress
+        tenant = context.tenant
+        record = transaction.record
+        userFlow = transaction.userFlow
+        form = transaction.form
+    }
+
+    var maxUploadSize: Int { 64 * 1024 }
+    var brandingTenant: Tenant? { tenant }
 }
 
 /// One request on one page of one transaction.
@@ -62,7 +108,7 @@ struct PageStep {
     let userFlow: UserFlow
     let request: Request
     let form: RequestParameters
-    let context: PolicyRequestContext
+    let context: PageRequestContext
 
     var csrf: String { request.cookies[InteractionFlow.csrfCookie]?.value ?? "" }
 

@@ -58,6 +58,8 @@ struct PolicyRequestContext: ChildRequestContext, IdentityContext {
     let tenant: Tenant
     let flow: UserFlow
     let route: PolicyRoute
+    /// Set by ``TransactionLoader`` for the hosted pages; ``PageRequestContext`` takes it.
+    var transaction: LoadedTransaction?
 
     init(context: IdentityRequestContext) throws {
         // The group's PolicyResolver always runs first; reaching here without it is a wiring bug.

@@ -96,8 +96,7 @@ extension IdentityServer {
             browser.get(RouterPath(path), use: logout.handle)
             browser.post(RouterPath(path), use: logout.handle)
         }
-        browser.get("pages/:page", use: hosted.handle)
-        browser.post("pages/:page", use: hosted.handle)
+        hosted.addRoutes(to: browser)
     }
 }
 
