@@ -76,13 +76,12 @@ public struct TodoSystem: Sendable {
             let tasks = try await taskServer(
                 configuration, database: database, defaults: ([], []), caPath: nil, teardown: teardown, logger: logger)
             let box = SystemBox()
-            let api = Application(
-                router: tasks.buildRouter(), server: server,
-                configuration: ApplicationConfiguration(
-                    address: .hostname(configuration.host, port: configuration.apiPort), serverName: "TodoB2C"),
-                onServerRunning: { _ in box.system.map(onServing) }, logger: logger)
+            let api = listener(
+                tasks.buildRouter(), server: server, configuration, port: configuration.apiPort, logger: logger,
+                onServing: { box.system.map(onServing) })
             let system = TodoSystem(
-                configuration: configuration, identity: nil, seed: nil, settingsPath: nil, caCertificatePath: nil, database: database, dataKey: dataKey,
+                configuration: configuration, identity: nil, seed: nil, settingsPath: nil, caCertificatePath: nil, database: database,
+                dataKey: dataKey,
                 services: [TeardownService(teardown: teardown, logger: logger), api], logger: logger)
             box.system = system
             return system
@@ -134,19 +133,12 @@ public struct TodoSystem: Sendable {
         webApp?.addRoutes(to: apiRouter)
 
         let box = SystemBox()
-        let identityApp = Application(
-            router: identity.buildRouter(), server: server,
-            configuration: ApplicationConfiguration(
-                address: .hostname(configuration.host, port: configuration.identityPort), serverName: "TodoB2C"),
-            onServerRunning: { _ in box.system.map(onServing) }, logger: logger)
+        let identityApp = listener(
+            identity.buildRouter(), server: server, configuration, port: configuration.identityPort, logger: logger,
+            onServing: { box.system.map(onServing) })
         var services: [any Service] = [TeardownService(teardown: teardown, logger: logger), identityApp]
         if configuration.parts == .all {
-            services.append(
-                Application(
-                    router: apiRouter, server: server,
-                    configuration: ApplicationConfiguration(
-                        address: .hostname(configuration.host, port: configuration.apiPort), serverName: "TodoB2C"),
-                    logger: logger))
+            services.append(listener(apiRouter, server: server, configuration, port: configuration.apiPort, logger: logger))
         }
         services.append(SweepService(identity: identity, webApp: webApp, logger: logger))
         let system = TodoSystem(
@@ -154,6 +146,17 @@ public struct TodoSystem: Sendable {
             database: database, dataKey: dataKey, services: services, logger: logger)
         box.system = system
         return system
+    }
+
+    /// One HTTP listener of the system on `port`.
+    private static func listener<Context: RequestContext>(
+        _ router: Router<Context>, server: HTTPServerBuilder, _ configuration: SystemConfiguration, port: Int, logger: Logger,
+        onServing: @escaping @Sendable () -> Void = {}
+    ) -> some Service where Context.Source == ApplicationRequestContextSource {
+        Application(
+            router: router, server: server,
+            configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: port), serverName: "TodoB2C"),
+            onServerRunning: { _ in onServing() }, logger: logger)
     }
 
     /// The Task API, trusting the configured authorities and audiences or, when none are
