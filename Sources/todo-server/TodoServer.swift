@@ -1,6 +1,6 @@
 import ArgumentParser
 
-/// `todo-server`: the composition root. `serve` runs the system; the other commands administer
+/// `todo-server`: `serve` runs the system that ``TodoSystem`` builds; the other commands administer
 /// the same data directory or database, with the server running or not (SPEC §1).
 @main
 struct TodoServer: AsyncParsableCommand {

@@ -20,7 +20,6 @@ enum Terminal {
     static func green(_ text: String) -> String { paint(text, "32") }
     static func dim(_ text: String) -> String { paint(text, "2") }
     static func bold(_ text: String) -> String { paint(text, "1") }
-    static func red(_ text: String) -> String { paint(text, "31") }
 
     private static func paint(_ text: String, _ code: String) -> String { colour ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }
 

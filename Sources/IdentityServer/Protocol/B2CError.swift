@@ -140,12 +140,6 @@ extension B2CError {
     static let malformedGrant = B2CError("invalid_grant", "AADB2C90090", "The provided JWE is not a valid 5 segment token.")
     static let userCancelled = B2CError(
         "access_denied", "AADB2C90091", "The user has cancelled entering self-asserted information.")
-    static func openIDRequired(clientID: String) -> B2CError {
-        B2CError(
-            "invalid_request", "AADB2C90107",
-            "The application with ID '\(clientID)' cannot get an ID token either because the openid scope was not provided in the request or the application is not authorized for it."
-        )
-    }
     static let openIDRequiredForIDToken = B2CError(
         "invalid_request", "AADB2C90110",
         "The scope parameter must include 'openid' when requesting a response_type that includes 'id_token'.")
