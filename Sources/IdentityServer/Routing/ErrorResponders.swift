@@ -9,6 +9,7 @@ import Storage
 //   trusted, hosted pages, logout, the federation callback);
 // - ``RedirectResponder/error(_:redirectURI:mode:state:correlationID:now:)``: to the app's
 //   redirect URI, once it is trusted (the authorize controller and a finished transaction);
+// - ``GraphErrorMiddleware`` (Graph/GraphError.swift): Graph's `{"error":{"code",…}}` for `/v1.0`;
 // - ``UnhandledErrorMiddleware``: everything else, as B2C's JSON 404 or 500.
 
 /// B2C's JSON error form (research/b2c-protocol.md §4.2) for the machine-facing endpoints.

@@ -20,8 +20,9 @@ extension IdentityServer {
         router.get("healthz") { _, _ -> Response in .json(.object([("status", .string("ok"))])) }
         router.get("static/style.css", use: assets.defaultStylesheet)
         router.get("static/tenants/:tenant/style.css", use: assets.tenantStylesheet)
-        router.get(
-            "v1.0/me",
+        let graph = router.group("v1.0").add(middleware: GraphErrorMiddleware<IdentityRequestContext>(clock: service.clock))
+        graph.get(
+            "me",
             use: GraphMe(keys: service.keys, users: service.users, tenants: service.tenants, clock: service.clock, hosts: service.hosts)
                 .handle)
         // MSAL Python asks for the user realm before ROPC and accepts a 404 (research/client-sdk.md §C.8).
