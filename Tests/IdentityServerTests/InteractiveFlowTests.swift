@@ -1,9 +1,11 @@
 import Foundation
+import HTTPTypes
 import HummingbirdTesting
-@testable import IdentityServer
 import Storage
 import TestSupport
 import Testing
+
+@testable import IdentityServer
 
 @Suite("Authorize, hosted pages and the authorization-code grant")
 struct InteractiveFlowTests {
@@ -372,9 +374,21 @@ struct InteractiveFlowTests {
             #expect(me.json["@odata.context"] as? String == "https://graph.microsoft.com/v1.0/$metadata#users/$entity")
             #expect(me.json.keys.contains("businessPhones"))
             let apiToken = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["access_token"] as! String
-            #expect(try await driver.get("/v1.0/me", headers: [.authorization: "Bearer \(apiToken)"]).status == .forbidden)
-            #expect(try await driver.get("/v1.0/me").status == .unauthorized)
-            #expect(try await driver.get("/v1.0/me", headers: [.authorization: "Bearer \(token.dropLast(3))abc"]).status == .unauthorized)
+            // Refusals in Graph's error form, with its codes and the request's id.
+            let refusals: [(HTTPFields, HTTPResponse.Status, String)] = [
+                ([.authorization: "Bearer \(apiToken)"], .forbidden, "Authorization_RequestDenied"),
+                ([:], .unauthorized, "InvalidAuthenticationToken"),
+                ([.authorization: "Bearer \(token.dropLast(3))abc"], .unauthorized, "InvalidAuthenticationToken"),
+            ]
+            for (headers, status, code) in refusals {
+                let refused = try await driver.get("/v1.0/me", headers: headers)
+                #expect(refused.status == status, "\(code)")
+                let error = refused.json["error"] as? [String: Any]
+                #expect(error?["code"] as? String == code)
+                let inner = error?["innerError"] as? [String: Any]
+                #expect(inner?["request-id"] as? String == refused.headers[HTTPField.Name("client-request-id")!])
+                if status == .unauthorized { #expect(refused.headers[.wwwAuthenticate]?.hasPrefix("Bearer") == true) }
+            }
         }
     }
 
