@@ -67,6 +67,8 @@ public struct TodoSystem: Sendable {
         _ configuration: SystemConfiguration, teardown: Teardown, logger: Logger, onServing: @escaping @Sendable (TodoSystem) -> Void
     ) async throws -> TodoSystem {
         let store = configuration.store
+        // A broken tenant file is refused before anything is opened or migrated.
+        let declaration = try configuration.tenantConfig.map(TenantDeclaration.load(path:))
         let dataKey = try store.loadDataKey()
         let database = try await DatabaseFactory.open(url: store.databaseURL, logger: logger)
         teardown.add("database") { try await database.close() }
@@ -101,8 +103,7 @@ public struct TodoSystem: Sendable {
         teardown.add("password hasher") { try await identity.shutdown() }
 
         var seed = try await identity.seedDevelopmentTenant(apiPort: configuration.apiPort)
-        if let path = configuration.tenantConfig {
-            let declaration = try TenantDeclaration.load(path: path)
+        if let path = configuration.tenantConfig, let declaration {
             seed.tenant = try await declaration.apply(to: identity, baseDirectory: URL(fileURLWithPath: path).deletingLastPathComponent())
             logger.info("tenant declared", metadata: ["tenant": "\(seed.tenant.name)", "file": "\(path)"])
         }

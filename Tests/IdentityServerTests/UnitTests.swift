@@ -228,6 +228,34 @@ struct UnitTests {
         #expect(parsed?["a\"b"] as? String == "line\nbreak\u{1}")
     }
 
+    @Test("a tenant file that is not YAML, misses a key or mistypes one is refused in one line naming the place")
+    func tenantDeclarationSyntax() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tenant-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cases: [(String, String)] = [
+            ("tenant: [unclosed\n", "line 2, column 1: did not find expected ',' or ']'"),
+            ("userFlows: []\napplications: []\n", "'tenant' is missing"),
+            ("tenant: { name: c.onmicrosoft.com }\nuserFlows: 5\napplications: []\n", "'userFlows' should be"),
+        ]
+        for (index, (text, expected)) in cases.enumerated() {
+            let file = directory.appendingPathComponent("case\(index).yaml")
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            do {
+                _ = try TenantDeclaration.load(path: file.path)
+                Issue.record("case \(index) was accepted")
+            } catch {
+                let message = "\(error)"
+                #expect(message.contains(expected), "\(message)")
+                #expect(message.contains(file.path))
+                #expect(!message.contains("\n"), "one line: \(message)")
+            }
+        }
+        #expect(throws: TenantDeclaration.DeclarationError.self) {
+            try TenantDeclaration.load(path: directory.appendingPathComponent("none.yaml").path)
+        }
+    }
+
     @Test("a YAML tenant declaration with problems names all of them")
     func tenantDeclaration() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tenant-\(UUID().uuidString)")

@@ -118,3 +118,21 @@ def test_key_material_is_sealed_with_a_data_key_outside_the_database(admin, tmp_
     assert other.returncode != 0
     assert "TODO_DATA_KEY" in other.stderr and len(other.stderr.strip().splitlines()) == 1
     assert "active" in admin("keys", "list").stdout
+
+
+def test_serve_refuses_broken_settings_and_tenant_files_in_one_line_each(admin, tmp_path):
+    """serve stops before listening, with exit status 1 (no crash, no trace) and one line per problem."""
+    broken = tmp_path / "tenant.yaml"
+    broken.write_text("tenant: [unclosed\n")
+    result = admin("serve", "--tenant-config", str(broken), "--identity-port", "1", "--api-port", "2", check=False)
+    assert result.returncode == 1, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "line 2, column 1" in lines[0] and str(broken) in lines[0], result.stderr
+
+    bad = admin("serve", "--identity-port", "http", "--api-port", "70000", "--log-level", "loud", check=False)
+    assert bad.returncode == 1, bad.stderr
+    problems = [line for line in bad.stderr.splitlines() if line.strip()]
+    assert len(problems) == 3, bad.stderr
+    assert any("--identity-port (TODO_IDENTITY_PORT)" in line for line in problems)
+    assert any("--api-port (TODO_API_PORT)" in line for line in problems)
+    assert any("--log-level (TODO_LOG_LEVEL)" in line for line in problems)

@@ -85,15 +85,38 @@ public struct TenantDeclaration: Decodable, Sendable {
     }
 
     public static func load(path: String) throws -> TenantDeclaration {
-        let text = try String(contentsOfFile: path, encoding: .utf8)
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw DeclarationError.invalid("cannot read \(path) as UTF-8 text")
+        }
         let declaration: TenantDeclaration
         do {
             declaration = try YAMLDecoder().decode(TenantDeclaration.self, from: text)
         } catch {
-            throw DeclarationError.invalid("\(path): \(error)")
+            throw DeclarationError.invalid("\(path): \(Self.explain(error))")
         }
         try declaration.validate(relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent())
         return declaration
+    }
+
+    /// One line naming where the file is wrong and how: the YAML position for a syntax error,
+    /// the key path for a missing or mistyped value.
+    static func explain(_ error: any Error) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+        }
+        switch error {
+        case YamlError.scanner(_, let problem, let mark, _), YamlError.parser(_, let problem, let mark, _):
+            return "line \(mark.line), column \(mark.column): \(problem)"
+        case DecodingError.dataCorrupted(let context):
+            if let underlying = context.underlyingError { return explain(underlying) }
+            return "\(path(context.codingPath)): \(context.debugDescription)"
+        case DecodingError.keyNotFound(let key, let context):
+            return "'\(path(context.codingPath + [key]))' is missing"
+        case DecodingError.typeMismatch(let type, let context), DecodingError.valueNotFound(let type, let context):
+            return "'\(path(context.codingPath))' should be \(type == String.self ? "text" : "a \(type)")"
+        default:
+            return String(describing: error).split(separator: "\n").first.map(String.init) ?? "not a tenant declaration"
+        }
     }
 
     /// Checks everything and names every problem at once (configuration fails fast, STYLE.md).
