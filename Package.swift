@@ -33,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // The shared data types: the Task API's DTOs, the text rules, ClientSettings.
@@ -66,6 +67,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "TaskClient", dependencies: ["IdentityClient", "TodoModels"], swiftSettings: swiftSettings),
+        // The SDK's transport over AsyncHTTPClient, for the web app and the CLI: pooled
+        // connections and an extra CA to trust (the development CA of `serve --tls`).
+        .target(
+            name: "HTTPClientTransport",
+            dependencies: [
+                "IdentityClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "WebApp",
             dependencies: [
@@ -79,8 +92,6 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SQLKit", package: "sql-kit"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             resources: [.copy("Resources")],
             swiftSettings: swiftSettings
@@ -151,6 +162,7 @@ let package = Package(
         .target(
             name: "TodoSystem",
             dependencies: [
+                "HTTPClientTransport",
                 "IdentityServer",
                 "TaskService",
                 "WebApp",

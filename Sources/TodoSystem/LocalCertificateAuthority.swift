@@ -55,6 +55,9 @@ struct LocalCertificateAuthority {
                 // RFC 5280 §4.2.1.10: a client that trusts this CA trusts it for these names only,
                 // so its key cannot vouch for any other site.
                 Critical(NameConstraints(permittedSubtrees: Self.permittedSubtrees(for: names)))
+                // RFC 5280 §4.2.1.2 and §4.2.1.1: key identifiers link the chain (BoringSSL, which
+                // NIO's TLS uses, will not build a chain without them).
+                SubjectKeyIdentifier(hash: .init(caKey.publicKey))
             },
             issuerPrivateKey: .init(caKey))
 
@@ -68,6 +71,7 @@ struct LocalCertificateAuthority {
                 Critical(KeyUsage(digitalSignature: true))
                 try ExtendedKeyUsage([.serverAuth])
                 SubjectAlternativeNames(Self.generalNames(names))
+                AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: .init(caKey.publicKey)).keyIdentifier)
             },
             issuerPrivateKey: .init(caKey))
 

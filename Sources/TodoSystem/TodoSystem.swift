@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClientTransport
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS

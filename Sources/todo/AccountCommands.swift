@@ -13,6 +13,7 @@ struct Login: AsyncParsableCommand {
     @Flag(help: "Read the password from standard input (with --username).") var passwordStdin = false
     @Flag(help: "Print the sign-in URL instead of opening a browser.") var noBrowser = false
     @Option(help: "Seconds to wait for the browser.") var timeout = 300
+    @Flag(help: "Let the identity service's browser session sign you in without asking (single sign-on).") var sso = false
 
     func validate() throws {
         if [policy != nil, signUp, facebook].filter({ $0 }).count > 1 {
@@ -40,8 +41,10 @@ struct Login: AsyncParsableCommand {
             } else {
                 let settings = session.settings
                 let chosen = policy ?? (signUp ? settings.signUpPolicy : facebook ? settings.facebookPolicy : settings.signUpSignInPolicy)
+                // `todo login` asks, as the tutorials' apps do (`prompt=login`): after `todo logout`
+                // the browser's SSO cookie must not sign the previous user back in unasked.
                 let parameters = InteractiveParameters(
-                    scopes: settings.scopes, policy: chosen, domainHint: facebook ? "facebook.com" : nil)
+                    scopes: settings.scopes, policy: chosen, prompt: sso ? nil : .login, domainHint: facebook ? "facebook.com" : nil)
                 result = try await Interactive.signIn(session, parameters, noBrowser: noBrowser, timeout: timeout)
             }
             Account.report(result.account, global: global, verb: "Signed in as")

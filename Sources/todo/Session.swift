@@ -10,7 +10,10 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: "Client settings (JSON or the tutorials' plist). Default: $TODO_SETTINGS or ./.todo-data/settings.json.")
     var settings: String?
 
-    @Option(help: "Token cache file. Default: $TODO_TOKEN_CACHE or ~/.config/todob2c/token-cache.json.")
+    @Option(
+        help:
+            "Token cache file. Default: $TODO_TOKEN_CACHE, else $XDG_CONFIG_HOME/todob2c/token-cache.json, else $HOME/.config/todob2c/token-cache.json."
+    )
     var tokenCache: String?
 
     @Flag(help: "Machine-readable output.")
@@ -32,9 +35,7 @@ struct Session {
         let environment = ProcessInfo.processInfo.environment
         let settingsPath = options.settings ?? environment["TODO_SETTINGS"] ?? ".todo-data/settings.json"
         settings = try ResolvedSettings(contentsOf: URL(fileURLWithPath: settingsPath))
-        let cachePath =
-            options.tokenCache ?? environment["TODO_TOKEN_CACHE"]
-            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config/todob2c/token-cache.json").path
+        let cachePath = options.tokenCache ?? environment["TODO_TOKEN_CACHE"] ?? Self.defaultCachePath(environment)
         let store = FileTokenStore(url: URL(fileURLWithPath: cachePath)) { movedTo in
             Terminal.error("the token cache was corrupted; it was moved to \(movedTo.path). Please sign in again.")
         }
@@ -49,6 +50,21 @@ struct Session {
         app = PublicClientApplication(
             configuration: ClientConfiguration(
                 clientID: settings.clientID, authority: authority, redirectURI: settings.redirectURI, tokenStore: store, logger: logger))
+    }
+
+    /// The XDG base directory rule: `$XDG_CONFIG_HOME` when set to an absolute path, else
+    /// `$HOME/.config`. Foundation's home directory on Linux is the passwd entry's, which ignores
+    /// `$HOME`, so sandboxes and tests would share one cache.
+    static func defaultCachePath(_ environment: [String: String]) -> String {
+        let base: URL
+        if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") {
+            base = URL(fileURLWithPath: config)
+        } else if let home = environment["HOME"], home.hasPrefix("/") {
+            base = URL(fileURLWithPath: home).appendingPathComponent(".config")
+        } else {
+            base = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config")
+        }
+        return base.appendingPathComponent("todob2c/token-cache.json").path
     }
 
     /// The current account, or a clear error.

@@ -161,6 +161,8 @@ def test_browser_login_through_the_loopback_redirect(cli, server):
     try:
         url = Lines(process).url()
         assert "code_challenge_method=S256" in url and "response_mode=form_post" in url
+        # `todo login` asks again, as the tutorials' apps do: no silent sign-in from an old SSO cookie.
+        assert "prompt=login" in url
         browser = requests.Session()
         page = Page(browser.get(url))
         answer = page.submit(browser, "localAccountForm", {"email": email, "password": "Cli-Passw0rd"})
@@ -196,3 +198,30 @@ def test_forgot_password_during_login_leads_into_the_reset_flow(cli):
     finally:
         process.kill()
         process.wait()
+
+
+def test_login_with_sso_lets_the_browser_session_answer(cli):
+    process = subprocess.Popen([cli.binary, "login", "--sso", "--no-browser", "--timeout", "60"], env=cli.environment,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "prompt=" not in Lines(process).url()
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize("variable", ["HOME", "XDG_CONFIG_HOME"])
+def test_the_token_cache_follows_home_and_xdg_config_home(tmp_path, variable):
+    """Foundation's home directory on Linux is the passwd entry's; the CLI follows the
+    environment instead, so two sandboxes never share a cache."""
+    email = add_user(unique_email("cache"))
+    environment = {key: value for key, value in os.environ.items() if key not in ("TODO_TOKEN_CACHE", "XDG_CONFIG_HOME")}
+    environment[variable] = str(tmp_path)
+    environment["NO_COLOR"] = "1"
+    result = subprocess.run([os.environ["TODO_CLI_BIN"], "login", "--username", email, "--password-stdin"],
+                            input="Cli-Passw0rd\n", capture_output=True, text=True, timeout=120, env=environment)
+    assert result.returncode == 0, result.stderr
+    expected = tmp_path / (".config/todob2c/token-cache.json" if variable == "HOME" else "todob2c/token-cache.json")
+    assert expected.exists()
+    assert email in subprocess.run([os.environ["TODO_CLI_BIN"], "whoami"], capture_output=True, text=True, timeout=60,
+                                   env=environment).stdout

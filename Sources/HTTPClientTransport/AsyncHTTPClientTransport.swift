@@ -15,7 +15,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// - Parameter additionalCACertificatePath: a PEM CA to trust besides the system's.
     public init(additionalCACertificatePath: String? = nil) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
-        if let path = additionalCACertificatePath { tls.additionalTrustRoots = [.file(path)] }
+        if let path = additionalCACertificatePath {
+            tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(path))]
+        }
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 32)
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
