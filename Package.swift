@@ -99,6 +99,7 @@ let package = Package(
         .executableTarget(
             name: "todo",
             dependencies: [
+                "HTTPClientTransport",
                 "IdentityClient",
                 "TaskClient",
                 "TodoModels",

@@ -31,6 +31,9 @@ struct LocalCertificateAuthority {
             let pem = try? String(contentsOfFile: serverCertificatePath, encoding: .utf8),
             let certificate = try? Certificate(pemEncoded: pem), certificate.notValidAfter > Date().addingTimeInterval(86_400),
             let covered = try? certificate.extensions.subjectAlternativeNames,
+            // Pairs made before the CA carried key identifiers and DNS-only constraints (which
+            // NIO's TLS rejects) are made again.
+            (try? certificate.extensions.authorityKeyIdentifier) != nil,
             Set(Self.generalNames(Self.names(for: hosts))).isSubset(of: Set(covered))
         {
             return
@@ -89,14 +92,13 @@ struct LocalCertificateAuthority {
         }
     }
 
-    /// The CA's permitted subtrees: each DNS name, and each address with an all-ones mask.
+    /// The CA's permitted subtrees: the DNS names only. An iPAddress constraint (RFC 5280
+    /// §4.2.1.10) would bind the served addresses too, but BoringSSL, which swift-nio-ssl embeds,
+    /// does not evaluate that constraint type and fails the whole chain
+    /// (X509_V_ERR_UNSUPPORTED_CONSTRAINT_TYPE), so the web app and the CLI could not connect.
+    /// The loopback addresses stay in the server certificate's names.
     static func permittedSubtrees(for names: [String]) -> [GeneralName] {
-        names.map { name in
-            if let address = IPAddressBytes(name) {
-                return .ipAddress(ASN1OctetString(contentBytes: (address + Array(repeating: 0xFF, count: address.count))[...]))
-            }
-            return .dnsName(name)
-        }
+        names.filter { IPAddressBytes($0) == nil }.map { .dnsName($0) }
     }
 
     private func write(_ text: String, to path: String, mode: Int) throws {

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import HTTPClientTransport
 import IdentityClient
 import Logging
+import Synchronization
 import TaskClient
 import TodoModels
 
@@ -28,6 +30,7 @@ struct GlobalOptions: ParsableArguments {
 struct Session {
     let settings: ResolvedSettings
     let app: PublicClientApplication
+    let transport: any HTTPTransport
     let options: GlobalOptions
 
     init(_ options: GlobalOptions) throws {
@@ -47,9 +50,11 @@ struct Session {
         } catch {
             throw CommandError("the settings' authority is unusable: \(error)")
         }
+        transport = try CLITransport.shared(trusting: settings.caCertificate)
         app = PublicClientApplication(
             configuration: ClientConfiguration(
-                clientID: settings.clientID, authority: authority, redirectURI: settings.redirectURI, tokenStore: store, logger: logger))
+                clientID: settings.clientID, authority: authority, redirectURI: settings.redirectURI, tokenStore: store,
+                transport: transport, logger: logger))
     }
 
     /// The XDG base directory rule: `$XDG_CONFIG_HOME` when set to an absolute path, else
@@ -78,7 +83,7 @@ struct Session {
         let account = try await account()
         let app = self.app
         let scopes = settings.scopes
-        return TaskClient(baseURL: settings.taskAPI) { force in
+        return TaskClient(baseURL: settings.taskAPI, transport: transport) { force in
             try await app.acquireTokenSilently(scopes: scopes, account: account, forceRefresh: force).accessToken
         }
     }
@@ -103,16 +108,48 @@ enum Failure {
     }
 }
 
-/// Runs a command body and exits 1 with one line on failure.
+/// Runs a command body and exits 1 with one line on failure; releases the HTTP client either way.
 func reportingFailures(_ body: () async throws -> Void) async throws {
     do {
         try await body()
+        await CLITransport.finish()
     } catch let error as CleanExit {
+        await CLITransport.finish()
         throw error
     } catch let error as ExitCode {
+        await CLITransport.finish()
         throw error
     } catch {
+        await CLITransport.finish()
         Terminal.error(Failure.message(error))
         throw ExitCode.failure
+    }
+}
+
+/// The CLI's HTTP transport: the SDK's `URLSession` one, or AsyncHTTPClient when the settings
+/// name a CA to trust (`caCertificate`, written by `serve --tls`): FoundationNetworking on Linux
+/// takes no extra CA. Made once per process and shut down when the command ends.
+enum CLITransport {
+    private static let made = Mutex<AsyncHTTPClientTransport?>(nil)
+
+    static func shared(trusting caPath: String?) throws -> any HTTPTransport {
+        guard let caPath else { return URLSessionTransport() }
+        guard FileManager.default.isReadableFile(atPath: caPath) else {
+            throw CommandError("the settings' caCertificate \(caPath) cannot be read")
+        }
+        return try made.withLock { existing in
+            if let existing { return existing }
+            let transport = try AsyncHTTPClientTransport(additionalCACertificatePath: caPath)
+            existing = transport
+            return transport
+        }
+    }
+
+    static func finish() async {
+        let transport = made.withLock { existing in
+            defer { existing = nil }
+            return existing
+        }
+        try? await transport?.shutdown()
     }
 }

@@ -32,12 +32,13 @@ def cli(tmp_path):
     return run
 
 
-def add_user(email, password="Cli-Passw0rd", name="Cli User"):
-    settings = Path(os.environ["TODO_SETTINGS"])
+def add_user(email, password="Cli-Passw0rd", name="Cli User", settings=None, database_url=None):
+    settings = Path(settings or os.environ["TODO_SETTINGS"])
+    database_url = os.environ.get("TODO_SERVER_DATABASE_URL") if database_url is None else database_url
     command = [os.environ["TODO_SERVER_BIN"], "users", "add", "--data-dir", str(settings.parent), "--email", email, "--name", name,
                "--password-stdin"]
-    if os.environ.get("TODO_SERVER_DATABASE_URL"):
-        command += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
+    if database_url:
+        command += ["--database-url", database_url]
     subprocess.run(command, input=password + "\n", text=True, check=True, capture_output=True)
     return email
 
@@ -225,3 +226,23 @@ def test_the_token_cache_follows_home_and_xdg_config_home(tmp_path, variable):
     assert expected.exists()
     assert email in subprocess.run([os.environ["TODO_CLI_BIN"], "whoami"], capture_output=True, text=True, timeout=60,
                                    env=environment).stdout
+
+
+def test_every_command_works_against_the_tls_server_through_the_settings_ca(tmp_path, tls_server):
+    """settings.json of `serve --tls` names its development CA (`caCertificate`); the CLI trusts
+    it for the identity service and the Task API alike."""
+    settings = os.environ["TODO_TLS_SETTINGS"]
+    assert json.loads(Path(settings).read_text())["caCertificate"]
+    # The TLS server of scripts/test keeps its data in SQLite in its data dir.
+    email = add_user(unique_email("tls"), settings=settings, database_url="")
+    environment = dict(os.environ, TODO_SETTINGS=settings, TODO_TOKEN_CACHE=str(tmp_path / "cache.json"), NO_COLOR="1")
+
+    def run(*arguments, stdin=None):
+        result = subprocess.run([os.environ["TODO_CLI_BIN"], *arguments], input=stdin, capture_output=True, text=True,
+                                timeout=120, env=environment)
+        assert result.returncode == 0, f"todo {' '.join(arguments)}: {result.stderr}"
+        return result.stdout
+
+    assert f"Signed in as {email}" in run("login", "--username", email, "--password-stdin", stdin="Cli-Passw0rd\n")
+    run("add", "Over", "TLS")
+    assert "Over TLS" in run("list")

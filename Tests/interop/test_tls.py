@@ -2,11 +2,14 @@
 development CA that can vouch only for the names it was made for, for about a year."""
 
 import datetime
+import json
+import os
 import socket
 import ssl
 from urllib.parse import urlparse
 
 import pytest
+import requests
 from cryptography import x509
 
 
@@ -59,7 +62,20 @@ def test_the_development_ca_is_name_constrained_and_short_lived(tls_server):
     constraints = ca.extensions.get_extension_for_class(x509.NameConstraints)
     assert constraints.critical
     permitted = {str(name.value) for name in constraints.value.permitted_subtrees}
-    assert "localhost" in permitted
-    assert any(name.startswith("127.0.0.1") for name in permitted)
+    # DNS names only: BoringSSL (swift-nio-ssl) fails a chain whose CA has iPAddress constraints.
+    assert permitted == {"localhost"}, permitted
+    assert all(isinstance(name, x509.DNSName) for name in constraints.value.permitted_subtrees)
+    # Key identifiers link the chain (RFC 5280 §4.2.1.1-2).
+    ca.extensions.get_extension_for_class(x509.SubjectKeyIdentifier)
     lifetime = ca.not_valid_after_utc - ca.not_valid_before_utc
     assert lifetime <= datetime.timedelta(days=399), lifetime
+
+
+def test_the_web_app_reaches_the_identity_service_through_the_development_ca(tls_server):
+    """The web app (a confidential client inside the server) fetches the identity service's
+    discovery over TLS, trusting the same CA: sign-in starts with a redirect, not a 502."""
+    settings = json.load(open(os.environ["TODO_TLS_SETTINGS"]))
+    api = urlparse(settings["taskAPI"])
+    response = requests.get(f"https://localhost:{api.port}/auth/signin", verify=tls_server.ca, allow_redirects=False, timeout=30)
+    assert response.status_code in (302, 303), response.status_code
+    assert "/oauth2/v2.0/authorize" in response.headers["Location"]
