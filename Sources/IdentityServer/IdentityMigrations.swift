@@ -175,5 +175,9 @@ enum IdentityMigrations {
                     """,
                     "CREATE INDEX lockout_unknown_names_updated ON lockout_unknown_names (updated_at)",
                 ]),
+            // Per-app PKCE policy (SPEC §2.8): optional unless the registration requires it.
+            Migration(
+                version: 15, name: "require PKCE per app",
+                ["ALTER TABLE applications ADD COLUMN require_pkce BOOLEAN NOT NULL DEFAULT FALSE"]),
         ])
 }

@@ -135,6 +135,7 @@ struct Apps: AsyncParsableCommand {
         @Option(help: "public or confidential.") var kind: String = "public"
         @Option(name: .customLong("redirect-uri"), help: "A redirect URI (repeatable).") var redirectURIs: [String] = []
         @Flag(help: "Allow the ROPC (password) grant.") var allowRopc = false
+        @Flag(help: "Refuse sign-ins without PKCE (B2C requires it of single-page apps only).") var requirePkce = false
         @Option(name: .customLong("app-id-uri"), help: "Application ID URI when the app exposes an API.") var appIDURI: String?
         @Option(name: .customLong("scope"), help: "A scope the API exposes (repeatable).") var scopes: [String] = []
 
@@ -146,7 +147,7 @@ struct Apps: AsyncParsableCommand {
             let (app, secret) = try await withDefaultTenant(store) { server, tenant in
                 let app = AppRegistration(
                     clientID: UUID(), tenantID: tenant.id, displayName: name, kind: clientKind, redirectURIs: redirectURIs,
-                    allowPublicClientFlows: allowRopc, appIDURI: appIDURI, exposedScopes: scopes)
+                    allowPublicClientFlows: allowRopc, requirePKCE: requirePkce, appIDURI: appIDURI, exposedScopes: scopes)
                 try await server.tenants.save(app, now: Date())
                 var secret: String?
                 if clientKind == .confidential {

@@ -65,18 +65,34 @@ struct InteractiveFlowTests {
                 [("grant_type", "authorization_code"), ("client_id", h.clientID), ("code", code2), ("redirect_uri", second.redirectURI)])
             #expect(b2cCode(missing) == "AADB2C90183")
 
-            // A public client without code_challenge gets AADB2C99059 at the redirect URI.
-            let noChallenge =
+            // A public client without code_challenge is served, as B2C serves native apps
+            // (SPEC §2.8): the ADAL-era apps send none. Its code redeems without a verifier.
+            func noChallenge(_ clientID: String) -> String {
                 h.path("B2C_1_susi", "oauth2/v2.0/authorize") + "?"
-                + Form.encode([
-                    ("client_id", h.clientID), ("response_type", "code"), ("redirect_uri", IdentityHarness.redirect),
-                    ("scope", "openid"), ("state", "s1"),
+                    + Form.encode([
+                        ("client_id", clientID), ("response_type", "code"), ("redirect_uri", IdentityHarness.redirect),
+                        ("scope", "openid"), ("state", "s1"),
+                    ])
+            }
+            let legacy = try await driver.follow(try await driver.get(noChallenge(h.clientID)))
+            let legacyCode = try #require(legacy.redirectParameters["code"])
+            let redeemed = try await driver.post(
+                h.path("B2C_1_susi", "oauth2/v2.0/token"),
+                [
+                    ("grant_type", "authorization_code"), ("client_id", h.clientID), ("code", legacyCode),
+                    ("redirect_uri", IdentityHarness.redirect),
                 ])
-            let refused = try await driver.get(noChallenge)
+            #expect(redeemed.status == .ok)
+            // An app registered with `pkce: required` gets AADB2C99059 at its redirect URI.
+            let strict = AppRegistration(
+                clientID: UUID(), tenantID: h.tenant.id, displayName: "Strict", kind: .public, redirectURIs: [IdentityHarness.redirect],
+                requirePKCE: true)
+            try await h.server.tenants.save(strict, now: Date())
+            let refused = try await driver.get(noChallenge(strict.clientIDString))
             #expect(b2cCode(redirect: refused) == "AADB2C99059")
             #expect(refused.redirectParameters["state"] == "s1")
             // plain is refused unless the app opts in.
-            let plain = try await driver.get(noChallenge + "&code_challenge=\(good.verifier)&code_challenge_method=plain")
+            let plain = try await driver.get(noChallenge(h.clientID) + "&code_challenge=\(good.verifier)&code_challenge_method=plain")
             #expect(b2cCode(redirect: plain) == "AADB2C90184")
         }
     }

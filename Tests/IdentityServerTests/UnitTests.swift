@@ -268,6 +268,7 @@ struct UnitTests {
           - { name: susi, type: signUpOrSignIn }
         applications:
           - { name: Web, kind: confidential }
+          - { name: Native, kind: public, pkce: sometimes }
         """.write(to: bad, atomically: true, encoding: .utf8)
         do {
             _ = try TenantDeclaration.load(path: bad.path)
@@ -278,6 +279,7 @@ struct UnitTests {
             #expect(text.contains("'susi'"))
             #expect(text.contains("defaultPolicy"))
             #expect(text.contains("needs at least one secret"))
+            #expect(text.contains("application 'Native': pkce must be required or optional, not 'sometimes'"))
         }
         let good = directory.appendingPathComponent("good.yaml")
         try """
@@ -289,7 +291,7 @@ struct UnitTests {
             signUpAttributes: [displayName, city]
             lifetimes: { accessTokenMinutes: 30, refreshTokenDays: 7 }
         applications:
-          - { name: App, kind: public, redirectUris: [http://localhost], allowPublicClientFlows: true }
+          - { name: App, kind: public, redirectUris: [http://localhost], allowPublicClientFlows: true, pkce: required }
         """.write(to: good, atomically: true, encoding: .utf8)
         _ = try TenantDeclaration.load(path: good.path)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import Synchronization
 import WireCoding
 
 /// `GET|POST …/oauth2/v2.0/authorize` (SPEC §2.3). Problems with the client or redirect URI are
@@ -12,6 +13,10 @@ struct AuthorizeEndpoint: Sendable {
 
     /// Upper bounds on the values a transaction stores: generous for every real client
     /// (RFC 7636 §4.1 caps a verifier, so its challenge, at 128; RFC 5321 an address at 254).
+    /// The public apps already told that they sign in without PKCE (one log line per app and
+    /// process; only registered apps get this far, so the set stays as small as the tenant).
+    static let warnedWithoutPKCE = Mutex<Set<UUID>>([])
+
     static let lengthLimits: [(String, Int)] = [
         ("state", 4096), ("nonce", 1024), ("scope", 2048), ("login_hint", 320), ("domain_hint", 253), ("code_challenge", 128),
         ("redirect_uri", 2048), ("max_age", 16), ("response_type", 64), ("response_mode", 32), ("prompt", 64),
@@ -45,7 +50,7 @@ struct AuthorizeEndpoint: Sendable {
             let authorization = try await validate(
                 parameters, tenant: tenant, userFlow: userFlow, client: client, redirectURI: redirectURI,
                 responseTypes: responseTypes, responseMode: responseMode, origin: service.origin(of: request),
-                tenantSegment: context.route.tenantSegment)
+                tenantSegment: context.route.tenantSegment, logger: context.logger)
             return try await begin(authorization, tenant: tenant, userFlow: userFlow, request: request, context: context)
         } catch let error as B2CError {
             context.logger.info("authorize refused", metadata: ["code": "\(error.code)", "error": "\(error.oauthError)"])
@@ -58,7 +63,7 @@ struct AuthorizeEndpoint: Sendable {
 
     private func validate(
         _ parameters: RequestParameters, tenant: Tenant, userFlow: UserFlow, client: AppRegistration, redirectURI: String,
-        responseTypes words: Set<String>, responseMode: ResponseMode, origin: String, tenantSegment: String
+        responseTypes words: Set<String>, responseMode: ResponseMode, origin: String, tenantSegment: String, logger: Logger
     ) async throws -> AuthorizationRequest {
         try FormBody.rejectRepeats(parameters)
         // The request is stored for the length of the sign-in: each value is bounded, so an
@@ -101,9 +106,17 @@ struct AuthorizeEndpoint: Sendable {
             method = chosen
         } else {
             method = nil
-            // PKCE is required for public clients (RFC 9700 §2.1.1, B2C AADB2C99059).
-            if responseTypes.contains(.code), client.kind == .public { throw B2CError.codeChallengeRequired }
             challenge = nil
+            // As B2C has it: PKCE is optional for native and web apps, unless the registration
+            // requires it (AADB2C99059). A public client without it is told once, in the log.
+            if responseTypes.contains(.code) {
+                if client.requirePKCE { throw B2CError.codeChallengeRequired }
+                if client.kind == .public, Self.warnedWithoutPKCE.withLock({ $0.insert(client.clientID).inserted }) {
+                    logger.warning(
+                        "a public client signs in without PKCE: accepted as B2C does, but RFC 9700 §2.1.1 says public clients must use it",
+                        metadata: ["client_id": "\(client.clientIDString)"])
+                }
+            }
         }
 
         var prompt: Prompt?

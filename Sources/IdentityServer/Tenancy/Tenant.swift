@@ -30,7 +30,7 @@ public struct Tenant: Sendable, Equatable {
 }
 
 public enum ClientKind: String, Sendable, Codable, CaseIterable {
-    /// Native and single-page apps: no secret, PKCE required.
+    /// Native and single-page apps: no secret.
     case `public`
     /// Web apps: authenticate with a client secret at the token endpoint.
     case confidential
@@ -49,6 +49,9 @@ public struct AppRegistration: Sendable, Equatable {
     public var allowImplicit: Bool
     /// B2C accepts PKCE `plain`; RFC 9700 §2.1.1 advises against it, so it is opt-in per app.
     public var allowPlainPKCE: Bool
+    /// B2C requires PKCE of single-page apps only; a registration may require it of its app too
+    /// (YAML `pkce: required`, `apps add --require-pkce`; SPEC §2.8).
+    public var requirePKCE: Bool
     /// The Application ID URI, e.g. `https://contoso.onmicrosoft.com/tasks`.
     public var appIDURI: String?
     /// Short names of the scopes this app exposes as an API, e.g. `tasks.read`.
@@ -59,9 +62,10 @@ public struct AppRegistration: Sendable, Equatable {
 
     public init(
         clientID: UUID, tenantID: UUID, displayName: String, kind: ClientKind, redirectURIs: [String],
-        allowPublicClientFlows: Bool = false, allowImplicit: Bool = false, allowPlainPKCE: Bool = false,
+        allowPublicClientFlows: Bool = false, allowImplicit: Bool = false, allowPlainPKCE: Bool = false, requirePKCE: Bool = false,
         appIDURI: String? = nil, exposedScopes: [String] = [], apiPermissions: [APIPermission] = []
     ) {
+        self.requirePKCE = requirePKCE
         self.clientID = clientID
         self.tenantID = tenantID
         self.displayName = displayName

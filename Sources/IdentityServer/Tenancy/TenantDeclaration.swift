@@ -57,6 +57,8 @@ public struct TenantDeclaration: Decodable, Sendable {
         var allowPublicClientFlows: Bool?
         var allowImplicitFlow: Bool?
         var allowPlainPKCE: Bool?
+        /// `required` or `optional` (the default, as B2C has it for native and web apps).
+        var pkce: String?
         var appIdUri: String?
         var scopes: [String]?
         var secrets: [String]?
@@ -140,6 +142,9 @@ public struct TenantDeclaration: Decodable, Sendable {
             )
         }
         for app in applications ?? [] {
+            if let pkce = app.pkce, !["required", "optional"].contains(pkce.lowercased()) {
+                problems.append("application '\(app.name)': pkce must be required or optional, not '\(TextRules.printable(pkce))'")
+            }
             for permission in app.permissions ?? [] {
                 switch resolveAPI(permission.api) {
                 case .graph:
@@ -230,7 +235,8 @@ public struct TenantDeclaration: Decodable, Sendable {
             let registration = AppRegistration(
                 clientID: clientIDs[index], tenantID: model.id, displayName: app.name, kind: app.kind,
                 redirectURIs: app.redirectUris ?? [], allowPublicClientFlows: app.allowPublicClientFlows ?? false,
-                allowImplicit: app.allowImplicitFlow ?? false, allowPlainPKCE: app.allowPlainPKCE ?? false, appIDURI: app.appIdUri,
+                allowImplicit: app.allowImplicitFlow ?? false, allowPlainPKCE: app.allowPlainPKCE ?? false,
+                requirePKCE: app.pkce?.lowercased() == "required", appIDURI: app.appIdUri,
                 exposedScopes: app.scopes ?? [], apiPermissions: permissions)
             _ = try await server.tenants.removeApplication(tenantID: model.id, clientID: registration.clientID)
             try await server.tenants.save(registration, now: now)

@@ -56,6 +56,7 @@ struct SQLTenantDirectory: TenantDirectory {
         var allowPublicClientFlows: Bool
         var allowImplicit: Bool
         var allowPlainPkce: Bool
+        var requirePkce: Bool
         var appIdUri: String?
         var exposedScopes: String
         var createdAt: Int64
@@ -69,7 +70,7 @@ struct SQLTenantDirectory: TenantDirectory {
                 clientID: clientID, tenantID: tenantID, displayName: displayName, kind: kind,
                 redirectURIs: StoredJSON.decode([String].self, redirectUris) ?? [],
                 allowPublicClientFlows: allowPublicClientFlows, allowImplicit: allowImplicit,
-                allowPlainPKCE: allowPlainPkce, appIDURI: appIdUri,
+                allowPlainPKCE: allowPlainPkce, requirePKCE: requirePkce, appIDURI: appIdUri,
                 exposedScopes: StoredJSON.decode([String].self, exposedScopes) ?? [],
                 apiPermissions: StoredJSON.decode([APIPermission].self, apiPermissions) ?? [])
         }
@@ -215,7 +216,7 @@ struct SQLTenantDirectory: TenantDirectory {
             displayName: application.displayName, kind: application.kind.rawValue,
             redirectUris: StoredJSON.encode(application.redirectURIs),
             allowPublicClientFlows: application.allowPublicClientFlows, allowImplicit: application.allowImplicit,
-            allowPlainPkce: application.allowPlainPKCE, appIdUri: application.appIDURI,
+            allowPlainPkce: application.allowPlainPKCE, requirePkce: application.requirePKCE, appIdUri: application.appIDURI,
             exposedScopes: StoredJSON.encode(application.exposedScopes), createdAt: now.epochSeconds,
             apiPermissions: StoredJSON.encode(application.apiPermissions))
         try await database.transaction { sql in
@@ -229,6 +230,7 @@ struct SQLTenantDirectory: TenantDirectory {
                     .set("redirect_uris", to: row.redirectUris)
                     .set("allow_public_client_flows", to: row.allowPublicClientFlows)
                     .set("allow_implicit", to: row.allowImplicit).set("allow_plain_pkce", to: row.allowPlainPkce)
+                    .set("require_pkce", to: row.requirePkce)
                     .set("app_id_uri", to: row.appIdUri).set("exposed_scopes", to: row.exposedScopes)
                     .set("api_permissions", to: row.apiPermissions)
                     .where("client_id", .equal, row.clientId).run()
