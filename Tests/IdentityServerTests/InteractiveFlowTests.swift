@@ -43,6 +43,30 @@ struct InteractiveFlowTests {
         }
     }
 
+    @Test(
+        "oob: the page shows the code and sends the browser on to urn:ietf:wg:oauth:2.0:oob?code=…&state=…, for web views to catch",
+        arguments: TestDatabase.engines)
+    func outOfBand(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            var attempt = AuthorizationAttempt(harness: h)
+            attempt.redirectURI = "urn:ietf:wg:oauth:2.0:oob"
+
+            let page = try await driver.signIn(h, attempt: attempt, email: "alice@example.com")
+
+            #expect(page.status == .ok)
+            let shown = try #require(page.text.range(of: "<pre class=\"code\" id=\"code\">").map { page.text[$0.upperBound...] })
+            let code = String(shown.prefix { $0 != "<" })
+            #expect(!code.isEmpty)
+            let refresh = try #require(page.text.range(of: "http-equiv=\"refresh\" content=\"0;url=").map { page.text[$0.upperBound...] })
+            let target = try #require(URLComponents(string: Form.unescapeHTML(String(refresh.prefix { $0 != "\"" }))))
+            #expect(target.scheme == "urn" && target.path == "ietf:wg:oauth:2.0:oob")
+            #expect(target.queryItems?.first { $0.name == "code" }?.value == code)
+            #expect(target.queryItems?.first { $0.name == "state" }?.value == attempt.state)
+            #expect(try await driver.redeem(h, attempt: attempt, code: code).status == .ok)
+        }
+    }
+
     @Test("PKCE: a wrong verifier, a missing verifier and a missing challenge are refused", arguments: TestDatabase.engines)
     func pkce(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in

@@ -10,6 +10,9 @@ struct InteractionFlow: Sendable {
 
     static let csrfCookie = "x-ms-cpim-csrf"
 
+    /// The native-client redirect URI of the ADAL era (RFC 8252's predecessor, "out of band").
+    static let outOfBand = "urn:ietf:wg:oauth:2.0:oob"
+
     /// B2C names its SSO cookie per tenant; `:` is not allowed in a cookie name, so `-` here.
     static func ssoCookie(for tenant: Tenant) -> String { "x-ms-cpim-sso-\(tenant.guid)" }
 
@@ -139,8 +142,13 @@ struct InteractionFlow: Sendable {
             ])
 
         var response: Response
-        if request.redirectURI == "urn:ietf:wg:oauth:2.0:oob", let code {
-            response = .html(try service.pages.render("oob", ["title": "Your sign-in code", "code": code], tenant: tenant))
+        if request.redirectURI == Self.outOfBand, let code {
+            // As B2C does: the browser is sent on to `urn:ietf:wg:oauth:2.0:oob?code=…&state=…`,
+            // which the embedded web views of the ADAL-era apps watch for (SPEC §2.8); a desktop
+            // browser cannot follow it and stays on the page, which shows the code to a person.
+            let target = Self.outOfBand + "?" + FormEncoding.encode(parameters)
+            response = .html(
+                try service.pages.render("oob", ["title": "Your sign-in code", "code": code, "navigateTo": target], tenant: tenant))
         } else {
             response = RedirectResponder.respond(redirectURI: request.redirectURI, mode: request.responseMode, parameters: parameters)
         }
