@@ -35,32 +35,46 @@ struct EndToEndTests {
                         ByteBuffer(
                             string: "grant_type=password&client_id=\(client)&username=\(email)&password=\(password)&scope=openid+\(client)")
                     )
-                    let response = try await http.execute(request, timeout: .seconds(10))
+                    let response = try await http.execute(request, timeout: .seconds(60))
                     let body = try await response.body.collect(upTo: 1 << 20)
                     let json = try JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
                     return try #require(json?["access_token"] as? String)
                 }
-                let ann = try await signIn("ann@example.com", "Ann-Pass1")
-                let ben = try await signIn("ben@example.com", "Ben-Pass1")
-                try await http.shutdown()
+                // The client is shut down on every path: AsyncHTTPClient traps when one is released
+                // running, which would turn a failed sign-in into a crash of the whole test process.
+                let tokens: (String, String)
+                do {
+                    tokens = (try await signIn("ann@example.com", "Ann-Pass1"), try await signIn("ben@example.com", "Ben-Pass1"))
+                    try await http.shutdown()
+                } catch {
+                    try? await http.shutdown()
+                    throw error
+                }
+                let (ann, ben) = tokens
 
                 let policy = BearerPolicy(
                     discoveryURLs: ["\(base)/\(seed.tenant.name)/B2C_1_ROPC/v2.0/.well-known/openid-configuration"],
                     audiences: [seed.publicApp.clientIDString])
                 let fetcher = try HTTPMetadataFetcher()
-                let tasks = try await TaskServer.make(
-                    configuration: .init(policy: policy), database: database, fetcher: fetcher, logger: TestDatabase.logger)
-                try await Application(router: tasks.buildRouter(), logger: TestDatabase.logger).test(.router) { client in
-                    let created = try await client.call(.post, "/api/tasks", token: ann, json: #"{"title":"Ann's task"}"#)
-                    #expect(created.status == .created)
-                    let task = try created.decode(TaskItem.self)
-                    #expect(task.ownerName == "Ann")
-                    #expect(try await client.call(.get, "/api/tasks", token: ann).decode(TaskPage.self).items.map(\.id) == [task.id])
-                    #expect(try await client.call(.get, "/api/tasks", token: ben).decode(TaskPage.self).items.isEmpty)
-                    #expect(try await client.call(.get, "/api/tasks/\(task.id)", token: ben).status == .notFound)
-                    #expect(try await client.call(.delete, "/api/tasks/\(task.id)", token: ben).status == .notFound)
-                    #expect(try await client.call(.patch, "/api/tasks/\(task.id)", token: ann, json: #"{"completed":true}"#).status == .ok)
-                    #expect(try await client.call(.delete, "/api/tasks/\(task.id)", token: ann).status == .noContent)
+                do {
+                    let tasks = try await TaskServer.make(
+                        configuration: .init(policy: policy), database: database, fetcher: fetcher, logger: TestDatabase.logger)
+                    try await Application(router: tasks.buildRouter(), logger: TestDatabase.logger).test(.router) { client in
+                        let created = try await client.call(.post, "/api/tasks", token: ann, json: #"{"title":"Ann's task"}"#)
+                        #expect(created.status == .created)
+                        let task = try created.decode(TaskItem.self)
+                        #expect(task.ownerName == "Ann")
+                        #expect(try await client.call(.get, "/api/tasks", token: ann).decode(TaskPage.self).items.map(\.id) == [task.id])
+                        #expect(try await client.call(.get, "/api/tasks", token: ben).decode(TaskPage.self).items.isEmpty)
+                        #expect(try await client.call(.get, "/api/tasks/\(task.id)", token: ben).status == .notFound)
+                        #expect(try await client.call(.delete, "/api/tasks/\(task.id)", token: ben).status == .notFound)
+                        #expect(
+                            try await client.call(.patch, "/api/tasks/\(task.id)", token: ann, json: #"{"completed":true}"#).status == .ok)
+                        #expect(try await client.call(.delete, "/api/tasks/\(task.id)", token: ann).status == .noContent)
+                    }
+                } catch {
+                    try? await fetcher.shutdown()
+                    throw error
                 }
                 try await fetcher.shutdown()
             }
