@@ -15,6 +15,8 @@ public struct ClientSettings: Codable, Sendable, Equatable {
     /// The ADAL tutorial's name for the API: the origin followed by `/tasks`.
     public var taskWebAPI: String?
     public var identityBaseURL: String?
+    /// The origin serving Microsoft Graph's `/v1.0/…` (`https://graph.microsoft.com` in the cloud).
+    public var graphBaseURL: String?
     public var tenant: String?
     public var tenantID: String?
     /// The confidential "web" twin of the public client (the browser app).
@@ -38,7 +40,7 @@ public struct ClientSettings: Codable, Sendable, Equatable {
         case clientID = "clientId"
         case scopes, additionalScopes
         case redirectURI = "redirectUri"
-        case taskAPI, taskWebAPI, identityBaseURL, tenant
+        case taskAPI, taskWebAPI, identityBaseURL, graphBaseURL, tenant
         case tenantID = "tenantId"
         case webClientID = "webClientId"
         case apiScopes
@@ -82,6 +84,7 @@ public struct ClientSettings: Codable, Sendable, Equatable {
         taskAPI = try text(.taskAPI)
         taskWebAPI = try text(.taskWebAPI)
         identityBaseURL = try text(.identityBaseURL)
+        graphBaseURL = try text(.graphBaseURL)
         tenant = try text(.tenant)
         tenantID = try text(.tenantID)
         webClientID = try text(.webClientID)

@@ -10,6 +10,8 @@ extension ClientSettings {
         taskAPI = taskAPIBase
         taskWebAPI = "\(taskAPIBase)/tasks"
         self.identityBaseURL = identityBaseURL
+        // Graph's `/v1.0/me` is served by the identity service (SPEC §2.10).
+        graphBaseURL = identityBaseURL
         self.tenant = tenant.name
         tenantID = tenant.guid
         webClientID = seed.webApp.clientIDString

@@ -17,6 +17,7 @@ struct ClientSettingsTests {
         written.taskAPI = "http://127.0.0.1:3000"
         written.signUpPolicy = "B2C_1_sign_up"
         written.caCertificate = "/tmp/ca.pem"
+        written.graphBaseURL = "http://127.0.0.1:5080"
         let json = try written.write(to: folder)
 
         #expect(try ClientSettings.read(from: json) == written)
@@ -25,6 +26,7 @@ struct ClientSettingsTests {
         #expect(keys["clientId"] as? String == "c1")
         #expect(keys["emailSignUpPolicyId"] as? String == "B2C_1_sign_up")
         #expect(keys["redirectUri"] as? String == "http://127.0.0.1")
+        #expect(keys["graphBaseURL"] as? String == "http://127.0.0.1:5080")
         #expect(keys["taskWebAPI"] == nil, "unset settings are left out, not written as null")
     }
 
