@@ -44,7 +44,7 @@ public final class IdentityServer: Sendable {
             users: SQLUserDirectory(database: database), grants: SQLGrantStore(database: database),
             interactions: SQLInteractionStore(database: database, dataKey: dataKey), keys: keys,
             hasher: PasswordHasher(cost: configuration.passwordHashCost), pages: try PageRenderer(),
-            issuer: TokenIssuer(keys: keys))
+            issuer: TokenIssuer(keys: keys), hosts: HostPolicy(configuration: configuration))
         return IdentityServer(service: service, logger: logger)
     }
 

@@ -15,14 +15,14 @@ struct IdentityService: Sendable {
     let hasher: PasswordHasher
     let pages: PageRenderer
     let issuer: TokenIssuer
+    /// Which request hosts are trusted for URLs and issuers, from ``configuration``.
+    let hosts: HostPolicy
 
     var now: Date { clock.now }
 
     var passwords: PasswordAuthenticator {
         PasswordAuthenticator(users: users, hasher: hasher, lockout: configuration.lockout, secrets: interactions, clock: clock)
     }
-
-    var hosts: HostPolicy { HostPolicy(configuration: configuration) }
 
     func origin(of request: Request) -> String { hosts.origin(of: request) }
     func isAllowedHost(_ request: Request) -> Bool { hosts.isAllowedHost(request) }

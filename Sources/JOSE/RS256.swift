@@ -86,6 +86,13 @@ public enum JWKSet {
         return keys
     }
 
+    /// The key's JWK thumbprint (RFC 7638 §3): SHA-256 of the required members in lexicographic
+    /// order without whitespace, base64url. Used as `kid`.
+    public static func thumbprint(of key: _RSA.Signing.PublicKey) -> String {
+        let (n, e) = components(of: key)
+        return Base64URL.encode(Data(SHA256.hash(data: Data(#"{"e":"\#(e)","kty":"RSA","n":"\#(n)"}"#.utf8))))
+    }
+
     /// `n` and `e` of `key`, base64url without padding, as a JWK carries them.
     public static func components(of key: _RSA.Signing.PublicKey) -> (n: String, e: String) {
         let primitives = try? key.getKeyPrimitives()

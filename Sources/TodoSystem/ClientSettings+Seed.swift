@@ -15,7 +15,7 @@ extension ClientSettings {
         self.tenant = tenant.name
         tenantID = tenant.guid
         webClientID = seed.webApp.clientIDString
-        apiScopes = seed.publicApp.exposedScopes.map { "\(seed.publicApp.appIDURI ?? "")/\($0)" }
+        apiScopes = seed.apiScopes
         signUpSignInPolicy = "B2C_1_susi"
         signUpPolicy = "B2C_1_sign_up"
         signInPolicy = "B2C_1_sign_in"

@@ -80,7 +80,7 @@ enum Listener {
         guard configuration.tls else { return (.http1(configuration: http1), nil) }
         let ca = LocalCertificateAuthority(
             directory: URL(fileURLWithPath: configuration.store.dataDirectory).appendingPathComponent("tls"))
-        try ca.ensure(hosts: [configuration.displayHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))])
+        try ca.ensure(hosts: [configuration.displayHostName])
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMFile(ca.serverCertificatePath).map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: ca.serverKeyPath, format: .pem)))

@@ -127,7 +127,15 @@ public struct SystemConfiguration: Sendable {
         host == "0.0.0.0" || host == "::" ? "localhost" : (host.contains(":") ? "[\(host)]" : host)
     }
 
+    /// ``displayHost`` without the brackets of an IPv6 address: the name certificates and the
+    /// identity service's allowed hosts hold.
+    public var displayHostName: String { displayHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]")) }
+
     public var scheme: String { tls ? "https" : "http" }
+
+    /// Where clients reach the identity service, and the Task API with the web app.
+    public var identityBaseURL: String { "\(scheme)://\(displayHost):\(identityPort)" }
+    public var apiBaseURL: String { "\(scheme)://\(displayHost):\(apiPort)" }
 
     /// The sources in precedence order: `flags` (what the command line gave, by setting key), the
     /// `TODO_*` environment variables (lists space-separated), then the JSON file named by

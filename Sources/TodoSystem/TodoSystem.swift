@@ -9,6 +9,7 @@ import Logging
 import NIOSSL
 import ServiceLifecycle
 import Storage
+import Synchronization
 import TaskService
 import TodoModels
 import WebApp
@@ -34,8 +35,8 @@ public struct TodoSystem: Sendable {
     let services: [any Service]
     let logger: Logger
 
-    public var identityBaseURL: String { "\(configuration.scheme)://\(configuration.displayHost):\(configuration.identityPort)" }
-    public var apiBaseURL: String { "\(configuration.scheme)://\(configuration.displayHost):\(configuration.apiPort)" }
+    public var identityBaseURL: String { configuration.identityBaseURL }
+    public var apiBaseURL: String { configuration.apiBaseURL }
 
     /// Opens the database (running migrations), seeds the default tenant, writes `settings.json`
     /// and builds every part. `onServing` runs once the identity service (or, alone, the API)
@@ -96,8 +97,7 @@ public struct TodoSystem: Sendable {
             // The outbox shows password-reset codes: only on a machine-local server.
             developmentMailbox: Authority.isLoopback(configuration.host),
             allowedHosts: [
-                "localhost", "127.0.0.1", "::1", configuration.host.lowercased(),
-                configuration.displayHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased(),
+                "localhost", "127.0.0.1", "::1", configuration.host.lowercased(), configuration.displayHostName.lowercased(),
             ], simulatedFacebook: configuration.simulatedFacebook, listenPort: configuration.identityPort)
         let identity = try await IdentityServer.make(
             configuration: identityConfiguration, database: database, dataKey: dataKey, logger: logger)
@@ -114,8 +114,7 @@ public struct TodoSystem: Sendable {
             try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secretPath)
         }
 
-        let identityBase = "\(configuration.scheme)://\(configuration.displayHost):\(configuration.identityPort)"
-        let apiBase = "\(configuration.scheme)://\(configuration.displayHost):\(configuration.apiPort)"
+        let (identityBase, apiBase) = (configuration.identityBaseURL, configuration.apiBaseURL)
         let settingsPath = try ClientSettings(identityBaseURL: identityBase, taskAPIBase: apiBase, seed: seed, caCertificate: caPath)
             .write(to: URL(fileURLWithPath: store.dataDirectory)).path
 
@@ -196,7 +195,7 @@ public struct TodoSystem: Sendable {
         var web = WebAppConfiguration(
             clientID: seed.webApp.clientIDString, clientSecret: secret.trimmingCharacters(in: .whitespacesAndNewlines),
             authority: "\(identityBase)/\(seed.tenant.name)/", apiBaseURL: apiURL,
-            apiScopes: seed.publicApp.exposedScopes.map { "\(seed.publicApp.appIDURI ?? "")/\($0)" })
+            apiScopes: seed.apiScopes)
         web.secure = configuration.tls
         web.pageSize = configuration.webPageSize
         web.anonymousSessionsPerAddressPerHour = configuration.webAnonymousSessionsPerHour
@@ -207,7 +206,11 @@ public struct TodoSystem: Sendable {
 }
 
 /// Lets `onServing` see the finished system: the applications are built before it exists.
-private final class SystemBox: @unchecked Sendable {
-    // @unchecked: written once, before any service runs; read only after.
-    var system: TodoSystem?
+private final class SystemBox: Sendable {
+    private let stored = Mutex<TodoSystem?>(nil)
+
+    var system: TodoSystem? {
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
+    }
 }

@@ -133,6 +133,13 @@ struct ProtocolShapeTests {
             let foreign = try await driver.get("/\(tenant)/B2C_1_sign_in/pages/signin?tx=\(transaction)")
             #expect(foreign.status == .badRequest)
             #expect(foreign.text.contains("does not belong to this sign-in"))
+            // The same transaction under another tenant's URL with a flow of the same name: refused.
+            let other = Tenant(id: UUID(), name: "other.onmicrosoft.com", displayName: "Other", defaultPolicy: "B2C_1_susi")
+            try await h.server.tenants.save(other, now: Date())
+            try await h.server.tenants.save(UserFlow(tenantID: other.id, name: "B2C_1_susi", type: .signUpOrSignIn))
+            let otherTenant = try await driver.get("/\(other.name)/B2C_1_susi/pages/signin?tx=\(transaction)")
+            #expect(otherTenant.status == .badRequest)
+            #expect(otherTenant.text.contains("does not belong to this sign-in"))
             // A page nobody serves, and a page's wrong method: B2C's JSON 404.
             for (method, path) in [(HTTPRequest.Method.get, "nothing"), (.get, "cancel"), (.post, "forgot")] {
                 let response = try await driver.request(method, "/\(tenant)/B2C_1_susi/pages/\(path)?tx=\(transaction)", form: [])

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import JOSE
 import Logging
 import WireCoding
 
@@ -44,10 +45,10 @@ struct MetadataEndpoints: Sendable {
                 "keys",
                 .array(
                     published.map { key in
-                        .object([
+                        let (n, e) = JWKSet.components(of: key.privateKey.publicKey)
+                        return .object([
                             ("kid", .string(key.kid)), ("nbf", .int((key.activatedAt ?? key.createdAt).epochSeconds)),
-                            ("use", .string("sig")), ("kty", .string("RSA")), ("e", .string(Base64URL.encode(key.exponent))),
-                            ("n", .string(Base64URL.encode(key.modulus))),
+                            ("use", .string("sig")), ("kty", .string("RSA")), ("e", .string(e)), ("n", .string(n)),
                         ])
                     })
             )

@@ -81,9 +81,6 @@ struct UnhandledErrorMiddleware: RouterMiddleware {
             // the store refuses it (TextGuardedSQLDatabase), and the caller hears why.
             return TokenErrorResponder.respond(
                 .malformedRequest("The request contains a NUL character."), correlationID: context.correlationID, now: Date())
-        } catch let error as B2CError {
-            // Only routes without a wire-format group throw this far (none today): JSON, as B2C.
-            return TokenErrorResponder.respond(error, correlationID: context.correlationID, now: Date())
         } catch {
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
             return TokenErrorResponder.respond(.internalError, correlationID: context.correlationID, now: Date())

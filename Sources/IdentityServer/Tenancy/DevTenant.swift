@@ -54,6 +54,9 @@ public struct DevTenantSeed: Sendable {
     public var publicApp: AppRegistration
     public var webApp: AppRegistration
     public var newWebAppSecret: String?
+
+    /// The API's scopes as full URIs (`{App ID URI}/{scope}`), as clients request them.
+    public var apiScopes: [String] { publicApp.exposedScopes.map { "\(publicApp.appIDURI ?? "")/\($0)" } }
 }
 
 public enum SeedError: Error, CustomStringConvertible {

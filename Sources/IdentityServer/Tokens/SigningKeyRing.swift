@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import Foundation
+import JOSE
 import SQLKit
 import Storage
 import Synchronization
@@ -18,17 +19,7 @@ public struct SigningKey: Sendable {
     /// A retired key stays in the JWKS until every token it signed has expired.
     public let publishUntil: Date?
 
-    public var modulus: Data { (try? privateKey.publicKey.getKeyPrimitives().modulus) ?? Data() }
-    public var exponent: Data { (try? privateKey.publicKey.getKeyPrimitives().publicExponent) ?? Data() }
     public var bits: Int { privateKey.keySizeInBits }
-
-    static func thumbprint(of key: _RSA.Signing.PrivateKey) throws -> String {
-        let primitives = try key.publicKey.getKeyPrimitives()
-        // RFC 7638 §3.2: members in lexicographic order, no whitespace.
-        let canonical =
-            "{\"e\":\"\(Base64URL.encode(primitives.publicExponent))\",\"kty\":\"RSA\",\"n\":\"\(Base64URL.encode(primitives.modulus))\"}"
-        return Base64URL.encode(Data(SHA256.hash(data: Data(canonical.utf8))))
-    }
 }
 
 /// The service's signing keys, kept in the database so that every instance signs with the same
@@ -128,7 +119,7 @@ public final class SigningKeyRing: Sendable {
     public func rotate(retiredKeysPublishedFor: TimeInterval = 24 * 3600) async throws -> SigningKey {
         let size: _RSA.Signing.KeySize = keyBits >= 3072 ? .bits3072 : .bits2048
         let privateKey = try _RSA.Signing.PrivateKey(keySize: size)
-        let kid = try SigningKey.thumbprint(of: privateKey)
+        let kid = JWKSet.thumbprint(of: privateKey.publicKey)
         let now = clock.now.epochSeconds
         let row = Row(
             kid: kid, privateKeyPem: try dataKey.seal(privateKey.pemRepresentation, context: Row.context(kid: kid)),
