@@ -114,7 +114,8 @@ struct SimulatedFacebook: Sendable {
                 status: .forbidden, title: "Request blocked",
                 message: "This sign-in was started in another browser. Start again from the application.")
         }
-        guard try await flow.tenantAndFlow(of: record).1.offersFacebook else { throw Self.notOffered }
+        let (_, userFlow) = try await flow.tenantAndFlow(of: record)
+        guard userFlow.offersFacebook else { throw Self.notOffered }
         if query["error"] != nil { return try await flow.fail(record, with: .userCancelled, context: context) }
         guard let code = query.nonEmpty("code"), let taken = try await service.interactions.takeFederationCode(code, now: service.now),
             taken.interactionID == record.id
@@ -147,7 +148,6 @@ struct SimulatedFacebook: Sendable {
         guard let user else {
             throw PageError(status: .internalServerError, title: "Sign-in failed", message: "The account could not be created.")
         }
-        let (_, userFlow) = try await flow.tenantAndFlow(of: record)
         if userFlow.type == .profileEdit {
             try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
             return .redirecting(to: flow.pageURL("profile", record: record))

@@ -37,7 +37,6 @@ struct HostedPages: Sendable {
 /// A hosted page's transaction, loaded and checked by ``TransactionLoader``.
 struct LoadedTransaction: Sendable {
     let record: InteractionRecord
-    let userFlow: UserFlow
     /// A POST's form, its CSRF token checked; empty for a GET.
     let form: RequestParameters
 }
@@ -50,9 +49,10 @@ struct TransactionLoader: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let record = try await flow.interaction(RequestParameters(query: request.uri.query)["tx"])
-        let (recordTenant, userFlow) = try await flow.tenantAndFlow(of: record)
-        guard context.route.policy != nil, context.tenant.id == recordTenant.id,
-            context.flow.name.lowercased() == userFlow.name.lowercased()
+        // The URL's tenant and flow, already resolved, must be the transaction's own: then they
+        // are its tenant and flow, with no second lookup.
+        guard context.route.policy != nil, context.tenant.id == record.request.tenantID,
+            context.flow.name.lowercased() == record.request.policy.lowercased()
         else {
             throw PageError(status: .badRequest, title: "Not found", message: "This page does not belong to this sign-in.")
         }
@@ -69,7 +69,7 @@ struct TransactionLoader: RouterMiddleware {
             }
         }
         var context = context
-        context.transaction = LoadedTransaction(record: record, userFlow: userFlow, form: form)
+        context.transaction = LoadedTransaction(record: record, form: form)
         return try await next(request, context)
     }
 }
@@ -91,7 +91,7 @@ struct PageRequestContext: ChildRequestContext, IdentityContext {
         clientAddress = context.clientAddress
         tenant = context.tenant
         record = transaction.record
-        userFlow = transaction.userFlow
+        userFlow = context.flow
         form = transaction.form
     }
 
