@@ -63,11 +63,15 @@ public final class TaskServer: Sendable {
         return Array(data)
     }()
 
-    static let allowedMethods = ["api/tasks": "GET, POST", "api/tasks/:id": "GET, PATCH, DELETE", "tasks": "GET, POST, DELETE"]
+    static let allowedMethods = [
+        "api/tasks": "GET, POST", "api/tasks/:id": "GET, PATCH, DELETE", "tasks": "GET, POST, DELETE",
+        "taskservice/api/tasks": "GET, POST", "taskservice/api/tasks/:id": "DELETE",
+    ]
 
     /// The method handlers that only answer 405, left out of the OpenAPI document.
     static let unsupportedMethods: [(String, [HTTPRequest.Method])] = [
         ("api/tasks", [.put, .patch, .delete]), ("api/tasks/:id", [.post, .put]), ("tasks", [.put, .patch]),
+        ("taskservice/api/tasks", [.put, .patch, .delete]), ("taskservice/api/tasks/:id", [.get, .post, .put, .patch]),
     ]
 
     public func buildRouter() -> Router<TaskRequestContext> {
@@ -107,6 +111,8 @@ public final class TaskServer: Sendable {
         let authenticated = BearerAuthenticationMiddleware(validator: validator, metrics: metrics, adoption: adoption)
         router.group("api/tasks").add(middleware: authenticated).addRoutes(TaskController(repository: repository).endpoints)
         router.group("tasks").add(middleware: authenticated).addRoutes(TutorialTaskController(repository: repository).endpoints)
+        router.group("taskservice/api/tasks").add(middleware: authenticated).addRoutes(
+            DotNetTaskController(repository: repository).endpoints)
         // A known path with a method it does not serve: 405 with `Allow` (RFC 9110 §15.5.6).
         for (path, methods) in Self.unsupportedMethods {
             let allow = Self.allowedMethods[path] ?? ""

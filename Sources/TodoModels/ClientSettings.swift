@@ -118,13 +118,17 @@ public struct ClientSettings: Codable, Sendable, Equatable {
         }
     }
 
-    /// Reads JSON or a property list, whatever the file's extension.
+    /// Reads JSON or a property list, whatever the file's extension: ours, the ADAL tutorial's
+    /// `settings.plist`, or the NXOAuth2 tutorial's (``NXOAuth2Settings``).
     public static func read(from url: URL) throws -> ClientSettings {
         guard let data = FileManager.default.contents(atPath: url.path) else { throw ReadError.missing(path: url.path) }
         do {
             return try JSONDecoder().decode(ClientSettings.self, from: data)
         } catch let jsonError {
             if let settings = try? PropertyListDecoder().decode(ClientSettings.self, from: data) { return settings }
+            if let nxoauth2 = try? PropertyListDecoder().decode(NXOAuth2Settings.self, from: data), let settings = nxoauth2.clientSettings {
+                return settings
+            }
             let reason: String
             if case DecodingError.keyNotFound(let key, _) = jsonError {
                 reason = "it has no '\(key.stringValue)'"

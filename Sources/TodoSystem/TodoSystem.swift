@@ -117,6 +117,11 @@ public struct TodoSystem: Sendable {
         let (identityBase, apiBase) = (configuration.identityBaseURL, configuration.apiBaseURL)
         let settingsPath = try ClientSettings(identityBaseURL: identityBase, taskAPIBase: apiBase, seed: seed, caCertificate: caPath)
             .write(to: URL(fileURLWithPath: store.dataDirectory)).path
+        // The NXOAuth2 tutorial's plist (SPEC §2.8): its taskAPI serves the .NET TaskService shape.
+        try NXOAuth2Settings(
+            clientID: seed.publicApp.clientIDString, tenantURL: "\(identityBase)/\(seed.tenant.name)", policy: seed.tenant.defaultPolicy,
+            taskServiceBase: "\(apiBase)/taskservice", caCertificate: caPath
+        ).write(to: URL(fileURLWithPath: store.dataDirectory))
 
         // Trust every user flow of the default tenant (the dev tenant's seven, or a declared tenant's).
         let flows = try await identity.tenants.userFlows(tenantID: seed.tenant.id).map(\.name)

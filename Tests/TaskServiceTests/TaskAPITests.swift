@@ -196,6 +196,50 @@ struct TaskAPITests {
         }
     }
 
+    @Test(
+        "the .NET TaskService format under /taskservice: a bare array of {Text}, POST Text=… as a form or JSON, owner-scoped",
+        arguments: TestDatabase.engines)
+    func dotNetTaskServiceFormat(engine: DatabaseEngine) async throws {
+        try await TaskHarness.run(engine) { h, client in
+            let ann = h.authority.token(oid: "ann")
+            let ben = h.authority.token(oid: "ben")
+            let form: HTTPFields = [.contentType: "application/x-www-form-urlencoded"]
+            let created = try await client.call(.post, "/taskservice/api/tasks", token: ann, json: "Text=walk+the+dog%21", headers: form)
+            #expect(created.status == .created)
+            let createdTask = try #require(try JSONSerialization.jsonObject(with: Data(buffer: created.body)) as? [String: Any])
+            #expect(createdTask["Text"] as? String == "walk the dog!")
+            #expect(createdTask["Owner"] as? String == "ann")
+            #expect(createdTask["Completed"] as? Bool == false)
+            #expect(
+                try await client.call(.post, "/taskservice/api/tasks", token: ann, json: #"{"Text":"feed the cat"}"#).status == .created)
+
+            let list = try await client.call(.get, "/taskservice/api/tasks", token: ann)
+            #expect(list.status == .ok)
+            let items = try #require(try JSONSerialization.jsonObject(with: Data(buffer: list.body)) as? [[String: Any]])
+            #expect(items.compactMap { $0["Text"] as? String } == ["feed the cat", "walk the dog!"])
+            #expect(Set(items.flatMap { $0.keys }) == ["Id", "Owner", "Text", "Completed", "DateModified"])
+            // The same tasks, seen through our own format; another owner sees none of them.
+            #expect(try await client.call(.get, "/api/tasks", token: ann).decode(TaskPage.self).items.count == 2)
+            #expect(try await client.call(.get, "/taskservice/api/tasks", token: ben).text == "[]")
+
+            // Bad input changes nothing: no Text, an empty or control-character Text, another media type.
+            for body in ["", "text2=x", "Text=", "Text=%00", "Text=a%0Db"] {
+                let refused = try await client.call(.post, "/taskservice/api/tasks", token: ann, json: body, headers: form)
+                #expect(refused.status == .unprocessableContent, "\(body)")
+            }
+            let plain = try await client.call(
+                .post, "/taskservice/api/tasks", token: ann, json: "Text=x", headers: [.contentType: "text/plain"])
+            #expect(plain.status == .unsupportedMediaType)
+            #expect(
+                try await client.call(.post, "/taskservice/api/tasks", token: nil, json: "Text=x", headers: form).status == .unauthorized)
+
+            let id = try #require(createdTask["Id"] as? String)
+            #expect(try await client.call(.delete, "/taskservice/api/tasks/\(id)", token: ben).status == .notFound)
+            #expect(try await client.call(.delete, "/taskservice/api/tasks/\(id)", token: ann).status == .noContent)
+            #expect(try await client.call(.get, "/api/tasks", token: ann).decode(TaskPage.self).items.map(\.title) == ["feed the cat"])
+        }
+    }
+
     @Test("1000 concurrent creates by one user are all stored", arguments: TestDatabase.engines)
     func concurrentCreates(engine: DatabaseEngine) async throws {
         try await TaskHarness.run(engine) { h, client in
@@ -280,6 +324,9 @@ struct OpenAPITests {
         "GET /tasks": ["200", "401", "403", "503"],
         "POST /tasks": ["201", "400", "401", "403", "413", "415", "422", "503"],
         "DELETE /tasks": ["204", "400", "401", "403", "413", "415", "422", "503"],
+        "GET /taskservice/api/tasks": ["200", "401", "403", "503"],
+        "POST /taskservice/api/tasks": ["201", "400", "401", "403", "413", "415", "422", "503"],
+        "DELETE /taskservice/api/tasks/{id}": ["204", "401", "403", "404", "503"],
         "GET /healthz": ["200"],
         "GET /readyz": ["200", "503"],
         "GET /metrics": ["200", "404"],
@@ -307,7 +354,7 @@ struct OpenAPITests {
                 h.server.buildRouter().routes.map { normalized("\($0.method) \($0.path.description)") }.filter {
                     !answersOnly405.contains($0)
                 })
-            #expect(answersOnly405.count == 7)
+            #expect(answersOnly405.count == 14)
             #expect(Set(documented.keys) == served, "documented vs served routes differ")
             #expect(Set(documented.keys) == Set(Self.expectedStatuses.keys))
             for (operation, statuses) in Self.expectedStatuses {

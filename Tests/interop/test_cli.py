@@ -246,3 +246,17 @@ def test_every_command_works_against_the_tls_server_through_the_settings_ca(tmp_
     assert f"Signed in as {email}" in run("login", "--username", email, "--password-stdin", stdin="Cli-Passw0rd\n")
     run("add", "Over", "TLS")
     assert "Over TLS" in run("list")
+
+
+@pytest.mark.parametrize("tutorial", ["settings.plist", "settings-nxoauth2.plist"])
+def test_the_cli_reads_either_tutorials_plist(cli, tutorial):
+    """`todo --settings` takes the ADAL tutorial's settings.plist or the NXOAuth2 tutorial's
+    plist (SPEC §2.8): the same account, the same tasks, whichever file names the system."""
+    plist = str(Path(os.environ["TODO_SETTINGS"]).parent / tutorial)
+    email = add_user(unique_email("plist"))
+    signed_in = cli("login", "--settings", plist, "--username", email, "--password-stdin", stdin="Cli-Passw0rd\n")
+    assert f"Signed in as {email}" in signed_in.stdout
+    cli("add", "--settings", plist, "From", "a", "plist")
+    assert "From a plist" in cli("list", "--settings", plist).stdout
+    # The tasks are the user's, whatever settings file the CLI read them through.
+    assert "From a plist" in cli("list").stdout
