@@ -179,5 +179,18 @@ enum IdentityMigrations {
             Migration(
                 version: 15, name: "require PKCE per app",
                 ["ALTER TABLE applications ADD COLUMN require_pkce BOOLEAN NOT NULL DEFAULT FALSE"]),
+            // The Entra face (SPEC §2.9): External ID's app-bound user flow, and the delegated
+            // scopes each user consented to per app (the scope keys as JSON).
+            Migration(
+                version: 16, name: "app user flow and user consent",
+                [
+                    "ALTER TABLE applications ADD COLUMN user_flow TEXT",
+                    """
+                    CREATE TABLE consents (
+                        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, client_id TEXT NOT NULL
+                        REFERENCES applications(client_id) ON DELETE CASCADE, scopes TEXT NOT NULL, updated_at BIGINT NOT NULL,
+                        PRIMARY KEY (user_id, client_id))
+                    """,
+                ]),
         ])
 }

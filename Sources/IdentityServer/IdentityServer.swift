@@ -42,7 +42,8 @@ public final class IdentityServer: Sendable {
         let service = IdentityService(
             configuration: configuration, clock: clock, tenants: CachedTenantDirectory(SQLTenantDirectory(database: database)),
             users: SQLUserDirectory(database: database), grants: SQLGrantStore(database: database),
-            interactions: SQLInteractionStore(database: database, dataKey: dataKey), keys: keys,
+            interactions: SQLInteractionStore(database: database, dataKey: dataKey), consents: SQLConsentStore(database: database),
+            keys: keys,
             hasher: PasswordHasher(cost: configuration.passwordHashCost), pages: try PageRenderer(),
             issuer: TokenIssuer(keys: keys), hosts: HostPolicy(configuration: configuration))
         return IdentityServer(service: service, logger: logger)

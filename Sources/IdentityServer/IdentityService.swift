@@ -11,6 +11,7 @@ struct IdentityService: Sendable {
     let users: any UserDirectory
     let grants: any GrantStore
     let interactions: any InteractionStore
+    let consents: any ConsentStore
     let keys: SigningKeyRing
     let hasher: PasswordHasher
     let pages: PageRenderer
@@ -26,7 +27,19 @@ struct IdentityService: Sendable {
 
     func origin(of request: Request) -> String { hosts.origin(of: request) }
     func isAllowedHost(_ request: Request) -> Bool { hosts.isAllowedHost(request) }
-    func issuer(origin: String, tenant: Tenant) -> String { HostPolicy.issuer(origin: origin, tenant: tenant) }
+    func issuer(origin: String, tenant: Tenant, face: ProtocolFace = .b2c) -> String {
+        HostPolicy.issuer(origin: origin, tenant: tenant, face: face)
+    }
+
+    /// The flow a policy-less (Entra) request runs for `client`: its app-bound user flow
+    /// (External ID, SPEC §2.9), else the tenant's default that the route resolved.
+    func entraFlow(for client: AppRegistration, resolved: UserFlow) async throws -> UserFlow {
+        guard let name = client.userFlow, name.lowercased() != resolved.name.lowercased() else { return resolved }
+        guard let flow = try await tenants.userFlow(tenantID: client.tenantID, name: name) else {
+            throw B2CError.unknownPolicy(name, tenant: client.tenantID.uuidString.lowercased())
+        }
+        return offered(flow)
+    }
 
     /// The flow as this server offers it: without the simulated Facebook unless it is switched on.
     func offered(_ flow: UserFlow) -> UserFlow {

@@ -2,11 +2,12 @@ import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-@testable import IdentityServer
 import Logging
 import Storage
 import TestSupport
 import Testing
+
+@testable import IdentityServer
 
 /// A dev-tenant identity service on a real database with a manual clock, driven over
 /// Hummingbird's in-process router client.
@@ -214,8 +215,9 @@ struct DecodedJWT {
             while base64.count % 4 != 0 { base64 += "=" }
             return Data(base64Encoded: base64) ?? Data()
         }
-        headerJSON = String(decoding: decode(parts[0]), as: UTF8.self)
-        header = (try? JSONSerialization.jsonObject(with: decode(parts[0])) as? [String: Any]) ?? [:]
+        let first = parts.first ?? ""
+        headerJSON = String(decoding: decode(first), as: UTF8.self)
+        header = (try? JSONSerialization.jsonObject(with: decode(first)) as? [String: Any]) ?? [:]
         claims = parts.count > 1 ? ((try? JSONSerialization.jsonObject(with: decode(parts[1])) as? [String: Any]) ?? [:]) : [:]
     }
 }
@@ -231,6 +233,9 @@ struct AuthorizationAttempt {
     var pkce = PKCEPair()
     var extra: [(String, String)] = []
     var responseType = "code"
+    /// A policy-less (Entra) authority segment (`common`, a tenant GUID or name); nil for B2C's
+    /// policy URLs.
+    var authority: String?
 
     init(harness: IdentityHarness, policy: String = "B2C_1_susi", scope: String? = nil) {
         self.policy = policy
@@ -244,7 +249,12 @@ struct AuthorizationAttempt {
             ("state", state), ("nonce", nonce), ("code_challenge", pkce.challenge), ("code_challenge_method", "S256"),
         ]
         parameters += extra
-        return harness.path(policy, "oauth2/v2.0/authorize") + "?" + Form.encode(parameters)
+        return endpoint("oauth2/v2.0/authorize", harness: harness) + "?" + Form.encode(parameters)
+    }
+
+    /// `endpoint` under this attempt's authority: the policy path, or the Entra authority.
+    func endpoint(_ endpoint: String, harness: IdentityHarness) -> String {
+        authority.map { "/\($0)/\(endpoint)" } ?? harness.path(policy, endpoint)
     }
 }
 
@@ -288,7 +298,7 @@ extension Driver {
         -> TestResponse
     {
         try await post(
-            harness.path(attempt.policy, "oauth2/v2.0/token"),
+            attempt.endpoint("oauth2/v2.0/token", harness: harness),
             [
                 ("grant_type", "authorization_code"), ("client_id", attempt.clientID), ("code", code),
                 ("redirect_uri", attempt.redirectURI), ("code_verifier", attempt.pkce.verifier), ("scope", attempt.scope),

@@ -34,9 +34,6 @@ struct ProtocolShapeTests {
                 ),
                 // The ADAL-era form without v2.0.
                 ("/\(tenant)/B2C_1_susi/.well-known/openid-configuration", "\(origin)/\(tenant)/B2C_1_susi/oauth2/v2.0/authorize"),
-                // Microsoft-identity-platform form without a policy: the tenant's default flow.
-                ("/\(tenant)/v2.0/.well-known/openid-configuration", "\(origin)/\(tenant)/oauth2/v2.0/authorize"),
-                ("/common/v2.0/.well-known/openid-configuration", "\(origin)/common/oauth2/v2.0/authorize"),
             ]
             for (path, authorize) in cases {
                 let response = try await driver.get(path)

@@ -153,6 +153,7 @@ struct SimulatedFacebook: Sendable {
             return .redirecting(to: flow.pageURL("profile", record: record))
         }
         return try await flow.complete(
-            record, user: user, identityProvider: identity.provider, newUser: newUser, authTime: service.now, context: context)
+            record, user: user, identityProvider: identity.provider, newUser: newUser, authTime: service.now, request: request,
+            context: context)
     }
 }

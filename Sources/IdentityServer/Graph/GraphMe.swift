@@ -2,38 +2,59 @@ import Foundation
 import Hummingbird
 import WireCoding
 
+/// A Graph bearer token this service issued, checked: signed by a published key, in its
+/// lifetime, issued on this host, for Graph (`aud` `00000003-…`), and naming a user who exists.
+struct GraphCaller: Sendable {
+    /// The app the token was issued to (`azp`, else `appid`).
+    let clientID: String?
+    let user: UserAccount
+    let tenant: Tenant?
+    let scopes: [String]
+
+    struct Authenticator: Sendable {
+        let keys: SigningKeyRing
+        let users: any UserDirectory
+        let tenants: any TenantDirectory
+        let clock: any IdentityClock
+        let hosts: HostPolicy
+
+        /// The caller, or Graph's error: 401 for a missing or bad token, 403 without `scope`.
+        func caller(of request: Request, requiring scope: String?) async throws -> GraphCaller {
+            guard let header = request.headers[.authorization], header.count > 7, header.prefix(7).lowercased() == "bearer " else {
+                throw GraphError.emptyToken
+            }
+            let token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+            // Only keys still published verify: a withdrawn key (keys revoke) is no longer ours.
+            let published = try await keys.publishedKeys()
+            let now = clock.now.epochSeconds
+            guard let claims = JSONWebToken.verify(token, keys: published),
+                let exp = (claims["exp"] as? NSNumber)?.int64Value, exp > now - 300,
+                ((claims["nbf"] as? NSNumber)?.int64Value ?? 0) <= now + 300,
+                let issuer = claims["iss"] as? String, issuer.hasPrefix(hosts.origin(of: request) + "/")
+            else { throw GraphError.invalidToken }
+            let scopes = ((claims["scp"] as? String) ?? "").split(separator: " ").map { $0.lowercased() }
+            guard claims["aud"] as? String == APIPermission.graphResource else { throw GraphError.insufficientPrivileges }
+            if let scope, !scopes.contains(scope.lowercased()) { throw GraphError.insufficientPrivileges }
+            guard let oid = claims["oid"] as? String, let id = UUID(uuidString: oid), let user = try await users.user(id: id) else {
+                throw GraphError.resourceNotFound
+            }
+            return GraphCaller(
+                clientID: (claims["azp"] ?? claims["appid"]) as? String, user: user,
+                tenant: try await tenants.tenant(matching: user.tenantID.uuidString), scopes: scopes)
+        }
+    }
+}
+
 /// Microsoft Graph's `GET /v1.0/me`, for the MSAL tutorial: answers with Graph's shape for a
 /// token this service issued for `User.Read` (research/b2c-protocol.md §7).
 struct GraphMe: Sendable {
-    let keys: SigningKeyRing
-    let users: any UserDirectory
-    let tenants: any TenantDirectory
-    let clock: any IdentityClock
-    let hosts: HostPolicy
+    let authenticator: GraphCaller.Authenticator
 
     /// Errors are Graph's, written by the route's ``GraphErrorMiddleware``.
     @Sendable func handle(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        guard let header = request.headers[.authorization], header.count > 7, header.prefix(7).lowercased() == "bearer " else {
-            throw GraphError.emptyToken
-        }
-        let token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        // Only keys still published verify: a withdrawn key (keys revoke) is no longer ours.
-        let published = try await keys.publishedKeys()
-        let now = clock.now.epochSeconds
-        guard let claims = JSONWebToken.verify(token, keys: published),
-            let exp = (claims["exp"] as? NSNumber)?.int64Value, exp > now - 300,
-            ((claims["nbf"] as? NSNumber)?.int64Value ?? 0) <= now + 300,
-            let issuer = claims["iss"] as? String, issuer.hasPrefix(hosts.origin(of: request) + "/")
-        else { throw GraphError.invalidToken }
-        let scopes = ((claims["scp"] as? String) ?? "").split(separator: " ").map { $0.lowercased() }
-        guard claims["aud"] as? String == APIPermission.graphResource, scopes.contains("user.read") else {
-            throw GraphError.insufficientPrivileges
-        }
-        guard let oid = claims["oid"] as? String, let id = UUID(uuidString: oid), let user = try await users.user(id: id) else {
-            throw GraphError.resourceNotFound
-        }
-        let tenant = try await tenants.tenant(matching: user.tenantID.uuidString)
-        let principal = user.email ?? "\(user.objectID)@\(tenant?.name ?? "localhost")"
+        let caller = try await authenticator.caller(of: request, requiring: "User.Read")
+        let user = caller.user
+        let principal = user.email ?? "\(user.objectID)@\(caller.tenant?.name ?? "localhost")"
         func value(_ attribute: UserAttribute) -> JSONText { user.value(of: attribute).map(JSONText.string) ?? .null }
         let body = JSONText.object([
             ("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#users/$entity")),
@@ -50,5 +71,27 @@ struct GraphMe: Sendable {
             ("id", .string(user.objectID)),
         ])
         return .json(body)
+    }
+}
+
+/// `GET|POST {base}/oidc/userinfo`: the Microsoft identity platform's UserInfo endpoint
+/// (OpenID Connect Core §5.3), which Entra serves from Graph: a Graph token in, the user's
+/// claims out, `sub` the same pairwise value as in the app's ID token (SPEC §2.9).
+struct UserInfo: Sendable {
+    let authenticator: GraphCaller.Authenticator
+
+    @Sendable func handle(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let caller = try await authenticator.caller(of: request, requiring: nil)
+        let user = caller.user
+        guard let tenant = caller.tenant, let client = caller.clientID else {
+            throw GraphError.invalidToken
+        }
+        var body = JSONObjectBuilder()
+        body.set("sub", TokenIssuer.pairwiseSubject(user, clientID: client, tenant: tenant))
+        body.set("name", user.displayName)
+        body.set("family_name", user.value(of: .surname))
+        body.set("given_name", user.value(of: .givenName))
+        if user.emailVerified { body.set("email", user.email) }
+        return .json(body.object)
     }
 }

@@ -22,7 +22,11 @@ struct AuthorizationRequest: Sendable, Codable, Equatable {
     public var maxAge: Int?
     /// `scheme://host[:port]` the request came in on; page and issuer URLs are built from it.
     public var origin: String
+    /// B2C or Entra (SPEC §2.9): decides the tokens' shape, the errors' form and whether consent
+    /// is asked. Absent in transactions stored before the Entra face, which were all B2C's.
+    public var face: ProtocolFace?
 
+    var protocolFace: ProtocolFace { face ?? .b2c }
     var wantsCode: Bool { responseTypes.contains(.code) }
     var wantsIDToken: Bool { responseTypes.contains(.idToken) }
     var wantsAccessToken: Bool { responseTypes.contains(.token) }

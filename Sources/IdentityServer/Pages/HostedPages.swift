@@ -25,6 +25,10 @@ struct HostedPages: Sendable {
         pages.post("reset") { request, context in try await step(request, context).reset() }
         pages.get("profile") { request, context in try await step(request, context).profilePage() }
         pages.post("profile") { request, context in try await step(request, context).saveProfile() }
+        pages.get("consent") { request, context in try await step(request, context).consentPage() }
+        pages.post("consent") { request, context in try await step(request, context).consent() }
+        pages.get("accounts") { request, context in try await step(request, context).accountsPage() }
+        pages.post("accounts") { request, context in try await step(request, context).chooseAccount() }
     }
 
     private func step(_ request: Request, _ context: PageRequestContext) -> PageStep {
@@ -169,7 +173,7 @@ struct PageStep {
                 return .redirecting(to: flow.pageURL("profile", record: record))
             }
             return try await flow.complete(
-                record, user: user, identityProvider: .local, newUser: false, authTime: service.now, context: context)
+                record, user: user, identityProvider: .local, newUser: false, authTime: service.now, request: request, context: context)
         }
     }
 
@@ -269,7 +273,8 @@ struct PageStep {
             try await service.users.setPassword(
                 id: user.id, hash: try await service.hasher.hash(password), emailProven: true, now: now)
             context.logger.info("password reset", metadata: ["oid": "\(user.objectID)"])
-            return try await flow.complete(record, user: user, identityProvider: .local, newUser: false, authTime: now, context: context)
+            return try await flow.complete(
+                record, user: user, identityProvider: .local, newUser: false, authTime: now, request: request, context: context)
         default:
             return try await resetPage(error: "Please try again.", status: .badRequest)
         }
@@ -319,6 +324,6 @@ struct PageStep {
         let session = try await flow.session(from: request, tenant: tenant)
         return try await flow.complete(
             record, user: user, identityProvider: session?.session.identityProvider ?? user.identityProvider, newUser: false,
-            authTime: session?.session.authTime ?? service.now, context: context)
+            authTime: session?.session.authTime ?? service.now, request: request, context: context)
     }
 }

@@ -78,53 +78,102 @@ struct InteractionFlow: Sendable {
 
     // MARK: Results
 
-    /// Ends the transaction with an error sent to the app (cancel, forgot password, …).
+    /// Ends the transaction with an error sent to the app (cancel, forgot password, …), in the
+    /// form of the transaction's face.
     func fail(_ record: InteractionRecord, with error: B2CError, context: some IdentityContext) async throws -> Response {
         _ = try await service.interactions.completeInteraction(id: record.id, now: service.now)
         context.logger.info("interaction ended with error", metadata: ["code": "\(error.code)"])
         return RedirectResponder.error(
             error, redirectURI: record.request.redirectURI, mode: record.request.responseMode, state: record.request.state,
-            correlationID: context.correlationID, now: service.now)
+            correlationID: context.correlationID, now: service.now, face: record.request.protocolFace, origin: record.request.origin)
     }
 
-    /// Ends the transaction successfully: starts (or refreshes) the SSO session and sends the app
-    /// its code and/or tokens in the requested response mode.
+    /// Which SSO session a finished sign-in leaves the browser with.
+    enum SessionUse {
+        /// The person just authenticated: a new session.
+        case start
+        /// An SSO session the browser already holds (its cookie id): kept, and made current.
+        case existing(id: String)
+    }
+
+    /// The user is known: on the Entra face, first asks for consent to scopes the user has not
+    /// granted this app (or all of them again under `prompt=consent`; SPEC §2.9); then
+    /// ``finish(_:user:identityProvider:newUser:authTime:session:request:context:)``.
     func complete(
         _ record: InteractionRecord, user: UserAccount, identityProvider: IdentityProviderKind, newUser: Bool,
-        authTime: Date, context: some IdentityContext
+        authTime: Date, session: SessionUse = .start, request: Request, context: some IdentityContext
+    ) async throws -> Response {
+        let authorization = record.request
+        guard authorization.protocolFace == .entra else {
+            return try await finish(
+                record, user: user, identityProvider: identityProvider, newUser: newUser, authTime: authTime, session: session,
+                request: request, context: context)
+        }
+        let (tenant, _) = try await tenantAndFlow(of: record)
+        guard let client = try await service.tenants.application(tenantID: tenant.id, clientID: authorization.clientID) else {
+            throw PageError(status: .badRequest, title: "Unknown application", message: "The application is no longer registered.")
+        }
+        let apps = try await service.tenants.applications(tenantID: tenant.id)
+        let requested = try GrantedScopes.resolve(authorization.scopes, client: client, tenantApps: apps).consentKeys
+        let granted = try await service.consents.granted(userID: user.id, clientID: client.clientIDString)
+        guard authorization.prompt == .consent || !requested.isSubset(of: granted) else {
+            return try await finish(
+                record, user: user, identityProvider: identityProvider, newUser: newUser, authTime: authTime, session: session,
+                request: request, context: context)
+        }
+        if authorization.prompt == .silent {
+            return try await fail(
+                record, with: .consentRequired(clientID: client.clientIDString, name: client.displayName), context: context)
+        }
+        // The person has authenticated: the session starts now, and the consent page finishes
+        // the transaction for the user it remembers.
+        let sessionID = try await sessionID(
+            for: session, user: user, identityProvider: identityProvider, authTime: authTime, tenant: tenant)
+        try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
+        var response = Response.redirecting(to: pageURL("consent", record: record))
+        response.setCookie(ssoCookie(current: sessionID, request: request, tenant: tenant))
+        return response
+    }
+
+    /// Ends the transaction successfully: starts (or keeps) the SSO session and sends the app
+    /// its code and/or tokens in the requested response mode.
+    func finish(
+        _ record: InteractionRecord, user: UserAccount, identityProvider: IdentityProviderKind, newUser: Bool,
+        authTime: Date, session: SessionUse, request: Request, context: some IdentityContext
     ) async throws -> Response {
         let now = service.now
         guard try await service.interactions.completeInteraction(id: record.id, now: now) else {
             throw PageError(status: .badRequest, title: "Already completed", message: "This sign-in has already been completed.")
         }
         let (tenant, flow) = try await tenantAndFlow(of: record)
-        let request = record.request
-        guard let client = try await service.tenants.application(tenantID: tenant.id, clientID: request.clientID) else {
+        let authorization = record.request
+        guard let client = try await service.tenants.application(tenantID: tenant.id, clientID: authorization.clientID) else {
             throw PageError(status: .badRequest, title: "Unknown application", message: "The application is no longer registered.")
         }
         var parameters: [(String, String)] = []
         var code: String?
-        if request.wantsCode {
+        if authorization.wantsCode {
             let value = Secrets.randomToken()
             let grant = AuthorizationCodeGrant(
                 tenantID: tenant.id, clientID: client.clientIDString, userID: user.id, policy: flow.name,
-                redirectURI: request.redirectURI, scopes: request.scopes, nonce: request.nonce,
-                codeChallenge: request.codeChallenge, codeChallengeMethod: request.codeChallengeMethod,
+                redirectURI: authorization.redirectURI, scopes: authorization.scopes, nonce: authorization.nonce,
+                codeChallenge: authorization.codeChallenge, codeChallengeMethod: authorization.codeChallengeMethod,
                 authTime: authTime, newUser: newUser, identityProvider: identityProvider, createdAt: now,
                 expiresAt: now.addingTimeInterval(service.configuration.codeLifetime))
             try await service.grants.saveCode(value, grant: grant)
             code = value
             parameters.append(("code", value))
         }
-        if request.wantsIDToken || request.wantsAccessToken {
+        if authorization.wantsIDToken || authorization.wantsAccessToken {
             let apps = try await service.tenants.applications(tenantID: tenant.id)
-            var scopes = try GrantedScopes.resolve(request.scopes, client: client, tenantApps: apps)
-            if !request.wantsAccessToken { scopes.resource = nil }
-            if !request.wantsIDToken { scopes.openID = false }
+            var scopes = try GrantedScopes.resolve(authorization.scopes, client: client, tenantApps: apps)
+            if !authorization.wantsAccessToken { scopes.resource = nil }
+            if !authorization.wantsIDToken { scopes.openID = false }
+            let face = authorization.protocolFace
             let issuance = IssuanceContext(
                 tenant: tenant, flow: flow, client: client, user: user,
-                issuer: service.issuer(origin: request.origin, tenant: tenant), scopes: scopes, nonce: request.nonce,
-                authTime: authTime, newUser: newUser, identityProvider: identityProvider)
+                issuer: service.issuer(origin: authorization.origin, tenant: tenant, face: face), scopes: scopes,
+                nonce: authorization.nonce, authTime: authTime, newUser: newUser, identityProvider: identityProvider, face: face)
             let tokens = try await service.issuer.issue(issuance, now: now, code: code, hashAccessToken: true)
             if let accessToken = tokens.accessToken {
                 parameters += [
@@ -134,7 +183,12 @@ struct InteractionFlow: Sendable {
             }
             if let idToken = tokens.idToken { parameters.append(("id_token", idToken)) }
         }
-        if let state = request.state { parameters.append(("state", state)) }
+        if let state = authorization.state { parameters.append(("state", state)) }
+        // MSAL reads the account's home tenant from the authorize response's client_info on the
+        // Entra face (research/client-sdk.md §C.7).
+        if authorization.protocolFace == .entra, code != nil {
+            parameters.append(("client_info", TokenIssuer.entraClientInfo(user: user, tenant: tenant)))
+        }
         context.logger.info(
             "interaction completed",
             metadata: [
@@ -142,7 +196,7 @@ struct InteractionFlow: Sendable {
             ])
 
         var response: Response
-        if request.redirectURI == Self.outOfBand, let code {
+        if authorization.redirectURI == Self.outOfBand, let code {
             // As B2C does: the browser is sent on to `urn:ietf:wg:oauth:2.0:oob?code=…&state=…`,
             // which the embedded web views of the ADAL-era apps watch for (SPEC §2.8); a desktop
             // browser cannot follow it and stays on the page, which shows the code to a person.
@@ -150,25 +204,79 @@ struct InteractionFlow: Sendable {
             response = .html(
                 try service.pages.render("oob", ["title": "Your sign-in code", "code": code, "navigateTo": target], tenant: tenant))
         } else {
-            response = RedirectResponder.respond(redirectURI: request.redirectURI, mode: request.responseMode, parameters: parameters)
+            response = RedirectResponder.respond(
+                redirectURI: authorization.redirectURI, mode: authorization.responseMode, parameters: parameters)
         }
-        let sessionID = Secrets.randomToken()
-        let session = SSOSession(
-            tenantID: tenant.id, userID: user.id, identityProvider: identityProvider, authTime: authTime,
-            expiresAt: now.addingTimeInterval(service.configuration.sessionLifetime))
-        try await service.interactions.saveSession(idHash: Secrets.sha256Hex(sessionID), session: session, now: now)
-        response.setCookie(cookie(Self.ssoCookie(for: tenant), value: sessionID))
+        let sessionID = try await sessionID(
+            for: session, user: user, identityProvider: identityProvider, authTime: authTime, tenant: tenant)
+        response.setCookie(ssoCookie(current: sessionID, request: request, tenant: tenant))
         return response
     }
 
-    /// The SSO session this browser holds for `tenant`, if any and still valid.
+    // MARK: SSO sessions
+
+    /// The id of the session a finished sign-in uses: a kept one, or a new one saved now.
+    private func sessionID(
+        for use: SessionUse, user: UserAccount, identityProvider: IdentityProviderKind, authTime: Date, tenant: Tenant
+    ) async throws -> String {
+        if case .existing(let id) = use { return id }
+        let id = Secrets.randomToken()
+        let session = SSOSession(
+            tenantID: tenant.id, userID: user.id, identityProvider: identityProvider, authTime: authTime,
+            expiresAt: service.now.addingTimeInterval(service.configuration.sessionLifetime))
+        try await service.interactions.saveSession(idHash: Secrets.sha256Hex(id), session: session, now: service.now)
+        return id
+    }
+
+    /// The SSO cookie with `current` first and the browser's other sessions after it: the
+    /// first is the one single sign-on uses; all of them are the account picker's
+    /// (`prompt=select_account`, SPEC §2.9).
+    func ssoCookie(current: String, request: Request, tenant: Tenant) -> Cookie {
+        let others = SSOCookieValue.ids(request.cookies[Self.ssoCookie(for: tenant)]?.value).filter { $0 != current }
+        return cookie(Self.ssoCookie(for: tenant), value: SSOCookieValue.value([current] + others))
+    }
+
+    /// A session this browser holds for `tenant`, with its cookie id and user.
+    struct HeldSession: Sendable {
+        let id: String
+        let session: SSOSession
+        let user: UserAccount
+    }
+
+    /// The valid sessions this browser holds for `tenant`, current first, one per user.
+    func sessions(from request: Request, tenant: Tenant) async throws -> [HeldSession] {
+        var held: [HeldSession] = []
+        for id in SSOCookieValue.ids(request.cookies[Self.ssoCookie(for: tenant)]?.value) {
+            guard let session = try await service.interactions.session(idHash: Secrets.sha256Hex(id), now: service.now),
+                session.tenantID == tenant.id, !held.contains(where: { $0.session.userID == session.userID }),
+                let user = try await service.users.user(id: session.userID)
+            else { continue }
+            held.append(HeldSession(id: id, session: session, user: user))
+        }
+        return held
+    }
+
+    /// The SSO session this browser holds for `tenant`, if any and still valid: the current one.
     func session(from request: Request, tenant: Tenant) async throws -> (session: SSOSession, user: UserAccount)? {
-        guard let id = request.cookies[Self.ssoCookie(for: tenant)]?.value, !id.isEmpty,
+        guard let id = SSOCookieValue.ids(request.cookies[Self.ssoCookie(for: tenant)]?.value).first,
             let session = try await service.interactions.session(idHash: Secrets.sha256Hex(id), now: service.now),
             session.tenantID == tenant.id, let user = try await service.users.user(id: session.userID)
         else { return nil }
         return (session, user)
     }
+}
+
+/// The SSO cookie's value: the browser's session ids (each 43 base64url characters, so `.`
+/// never occurs in one), current first, at most ``maximumSessions``.
+enum SSOCookieValue {
+    static let maximumSessions = 5
+
+    static func ids(_ value: String?) -> [String] {
+        guard let value, !value.isEmpty else { return [] }
+        return value.split(separator: ".").prefix(maximumSessions).map(String.init).filter { $0.count == 43 && Base64URL.decode($0) != nil }
+    }
+
+    static func value(_ ids: [String]) -> String { ids.prefix(maximumSessions).joined(separator: ".") }
 }
 
 /// A failure shown to the person in the browser as a page, never sent to a redirect URI
@@ -186,10 +294,11 @@ struct PageError: Error {
         self.code = code
     }
 
-    init(_ error: B2CError) {
+    init(_ error: B2CError, face: ProtocolFace = .b2c) {
+        let (code, message) = face == .entra ? ("AADSTS\(error.entra.code)", error.entra.message) : (error.code, error.message)
         self.init(
             status: error.status == .badRequest ? .badRequest : error.status, title: "Sorry, something went wrong",
-            message: error.message, code: error.code)
+            message: message, code: code)
     }
 }
 

@@ -164,7 +164,8 @@ extension PageStep {
             return try await signUpPage(error: exists, status: .conflict)
         }
         context.logger.info("account created", metadata: ["oid": "\(user.objectID)", "email_verified": "\(user.emailVerified)"])
-        return try await flow.complete(record, user: user, identityProvider: .local, newUser: true, authTime: service.now, context: context)
+        return try await flow.complete(
+            record, user: user, identityProvider: .local, newUser: true, authTime: service.now, request: request, context: context)
     }
 
     /// Runs a "send code" step in at least ``sendCodeFloor``. Why: finding an account and writing

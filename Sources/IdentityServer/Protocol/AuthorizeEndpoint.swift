@@ -30,11 +30,14 @@ struct AuthorizeEndpoint: Sendable {
             parameters = parameters.merging(try await FormBody.read(request, context: context))
         }
         // Page-level checks: client and redirect URI (tenant and policy are resolved already).
-        let (tenant, userFlow) = (context.tenant, context.flow)
+        let (tenant, face) = (context.tenant, context.route.face)
         guard let clientID = parameters.nonEmpty("client_id") else { throw B2CError.missingClientID }
         guard let client = try await service.tenants.application(tenantID: tenant.id, clientID: clientID) else {
             throw B2CError.clientNotRegistered(clientID, tenant: tenant.name)
         }
+        // A policy-less (Entra) authorization runs the app's own user flow when it names one
+        // (External ID, SPEC §2.9), else the tenant's default.
+        let userFlow = face == .entra ? try await service.entraFlow(for: client, resolved: context.flow) : context.flow
         guard !client.redirectURIs.isEmpty else { throw B2CError.noRedirectURIs(clientID: client.clientIDString) }
         guard let redirectURI = parameters.nonEmpty("redirect_uri") else { throw B2CError.missingParameter("redirect_uri") }
         guard parameters.count(of: "redirect_uri") == 1, client.isRegisteredRedirect(redirectURI) else {
@@ -50,20 +53,21 @@ struct AuthorizeEndpoint: Sendable {
             let authorization = try await validate(
                 parameters, tenant: tenant, userFlow: userFlow, client: client, redirectURI: redirectURI,
                 responseTypes: responseTypes, responseMode: responseMode, origin: service.origin(of: request),
-                tenantSegment: context.route.tenantSegment, logger: context.logger)
+                tenantSegment: context.route.tenantSegment, face: face, logger: context.logger)
             return try await begin(authorization, tenant: tenant, userFlow: userFlow, request: request, context: context)
         } catch let error as B2CError {
             context.logger.info("authorize refused", metadata: ["code": "\(error.code)", "error": "\(error.oauthError)"])
             // A response mode we do not know cannot be used to answer; fall back to the default.
             return RedirectResponder.error(
                 error, redirectURI: redirectURI, mode: responseMode, state: state, correlationID: context.correlationID,
-                now: service.now)
+                now: service.now, face: face, origin: service.origin(of: request))
         }
     }
 
     private func validate(
         _ parameters: RequestParameters, tenant: Tenant, userFlow: UserFlow, client: AppRegistration, redirectURI: String,
-        responseTypes words: Set<String>, responseMode: ResponseMode, origin: String, tenantSegment: String, logger: Logger
+        responseTypes words: Set<String>, responseMode: ResponseMode, origin: String, tenantSegment: String, face: ProtocolFace,
+        logger: Logger
     ) async throws -> AuthorizationRequest {
         try FormBody.rejectRepeats(parameters)
         // The request is stored for the length of the sign-in: each value is bounded, so an
@@ -142,7 +146,7 @@ struct AuthorizeEndpoint: Sendable {
             redirectURI: redirectURI, responseTypes: responseTypes.sorted(), responseMode: responseMode, scopes: scopes,
             state: parameters["state"], nonce: parameters["nonce"], codeChallenge: challenge, codeChallengeMethod: method,
             prompt: prompt, loginHint: parameters.nonEmpty("login_hint"), domainHint: parameters.nonEmpty("domain_hint")?.lowercased(),
-            maxAge: maxAge, origin: origin)
+            maxAge: maxAge, origin: origin, face: face)
     }
 
     /// Starts the transaction: SSO when possible, else the first page of the flow.
@@ -173,19 +177,24 @@ struct AuthorizeEndpoint: Sendable {
     ) async throws -> Response {
         let authorization = record.request
         let now = service.now
-        var existing = try await flow.session(from: request, tenant: tenant)
-        if let current = existing {
-            let tooOld = authorization.maxAge.map { now.timeIntervalSince(current.session.authTime) > TimeInterval($0) } ?? false
-            if authorization.prompt == .login || tooOld || !userFlow.identityProviders.contains(current.session.identityProvider) {
-                existing = nil
-            }
+        // The sessions this browser holds that this request may use: not under prompt=login,
+        // not older than max_age, and from an identity provider the flow offers.
+        let usable = try await flow.sessions(from: request, tenant: tenant).filter { held in
+            let tooOld = authorization.maxAge.map { now.timeIntervalSince(held.session.authTime) > TimeInterval($0) } ?? false
+            return authorization.prompt != .login && !tooOld && userFlow.identityProviders.contains(held.session.identityProvider)
         }
+        let existing = usable.first
         switch userFlow.type {
         case .signUpOrSignIn, .signIn:
-            if let (session, user) = existing, authorization.prompt != .create {
+            // Entra's account picker over the browser's sessions (SPEC §2.9); B2C ignores
+            // select_account and uses the current session.
+            if authorization.prompt == .selectAccount, authorization.protocolFace == .entra, !usable.isEmpty {
+                return .redirecting(to: flow.pageURL("accounts", record: record))
+            }
+            if let existing, authorization.prompt != .create {
                 return try await flow.complete(
-                    record, user: user, identityProvider: session.identityProvider, newUser: false,
-                    authTime: session.authTime, context: context)
+                    record, user: existing.user, identityProvider: existing.session.identityProvider, newUser: false,
+                    authTime: existing.session.authTime, session: .existing(id: existing.id), request: request, context: context)
             }
             if authorization.prompt == .silent { return try await flow.fail(record, with: .noSession, context: context) }
             if authorization.domainHint == "facebook.com" || !userFlow.offersLocalAccounts, userFlow.offersFacebook {
@@ -202,7 +211,7 @@ struct AuthorizeEndpoint: Sendable {
             }
             return .redirecting(to: flow.pageURL("signup", record: record))
         case .profileEdit:
-            if let (_, user) = existing {
+            if let user = existing?.user {
                 try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
                 return .redirecting(to: flow.pageURL("profile", record: record))
             }

@@ -12,6 +12,8 @@ struct B2CError: Error, Sendable, Equatable {
     public var status: HTTPResponse.Status
     /// B2C appends the `login_hint` to some descriptions (research/b2c-protocol.md §4.1).
     public var loginHint: String?
+    /// Set for the conditions only the Entra face reports (``EntraError``); the others map.
+    var entraCode: Int?
 
     public init(_ oauthError: String, _ code: String, _ message: String, status: HTTPResponse.Status = .badRequest) {
         self.oauthError = oauthError

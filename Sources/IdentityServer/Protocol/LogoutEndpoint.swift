@@ -28,9 +28,10 @@ struct LogoutEndpoint: Sendable {
             throw B2CError.postLogoutRedirectInvalid(target)
         }
         let cookieName = InteractionFlow.ssoCookie(for: tenant)
-        if let id = request.cookies[cookieName]?.value, !id.isEmpty,
-            let session = try await sessions.session(idHash: Secrets.sha256Hex(id), now: clock.now)
-        {
+        // The browser may hold several sessions (Entra's account picker, SPEC §2.9): signing
+        // out ends them all, as Entra's logout signs out of every account in the browser.
+        let ids = SSOCookieValue.ids(request.cookies[cookieName]?.value)
+        if let id = ids.first, let session = try await sessions.session(idHash: Secrets.sha256Hex(id), now: clock.now) {
             // A GET is a link any page can make a browser follow (the SSO cookie is SameSite=Lax):
             // without an ID token of this very session's user, the user confirms first
             // (OpenID Connect RP-Initiated Logout 1.0 §2: the OP should ask when it cannot tell
@@ -39,7 +40,7 @@ struct LogoutEndpoint: Sendable {
             if request.method == .get, try await hintSubject(parameters, tenant: tenant) != session.userID.uuidString.lowercased() {
                 return try confirmation(request, parameters: parameters, tenant: tenant)
             }
-            try await sessions.deleteSession(idHash: Secrets.sha256Hex(id))
+            for id in ids { try await sessions.deleteSession(idHash: Secrets.sha256Hex(id)) }
             context.logger.info("signed out")
         }
         var response: Response
@@ -60,10 +61,12 @@ struct LogoutEndpoint: Sendable {
     private func hintSubject(_ parameters: RequestParameters, tenant: Tenant) async throws -> String? {
         guard let hint = parameters.nonEmpty("id_token_hint") else { return nil }
         let keys = try await keys.publishedKeys()
+        // B2C's issuer ends `/v2.0/`, Entra's `/v2.0`; Entra's `sub` is pairwise, so the user
+        // is its `oid` (which B2C's tokens carry too, equal to `sub`).
         guard let claims = JSONWebToken.verify(hint, keys: keys), let issuer = claims["iss"] as? String,
-            issuer.hasSuffix("/\(tenant.guid)/v2.0/")
+            issuer.hasSuffix("/\(tenant.guid)/v2.0/") || issuer.hasSuffix("/\(tenant.guid)/v2.0")
         else { return nil }
-        return (claims["sub"] as? String)?.lowercased()
+        return ((claims["oid"] ?? claims["sub"]) as? String)?.lowercased()
     }
 
     private func confirmation(_ request: Request, parameters: RequestParameters, tenant: Tenant) throws -> Response {

@@ -19,12 +19,13 @@ struct TokenEndpoint: Sendable {
     @Sendable func handle(_ request: Request, context: PolicyRequestContext) async throws -> Response {
         let now = clock.now
         let form = try await FormBody.read(request, context: context)
-        let (tenant, flow) = (context.tenant, context.flow)
+        let (tenant, face) = (context.tenant, context.route.face)
         let client = try await authenticateClient(request, form: form, tenant: tenant, now: now)
         guard let named = form.nonEmpty("grant_type") else { throw B2CError.missingParameter("grant_type") }
         guard let grantType = GrantType(rawValue: named) else { throw B2CError.grantTypeNotSupported(named) }
+        let flow = face == .entra ? try await appBoundFlow(of: client, resolved: context.flow) : context.flow
         let origin = hosts.origin(of: request)
-        let issuer = HostPolicy.issuer(origin: origin, tenant: tenant)
+        let issuer = HostPolicy.issuer(origin: origin, tenant: tenant, face: face)
         let wantsClientInfo = form["client_info"] == "1"
         context.logger.debug(
             "token request",
@@ -32,17 +33,25 @@ struct TokenEndpoint: Sendable {
         switch grantType {
         case .authorizationCode:
             return try await authorizationCode(
-                form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now)
+                form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now, face: face)
         case .refreshToken:
             return try await refreshToken(
-                form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now)
+                form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now, face: face)
         case .password:
             return try await password(
                 form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now,
-                source: context.clientAddress, logger: context.logger)
+                source: context.clientAddress, logger: context.logger, face: face)
         case .clientCredentials:
-            return try await clientCredentials(form, tenant: tenant, flow: flow, client: client, issuer: issuer, now: now)
+            return try await clientCredentials(form, tenant: tenant, flow: flow, client: client, issuer: issuer, now: now, face: face)
         }
+    }
+
+    /// External ID's app-bound user flow for a policy-less request (SPEC §2.9), else the
+    /// tenant's default the route resolved: the flow a code or refresh token is bound to.
+    private func appBoundFlow(of client: AppRegistration, resolved: UserFlow) async throws -> UserFlow {
+        guard let name = client.userFlow, name.lowercased() != resolved.name.lowercased() else { return resolved }
+        guard let flow = try await tenants.userFlow(tenantID: client.tenantID, name: name) else { return resolved }
+        return flow
     }
 
     // MARK: Client authentication (RFC 6749 §2.3; research/b2c-protocol.md §2.6)
@@ -83,7 +92,7 @@ struct TokenEndpoint: Sendable {
 
     private func authorizationCode(
         _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String,
-        clientInfo: Bool, now: Date
+        clientInfo: Bool, now: Date, face: ProtocolFace
     ) async throws -> Response {
         guard let code = form.nonEmpty("code") else { throw B2CError.missingParameter("code") }
         let grant: AuthorizationCodeGrant
@@ -110,14 +119,14 @@ struct TokenEndpoint: Sendable {
         let scopes = try GrantedScopes.resolve(grant.scopes, client: client, tenantApps: apps)
         let issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: grant.nonce,
-            authTime: grant.authTime, newUser: grant.newUser, identityProvider: grant.identityProvider)
+            authTime: grant.authTime, newUser: grant.newUser, identityProvider: grant.identityProvider, face: face)
         let refreshToken = scopes.offlineAccess ? try await startFamily(issuance, now: now, forCode: code) : nil
         return try await respond(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now)
     }
 
     private func refreshToken(
         _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String,
-        clientInfo: Bool, now: Date
+        clientInfo: Bool, now: Date, face: ProtocolFace
     ) async throws -> Response {
         guard let presented = form.nonEmpty("refresh_token") else { throw B2CError.missingParameter("refresh_token") }
         let replacement = Secrets.randomToken()
@@ -155,17 +164,18 @@ struct TokenEndpoint: Sendable {
         }
         let issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: nil,
-            authTime: family.authTime, newUser: false, identityProvider: family.identityProvider)
+            authTime: family.authTime, newUser: false, identityProvider: family.identityProvider, face: face)
         return try await respond(issuance, refreshToken: replacement, clientInfo: clientInfo, now: now)
     }
 
     private func password(
         _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String,
-        clientInfo: Bool, now: Date, source: String, logger: Logger
+        clientInfo: Bool, now: Date, source: String, logger: Logger, face: ProtocolFace
     ) async throws -> Response {
         // ROPC runs only in a ROPC user flow, for an app that allows public client flows
-        // (research/b2c-protocol.md §5.2).
-        guard flow.type == .ropc else { throw B2CError.grantTypeNotSupported(GrantType.password.rawValue) }
+        // (research/b2c-protocol.md §5.2). Entra has no user flows: there the app's "allow public
+        // client flows" alone decides, as in an Entra app registration.
+        guard flow.type == .ropc || face == .entra else { throw B2CError.grantTypeNotSupported(GrantType.password.rawValue) }
         guard client.allowPublicClientFlows else { throw B2CError.ropcNotEnabled }
         guard let username = form.nonEmpty("username") else { throw B2CError.missingParameter("username") }
         guard let password = form["password"], !password.isEmpty else { throw B2CError.missingParameter("password") }
@@ -182,14 +192,15 @@ struct TokenEndpoint: Sendable {
         let scopes = try GrantedScopes.resolve(.scopes(form["scope"]), client: client, tenantApps: apps)
         let issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: nil,
-            authTime: now, newUser: false, identityProvider: .local)
+            authTime: now, newUser: false, identityProvider: .local, face: face)
         let refreshToken = scopes.offlineAccess ? try await startFamily(issuance, now: now, forCode: nil) : nil
         return try await respond(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now)
     }
 
     /// An app calling an API as itself: an access token with the app as subject and no user claims.
     private func clientCredentials(
-        _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String, now: Date
+        _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String, now: Date,
+        face: ProtocolFace
     ) async throws -> Response {
         guard client.kind == .confidential else { throw B2CError.grantTypeNotSupported(GrantType.clientCredentials.rawValue) }
         let apps = try await tenants.applications(tenantID: tenant.id)
@@ -200,9 +211,17 @@ struct TokenEndpoint: Sendable {
         let lifetime = flow.lifetimes.accessTokenSeconds
         let roles = client.permission(on: resource.audience)?.roles ?? []
         let token = try await self.tokens.appToken(
-            client: client, resource: resource, roles: roles, issuer: issuer, lifetime: lifetime, now: now)
+            client: client, resource: resource, roles: roles, issuer: issuer, lifetime: lifetime, now: now, face: face, tenant: tenant)
         let iat = now.epochSeconds
         var body = JSONObjectBuilder()
+        if face == .entra {
+            // Entra's v2 response: no v1 `not_before`/`expires_on`/`resource`.
+            body.set("token_type", "Bearer")
+            body.set("expires_in", lifetime)
+            body.set("ext_expires_in", lifetime)
+            body.set("access_token", token)
+            return .json(body.object, noStore: true)
+        }
         body.set("access_token", token)
         body.set("token_type", "Bearer")
         body.set("not_before", iat)
@@ -235,6 +254,7 @@ struct TokenEndpoint: Sendable {
     /// (research/b2c-protocol.md §2.5).
     private func respond(_ issuance: IssuanceContext, refreshToken: String?, clientInfo: Bool, now: Date) async throws -> Response {
         let tokens = try await self.tokens.issue(issuance, now: now)
+        if issuance.face == .entra { return entraResponse(issuance, tokens: tokens, refreshToken: refreshToken, clientInfo: clientInfo) }
         let iat = now.epochSeconds
         var body = JSONObjectBuilder()
         body.set("access_token", tokens.accessToken)
@@ -258,6 +278,26 @@ struct TokenEndpoint: Sendable {
         if clientInfo {
             body.set("client_info", TokenIssuer.clientInfo(user: issuance.user, policy: issuance.flow.name, tenant: issuance.tenant))
         }
+        return .json(body.object, noStore: true)
+    }
+}
+
+extension TokenEndpoint {
+    /// The Microsoft identity platform's v2 token response, fields in Entra's order: no v1
+    /// `not_before`/`expires_on`/`resource` and no B2C `profile_info`; `ext_expires_in` beside
+    /// `expires_in`; `client_info` without a policy (SPEC §2.9).
+    fileprivate func entraResponse(_ issuance: IssuanceContext, tokens: IssuedTokens, refreshToken: String?, clientInfo: Bool) -> Response {
+        var body = JSONObjectBuilder()
+        body.set("token_type", "Bearer")
+        body.set("scope", issuance.scopes.granted.joined(separator: " "))
+        if tokens.accessToken != nil {
+            body.set("expires_in", tokens.accessTokenLifetime)
+            body.set("ext_expires_in", tokens.accessTokenLifetime)
+        }
+        body.set("access_token", tokens.accessToken)
+        body.set("refresh_token", refreshToken)
+        body.set("id_token", tokens.idToken)
+        if clientInfo { body.set("client_info", TokenIssuer.entraClientInfo(user: issuance.user, tenant: issuance.tenant)) }
         return .json(body.object, noStore: true)
     }
 }

@@ -94,12 +94,26 @@ enum RedirectResponder {
 
     /// A B2C error to the redirect URI: `error`, `error_description` (with correlation id and
     /// timestamp) and the app's `state`.
+    ///
+    /// On the Entra face the same error carries Entra's `AADSTS` description and its
+    /// `error_uri` (``EntraError``), as Entra's redirects do.
     static func error(
-        _ error: B2CError, redirectURI: String, mode: ResponseMode, state: String?, correlationID: String, now: Date
+        _ error: B2CError, redirectURI: String, mode: ResponseMode, state: String?, correlationID: String, now: Date,
+        face: ProtocolFace = .b2c, origin: String = ""
     ) -> Response {
-        var parameters = [
-            ("error", error.oauthError), ("error_description", error.errorDescription(correlationID: correlationID, at: now)),
-        ]
+        var parameters: [(String, String)]
+        switch face {
+        case .b2c:
+            parameters = [
+                ("error", error.oauthError), ("error_description", error.errorDescription(correlationID: correlationID, at: now)),
+            ]
+        case .entra:
+            let fields = error.entra.fields(origin: origin, correlationID: correlationID, at: now)
+            parameters = fields.compactMap { name, value in
+                guard ["error", "error_description", "error_uri"].contains(name), case .string(let text) = value else { return nil }
+                return (name, text)
+            }
+        }
         if let state { parameters.append(("state", state)) }
         return respond(redirectURI: redirectURI, mode: mode, parameters: parameters)
     }
@@ -107,12 +121,22 @@ enum RedirectResponder {
 
 /// The token endpoint's error form: HTTP 400 (401 for client authentication) with
 /// `{"error", "error_description"}` (research/b2c-protocol.md §4.2).
+/// On the Entra face the body is Entra's: `error_codes`, `timestamp`, `trace_id`,
+/// `correlation_id` and `error_uri` besides the two OAuth fields (SPEC §2.9).
 enum TokenErrorResponder {
-    static func respond(_ error: B2CError, correlationID: String, now: Date) -> Response {
-        let body = JSONText.object([
-            ("error", .string(error.oauthError)),
-            ("error_description", .string(error.errorDescription(correlationID: correlationID, at: now))),
-        ])
+    static func respond(
+        _ error: B2CError, correlationID: String, now: Date, face: ProtocolFace = .b2c, origin: String = ""
+    ) -> Response {
+        let body: JSONText
+        switch face {
+        case .b2c:
+            body = JSONText.object([
+                ("error", .string(error.oauthError)),
+                ("error_description", .string(error.errorDescription(correlationID: correlationID, at: now))),
+            ])
+        case .entra:
+            body = JSONText.object(error.entra.fields(origin: origin, correlationID: correlationID, at: now))
+        }
         var response = Response.json(body, status: error.status, noStore: true)
         if error.status == .unauthorized {
             response.headers[.wwwAuthenticate] = "Basic realm=\"token\""

@@ -13,18 +13,36 @@ import Storage
 // - ``UnhandledErrorMiddleware``: everything else, as B2C's JSON 404 or 500.
 
 /// B2C's JSON error form (research/b2c-protocol.md §4.2) for the machine-facing endpoints.
+/// On a policy-less (Entra) route the same errors take Entra's JSON form (SPEC §2.9).
 struct OAuthErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
     let clock: any IdentityClock
+    /// The URL shape of the group, which decides the face of its errors.
+    var placement: PolicyPlacement = .path
+    var hosts: HostPolicy?
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let error as B2CError {
             context.logger.info("request refused", metadata: ["code": "\(error.code)", "error": "\(error.oauthError)"])
-            return TokenErrorResponder.respond(error, correlationID: context.correlationID, now: clock.now)
+            return respond(error, request: request, context: context)
         } catch PasswordHasher.HasherError.busy {
-            return TokenErrorResponder.respond(.temporarilyUnavailable, correlationID: context.correlationID, now: clock.now)
+            return respond(.temporarilyUnavailable, request: request, context: context)
         }
+    }
+
+    private func respond(_ error: B2CError, request: Request, context: Context) -> Response {
+        TokenErrorResponder.respond(
+            error, correlationID: context.correlationID, now: clock.now, face: placement.face(of: request),
+            origin: hosts?.origin(of: request) ?? "")
+    }
+}
+
+extension PolicyPlacement {
+    /// The face of a request to a route of this shape: a query-shape route without `p` is Entra's.
+    func face(of request: Request) -> ProtocolFace {
+        guard self == .query else { return ProtocolFace(placement: self) }
+        return RequestParameters(query: request.uri.query).nonEmpty("p") == nil ? .entra : .b2c
     }
 }
 
@@ -33,6 +51,8 @@ struct OAuthErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
 struct PageErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
     let pages: PageRenderer
     let clock: any IdentityClock
+    /// The URL shape of the group: on a policy-less route the page quotes Entra's code.
+    var placement: PolicyPlacement = .path
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -41,7 +61,7 @@ struct PageErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
             return page(error, context: context)
         } catch let error as B2CError {
             context.logger.info("request refused on a page", metadata: ["code": "\(error.code)"])
-            return page(PageError(error), context: context)
+            return page(PageError(error, face: placement.face(of: request)), context: context)
         } catch PasswordHasher.HasherError.busy {
             return page(PageError(.temporarilyUnavailable), context: context)
         }

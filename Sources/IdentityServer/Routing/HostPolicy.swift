@@ -63,6 +63,9 @@ struct HostPolicy: Sendable {
             && authority.filter { $0 == ":" }.count <= 1
     }
 
-    /// B2C's default issuer: `{origin}/{tenant GUID}/v2.0/` (research/b2c-protocol.md §1.6).
-    static func issuer(origin: String, tenant: Tenant) -> String { "\(origin)/\(tenant.guid)/v2.0/" }
+    /// B2C's default issuer: `{origin}/{tenant GUID}/v2.0/` (research/b2c-protocol.md §1.6);
+    /// Entra's v2 issuer has no trailing slash: `{origin}/{tenant GUID}/v2.0` (SPEC §2.9).
+    static func issuer(origin: String, tenant: Tenant, face: ProtocolFace = .b2c) -> String {
+        face == .entra ? "\(origin)/\(tenant.guid)/v2.0" : "\(origin)/\(tenant.guid)/v2.0/"
+    }
 }

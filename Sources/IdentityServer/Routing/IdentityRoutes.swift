@@ -21,10 +21,16 @@ extension IdentityServer {
         router.get("static/style.css", use: assets.defaultStylesheet)
         router.get("static/tenants/:tenant/style.css", use: assets.tenantStylesheet)
         let graph = router.group("v1.0").add(middleware: GraphErrorMiddleware<IdentityRequestContext>(clock: service.clock))
-        graph.get(
-            "me",
-            use: GraphMe(keys: service.keys, users: service.users, tenants: service.tenants, clock: service.clock, hosts: service.hosts)
-                .handle)
+        let graphCallers = GraphCaller.Authenticator(
+            keys: service.keys, users: service.users, tenants: service.tenants, clock: service.clock, hosts: service.hosts)
+        graph.get("me", use: GraphMe(authenticator: graphCallers).handle)
+        // The Microsoft identity platform face (SPEC §2.9): UserInfo (served by Graph in the
+        // cloud), instance discovery, and the page every AADSTS error's `error_uri` names.
+        let userInfo = router.group("oidc").add(middleware: GraphErrorMiddleware<IdentityRequestContext>(clock: service.clock))
+        userInfo.get("userinfo", use: UserInfo(authenticator: graphCallers).handle)
+        userInfo.post("userinfo", use: UserInfo(authenticator: graphCallers).handle)
+        router.get(":tenant/discovery/instance", use: InstanceDiscovery(hosts: service.hosts, clock: service.clock).handle)
+        router.get("error", use: EntraErrorPage(pages: service.pages).handle)
         // MSAL Python asks for the user realm before ROPC and accepts a 404 (research/client-sdk.md §C.8).
         // Under `:tenant`, not `common`: the trie does not backtrack out of a first segment, so a
         // `common` constant would hide `/common/v2.0/…`.
@@ -64,7 +70,7 @@ extension IdentityServer {
 
         // Machine-facing: errors as B2C's JSON.
         let machine = shape.group()
-            .add(middleware: OAuthErrorMiddleware<IdentityRequestContext>(clock: service.clock))
+            .add(middleware: OAuthErrorMiddleware<IdentityRequestContext>(clock: service.clock, placement: placement, hosts: service.hosts))
             .add(middleware: resolver)
             .group(context: PolicyRequestContext.self)
         let metadata = MetadataEndpoints(signingKeys: service.keys, hosts: service.hosts)
@@ -78,12 +84,12 @@ extension IdentityServer {
         for path in ["oauth2/v2.0/token", "oauth2/token"] { machine.post(RouterPath(path), use: token.handle) }
 
         // Browser-facing: errors as a page, branded once the tenant is known.
-        let pages = PageErrorMiddleware<IdentityRequestContext>(pages: service.pages, clock: service.clock)
+        let pages = PageErrorMiddleware<IdentityRequestContext>(pages: service.pages, clock: service.clock, placement: placement)
         let browser = shape.group()
             .add(middleware: pages)
             .add(middleware: resolver)
             .group(context: PolicyRequestContext.self)
-            .add(middleware: PageErrorMiddleware<PolicyRequestContext>(pages: service.pages, clock: service.clock))
+            .add(middleware: PageErrorMiddleware<PolicyRequestContext>(pages: service.pages, clock: service.clock, placement: placement))
         let authorize = AuthorizeEndpoint(service: service)
         let logout = LogoutEndpoint(
             tenants: service.tenants, sessions: service.interactions, keys: service.keys, pages: service.pages,

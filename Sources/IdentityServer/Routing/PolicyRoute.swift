@@ -14,6 +14,17 @@ enum PolicyPlacement: Equatable, Sendable {
     case none
 }
 
+/// Which product's protocol a request speaks. B2C's URLs name a user flow; an authority without
+/// one is the Microsoft identity platform's (Entra ID v2, Entra External ID; SPEC §2.9), with its
+/// own discovery document, v2 token shapes and `AADSTS` errors.
+enum ProtocolFace: String, Sendable, Codable {
+    case b2c
+    case entra
+
+    /// The face of a request to a shape-`placement` route: policy-less means Entra.
+    init(placement: PolicyPlacement) { self = placement == .none ? .entra : .b2c }
+}
+
 /// The protocol endpoints served under a tenant, for writing their URLs.
 enum EndpointKind: Equatable, Sendable {
     case discovery
@@ -35,6 +46,12 @@ struct PolicyRoute: Equatable, Sendable {
     var tenantSegment: String
     var policy: String?
     var placement: PolicyPlacement
+
+    var face: ProtocolFace { ProtocolFace(placement: placement) }
+
+    /// `common`, `organizations` and `consumers`: Entra's multi-tenant authorities, which name no
+    /// tenant (their discovery's issuer is a template).
+    var isMultiTenantAlias: Bool { ["common", "organizations", "consumers"].contains(tenantSegment.lowercased()) }
 
     /// The URL of `endpoint` in this route's shape.
     func url(origin: String, for endpoint: EndpointKind) -> String {

@@ -59,12 +59,16 @@ public struct AppRegistration: Sendable, Equatable {
     /// The APIs this app may call and with which scopes: B2C's "API permissions" with admin
     /// consent granted. Nothing else is ever put in its tokens (AADB2C90205).
     public var apiPermissions: [APIPermission]
+    /// External ID's app-bound user flow (SPEC §2.9): a policy-less authorization for this app
+    /// runs this flow instead of the tenant's default.
+    public var userFlow: String?
 
     public init(
         clientID: UUID, tenantID: UUID, displayName: String, kind: ClientKind, redirectURIs: [String],
         allowPublicClientFlows: Bool = false, allowImplicit: Bool = false, allowPlainPKCE: Bool = false, requirePKCE: Bool = false,
-        appIDURI: String? = nil, exposedScopes: [String] = [], apiPermissions: [APIPermission] = []
+        appIDURI: String? = nil, exposedScopes: [String] = [], apiPermissions: [APIPermission] = [], userFlow: String? = nil
     ) {
+        self.userFlow = userFlow
         self.requirePKCE = requirePKCE
         self.clientID = clientID
         self.tenantID = tenantID

@@ -63,6 +63,8 @@ public struct TenantDeclaration: Decodable, Sendable {
         var scopes: [String]?
         var secrets: [String]?
         var permissions: [PermissionPart]?
+        /// External ID's app-bound user flow: a policy-less (Entra) authorization runs it.
+        var userFlow: String?
     }
 
     /// One API permission: the API by Application ID URI, client id, or
@@ -142,6 +144,9 @@ public struct TenantDeclaration: Decodable, Sendable {
             )
         }
         for app in applications ?? [] {
+            if let flow = app.userFlow, !names.contains(flow.lowercased()) {
+                problems.append("application '\(app.name)': userFlow '\(TextRules.printable(flow))' is not one of the user flows")
+            }
             if let pkce = app.pkce, !["required", "optional"].contains(pkce.lowercased()) {
                 problems.append("application '\(app.name)': pkce must be required or optional, not '\(TextRules.printable(pkce))'")
             }
@@ -237,7 +242,8 @@ public struct TenantDeclaration: Decodable, Sendable {
                 redirectURIs: app.redirectUris ?? [], allowPublicClientFlows: app.allowPublicClientFlows ?? false,
                 allowImplicit: app.allowImplicitFlow ?? false, allowPlainPKCE: app.allowPlainPKCE ?? false,
                 requirePKCE: app.pkce?.lowercased() == "required", appIDURI: app.appIdUri,
-                exposedScopes: app.scopes ?? [], apiPermissions: permissions)
+                exposedScopes: app.scopes ?? [], apiPermissions: permissions,
+                userFlow: app.userFlow.flatMap { flow in userFlows.first { $0.name.lowercased() == flow.lowercased() }?.name })
             _ = try await server.tenants.removeApplication(tenantID: model.id, clientID: registration.clientID)
             try await server.tenants.save(registration, now: now)
             for secret in app.secrets ?? [] {

@@ -61,6 +61,7 @@ struct SQLTenantDirectory: TenantDirectory {
         var exposedScopes: String
         var createdAt: Int64
         var apiPermissions: String
+        var userFlow: String?
 
         var application: AppRegistration? {
             guard let clientID = UUID(uuidString: clientId), let tenantID = UUID(uuidString: tenantId),
@@ -72,7 +73,7 @@ struct SQLTenantDirectory: TenantDirectory {
                 allowPublicClientFlows: allowPublicClientFlows, allowImplicit: allowImplicit,
                 allowPlainPKCE: allowPlainPkce, requirePKCE: requirePkce, appIDURI: appIdUri,
                 exposedScopes: StoredJSON.decode([String].self, exposedScopes) ?? [],
-                apiPermissions: StoredJSON.decode([APIPermission].self, apiPermissions) ?? [])
+                apiPermissions: StoredJSON.decode([APIPermission].self, apiPermissions) ?? [], userFlow: userFlow)
         }
     }
 
@@ -218,7 +219,7 @@ struct SQLTenantDirectory: TenantDirectory {
             allowPublicClientFlows: application.allowPublicClientFlows, allowImplicit: application.allowImplicit,
             allowPlainPkce: application.allowPlainPKCE, requirePkce: application.requirePKCE, appIdUri: application.appIDURI,
             exposedScopes: StoredJSON.encode(application.exposedScopes), createdAt: now.epochSeconds,
-            apiPermissions: StoredJSON.encode(application.apiPermissions))
+            apiPermissions: StoredJSON.encode(application.apiPermissions), userFlow: application.userFlow)
         try await database.transaction { sql in
             let exists = try await sql.select().column("client_id").from("applications")
                 .where("client_id", .equal, row.clientId).first()
@@ -232,7 +233,7 @@ struct SQLTenantDirectory: TenantDirectory {
                     .set("allow_implicit", to: row.allowImplicit).set("allow_plain_pkce", to: row.allowPlainPkce)
                     .set("require_pkce", to: row.requirePkce)
                     .set("app_id_uri", to: row.appIdUri).set("exposed_scopes", to: row.exposedScopes)
-                    .set("api_permissions", to: row.apiPermissions)
+                    .set("api_permissions", to: row.apiPermissions).set("user_flow", to: row.userFlow)
                     .where("client_id", .equal, row.clientId).run()
             }
         }

@@ -14,6 +14,8 @@ struct IssuanceContext: Sendable {
     var authTime: Date
     var newUser: Bool
     var identityProvider: IdentityProviderKind
+    /// B2C's v1.0 claims or the Microsoft identity platform's v2.0 ones (SPEC §2.9).
+    var face: ProtocolFace = .b2c
 }
 
 /// The signed tokens of one issuance.
@@ -53,6 +55,7 @@ struct TokenIssuer: Sendable {
 
     /// The claim order follows decoded real B2C ID tokens.
     func idTokenClaims(_ context: IssuanceContext, now: Date, lifetime: Int, code: String?, accessToken: String?) -> JSONText {
+        if context.face == .entra { return entraIDTokenClaims(context, now: now, lifetime: lifetime, code: code, accessToken: accessToken) }
         var claims = JSONObjectBuilder()
         let iat = now.epochSeconds
         claims.set("exp", iat + Int64(lifetime))
@@ -73,6 +76,7 @@ struct TokenIssuer: Sendable {
 
     /// Access tokens carry the user claims too, plus `scp` and `azp` (research/b2c-protocol.md §2.2).
     func accessTokenClaims(_ context: IssuanceContext, resource: TokenResource, now: Date, lifetime: Int) -> JSONText {
+        if context.face == .entra { return entraAccessTokenClaims(context, resource: resource, now: now, lifetime: lifetime) }
         var claims = JSONObjectBuilder()
         let iat = now.epochSeconds
         claims.set("iss", context.issuer)
@@ -93,7 +97,8 @@ struct TokenIssuer: Sendable {
 
     /// An app-only access token (client credentials): the app is the subject; no user claims.
     func appToken(
-        client: AppRegistration, resource: TokenResource, roles: [String], issuer: String, lifetime: Int, now: Date
+        client: AppRegistration, resource: TokenResource, roles: [String], issuer: String, lifetime: Int, now: Date,
+        face: ProtocolFace = .b2c, tenant: Tenant? = nil
     ) async throws -> String {
         var claims = JSONObjectBuilder()
         let iat = now.epochSeconds
@@ -110,9 +115,88 @@ struct TokenIssuer: Sendable {
         // Entra's marker of an app-only token (the `idtyp` optional claim), so resource servers
         // can refuse tokens that carry no user.
         claims.set("idtyp", "app")
-        claims.set("ver", "1.0")
+        if face == .entra {
+            claims.set("appid", client.clientIDString)
+            if let tenant { claims.set("tid", tenant.guid) }
+            claims.set("uti", Self.uniqueTokenID())
+        }
+        claims.set("ver", face == .entra ? "2.0" : "1.0")
         claims.set("iat", iat)
         return try JSONWebToken.sign(claims: claims.object, with: try await keys.activeKey())
+    }
+
+    // MARK: The Microsoft identity platform's v2.0 tokens (SPEC §2.9)
+
+    /// Entra's v2.0 ID token: `ver` 2.0, `tid`, a pairwise `sub`, `preferred_username`, `uti`
+    /// (learn.microsoft.com/entra/identity-platform/id-token-claims-reference), claims in the
+    /// order Entra writes them.
+    private func entraIDTokenClaims(
+        _ context: IssuanceContext, now: Date, lifetime: Int, code: String?, accessToken: String?
+    ) -> JSONText {
+        var claims = JSONObjectBuilder()
+        let iat = now.epochSeconds
+        claims.set("aud", context.client.clientIDString)
+        claims.set("iss", context.issuer)
+        claims.set("iat", iat)
+        claims.set("nbf", iat)
+        claims.set("exp", iat + Int64(lifetime))
+        if context.identityProvider != .local { claims.set("idp", context.identityProvider.rawValue) }
+        claims.set("name", context.user.displayName)
+        claims.set("nonce", context.nonce)
+        claims.set("oid", context.user.objectID)
+        claims.set("preferred_username", Self.preferredUsername(context.user, tenant: context.tenant))
+        claims.set("sub", Self.pairwiseSubject(context.user, clientID: context.client.clientIDString, tenant: context.tenant))
+        claims.set("tid", context.tenant.guid)
+        claims.set("uti", Self.uniqueTokenID())
+        claims.set("ver", "2.0")
+        if let code { claims.set("c_hash", Self.halfHash(code)) }
+        if let accessToken { claims.set("at_hash", Self.halfHash(accessToken)) }
+        return claims.object
+    }
+
+    /// Entra's v2.0 access token (access-token-claims-reference): `aud` is the resource (Graph's
+    /// `00000003-…` for `User.Read`), `scp` the granted scopes, `azp` and `appid` the client.
+    private func entraAccessTokenClaims(_ context: IssuanceContext, resource: TokenResource, now: Date, lifetime: Int) -> JSONText {
+        var claims = JSONObjectBuilder()
+        let iat = now.epochSeconds
+        claims.set("aud", resource.audience)
+        claims.set("iss", context.issuer)
+        claims.set("iat", iat)
+        claims.set("nbf", iat)
+        claims.set("exp", iat + Int64(lifetime))
+        claims.set("appid", context.client.clientIDString)
+        claims.set("azp", context.client.clientIDString)
+        claims.set("name", context.user.displayName)
+        claims.set("oid", context.user.objectID)
+        claims.set("preferred_username", Self.preferredUsername(context.user, tenant: context.tenant))
+        if !resource.scopeNames.isEmpty { claims.set("scp", resource.scopeNames.joined(separator: " ")) }
+        claims.set("sub", Self.pairwiseSubject(context.user, clientID: context.client.clientIDString, tenant: context.tenant))
+        claims.set("tid", context.tenant.guid)
+        claims.set("uti", Self.uniqueTokenID())
+        claims.set("ver", "2.0")
+        return claims.object
+    }
+
+    /// Entra's `sub` is pairwise: the same user has a different one in each app, so two apps
+    /// cannot join their users on it. base64url of SHA-256 over tenant, app and object id.
+    static func pairwiseSubject(_ user: UserAccount, clientID: String, tenant: Tenant) -> String {
+        let digest = SHA256.hash(data: Data("\(tenant.guid)|\(clientID.lowercased())|\(user.objectID)".utf8))
+        return Base64URL.encode(Data(digest))
+    }
+
+    /// The name the user signs in with: the account's email (a federated account without one
+    /// gets `{oid}@{tenant}`, as Entra writes a UPN).
+    static func preferredUsername(_ user: UserAccount, tenant: Tenant) -> String {
+        user.email ?? "\(user.objectID)@\(tenant.name)"
+    }
+
+    /// `uti`: a per-token id (Entra's is 22 base64url characters).
+    static func uniqueTokenID() -> String { Secrets.randomToken(byteCount: 16) }
+
+    /// Entra's `client_info`: `{"uid": oid, "utid": tenant GUID}`, no policy suffix, so MSAL's
+    /// `home_account_id` is `{oid}.{tid}` (SPEC §2.9).
+    static func entraClientInfo(user: UserAccount, tenant: Tenant) -> String {
+        Base64URL.encode(JSONText.object([("uid", .string(user.objectID)), ("utid", .string(tenant.guid))]).serialized)
     }
 
     /// The flow's application claims that this user has values for.
