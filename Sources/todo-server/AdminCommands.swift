@@ -120,6 +120,7 @@ struct Apps: AsyncParsableCommand {
                 print("\(app.clientIDString)  \(app.kind.rawValue)  \(TextRules.printable(app.displayName))")
                 for uri in app.redirectURIs { print("    redirect \(uri)") }
                 if let uri = app.appIDURI { print("    api \(uri) scopes \(app.exposedScopes.joined(separator: " "))") }
+                if let flow = app.userFlow { print("    user flow \(flow)") }
                 for permission in app.apiPermissions {
                     let roles = permission.roles.isEmpty ? "" : " roles \(permission.roles.joined(separator: " "))"
                     print("    granted \(permission.resource) scopes \(permission.scopes.joined(separator: " "))\(roles)")
@@ -138,6 +139,10 @@ struct Apps: AsyncParsableCommand {
         @Flag(help: "Refuse sign-ins without PKCE (B2C requires it of single-page apps only).") var requirePkce = false
         @Option(name: .customLong("app-id-uri"), help: "Application ID URI when the app exposes an API.") var appIDURI: String?
         @Option(name: .customLong("scope"), help: "A scope the API exposes (repeatable).") var scopes: [String] = []
+        @Option(
+            name: .customLong("user-flow"),
+            help: "External ID's app-bound user flow: policy-less (Entra) sign-ins of this app run it instead of the tenant's default.")
+        var userFlow: String?
 
         func run() async throws {
             guard let clientKind = ClientKind(rawValue: kind) else { throw CommandFailure("--kind must be public or confidential") }
@@ -145,9 +150,17 @@ struct Apps: AsyncParsableCommand {
                 throw CommandFailure("--name must be 1 to 256 characters without controls, invisible characters or extra spaces")
             }
             let (app, secret) = try await withDefaultTenant(store) { server, tenant in
+                var flowName: String?
+                if let userFlow {
+                    guard let flow = try await server.tenants.userFlow(tenantID: tenant.id, name: userFlow) else {
+                        throw CommandFailure("--user-flow '\(TextRules.printable(userFlow))' is not a user flow of \(tenant.name)")
+                    }
+                    flowName = flow.name
+                }
                 let app = AppRegistration(
                     clientID: UUID(), tenantID: tenant.id, displayName: name, kind: clientKind, redirectURIs: redirectURIs,
-                    allowPublicClientFlows: allowRopc, requirePKCE: requirePkce, appIDURI: appIDURI, exposedScopes: scopes)
+                    allowPublicClientFlows: allowRopc, requirePKCE: requirePkce, appIDURI: appIDURI, exposedScopes: scopes,
+                    userFlow: flowName)
                 try await server.tenants.save(app, now: Date())
                 var secret: String?
                 if clientKind == .confidential {

@@ -226,6 +226,17 @@ struct EntraFaceTests {
             let unknownClient = try await driver.post("/common/oauth2/v2.0/token", [("grant_type", "password"), ("client_id", "nobody")])
             Self.expectEntraError(unknownClient.json, code: 700016, error: "unauthorized_client")
 
+            // Before the redirect URI is trusted, errors are pages quoting Entra's code.
+            let noClient = try await driver.get("/common/oauth2/v2.0/authorize?response_type=code&scope=openid")
+            #expect(noClient.status == .badRequest && noClient.text.contains("AADSTS900144"))
+            let oob = try await driver.get(
+                "/common/oauth2/v2.0/authorize?"
+                    + Form.encode([
+                        ("client_id", h.webClientID), ("response_type", "code"), ("scope", "openid"),
+                        ("redirect_uri", "urn:ietf:wg:oauth:2.0:oob"),
+                    ]))
+            #expect(oob.status == .badRequest && oob.text.contains("AADSTS50011") && oob.headers[.location] == nil)
+
             // ROPC on the Entra face: the app's "allow public client flows" decides, as in Entra.
             _ = try await h.addUser()
             let ropc = try await driver.post(

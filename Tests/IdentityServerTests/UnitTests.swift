@@ -268,7 +268,7 @@ struct UnitTests {
           - { name: susi, type: signUpOrSignIn }
         applications:
           - { name: Web, kind: confidential }
-          - { name: Native, kind: public, pkce: sometimes }
+          - { name: Native, kind: public, pkce: sometimes, userFlow: B2C_1_elsewhere }
         """.write(to: bad, atomically: true, encoding: .utf8)
         do {
             _ = try TenantDeclaration.load(path: bad.path)
@@ -280,6 +280,7 @@ struct UnitTests {
             #expect(text.contains("defaultPolicy"))
             #expect(text.contains("needs at least one secret"))
             #expect(text.contains("application 'Native': pkce must be required or optional, not 'sometimes'"))
+            #expect(text.contains("application 'Native': userFlow 'B2C_1_elsewhere' is not one of the user flows"))
         }
         let good = directory.appendingPathComponent("good.yaml")
         try """
@@ -291,7 +292,7 @@ struct UnitTests {
             signUpAttributes: [displayName, city]
             lifetimes: { accessTokenMinutes: 30, refreshTokenDays: 7 }
         applications:
-          - { name: App, kind: public, redirectUris: [http://localhost], allowPublicClientFlows: true, pkce: required }
+          - { name: App, kind: public, redirectUris: [http://localhost], allowPublicClientFlows: true, pkce: required, userFlow: b2c_1_SUSI }
         """.write(to: good, atomically: true, encoding: .utf8)
         _ = try TenantDeclaration.load(path: good.path)
     }

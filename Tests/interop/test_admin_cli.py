@@ -57,6 +57,13 @@ def test_users_apps_and_keys_commands(admin, server):
     assert client_id not in admin("apps", "list").stdout
     bad_kind = admin("apps", "add", "--name", "X", "--kind", "sideways", check=False)
     assert bad_kind.returncode != 0
+    # External ID's app-bound user flow: named flows only, spelled as the tenant spells them.
+    bound = admin("apps", "add", "--name", "Bound", "--user-flow", "b2c_1_SIGN_UP", "--redirect-uri", "http://localhost").stdout
+    bound_id = bound.split("client id: ")[1].split()[0]
+    assert "user flow B2C_1_sign_up" in admin("apps", "list").stdout.split(bound_id)[1]
+    no_flow = admin("apps", "add", "--name", "Y", "--user-flow", "B2C_1_nope", check=False)
+    assert no_flow.returncode != 0 and "is not a user flow" in no_flow.stderr
+    assert len(no_flow.stderr.strip().splitlines()) == 1
 
     before = admin("keys", "list").stdout.strip().splitlines()
     assert len(before) == 1 and "active" in before[0]

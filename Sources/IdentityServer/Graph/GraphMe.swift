@@ -3,7 +3,8 @@ import Hummingbird
 import WireCoding
 
 /// A Graph bearer token this service issued, checked: signed by a published key, in its
-/// lifetime, issued on this host, for Graph (`aud` `00000003-…`), and naming a user who exists.
+/// lifetime, issued under one of this service's host names (Graph, like Entra, answers on
+/// another name than the one that issued the token), for Graph (`aud` `00000003-…`), and naming a user who exists.
 struct GraphCaller: Sendable {
     /// The app the token was issued to (`azp`, else `appid`).
     let clientID: String?
@@ -30,7 +31,7 @@ struct GraphCaller: Sendable {
             guard let claims = JSONWebToken.verify(token, keys: published),
                 let exp = (claims["exp"] as? NSNumber)?.int64Value, exp > now - 300,
                 ((claims["nbf"] as? NSNumber)?.int64Value ?? 0) <= now + 300,
-                let issuer = claims["iss"] as? String, issuer.hasPrefix(hosts.origin(of: request) + "/")
+                let issuer = claims["iss"] as? String, hosts.isOwnIssuer(issuer)
             else { throw GraphError.invalidToken }
             let scopes = ((claims["scp"] as? String) ?? "").split(separator: " ").map { $0.lowercased() }
             guard claims["aud"] as? String == APIPermission.graphResource else { throw GraphError.insufficientPrivileges }

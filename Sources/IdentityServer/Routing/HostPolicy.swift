@@ -63,6 +63,13 @@ struct HostPolicy: Sendable {
             && authority.filter { $0 == ":" }.count <= 1
     }
 
+    /// Whether `issuer` names this service: its scheme and an allowed host on its port.
+    func isOwnIssuer(_ issuer: String) -> Bool {
+        guard let url = URLComponents(string: issuer), url.scheme == scheme, let host = url.percentEncodedHost else { return false }
+        let authority = url.port.map { "\(host):\($0)" } ?? host
+        return Self.isAllowed(authority: authority, in: allowedHosts, port: listenPort)
+    }
+
     /// B2C's default issuer: `{origin}/{tenant GUID}/v2.0/` (research/b2c-protocol.md §1.6);
     /// Entra's v2 issuer has no trailing slash: `{origin}/{tenant GUID}/v2.0` (SPEC §2.9).
     static func issuer(origin: String, tenant: Tenant, face: ProtocolFace = .b2c) -> String {
