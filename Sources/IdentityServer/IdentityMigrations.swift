@@ -192,5 +192,12 @@ enum IdentityMigrations {
                         PRIMARY KEY (user_id, client_id))
                     """,
                 ]),
+            // Codes and refresh tokens redeem only on the face (B2C or Entra) that issued them.
+            Migration(
+                version: 17, name: "grant face",
+                [
+                    "ALTER TABLE authorization_codes ADD COLUMN face TEXT NOT NULL DEFAULT 'b2c'",
+                    "ALTER TABLE refresh_token_families ADD COLUMN face TEXT NOT NULL DEFAULT 'b2c'",
+                ]),
         ])
 }

@@ -4,6 +4,7 @@ import HummingbirdTesting
 import Storage
 import TestSupport
 import Testing
+import WireCoding
 
 @testable import IdentityServer
 
@@ -237,8 +238,17 @@ struct EntraFaceTests {
                     ]))
             #expect(oob.status == .badRequest && oob.text.contains("AADSTS50011") && oob.headers[.location] == nil)
 
-            // ROPC on the Entra face: the app's "allow public client flows" decides, as in Entra.
+            // ROPC on the Entra face: the app's "allow public client flows" decides, as in Entra,
+            // and it shows no consent page, so it works only for what the user consented to.
             _ = try await h.addUser()
+            let ropcForm = [
+                ("grant_type", "password"), ("client_id", h.clientID), ("username", "alice@example.com"), ("password", "Passw0rd!"),
+                ("scope", "openid User.Read"),
+            ]
+            let unconsented = try await driver.post("/organizations/oauth2/v2.0/token", ropcForm)
+            Self.expectEntraError(unconsented.json, code: 65001, error: "invalid_grant")
+            let consent = try await driver.signIn(h, attempt: Self.attempt(h), email: "alice@example.com")
+            #expect(try await driver.submit(consent, [("decision", "accept")]).redirectParameters["code"] != nil)
             let ropc = try await driver.post(
                 "/organizations/oauth2/v2.0/token",
                 [
@@ -305,12 +315,170 @@ struct EntraFaceTests {
             let first = try await driver.start(attempt, harness: h)
             #expect(first.text.contains("email_ver_but_send"), "the sign-up flow's first page")
             let done = try await driver.signUp(h, attempt: attempt, email: "new@example.com", name: "Newton")
-            let consent = done.text.contains("consentForm") ? try await driver.submit(done, [("decision", "accept")]) : done
-            let code = try #require(consent.redirectParameters["code"])
+            #expect(done.text.contains("consentForm"), "a new user consents too")
+            let code = try #require(try await driver.submit(done, [("decision", "accept")]).redirectParameters["code"])
             let tokens = try await driver.redeem(h, attempt: attempt, code: code)
             #expect(tokens.status == .ok, "\(tokens.text)")
             let claims = DecodedJWT(tokens.json["id_token"] as? String ?? "").claims
             #expect(claims["ver"] as? String == "2.0" && claims["preferred_username"] as? String == "new@example.com")
+        }
+    }
+    /// Consents, then returns the tokens of a sign-in on `/common` for `scope`.
+    static func consentedTokens(_ h: IdentityHarness, _ driver: Driver, scope: String = graphScope) async throws -> [String: Any] {
+        let attempt = Self.attempt(h, scope: scope)
+        var page = try await driver.start(attempt, harness: h)
+        if page.text.contains("localAccountForm") {
+            page = try await driver.submit(page, [("email", "alice@example.com"), ("password", "Passw0rd!")])
+        }
+        if page.text.contains("consentForm") { page = try await driver.submit(page, [("decision", "accept")]) }
+        let code = try #require(page.redirectParameters["code"])
+        return try await driver.redeem(h, attempt: attempt, code: code).json
+    }
+
+    @Test(
+        "consent is incremental: a new API's scopes ask again, and a refresh cannot reach beyond what was consented",
+        arguments: TestDatabase.engines)
+    func incrementalConsent(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let tokens = try await Self.consentedTokens(h, driver)
+            let refreshToken = try #require(tokens["refresh_token"] as? String)
+            // The app holds the Task API's scopes too (admin permission); the user consented to Graph only.
+            let apiScope = try #require(h.seed.apiScopes.first)
+            let refreshToAPI = [
+                ("grant_type", "refresh_token"), ("client_id", h.clientID), ("refresh_token", refreshToken),
+                ("scope", "openid \(apiScope)"),
+            ]
+            Self.expectEntraError(
+                try await driver.post("/common/oauth2/v2.0/token", refreshToAPI).json, code: 65001, error: "invalid_grant")
+
+            let more = try await driver.start(Self.attempt(h, scope: "openid offline_access \(apiScope)"), harness: h)
+            #expect(more.text.contains("id=\"consentForm\""), "a scope not consented yet asks again")
+            #expect(more.text.contains("tasks.read"))
+            #expect(try await driver.submit(more, [("decision", "accept")]).redirectParameters["code"] != nil)
+            // Now the same refresh may move to the API: both are consented.
+            let allowed = try await driver.post("/common/oauth2/v2.0/token", refreshToAPI)
+            #expect(allowed.status == .ok, "\(allowed.text)")
+        }
+    }
+
+    @Test(
+        "the consent page needs the browser session of the user who signed in; the Entra sign-in page has no forgot-password link",
+        arguments: TestDatabase.engines)
+    func consentNeedsTheSession(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let alice = try await h.addUser()
+            let signInPage = try await driver.start(Self.attempt(h), harness: h)
+            #expect(signInPage.link(id: "forgotPassword") == nil)
+            #expect(signInPage.link(id: "createAccount") != nil)
+            let consent = try await driver.submit(signInPage, [("email", "alice@example.com"), ("password", "Passw0rd!")])
+            #expect(consent.text.contains("consentForm"))
+            let action = Form.unescapeHTML(try #require(consent.formAction))
+            // Without the SSO cookie (another browser holding the same CSRF cookie, say) the page refuses.
+            for name in driver.cookies.keys where name.hasPrefix("x-ms-cpim-sso-") { driver.cookies[name] = nil }
+            let refused = try await driver.post(action, [("csrf_token", consent.field("csrf_token") ?? ""), ("decision", "accept")])
+            #expect(refused.status == .forbidden)
+            #expect(try await h.server.service.consents.granted(userID: alice.id, clientID: h.clientID).isEmpty)
+        }
+    }
+
+    @Test("codes and refresh tokens redeem only on the face that issued them", arguments: TestDatabase.engines)
+    func faceBinding(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            // A code from B2C's authorize (which asks no consent) cannot buy Entra tokens.
+            let b2c = AuthorizationAttempt(harness: h)
+            let code = try #require(try await driver.signIn(h, attempt: b2c, email: "alice@example.com").redirectParameters["code"])
+            var atEntra = b2c
+            atEntra.authority = "common"
+            Self.expectEntraError(try await driver.redeem(h, attempt: atEntra, code: code).json, code: 70000, error: "invalid_grant")
+            // Not consumed by the refusal: the code still redeems where it was issued.
+            let b2cTokens = try await driver.redeem(h, attempt: b2c, code: code)
+            #expect(b2cTokens.status == .ok)
+
+            // A B2C refresh token at the Entra endpoint, and an Entra one at B2C's.
+            let b2cRefresh = try #require(b2cTokens.json["refresh_token"] as? String)
+            func refresh(_ token: String) -> [(String, String)] {
+                [("grant_type", "refresh_token"), ("client_id", h.clientID), ("refresh_token", token)]
+            }
+            let crossed = try await driver.post("/common/oauth2/v2.0/token", refresh(b2cRefresh))
+            Self.expectEntraError(crossed.json, code: 70000, error: "invalid_grant")
+            let entraRefresh = try #require(try await Self.consentedTokens(h, driver)["refresh_token"] as? String)
+            #expect(b2cCode(try await driver.post(h.path("B2C_1_susi", "oauth2/v2.0/token"), refresh(entraRefresh))) == "AADB2C90088")
+            // Each still works on its own face (the refusals consumed nothing).
+            #expect(try await driver.post(h.path("B2C_1_susi", "oauth2/v2.0/token"), refresh(b2cRefresh)).status == .ok)
+            #expect(try await driver.post("/common/oauth2/v2.0/token", refresh(entraRefresh)).status == .ok)
+        }
+    }
+
+    @Test(
+        "the picker honours prompt=login; login_hint picks the account; SSO never falls back to another account",
+        arguments: TestDatabase.engines)
+    func pickerRules(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let alice = try await h.addUser()
+            let bob = try await h.addUser("bob@example.com", name: "Bob")
+            let scope = "openid \(h.clientID)"
+            var first = Self.attempt(h, scope: scope)
+            first.extra.append(("prompt", "login"))
+            for email in ["alice@example.com", "bob@example.com"] {
+                let consent = try await driver.signIn(h, attempt: first, email: email)
+                _ = try await driver.submit(consent, [("decision", "accept")])
+            }
+            // prompt=login: the sign-in page, and the picker's URL offers nobody.
+            var login = Self.attempt(h, scope: scope)
+            login.extra.append(("prompt", "login"))
+            let page = try await driver.start(login, harness: h)
+            #expect(page.text.contains("localAccountForm"))
+            let pickerURL = Form.unescapeHTML(try #require(page.formAction)).replacingOccurrences(
+                of: "/pages/signin?", with: "/pages/accounts?")
+            let picker = try await driver.get(pickerURL)
+            #expect(picker.status == .ok)
+            #expect(!picker.text.contains("account-\(alice.objectID)") && !picker.text.contains("account-\(bob.objectID)"))
+            let chosen = try await driver.post(pickerURL, [("csrf_token", page.field("csrf_token") ?? ""), ("account", alice.objectID)])
+            #expect(chosen.status == .badRequest)
+
+            // login_hint on the Entra face picks that account's session, though Bob's is the current one.
+            var hinted = Self.attempt(h, scope: scope)
+            hinted.extra += [("prompt", "none"), ("login_hint", "ALICE@example.com")]
+            let hintCode = try #require(try await driver.start(hinted, harness: h).redirectParameters["code"])
+            let hintTokens = try await driver.redeem(h, attempt: hinted, code: hintCode)
+            #expect(DecodedJWT(hintTokens.json["id_token"] as? String ?? "").claims["oid"] as? String == alice.objectID)
+            var stranger = Self.attempt(h, scope: scope)
+            stranger.extra += [("prompt", "none"), ("login_hint", "carol@example.com")]
+            #expect(try await driver.start(stranger, harness: h).redirectParameters["error"] == "login_required")
+
+            // The current session ends: SSO does not answer as the other account the browser holds.
+            let ids = SSOCookieValue.ids(driver.cookies["x-ms-cpim-sso-\(h.tenant.guid)"])
+            #expect(ids.count == 2)
+            try await h.server.service.interactions.deleteSession(idHash: Secrets.sha256Hex(try #require(ids.first)))
+            var silent = Self.attempt(h, scope: scope)
+            silent.extra.append(("prompt", "none"))
+            #expect(try await driver.start(silent, harness: h).redirectParameters["error"] == "login_required")
+        }
+    }
+
+    @Test("Graph refuses a token this service's key signed under a foreign issuer", arguments: TestDatabase.engines)
+    func graphIssuer(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let user = try await h.addUser()
+            let key = try await h.server.service.keys.activeKey()
+            let now = Int64(Date().timeIntervalSince1970)
+            func bearer(issuer: String) throws -> HTTPFields {
+                let token = try JSONWebToken.sign(
+                    claims: .object([
+                        ("iss", .string(issuer)), ("aud", .string(APIPermission.graphResource)), ("exp", .int(now + 600)),
+                        ("nbf", .int(now - 10)), ("oid", .string(user.objectID)), ("sub", .string(user.objectID)),
+                        ("scp", .string("User.Read")),
+                    ]), with: key)
+                return [.authorization: "Bearer \(token)"]
+            }
+            #expect(try await driver.get("/v1.0/me", headers: try bearer(issuer: "http://localhost/\(h.tenant.guid)/v2.0")).status == .ok)
+            for foreign in [
+                "https://localhost/\(h.tenant.guid)/v2.0", "http://evil.example/\(h.tenant.guid)/v2.0", "localhost/x", "nonsense",
+            ] {
+                #expect(try await driver.get("/v1.0/me", headers: try bearer(issuer: foreign)).status == .unauthorized, "\(foreign)")
+            }
         }
     }
 }

@@ -227,8 +227,11 @@ struct SecurityTests {
             // Applying the declaration again (every restart does) keeps the tenant's accounts.
             let user = try await h.server.createLocalUser(
                 tenantID: tenant.id, email: "kept@fabrikam.com", displayName: "Kept", password: "Kept-Pass1")
+            try await h.server.service.consents.grant(["openid"], userID: user.id, clientID: clientID.uuidString, now: Date())
             _ = try await declaration.apply(to: h.server, baseDirectory: directory)
             #expect(try await h.server.users.user(id: user.id) != nil)
+            // …and what hangs off its apps: a user's consent survives (the app is updated in place).
+            #expect(try await h.server.service.consents.granted(userID: user.id, clientID: clientID.uuidString) == ["openid"])
             // The dev tenant's app is not registered in the declared tenant.
             let foreign = try await driver.get(
                 "/fabrikam.onmicrosoft.com/B2C_1_signin/oauth2/v2.0/authorize?client_id=\(h.clientID)&response_type=code&redirect_uri=http://localhost&scope=openid"

@@ -6,8 +6,9 @@ import WireCoding
 /// lifetime, issued under one of this service's host names (Graph, like Entra, answers on
 /// another name than the one that issued the token), for Graph (`aud` `00000003-…`), and naming a user who exists.
 struct GraphCaller: Sendable {
-    /// The app the token was issued to (`azp`, else `appid`).
-    let clientID: String?
+    /// The token's `sub`: B2C's is the object id, Entra's the app's pairwise one; either way the
+    /// same as in that app's ID token, which is what UserInfo must answer (OIDC Core §5.3.2).
+    let subject: String?
     let user: UserAccount
     let tenant: Tenant?
     let scopes: [String]
@@ -40,7 +41,7 @@ struct GraphCaller: Sendable {
                 throw GraphError.resourceNotFound
             }
             return GraphCaller(
-                clientID: (claims["azp"] ?? claims["appid"]) as? String, user: user,
+                subject: claims["sub"] as? String, user: user,
                 tenant: try await tenants.tenant(matching: user.tenantID.uuidString), scopes: scopes)
         }
     }
@@ -84,11 +85,9 @@ struct UserInfo: Sendable {
     @Sendable func handle(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let caller = try await authenticator.caller(of: request, requiring: nil)
         let user = caller.user
-        guard let tenant = caller.tenant, let client = caller.clientID else {
-            throw GraphError.invalidToken
-        }
+        guard let subject = caller.subject else { throw GraphError.invalidToken }
         var body = JSONObjectBuilder()
-        body.set("sub", TokenIssuer.pairwiseSubject(user, clientID: client, tenant: tenant))
+        body.set("sub", subject)
         body.set("name", user.displayName)
         body.set("family_name", user.value(of: .surname))
         body.set("given_name", user.value(of: .givenName))

@@ -71,9 +71,10 @@ extension PageStep {
 
     // MARK: Account picker
 
-    /// The browser's sessions this flow can use.
+    /// The browser's sessions this transaction may continue with (not under `prompt=login`,
+    /// not beyond `max_age`, from the flow's identity providers).
     private func pickableSessions() async throws -> [InteractionFlow.HeldSession] {
-        try await flow.sessions(from: request, tenant: tenant).filter { userFlow.identityProviders.contains($0.session.identityProvider) }
+        try await flow.usableSessions(for: record, userFlow: userFlow, request: request, tenant: tenant)
     }
 
     func accountsPage() async throws -> Response {

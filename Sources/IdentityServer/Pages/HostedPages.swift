@@ -135,7 +135,11 @@ struct PageStep {
             "email": email ?? record.request.loginHint ?? "", "localAccounts": userFlow.offersLocalAccounts,
         ]
         if let error { values["error"] = error }
-        if userFlow.type.offersForgotPassword { values["forgotURL"] = flow.pageURL("forgot", record: record) }
+        // B2C hands "forgot password" back to the app (AADB2C90118) to start its reset flow; an
+        // Entra app has no such flow to start, so the Entra face does not offer the link.
+        if userFlow.type.offersForgotPassword, record.request.protocolFace == .b2c {
+            values["forgotURL"] = flow.pageURL("forgot", record: record)
+        }
         if userFlow.type == .signUpOrSignIn { values["signUpURL"] = flow.pageURL("signup", record: record) }
         if userFlow.offersFacebook {
             values["hasSocial"] = true

@@ -159,7 +159,7 @@ struct InteractionFlow: Sendable {
                 redirectURI: authorization.redirectURI, scopes: authorization.scopes, nonce: authorization.nonce,
                 codeChallenge: authorization.codeChallenge, codeChallengeMethod: authorization.codeChallengeMethod,
                 authTime: authTime, newUser: newUser, identityProvider: identityProvider, createdAt: now,
-                expiresAt: now.addingTimeInterval(service.configuration.codeLifetime))
+                expiresAt: now.addingTimeInterval(service.configuration.codeLifetime), face: authorization.protocolFace)
             try await service.grants.saveCode(value, grant: grant)
             code = value
             parameters.append(("code", value))
@@ -254,6 +254,33 @@ struct InteractionFlow: Sendable {
             held.append(HeldSession(id: id, session: session, user: user))
         }
         return held
+    }
+
+    /// The sessions this browser holds that `record`'s request may use without a password: none
+    /// under `prompt=login`, none older than `max_age`, and only from identity providers the
+    /// flow offers. SSO, the account picker and its choice all ask this one question.
+    func usableSessions(for record: InteractionRecord, userFlow: UserFlow, request: Request, tenant: Tenant) async throws
+        -> [HeldSession]
+    {
+        let authorization = record.request
+        guard authorization.prompt != .login else { return [] }
+        return try await sessions(from: request, tenant: tenant).filter { held in
+            let tooOld = authorization.maxAge.map { service.now.timeIntervalSince(held.session.authTime) > TimeInterval($0) } ?? false
+            return !tooOld && userFlow.identityProviders.contains(held.session.identityProvider)
+        }
+    }
+
+    /// The session single sign-on answers with: the browser's current one, never another
+    /// account it also holds (if the current one has ended, the person signs in again). On the
+    /// Entra face a `login_hint` picks the session of that account instead, as Entra does, and
+    /// none if the browser holds no session for it.
+    func singleSignOnSession(among usable: [HeldSession], record: InteractionRecord, request: Request, tenant: Tenant) -> HeldSession? {
+        if record.request.protocolFace == .entra, let hint = record.request.loginHint {
+            let wanted = EmailAddress.canonical(hint) ?? hint.lowercased()
+            return usable.first { $0.user.signInName == wanted || $0.user.email.flatMap(EmailAddress.canonical) == wanted }
+        }
+        let current = SSOCookieValue.ids(request.cookies[Self.ssoCookie(for: tenant)]?.value).first
+        return usable.first { $0.id == current }
     }
 
     /// The SSO session this browser holds for `tenant`, if any and still valid: the current one.

@@ -176,14 +176,8 @@ struct AuthorizeEndpoint: Sendable {
         _ record: InteractionRecord, tenant: Tenant, userFlow: UserFlow, request: Request, context: PolicyRequestContext
     ) async throws -> Response {
         let authorization = record.request
-        let now = service.now
-        // The sessions this browser holds that this request may use: not under prompt=login,
-        // not older than max_age, and from an identity provider the flow offers.
-        let usable = try await flow.sessions(from: request, tenant: tenant).filter { held in
-            let tooOld = authorization.maxAge.map { now.timeIntervalSince(held.session.authTime) > TimeInterval($0) } ?? false
-            return authorization.prompt != .login && !tooOld && userFlow.identityProviders.contains(held.session.identityProvider)
-        }
-        let existing = usable.first
+        let usable = try await flow.usableSessions(for: record, userFlow: userFlow, request: request, tenant: tenant)
+        let existing = flow.singleSignOnSession(among: usable, record: record, request: request, tenant: tenant)
         switch userFlow.type {
         case .signUpOrSignIn, .signIn:
             // Entra's account picker over the browser's sessions (SPEC §2.9); B2C ignores

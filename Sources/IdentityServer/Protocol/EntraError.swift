@@ -72,7 +72,9 @@ extension B2CError {
         case "AADB2C90077":
             return as_(50058, "A silent sign-in request was sent but no user is signed in.", error: "login_required")
         case "AADB2C90079":
-            return as_(7_000_218, "The request body must contain the following parameter: 'client_assertion' or 'client_secret'.")
+            return as_(
+                7_000_218, "The request body must contain the following parameter: 'client_assertion' or 'client_secret'.",
+                error: "invalid_client")
         case "AADB2C90080":
             return as_(
                 70008,

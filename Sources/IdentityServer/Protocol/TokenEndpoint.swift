@@ -10,6 +10,8 @@ struct TokenEndpoint: Sendable {
     let tenants: any TenantDirectory
     let users: any UserDirectory
     let grants: any GrantStore
+    /// What users granted apps on the Entra face; refresh and ROPC there stay within it.
+    let consents: any ConsentStore
     let tokens: TokenIssuer
     let passwords: PasswordAuthenticator
     let clock: any IdentityClock
@@ -96,7 +98,7 @@ struct TokenEndpoint: Sendable {
     ) async throws -> Response {
         guard let code = form.nonEmpty("code") else { throw B2CError.missingParameter("code") }
         let grant: AuthorizationCodeGrant
-        switch try await grants.redeemCode(code, clientID: client.clientIDString, policy: flow.name, now: now) {
+        switch try await grants.redeemCode(code, clientID: client.clientIDString, policy: flow.name, face: face, now: now) {
         case .unknown: throw B2CError.malformedGrant
         case .replayed: throw B2CError.grantRevoked
         case .expired(let expired): throw B2CError.grantExpired(now: now, issued: expired.createdAt, expires: expired.expiresAt)
@@ -104,6 +106,7 @@ struct TokenEndpoint: Sendable {
             if other.clientID != client.clientIDString {
                 throw B2CError.grantNotForThisEndpoint(actual: client.clientIDString, expected: other.clientID)
             }
+            if other.face != face { throw B2CError.grantNotForThisEndpoint(actual: face.endpointName, expected: other.face.endpointName) }
             throw B2CError.grantNotForThisEndpoint(actual: flow.name, expected: other.policy)
         case .redeemed(let redeemed): grant = redeemed
         }
@@ -135,9 +138,18 @@ struct TokenEndpoint: Sendable {
         let flowName = flow.name
         let apps = try await tenants.applications(tenantID: tenant.id)
         let requested = [String].scopes(form["scope"])
+        if face == .entra, let family = try await grants.family(ofRefreshToken: presented), family.face == .entra,
+            family.clientID == clientID
+        {
+            // Refused before the rotation, so a refresh asking beyond consent does not cost the
+            // client its token. Consent only grows, so the check cannot go stale before the rotation.
+            var scopes = try GrantedScopes.resolve(requested.isEmpty ? family.scopes : requested, client: client, tenantApps: apps)
+            scopes.offlineAccess = true
+            try await requireConsent(scopes, userID: family.userID, client: client)
+        }
         let outcome = try await grants.rotateRefreshToken(
             presented, replacement: replacement,
-            binding: RefreshTokenBinding(tenantID: tenant.id, clientID: clientID, policy: flowName),
+            binding: RefreshTokenBinding(tenantID: tenant.id, clientID: clientID, policy: flowName, face: face),
             admit: { family in
                 // A refresh stays within its original grant (RFC 6749 §6; the security issue's M-3).
                 try GrantedScopes.checkRefresh(requested, family: family, client: client, tenantApps: apps)
@@ -150,6 +162,8 @@ struct TokenEndpoint: Sendable {
         switch outcome {
         case .unknown: throw B2CError.malformedGrant
         case .wrongClient(let other): throw B2CError.grantNotForThisEndpoint(actual: clientID, expected: other.clientID)
+        case .wrongPolicy(let other) where other.face != face:
+            throw B2CError.grantNotForThisEndpoint(actual: face.endpointName, expected: other.face.endpointName)
         case .wrongPolicy(let other): throw B2CError.grantNotForThisEndpoint(actual: flowName, expected: other.policy)
         case .expired(_, let issuedAt, let expiresAt): throw B2CError.grantExpired(now: now, issued: issuedAt, expires: expiresAt)
         case .revoked, .reused: throw B2CError.grantRevoked
@@ -190,6 +204,9 @@ struct TokenEndpoint: Sendable {
         }
         let apps = try await tenants.applications(tenantID: tenant.id)
         let scopes = try GrantedScopes.resolve(.scopes(form["scope"]), client: client, tenantApps: apps)
+        // Entra's ROPC shows no consent page, so it works only for what the user has consented
+        // to already (AADSTS65001 otherwise).
+        if face == .entra { try await requireConsent(scopes, userID: user.id, client: client) }
         let issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: nil,
             authTime: now, newUser: false, identityProvider: .local, face: face)
@@ -232,6 +249,17 @@ struct TokenEndpoint: Sendable {
         return .json(body.object, noStore: true)
     }
 
+    /// On the Entra face a grant without a page may carry only what the user consented to
+    /// (SPEC §2.9): a refresh cannot move to another API's scopes, ROPC cannot skip consent.
+    private func requireConsent(_ scopes: GrantedScopes, userID: UUID, client: AppRegistration) async throws {
+        let granted = try await consents.granted(userID: userID, clientID: client.clientIDString)
+        guard scopes.consentKeys.isSubset(of: granted) else {
+            var error = B2CError.consentRequired(clientID: client.clientIDString, name: client.displayName)
+            error.oauthError = "invalid_grant"
+            throw error
+        }
+    }
+
     // MARK: Response
 
     private func startFamily(_ issuance: IssuanceContext, now: Date, forCode code: String?) async throws -> String {
@@ -244,7 +272,7 @@ struct TokenEndpoint: Sendable {
             id: UUID().uuidString.lowercased(), tenantID: issuance.tenant.id, clientID: issuance.client.clientIDString,
             userID: issuance.user.id, policy: issuance.flow.name, scopes: issuance.scopes.granted,
             authTime: issuance.authTime, identityProvider: issuance.identityProvider, createdAt: now,
-            slidingExpiresAt: sliding, revokedAt: nil, consented: issuance.client.apiPermissions)
+            slidingExpiresAt: sliding, revokedAt: nil, consented: issuance.client.apiPermissions, face: issuance.face)
         let expires = now.addingTimeInterval(TimeInterval(lifetimes.refreshTokenSeconds))
         try await grants.createFamily(family, firstToken: token, tokenExpiresAt: min(expires, sliding ?? expires), forCode: code)
         return token

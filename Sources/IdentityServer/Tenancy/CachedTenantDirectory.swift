@@ -103,6 +103,10 @@ final class CachedTenantDirectory: TenantDirectory {
         try await base.addSecret(clientID: clientID, secret: secret, now: now, expiresAt: expiresAt)
     }
 
+    public func removeSecrets(clientID: UUID) async throws {
+        try await base.removeSecrets(clientID: clientID)
+    }
+
     public func removeApplication(tenantID: UUID, clientID: UUID) async throws -> Bool {
         defer { invalidate() }
         return try await base.removeApplication(tenantID: tenantID, clientID: clientID)

@@ -244,8 +244,10 @@ public struct TenantDeclaration: Decodable, Sendable {
                 requirePKCE: app.pkce?.lowercased() == "required", appIDURI: app.appIdUri,
                 exposedScopes: app.scopes ?? [], apiPermissions: permissions,
                 userFlow: app.userFlow.flatMap { flow in userFlows.first { $0.name.lowercased() == flow.lowercased() }?.name })
-            _ = try await server.tenants.removeApplication(tenantID: model.id, clientID: registration.clientID)
+            // Updated in place, not removed and re-added: what hangs off the app (users' consents,
+            // refresh tokens) survives a restart with the same declaration.
             try await server.tenants.save(registration, now: now)
+            try await server.tenants.removeSecrets(clientID: registration.clientID)
             for secret in app.secrets ?? [] {
                 try await server.tenants.addSecret(clientID: registration.clientID, secret: secret, now: now, expiresAt: nil)
             }

@@ -21,6 +21,8 @@ public protocol TenantDirectory: Sendable {
     func save(_ application: AppRegistration, now: Date) async throws
     func addSecret(clientID: UUID, secret: String, now: Date, expiresAt: Date?) async throws
     func removeApplication(tenantID: UUID, clientID: UUID) async throws -> Bool
+    /// Withdraws every secret of the app (a declaration re-applied names its secrets anew).
+    func removeSecrets(clientID: UUID) async throws
 }
 
 /// The SQL implementation of ``TenantDirectory``.
@@ -252,6 +254,11 @@ struct SQLTenantDirectory: TenantDirectory {
                     SQLBind(expiresAt?.epochSeconds)
                 ).run()
         }
+    }
+
+    public func removeSecrets(clientID: UUID) async throws {
+        let client = clientID.uuidString.lowercased()
+        try await database.transaction { sql in try await sql.delete(from: "application_secrets").where("client_id", .equal, client).run() }
     }
 
     public func removeApplication(tenantID: UUID, clientID: UUID) async throws -> Bool {

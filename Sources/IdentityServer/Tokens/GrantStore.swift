@@ -9,7 +9,7 @@ protocol GrantStore: Sendable {
     /// Marks the code used and returns its grant, in one transaction; a second call reports
     /// `.replayed` and revokes the refresh-token family the first redemption created. A code
     /// presented by another client or at another user flow is refused and left unused.
-    func redeemCode(_ code: String, clientID: String, policy: String, now: Date) async throws -> CodeRedemption
+    func redeemCode(_ code: String, clientID: String, policy: String, face: ProtocolFace, now: Date) async throws -> CodeRedemption
 
     /// Stores a new family and its first token; with `code`, also records the family on the code
     /// (in the same transaction), revoking it at once if the code was replayed meanwhile.
@@ -24,6 +24,9 @@ protocol GrantStore: Sendable {
         replacementExpiresAt: @Sendable (RefreshTokenFamily) -> Date, now: Date
     ) async throws -> RefreshTokenRedemption
     func revokeFamily(id: String, reason: String, now: Date) async throws
+    /// The family of a refresh token, read without using the token: for checks that must refuse
+    /// before a rotation consumes it.
+    func family(ofRefreshToken token: String) async throws -> RefreshTokenFamily?
     /// Deletes expired codes and tokens; returns how many rows went.
     func sweep(now: Date) async throws -> Int
 }
@@ -51,6 +54,7 @@ struct SQLGrantStore: GrantStore {
         var expiresAt: Int64
         var redeemedAt: Int64?
         var familyId: String?
+        var face: String
 
         var grant: AuthorizationCodeGrant? {
             guard let tenantID = UUID(uuidString: tenantId), let userID = UUID(uuidString: userId),
@@ -63,7 +67,8 @@ struct SQLGrantStore: GrantStore {
                 tenantID: tenantID, clientID: clientId, userID: userID, policy: policy, redirectURI: redirectUri,
                 scopes: StoredJSON.decode([String].self, scopes) ?? [], nonce: nonce, codeChallenge: codeChallenge,
                 codeChallengeMethod: method ?? nil, authTime: .init(epoch: authTime), newUser: newUser,
-                identityProvider: provider, createdAt: .init(epoch: createdAt), expiresAt: .init(epoch: expiresAt))
+                identityProvider: provider, createdAt: .init(epoch: createdAt), expiresAt: .init(epoch: expiresAt),
+                face: ProtocolFace(rawValue: face) ?? .b2c)
         }
     }
 
@@ -81,6 +86,7 @@ struct SQLGrantStore: GrantStore {
         var revokedAt: Int64?
         var revokedReason: String?
         var consented: String?
+        var face: String
 
         init(_ family: RefreshTokenFamily) {
             id = family.id
@@ -96,6 +102,7 @@ struct SQLGrantStore: GrantStore {
             revokedAt = family.revokedAt?.epochSeconds
             revokedReason = nil
             consented = family.consented.map { StoredJSON.encode($0) }
+            face = family.face.rawValue
         }
 
         var family: RefreshTokenFamily? {
@@ -107,7 +114,8 @@ struct SQLGrantStore: GrantStore {
                 scopes: StoredJSON.decode([String].self, scopes) ?? [], authTime: .init(epoch: authTime),
                 identityProvider: provider, createdAt: .init(epoch: createdAt),
                 slidingExpiresAt: slidingExpiresAt.map(Date.init(epoch:)), revokedAt: revokedAt.map(Date.init(epoch:)),
-                consented: consented.flatMap { StoredJSON.decode([APIPermission].self, $0) })
+                consented: consented.flatMap { StoredJSON.decode([APIPermission].self, $0) },
+                face: ProtocolFace(rawValue: face) ?? .b2c)
         }
     }
 
@@ -136,11 +144,11 @@ struct SQLGrantStore: GrantStore {
             codeChallenge: grant.codeChallenge, codeChallengeMethod: grant.codeChallengeMethod?.rawValue,
             authTime: grant.authTime.epochSeconds, newUser: grant.newUser,
             identityProvider: grant.identityProvider.rawValue, createdAt: grant.createdAt.epochSeconds,
-            expiresAt: grant.expiresAt.epochSeconds, redeemedAt: nil, familyId: nil)
+            expiresAt: grant.expiresAt.epochSeconds, redeemedAt: nil, familyId: nil, face: grant.face.rawValue)
         try await database.transaction { sql in try await sql.insert(into: "authorization_codes").model(row, with: .snakeCase).run() }
     }
 
-    public func redeemCode(_ code: String, clientID: String, policy: String, now: Date) async throws -> CodeRedemption {
+    public func redeemCode(_ code: String, clientID: String, policy: String, face: ProtocolFace, now: Date) async throws -> CodeRedemption {
         let hash = Secrets.sha256Hex(code)
         return try await database.transaction { sql in
             // A row lock on PostgreSQL; SQLite's dialect renders none (its single writer serialises).
@@ -148,7 +156,9 @@ struct SQLGrantStore: GrantStore {
             guard let row = try await select.first(decoding: CodeRow.self, with: .snakeCase), let grant = row.grant else {
                 return .unknown
             }
-            if grant.clientID != clientID || grant.policy.lowercased() != policy.lowercased() { return .wrongBinding(grant) }
+            if grant.clientID != clientID || grant.policy.lowercased() != policy.lowercased() || grant.face != face {
+                return .wrongBinding(grant)
+            }
             if row.redeemedAt != nil {
                 try await sql.update("authorization_codes").set("replayed_at", to: now.epochSeconds)
                     .where("code_hash", .equal, hash).run()
@@ -213,7 +223,7 @@ struct SQLGrantStore: GrantStore {
             // Binding first: a token presented at the wrong client or policy is refused without
             // being consumed (research/client-sdk.md §C.10, AADB2C90088).
             if family.tenantID != binding.tenantID || family.clientID != binding.clientID { return .wrongClient(family) }
-            if family.policy.lowercased() != binding.policy.lowercased() { return .wrongPolicy(family) }
+            if family.policy.lowercased() != binding.policy.lowercased() || family.face != binding.face { return .wrongPolicy(family) }
             if family.revokedAt != nil { return .revoked(family) }
             if tokenRow.usedAt != nil {
                 try await Self.revoke(family: family.id, reason: "rotated refresh token reused", now: now, sql: sql)
@@ -232,6 +242,15 @@ struct SQLGrantStore: GrantStore {
                 expiresAt: replacementExpiresAt(family).epochSeconds, usedAt: nil)
             try await sql.insert(into: "refresh_tokens").model(next, with: .snakeCase).run()
             return .rotated(family, tokenIssuedAt: Date(epoch: tokenRow.createdAt))
+        }
+    }
+
+    public func family(ofRefreshToken token: String) async throws -> RefreshTokenFamily? {
+        let hash = Secrets.sha256Hex(token)
+        return try await database.read { sql in
+            try await sql.raw(
+                "SELECT f.* FROM refresh_tokens t JOIN refresh_token_families f ON f.id = t.family_id WHERE t.token_hash = \(bind: hash)"
+            ).first()?.decode(model: FamilyRow.self, with: .snakeCase).family
         }
     }
 

@@ -17,6 +17,9 @@ struct AuthorizationCodeGrant: Sendable, Equatable {
     public var identityProvider: IdentityProviderKind
     public var createdAt: Date
     public var expiresAt: Date
+    /// The face the code was issued on: it redeems only there, so a code from B2C's authorize
+    /// (which asks no consent) cannot buy Entra tokens, nor the reverse.
+    public var face: ProtocolFace = .b2c
 }
 
 enum CodeRedemption: Sendable {
@@ -48,6 +51,8 @@ struct RefreshTokenFamily: Sendable, Equatable {
     /// The app's API permissions when the user signed in: what a refresh may ask for, together
     /// with the app's current permissions (nil for families from before this was recorded).
     public var consented: [APIPermission]? = nil
+    /// The face the family was started on; it refreshes only there.
+    public var face: ProtocolFace = .b2c
 }
 
 enum RefreshTokenRedemption: Sendable {
@@ -60,7 +65,7 @@ enum RefreshTokenRedemption: Sendable {
     case reused(RefreshTokenFamily)
     /// Issued to another client; left untouched.
     case wrongClient(RefreshTokenFamily)
-    /// Issued by another user flow (AADB2C90088); left untouched.
+    /// Issued by another user flow or on the other face (AADB2C90088); left untouched.
     case wrongPolicy(RefreshTokenFamily)
 }
 
@@ -69,4 +74,5 @@ struct RefreshTokenBinding: Sendable {
     public var tenantID: UUID
     public var clientID: String
     public var policy: String
+    public var face: ProtocolFace = .b2c
 }
