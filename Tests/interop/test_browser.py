@@ -4,6 +4,7 @@ artifacts directory, and one more on failure."""
 
 import base64
 import hashlib
+import json
 import os
 import secrets
 import threading
@@ -147,3 +148,60 @@ def test_sign_up_then_sign_in_in_chromium(server, receiver, browser):
     wait.until(ready.presence_of_element_located((By.ID, "done")))
     code = Receiver.received[-1]["code"][0]
     assert redeem(server, code, params, verifier).status_code == 200
+
+
+def entra_url(server, redirect, extra=None):
+    """An authorization on the Microsoft identity platform face (`/common`), as the MSAL Graph
+    tutorial starts it."""
+    url, params, verifier = authorize_url(server, redirect, {"scope": "openid profile offline_access User.Read", **(extra or {})})
+    return url.replace(f"/{server.tenant}/B2C_1_susi/", "/common/"), params, verifier
+
+
+def test_entra_consent_and_account_picker_in_chromium(server, receiver, browser):
+    """SPEC §2.9 in a real browser: a new user signs up at /common and meets the consent page;
+    a second one too; prompt=select_account then lists both, and the one clicked is signed in."""
+    wait = WebDriverWait(browser, 20)
+    people = [(unique_email("picker-a"), "Ada Picker"), (unique_email("picker-b"), "Bo Picker")]
+    for index, (email, name) in enumerate(people):
+        url, _, _ = entra_url(server, receiver, {"prompt": "login"} if index else None)
+        browser.get(url)
+        wait.until(ready.presence_of_element_located((By.ID, "localAccountForm")))
+        assert not browser.find_elements(By.ID, "forgotPassword"), "the Entra face offers no B2C reset hand-off"
+        browser.find_element(By.ID, "createAccount").click()
+        wait.until(ready.presence_of_element_located((By.ID, "attributeVerification")))
+        verify_email_in_browser(browser, email)
+        browser.find_element(By.ID, "newPassword").send_keys("Picker-Pass1")
+        browser.find_element(By.ID, "reenterPassword").send_keys("Picker-Pass1")
+        browser.find_element(By.ID, "displayName").send_keys(name)
+        browser.find_element(By.ID, "continue").click()
+        wait.until(ready.presence_of_element_located((By.ID, "consentForm")))
+        assert "Sign you in and read your profile" in browser.find_element(By.ID, "permissions").text
+        assert browser.find_element(By.ID, "account").text == email
+        shot(browser, f"entra-consent-{index}")
+        browser.find_element(By.ID, "accept").click()
+        wait.until(ready.presence_of_element_located((By.ID, "done")))
+        assert "code" in Receiver.received[-1]
+
+    url, params, verifier = entra_url(server, receiver, {"prompt": "select_account"})
+    browser.get(url)
+    wait.until(ready.presence_of_element_located((By.ID, "useAnotherAccount")))
+    shot(browser, "entra-account-picker")
+    listed = browser.find_element(By.ID, "main").text
+    assert people[0][0] in listed and people[1][0] in listed
+    choice = [button for button in browser.find_elements(By.CSS_SELECTOR, "form.account button") if people[0][0] in button.text]
+    assert len(choice) == 1
+    choice[0].click()
+    wait.until(ready.presence_of_element_located((By.ID, "done")))
+    code = Receiver.received[-1]["code"][0]
+    tokens = requests.post(
+        f"{server.base}/common/oauth2/v2.0/token",
+        data={
+            "grant_type": "authorization_code", "client_id": server.client_id, "code": code,
+            "redirect_uri": params["redirect_uri"], "code_verifier": verifier,
+        },
+        timeout=30,
+    )
+    assert tokens.status_code == 200, tokens.text
+    payload = tokens.json()["id_token"].split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert claims["preferred_username"] == people[0][0] and claims["ver"] == "2.0"
