@@ -44,14 +44,8 @@ struct DotNetTaskController<Repository: TaskRepository>: Sendable {
 
     func list(_ request: Request, context: TaskRequestContext) async throws -> Response {
         let user = try context.requireUser()
-        var tasks: [DotNetTask] = []
-        var cursor: TaskCursor?
-        repeat {
-            let page = try await repository.list(owner: user.ownerID, completed: nil, limit: TaskLimits.pageSizeMaximum, after: cursor)
-            tasks += page.records.map { Self.task($0, owner: user.objectID) }
-            cursor = page.next
-        } while cursor != nil && tasks.count < 1000
-        return try JSONResponse.make(tasks, status: .ok)
+        let records = try await repository.unpagedList(owner: user.ownerID)
+        return try JSONResponse.make(records.map { Self.task($0, owner: user.objectID) }, status: .ok)
     }
 
     func create(_ request: Request, context: TaskRequestContext) async throws -> Response {

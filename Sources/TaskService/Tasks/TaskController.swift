@@ -146,16 +146,9 @@ struct TutorialTaskController<Repository: TaskRepository>: Sendable {
 
     func list(_ request: Request, context: TaskRequestContext) async throws -> Response {
         let user = try context.requireUser()
-        var tasks: [TutorialTask] = []
-        var cursor: TaskCursor?
-        repeat {
-            let page = try await repository.list(owner: user.ownerID, completed: nil, limit: TaskLimits.pageSizeMaximum, after: cursor)
-            tasks += page.records.map {
-                TutorialTask(
-                    task: $0.item.title, completed: $0.item.completed, id: $0.item.id.uuidString.lowercased(), date: $0.item.createdAt)
-            }
-            cursor = page.next
-        } while cursor != nil && tasks.count < 1000
+        let tasks = try await repository.unpagedList(owner: user.ownerID).map {
+            TutorialTask(task: $0.item.title, completed: $0.item.completed, id: $0.item.id.uuidString.lowercased(), date: $0.item.createdAt)
+        }
         return try JSONResponse.make(tasks, status: .ok)
     }
 
@@ -180,6 +173,21 @@ struct TutorialTaskController<Repository: TaskRepository>: Sendable {
         let body = try await JSONBody.decode(TutorialTask.self, from: request, context: context)
         _ = try await repository.delete(owner: user.ownerID, title: body.task.trimmingCharacters(in: .whitespacesAndNewlines))
         return Response(status: .noContent)
+    }
+}
+
+extension TaskRepository {
+    /// The owner's tasks newest first in one list, for the tutorials' unpaged formats: at most
+    /// about 1,000 (whole pages), so one response stays bounded.
+    func unpagedList(owner: String) async throws -> [TaskRecord] {
+        var records: [TaskRecord] = []
+        var cursor: TaskCursor?
+        repeat {
+            let page = try await list(owner: owner, completed: nil, limit: TaskLimits.pageSizeMaximum, after: cursor)
+            records += page.records
+            cursor = page.next
+        } while cursor != nil && records.count < 1000
+        return records
     }
 }
 
