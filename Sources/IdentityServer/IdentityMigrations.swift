@@ -199,5 +199,14 @@ enum IdentityMigrations {
                     "ALTER TABLE authorization_codes ADD COLUMN face TEXT NOT NULL DEFAULT 'b2c'",
                     "ALTER TABLE refresh_token_families ADD COLUMN face TEXT NOT NULL DEFAULT 'b2c'",
                 ]),
+            // Graph's account state (SPEC §2.10): accountEnabled, forceChangePasswordNextSignIn,
+            // passwordPolicies.
+            Migration(
+                version: 18, name: "account state",
+                [
+                    "ALTER TABLE users ADD COLUMN account_enabled BOOLEAN NOT NULL DEFAULT TRUE",
+                    "ALTER TABLE users ADD COLUMN force_password_change BOOLEAN NOT NULL DEFAULT FALSE",
+                    "ALTER TABLE users ADD COLUMN password_policies TEXT",
+                ]),
         ])
 }

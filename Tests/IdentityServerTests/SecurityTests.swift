@@ -320,7 +320,7 @@ struct SecurityTests {
             none.extra = [("prompt", "none")]
             #expect(try await driver.start(none, harness: h).redirectParameters["code"] != nil)
             try await h.server.users.setPassword(
-                id: user.id, hash: try await h.server.hasher.hash("Other-Pass1"), emailProven: false, now: h.clock.now)
+                id: user.id, hash: try await h.server.hasher.hash("Other-Pass1"), emailProven: false, forceChange: false, now: h.clock.now)
             let after = try await driver.start(none, harness: h)
             #expect(b2cCode(redirect: after) == "AADB2C90077")
         }

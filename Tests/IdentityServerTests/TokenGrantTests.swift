@@ -243,7 +243,7 @@ struct TokenGrantTests {
             let user = try await h.addUser()
             let token = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
             try await h.server.users.setPassword(
-                id: user.id, hash: try await h.server.hasher.hash("N3w-Passw0rd"), emailProven: false, now: h.clock.now)
+                id: user.id, hash: try await h.server.hasher.hash("N3w-Passw0rd"), emailProven: false, forceChange: false, now: h.clock.now)
             #expect(try await b2cCode(driver.refresh(h, token: token)) == "AADB2C90129")
             let fresh = try await driver.ropc(h, username: "alice@example.com", password: "N3w-Passw0rd").json["refresh_token"] as! String
             _ = try await h.server.users.delete(id: user.id)

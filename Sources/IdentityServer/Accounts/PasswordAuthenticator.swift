@@ -9,6 +9,8 @@ struct PasswordAuthenticator: Sendable {
         case success(UserAccount)
         case invalid
         case locked
+        /// The password was right, but the account is disabled (Graph's `accountEnabled`).
+        case disabled
     }
 
     let users: any UserDirectory
@@ -72,6 +74,12 @@ struct PasswordAuthenticator: Sendable {
         if hasher.needsRehash(hash) {
             // OWASP: raise the work factor transparently at the next successful sign-in.
             try await users.upgradeHash(id: user.id, hash: try await hasher.hash(password))
+        }
+        // Said only after the right password, as B2C does (its directory reports a disabled
+        // account once the credentials check out), so it tells a guesser nothing.
+        guard user.accountEnabled else {
+            logger.info("sign-in refused: account disabled", metadata: ["oid": "\(user.objectID)"])
+            return .disabled
         }
         return .success(user)
     }

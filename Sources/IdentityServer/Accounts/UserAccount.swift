@@ -21,6 +21,13 @@ public struct UserAccount: Sendable, Equatable {
     public var createdAt: Date
     public var updatedAt: Date
     public var lockout: LockoutState
+    /// Graph's `accountEnabled`: a disabled account cannot sign in (AADB2C90111).
+    public var accountEnabled = true
+    /// Graph's `passwordProfile.forceChangePasswordNextSignIn`: the next sign-in asks for a new
+    /// password before it finishes.
+    public var forcePasswordChange = false
+    /// Graph's `passwordPolicies` (`DisablePasswordExpiration`, `DisableStrongPassword`), kept as given.
+    public var passwordPolicies: String?
 
     public init(
         id: UUID = UUID(), tenantID: UUID, identityProvider: IdentityProviderKind, signInName: String, email: String?,

@@ -18,7 +18,13 @@ public protocol UserDirectory: Sendable {
     /// Replaces the password, clears lockout and revokes every refresh-token family of the user
     /// (a password change revokes grants: AADB2C90129). `emailProven`: the change followed a
     /// code sent to the account's address (the reset flow), which proves the address.
-    func setPassword(id: UUID, hash: String, emailProven: Bool, now: Date) async throws
+    /// `forceChange`: the next sign-in must set another one (an operator's temporary password).
+    func setPassword(id: UUID, hash: String, emailProven: Bool, forceChange: Bool, now: Date) async throws
+    /// Enables or disables the account (disabling ends its sessions and refresh tokens) and sets
+    /// Graph's `passwordPolicies` (`.some(nil)` clears it); nil leaves a value as it is.
+    func setAccountState(id: UUID, enabled: Bool?, passwordPolicies: String??, now: Date) async throws
+    /// Graph's `revokeSignInSessions`: ends the SSO sessions and revokes every refresh-token family.
+    func revokeSessions(id: UUID, now: Date) async throws
     /// Replaces the hash without revoking anything (a cost upgrade at sign-in).
     func upgradeHash(id: UUID, hash: String) async throws
     /// Applies `transition` to the lockout state of one source (an IP address) and of the whole
@@ -61,6 +67,9 @@ struct SQLUserDirectory: UserDirectory {
         var lockoutCount: Int64
         var lockedUntil: Int64?
         var lastFailedFingerprint: String?
+        var accountEnabled: Bool
+        var forcePasswordChange: Bool
+        var passwordPolicies: String?
 
         init(_ user: UserAccount) {
             id = user.objectID
@@ -79,6 +88,9 @@ struct SQLUserDirectory: UserDirectory {
             lockoutCount = Int64(user.lockout.lockoutCount)
             lockedUntil = user.lockout.lockedUntil?.epochSeconds
             lastFailedFingerprint = user.lockout.lastFailedFingerprint
+            accountEnabled = user.accountEnabled
+            forcePasswordChange = user.forcePasswordChange
+            passwordPolicies = user.passwordPolicies
         }
 
         var lockout: LockoutState {
@@ -95,6 +107,9 @@ struct SQLUserDirectory: UserDirectory {
                 passwordHash: passwordHash, createdAt: Date(timeIntervalSince1970: TimeInterval(createdAt)),
                 lockout: lockout, emailVerified: emailVerified)
             user.updatedAt = Date(timeIntervalSince1970: TimeInterval(updatedAt))
+            user.accountEnabled = accountEnabled
+            user.forcePasswordChange = forcePasswordChange
+            user.passwordPolicies = passwordPolicies
             return user
         }
     }
@@ -159,19 +174,40 @@ struct SQLUserDirectory: UserDirectory {
         }
     }
 
-    public func setPassword(id: UUID, hash: String, emailProven: Bool, now: Date) async throws {
+    public func setPassword(id: UUID, hash: String, emailProven: Bool, forceChange: Bool, now: Date) async throws {
         let key = id.uuidString.lowercased()
         try await database.transaction { sql in
             if emailProven { try await sql.update("users").set("email_verified", to: true).where("id", .equal, key).run() }
             try await sql.update("users").set("password_hash", to: hash).set("password_changed_at", to: now.epochSeconds)
-                .set("updated_at", to: now.epochSeconds).where("id", .equal, key).run()
+                .set("force_password_change", to: forceChange).set("updated_at", to: now.epochSeconds).where("id", .equal, key).run()
             try await Self.clearLockout(key, sql: sql)
             // A new password ends every other way in: SSO sessions and refresh tokens (OWASP ASVS V3.3).
-            try await sql.delete(from: "sso_sessions").where("user_id", .equal, key).run()
-            try await sql.update("refresh_token_families").set("revoked_at", to: now.epochSeconds)
-                .set("revoked_reason", to: "password changed")
-                .where("user_id", .equal, key).where("revoked_at", .is, SQLLiteral.null).run()
+            try await Self.endSessions(key, reason: "password changed", now: now, sql: sql)
         }
+    }
+
+    public func setAccountState(id: UUID, enabled: Bool?, passwordPolicies: String??, now: Date) async throws {
+        let key = id.uuidString.lowercased()
+        try await database.transaction { sql in
+            var update = sql.update("users").set("updated_at", to: now.epochSeconds)
+            if let enabled { update = update.set("account_enabled", to: enabled) }
+            if let passwordPolicies { update = update.set("password_policies", to: passwordPolicies) }
+            try await update.where("id", .equal, key).run()
+            // A disabled account keeps no way in (OWASP ASVS 7.4.2).
+            if enabled == false { try await Self.endSessions(key, reason: "account disabled", now: now, sql: sql) }
+        }
+    }
+
+    public func revokeSessions(id: UUID, now: Date) async throws {
+        let key = id.uuidString.lowercased()
+        try await database.transaction { sql in try await Self.endSessions(key, reason: "sessions revoked", now: now, sql: sql) }
+    }
+
+    /// Ends the user's SSO sessions and revokes every refresh-token family.
+    static func endSessions(_ key: String, reason: String, now: Date, sql: any SQLDatabase) async throws {
+        try await sql.delete(from: "sso_sessions").where("user_id", .equal, key).run()
+        try await sql.update("refresh_token_families").set("revoked_at", to: now.epochSeconds).set("revoked_reason", to: reason)
+            .where("user_id", .equal, key).where("revoked_at", .is, SQLLiteral.null).run()
     }
 
     public func upgradeHash(id: UUID, hash: String) async throws {

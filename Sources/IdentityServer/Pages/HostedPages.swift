@@ -25,6 +25,8 @@ struct HostedPages: Sendable {
         pages.post("reset") { request, context in try await step(request, context).reset() }
         pages.get("profile") { request, context in try await step(request, context).profilePage() }
         pages.post("profile") { request, context in try await step(request, context).saveProfile() }
+        pages.get("changepassword") { request, context in try await step(request, context).changePasswordPage() }
+        pages.post("changepassword") { request, context in try await step(request, context).changePassword() }
         pages.get("consent") { request, context in try await step(request, context).consentPage() }
         pages.post("consent") { request, context in try await step(request, context).consent() }
         pages.get("accounts") { request, context in try await step(request, context).accountsPage() }
@@ -171,7 +173,15 @@ struct PageStep {
                 error: "Your password is incorrect, or we can't seem to find your account.", email: email, status: .badRequest)
         case .locked:
             return try signInPage(error: B2CError.accountLocked.message, email: email, status: .badRequest)
+        case .disabled:
+            return try signInPage(error: B2CError.accountDisabled.message, email: email, status: .forbidden)
         case .success(let user):
+            // An operator's temporary password (Graph forceChangePasswordNextSignIn) is replaced
+            // before anything else happens.
+            if user.forcePasswordChange {
+                try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
+                return .redirecting(to: flow.pageURL("changepassword", record: record))
+            }
             if userFlow.type == .profileEdit {
                 try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
                 return .redirecting(to: flow.pageURL("profile", record: record))
@@ -275,13 +285,54 @@ struct PageStep {
             // Setting the password also unlocks the account and revokes existing refresh
             // tokens (research/b2c-protocol.md §2.3, §5.5).
             try await service.users.setPassword(
-                id: user.id, hash: try await service.hasher.hash(password), emailProven: true, now: now)
+                id: user.id, hash: try await service.hasher.hash(password), emailProven: true, forceChange: false, now: now)
             context.logger.info("password reset", metadata: ["oid": "\(user.objectID)"])
             return try await flow.complete(
                 record, user: user, identityProvider: .local, newUser: false, authTime: now, request: request, context: context)
         default:
             return try await resetPage(error: "Please try again.", status: .badRequest)
         }
+    }
+
+    // MARK: Forced password change
+
+    /// The user who signed in with a password that must be replaced: the transaction's pending
+    /// user, who must still be flagged (so the page cannot be used to change a password freely).
+    private func userChangingPassword() async throws -> UserAccount {
+        guard let id = record.pendingUserID, let user = try await service.users.user(id: id), user.forcePasswordChange,
+            user.accountEnabled
+        else {
+            throw PageError(status: .forbidden, title: "Sign in first", message: "Sign in before changing your password.")
+        }
+        return user
+    }
+
+    func changePasswordPage(error: String? = nil, status: HTTPResponse.Status = .ok) async throws -> Response {
+        let user = try await userChangingPassword()
+        var values: [String: Any] = [
+            "title": "Change your password", "action": flow.pageURL("changepassword", record: record), "email": user.email ?? "",
+        ]
+        if let error { values["error"] = error }
+        return try page("changepassword", values, status: status)
+    }
+
+    func changePassword() async throws -> Response {
+        let user = try await userChangingPassword()
+        let password = form["newPassword"] ?? ""
+        if let problem = PasswordPolicy.problem(with: password) { return try await changePasswordPage(error: problem, status: .badRequest) }
+        guard password == form["reenterPassword"] else {
+            return try await changePasswordPage(
+                error: "The password entry fields do not match. Please enter the same password in both fields and try again.",
+                status: .badRequest)
+        }
+        let now = service.now
+        try await service.users.setPassword(id: user.id, hash: try await service.hasher.hash(password), emailProven: false, forceChange: false, now: now)
+        context.logger.info("password changed at sign-in", metadata: ["oid": "\(user.objectID)"])
+        var changed = user
+        changed.forcePasswordChange = false
+        if userFlow.type == .profileEdit { return .redirecting(to: flow.pageURL("profile", record: record)) }
+        return try await flow.complete(
+            record, user: changed, identityProvider: .local, newUser: false, authTime: now, request: request, context: context)
     }
 
     // MARK: Profile edit

@@ -249,7 +249,7 @@ struct InteractionFlow: Sendable {
         for id in SSOCookieValue.ids(request.cookies[Self.ssoCookie(for: tenant)]?.value) {
             guard let session = try await service.interactions.session(idHash: Secrets.sha256Hex(id), now: service.now),
                 session.tenantID == tenant.id, !held.contains(where: { $0.session.userID == session.userID }),
-                let user = try await service.users.user(id: session.userID)
+                let user = try await service.users.user(id: session.userID), user.accountEnabled
             else { continue }
             held.append(HeldSession(id: id, session: session, user: user))
         }
@@ -287,7 +287,7 @@ struct InteractionFlow: Sendable {
     func session(from request: Request, tenant: Tenant) async throws -> (session: SSOSession, user: UserAccount)? {
         guard let id = SSOCookieValue.ids(request.cookies[Self.ssoCookie(for: tenant)]?.value).first,
             let session = try await service.interactions.session(idHash: Secrets.sha256Hex(id), now: service.now),
-            session.tenantID == tenant.id, let user = try await service.users.user(id: session.userID)
+            session.tenantID == tenant.id, let user = try await service.users.user(id: session.userID), user.accountEnabled
         else { return nil }
         return (session, user)
     }

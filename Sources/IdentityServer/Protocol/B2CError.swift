@@ -14,6 +14,8 @@ struct B2CError: Error, Sendable, Equatable {
     public var loginHint: String?
     /// Set for the conditions only the Entra face reports (``EntraError``); the others map.
     var entraCode: Int?
+    /// Entra's message for ``entraCode`` when it differs from B2C's.
+    var entraMessage: String?
 
     public init(_ oauthError: String, _ code: String, _ message: String, status: HTTPResponse.Status = .badRequest) {
         self.oauthError = oauthError
@@ -145,6 +147,22 @@ extension B2CError {
     static let openIDRequiredForIDToken = B2CError(
         "invalid_request", "AADB2C90110",
         "The scope parameter must include 'openid' when requesting a response_type that includes 'id_token'.")
+    /// A disabled account (Graph `accountEnabled: false`); Entra's AADSTS50057.
+    static let accountDisabled: B2CError = {
+        var error = B2CError(
+            "invalid_grant", "AADB2C90111", "Your account has been locked. Contact your support person to unlock it, then try again.")
+        error.entraCode = 50057
+        error.entraMessage = "The user account is disabled."
+        return error
+    }()
+    /// ROPC for an account whose password must be changed first: B2C's ROPC reports it as a
+    /// failed sign-in (AADB2C90225); Entra says AADSTS50055, password expired.
+    static let passwordChangeRequired: B2CError = {
+        var error = invalidCredentials
+        error.entraCode = 50055
+        error.entraMessage = "The password is expired. The user must change it before signing in."
+        return error
+    }()
     static let accountLocked = B2CError(
         "invalid_grant", "AADB2C90114", "Your account is temporarily locked to prevent unauthorized use. Try again later.")
     static let codeScopeRule = B2CError(

@@ -37,7 +37,7 @@ struct EntraError: Sendable, Equatable {
 extension B2CError {
     /// This error on the Entra face.
     var entra: EntraError {
-        if let entraCode { return EntraError(oauthError: oauthError, code: entraCode, message: message) }
+        if let entraCode { return EntraError(oauthError: oauthError, code: entraCode, message: entraMessage ?? message) }
         func as_(_ number: Int, _ text: String, error: String? = nil) -> EntraError {
             EntraError(oauthError: error ?? oauthError, code: number, message: text)
         }

@@ -118,6 +118,7 @@ struct TokenEndpoint: Sendable {
         }
         try PKCE.verify(verifier: form["code_verifier"], challenge: grant.codeChallenge, method: grant.codeChallengeMethod)
         guard let user = try await users.user(id: grant.userID) else { throw B2CError.accountGone }
+        guard user.accountEnabled else { throw B2CError.accountDisabled }
         let apps = try await tenants.applications(tenantID: tenant.id)
         let scopes = try GrantedScopes.resolve(grant.scopes, client: client, tenantApps: apps)
         let issuance = IssuanceContext(
@@ -170,6 +171,7 @@ struct TokenEndpoint: Sendable {
         case .rotated(let rotated, _): family = rotated
         }
         guard let user = try await users.user(id: family.userID) else { throw B2CError.accountGone }
+        guard user.accountEnabled else { throw B2CError.accountDisabled }
         // offline_access stays granted.
         var scopes = try GrantedScopes.resolve(requested.isEmpty ? family.scopes : requested, client: client, tenantApps: apps)
         if !scopes.offlineAccess {
@@ -201,7 +203,10 @@ struct TokenEndpoint: Sendable {
         case .success(let account): user = account
         case .locked: throw B2CError.accountLocked
         case .invalid: throw B2CError.invalidCredentials
+        case .disabled: throw B2CError.accountDisabled
         }
+        // ROPC cannot show the change-password page an operator's temporary password needs.
+        if user.forcePasswordChange { throw B2CError.passwordChangeRequired }
         let apps = try await tenants.applications(tenantID: tenant.id)
         let scopes = try GrantedScopes.resolve(.scopes(form["scope"]), client: client, tenantApps: apps)
         // Entra's ROPC shows no consent page, so it works only for what the user has consented
