@@ -143,9 +143,24 @@ struct Apps: AsyncParsableCommand {
             name: .customLong("user-flow"),
             help: "External ID's app-bound user flow: policy-less (Entra) sign-ins of this app run it instead of the tenant's default.")
         var userFlow: String?
+        @Option(
+            name: .customLong("graph-permission"),
+            help: "A Microsoft Graph application permission for app-only tokens: User.Read.All or User.ReadWrite.All (repeatable).")
+        var graphPermissions: [String] = []
+        @Flag(help: "Print {\"clientId\", \"clientSecret\"} as JSON (the secret once).") var json = false
 
         func run() async throws {
             guard let clientKind = ClientKind(rawValue: kind) else { throw CommandFailure("--kind must be public or confidential") }
+            // Checked before anything is written.
+            for permission in graphPermissions
+            where !APIPermission.graphRoles.contains(where: { $0.lowercased() == permission.lowercased() }) {
+                throw CommandFailure(
+                    "--graph-permission '\(TextRules.printable(permission))' is not served here (\(APIPermission.graphRoles.joined(separator: ", ")) are)"
+                )
+            }
+            if !graphPermissions.isEmpty, clientKind != .confidential {
+                throw CommandFailure("--graph-permission needs --kind confidential (app-only tokens are for confidential apps)")
+            }
             guard (try? TextRules.name(name, maximumLength: 256).get()) == name else {
                 throw CommandFailure("--name must be 1 to 256 characters without controls, invisible characters or extra spaces")
             }
@@ -162,6 +177,11 @@ struct Apps: AsyncParsableCommand {
                     allowPublicClientFlows: allowRopc, requirePKCE: requirePkce, appIDURI: appIDURI, exposedScopes: scopes,
                     userFlow: flowName)
                 try await server.tenants.save(app, now: Date())
+                if !graphPermissions.isEmpty {
+                    _ = try await server.grantPermission(
+                        tenantID: tenant.id, clientID: app.clientID, api: "https://graph.microsoft.com", scopes: [], roles: graphPermissions
+                    )
+                }
                 var secret: String?
                 if clientKind == .confidential {
                     let value = "s" + UUID().uuidString.replacingOccurrences(of: "-", with: "") + UUID().uuidString.prefix(8)
@@ -169,6 +189,14 @@ struct Apps: AsyncParsableCommand {
                     secret = value
                 }
                 return (app, secret)
+            }
+            if json {
+                var object = ["clientId": app.clientIDString]
+                object["clientSecret"] = secret
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                print(String(decoding: try encoder.encode(object), as: UTF8.self))
+                return
             }
             print("client id: \(app.clientIDString)")
             if let secret { print("client secret (shown once): \(secret)") }

@@ -1,7 +1,46 @@
 import Foundation
 import TodoModels
 
-/// Account administration shared by the admin commands and tests.
+/// A new account, as Graph's `POST /users` or an admin command describes it.
+public struct NewAccount: Sendable {
+    public enum Identity: Sendable {
+        /// A local account signing in with this address.
+        case email(String)
+        /// An account of an upstream provider (`issuer` + `issuerAssignedId` in Graph).
+        case federated(provider: IdentityProviderKind, subject: String, email: String?)
+    }
+
+    public var identity: Identity
+    public var displayName: String
+    /// ``UserAttribute`` raw values (givenName, surname, city, …).
+    public var attributes: [String: String?] = [:]
+    public var password: String?
+    public var forcePasswordChange = false
+    public var accountEnabled = true
+    public var passwordPolicies: String?
+
+    public init(identity: Identity, displayName: String, password: String? = nil) {
+        self.identity = identity
+        self.displayName = displayName
+        self.password = password
+    }
+}
+
+/// Changes to an account; nil leaves a value as it is (Graph's PATCH semantics).
+public struct AccountChanges: Sendable {
+    public var displayName: String?
+    /// A nil value removes the attribute.
+    public var attributes: [String: String?] = [:]
+    public var accountEnabled: Bool?
+    public var password: String?
+    public var forcePasswordChange: Bool?
+    /// `.some(nil)` clears it.
+    public var passwordPolicies: String??
+
+    public init() {}
+}
+
+/// Account administration shared by the admin commands, Graph's users API and tests.
 extension IdentityServer {
     public enum AdministrationError: Error, CustomStringConvertible, Equatable {
         case invalidEmail(String)
@@ -12,6 +51,7 @@ extension IdentityServer {
         case noSuchApplication(String)
         case noSuchAPI(String)
         case scopeNotExposed(api: String, scope: String)
+        case roleNotServed(String)
 
         public var description: String {
             switch self {
@@ -24,30 +64,112 @@ extension IdentityServer {
             case .noSuchAPI(let api):
                 "no API '\(TextRules.printable(api))' in this tenant (give an Application ID URI, a client id, or https://graph.microsoft.com)"
             case .scopeNotExposed(let api, let scope): "'\(TextRules.printable(api))' exposes no scope '\(TextRules.printable(scope))'"
+            case .roleNotServed(let role):
+                "Graph permission '\(TextRules.printable(role))' is not served here (\(APIPermission.graphRoles.joined(separator: ", ")) are)"
             }
         }
     }
 
     /// Creates a local account with the same rules as the sign-up page.
     public func createLocalUser(tenantID: UUID, email: String, displayName: String, password: String) async throws -> UserAccount {
-        guard let address = EmailAddress(email) else { throw AdministrationError.invalidEmail(email) }
-        let name: String
-        switch UserAttribute.displayName.validate(displayName) {
-        case .success(let valid): name = valid.isEmpty ? String(address.display.split(separator: "@").first ?? "") : valid
-        case .failure(let problem): throw AdministrationError.invalidName(problem.message)
+        try await createUser(tenantID: tenantID, NewAccount(identity: .email(email), displayName: displayName, password: password))
+    }
+
+    /// Creates an account as Graph's `POST /users` and the admin commands describe it: every
+    /// value is checked first, with the sign-up page's rules, and the account is written in one
+    /// insert, so a refusal leaves nothing behind (SPEC §2.10).
+    public func createUser(tenantID: UUID, _ account: NewAccount) async throws -> UserAccount {
+        let name = try Self.checkedName(account.displayName)
+        let attributes = try Self.checkedAttributes(account.attributes.compactMapValues { $0 })
+        var user: UserAccount
+        switch account.identity {
+        case .email(let email):
+            guard let address = EmailAddress(email) else { throw AdministrationError.invalidEmail(email) }
+            guard let password = account.password else { throw AdministrationError.weakPassword("A local account needs a password.") }
+            if let problem = PasswordPolicy.problem(with: password) { throw AdministrationError.weakPassword(problem) }
+            user = UserAccount(
+                tenantID: tenantID, identityProvider: .local, signInName: address.canonical, email: address.display,
+                displayName: name.isEmpty ? String(address.display.split(separator: "@").first ?? "") : name, attributes: attributes,
+                passwordHash: try await hasher.hash(password), createdAt: clock.now,
+                // The operator who adds an account vouches for its address.
+                emailVerified: true)
+        case .federated(let provider, let subject, let email):
+            guard (try? TextRules.name(subject, maximumLength: 256).get()) == subject else {
+                throw AdministrationError.invalidName("The issuerAssignedId must be 1 to 256 characters without controls.")
+            }
+            if account.password != nil { throw AdministrationError.weakPassword("A federated account has no password here.") }
+            let address = try email.map { raw in
+                guard let address = EmailAddress(raw) else { throw AdministrationError.invalidEmail(raw) }
+                return address
+            }
+            user = UserAccount(
+                tenantID: tenantID, identityProvider: provider, signInName: subject, email: address?.display,
+                displayName: name.isEmpty ? subject : name, attributes: attributes, createdAt: clock.now, emailVerified: address != nil)
         }
-        if let problem = PasswordPolicy.problem(with: password) { throw AdministrationError.weakPassword(problem) }
-        let user = UserAccount(
-            tenantID: tenantID, identityProvider: .local, signInName: address.canonical, email: address.display,
-            displayName: name, passwordHash: try await hasher.hash(password), createdAt: clock.now,
-            // The operator who adds an account vouches for its address.
-            emailVerified: true)
+        user.accountEnabled = account.accountEnabled
+        user.forcePasswordChange = account.forcePasswordChange && user.passwordHash != nil
+        user.passwordPolicies = account.passwordPolicies
         do {
             try await users.create(user)
         } catch UserDirectoryError.duplicate {
-            throw AdministrationError.duplicate(email)
+            throw AdministrationError.duplicate(user.email ?? user.signInName)
         }
         return user
+    }
+
+    /// Applies Graph's `PATCH /users/{id}` (and the admin commands' equivalents): every change is
+    /// checked before any is written, so a bad value changes nothing.
+    public func updateUser(_ user: UserAccount, _ changes: AccountChanges) async throws {
+        let now = clock.now
+        let name = try changes.displayName.map(Self.checkedName)
+        var attributes = user.attributes
+        for (key, value) in changes.attributes {
+            guard let attribute = UserAttribute(rawValue: key), attribute != .displayName else {
+                throw AdministrationError.invalidName("'\(TextRules.printable(key))' is not a user attribute.")
+            }
+            attributes[key] = value
+        }
+        attributes = try Self.checkedAttributes(attributes)
+        var hash: String?
+        if let password = changes.password {
+            guard user.identityProvider == .local else {
+                throw AdministrationError.weakPassword("A federated account has no password here.")
+            }
+            if let problem = PasswordPolicy.problem(with: password) { throw AdministrationError.weakPassword(problem) }
+            hash = try await hasher.hash(password)
+        }
+        if name != nil || !changes.attributes.isEmpty {
+            try await users.updateProfile(id: user.id, displayName: name ?? user.displayName, attributes: attributes, now: now)
+        }
+        if changes.accountEnabled != nil || changes.passwordPolicies != nil {
+            try await users.setAccountState(
+                id: user.id, enabled: changes.accountEnabled, passwordPolicies: changes.passwordPolicies, now: now)
+        }
+        if let hash {
+            try await users.setPassword(
+                id: user.id, hash: hash, emailProven: false, forceChange: changes.forcePasswordChange ?? false, now: now)
+        }
+    }
+
+    private static func checkedName(_ displayName: String) throws -> String {
+        switch UserAttribute.displayName.validate(displayName) {
+        case .success(let valid): return valid
+        case .failure(let problem): throw AdministrationError.invalidName(problem.message)
+        }
+    }
+
+    private static func checkedAttributes(_ attributes: [String: String]) throws -> [String: String] {
+        var checked: [String: String] = [:]
+        for (key, value) in attributes {
+            guard let attribute = UserAttribute(rawValue: key), attribute != .displayName else {
+                throw AdministrationError.invalidName("'\(TextRules.printable(key))' is not a user attribute.")
+            }
+            switch attribute.validate(value) {
+            case .success(let valid): if !valid.isEmpty { checked[key] = valid }
+            case .failure(let problem): throw AdministrationError.invalidName("\(key): \(problem.message)")
+            }
+        }
+        return checked
     }
 
     /// Finds an account by object id or by (local) email.
@@ -90,9 +212,18 @@ extension IdentityServer {
             }
             granted.append(match)
         }
+        var grantedRoles = roles
+        if name == .graph {
+            grantedRoles = try roles.map { role in
+                guard let known = APIPermission.graphRoles.first(where: { $0.lowercased() == role.lowercased() }) else {
+                    throw AdministrationError.roleNotServed(role)
+                }
+                return known
+            }
+        }
         var permission = app.permission(on: resource) ?? APIPermission(resource: resource)
         permission.scopes += granted.filter { !permission.scopes.contains($0) }
-        permission.roles += roles.filter { !permission.roles.contains($0) }
+        permission.roles += grantedRoles.filter { !permission.roles.contains($0) }
         app.apiPermissions.removeAll { $0.resource == resource }
         app.apiPermissions.append(permission)
         try await tenants.save(app, now: clock.now)

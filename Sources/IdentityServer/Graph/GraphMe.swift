@@ -20,8 +20,8 @@ struct GraphCaller: Sendable {
         let clock: any IdentityClock
         let hosts: HostPolicy
 
-        /// The caller, or Graph's error: 401 for a missing or bad token, 403 without `scope`.
-        func caller(of request: Request, requiring scope: String?) async throws -> GraphCaller {
+        /// The verified claims of the request's Graph token, or Graph's 401.
+        private func graphClaims(of request: Request) async throws -> [String: Any] {
             guard let header = request.headers[.authorization], header.count > 7, header.prefix(7).lowercased() == "bearer " else {
                 throw GraphError.emptyToken
             }
@@ -34,15 +34,37 @@ struct GraphCaller: Sendable {
                 ((claims["nbf"] as? NSNumber)?.int64Value ?? 0) <= now + 300,
                 let issuer = claims["iss"] as? String, hosts.isOwnIssuer(issuer)
             else { throw GraphError.invalidToken }
-            let scopes = ((claims["scp"] as? String) ?? "").split(separator: " ").map { $0.lowercased() }
             guard claims["aud"] as? String == APIPermission.graphResource else { throw GraphError.insufficientPrivileges }
+            return claims
+        }
+
+        /// The signed-in user of a delegated token, or Graph's error: 401 for a missing or bad
+        /// token, 403 without `scope`, 404 for an account that is gone.
+        func caller(of request: Request, requiring scope: String?) async throws -> GraphCaller {
+            let claims = try await graphClaims(of: request)
+            let scopes = ((claims["scp"] as? String) ?? "").split(separator: " ").map { $0.lowercased() }
             if let scope, !scopes.contains(scope.lowercased()) { throw GraphError.insufficientPrivileges }
             guard let oid = claims["oid"] as? String, let id = UUID(uuidString: oid), let user = try await users.user(id: id) else {
                 throw GraphError.resourceNotFound
             }
             return GraphCaller(
-                subject: claims["sub"] as? String, user: user,
-                tenant: try await tenants.tenant(matching: user.tenantID.uuidString), scopes: scopes)
+                subject: claims["sub"] as? String, user: user, tenant: try await tenants.tenant(matching: user.tenantID.uuidString),
+                scopes: scopes)
+        }
+
+        /// The tenant an app-only token (client credentials) may manage, when the token carries
+        /// one of `roles` (Graph's application permissions, e.g. `User.ReadWrite.All`). The
+        /// tenant is the issuer's (`{base}/{tenant GUID}/v2.0`), so an app manages only its own.
+        func application(of request: Request, anyOf roles: [String]) async throws -> Tenant {
+            let claims = try await graphClaims(of: request)
+            let held = Set(((claims["roles"] as? [String]) ?? []).map { $0.lowercased() })
+            guard claims["idtyp"] as? String == "app", roles.contains(where: { held.contains($0.lowercased()) }) else {
+                throw GraphError.insufficientPrivileges
+            }
+            guard let issuer = (claims["iss"] as? String).flatMap(URLComponents.init(string:)),
+                let guid = issuer.path.split(separator: "/").first, let tenant = try await tenants.tenant(matching: String(guid))
+            else { throw GraphError.invalidToken }
+            return tenant
         }
     }
 }

@@ -24,6 +24,14 @@ extension IdentityServer {
         let graphCallers = GraphCaller.Authenticator(
             keys: service.keys, users: service.users, tenants: service.tenants, clock: service.clock, hosts: service.hosts)
         graph.get("me", use: GraphMe(authenticator: graphCallers).handle)
+        // The directory API B2C tenants are managed with (SPEC §2.10), for app-only tokens.
+        let users = GraphUsers(authenticator: graphCallers, server: self, hosts: service.hosts)
+        graph.get("users", use: users.list)
+        graph.post("users", use: users.create)
+        graph.get("users/:id", use: users.get)
+        graph.patch("users/:id", use: users.update)
+        graph.delete("users/:id", use: users.delete)
+        graph.post("users/:id/revokeSignInSessions", use: users.revokeSignInSessions)
         // The Microsoft identity platform face (SPEC §2.9): UserInfo (served by Graph in the
         // cloud), instance discovery, and the page every AADSTS error's `error_uri` names.
         let userInfo = router.group("oidc").add(middleware: GraphErrorMiddleware<IdentityRequestContext>(clock: service.clock))

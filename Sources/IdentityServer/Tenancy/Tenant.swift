@@ -145,6 +145,8 @@ public struct APIPermission: Sendable, Codable, Equatable {
     public static let graphResource = "00000003-0000-0000-c000-000000000000"
     /// The delegated Graph scopes this service serves.
     static let graphScopes = ["User.Read"]
+    /// The Graph application permissions this service serves (`roles` of app-only tokens).
+    public static let graphRoles = ["User.Read.All", "User.ReadWrite.All"]
 
     /// How a permission may name its API (admin command, YAML): Microsoft Graph, or an app by its
     /// Application ID URI or client id; case and a trailing slash do not matter.

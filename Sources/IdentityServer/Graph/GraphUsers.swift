@@ -1,0 +1,378 @@
+import Foundation
+import Hummingbird
+import TodoModels
+import WireCoding
+
+/// Microsoft Graph's users API as B2C tenants are managed with it (SPEC §2.10): list, create,
+/// read, update, delete and `revokeSignInSessions`, for app-only tokens holding
+/// `User.Read.All` (reads) or `User.ReadWrite.All`. The account rules are the admin commands'
+/// (``IdentityServer/createUser(tenantID:_:)``), so both write the same accounts.
+struct GraphUsers: Sendable {
+    let authenticator: GraphCaller.Authenticator
+    let server: IdentityServer
+    let hosts: HostPolicy
+
+    static let readRoles = ["User.Read.All", "User.ReadWrite.All"]
+    static let writeRoles = ["User.ReadWrite.All"]
+
+    // MARK: Routes
+
+    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+        let query = try GraphQuery(request.uri.query)
+        var matching = try await server.users.users(tenantID: tenant.id)
+        if let filter = query.filter { matching = matching.filter { filter.matches($0, tenant: tenant) } }
+        if query.count, request.headers[.init("ConsistencyLevel")!]?.lowercased() != "eventual" {
+            throw GraphError.badRequest("$count requires the ConsistencyLevel header set to eventual.")
+        }
+        let page = matching.dropFirst(query.skip).prefix(query.top)
+        var body: [(String, JSONText)] = [("@odata.context", .string(GraphUserJSON.context(select: query.select, collection: true)))]
+        if query.count { body.append(("@odata.count", .int(Int64(matching.count)))) }
+        body.append(("value", .array(page.map { GraphUserJSON.user($0, tenant: tenant, select: query.select) })))
+        if query.skip + page.count < matching.count {
+            body.append(("@odata.nextLink", .string(query.nextLink(origin: hosts.origin(of: request), skip: query.skip + page.count))))
+        }
+        return .json(.object(body))
+    }
+
+    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+        let query = try GraphQuery(request.uri.query)
+        let user = try await self.user(context, tenant: tenant)
+        var body = GraphUserJSON.members(user, tenant: tenant, select: query.select)
+        body.insert(("@odata.context", .string(GraphUserJSON.context(select: query.select, collection: false))), at: 0)
+        return .json(.object(body))
+    }
+
+    @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+        let body = try await GraphBody.object(request, context: context)
+        let account = try GraphUserDraft.newAccount(from: body, tenant: tenant)
+        let user: UserAccount
+        do {
+            user = try await server.createUser(tenantID: tenant.id, account)
+        } catch let error as IdentityServer.AdministrationError {
+            throw GraphError(error)
+        }
+        context.logger.info("user created through Graph", metadata: ["oid": "\(user.objectID)"])
+        var members = GraphUserJSON.members(user, tenant: tenant, select: nil)
+        members.insert(("@odata.context", .string(GraphUserJSON.context(select: nil, collection: false))), at: 0)
+        return .json(.object(members), status: .created)
+    }
+
+    @Sendable func update(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+        let user = try await self.user(context, tenant: tenant)
+        let body = try await GraphBody.object(request, context: context)
+        let changes = try GraphUserDraft.changes(from: body, user: user)
+        do {
+            try await server.updateUser(user, changes)
+        } catch let error as IdentityServer.AdministrationError {
+            throw GraphError(error)
+        }
+        return Response(status: .noContent)
+    }
+
+    @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+        let user = try await self.user(context, tenant: tenant)
+        _ = try await server.users.delete(id: user.id)
+        context.logger.info("user deleted through Graph", metadata: ["oid": "\(user.objectID)"])
+        return Response(status: .noContent)
+    }
+
+    /// `POST /users/{id}/revokeSignInSessions`: ends SSO and every refresh-token family.
+    @Sendable func revokeSignInSessions(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+        let user = try await self.user(context, tenant: tenant)
+        try await server.users.revokeSessions(id: user.id, now: Date())
+        return .json(
+            .object([("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#Edm.Boolean")), ("value", .bool(true))]))
+    }
+
+    /// `{id}`: an object id, or a user principal name (a local account's email), in this tenant.
+    private func user(_ context: IdentityRequestContext, tenant: Tenant) async throws -> UserAccount {
+        let key = context.parameters.get("id")?.removingPercentEncoding ?? ""
+        guard let user = try? await server.findUser(tenantID: tenant.id, emailOrID: key) else {
+            throw GraphError(
+                status: .notFound, code: "Request_ResourceNotFound",
+                message:
+                    "Resource '\(TextRules.printable(key))' does not exist or one of its queried reference-property objects are not present."
+            )
+        }
+        return user
+    }
+}
+
+// MARK: - The user resource
+
+/// A user as Graph writes it (Graph REST v1.0 `user` resource; B2C's `identities`).
+enum GraphUserJSON {
+    /// What Graph returns without `$select`.
+    static let defaultProperties = [
+        "businessPhones", "displayName", "givenName", "jobTitle", "mail", "mobilePhone", "officeLocation", "preferredLanguage",
+        "surname", "userPrincipalName", "id",
+    ]
+    /// Every property `$select` may name.
+    static let selectable: Set<String> = Set(defaultProperties).union([
+        "accountEnabled", "identities", "passwordPolicies", "createdDateTime", "creationType", "city", "country", "postalCode",
+        "state", "streetAddress", "otherMails",
+    ])
+
+    static func context(select: [String]?, collection: Bool) -> String {
+        let base = "https://graph.microsoft.com/v1.0/$metadata#users"
+        let selection = select.map { "(\($0.joined(separator: ",")))" } ?? ""
+        return base + selection + (collection ? "" : "/$entity")
+    }
+
+    static func user(_ user: UserAccount, tenant: Tenant, select: [String]?) -> JSONText {
+        .object(members(user, tenant: tenant, select: select))
+    }
+
+    static func members(_ user: UserAccount, tenant: Tenant, select: [String]?) -> [(String, JSONText)] {
+        (select ?? defaultProperties).map { ($0, value(of: $0, user: user, tenant: tenant)) }
+    }
+
+    /// A local account's user principal name is its email, as `/me` writes it; a federated one's
+    /// is `{oid}@{tenant}`, the form B2C gives accounts without one.
+    static func userPrincipalName(_ user: UserAccount, tenant: Tenant) -> String {
+        user.identityProvider == .local ? (user.email ?? user.signInName) : "\(user.objectID)@\(tenant.name)"
+    }
+
+    private static func value(of property: String, user: UserAccount, tenant: Tenant) -> JSONText {
+        func attribute(_ attribute: UserAttribute) -> JSONText { user.value(of: attribute).map(JSONText.string) ?? .null }
+        switch property {
+        case "id": return .string(user.objectID)
+        case "displayName": return .string(user.displayName)
+        case "givenName": return attribute(.givenName)
+        case "surname": return attribute(.surname)
+        case "jobTitle": return attribute(.jobTitle)
+        case "city": return attribute(.city)
+        case "country": return attribute(.country)
+        case "postalCode": return attribute(.postalCode)
+        case "state": return attribute(.state)
+        case "streetAddress": return attribute(.streetAddress)
+        case "officeLocation": return attribute(.city)
+        case "mail": return user.email.map(JSONText.string) ?? .null
+        case "otherMails": return .array([])
+        case "businessPhones": return .array([])
+        case "mobilePhone", "preferredLanguage": return .null
+        case "userPrincipalName": return .string(userPrincipalName(user, tenant: tenant))
+        case "accountEnabled": return .bool(user.accountEnabled)
+        case "passwordPolicies": return user.passwordPolicies.map(JSONText.string) ?? .null
+        case "createdDateTime": return .string(ISO8601DateFormatter().string(from: user.createdAt))
+        case "creationType": return user.identityProvider == .local ? .string("LocalAccount") : .null
+        case "identities": return .array(identities(user, tenant: tenant))
+        default: return .null
+        }
+    }
+
+    /// B2C's identities: the sign-in identity, then the user principal name.
+    static func identities(_ user: UserAccount, tenant: Tenant) -> [JSONText] {
+        func identity(_ type: String, _ issuer: String, _ id: String) -> JSONText {
+            .object([("signInType", .string(type)), ("issuer", .string(issuer)), ("issuerAssignedId", .string(id))])
+        }
+        let upn = identity("userPrincipalName", tenant.name, "\(user.objectID)@\(tenant.name)")
+        switch user.identityProvider {
+        case .local: return [identity("emailAddress", tenant.name, user.email ?? user.signInName), upn]
+        case .facebook: return [identity("federated", IdentityProviderKind.facebook.rawValue, user.signInName), upn]
+        }
+    }
+}
+
+// MARK: - Request bodies
+
+/// A JSON object body, or Graph's 400 / 415 / 413.
+enum GraphBody {
+    static func object(_ request: Request, context: IdentityRequestContext) async throws -> [String: GraphJSON] {
+        let contentType = request.headers[.contentType]?.lowercased() ?? ""
+        guard contentType.hasPrefix("application/json") else {
+            throw GraphError(status: .unsupportedMediaType, code: "BadRequest", message: "The request body must be application/json.")
+        }
+        var request = request
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
+            throw GraphError(status: .contentTooLarge, code: "BadRequest", message: "The request body is larger than 64 KiB.")
+        }
+        guard let object = try? JSONDecoder().decode([String: GraphJSON].self, from: Data(buffer: buffer)) else {
+            throw GraphError.badRequest("The request body is not a JSON object.", code: "BadRequest")
+        }
+        return object
+    }
+}
+
+/// A JSON value that keeps its type (a boolean is not a number), for checking request bodies.
+enum GraphJSON: Decodable, Sendable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([GraphJSON])
+    case object([String: GraphJSON])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([GraphJSON].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: GraphJSON].self))
+        }
+    }
+}
+
+/// Reads B2C's `POST /users` and `PATCH /users/{id}` bodies into account changes; every
+/// property is checked and anything unknown is refused, before anything is written.
+enum GraphUserDraft {
+    static let attributeProperties = ["givenName", "surname", "jobTitle", "city", "country", "postalCode", "state", "streetAddress"]
+    /// Accepted and ignored: Graph requires or sends them, and they carry nothing this service keeps.
+    static let ignored: Set<String> = ["@odata.type", "mailNickname", "userPrincipalName", "creationType", "mail", "id"]
+
+    static func newAccount(from body: [String: GraphJSON], tenant: Tenant) throws -> NewAccount {
+        let known = Set(["accountEnabled", "displayName", "identities", "passwordProfile", "passwordPolicies"] + attributeProperties)
+        try refuseUnknown(body, known: known.union(ignored))
+        guard let displayName = try string(body, "displayName") else {
+            throw GraphError.badRequest("Property 'displayName' is required.")
+        }
+        let identity = try signInIdentity(body["identities"], tenant: tenant)
+        var account = NewAccount(identity: identity, displayName: displayName)
+        if let profile = try passwordProfile(body) {
+            account.password = profile.password
+            account.forcePasswordChange = profile.forceChange ?? false
+        }
+        if case .email = identity, account.password == nil {
+            throw GraphError.badRequest("Property 'passwordProfile' is required for an emailAddress identity.")
+        }
+        account.accountEnabled = try bool(body, "accountEnabled") ?? true
+        account.passwordPolicies = try string(body, "passwordPolicies")
+        for name in attributeProperties { if let value = try string(body, name) { account.attributes[name] = value } }
+        return account
+    }
+
+    static func changes(from body: [String: GraphJSON], user: UserAccount) throws -> AccountChanges {
+        let known = Set(["accountEnabled", "displayName", "passwordProfile", "passwordPolicies"] + attributeProperties)
+        if body["identities"] != nil {
+            throw GraphError.badRequest("Changing 'identities' is not supported by this service; create the account anew.")
+        }
+        try refuseUnknown(body, known: known.union(ignored))
+        var changes = AccountChanges()
+        changes.displayName = try string(body, "displayName")
+        changes.accountEnabled = try bool(body, "accountEnabled")
+        if body.keys.contains("passwordPolicies") { changes.passwordPolicies = .some(try string(body, "passwordPolicies")) }
+        if let profile = try passwordProfile(body) {
+            guard let password = profile.password else {
+                throw GraphError.badRequest("Property 'passwordProfile.password' is required to change the password.")
+            }
+            changes.password = password
+            changes.forcePasswordChange = profile.forceChange ?? true
+        }
+        for name in attributeProperties where body.keys.contains(name) {
+            changes.attributes[name] = .some(try string(body, name))
+        }
+        return changes
+    }
+
+    private static func refuseUnknown(_ body: [String: GraphJSON], known: Set<String>) throws {
+        for key in body.keys.sorted() where !known.contains(key) {
+            throw GraphError.badRequest(
+                "Property '\(TextRules.printable(key))' does not exist as a declared property or extension property.")
+        }
+    }
+
+    private static func string(_ body: [String: GraphJSON], _ key: String) throws -> String? {
+        switch body[key] {
+        case nil, .null: return nil
+        case .string(let text): return text
+        default: throw GraphError.badRequest("Property '\(key)' must be a string.")
+        }
+    }
+
+    private static func bool(_ body: [String: GraphJSON], _ key: String) throws -> Bool? {
+        switch body[key] {
+        case nil, .null: return nil
+        case .bool(let flag): return flag
+        default: throw GraphError.badRequest("Property '\(key)' must be a boolean.")
+        }
+    }
+
+    private static func passwordProfile(_ body: [String: GraphJSON]) throws -> (password: String?, forceChange: Bool?)? {
+        let profile: [String: GraphJSON]
+        switch body["passwordProfile"] {
+        case nil, .null: return nil
+        case .object(let value): profile = value
+        default: throw GraphError.badRequest("Property 'passwordProfile' must be an object.")
+        }
+        try refuseUnknown(profile, known: ["password", "forceChangePasswordNextSignIn", "forceChangePasswordNextSignInWithMfa"])
+        return (try string(profile, "password"), try bool(profile, "forceChangePasswordNextSignIn"))
+    }
+
+    /// The one sign-in identity of a new account: `emailAddress` issued by this tenant (a local
+    /// account), or `federated` by a provider this service federates with. A `userPrincipalName`
+    /// identity is accepted and ignored (the service assigns it).
+    private static func signInIdentity(_ value: GraphJSON?, tenant: Tenant) throws -> NewAccount.Identity {
+        guard case .array(let list) = value, !list.isEmpty else {
+            throw GraphError.badRequest("Property 'identities' must list the account's sign-in identity.")
+        }
+        var found: NewAccount.Identity?
+        for item in list {
+            guard case .object(let entry) = item else { throw GraphError.badRequest("Each identity must be an object.") }
+            try refuseUnknown(entry, known: ["signInType", "issuer", "issuerAssignedId"])
+            guard let type = try string(entry, "signInType"), let issuer = try string(entry, "issuer"),
+                let id = try string(entry, "issuerAssignedId")
+            else { throw GraphError.badRequest("Each identity needs signInType, issuer and issuerAssignedId strings.") }
+            let identity: NewAccount.Identity
+            switch type {
+            case "userPrincipalName": continue
+            case "emailAddress":
+                guard issuer.lowercased() == tenant.name.lowercased() else {
+                    throw GraphError.badRequest("The issuer of an emailAddress identity must be the tenant, '\(tenant.name)'.")
+                }
+                identity = .email(id)
+            case "federated":
+                guard let provider = IdentityProviderKind(rawValue: issuer.lowercased()), provider != .local else {
+                    throw GraphError.badRequest("'\(TextRules.printable(issuer))' is not an identity provider of this tenant.")
+                }
+                identity = .federated(provider: provider, subject: id, email: nil)
+            default:
+                throw GraphError.badRequest(
+                    "signInType '\(TextRules.printable(type))' is not supported by this service (emailAddress and federated are).")
+            }
+            guard found == nil else { throw GraphError.badRequest("Only one sign-in identity per account is supported.") }
+            found = identity
+        }
+        guard let found else { throw GraphError.badRequest("Property 'identities' must list the account's sign-in identity.") }
+        return found
+    }
+}
+
+extension GraphError {
+    static func badRequest(_ message: String, code: String = "Request_BadRequest") -> GraphError {
+        GraphError(status: .badRequest, code: code, message: message)
+    }
+
+    /// The admin rules' refusals in Graph's words.
+    init(_ error: IdentityServer.AdministrationError) {
+        switch error {
+        case .duplicate:
+            self = .badRequest("Another object with the same value for property identities already exists.")
+        case .weakPassword(let reason):
+            self = .badRequest(
+                "The specified password does not comply with password complexity requirements. Please provide a different password. \(reason)"
+            )
+        case .noSuchUser(let key):
+            self = GraphError(
+                status: .notFound, code: "Request_ResourceNotFound", message: "Resource '\(TextRules.printable(key))' does not exist.")
+        default:
+            self = .badRequest(error.description)
+        }
+    }
+}
