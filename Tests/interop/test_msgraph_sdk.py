@@ -1,0 +1,126 @@
+"""Microsoft's Graph SDK for Python (msgraph-sdk, with azure-identity for the app-only token)
+managing B2C users here (SPEC §2.10), changed only in its base URL and authority host: create a
+user, find it by its email identity, rename it, sign in as it, disable it, delete it."""
+
+import asyncio
+import json
+import os
+import subprocess
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+import requests
+from azure.identity.aio import ClientSecretCredential
+from kiota_abstractions.base_request_configuration import RequestConfiguration
+from kiota_authentication_azure.azure_identity_authentication_provider import AzureIdentityAuthenticationProvider
+from msgraph import GraphRequestAdapter, GraphServiceClient
+from msgraph.generated.models.object_identity import ObjectIdentity
+from msgraph.generated.models.o_data_errors.o_data_error import ODataError
+from msgraph.generated.models.password_profile import PasswordProfile
+from msgraph.generated.models.user import User
+from msgraph.generated.users.users_request_builder import UsersRequestBuilder
+
+from conftest import unique_email
+
+
+def daemon_app(settings_path):
+    """A confidential app holding Graph's User.ReadWrite.All, registered with the admin command."""
+    result = subprocess.run(
+        [os.environ["TODO_SERVER_BIN"], "apps", "add", "--data-dir", str(Path(settings_path).parent), "--name", "Graph daemon",
+         "--kind", "confidential", "--graph-permission", "User.ReadWrite.All", "--json"],
+        capture_output=True, text=True, check=True, timeout=60,
+    )
+    app = json.loads(result.stdout)
+    assert set(app) == {"clientId", "clientSecret"}
+    return app
+
+
+def graph_client(tls_server, app):
+    os.environ["REQUESTS_CA_BUNDLE"] = tls_server.ca
+    os.environ["SSL_CERT_FILE"] = tls_server.ca
+    credential = ClientSecretCredential(
+        tls_server.settings["tenantId"], app["clientId"], app["clientSecret"], authority=tls_server.base,
+        disable_instance_discovery=True,
+    )
+    graph = tls_server.settings["graphBaseURL"]
+    auth = AzureIdentityAuthenticationProvider(
+        credential, scopes=["https://graph.microsoft.com/.default"], allowed_hosts=[urlparse(graph).hostname]
+    )
+    adapter = GraphRequestAdapter(auth)
+    adapter.base_url = f"{graph}/v1.0"
+    return GraphServiceClient(request_adapter=adapter), credential
+
+
+def ropc(tls_server, email, password):
+    return requests.post(
+        f"{tls_server.base}/{tls_server.tenant}/B2C_1_ROPC/oauth2/v2.0/token",
+        data={"grant_type": "password", "client_id": tls_server.client_id, "username": email, "password": password,
+              "scope": f"openid {tls_server.client_id}"},
+        verify=tls_server.ca, timeout=30,
+    )
+
+
+def test_msgraph_sdk_creates_finds_renames_and_deletes_a_b2c_user(tls_server):
+    app = daemon_app(os.environ["TODO_TLS_SETTINGS"])
+    tenant = tls_server.tenant
+    email = unique_email("graph")
+
+    async def scenario():
+        client, credential = graph_client(tls_server, app)
+        try:
+            created = await client.users.post(User(
+                display_name="Grace Graph",
+                identities=[ObjectIdentity(sign_in_type="emailAddress", issuer=tenant, issuer_assigned_id=email)],
+                password_profile=PasswordProfile(password="Graph-Pass1", force_change_password_next_sign_in=False),
+                password_policies="DisablePasswordExpiration",
+            ))
+            assert created.id and created.display_name == "Grace Graph"
+
+            query = UsersRequestBuilder.UsersRequestBuilderGetQueryParameters(
+                filter=f"identities/any(c:c/issuerAssignedId eq '{email}' and c/issuer eq '{tenant}')",
+                select=["id", "displayName", "identities", "accountEnabled"],
+            )
+            found = await client.users.get(request_configuration=RequestConfiguration(query_parameters=query))
+            assert [user.id for user in found.value] == [created.id]
+            assert found.value[0].identities[0].issuer_assigned_id == email
+            assert found.value[0].account_enabled is True
+
+            await client.users.by_user_id(created.id).patch(User(display_name="Grace Renamed"))
+            renamed = await client.users.by_user_id(created.id).get()
+            assert renamed.display_name == "Grace Renamed"
+
+            # The user signs in at once, under the new name.
+            signed_in = ropc(tls_server, email, "Graph-Pass1")
+            assert signed_in.status_code == 200, signed_in.text
+
+            # Disabled: no sign-in; enabled again: back.
+            await client.users.by_user_id(created.id).patch(User(account_enabled=False))
+            refused = ropc(tls_server, email, "Graph-Pass1")
+            assert refused.status_code == 400 and "AADB2C90111" in refused.json()["error_description"]
+            await client.users.by_user_id(created.id).patch(User(account_enabled=True))
+            assert ropc(tls_server, email, "Graph-Pass1").status_code == 200
+
+            # Bad input in Graph's shape, and nothing stored: a weak password, a duplicate identity.
+            with pytest.raises(ODataError) as weak:
+                await client.users.post(User(
+                    display_name="Weak", password_profile=PasswordProfile(password="short"),
+                    identities=[ObjectIdentity(sign_in_type="emailAddress", issuer=tenant, issuer_assigned_id=unique_email("weak"))],
+                ))
+            assert weak.value.response_status_code == 400 and weak.value.error.code == "Request_BadRequest"
+            with pytest.raises(ODataError) as duplicate:
+                await client.users.post(User(
+                    display_name="Twin", password_profile=PasswordProfile(password="Graph-Pass1"),
+                    identities=[ObjectIdentity(sign_in_type="emailAddress", issuer=tenant, issuer_assigned_id=email.upper())],
+                ))
+            assert duplicate.value.response_status_code == 400 and "already exists" in duplicate.value.error.message
+
+            await client.users.by_user_id(created.id).delete()
+            with pytest.raises(ODataError) as gone:
+                await client.users.by_user_id(created.id).get()
+            assert gone.value.response_status_code == 404 and gone.value.error.code == "Request_ResourceNotFound"
+            assert ropc(tls_server, email, "Graph-Pass1").status_code == 400
+        finally:
+            await credential.close()
+
+    asyncio.run(scenario())
