@@ -39,7 +39,7 @@ func readPasswordFromStdin() throws -> String {
 struct Users: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage consumer accounts of the default tenant.",
-        subcommands: [Add.self, List.self, Delete.self, Unlock.self])
+        subcommands: [Add.self, List.self, Delete.self, Unlock.self, Disable.self, Enable.self, RevokeSessions.self])
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a local account.")
@@ -67,7 +67,7 @@ struct Users: AsyncParsableCommand {
             let users = try await withDefaultTenant(store) { server, tenant in try await server.users.users(tenantID: tenant.id) }
             let now = Date()
             for user in users {
-                let locked = user.lockout.isLocked(at: now) ? "  locked" : ""
+                let locked = (user.lockout.isLocked(at: now) ? "  locked" : "") + (user.accountEnabled ? "" : "  disabled")
                 // Stored names are validated, but rows from before that rule (or a tampered database)
                 // must still not drive the terminal: controls are shown as escapes.
                 let account = TextRules.printable(user.email ?? user.signInName)
@@ -102,6 +102,51 @@ struct Users: AsyncParsableCommand {
                 try await server.users.clearLockout(id: user.id)
                 print("unlocked \(user.email ?? user.objectID)")
             }
+        }
+    }
+}
+
+extension Users {
+    /// Graph's `accountEnabled`, through the same rules as `PATCH /v1.0/users/{id}`.
+    struct Disable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Disable an account: it cannot sign in, and its sessions end.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "Email address or object id.") var account: String
+
+        func run() async throws { try await setEnabled(false, account: account, store: store) }
+    }
+
+    struct Enable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Enable a disabled account.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "Email address or object id.") var account: String
+
+        func run() async throws { try await setEnabled(true, account: account, store: store) }
+    }
+
+    /// Graph's `revokeSignInSessions`.
+    struct RevokeSessions: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "revoke-sessions", abstract: "End an account's SSO sessions and refresh tokens (Graph's revokeSignInSessions).")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "Email address or object id.") var account: String
+
+        func run() async throws {
+            try await withDefaultTenant(store) { server, tenant in
+                let user = try await server.findUser(tenantID: tenant.id, emailOrID: account)
+                try await server.users.revokeSessions(id: user.id, now: Date())
+                print("revoked the sessions of \(TextRules.printable(user.email ?? user.objectID))")
+            }
+        }
+    }
+
+    static func setEnabled(_ enabled: Bool, account: String, store: StoreOptions) async throws {
+        try await withDefaultTenant(store) { server, tenant in
+            let user = try await server.findUser(tenantID: tenant.id, emailOrID: account)
+            var changes = AccountChanges()
+            changes.accountEnabled = enabled
+            try await server.updateUser(user, changes)
+            print("\(enabled ? "enabled" : "disabled") \(TextRules.printable(user.email ?? user.objectID))")
         }
     }
 }

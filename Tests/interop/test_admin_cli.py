@@ -1,6 +1,7 @@
 """todo-server's admin commands as a user runs them: a subprocess on a fresh data directory,
 checked through their output, their exit status and the running server's behaviour."""
 
+import json
 import os
 import subprocess
 
@@ -39,6 +40,12 @@ def test_users_apps_and_keys_commands(admin, server):
     assert weak.returncode != 0 and "password" in weak.stderr
 
     assert "unlocked" in admin("users", "unlock", email).stdout
+    # Disable, enable and revoke go through the rules Graph's users API uses.
+    assert "disabled" in admin("users", "disable", email).stdout
+    assert "disabled" in admin("users", "list").stdout.split(email)[1].splitlines()[0]
+    assert "enabled" in admin("users", "enable", email).stdout
+    assert "disabled" not in admin("users", "list").stdout.split(email)[1].splitlines()[0]
+    assert "revoked the sessions" in admin("users", "revoke-sessions", email).stdout
     assert "deleted" in admin("users", "delete", email).stdout
     assert email not in admin("users", "list").stdout
     missing = admin("users", "delete", "nobody@example.com", check=False)
@@ -57,6 +64,16 @@ def test_users_apps_and_keys_commands(admin, server):
     assert client_id not in admin("apps", "list").stdout
     bad_kind = admin("apps", "add", "--name", "X", "--kind", "sideways", check=False)
     assert bad_kind.returncode != 0
+    # Graph application permissions: JSON out, only served roles, only for confidential apps, nothing written on refusal.
+    daemon = json.loads(admin("apps", "add", "--name", "Daemon", "--kind", "confidential", "--graph-permission",
+                              "user.readwrite.all", "--json").stdout)
+    assert set(daemon) == {"clientId", "clientSecret"}
+    assert "roles User.ReadWrite.All" in admin("apps", "list").stdout.split(daemon["clientId"])[1]
+    before = admin("apps", "list").stdout
+    for extra in (["--kind", "confidential", "--graph-permission", "Directory.ReadWrite.All"], ["--graph-permission", "User.Read.All"]):
+        refused = admin("apps", "add", "--name", "Nope", *extra, check=False)
+        assert refused.returncode != 0 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert admin("apps", "list").stdout == before
     # External ID's app-bound user flow: named flows only, spelled as the tenant spells them.
     bound = admin("apps", "add", "--name", "Bound", "--user-flow", "b2c_1_SIGN_UP", "--redirect-uri", "http://localhost").stdout
     bound_id = bound.split("client id: ")[1].split()[0]
