@@ -18,6 +18,8 @@ struct IdentityService: Sendable {
     let issuer: TokenIssuer
     /// Which request hosts are trusted for URLs and issuers, from ``configuration``.
     let hosts: HostPolicy
+    /// Faults armed through the test-control surface (`/dev/faults`).
+    let faults = FaultInjector()
 
     var now: Date { clock.now }
 

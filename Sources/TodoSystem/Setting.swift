@@ -77,6 +77,10 @@ extension Setting {
     public static let webPageSize = Setting("web.page.size", "Tasks per page of the web app.", default: "20")
     public static let webAnonymousSessions = Setting(
         "web.anonymous.sessions", "Web app sessions one client address may start per hour before signing in.", default: "600")
+    public static let devEndpoints = Setting(
+        "dev.endpoints",
+        "Serve the test-control surface (/dev/outbox as JSON, /dev/tokens, /dev/reset, /dev/faults) on a non-loopback address too: it mints tokens for any user, so only for test deployments. Always on for a loopback address (the variable takes 1)."
+    )
     public static let simulatedFacebook = Setting(
         "simulated.facebook",
         "Serve the simulated Facebook, which signs anyone in as any federated user by email alone: development only, and only on a loopback address (the variable takes 1)."

@@ -78,6 +78,8 @@ public struct SystemConfiguration: Sendable {
     public var passwordHashCost: Int
     public var idleTimeout: Int
     public var simulatedFacebook: Bool
+    /// The test-control surface on a non-loopback address (it is always on for loopback).
+    public var devEndpoints: Bool
     public var webPageSize: Int
     public var webAnonymousSessionsPerHour: Int
 
@@ -100,6 +102,7 @@ public struct SystemConfiguration: Sendable {
         passwordHashCost = settings.number(.passwordHashCost, default: 10, in: 4...31)
         idleTimeout = settings.number(.idleTimeout, default: 30, in: 1...86_400)
         simulatedFacebook = settings.flag(.simulatedFacebook)
+        devEndpoints = settings.flag(.devEndpoints)
         webPageSize = settings.number(.webPageSize, default: 20, in: 1...200)
         webAnonymousSessionsPerHour = settings.number(.webAnonymousSessions, default: 600, in: 1...1_000_000)
 

@@ -95,7 +95,7 @@ public struct TodoSystem: Sendable {
             scheme: configuration.scheme, defaultAuthority: "\(configuration.displayHost):\(configuration.identityPort)",
             passwordHashCost: UInt8(configuration.passwordHashCost),
             // The outbox shows password-reset codes: only on a machine-local server.
-            developmentMailbox: Authority.isLoopback(configuration.host),
+            developmentMailbox: Authority.isLoopback(configuration.host) || configuration.devEndpoints,
             allowedHosts: [
                 "localhost", "127.0.0.1", "::1", configuration.host.lowercased(), configuration.displayHostName.lowercased(),
             ], simulatedFacebook: configuration.simulatedFacebook, listenPort: configuration.identityPort)

@@ -341,3 +341,31 @@ struct Keys: AsyncParsableCommand {
         }
     }
 }
+
+/// `todo-server token`: tokens for a user without a browser, through the real issuer (the
+/// test-control surface's `POST /dev/tokens` as a command). The issuer is the running
+/// service's, read from the data directory's settings.json unless `--origin` names it.
+struct Token: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Mint tokens for a user without a browser, as a sign-in would get them (development and tests).")
+    @OptionGroup var store: StoreOptions
+    @Option(help: "The user: email address or object id.") var user: String
+    @Option(help: "The app's client id.") var client: String
+    @Option(help: "The user flow (default: the tenant's default).") var policy: String?
+    @Option(help: "The scopes (default: openid offline_access <client>).") var scope: String?
+    @Flag(help: "The Microsoft identity platform's v2 token shapes instead of B2C's.") var entra = false
+    @Option(help: "The identity service's public origin (default: identityBaseURL from the data directory's settings.json).")
+    var origin: String?
+
+    func run() async throws {
+        let settingsURL = URL(fileURLWithPath: try await store.configuration().dataDirectory).appendingPathComponent("settings.json")
+        guard let origin = origin ?? (try? ClientSettings.read(from: settingsURL))?.identityBaseURL else {
+            throw CommandFailure("no identityBaseURL in \(settingsURL.path): start `todo-server serve` once, or pass --origin")
+        }
+        let request = TokenMintRequest(user: user, client: client, policy: policy, scope: scope, entra: entra)
+        let response = try await withDefaultTenant(store) { server, tenant in
+            try await server.mintTokens(tenantID: tenant.id, request, origin: origin)
+        }
+        print(response.serialized)
+    }
+}

@@ -26,6 +26,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp(Setting.passwordHashCost.help)) var passwordHashCost: String?
     @Option(help: ArgumentHelp(Setting.idleTimeout.help)) var idleTimeout: String?
     @Flag(help: ArgumentHelp(Setting.simulatedFacebook.help)) var simulatedFacebook = false
+    @Flag(help: ArgumentHelp(Setting.devEndpoints.help)) var devEndpoints = false
     @Option(help: ArgumentHelp(Setting.webPageSize.help)) var webPageSize: String?
     @Option(help: ArgumentHelp(Setting.webAnonymousSessions.help)) var webAnonymousSessions: String?
 
@@ -45,6 +46,7 @@ struct Serve: AsyncParsableCommand {
         // A flag left off leaves the variable and the file in charge.
         if tls { flags[Setting.tls.key] = ConfigValue(.string("true"), isSecret: false) }
         if simulatedFacebook { flags[Setting.simulatedFacebook.key] = ConfigValue(.string("true"), isSecret: false) }
+        if devEndpoints { flags[Setting.devEndpoints.key] = ConfigValue(.string("true"), isSecret: false) }
         return flags
     }
 

@@ -52,6 +52,8 @@ extension IdentityServer {
         case noSuchAPI(String)
         case scopeNotExposed(api: String, scope: String)
         case roleNotServed(String)
+        /// A protocol refusal, in B2C's words (`AADB2C…: message`).
+        case refused(String)
 
         public var description: String {
             switch self {
@@ -64,6 +66,7 @@ extension IdentityServer {
             case .noSuchAPI(let api):
                 "no API '\(TextRules.printable(api))' in this tenant (give an Application ID URI, a client id, or https://graph.microsoft.com)"
             case .scopeNotExposed(let api, let scope): "'\(TextRules.printable(api))' exposes no scope '\(TextRules.printable(scope))'"
+            case .refused(let message): message
             case .roleNotServed(let role):
                 "Graph permission '\(TextRules.printable(role))' is not served here (\(APIPermission.graphRoles.joined(separator: ", ")) are)"
             }

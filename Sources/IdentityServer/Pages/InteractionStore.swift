@@ -43,6 +43,9 @@ protocol InteractionStore: Sendable {
     /// instance shares it.
     func serverSecret(named name: String, now: Date) async throws -> String
     func sweep(now: Date) async throws
+    /// Forgets the tenant's transient state: transactions and their codes, the outbox, and the
+    /// lockout of names without an account (the test-control surface's reset).
+    func clearTenantState(tenantID: UUID) async throws
 }
 
 /// What a presented verification code proved.
@@ -326,6 +329,21 @@ struct SQLInteractionStore: InteractionStore {
                 .first(decodingColumn: "value", as: String.self) ?? candidate.value
         }
         return try dataKey.open(winner, context: context).value
+    }
+
+    func clearTenantState(tenantID: UUID) async throws {
+        let tenant = tenantID.uuidString.lowercased()
+        try await database.transaction { sql in
+            try await sql.raw(
+                "DELETE FROM verification_codes WHERE request_id IN (SELECT id FROM authorization_requests WHERE tenant_id = \(bind: tenant))"
+            ).run()
+            try await sql.raw(
+                "DELETE FROM federation_codes WHERE request_id IN (SELECT id FROM authorization_requests WHERE tenant_id = \(bind: tenant))"
+            ).run()
+            try await sql.delete(from: "authorization_requests").where("tenant_id", .equal, tenant).run()
+            try await sql.delete(from: "outbox").where("tenant_id", .equal, tenant).run()
+            try await sql.delete(from: "lockout_unknown_names").where("tenant_id", .equal, tenant).run()
+        }
     }
 
     func sweep(now: Date) async throws {

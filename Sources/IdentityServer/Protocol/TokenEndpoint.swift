@@ -16,6 +16,8 @@ struct TokenEndpoint: Sendable {
     let passwords: PasswordAuthenticator
     let clock: any IdentityClock
     let hosts: HostPolicy
+    /// Faults armed on a flow through the test-control surface.
+    var faults: FaultInjector?
 
     /// Errors are B2C's JSON form, written by the route group's ``OAuthErrorMiddleware``.
     @Sendable func handle(_ request: Request, context: PolicyRequestContext) async throws -> Response {
@@ -26,6 +28,7 @@ struct TokenEndpoint: Sendable {
         guard let named = form.nonEmpty("grant_type") else { throw B2CError.missingParameter("grant_type") }
         guard let grantType = GrantType(rawValue: named) else { throw B2CError.grantTypeNotSupported(named) }
         let flow = face == .entra ? try await appBoundFlow(of: client, resolved: context.flow) : context.flow
+        try await faults?.apply(policy: flow.name)
         let origin = hosts.origin(of: request)
         let issuer = HostPolicy.issuer(origin: origin, tenant: tenant, face: face)
         let wantsClientInfo = form["client_info"] == "1"
@@ -286,6 +289,18 @@ struct TokenEndpoint: Sendable {
     /// The B2C token response, fields in B2C's order, numbers as JSON numbers
     /// (research/b2c-protocol.md §2.5).
     private func respond(_ issuance: IssuanceContext, refreshToken: String?, clientInfo: Bool, now: Date) async throws -> Response {
+        .json(try await tokenResponse(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now), noStore: true)
+    }
+
+    /// Tokens for a user authenticated some other way (the test-control surface's minting,
+    /// ``IdentityServer/mintTokens(tenantID:_:origin:)``): the same issuer, refresh-token
+    /// family and response as a grant.
+    func mint(_ issuance: IssuanceContext, now: Date) async throws -> JSONText {
+        let refreshToken = issuance.scopes.offlineAccess ? try await startFamily(issuance, now: now, forCode: nil) : nil
+        return try await tokenResponse(issuance, refreshToken: refreshToken, clientInfo: true, now: now)
+    }
+
+    private func tokenResponse(_ issuance: IssuanceContext, refreshToken: String?, clientInfo: Bool, now: Date) async throws -> JSONText {
         let tokens = try await self.tokens.issue(issuance, now: now)
         if issuance.face == .entra { return entraResponse(issuance, tokens: tokens, refreshToken: refreshToken, clientInfo: clientInfo) }
         let iat = now.epochSeconds
@@ -311,7 +326,7 @@ struct TokenEndpoint: Sendable {
         if clientInfo {
             body.set("client_info", TokenIssuer.clientInfo(user: issuance.user, policy: issuance.flow.name, tenant: issuance.tenant))
         }
-        return .json(body.object, noStore: true)
+        return body.object
     }
 }
 
@@ -319,7 +334,7 @@ extension TokenEndpoint {
     /// The Microsoft identity platform's v2 token response, fields in Entra's order: no v1
     /// `not_before`/`expires_on`/`resource` and no B2C `profile_info`; `ext_expires_in` beside
     /// `expires_in`; `client_info` without a policy (SPEC §2.9).
-    fileprivate func entraResponse(_ issuance: IssuanceContext, tokens: IssuedTokens, refreshToken: String?, clientInfo: Bool) -> Response {
+    fileprivate func entraResponse(_ issuance: IssuanceContext, tokens: IssuedTokens, refreshToken: String?, clientInfo: Bool) -> JSONText {
         var body = JSONObjectBuilder()
         body.set("token_type", "Bearer")
         body.set("scope", issuance.scopes.granted.joined(separator: " "))
@@ -331,7 +346,7 @@ extension TokenEndpoint {
         body.set("refresh_token", refreshToken)
         body.set("id_token", tokens.idToken)
         if clientInfo { body.set("client_info", TokenIssuer.entraClientInfo(user: issuance.user, tenant: issuance.tenant)) }
-        return .json(body.object, noStore: true)
+        return body.object
     }
 }
 

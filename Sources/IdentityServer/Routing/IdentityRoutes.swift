@@ -52,12 +52,15 @@ extension IdentityServer {
             browser.get("facebook.com/dialog/oauth", use: facebook.dialog)
             browser.post("facebook.com/dialog/oauth", use: facebook.dialog)
         }
+        // The test-control surface, where development is on (a loopback server or --dev-endpoints).
         if service.configuration.developmentMailbox {
-            router.get(
-                "dev/outbox",
-                use: DevelopmentOutbox(
-                    hosts: service.hosts, tenants: service.tenants, interactions: service.interactions, pages: service.pages
-                ).page)
+            let development = DevelopmentEndpoints(server: self)
+            let dev = router.group("dev").add(middleware: OAuthErrorMiddleware<IdentityRequestContext>(clock: service.clock))
+            dev.get("outbox", use: development.outbox)
+            dev.post("tokens", use: development.tokens)
+            dev.post("reset", use: development.reset)
+            dev.post("faults", use: development.arm)
+            dev.delete("faults", use: development.disarm)
         }
 
         // `/te/` is the legacy "trust framework edge" prefix of the 2017 iOS quickstart.
@@ -84,8 +87,7 @@ extension IdentityServer {
         let metadata = MetadataEndpoints(signingKeys: service.keys, hosts: service.hosts)
         let token = TokenEndpoint(
             tenants: service.tenants, users: service.users, grants: service.grants, consents: service.consents, tokens: service.issuer,
-            passwords: service.passwords,
-            clock: service.clock, hosts: service.hosts)
+            passwords: service.passwords, clock: service.clock, hosts: service.hosts, faults: service.faults)
         for path in ["v2.0/.well-known/openid-configuration", ".well-known/openid-configuration"] {
             machine.get(RouterPath(path), use: metadata.discovery)
         }
@@ -134,31 +136,5 @@ struct AssetController: Sendable {
         Response(
             status: .ok, headers: [.contentType: "text/css; charset=utf-8", .cacheControl: "public, max-age=3600"],
             body: .init(byteBuffer: ByteBuffer(string: text)))
-    }
-}
-
-/// `GET /dev/outbox`: the development outbox as a page (SPEC §2.7), on allowed hosts only.
-struct DevelopmentOutbox: Sendable {
-    let hosts: HostPolicy
-    let tenants: any TenantDirectory
-    let interactions: any InteractionStore
-    let pages: PageRenderer
-
-    @Sendable func page(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        guard hosts.isAllowedHost(request) else { throw HTTPError(.notFound) }
-        let tenant = try await tenants.defaultTenant()
-        var messages: [OutboxMessage] = []
-        if let tenant { messages = try await interactions.outbox(tenantID: tenant.id, limit: 50) }
-        let formatter = ISO8601DateFormatter()
-        let values: [String: Any] = [
-            "title": "Development outbox",
-            "messages": messages.map {
-                [
-                    "subject": $0.subject, "recipient": $0.recipient, "body": $0.body,
-                    "createdAt": formatter.string(from: $0.createdAt),
-                ]
-            },
-        ]
-        return .html(try pages.render("outbox", values, tenant: tenant))
     }
 }

@@ -1,0 +1,212 @@
+import Foundation
+import Hummingbird
+import TodoModels
+import WireCoding
+
+/// What a tester asks to be minted: the user (email or object id), the app, optionally the user
+/// flow (else the tenant's default), the scopes (else `openid offline_access {client}`), and
+/// whether the tokens take the Entra face's shapes.
+public struct TokenMintRequest: Sendable, Decodable {
+    public var user: String
+    public var client: String
+    public var policy: String?
+    public var scope: String?
+    public var entra: Bool?
+
+    public init(user: String, client: String, policy: String? = nil, scope: String? = nil, entra: Bool? = nil) {
+        self.user = user
+        self.client = client
+        self.policy = policy
+        self.scope = scope
+        self.entra = entra
+    }
+}
+
+/// The test-control surface (issue 11): what the users of mock OAuth servers lean on, served
+/// only where development is on (a loopback server, or `--dev-endpoints`).
+extension IdentityServer {
+    /// Tokens for a user without a browser, through the real issuer: the same keys, claims,
+    /// refresh-token family and response as a sign-in (`POST /dev/tokens`, `todo-server token`).
+    /// `origin` is the identity service's public origin, which the issuer is written with.
+    public func mintTokens(tenantID: UUID, _ request: TokenMintRequest, origin: String) async throws -> JSONText {
+        do {
+            return try await mint(tenantID: tenantID, request, origin: origin)
+        } catch let error as B2CError {
+            throw AdministrationError.refused("\(error.code): \(error.message)")
+        }
+    }
+
+    /// ``mintTokens(tenantID:_:origin:)`` with its refusals in B2C's form, for the HTTP surface.
+    func mint(tenantID: UUID, _ request: TokenMintRequest, origin: String) async throws -> JSONText {
+        let now = clock.now
+        guard let tenant = try await tenants.tenant(matching: tenantID.uuidString) else { throw B2CError.unknownTenant(tenantID.uuidString) }
+        let user = try await findUser(tenantID: tenantID, emailOrID: request.user)
+        guard user.accountEnabled else { throw B2CError.accountDisabled }
+        let name = request.policy ?? tenant.defaultPolicy
+        guard let flow = try await tenants.userFlow(tenantID: tenantID, name: name) else {
+            throw B2CError.unknownPolicy(name, tenant: tenant.name)
+        }
+        guard let client = try await tenants.application(tenantID: tenantID, clientID: request.client) else {
+            throw B2CError.clientNotRegistered(request.client, tenant: tenant.name)
+        }
+        let face: ProtocolFace = request.entra == true ? .entra : .b2c
+        let apps = try await tenants.applications(tenantID: tenantID)
+        let scopes = try GrantedScopes.resolve(
+            .scopes(request.scope ?? "openid offline_access \(client.clientIDString)"), client: client, tenantApps: apps)
+        let issuance = IssuanceContext(
+            tenant: tenant, flow: flow, client: client, user: user, issuer: HostPolicy.issuer(origin: origin, tenant: tenant, face: face),
+            scopes: scopes, nonce: nil, authTime: now, newUser: false, identityProvider: user.identityProvider, face: face)
+        let endpoint = TokenEndpoint(
+            tenants: tenants, users: users, grants: service.grants, consents: service.consents, tokens: service.issuer,
+            passwords: service.passwords, clock: clock, hosts: service.hosts)
+        return try await endpoint.mint(issuance, now: now)
+    }
+
+    /// Back to the seeded state: every account of the tenant and what hangs off it (sessions,
+    /// refresh tokens, consents, lockout), every transaction, the outbox and the armed faults go;
+    /// the tenant, its flows, apps and keys stay. Returns how many accounts went.
+    public func resetAccounts(tenantID: UUID) async throws -> Int {
+        let accounts = try await users.users(tenantID: tenantID)
+        for account in accounts { _ = try await users.delete(id: account.id) }
+        try await service.interactions.clearTenantState(tenantID: tenantID)
+        service.faults.clear()
+        return accounts.count
+    }
+}
+
+/// `/dev/…`: the test-control surface over HTTP. Errors are B2C's JSON (the token endpoint's form).
+struct DevelopmentEndpoints: Sendable {
+    let server: IdentityServer
+    var service: IdentityService { server.service }
+
+    /// The default tenant, on an allowed host; anything else is a 404 (the surface is not there).
+    private func tenant(_ request: Request) async throws -> Tenant {
+        guard service.hosts.isAllowedHost(request), let tenant = try await service.tenants.defaultTenant() else {
+            throw HTTPError(.notFound)
+        }
+        return tenant
+    }
+
+    /// `GET /dev/outbox`: a page, or with `Accept: application/json` (or `?format=json`) the
+    /// messages as data, newest first, with the code of each parsed out.
+    @Sendable func outbox(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let tenant = try await tenant(request)
+        let messages = try await service.interactions.outbox(tenantID: tenant.id, limit: 50)
+        let formatter = ISO8601DateFormatter()
+        let wantsJSON =
+            request.headers[.accept]?.lowercased().contains("application/json") == true
+            || RequestParameters(query: request.uri.query)["format"] == "json"
+        if wantsJSON {
+            return .json(
+                .object([
+                    (
+                        "messages",
+                        .array(
+                            messages.map { message in
+                                var members: [(String, JSONText)] = [
+                                    ("id", .string(message.id)), ("recipient", .string(message.recipient)),
+                                    ("subject", .string(message.subject)), ("body", .string(message.body)),
+                                    ("createdAt", .string(formatter.string(from: message.createdAt))),
+                                ]
+                                members.append(("code", Self.code(in: message.body).map(JSONText.string) ?? .null))
+                                return .object(members)
+                            })
+                    )
+                ]), noStore: true)
+        }
+        let values: [String: Any] = [
+            "title": "Development outbox",
+            "messages": messages.map {
+                ["subject": $0.subject, "recipient": $0.recipient, "body": $0.body, "createdAt": formatter.string(from: $0.createdAt)]
+            },
+        ]
+        return .html(try service.pages.render("outbox", values, tenant: tenant))
+    }
+
+    /// The one-time code a message carries: its first run of exactly six digits.
+    static func code(in body: String) -> String? {
+        let characters = Array(body)
+        var index = 0
+        while index < characters.count {
+            guard characters[index].isASCII, characters[index].isNumber else {
+                index += 1
+                continue
+            }
+            var end = index
+            while end < characters.count, characters[end].isASCII, characters[end].isNumber { end += 1 }
+            if end - index == 6 { return String(characters[index..<end]) }
+            index = end
+        }
+        return nil
+    }
+
+    /// `POST /dev/tokens` with `{"user","client","policy"?,"scope"?,"entra"?}`: the token
+    /// response a sign-in would give.
+    @Sendable func tokens(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let tenant = try await tenant(request)
+        let mint = try await Self.body(TokenMintRequest.self, request, context: context)
+        do {
+            return .json(try await server.mint(tenantID: tenant.id, mint, origin: service.origin(of: request)), noStore: true)
+        } catch let error as IdentityServer.AdministrationError {
+            throw B2CError.malformedRequest(error.description)
+        }
+    }
+
+    /// `POST /dev/reset`: back to the seeded state (``IdentityServer/resetAccounts(tenantID:)``).
+    @Sendable func reset(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let tenant = try await tenant(request)
+        let removed = try await server.resetAccounts(tenantID: tenant.id)
+        context.logger.notice("development reset", metadata: ["accounts": "\(removed)"])
+        return .json(.object([("accountsRemoved", .int(Int64(removed)))]), noStore: true)
+    }
+
+    struct FaultRequest: Decodable {
+        var policy: String
+        var error: String?
+        var delayMs: Int?
+    }
+
+    /// `POST /dev/faults` with `{"policy", "error": "AADB2C90118" | "AADB2C90091" | "server_error" | …}`
+    /// or `{"policy", "delayMs": n}`: the next authorize or token call on that flow fails (or
+    /// waits) once. `DELETE /dev/faults` disarms everything.
+    @Sendable func arm(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let tenant = try await tenant(request)
+        let fault = try await Self.body(FaultRequest.self, request, context: context)
+        guard UserFlow.isValidName(fault.policy), try await service.tenants.userFlow(tenantID: tenant.id, name: fault.policy) != nil else {
+            throw B2CError.unknownPolicy(fault.policy, tenant: tenant.name)
+        }
+        switch (fault.error, fault.delayMs) {
+        case (let name?, nil):
+            guard let error = FaultInjector.errors[name] else {
+                throw B2CError.malformedRequest(
+                    "Unknown fault '\(TextRules.printable(name))'; known: \(FaultInjector.errors.keys.sorted().joined(separator: ", ")).")
+            }
+            service.faults.arm(.error(error), policy: fault.policy)
+        case (nil, let milliseconds?):
+            guard (0...60_000).contains(milliseconds) else { throw B2CError.malformedRequest("delayMs must be 0 to 60000.") }
+            service.faults.arm(.delay(milliseconds: milliseconds), policy: fault.policy)
+        default:
+            throw B2CError.malformedRequest("Give exactly one of 'error' and 'delayMs'.")
+        }
+        return Response(status: .noContent)
+    }
+
+    @Sendable func disarm(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        _ = try await tenant(request)
+        service.faults.clear()
+        return Response(status: .noContent)
+    }
+
+    private static func body<T: Decodable>(_ type: T.Type, _ request: Request, context: IdentityRequestContext) async throws -> T {
+        guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
+            throw B2CError.malformedRequest("The request body must be application/json.")
+        }
+        var request = request
+        let buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer: buffer))
+        } catch {
+            throw B2CError.malformedRequest("The request body is not the JSON this endpoint takes.")
+        }
+    }
+}

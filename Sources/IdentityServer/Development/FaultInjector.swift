@@ -1,0 +1,49 @@
+import Foundation
+import Synchronization
+
+/// Faults a tester asks for on a user flow (`POST /dev/faults`): the next authorize or token
+/// call on that flow fails as B2C would fail it, or is delayed, once. This lets an app's error
+/// handling be tested against the real wire forms without breaking anything for real. Kept in
+/// memory: a fault is armed on the instance that received it.
+final class FaultInjector: Sendable {
+    enum Fault: Sendable, Equatable {
+        /// An error in B2C's (or Entra's) form.
+        case error(B2CError)
+        /// The call waits this long, then proceeds normally.
+        case delay(milliseconds: Int)
+    }
+
+    /// The errors a tester may ask for, by the name B2C's documentation gives them.
+    static let errors: [String: B2CError] = [
+        "AADB2C90118": .forgotPassword, "AADB2C90091": .userCancelled, "server_error": .internalError,
+        "AADB2C90077": .noSession, "AADB2C90129": .grantRevoked, "temporarily_unavailable": .temporarilyUnavailable,
+    ]
+
+    private let armed = Mutex<[String: [Fault]]>([:])
+
+    /// Arms `fault` for the next call on `policy` (case-insensitive), after any armed before it.
+    func arm(_ fault: Fault, policy: String) {
+        armed.withLock { $0[policy.lowercased(), default: []].append(fault) }
+    }
+
+    /// The fault for this call, if one is armed; it is used up.
+    func take(policy: String) -> Fault? {
+        armed.withLock { faults in
+            guard var queue = faults[policy.lowercased()], !queue.isEmpty else { return nil }
+            let fault = queue.removeFirst()
+            faults[policy.lowercased()] = queue.isEmpty ? nil : queue
+            return fault
+        }
+    }
+
+    func clear() { armed.withLock { $0.removeAll() } }
+
+    /// Applies the fault armed for `policy`, if any: throws its error or waits its delay.
+    func apply(policy: String) async throws {
+        switch take(policy: policy) {
+        case .error(let error): throw error
+        case .delay(let milliseconds): try await Task.sleep(for: .milliseconds(milliseconds))
+        case nil: return
+        }
+    }
+}
