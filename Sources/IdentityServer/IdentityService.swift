@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import Storage
 
 /// The identity service's dependencies, built once by ``IdentityServer/make(configuration:database:dataKey:clock:logger:)``
 /// and shared by the controllers that need most of them (the interactive flow and the token grants).
@@ -12,6 +13,8 @@ struct IdentityService: Sendable {
     let grants: any GrantStore
     let interactions: any InteractionStore
     let consents: any ConsentStore
+    /// Seals what leaves the database (an export's password hashes) as it seals what is in it.
+    let dataKey: DataKey
     let keys: SigningKeyRing
     let hasher: PasswordHasher
     let pages: PageRenderer

@@ -369,3 +369,68 @@ struct Token: AsyncParsableCommand {
         print(response.serialized)
     }
 }
+
+/// `todo-server tenant export|apply`: the default tenant as declarative YAML, and back.
+struct TenantCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tenant", abstract: "Export the default tenant as YAML, or apply a YAML declaration.",
+        subcommands: [Export.self, Apply.self])
+
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Write the tenant's declaration: flows, apps (secrets as SHA-256 hashes only) and, with --with-users, accounts (password hashes sealed with the data key)."
+        )
+        @OptionGroup var store: StoreOptions
+        @Flag(help: "Include the accounts.") var withUsers = false
+        @Option(help: "Write to this file (0600) instead of standard output.") var output: String?
+
+        func run() async throws {
+            let yaml = try await withDefaultTenant(store) { server, tenant in
+                try await server.exportTenant(tenantID: tenant.id, withUsers: withUsers)
+            }
+            guard let output else {
+                print(yaml, terminator: "")
+                return
+            }
+            guard FileManager.default.createFile(atPath: output, contents: Data(yaml.utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw CommandFailure("cannot write \(output)")
+            }
+            print("exported to \(output)")
+        }
+    }
+
+    struct Apply: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Apply a tenant declaration (the format export writes) and print what changed; applying it again changes nothing.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The YAML file.") var file: String
+
+        func run() async throws {
+            let declaration: TenantDeclaration
+            do {
+                declaration = try TenantDeclaration.load(path: file)
+            } catch let error as TenantDeclaration.DeclarationError {
+                throw CommandFailure(error.description)
+            }
+            // Not through withDefaultTenant: an empty store gets the declared tenant, not the dev one.
+            var logger = try await store.configuration().logger(label: "todo-server")
+            logger.logLevel = max(logger.logLevel, .warning)
+            let (database, server) = try await store.openIdentity(logger: logger)
+            let changes: [String]
+            do {
+                changes = try await declaration.applyReporting(
+                    to: server, baseDirectory: URL(fileURLWithPath: file).deletingLastPathComponent()
+                ).changes
+                try await server.shutdown()
+                try await database.close()
+            } catch {
+                try? await server.shutdown()
+                try? await database.close()
+                if let error = error as? TenantDeclaration.DeclarationError { throw CommandFailure(error.description) }
+                throw error
+            }
+            print(changes.isEmpty ? "no changes" : changes.joined(separator: "\n"))
+        }
+    }
+}

@@ -115,7 +115,11 @@ extension IdentityServer {
         do {
             try await users.create(user)
         } catch UserDirectoryError.duplicate {
-            throw AdministrationError.duplicate(user.email ?? user.signInName)
+            // Named as the caller spelled it.
+            switch account.identity {
+            case .email(let raw): throw AdministrationError.duplicate(raw)
+            case .federated(_, let subject, _): throw AdministrationError.duplicate(subject)
+            }
         }
         return user
     }

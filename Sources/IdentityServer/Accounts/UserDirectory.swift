@@ -25,6 +25,9 @@ public protocol UserDirectory: Sendable {
     func setAccountState(id: UUID, enabled: Bool?, passwordPolicies: String??, now: Date) async throws
     /// Graph's `revokeSignInSessions`: ends the SSO sessions and revokes every refresh-token family.
     func revokeSessions(id: UUID, now: Date) async throws
+    /// Overwrites a stored account's identity, profile, password hash and state with `user`'s
+    /// (an exported tenant re-applied); lockout and creation time stay.
+    func replace(_ user: UserAccount) async throws
     /// Replaces the hash without revoking anything (a cost upgrade at sign-in).
     func upgradeHash(id: UUID, hash: String) async throws
     /// Applies `transition` to the lockout state of one source (an IP address) and of the whole
@@ -195,6 +198,18 @@ struct SQLUserDirectory: UserDirectory {
             try await update.where("id", .equal, key).run()
             // A disabled account keeps no way in (OWASP ASVS 7.4.2).
             if enabled == false { try await Self.endSessions(key, reason: "account disabled", now: now, sql: sql) }
+        }
+    }
+
+    public func replace(_ user: UserAccount) async throws {
+        let row = Row(user)
+        try await database.transaction { sql in
+            try await sql.update("users").set("identity_provider", to: row.identityProvider).set("sign_in_name", to: row.signInName)
+                .set("email", to: row.email).set("email_verified", to: row.emailVerified).set("display_name", to: row.displayName)
+                .set("attributes", to: row.attributes).set("password_hash", to: row.passwordHash)
+                .set("account_enabled", to: row.accountEnabled).set("force_password_change", to: row.forcePasswordChange)
+                .set("password_policies", to: row.passwordPolicies).set("updated_at", to: row.updatedAt)
+                .where("id", .equal, row.id).run()
         }
     }
 

@@ -103,6 +103,12 @@ final class CachedTenantDirectory: TenantDirectory {
         try await base.addSecret(clientID: clientID, secret: secret, now: now, expiresAt: expiresAt)
     }
 
+    public func secretHashes(clientID: UUID) async throws -> [String] { try await base.secretHashes(clientID: clientID) }
+
+    public func addSecretHash(clientID: UUID, hash: String, now: Date) async throws {
+        try await base.addSecretHash(clientID: clientID, hash: hash, now: now)
+    }
+
     public func removeSecrets(clientID: UUID) async throws {
         try await base.removeSecrets(clientID: clientID)
     }

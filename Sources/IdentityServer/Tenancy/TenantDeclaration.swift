@@ -1,5 +1,7 @@
 import Foundation
+import Storage
 import TodoModels
+import WireCoding
 import Yams
 
 /// A tenant declared in YAML (`todo-server serve --tenant-config PATH`, SPEC §2.1):
@@ -21,8 +23,8 @@ import Yams
 ///
 /// `permissions` are the app's API permissions with admin consent granted: without them an app
 /// gets no API's scopes but its own client id's (AADB2C90205).
-public struct TenantDeclaration: Decodable, Sendable {
-    public struct TenantPart: Decodable, Sendable {
+public struct TenantDeclaration: Codable, Sendable {
+    public struct TenantPart: Codable, Sendable {
         var name: String
         var id: UUID?
         var displayName: String?
@@ -30,7 +32,7 @@ public struct TenantDeclaration: Decodable, Sendable {
         var pageTemplates: String?
     }
 
-    public struct Lifetimes: Decodable, Sendable {
+    public struct Lifetimes: Codable, Sendable {
         var accessTokenMinutes: Int?
         var idTokenMinutes: Int?
         var refreshTokenDays: Int?
@@ -38,7 +40,7 @@ public struct TenantDeclaration: Decodable, Sendable {
         var unboundedSlidingWindow: Bool?
     }
 
-    public struct FlowPart: Decodable, Sendable {
+    public struct FlowPart: Codable, Sendable {
         var name: String
         var type: UserFlowType
         var identityProviders: [IdentityProviderKind]?
@@ -49,7 +51,7 @@ public struct TenantDeclaration: Decodable, Sendable {
         var emailVerification: Bool?
     }
 
-    public struct ApplicationPart: Decodable, Sendable {
+    public struct ApplicationPart: Codable, Sendable {
         var name: String
         var clientId: UUID?
         var kind: ClientKind
@@ -62,6 +64,8 @@ public struct TenantDeclaration: Decodable, Sendable {
         var appIdUri: String?
         var scopes: [String]?
         var secrets: [String]?
+        /// Secrets by their SHA-256 hash (hex), as an export writes them: never in clear.
+        var secretHashes: [String]?
         var permissions: [PermissionPart]?
         /// External ID's app-bound user flow: a policy-less (Entra) authorization runs it.
         var userFlow: String?
@@ -69,15 +73,33 @@ public struct TenantDeclaration: Decodable, Sendable {
 
     /// One API permission: the API by Application ID URI, client id, or
     /// `https://graph.microsoft.com`; delegated `scopes` and application `roles`.
-    public struct PermissionPart: Decodable, Sendable {
+    public struct PermissionPart: Codable, Sendable {
         var api: String
         var scopes: [String]?
         var roles: [String]?
     }
 
+    /// An account, as `tenant export --with-users` writes it. The password hash is sealed with
+    /// the data key (`sealed:…`), so the file carries no hash in clear and re-applies only where
+    /// that key is.
+    public struct UserPart: Codable, Sendable {
+        var id: UUID
+        var identityProvider: IdentityProviderKind
+        var signInName: String
+        var email: String?
+        var emailVerified: Bool?
+        var displayName: String
+        var attributes: [String: String]?
+        var accountEnabled: Bool?
+        var forcePasswordChange: Bool?
+        var passwordPolicies: String?
+        var sealedPasswordHash: String?
+    }
+
     var tenant: TenantPart
     var userFlows: [FlowPart]
     var applications: [ApplicationPart]?
+    var users: [UserPart]?
 
     public enum DeclarationError: Error, CustomStringConvertible {
         case invalid(String)
@@ -169,16 +191,28 @@ public struct TenantDeclaration: Decodable, Sendable {
                     )
                 }
             }
-            if app.kind == .confidential, (app.secrets ?? []).isEmpty {
+            if app.kind == .confidential, (app.secrets ?? []).isEmpty, (app.secretHashes ?? []).isEmpty {
                 problems.append("confidential application '\(app.name)' needs at least one secret")
             }
-            if app.kind == .public, !(app.secrets ?? []).isEmpty {
+            if app.kind == .public, !(app.secrets ?? []).isEmpty || !(app.secretHashes ?? []).isEmpty {
                 problems.append("public application '\(app.name)' must not have secrets")
+            }
+            for hash in app.secretHashes ?? [] where hash.count != 64 || !hash.allSatisfy(\.isHexDigit) {
+                problems.append("a secretHashes entry of '\(app.name)' is not a SHA-256 hex digest")
             }
             for secret in app.secrets ?? [] where secret.count < 16 {
                 problems.append("a secret of '\(app.name)' is shorter than 16 characters")
             }
         }
+        for user in users ?? [] {
+            if (try? TextRules.name(user.displayName, maximumLength: 256).get()) != user.displayName {
+                problems.append("user \(user.id): displayName must be 1 to 256 characters without controls")
+            }
+            if user.identityProvider == .local, EmailAddress.canonical(user.signInName) != user.signInName {
+                problems.append("user \(user.id): signInName of a local account must be its canonical email address")
+            }
+        }
+        if Set((users ?? []).map(\.id)).count != (users ?? []).count { problems.append("user ids must be unique") }
         if !problems.isEmpty { throw DeclarationError.invalid(problems.joined(separator: "; ")) }
     }
 
@@ -198,8 +232,21 @@ public struct TenantDeclaration: Decodable, Sendable {
     /// The tenant, made the default, with its flows and apps. Existing apps with the same client
     /// id are updated; their secrets are replaced by the declared ones.
     public func apply(to server: IdentityServer, baseDirectory: URL) async throws -> Tenant {
+        try await applyReporting(to: server, baseDirectory: baseDirectory).tenant
+    }
+
+    /// ``apply(to:baseDirectory:)``, saying what changed: one line per tenant, flow, app and user
+    /// that was added or updated. Applying the same file twice changes nothing the second time.
+    public func applyReporting(to server: IdentityServer, baseDirectory: URL) async throws -> (tenant: Tenant, changes: [String]) {
+        var changes: [String] = []
+        func note(_ kind: String, _ name: String, before: Bool?) {
+            if let before { if !before { changes.append("\(kind) \(name) updated") } } else { changes.append("\(kind) \(name) added") }
+        }
         let now = server.clock.now
-        let existing = try await server.tenants.tenant(matching: tenant.id?.uuidString ?? tenant.name)
+        // By id first, then by name: a tenant of the same name keeps its id (and its issuer).
+        var existing: Tenant?
+        if let id = tenant.id { existing = try await server.tenants.tenant(matching: id.uuidString) }
+        if existing == nil { existing = try await server.tenants.tenant(matching: tenant.name) }
         let templates = tenant.pageTemplates.map { path in
             path.hasPrefix("/") ? path : baseDirectory.appendingPathComponent(path).standardizedFileURL.path
         }
@@ -207,7 +254,10 @@ public struct TenantDeclaration: Decodable, Sendable {
             id: existing?.id ?? tenant.id ?? UUID(), name: tenant.name, displayName: tenant.displayName ?? tenant.name,
             defaultPolicy: tenant.defaultPolicy ?? userFlows.first?.name ?? "B2C_1_susi", pageTemplatesPath: templates,
             isDefault: true)
-        try await server.tenants.save(model, now: now)
+        if existing != model {
+            try await server.tenants.save(model, now: now)
+            note("tenant", model.name, before: existing.map { _ in false })
+        }
         for flow in userFlows {
             var lifetimes = TokenLifetimes.default
             if let given = flow.lifetimes {
@@ -217,12 +267,16 @@ public struct TenantDeclaration: Decodable, Sendable {
                 if let days = given.slidingWindowDays { lifetimes.slidingWindowSeconds = min(max(days, 1), 365) * 86_400 }
                 if given.unboundedSlidingWindow == true { lifetimes.slidingWindowSeconds = nil }
             }
-            try await server.tenants.save(
-                UserFlow(
-                    tenantID: model.id, name: flow.name, type: flow.type, identityProviders: flow.identityProviders ?? [.local],
-                    signUpAttributes: flow.signUpAttributes ?? [.displayName],
-                    applicationClaims: flow.applicationClaims ?? UserFlow.defaultClaims,
-                    lifetimes: lifetimes, emailVerification: flow.emailVerification ?? true))
+            let declared = UserFlow(
+                tenantID: model.id, name: flow.name, type: flow.type, identityProviders: flow.identityProviders ?? [.local],
+                signUpAttributes: flow.signUpAttributes ?? [.displayName],
+                applicationClaims: flow.applicationClaims ?? UserFlow.defaultClaims,
+                lifetimes: lifetimes, emailVerification: flow.emailVerification ?? true)
+            let stored = try await server.tenants.userFlow(tenantID: model.id, name: flow.name)
+            if stored != declared {
+                try await server.tenants.save(declared)
+                note("user flow", flow.name, before: stored.map { _ in false })
+            }
         }
         // Client ids first: permissions name their APIs by them.
         let clientIDs = (applications ?? []).map { $0.clientId ?? UUID() }
@@ -233,6 +287,7 @@ public struct TenantDeclaration: Decodable, Sendable {
             case nil: return nil
             }
         }
+        let storedApps = try await server.tenants.applications(tenantID: model.id)
         for (index, app) in (applications ?? []).enumerated() {
             let permissions = (app.permissions ?? []).compactMap { permission in
                 resource(permission.api).map { APIPermission(resource: $0, scopes: permission.scopes ?? [], roles: permission.roles ?? []) }
@@ -244,15 +299,77 @@ public struct TenantDeclaration: Decodable, Sendable {
                 requirePKCE: app.pkce?.lowercased() == "required", appIDURI: app.appIdUri,
                 exposedScopes: app.scopes ?? [], apiPermissions: permissions,
                 userFlow: app.userFlow.flatMap { flow in userFlows.first { $0.name.lowercased() == flow.lowercased() }?.name })
+            let stored = storedApps.first { $0.clientID == registration.clientID }
+            let hashes = ((app.secrets ?? []).map(Secrets.sha256Hex) + (app.secretHashes ?? []).map { $0.lowercased() }).sorted()
+            let storedHashes = stored == nil ? [] : try await server.tenants.secretHashes(clientID: registration.clientID)
+            guard stored != registration || storedHashes != hashes else { continue }
             // Updated in place, not removed and re-added: what hangs off the app (users' consents,
             // refresh tokens) survives a restart with the same declaration.
             try await server.tenants.save(registration, now: now)
-            try await server.tenants.removeSecrets(clientID: registration.clientID)
-            for secret in app.secrets ?? [] {
-                try await server.tenants.addSecret(clientID: registration.clientID, secret: secret, now: now, expiresAt: nil)
+            if storedHashes != hashes {
+                try await server.tenants.removeSecrets(clientID: registration.clientID)
+                for secret in app.secrets ?? [] {
+                    try await server.tenants.addSecret(clientID: registration.clientID, secret: secret, now: now, expiresAt: nil)
+                }
+                for hash in app.secretHashes ?? [] {
+                    try await server.tenants.addSecretHash(clientID: registration.clientID, hash: hash.lowercased(), now: now)
+                }
+            }
+            note("application", "'\(app.name)'", before: stored.map { _ in false })
+        }
+        for part in users ?? [] {
+            let user = try part.account(tenantID: model.id, dataKey: server.service.dataKey, now: now)
+            if let stored = try await server.users.user(id: user.id) {
+                guard stored.tenantID == model.id else {
+                    throw DeclarationError.invalid("user \(user.id) belongs to another tenant")
+                }
+                if !part.matches(stored, hash: user.passwordHash) {
+                    try await server.users.replace(user)
+                    note("user", user.email ?? user.signInName, before: false)
+                }
+            } else {
+                do {
+                    try await server.users.create(user)
+                } catch UserDirectoryError.duplicate {
+                    throw DeclarationError.invalid("user \(user.id): another account signs in as \(user.signInName)")
+                }
+                note("user", user.email ?? user.signInName, before: nil)
             }
         }
         _ = try await server.keys.activeKey()
-        return model
+        return (model, changes)
+    }
+}
+
+extension TenantDeclaration.UserPart {
+    static func sealingContext(_ id: UUID) -> String { "tenant-export:user:\(id.uuidString.lowercased())" }
+
+    /// The account this entry declares; its password hash is opened with the data key.
+    func account(tenantID: UUID, dataKey: DataKey, now: Date) throws -> UserAccount {
+        var hash: String?
+        if let sealedPasswordHash {
+            do {
+                hash = try dataKey.open(sealedPasswordHash, context: Self.sealingContext(id)).value
+            } catch {
+                throw TenantDeclaration.DeclarationError.invalid(
+                    "user \(id): the password hash was sealed with another data key (\(error)); export it again where it is applied")
+            }
+        }
+        var user = UserAccount(
+            id: id, tenantID: tenantID, identityProvider: identityProvider, signInName: signInName, email: email,
+            displayName: displayName, attributes: attributes ?? [:], passwordHash: hash, createdAt: now,
+            emailVerified: emailVerified ?? false)
+        user.accountEnabled = accountEnabled ?? true
+        user.forcePasswordChange = forcePasswordChange ?? false
+        user.passwordPolicies = passwordPolicies
+        return user
+    }
+
+    func matches(_ stored: UserAccount, hash: String?) -> Bool {
+        stored.identityProvider == identityProvider && stored.signInName == signInName && stored.email == email
+            && stored.emailVerified == (emailVerified ?? false) && stored.displayName == displayName
+            && stored.attributes == (attributes ?? [:]) && stored.accountEnabled == (accountEnabled ?? true)
+            && stored.forcePasswordChange == (forcePasswordChange ?? false) && stored.passwordPolicies == passwordPolicies
+            && stored.passwordHash == hash
     }
 }

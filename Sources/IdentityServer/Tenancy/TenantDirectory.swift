@@ -23,6 +23,10 @@ public protocol TenantDirectory: Sendable {
     func removeApplication(tenantID: UUID, clientID: UUID) async throws -> Bool
     /// Withdraws every secret of the app (a declaration re-applied names its secrets anew).
     func removeSecrets(clientID: UUID) async throws
+    /// The SHA-256 hashes of the app's secrets (all the store keeps), for an export.
+    func secretHashes(clientID: UUID) async throws -> [String]
+    /// Adds a secret by its SHA-256 hash (an exported tenant re-applied).
+    func addSecretHash(clientID: UUID, hash: String, now: Date) async throws
 }
 
 /// The SQL implementation of ``TenantDirectory``.
@@ -253,6 +257,24 @@ struct SQLTenantDirectory: TenantDirectory {
                     SQLBind(id), SQLBind(client), SQLBind(hash), SQLBind(hint), SQLBind(now.epochSeconds),
                     SQLBind(expiresAt?.epochSeconds)
                 ).run()
+        }
+    }
+
+    public func secretHashes(clientID: UUID) async throws -> [String] {
+        let client = clientID.uuidString.lowercased()
+        return try await database.read { sql in
+            try await sql.select().columns("secret_hash", "expires_at").from("application_secrets")
+                .where("client_id", .equal, client).all(decoding: SecretRow.self, with: .snakeCase)
+        }.map(\.secretHash).sorted()
+    }
+
+    public func addSecretHash(clientID: UUID, hash: String, now: Date) async throws {
+        let client = clientID.uuidString.lowercased()
+        let id = UUID().uuidString.lowercased()
+        try await database.transaction { sql in
+            try await sql.insert(into: "application_secrets")
+                .columns("id", "client_id", "secret_hash", "hint", "created_at", "expires_at")
+                .values(SQLBind(id), SQLBind(client), SQLBind(hash), SQLBind("***"), SQLBind(now.epochSeconds), SQLLiteral.null).run()
         }
     }
 

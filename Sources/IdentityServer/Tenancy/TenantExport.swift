@@ -1,0 +1,71 @@
+import Foundation
+import Yams
+
+extension IdentityServer {
+    /// The tenant as the YAML declaration `serve --tenant-config` and `tenant apply` read
+    /// (issue 11): its flows, apps (secrets as SHA-256 hashes only, the store never had them in
+    /// clear) and, with `withUsers`, its accounts with their password hashes sealed by the data
+    /// key. Applying the result to the same installation changes nothing.
+    public func exportTenant(tenantID: UUID, withUsers: Bool) async throws -> String {
+        guard let tenant = try await tenants.tenant(matching: tenantID.uuidString) else {
+            throw AdministrationError.refused("no tenant \(tenantID.uuidString.lowercased())")
+        }
+        let flows = try await tenants.userFlows(tenantID: tenantID)
+        let apps = try await tenants.applications(tenantID: tenantID)
+        var declaration = TenantDeclaration(
+            tenant: .init(
+                name: tenant.name, id: tenant.id, displayName: tenant.displayName, defaultPolicy: tenant.defaultPolicy,
+                pageTemplates: tenant.pageTemplatesPath),
+            userFlows: flows.map(Self.declared), applications: [], users: nil)
+        for app in apps {
+            // An API is named as a permission names it: Graph by its URL, an app by its App ID URI.
+            let permissions = app.apiPermissions.map { permission in
+                let api =
+                    permission.resource == APIPermission.graphResource
+                    ? "https://graph.microsoft.com"
+                    : apps.first { $0.clientIDString == permission.resource }?.appIDURI ?? permission.resource
+                return TenantDeclaration.PermissionPart(
+                    api: api, scopes: permission.scopes.isEmpty ? nil : permission.scopes,
+                    roles: permission.roles.isEmpty ? nil : permission.roles)
+            }
+            let hashes = try await tenants.secretHashes(clientID: app.clientID)
+            declaration.applications?.append(
+                .init(
+                    name: app.displayName, clientId: app.clientID, kind: app.kind, redirectUris: app.redirectURIs,
+                    allowPublicClientFlows: app.allowPublicClientFlows, allowImplicitFlow: app.allowImplicit,
+                    allowPlainPKCE: app.allowPlainPKCE, pkce: app.requirePKCE ? "required" : "optional", appIdUri: app.appIDURI,
+                    scopes: app.exposedScopes.isEmpty ? nil : app.exposedScopes, secrets: nil, secretHashes: hashes.isEmpty ? nil : hashes,
+                    permissions: permissions.isEmpty ? nil : permissions, userFlow: app.userFlow))
+        }
+        if withUsers {
+            declaration.users = try await users.users(tenantID: tenantID).map { user in
+                TenantDeclaration.UserPart(
+                    id: user.id, identityProvider: user.identityProvider, signInName: user.signInName, email: user.email,
+                    emailVerified: user.emailVerified, displayName: user.displayName,
+                    attributes: user.attributes.isEmpty ? nil : user.attributes,
+                    accountEnabled: user.accountEnabled, forcePasswordChange: user.forcePasswordChange,
+                    passwordPolicies: user.passwordPolicies,
+                    sealedPasswordHash: try user.passwordHash.map {
+                        try service.dataKey.seal($0, context: TenantDeclaration.UserPart.sealingContext(user.id))
+                    })
+            }
+        }
+        let encoder = YAMLEncoder()
+        encoder.options.sortKeys = false
+        return "# TodoB2C tenant declaration, exported \(ISO8601DateFormatter().string(from: clock.now)).\n"
+            + "# Apply with `todo-server tenant apply FILE` or `serve --tenant-config FILE`.\n" + (try encoder.encode(declaration))
+    }
+
+    private static func declared(_ flow: UserFlow) -> TenantDeclaration.FlowPart {
+        let lifetimes = flow.lifetimes
+        return TenantDeclaration.FlowPart(
+            name: flow.name, type: flow.type, identityProviders: flow.identityProviders, signUpAttributes: flow.signUpAttributes,
+            applicationClaims: flow.applicationClaims,
+            lifetimes: .init(
+                accessTokenMinutes: lifetimes.accessTokenSeconds / 60, idTokenMinutes: lifetimes.idTokenSeconds / 60,
+                refreshTokenDays: lifetimes.refreshTokenSeconds / 86_400,
+                slidingWindowDays: lifetimes.slidingWindowSeconds.map { $0 / 86_400 },
+                unboundedSlidingWindow: lifetimes.slidingWindowSeconds == nil ? true : nil),
+            emailVerification: flow.emailVerification)
+    }
+}
