@@ -50,6 +50,11 @@ public final class IdentityServer: Sendable {
         return IdentityServer(service: service, logger: logger)
     }
 
+    /// Brings `database` to this build's identity schema (for tools that restore a backup).
+    public static func migrate(_ database: any Database, logger: Logger) async throws {
+        try await IdentityMigrations.runner.run(on: database, logger: logger)
+    }
+
     /// RS256 signatures per second on one thread (swift-crypto, RSA-2048), for
     /// `todo-server crypto-cost` and the benchmarks' baselines.
     public static func measureSigningRate(count: Int = 500) throws -> Double {

@@ -43,6 +43,11 @@ public final class TaskServer: Sendable {
         self.logger = logger
     }
 
+    /// Brings `database` to this build's task schema (for tools that restore a backup).
+    public static func migrate(_ database: any Database, logger: Logger) async throws {
+        try await SQLTaskRepository.migrations.run(on: database, logger: logger)
+    }
+
     public static func make(
         configuration: TaskServiceConfiguration, database: any Database, fetcher: any MetadataFetcher, logger: Logger
     ) async throws -> TaskServer {

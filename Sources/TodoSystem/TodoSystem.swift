@@ -219,3 +219,13 @@ private final class SystemBox: Sendable {
         set { stored.withLock { $0 = newValue } }
     }
 }
+
+extension TodoSystem {
+    /// Brings `database` to this build's whole schema (identity, tasks, web sessions), as
+    /// `serve` does at start: what a restore needs before it writes a backup's rows.
+    public static func migrate(_ database: any Database, logger: Logger) async throws {
+        try await IdentityServer.migrate(database, logger: logger)
+        try await TaskServer.migrate(database, logger: logger)
+        try await WebApp.migrate(database, logger: logger)
+    }
+}

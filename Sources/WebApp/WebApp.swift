@@ -60,6 +60,11 @@ public struct WebApp: Sendable {
 
     static let cookieName = "todo_session"
 
+    /// Brings `database` to this build's web-session schema (for tools that restore a backup).
+    public static func migrate(_ database: any Database, logger: Logger) async throws {
+        try await SessionRepository.migrations.run(on: database, logger: logger)
+    }
+
     /// - Parameter dataKey: seals the sessions' tokens in the database (shared by every instance).
     public static func make(
         configuration: WebAppConfiguration, database: any Database, dataKey: DataKey,

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
 import IdentityServer
+import Logging
 import Storage
 import TodoModels
+import TodoSystem
 
 /// Runs `body` with the identity service of the default tenant, closing everything after.
 func withDefaultTenant<T>(
@@ -432,5 +434,65 @@ struct TenantCommand: AsyncParsableCommand {
             }
             print(changes.isEmpty ? "no changes" : changes.joined(separator: "\n"))
         }
+    }
+}
+
+/// `todo-server backup FILE`: the whole store (accounts, apps, keys, sessions, tasks) as one
+/// JSON file, 0600. Sealed values stay sealed: keep the data directory's `data-key` with it.
+struct Backup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write the whole store (accounts, apps, keys, tasks) to FILE; restore needs the same data-key.")
+    @OptionGroup var store: StoreOptions
+    @Argument(help: "The backup file to write.") var file: String
+
+    func run() async throws {
+        let (database, logger) = try await StoreSession.open(store)
+        do {
+            try await TodoSystem.migrate(database, logger: logger)
+            let data = try await DatabaseBackup.write(database)
+            try await database.close()
+            guard FileManager.default.createFile(atPath: file, contents: data, attributes: [.posixPermissions: 0o600]) else {
+                throw CommandFailure("cannot write \(file)")
+            }
+            print("backed up to \(file) (\(data.count) bytes); keep \(try await store.configuration().dataDirectory)/data-key with it")
+        } catch {
+            try? await database.close()
+            throw error
+        }
+    }
+}
+
+/// `todo-server restore FILE`: replaces the store's contents with a backup's, all or nothing.
+struct Restore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Replace the store's contents with FILE's (all or nothing); stop the servers on this store first.")
+    @OptionGroup var store: StoreOptions
+    @Argument(help: "The backup file to read.") var file: String
+
+    func run() async throws {
+        guard let data = FileManager.default.contents(atPath: file) else { throw CommandFailure("cannot read \(file)") }
+        let (database, logger) = try await StoreSession.open(store)
+        do {
+            try await TodoSystem.migrate(database, logger: logger)
+            let written = try await DatabaseBackup.restore(data, into: database)
+            try await database.close()
+            print("restored \(written.values.reduce(0, +)) rows in \(written.count) tables from \(file)")
+        } catch let error as DatabaseBackup.BackupError {
+            try? await database.close()
+            throw CommandFailure(error.description)
+        } catch {
+            try? await database.close()
+            throw error
+        }
+    }
+}
+
+/// The store's database and a quiet logger, for the commands that work on the whole store.
+enum StoreSession {
+    static func open(_ store: StoreOptions) async throws -> (any Database, Logger) {
+        let configuration = try await store.configuration()
+        var logger = configuration.logger(label: "todo-server")
+        logger.logLevel = max(logger.logLevel, .warning)
+        return (try await DatabaseFactory.open(url: configuration.databaseURL, logger: logger), logger)
     }
 }

@@ -7,6 +7,8 @@ struct TodoServer: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "todo-server",
         abstract: "TodoB2C: an Azure AD B2C-compatible identity service and a to-do API on one machine.",
-        subcommands: [Serve.self, Users.self, Apps.self, Keys.self, TenantCommand.self, Token.self, CryptoCost.self],
+        subcommands: [
+            Serve.self, Users.self, Apps.self, Keys.self, TenantCommand.self, Token.self, Backup.self, Restore.self, CryptoCost.self,
+        ],
         defaultSubcommand: Serve.self)
 }

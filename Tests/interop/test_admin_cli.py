@@ -197,3 +197,86 @@ def test_tenant_export_round_trips_and_reapplying_changes_nothing(admin, tmp_pat
     other = tmp_path / "other"
     refused = subprocess.run([binary, "tenant", "apply", str(edited), "--data-dir", str(other)], capture_output=True, text=True, timeout=120)
     assert refused.returncode != 0 and len(refused.stderr.strip().splitlines()) == 1 and "data key" in refused.stderr
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def serve(data, identity_port, api_port, log):
+    """A server of its own on `data`, started and waited for."""
+    process = subprocess.Popen(
+        [os.environ["TODO_SERVER_BIN"], "serve", "--data-dir", str(data), "--identity-port", str(identity_port),
+         "--api-port", str(api_port), "--password-hash-cost", "4"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    import time
+
+    for _ in range(200):
+        try:
+            if requests.get(f"http://127.0.0.1:{api_port}/healthz", timeout=1).status_code == 200:
+                return process
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.1)
+    process.kill()
+    raise AssertionError("the server did not start")
+
+
+def test_backup_and_restore_carry_accounts_and_tasks(tmp_path):
+    """`backup` writes the whole store (0600, secrets still sealed); `restore` into a fresh store
+    with the same data key brings back the account (its password works) and its tasks; a file
+    that is not a backup is refused in one line, changing nothing."""
+    binary = os.environ["TODO_SERVER_BIN"]
+    source, target = tmp_path / "source", tmp_path / "target"
+    identity_port, api_port = free_port(), free_port()
+    log = open(tmp_path / "server.log", "w")
+    server = serve(source, identity_port, api_port, log)
+    try:
+        subprocess.run([binary, "users", "add", "--email", "backed@example.com", "--name", "Backed", "--password-stdin",
+                        "--data-dir", str(source)], input="Backup-Pass1\n", text=True, check=True, capture_output=True, timeout=60)
+        settings = json.loads((source / "settings.json").read_text())
+        minted = requests.post(f"http://127.0.0.1:{identity_port}/dev/tokens",
+                               json={"user": "backed@example.com", "client": settings["clientId"]}, timeout=30).json()
+        bearer = {"Authorization": f"Bearer {minted['access_token']}"}
+        for title in ("first", "second"):
+            assert requests.post(f"http://127.0.0.1:{api_port}/api/tasks", json={"title": title}, headers=bearer, timeout=30).status_code == 201
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    backup = tmp_path / "store.json"
+    written = subprocess.run([binary, "backup", str(backup), "--data-dir", str(source)], capture_output=True, text=True, timeout=120)
+    assert written.returncode == 0, written.stderr
+    assert oct(backup.stat().st_mode & 0o777) == "0o600"
+    assert "Backup-Pass1" not in backup.read_text() and "BEGIN PRIVATE KEY" not in backup.read_text()
+
+    target.mkdir()
+    (target / "data-key").write_bytes((source / "data-key").read_bytes())
+    restored = subprocess.run([binary, "restore", str(backup), "--data-dir", str(target)], capture_output=True, text=True, timeout=120)
+    assert restored.returncode == 0, restored.stderr
+    not_a_backup = tmp_path / "nonsense.json"
+    not_a_backup.write_text('{"format": "something else"}')
+    refused = subprocess.run([binary, "restore", str(not_a_backup), "--data-dir", str(target)], capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+
+    # The same public address (the issuer owns the tasks), the restored store behind it.
+    server = serve(target, identity_port, api_port, log)
+    try:
+        settings = json.loads((target / "settings.json").read_text())
+        token = requests.post(
+            f"http://127.0.0.1:{identity_port}/{settings['tenant']}/B2C_1_ROPC/oauth2/v2.0/token",
+            data={"grant_type": "password", "client_id": settings["clientId"], "username": "backed@example.com",
+                  "password": "Backup-Pass1", "scope": f"openid {settings['clientId']}"}, timeout=30)
+        assert token.status_code == 200, token.text
+        listed = requests.get(f"http://127.0.0.1:{api_port}/api/tasks",
+                              headers={"Authorization": f"Bearer {token.json()['access_token']}"}, timeout=30)
+        assert sorted(item["title"] for item in listed.json()["items"]) == ["first", "second"]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
