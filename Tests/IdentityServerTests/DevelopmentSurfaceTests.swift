@@ -87,7 +87,18 @@ struct DevelopmentSurfaceTests {
             _ = try await driver.request(.post, "/dev/faults", headers: Self.json, body: #"{"policy":"B2C_1_susi","error":"server_error"}"#)
             let keysBefore = try await driver.get(h.path("B2C_1_susi", "discovery/v2.0/keys")).text
 
-            let reset = try await driver.request(.post, "/dev/reset")
+            // Another site's page cannot reach it: a form post (no JSON), a foreign Origin, a cross-site fetch.
+            let form = try await driver.request(.post, "/dev/reset", headers: [.contentType: "application/x-www-form-urlencoded"], body: "")
+            #expect(form.status == .badRequest)
+            let foreign = try await driver.request(
+                .post, "/dev/reset", headers: [.contentType: "application/json", .origin: "https://evil.example"], body: "{}")
+            #expect(foreign.status == .forbidden)
+            let crossSite = try await driver.request(
+                .post, "/dev/reset", headers: [.contentType: "application/json", HTTPField.Name("Sec-Fetch-Site")!: "cross-site"],
+                body: "{}")
+            #expect(crossSite.status == .forbidden)
+            #expect(try await h.server.users.users(tenantID: h.tenant.id).count == 1)
+            let reset = try await driver.request(.post, "/dev/reset", headers: Self.json, body: "{}")
             #expect(reset.status == .ok && reset.json["accountsRemoved"] as? Int == 1)
             #expect(try await h.server.users.users(tenantID: h.tenant.id).isEmpty)
             #expect(try await h.server.outbox(tenantID: h.tenant.id).isEmpty)

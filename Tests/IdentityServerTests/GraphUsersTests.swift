@@ -241,4 +241,63 @@ struct GraphUsersTests {
             #expect(b2cCode(try await driver.ropc(h, username: "tmp@example.com", password: "Temp-Pass1")) == "AADB2C90225")
         }
     }
+
+    @Test(
+        "a disabled account gets nothing from any path: a code issued before, the reset flow, an SSO session, minting",
+        arguments: TestDatabase.engines)
+    func disabledEverywhere(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let user = try await h.addUser()
+            let attempt = AuthorizationAttempt(harness: h)
+            let code = try #require(try await driver.signIn(h, attempt: attempt, email: "alice@example.com").redirectParameters["code"])
+            var changes = AccountChanges()
+            changes.accountEnabled = false
+            try await h.server.updateUser(user, changes)
+
+            #expect(b2cCode(try await driver.redeem(h, attempt: attempt, code: code)) == "AADB2C90111")
+            // The reset flow proves the address and sets a password, but does not sign a disabled account in.
+            let reset = AuthorizationAttempt(harness: h, policy: "B2C_1_reset")
+            let codeStep = try await driver.submit(
+                try await driver.start(reset, harness: h), [("step", "send"), ("email", "alice@example.com")])
+            let passwordStep = try await driver.submit(codeStep, [("step", "verify"), ("code", try await h.latestCode())])
+            let done = try await driver.submit(
+                passwordStep, [("step", "change"), ("newPassword", "Brand-n3w-pass"), ("reenterPassword", "Brand-n3w-pass")])
+            #expect(done.redirectParameters["code"] == nil && b2cCode(redirect: done) == "AADB2C90111")
+            var silent = AuthorizationAttempt(harness: h)
+            silent.extra = [("prompt", "none")]
+            #expect(b2cCode(redirect: try await driver.start(silent, harness: h)) == "AADB2C90077")
+            let minted = try await driver.request(
+                .post, "/dev/tokens", headers: [.contentType: "application/json"],
+                body: #"{"user":"alice@example.com","client":"\#(h.clientID)"}"#)
+            #expect(b2cCode(minted) == "AADB2C90111")
+        }
+    }
+
+    @Test(
+        "app-only tokens from a B2C policy URL work too; users are found by their B2C user principal name", arguments: TestDatabase.engines)
+    func policyTokenAndUPN(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let app = AppRegistration(clientID: UUID(), tenantID: h.tenant.id, displayName: "Daemon", kind: .confidential, redirectURIs: [])
+            try await h.server.tenants.save(app, now: Date())
+            try await h.server.tenants.addSecret(clientID: app.clientID, secret: "daemon-secret", now: Date(), expiresAt: nil)
+            _ = try await h.server.grantPermission(
+                tenantID: h.tenant.id, clientID: app.clientID, api: "https://graph.microsoft.com", scopes: [], roles: ["User.Read.All"])
+            let token =
+                try await driver.post(
+                    h.path("B2C_1_susi", "oauth2/v2.0/token"),
+                    [
+                        ("grant_type", "client_credentials"), ("client_id", app.clientIDString), ("client_secret", "daemon-secret"),
+                        ("scope", "https://graph.microsoft.com/.default"),
+                    ]
+                ).json["access_token"] as? String
+            let auth: HTTPFields = [.authorization: "Bearer \(try #require(token))"]
+            let user = try await h.addUser()
+            let byUPN = try await driver.get("/v1.0/users/\(user.objectID)@\(h.tenant.name)", headers: auth)
+            #expect(byUPN.status == .ok && byUPN.json["id"] as? String == user.objectID)
+            let policies = try await driver.request(
+                .patch, "/v1.0/users/\(user.objectID)", headers: Self.json("", try await Self.appToken(h, driver)),
+                body: #"{"passwordPolicies":"DisableEverything"}"#)
+            #expect(policies.status == .badRequest)
+        }
+    }
 }

@@ -197,6 +197,8 @@ def test_tenant_export_round_trips_and_reapplying_changes_nothing(admin, tmp_pat
     other = tmp_path / "other"
     refused = subprocess.run([binary, "tenant", "apply", str(edited), "--data-dir", str(other)], capture_output=True, text=True, timeout=120)
     assert refused.returncode != 0 and len(refused.stderr.strip().splitlines()) == 1 and "data key" in refused.stderr
+    other_tenants = subprocess.run([binary, "tenant", "export", "--data-dir", str(other)], capture_output=True, text=True, timeout=120).stdout
+    assert "TodoB2C Edited" not in other_tenants and "Daemon" not in other_tenants, "a refused apply wrote nothing"
 
 
 def free_port():

@@ -1,6 +1,24 @@
 import Foundation
 import TodoModels
 
+/// Graph's `passwordPolicies`: `DisablePasswordExpiration` and/or `DisableStrongPassword`,
+/// comma-separated (Graph user resource). Kept as given, after the check.
+enum PasswordPolicies {
+    static let known = ["DisablePasswordExpiration", "DisableStrongPassword"]
+
+    /// The value in canonical spelling, or nil when it names anything else.
+    static func normalized(_ value: String) -> String? {
+        let names = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !names.isEmpty else { return nil }
+        var result: [String] = []
+        for name in names {
+            guard let known = known.first(where: { $0.lowercased() == name.lowercased() }) else { return nil }
+            if !result.contains(known) { result.append(known) }
+        }
+        return result.joined(separator: ", ")
+    }
+}
+
 /// A new account, as Graph's `POST /users` or an admin command describes it.
 public struct NewAccount: Sendable {
     public enum Identity: Sendable {

@@ -39,7 +39,9 @@ extension IdentityServer {
     /// ``mintTokens(tenantID:_:origin:)`` with its refusals in B2C's form, for the HTTP surface.
     func mint(tenantID: UUID, _ request: TokenMintRequest, origin: String) async throws -> JSONText {
         let now = clock.now
-        guard let tenant = try await tenants.tenant(matching: tenantID.uuidString) else { throw B2CError.unknownTenant(tenantID.uuidString) }
+        guard let tenant = try await tenants.tenant(matching: tenantID.uuidString) else {
+            throw B2CError.unknownTenant(tenantID.uuidString)
+        }
         let user = try await findUser(tenantID: tenantID, emailOrID: request.user)
         guard user.accountEnabled else { throw B2CError.accountDisabled }
         let name = request.policy ?? tenant.defaultPolicy
@@ -71,6 +73,27 @@ extension IdentityServer {
         try await service.interactions.clearTenantState(tenantID: tenantID)
         service.faults.clear()
         return accounts.count
+    }
+}
+
+/// Keeps other sites' pages out of the test-control surface: a browser marks a request a page
+/// made on another site (`Sec-Fetch-Site: cross-site` or `same-site`, or an `Origin` not this
+/// service's), and such a write is refused before any handler runs.
+struct SameOriginOnly: RouterMiddleware {
+    typealias Context = IdentityRequestContext
+    let hosts: HostPolicy
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        // Reading the outbox is a page a person may open from anywhere (another site cannot
+        // read the answer); only the writes need the guard.
+        guard request.method != .get, request.method != .head else { return try await next(request, context) }
+        let site = request.headers[.init("Sec-Fetch-Site")!]?.lowercased()
+        let origin = request.headers[.origin]
+        if site == "cross-site" || site == "same-site" || (origin != nil && origin != hosts.origin(of: request)) {
+            context.logger.warning("cross-site request to the test-control surface refused", metadata: ["path": "\(request.uri.path)"])
+            throw HTTPError(.forbidden)
+        }
+        return try await next(request, context)
     }
 }
 
@@ -153,8 +176,13 @@ struct DevelopmentEndpoints: Sendable {
     }
 
     /// `POST /dev/reset`: back to the seeded state (``IdentityServer/resetAccounts(tenantID:)``).
+    /// It takes a JSON body (`{}`) like the other writes, so no HTML form on another site can
+    /// send it (a form's content types are CORS-safelisted; JSON needs a preflight nobody grants).
     @Sendable func reset(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let tenant = try await tenant(request)
+        guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
+            throw B2CError.malformedRequest("The request body must be application/json ({}).")
+        }
         let removed = try await server.resetAccounts(tenantID: tenant.id)
         context.logger.notice("development reset", metadata: ["accounts": "\(removed)"])
         return .json(.object([("accountsRemoved", .int(Int64(removed)))]), noStore: true)

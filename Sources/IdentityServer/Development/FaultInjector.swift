@@ -23,7 +23,10 @@ final class FaultInjector: Sendable {
 
     /// Arms `fault` for the next call on `policy` (case-insensitive), after any armed before it.
     func arm(_ fault: Fault, policy: String) {
-        armed.withLock { $0[policy.lowercased(), default: []].append(fault) }
+        // At most 100 armed per flow: a loop in a test script cannot grow this without bound.
+        armed.withLock { faults in
+            if faults[policy.lowercased(), default: []].count < 100 { faults[policy.lowercased(), default: []].append(fault) }
+        }
     }
 
     /// The fault for this call, if one is armed; it is used up.

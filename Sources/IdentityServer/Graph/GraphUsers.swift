@@ -93,7 +93,20 @@ struct GraphUsers: Sendable {
     /// `{id}`: an object id, or a user principal name (a local account's email), in this tenant.
     private func user(_ context: IdentityRequestContext, tenant: Tenant) async throws -> UserAccount {
         let key = context.parameters.get("id")?.removingPercentEncoding ?? ""
-        guard let user = try? await server.findUser(tenantID: tenant.id, emailOrID: key) else {
+        // `{oid}@{tenant}`, the user principal name B2C writes in `identities`, names the object id.
+        var lookup = key
+        if let at = key.firstIndex(of: "@"), key[key.index(after: at)...].lowercased() == tenant.name.lowercased(),
+            UUID(uuidString: String(key[..<at])) != nil
+        {
+            lookup = String(key[..<at])
+        }
+        let found: UserAccount?
+        do {
+            found = try await server.findUser(tenantID: tenant.id, emailOrID: lookup)
+        } catch IdentityServer.AdministrationError.noSuchUser {
+            found = nil
+        }
+        guard let user = found else {
             throw GraphError(
                 status: .notFound, code: "Request_ResourceNotFound",
                 message:
@@ -253,7 +266,7 @@ enum GraphUserDraft {
             throw GraphError.badRequest("Property 'passwordProfile' is required for an emailAddress identity.")
         }
         account.accountEnabled = try bool(body, "accountEnabled") ?? true
-        account.passwordPolicies = try string(body, "passwordPolicies")
+        account.passwordPolicies = try passwordPolicies(body)
         for name in attributeProperties { if let value = try string(body, name) { account.attributes[name] = value } }
         return account
     }
@@ -267,7 +280,7 @@ enum GraphUserDraft {
         var changes = AccountChanges()
         changes.displayName = try string(body, "displayName")
         changes.accountEnabled = try bool(body, "accountEnabled")
-        if body.keys.contains("passwordPolicies") { changes.passwordPolicies = .some(try string(body, "passwordPolicies")) }
+        if body.keys.contains("passwordPolicies") { changes.passwordPolicies = .some(try passwordPolicies(body)) }
         if let profile = try passwordProfile(body) {
             guard let password = profile.password else {
                 throw GraphError.badRequest("Property 'passwordProfile.password' is required to change the password.")
@@ -294,6 +307,15 @@ enum GraphUserDraft {
         case .string(let text): return text
         default: throw GraphError.badRequest("Property '\(key)' must be a string.")
         }
+    }
+
+    private static func passwordPolicies(_ body: [String: GraphJSON]) throws -> String? {
+        guard let value = try string(body, "passwordPolicies") else { return nil }
+        guard let normalized = PasswordPolicies.normalized(value) else {
+            throw GraphError.badRequest(
+                "Property 'passwordPolicies' may name \(PasswordPolicies.known.joined(separator: " and ")) only, comma-separated.")
+        }
+        return normalized
     }
 
     private static func bool(_ body: [String: GraphJSON], _ key: String) throws -> Bool? {

@@ -326,7 +326,8 @@ struct PageStep {
                 status: .badRequest)
         }
         let now = service.now
-        try await service.users.setPassword(id: user.id, hash: try await service.hasher.hash(password), emailProven: false, forceChange: false, now: now)
+        try await service.users.setPassword(
+            id: user.id, hash: try await service.hasher.hash(password), emailProven: false, forceChange: false, now: now)
         context.logger.info("password changed at sign-in", metadata: ["oid": "\(user.objectID)"])
         var changed = user
         changed.forcePasswordChange = false
@@ -340,6 +341,10 @@ struct PageStep {
     private func pendingUser() async throws -> UserAccount {
         guard let id = record.pendingUserID, let user = try await service.users.user(id: id) else {
             throw PageError(status: .forbidden, title: "Sign in first", message: "Sign in before editing your profile.")
+        }
+        // A temporary password is replaced before anything else (forceChangePasswordNextSignIn).
+        guard !user.forcePasswordChange else {
+            throw PageError(status: .forbidden, title: "Change your password first", message: "Change your password before you continue.")
         }
         return user
     }

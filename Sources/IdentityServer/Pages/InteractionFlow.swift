@@ -104,6 +104,9 @@ struct InteractionFlow: Sendable {
         authTime: Date, session: SessionUse = .start, request: Request, context: some IdentityContext
     ) async throws -> Response {
         let authorization = record.request
+        // Every way a sign-in ends comes through here (password, SSO, federation, reset,
+        // profile edit, picker): a disabled account gets nothing from any of them.
+        guard user.accountEnabled else { return try await fail(record, with: .accountDisabled, context: context) }
         guard authorization.protocolFace == .entra else {
             return try await finish(
                 record, user: user, identityProvider: identityProvider, newUser: newUser, authTime: authTime, session: session,
@@ -142,6 +145,7 @@ struct InteractionFlow: Sendable {
         authTime: Date, session: SessionUse, request: Request, context: some IdentityContext
     ) async throws -> Response {
         let now = service.now
+        guard user.accountEnabled else { return try await fail(record, with: .accountDisabled, context: context) }
         guard try await service.interactions.completeInteraction(id: record.id, now: now) else {
             throw PageError(status: .badRequest, title: "Already completed", message: "This sign-in has already been completed.")
         }
@@ -249,7 +253,7 @@ struct InteractionFlow: Sendable {
         for id in SSOCookieValue.ids(request.cookies[Self.ssoCookie(for: tenant)]?.value) {
             guard let session = try await service.interactions.session(idHash: Secrets.sha256Hex(id), now: service.now),
                 session.tenantID == tenant.id, !held.contains(where: { $0.session.userID == session.userID }),
-                let user = try await service.users.user(id: session.userID), user.accountEnabled
+                let user = try await service.users.user(id: session.userID), user.accountEnabled, !user.forcePasswordChange
             else { continue }
             held.append(HeldSession(id: id, session: session, user: user))
         }
@@ -287,7 +291,8 @@ struct InteractionFlow: Sendable {
     func session(from request: Request, tenant: Tenant) async throws -> (session: SSOSession, user: UserAccount)? {
         guard let id = SSOCookieValue.ids(request.cookies[Self.ssoCookie(for: tenant)]?.value).first,
             let session = try await service.interactions.session(idHash: Secrets.sha256Hex(id), now: service.now),
-            session.tenantID == tenant.id, let user = try await service.users.user(id: session.userID), user.accountEnabled
+            session.tenantID == tenant.id, let user = try await service.users.user(id: session.userID), user.accountEnabled,
+            !user.forcePasswordChange
         else { return nil }
         return (session, user)
     }

@@ -55,7 +55,8 @@ extension IdentityServer {
         // The test-control surface, where development is on (a loopback server or --dev-endpoints).
         if service.configuration.developmentMailbox {
             let development = DevelopmentEndpoints(server: self)
-            let dev = router.group("dev").add(middleware: OAuthErrorMiddleware<IdentityRequestContext>(clock: service.clock))
+            let dev = router.group("dev").add(middleware: SameOriginOnly(hosts: service.hosts))
+                .add(middleware: OAuthErrorMiddleware<IdentityRequestContext>(clock: service.clock))
             dev.get("outbox", use: development.outbox)
             dev.post("tokens", use: development.tokens)
             dev.post("reset", use: development.reset)

@@ -208,8 +208,32 @@ public struct TenantDeclaration: Codable, Sendable {
             if (try? TextRules.name(user.displayName, maximumLength: 256).get()) != user.displayName {
                 problems.append("user \(user.id): displayName must be 1 to 256 characters without controls")
             }
-            if user.identityProvider == .local, EmailAddress.canonical(user.signInName) != user.signInName {
-                problems.append("user \(user.id): signInName of a local account must be its canonical email address")
+            switch user.identityProvider {
+            case .local:
+                if EmailAddress.canonical(user.signInName) != user.signInName {
+                    problems.append("user \(user.id): signInName of a local account must be its canonical email address")
+                }
+                // The address shown and mailed is the sign-in name's spelling, nothing else.
+                if let email = user.email, EmailAddress.canonical(email) != user.signInName {
+                    problems.append("user \(user.id): email must be the spelling of its signInName")
+                }
+            case .facebook:
+                if (try? TextRules.name(user.signInName, maximumLength: 256).get()) != user.signInName {
+                    problems.append("user \(user.id): signInName must be 1 to 256 characters without controls")
+                }
+                if let email = user.email, EmailAddress(email) == nil {
+                    problems.append("user \(user.id): email is not a valid address")
+                }
+            }
+            for (key, value) in user.attributes ?? [:] {
+                guard let attribute = UserAttribute(rawValue: key), attribute != .displayName else {
+                    problems.append("user \(user.id): '\(TextRules.printable(key))' is not a user attribute")
+                    continue
+                }
+                if case .failure = attribute.validate(value) { problems.append("user \(user.id): attribute \(key) is not valid") }
+            }
+            if let policies = user.passwordPolicies, PasswordPolicies.normalized(policies) == nil {
+                problems.append("user \(user.id): passwordPolicies must name DisablePasswordExpiration and/or DisableStrongPassword")
             }
         }
         if Set((users ?? []).map(\.id)).count != (users ?? []).count { problems.append("user ids must be unique") }
@@ -232,12 +256,17 @@ public struct TenantDeclaration: Codable, Sendable {
     /// The tenant, made the default, with its flows and apps. Existing apps with the same client
     /// id are updated; their secrets are replaced by the declared ones.
     public func apply(to server: IdentityServer, baseDirectory: URL) async throws -> Tenant {
-        try await applyReporting(to: server, baseDirectory: baseDirectory).tenant
+        try await applyReporting(to: server, baseDirectory: baseDirectory, includeUsers: false).tenant
     }
 
     /// ``apply(to:baseDirectory:)``, saying what changed: one line per tenant, flow, app and user
     /// that was added or updated. Applying the same file twice changes nothing the second time.
-    public func applyReporting(to server: IdentityServer, baseDirectory: URL) async throws -> (tenant: Tenant, changes: [String]) {
+    /// - Parameter includeUsers: whether the declaration's `users` are applied. `serve
+    ///   --tenant-config` leaves them out: applied at every start, they would undo what Graph
+    ///   changed since (a disabled account, a new password, a deleted user).
+    public func applyReporting(to server: IdentityServer, baseDirectory: URL, includeUsers: Bool = true) async throws -> (
+        tenant: Tenant, changes: [String]
+    ) {
         var changes: [String] = []
         func note(_ kind: String, _ name: String, before: Bool?) {
             if let before { if !before { changes.append("\(kind) \(name) updated") } } else { changes.append("\(kind) \(name) added") }
@@ -247,11 +276,27 @@ public struct TenantDeclaration: Codable, Sendable {
         var existing: Tenant?
         if let id = tenant.id { existing = try await server.tenants.tenant(matching: id.uuidString) }
         if existing == nil { existing = try await server.tenants.tenant(matching: tenant.name) }
+        let tenantID = existing?.id ?? tenant.id ?? UUID()
+        // Every account is prepared and checked before the first write, so a refusal (another
+        // data key, an id of another tenant, a taken sign-in name) leaves the store as it was.
+        var accounts: [(user: UserAccount, part: UserPart, stored: UserAccount?)] = []
+        for part in includeUsers ? users ?? [] : [] {
+            let user = try part.account(tenantID: tenantID, dataKey: server.service.dataKey, now: now)
+            let stored = try await server.users.user(id: user.id)
+            if let stored, stored.tenantID != tenantID { throw DeclarationError.invalid("user \(user.id) belongs to another tenant") }
+            if stored == nil,
+                let holder = try await server.users.user(tenantID: tenantID, provider: user.identityProvider, signInName: user.signInName)
+            {
+                throw DeclarationError.invalid(
+                    "user \(user.id): \(holder.objectID) already signs in as \(TextRules.printable(user.signInName))")
+            }
+            accounts.append((user, part, stored))
+        }
         let templates = tenant.pageTemplates.map { path in
             path.hasPrefix("/") ? path : baseDirectory.appendingPathComponent(path).standardizedFileURL.path
         }
         let model = Tenant(
-            id: existing?.id ?? tenant.id ?? UUID(), name: tenant.name, displayName: tenant.displayName ?? tenant.name,
+            id: tenantID, name: tenant.name, displayName: tenant.displayName ?? tenant.name,
             defaultPolicy: tenant.defaultPolicy ?? userFlows.first?.name ?? "B2C_1_susi", pageTemplatesPath: templates,
             isDefault: true)
         if existing != model {
@@ -317,23 +362,19 @@ public struct TenantDeclaration: Codable, Sendable {
             }
             note("application", "'\(app.name)'", before: stored.map { _ in false })
         }
-        for part in users ?? [] {
-            let user = try part.account(tenantID: model.id, dataKey: server.service.dataKey, now: now)
-            if let stored = try await server.users.user(id: user.id) {
-                guard stored.tenantID == model.id else {
-                    throw DeclarationError.invalid("user \(user.id) belongs to another tenant")
+        for (user, part, stored) in accounts {
+            let name = TextRules.printable(user.email ?? user.signInName)
+            if let stored {
+                guard !part.matches(stored, hash: user.passwordHash) else { continue }
+                try await server.users.replace(user)
+                // A new password or a disabled account ends the ways in, as through Graph.
+                if stored.passwordHash != user.passwordHash || (stored.accountEnabled && !user.accountEnabled) {
+                    try await server.users.revokeSessions(id: user.id, now: now)
                 }
-                if !part.matches(stored, hash: user.passwordHash) {
-                    try await server.users.replace(user)
-                    note("user", user.email ?? user.signInName, before: false)
-                }
+                note("user", name, before: false)
             } else {
-                do {
-                    try await server.users.create(user)
-                } catch UserDirectoryError.duplicate {
-                    throw DeclarationError.invalid("user \(user.id): another account signs in as \(user.signInName)")
-                }
-                note("user", user.email ?? user.signInName, before: nil)
+                try await server.users.create(user)
+                note("user", name, before: nil)
             }
         }
         _ = try await server.keys.activeKey()

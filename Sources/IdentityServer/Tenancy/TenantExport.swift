@@ -53,7 +53,8 @@ extension IdentityServer {
         let encoder = YAMLEncoder()
         encoder.options.sortKeys = false
         return "# TodoB2C tenant declaration, exported \(ISO8601DateFormatter().string(from: clock.now)).\n"
-            + "# Apply with `todo-server tenant apply FILE` or `serve --tenant-config FILE`.\n" + (try encoder.encode(declaration))
+            + "# Apply with `todo-server tenant apply FILE`; `serve --tenant-config FILE` applies all but the users.\n"
+            + (try encoder.encode(declaration))
     }
 
     private static func declared(_ flow: UserFlow) -> TenantDeclaration.FlowPart {
