@@ -10,24 +10,30 @@ import TodoSystem
 func withDefaultTenant<T>(
     _ store: StoreOptions, _ body: (IdentityServer, Tenant) async throws -> T
 ) async throws -> T {
-    var logger = try await store.configuration().logger(label: "todo-server")
-    logger.logLevel = max(logger.logLevel, .warning)
-    let (database, server) = try await store.openIdentity(logger: logger)
-    do {
+    try await withIdentity(store) { server in
         let tenant: Tenant
         if let existing = try await server.tenants.defaultTenant() {
             tenant = existing
         } else {
             tenant = try await server.seedDevelopmentTenant(apiPort: 3000).tenant
         }
-        let result = try await body(server, tenant)
-        try await server.shutdown()
-        try await database.close()
-        return result
-    } catch {
-        try? await server.shutdown()
-        try? await database.close()
-        throw error
+        return try await body(server, tenant)
+    }
+}
+
+/// Runs `body` with the store's identity service (no tenant seeded), closing everything after.
+func withIdentity<T>(_ store: StoreOptions, _ body: (IdentityServer) async throws -> T) async throws -> T {
+    try await StoreSession.with(store) { database, logger in
+        let server = try await IdentityServer.make(
+            configuration: .init(), database: database, dataKey: try await store.configuration().loadDataKey(), logger: logger)
+        do {
+            let result = try await body(server)
+            try await server.shutdown()
+            return result
+        } catch {
+            try? await server.shutdown()
+            throw error
+        }
     }
 }
 
@@ -416,21 +422,14 @@ struct TenantCommand: AsyncParsableCommand {
                 throw CommandFailure(error.description)
             }
             // Not through withDefaultTenant: an empty store gets the declared tenant, not the dev one.
-            var logger = try await store.configuration().logger(label: "todo-server")
-            logger.logLevel = max(logger.logLevel, .warning)
-            let (database, server) = try await store.openIdentity(logger: logger)
             let changes: [String]
             do {
-                changes = try await declaration.applyReporting(
-                    to: server, baseDirectory: URL(fileURLWithPath: file).deletingLastPathComponent()
-                ).changes
-                try await server.shutdown()
-                try await database.close()
-            } catch {
-                try? await server.shutdown()
-                try? await database.close()
-                if let error = error as? TenantDeclaration.DeclarationError { throw CommandFailure(error.description) }
-                throw error
+                changes = try await withIdentity(store) { server in
+                    try await declaration.applyReporting(to: server, baseDirectory: URL(fileURLWithPath: file).deletingLastPathComponent())
+                        .changes
+                }
+            } catch let error as TenantDeclaration.DeclarationError {
+                throw CommandFailure(error.description)
             }
             print(changes.isEmpty ? "no changes" : changes.joined(separator: "\n"))
         }
@@ -446,19 +445,14 @@ struct Backup: AsyncParsableCommand {
     @Argument(help: "The backup file to write.") var file: String
 
     func run() async throws {
-        let (database, logger) = try await StoreSession.open(store)
-        do {
+        let data = try await StoreSession.with(store) { database, logger in
             try await TodoSystem.migrate(database, logger: logger)
-            let data = try await DatabaseBackup.write(database)
-            try await database.close()
-            guard FileManager.default.createFile(atPath: file, contents: data, attributes: [.posixPermissions: 0o600]) else {
-                throw CommandFailure("cannot write \(file)")
-            }
-            print("backed up to \(file) (\(data.count) bytes); keep \(try await store.configuration().dataDirectory)/data-key with it")
-        } catch {
-            try? await database.close()
-            throw error
+            return try await DatabaseBackup.write(database)
         }
+        guard FileManager.default.createFile(atPath: file, contents: data, attributes: [.posixPermissions: 0o600]) else {
+            throw CommandFailure("cannot write \(file)")
+        }
+        print("backed up to \(file) (\(data.count) bytes); keep \(try await store.configuration().dataDirectory)/data-key with it")
     }
 }
 
@@ -471,28 +465,33 @@ struct Restore: AsyncParsableCommand {
 
     func run() async throws {
         guard let data = FileManager.default.contents(atPath: file) else { throw CommandFailure("cannot read \(file)") }
-        let (database, logger) = try await StoreSession.open(store)
         do {
-            try await TodoSystem.migrate(database, logger: logger)
-            let written = try await DatabaseBackup.restore(data, into: database)
-            try await database.close()
+            let written = try await StoreSession.with(store) { database, logger in
+                try await TodoSystem.migrate(database, logger: logger)
+                return try await DatabaseBackup.restore(data, into: database)
+            }
             print("restored \(written.values.reduce(0, +)) rows in \(written.count) tables from \(file)")
         } catch let error as DatabaseBackup.BackupError {
-            try? await database.close()
             throw CommandFailure(error.description)
-        } catch {
-            try? await database.close()
-            throw error
         }
     }
 }
 
 /// The store's database and a quiet logger, for the commands that work on the whole store.
 enum StoreSession {
-    static func open(_ store: StoreOptions) async throws -> (any Database, Logger) {
+    /// Runs `body` with the store's database, closing it after.
+    static func with<T>(_ store: StoreOptions, _ body: (any Database, Logger) async throws -> T) async throws -> T {
         let configuration = try await store.configuration()
         var logger = configuration.logger(label: "todo-server")
         logger.logLevel = max(logger.logLevel, .warning)
-        return (try await DatabaseFactory.open(url: configuration.databaseURL, logger: logger), logger)
+        let database = try await DatabaseFactory.open(url: configuration.databaseURL, logger: logger)
+        do {
+            let result = try await body(database, logger)
+            try await database.close()
+            return result
+        } catch {
+            try? await database.close()
+            throw error
+        }
     }
 }

@@ -30,20 +30,6 @@ struct StoreOptions: ParsableArguments {
             throw CommandFailure(problems.description)
         }
     }
-
-    /// Opens the database and the identity service over it (running migrations).
-    func openIdentity(logger: Logger) async throws -> (any Database, IdentityServer) {
-        let store = try await configuration()
-        let dataKey = try store.loadDataKey()
-        let database = try await DatabaseFactory.open(url: store.databaseURL, logger: logger)
-        do {
-            let server = try await IdentityServer.make(configuration: .init(), database: database, dataKey: dataKey, logger: logger)
-            return (database, server)
-        } catch {
-            try? await database.close()
-            throw error
-        }
-    }
 }
 
 /// Prints one line to stderr and exits non-zero: the CLI's failure form (SPEC §1).

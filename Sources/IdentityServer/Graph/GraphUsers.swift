@@ -197,7 +197,7 @@ enum GraphUserJSON {
 
 /// A JSON object body, or Graph's 400 / 415 / 413.
 enum GraphBody {
-    static func object(_ request: Request, context: IdentityRequestContext) async throws -> [String: GraphJSON] {
+    static func object(_ request: Request, context: IdentityRequestContext) async throws -> [String: JSONValue] {
         let contentType = request.headers[.contentType]?.lowercased() ?? ""
         guard contentType.hasPrefix("application/json") else {
             throw GraphError(status: .unsupportedMediaType, code: "BadRequest", message: "The request body must be application/json.")
@@ -209,37 +209,10 @@ enum GraphBody {
         } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
             throw GraphError(status: .contentTooLarge, code: "BadRequest", message: "The request body is larger than 64 KiB.")
         }
-        guard let object = try? JSONDecoder().decode([String: GraphJSON].self, from: Data(buffer: buffer)) else {
+        guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer: buffer)) else {
             throw GraphError.badRequest("The request body is not a JSON object.", code: "BadRequest")
         }
         return object
-    }
-}
-
-/// A JSON value that keeps its type (a boolean is not a number), for checking request bodies.
-enum GraphJSON: Decodable, Sendable {
-    case null
-    case bool(Bool)
-    case number(Double)
-    case string(String)
-    case array([GraphJSON])
-    case object([String: GraphJSON])
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([GraphJSON].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: GraphJSON].self))
-        }
     }
 }
 
@@ -250,7 +223,7 @@ enum GraphUserDraft {
     /// Accepted and ignored: Graph requires or sends them, and they carry nothing this service keeps.
     static let ignored: Set<String> = ["@odata.type", "mailNickname", "userPrincipalName", "creationType", "mail", "id"]
 
-    static func newAccount(from body: [String: GraphJSON], tenant: Tenant) throws -> NewAccount {
+    static func newAccount(from body: [String: JSONValue], tenant: Tenant) throws -> NewAccount {
         let known = Set(["accountEnabled", "displayName", "identities", "passwordProfile", "passwordPolicies"] + attributeProperties)
         try refuseUnknown(body, known: known.union(ignored))
         guard let displayName = try string(body, "displayName") else {
@@ -271,7 +244,7 @@ enum GraphUserDraft {
         return account
     }
 
-    static func changes(from body: [String: GraphJSON], user: UserAccount) throws -> AccountChanges {
+    static func changes(from body: [String: JSONValue], user: UserAccount) throws -> AccountChanges {
         let known = Set(["accountEnabled", "displayName", "passwordProfile", "passwordPolicies"] + attributeProperties)
         if body["identities"] != nil {
             throw GraphError.badRequest("Changing 'identities' is not supported by this service; create the account anew.")
@@ -294,14 +267,14 @@ enum GraphUserDraft {
         return changes
     }
 
-    private static func refuseUnknown(_ body: [String: GraphJSON], known: Set<String>) throws {
+    private static func refuseUnknown(_ body: [String: JSONValue], known: Set<String>) throws {
         for key in body.keys.sorted() where !known.contains(key) {
             throw GraphError.badRequest(
                 "Property '\(TextRules.printable(key))' does not exist as a declared property or extension property.")
         }
     }
 
-    private static func string(_ body: [String: GraphJSON], _ key: String) throws -> String? {
+    private static func string(_ body: [String: JSONValue], _ key: String) throws -> String? {
         switch body[key] {
         case nil, .null: return nil
         case .string(let text): return text
@@ -309,7 +282,7 @@ enum GraphUserDraft {
         }
     }
 
-    private static func passwordPolicies(_ body: [String: GraphJSON]) throws -> String? {
+    private static func passwordPolicies(_ body: [String: JSONValue]) throws -> String? {
         guard let value = try string(body, "passwordPolicies") else { return nil }
         guard let normalized = PasswordPolicies.normalized(value) else {
             throw GraphError.badRequest(
@@ -318,7 +291,7 @@ enum GraphUserDraft {
         return normalized
     }
 
-    private static func bool(_ body: [String: GraphJSON], _ key: String) throws -> Bool? {
+    private static func bool(_ body: [String: JSONValue], _ key: String) throws -> Bool? {
         switch body[key] {
         case nil, .null: return nil
         case .bool(let flag): return flag
@@ -326,8 +299,8 @@ enum GraphUserDraft {
         }
     }
 
-    private static func passwordProfile(_ body: [String: GraphJSON]) throws -> (password: String?, forceChange: Bool?)? {
-        let profile: [String: GraphJSON]
+    private static func passwordProfile(_ body: [String: JSONValue]) throws -> (password: String?, forceChange: Bool?)? {
+        let profile: [String: JSONValue]
         switch body["passwordProfile"] {
         case nil, .null: return nil
         case .object(let value): profile = value
@@ -340,7 +313,7 @@ enum GraphUserDraft {
     /// The one sign-in identity of a new account: `emailAddress` issued by this tenant (a local
     /// account), or `federated` by a provider this service federates with. A `userPrincipalName`
     /// identity is accepted and ignored (the service assigns it).
-    private static func signInIdentity(_ value: GraphJSON?, tenant: Tenant) throws -> NewAccount.Identity {
+    private static func signInIdentity(_ value: JSONValue?, tenant: Tenant) throws -> NewAccount.Identity {
         guard case .array(let list) = value, !list.isEmpty else {
             throw GraphError.badRequest("Property 'identities' must list the account's sign-in identity.")
         }
