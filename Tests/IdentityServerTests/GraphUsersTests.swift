@@ -84,6 +84,17 @@ struct GraphUsersTests {
             #expect(seen.count == 5 && Set(seen).count == 5)
             let equals = try await driver.get("/v1.0/users?" + Form.encode([("$filter", "displayName eq 'GAIL GRAPH'")]), headers: auth)
             #expect((equals.json["value"] as? [Any])?.count == 5)
+
+            // $orderby, across pages: descending by user principal name.
+            var ordered: [String] = []
+            var link: String? =
+                "/v1.0/users?$top=2&" + Form.encode([("$orderby", "userPrincipalName desc"), ("$select", "userPrincipalName")])
+            while let next = link {
+                let page = try await driver.get(next.replacingOccurrences(of: IdentityHarness.origin, with: ""), headers: auth)
+                ordered += (page.json["value"] as? [[String: Any]] ?? []).compactMap { $0["userPrincipalName"] as? String }
+                link = page.json["@odata.nextLink"] as? String
+            }
+            #expect(ordered == (0..<5).map { "user\($0)@example.com" }.reversed())
         }
     }
 
@@ -129,7 +140,7 @@ struct GraphUsersTests {
                 ("$filter=" + Form.encode([("x", "jobTitle gt 'a'")]).dropFirst(2), "Request_UnsupportedQuery"),
                 ("$select=id,favouriteColour", "Request_BadRequest"),
                 ("$top=0", "Request_BadRequest"),
-                ("$orderby=displayName", "Request_UnsupportedQuery"),
+                ("$orderby=jobTitle", "Request_UnsupportedQuery"),
                 ("$skiptoken=forged", "Request_BadRequest"),
                 ("$count=true", "Request_BadRequest"),
             ] {

@@ -3,7 +3,9 @@ import TodoModels
 import WireCoding
 
 /// The OData query options of `GET /v1.0/users` that B2C's samples and Graph SDKs send
-/// (SPEC §2.10): `$top`, `$skiptoken` (from `@odata.nextLink`), `$select`, `$filter`, `$count`.
+/// (SPEC §2.10): `$top`, `$skiptoken` (from `@odata.nextLink`), `$select`, `$filter`, `$count`,
+/// and `$orderby` on `displayName` or `userPrincipalName` (what Graph sorts users by without
+/// advanced queries).
 /// Anything else starting with `$` is refused rather than ignored, so a script never mistakes
 /// an unfiltered answer for a filtered one.
 struct GraphQuery: Sendable {
@@ -12,6 +14,9 @@ struct GraphQuery: Sendable {
     var select: [String]?
     var filter: GraphFilter?
     var count = false
+    /// The property to sort by and whether descending; nil keeps the directory's order.
+    var orderBy: (property: String, descending: Bool)?
+    private var orderText: String?
     private var selectText: String?
     private var filterText: String?
 
@@ -42,6 +47,18 @@ struct GraphQuery: Sendable {
             case "$filter":
                 filterText = value
                 filter = try GraphFilter(value)
+            case "$orderby":
+                let parts = value.split(separator: " ").map { $0.lowercased() }
+                guard (1...2).contains(parts.count),
+                    let property = ["displayName", "userPrincipalName"].first(where: { $0.lowercased() == parts[0] }),
+                    parts.count == 1 || ["asc", "desc"].contains(parts[1])
+                else {
+                    throw GraphError(
+                        status: .badRequest, code: "Request_UnsupportedQuery",
+                        message: "$orderby supports displayName and userPrincipalName, asc or desc.")
+                }
+                orderText = value
+                orderBy = (property, parts.count == 2 && parts[1] == "desc")
             case "$count":
                 guard ["true", "false"].contains(value.lowercased()) else { throw GraphError.badRequest("$count must be true or false.") }
                 count = value.lowercased() == "true"
@@ -61,6 +78,7 @@ struct GraphQuery: Sendable {
         if let selectText { pairs.append(("$select", selectText)) }
         if let filterText { pairs.append(("$filter", filterText)) }
         if count { pairs.append(("$count", "true")) }
+        if let orderText { pairs.append(("$orderby", orderText)) }
         pairs.append(("$skiptoken", Base64URL.encode(Data("skip:\(next)".utf8))))
         return "\(origin)/v1.0/users?" + pairs.map { "\($0.0)=\(Self.escape($0.1))" }.joined(separator: "&")
     }

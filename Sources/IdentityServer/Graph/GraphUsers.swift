@@ -22,6 +22,16 @@ struct GraphUsers: Sendable {
         let query = try GraphQuery(request.uri.query)
         var matching = try await server.users.users(tenantID: tenant.id)
         if let filter = query.filter { matching = matching.filter { filter.matches($0, tenant: tenant) } }
+        if let (property, descending) = query.orderBy {
+            func key(_ user: UserAccount) -> String {
+                (property == "displayName" ? user.displayName : GraphUserJSON.userPrincipalName(user, tenant: tenant)).lowercased()
+            }
+            // Ties keep the object id order, so pages never overlap.
+            matching.sort { a, b in
+                let (x, y) = (key(a), key(b))
+                return x == y ? a.objectID < b.objectID : (descending ? x > y : x < y)
+            }
+        }
         if query.count, request.headers[.init("ConsistencyLevel")!]?.lowercased() != "eventual" {
             throw GraphError.badRequest("$count requires the ConsistencyLevel header set to eventual.")
         }
