@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresKit
 import SQLKit
+import Synchronization
 
 /// PostgreSQL through `PostgresClient` (postgres-nio's pool). The pool's `run()` loop is owned by
 /// this object, so callers open and close it like the SQLite database.
@@ -64,8 +65,32 @@ public final class PostgresDatabase: Database {
         (error as? PSQLError)?.serverInfo?[.sqlState] == "23505"
     }
 
+    /// Stops the pool. Its `run()` loop ends on cancellation once its connections are closed;
+    /// the wait is bounded (10 s), so a connection that never answers its close cannot hold a
+    /// shutdown (or a test's clean-up) forever: after that the loop is left to finish on its own.
     public func close() async throws {
         runTask.cancel()
-        await runTask.value
+        let runTask = self.runTask
+        // Unstructured on purpose: a task group would wait for the loop anyway.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let once = ResumeOnce(continuation)
+            Task {
+                await runTask.value
+                once.resume()
+            }
+            Task {
+                try? await Task.sleep(for: .seconds(10))
+                once.resume()
+            }
+        }
     }
+}
+
+/// Resumes a continuation at most once, whichever of several tasks gets there first.
+private final class ResumeOnce: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Void, Never>?>
+
+    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = Mutex(continuation) }
+
+    func resume() { continuation.withLock { $0.take() }?.resume() }
 }
