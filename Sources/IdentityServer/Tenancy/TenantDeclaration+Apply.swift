@@ -1,0 +1,168 @@
+import Foundation
+import Storage
+import TodoModels
+import WireCoding
+import Yams
+
+extension TenantDeclaration {
+    /// The tenant, made the default, with its flows and apps. Existing apps with the same client
+    /// id are updated; their secrets are replaced by the declared ones.
+    public func apply(to server: IdentityServer, baseDirectory: URL) async throws -> Tenant {
+        try await applyReporting(to: server, baseDirectory: baseDirectory, includeUsers: false).tenant
+    }
+
+    /// ``apply(to:baseDirectory:)``, saying what changed: one line per tenant, flow, app and user
+    /// that was added or updated. Applying the same file twice changes nothing the second time.
+    /// - Parameter includeUsers: whether the declaration's `users` are applied. `serve
+    ///   --tenant-config` leaves them out: applied at every start, they would undo what Graph
+    ///   changed since (a disabled account, a new password, a deleted user).
+    public func applyReporting(to server: IdentityServer, baseDirectory: URL, includeUsers: Bool = true) async throws -> (
+        tenant: Tenant, changes: [String]
+    ) {
+        var changes: [String] = []
+        func note(_ kind: String, _ name: String, before: Bool?) {
+            if let before { if !before { changes.append("\(kind) \(name) updated") } } else { changes.append("\(kind) \(name) added") }
+        }
+        let now = server.clock.now
+        // By id first, then by name: a tenant of the same name keeps its id (and its issuer).
+        var existing: Tenant?
+        if let id = tenant.id { existing = try await server.tenants.tenant(matching: id.uuidString) }
+        if existing == nil { existing = try await server.tenants.tenant(matching: tenant.name) }
+        let tenantID = existing?.id ?? tenant.id ?? UUID()
+        // Every account is prepared and checked before the first write, so a refusal (another
+        // data key, an id of another tenant, a taken sign-in name) leaves the store as it was.
+        var accounts: [(user: UserAccount, part: UserPart, stored: UserAccount?)] = []
+        for part in includeUsers ? users ?? [] : [] {
+            let user = try part.account(tenantID: tenantID, dataKey: server.service.dataKey, now: now)
+            let stored = try await server.users.user(id: user.id)
+            if let stored, stored.tenantID != tenantID { throw DeclarationError.invalid("user \(user.id) belongs to another tenant") }
+            if stored == nil,
+                let holder = try await server.users.user(tenantID: tenantID, provider: user.identityProvider, signInName: user.signInName)
+            {
+                throw DeclarationError.invalid(
+                    "user \(user.id): \(holder.objectID) already signs in as \(TextRules.printable(user.signInName))")
+            }
+            accounts.append((user, part, stored))
+        }
+        let templates = tenant.pageTemplates.map { path in
+            path.hasPrefix("/") ? path : baseDirectory.appendingPathComponent(path).standardizedFileURL.path
+        }
+        let model = Tenant(
+            id: tenantID, name: tenant.name, displayName: tenant.displayName ?? tenant.name,
+            defaultPolicy: tenant.defaultPolicy ?? userFlows.first?.name ?? "B2C_1_susi", pageTemplatesPath: templates,
+            isDefault: true)
+        if existing != model {
+            try await server.tenants.save(model, now: now)
+            note("tenant", model.name, before: existing.map { _ in false })
+        }
+        for flow in userFlows {
+            var lifetimes = TokenLifetimes.default
+            if let given = flow.lifetimes {
+                if let minutes = given.accessTokenMinutes { lifetimes.accessTokenSeconds = min(max(minutes, 5), 1440) * 60 }
+                if let minutes = given.idTokenMinutes { lifetimes.idTokenSeconds = min(max(minutes, 5), 1440) * 60 }
+                if let days = given.refreshTokenDays { lifetimes.refreshTokenSeconds = min(max(days, 1), 90) * 86_400 }
+                if let days = given.slidingWindowDays { lifetimes.slidingWindowSeconds = min(max(days, 1), 365) * 86_400 }
+                if given.unboundedSlidingWindow == true { lifetimes.slidingWindowSeconds = nil }
+            }
+            let declared = UserFlow(
+                tenantID: model.id, name: flow.name, type: flow.type, identityProviders: flow.identityProviders ?? [.local],
+                signUpAttributes: flow.signUpAttributes ?? [.displayName],
+                applicationClaims: flow.applicationClaims ?? UserFlow.defaultClaims,
+                lifetimes: lifetimes, emailVerification: flow.emailVerification ?? true)
+            let stored = try await server.tenants.userFlow(tenantID: model.id, name: flow.name)
+            if stored != declared {
+                try await server.tenants.save(declared)
+                note("user flow", flow.name, before: stored.map { _ in false })
+            }
+        }
+        // Client ids first: permissions name their APIs by them.
+        let clientIDs = (applications ?? []).map { $0.clientId ?? UUID() }
+        func resource(_ api: String) -> String? {
+            switch resolveAPI(api) {
+            case .graph: return APIPermission.graphResource
+            case .app(let index): return clientIDs[index].uuidString.lowercased()
+            case nil: return nil
+            }
+        }
+        let storedApps = try await server.tenants.applications(tenantID: model.id)
+        for (index, app) in (applications ?? []).enumerated() {
+            let permissions = (app.permissions ?? []).compactMap { permission in
+                resource(permission.api).map { APIPermission(resource: $0, scopes: permission.scopes ?? [], roles: permission.roles ?? []) }
+            }
+            let registration = AppRegistration(
+                clientID: clientIDs[index], tenantID: model.id, displayName: app.name, kind: app.kind,
+                redirectURIs: app.redirectUris ?? [], allowPublicClientFlows: app.allowPublicClientFlows ?? false,
+                allowImplicit: app.allowImplicitFlow ?? false, allowPlainPKCE: app.allowPlainPKCE ?? false,
+                requirePKCE: app.pkce?.lowercased() == "required", appIDURI: app.appIdUri,
+                exposedScopes: app.scopes ?? [], apiPermissions: permissions,
+                userFlow: app.userFlow.flatMap { flow in userFlows.first { $0.name.lowercased() == flow.lowercased() }?.name })
+            let stored = storedApps.first { $0.clientID == registration.clientID }
+            let hashes = ((app.secrets ?? []).map(Secrets.sha256Hex) + (app.secretHashes ?? []).map { $0.lowercased() }).sorted()
+            let storedHashes = stored == nil ? [] : try await server.tenants.secretHashes(clientID: registration.clientID)
+            guard stored != registration || storedHashes != hashes else { continue }
+            // Updated in place, not removed and re-added: what hangs off the app (users' consents,
+            // refresh tokens) survives a restart with the same declaration.
+            try await server.tenants.save(registration, now: now)
+            if storedHashes != hashes {
+                try await server.tenants.removeSecrets(clientID: registration.clientID)
+                for secret in app.secrets ?? [] {
+                    try await server.tenants.addSecret(clientID: registration.clientID, secret: secret, now: now, expiresAt: nil)
+                }
+                for hash in app.secretHashes ?? [] {
+                    try await server.tenants.addSecretHash(clientID: registration.clientID, hash: hash.lowercased(), now: now)
+                }
+            }
+            note("application", "'\(app.name)'", before: stored.map { _ in false })
+        }
+        for (user, part, stored) in accounts {
+            let name = TextRules.printable(user.email ?? user.signInName)
+            if let stored {
+                guard !part.matches(stored, hash: user.passwordHash) else { continue }
+                try await server.users.replace(user)
+                // A new password or a disabled account ends the ways in, as through Graph.
+                if stored.passwordHash != user.passwordHash || (stored.accountEnabled && !user.accountEnabled) {
+                    try await server.users.revokeSessions(id: user.id, now: now)
+                }
+                note("user", name, before: false)
+            } else {
+                try await server.users.create(user)
+                note("user", name, before: nil)
+            }
+        }
+        _ = try await server.keys.activeKey()
+        return (model, changes)
+    }
+}
+
+extension TenantDeclaration.UserPart {
+    static func sealingContext(_ id: UUID) -> String { "tenant-export:user:\(id.uuidString.lowercased())" }
+
+    /// The account this entry declares; its password hash is opened with the data key.
+    func account(tenantID: UUID, dataKey: DataKey, now: Date) throws -> UserAccount {
+        var hash: String?
+        if let sealedPasswordHash {
+            do {
+                hash = try dataKey.open(sealedPasswordHash, context: Self.sealingContext(id)).value
+            } catch {
+                throw TenantDeclaration.DeclarationError.invalid(
+                    "user \(id): the password hash was sealed with another data key (\(error)); export it again where it is applied")
+            }
+        }
+        var user = UserAccount(
+            id: id, tenantID: tenantID, identityProvider: identityProvider, signInName: signInName, email: email,
+            displayName: displayName, attributes: attributes ?? [:], passwordHash: hash, createdAt: now,
+            emailVerified: emailVerified ?? false)
+        user.accountEnabled = accountEnabled ?? true
+        user.forcePasswordChange = forcePasswordChange ?? false
+        user.passwordPolicies = passwordPolicies
+        return user
+    }
+
+    func matches(_ stored: UserAccount, hash: String?) -> Bool {
+        stored.identityProvider == identityProvider && stored.signInName == signInName && stored.email == email
+            && stored.emailVerified == (emailVerified ?? false) && stored.displayName == displayName
+            && stored.attributes == (attributes ?? [:]) && stored.accountEnabled == (accountEnabled ?? true)
+            && stored.forcePasswordChange == (forcePasswordChange ?? false) && stored.passwordPolicies == passwordPolicies
+            && stored.passwordHash == hash
+    }
+}

@@ -1,0 +1,198 @@
+import ArgumentParser
+import Foundation
+import IdentityServer
+import Logging
+import Storage
+import TodoModels
+import TodoSystem
+
+struct Apps: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage app registrations of the default tenant.", subcommands: [List.self, Add.self, Remove.self, Grant.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List app registrations.")
+        @OptionGroup var store: StoreOptions
+
+        func run() async throws {
+            let apps = try await withDefaultTenant(store) { server, tenant in try await server.tenants.applications(tenantID: tenant.id) }
+            for app in apps {
+                print("\(app.clientIDString)  \(app.kind.rawValue)  \(TextRules.printable(app.displayName))")
+                for uri in app.redirectURIs { print("    redirect \(uri)") }
+                if let uri = app.appIDURI { print("    api \(uri) scopes \(app.exposedScopes.joined(separator: " "))") }
+                if let flow = app.userFlow { print("    user flow \(flow)") }
+                for permission in app.apiPermissions {
+                    let roles = permission.roles.isEmpty ? "" : " roles \(permission.roles.joined(separator: " "))"
+                    print("    granted \(permission.resource) scopes \(permission.scopes.joined(separator: " "))\(roles)")
+                }
+            }
+        }
+    }
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Register an app. A confidential app's secret is printed once.")
+        @OptionGroup var store: StoreOptions
+        @Option(help: "Display name.") var name: String
+        @Option(help: "public or confidential.") var kind: String = "public"
+        @Option(name: .customLong("redirect-uri"), help: "A redirect URI (repeatable).") var redirectURIs: [String] = []
+        @Flag(help: "Allow the ROPC (password) grant.") var allowRopc = false
+        @Flag(help: "Refuse sign-ins without PKCE (B2C requires it of single-page apps only).") var requirePkce = false
+        @Option(name: .customLong("app-id-uri"), help: "Application ID URI when the app exposes an API.") var appIDURI: String?
+        @Option(name: .customLong("scope"), help: "A scope the API exposes (repeatable).") var scopes: [String] = []
+        @Option(
+            name: .customLong("user-flow"),
+            help: "External ID's app-bound user flow: policy-less (Entra) sign-ins of this app run it instead of the tenant's default.")
+        var userFlow: String?
+        @Option(
+            name: .customLong("graph-permission"),
+            help: "A Microsoft Graph application permission for app-only tokens: User.Read.All or User.ReadWrite.All (repeatable).")
+        var graphPermissions: [String] = []
+        @Flag(help: "Print {\"clientId\", \"clientSecret\"} as JSON (the secret once).") var json = false
+
+        func run() async throws {
+            guard let clientKind = ClientKind(rawValue: kind) else { throw CommandFailure("--kind must be public or confidential") }
+            // Checked before anything is written.
+            for permission in graphPermissions
+            where !APIPermission.graphRoles.contains(where: { $0.lowercased() == permission.lowercased() }) {
+                throw CommandFailure(
+                    "--graph-permission '\(TextRules.printable(permission))' is not served here (\(APIPermission.graphRoles.joined(separator: ", ")) are)"
+                )
+            }
+            if !graphPermissions.isEmpty, clientKind != .confidential {
+                throw CommandFailure("--graph-permission needs --kind confidential (app-only tokens are for confidential apps)")
+            }
+            guard (try? TextRules.name(name, maximumLength: 256).get()) == name else {
+                throw CommandFailure("--name must be 1 to 256 characters without controls, invisible characters or extra spaces")
+            }
+            let (app, secret) = try await withDefaultTenant(store) { server, tenant in
+                var flowName: String?
+                if let userFlow {
+                    guard let flow = try await server.tenants.userFlow(tenantID: tenant.id, name: userFlow) else {
+                        throw CommandFailure("--user-flow '\(TextRules.printable(userFlow))' is not a user flow of \(tenant.name)")
+                    }
+                    flowName = flow.name
+                }
+                let app = AppRegistration(
+                    clientID: UUID(), tenantID: tenant.id, displayName: name, kind: clientKind, redirectURIs: redirectURIs,
+                    allowPublicClientFlows: allowRopc, requirePKCE: requirePkce, appIDURI: appIDURI, exposedScopes: scopes,
+                    userFlow: flowName)
+                try await server.tenants.save(app, now: Date())
+                if !graphPermissions.isEmpty {
+                    _ = try await server.grantPermission(
+                        tenantID: tenant.id, clientID: app.clientID, api: "https://graph.microsoft.com", scopes: [], roles: graphPermissions
+                    )
+                }
+                var secret: String?
+                if clientKind == .confidential {
+                    let value = "s" + UUID().uuidString.replacingOccurrences(of: "-", with: "") + UUID().uuidString.prefix(8)
+                    try await server.tenants.addSecret(clientID: app.clientID, secret: value, now: Date(), expiresAt: nil)
+                    secret = value
+                }
+                return (app, secret)
+            }
+            if json {
+                var object = ["clientId": app.clientIDString]
+                object["clientSecret"] = secret
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                print(String(decoding: try encoder.encode(object), as: UTF8.self))
+                return
+            }
+            print("client id: \(app.clientIDString)")
+            if let secret { print("client secret (shown once): \(secret)") }
+        }
+    }
+
+    struct Grant: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Grant an app API permissions with admin consent: delegated scopes (all the API exposes when none are named) and application roles. Without a grant an app gets no API's scopes but its own client id's."
+        )
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The app's client id.") var clientID: String
+        @Option(help: "The API: its Application ID URI, its client id, or https://graph.microsoft.com.") var api: String
+        @Option(name: .customLong("scope"), help: "A delegated scope (repeatable).") var scopes: [String] = []
+        @Option(name: .customLong("role"), help: "An application role for client-credentials tokens (repeatable).") var roles: [String] = []
+
+        func run() async throws {
+            guard let id = UUID(uuidString: clientID) else { throw CommandFailure("'\(clientID)' is not a client id (a GUID)") }
+            let app = try await withDefaultTenant(store) { server, tenant in
+                try await server.grantPermission(tenantID: tenant.id, clientID: id, api: api, scopes: scopes, roles: roles)
+            }
+            for permission in app.apiPermissions {
+                print(
+                    "granted \(permission.resource) scopes \(permission.scopes.joined(separator: " ")) roles \(permission.roles.joined(separator: " "))"
+                )
+            }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove an app registration.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "Client id.") var clientID: String
+
+        func run() async throws {
+            guard let id = UUID(uuidString: clientID) else { throw CommandFailure("'\(clientID)' is not a client id (a GUID)") }
+            let removed = try await withDefaultTenant(store) { server, tenant in
+                try await server.tenants.removeApplication(tenantID: tenant.id, clientID: id)
+            }
+            guard removed else { throw CommandFailure("no app with client id \(clientID)") }
+            print("removed \(clientID)")
+        }
+    }
+}
+
+struct Keys: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage token-signing keys.", subcommands: [List.self, Rotate.self, Revoke.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List signing keys.")
+        @OptionGroup var store: StoreOptions
+
+        func run() async throws {
+            let keys = try await withDefaultTenant(store) { server, _ in try await server.keys.allKeys() }
+            let formatter = ISO8601DateFormatter()
+            let now = Date()
+            for key in keys {
+                let state: String
+                if key.retiredAt == nil {
+                    state = "active"
+                } else if let until = key.publishUntil, until > now {
+                    state = "retired, published until \(formatter.string(from: until))"
+                } else {
+                    state = "withdrawn (not published, verifies nothing)"
+                }
+                print("\(key.kid)  RSA-\(key.bits)  created \(formatter.string(from: key.createdAt))  \(state)")
+            }
+        }
+    }
+
+    struct Rotate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make a new signing key. The old one stays in the JWKS until its tokens have expired.")
+        @OptionGroup var store: StoreOptions
+
+        func run() async throws {
+            let key = try await withDefaultTenant(store) { server, _ in try await server.keys.rotate() }
+            print("new active key \(key.kid)")
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Withdraw a key at once (a leaked key): it leaves the JWKS and verifies nothing more. Tokens it signed stop working; an active key is replaced first."
+        )
+        @OptionGroup var store: StoreOptions
+        // An option taking its value unconditionally: a kid is base64url and may begin with '-'.
+        @Option(name: .long, parsing: .unconditional, help: "The key's kid (see keys list).") var kid: String
+
+        func run() async throws {
+            let replacement = try await withDefaultTenant(store) { server, _ in try await server.keys.revoke(kid: kid) }
+            print("revoked \(kid)")
+            if let replacement { print("new active key \(replacement.kid)") }
+        }
+    }
+}
