@@ -298,6 +298,20 @@ struct UnitTests {
     }
 }
 
+@Suite("The SSO cookie's list of sessions")
+struct SSOCookieValueTests {
+    @Test("keeps at most five well-formed session ids, current first; anything else in the cookie is dropped")
+    func parsing() {
+        let ids = (0..<7).map { _ in Secrets.randomToken() }
+        #expect(SSOCookieValue.ids(SSOCookieValue.value(ids)) == Array(ids.prefix(5)))
+        #expect(SSOCookieValue.ids(ids[0] + ".short." + String(repeating: "!", count: 43) + "." + ids[1]) == [ids[0], ids[1]])
+        #expect(SSOCookieValue.ids(nil).isEmpty && SSOCookieValue.ids("").isEmpty)
+        // Only the first five entries are read, so a long cookie cannot make the server look up more.
+        let padded = Array(repeating: "x", count: 5) + [ids[2]]
+        #expect(SSOCookieValue.ids(padded.joined(separator: ".")).isEmpty)
+    }
+}
+
 @Suite("Tenant directory cache")
 struct TenantCacheTests {
     @Test("lookups of request-supplied names that miss cannot grow the cache without bound")
