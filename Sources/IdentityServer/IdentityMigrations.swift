@@ -208,5 +208,10 @@ enum IdentityMigrations {
                     "ALTER TABLE users ADD COLUMN force_password_change BOOLEAN NOT NULL DEFAULT FALSE",
                     "ALTER TABLE users ADD COLUMN password_policies TEXT",
                 ]),
+            // The user-flow engine's tenant-wide declarations (SPEC §2.11: custom attributes, and
+            // later connectors, providers, languages) as one JSON document per tenant.
+            Migration(
+                version: 19, name: "tenant settings",
+                ["ALTER TABLE tenants ADD COLUMN settings TEXT NOT NULL DEFAULT '{}'"]),
         ])
 }

@@ -17,6 +17,9 @@ public struct ClientSettings: Codable, Sendable, Equatable {
     public var identityBaseURL: String?
     /// The origin serving Microsoft Graph's `/v1.0/…` (`https://graph.microsoft.com` in the cloud).
     public var graphBaseURL: String?
+    /// The app id of the tenant's b2c-extensions-app: Graph names the tenant's own user attributes
+    /// `extension_{this id without dashes}_{name}`.
+    public var extensionsAppID: String?
     public var tenant: String?
     public var tenantID: String?
     /// The confidential "web" twin of the public client (the browser app).
@@ -41,6 +44,7 @@ public struct ClientSettings: Codable, Sendable, Equatable {
         case scopes, additionalScopes
         case redirectURI = "redirectUri"
         case taskAPI, taskWebAPI, identityBaseURL, graphBaseURL, tenant
+        case extensionsAppID = "extensionsAppId"
         case tenantID = "tenantId"
         case webClientID = "webClientId"
         case apiScopes
@@ -85,6 +89,7 @@ public struct ClientSettings: Codable, Sendable, Equatable {
         taskWebAPI = try text(.taskWebAPI)
         identityBaseURL = try text(.identityBaseURL)
         graphBaseURL = try text(.graphBaseURL)
+        extensionsAppID = try text(.extensionsAppID)
         tenant = try text(.tenant)
         tenantID = try text(.tenantID)
         webClientID = try text(.webClientID)

@@ -12,6 +12,7 @@ extension ClientSettings {
         self.identityBaseURL = identityBaseURL
         // Graph's `/v1.0/me` is served by the identity service (SPEC §2.10).
         graphBaseURL = identityBaseURL
+        extensionsAppID = tenant.extensionsAppID.uuidString.lowercased()
         self.tenant = tenant.name
         tenantID = tenant.guid
         webClientID = seed.webApp.clientIDString

@@ -3,6 +3,7 @@ managing B2C users here (SPEC §2.10), changed only in its base URL and authorit
 user, find it by its email identity, rename it, sign in as it, disable it, delete it."""
 
 import asyncio
+import base64
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ from msgraph.generated.models.object_identity import ObjectIdentity
 from msgraph.generated.models.o_data_errors.o_data_error import ODataError
 from msgraph.generated.models.password_profile import PasswordProfile
 from msgraph.generated.models.user import User
+from msgraph.generated.users.item.user_item_request_builder import UserItemRequestBuilder
 from msgraph.generated.users.users_request_builder import UsersRequestBuilder
 
 from conftest import unique_email
@@ -52,6 +54,11 @@ def graph_client(tls_server, app):
     return GraphServiceClient(request_adapter=adapter), credential
 
 
+def jwt_claims(token):
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
 def ropc(tls_server, email, password):
     return requests.post(
         f"{tls_server.base}/{tls_server.tenant}/B2C_1_ROPC/oauth2/v2.0/token",
@@ -69,13 +76,20 @@ def test_msgraph_sdk_creates_finds_renames_and_deletes_a_b2c_user(tls_server):
     async def scenario():
         client, credential = graph_client(tls_server, app)
         try:
+            # The dev tenant's own attribute, under Graph's name for it: a directory extension of the
+            # tenant's b2c-extensions-app, whose id settings.json gives.
+            loyalty = f"extension_{tls_server.settings['extensionsAppId'].replace('-', '')}_loyaltyNumber"
             created = await client.users.post(User(
                 display_name="Grace Graph",
                 identities=[ObjectIdentity(sign_in_type="emailAddress", issuer=tenant, issuer_assigned_id=email)],
                 password_profile=PasswordProfile(password="Graph-Pass1", force_change_password_next_sign_in=False),
                 password_policies="DisablePasswordExpiration",
+                additional_data={loyalty: "L-0077"},
             ))
             assert created.id and created.display_name == "Grace Graph"
+            selected = await client.users.by_user_id(created.id).get(request_configuration=RequestConfiguration(
+                query_parameters=UserItemRequestBuilder.UserItemRequestBuilderGetQueryParameters(select=["id", loyalty])))
+            assert selected.additional_data[loyalty] == "L-0077"
 
             query = UsersRequestBuilder.UsersRequestBuilderGetQueryParameters(
                 filter=f"identities/any(c:c/issuerAssignedId eq '{email}' and c/issuer eq '{tenant}')",
@@ -93,6 +107,8 @@ def test_msgraph_sdk_creates_finds_renames_and_deletes_a_b2c_user(tls_server):
             # The user signs in at once, under the new name.
             signed_in = ropc(tls_server, email, "Graph-Pass1")
             assert signed_in.status_code == 200, signed_in.text
+            # What Graph stored is the flow's `extension_loyaltyNumber` claim.
+            assert jwt_claims(signed_in.json()["access_token"])["extension_loyaltyNumber"] == "L-0077"
 
             # Disabled: no sign-in; enabled again: back.
             await client.users.by_user_id(created.id).patch(User(account_enabled=False))

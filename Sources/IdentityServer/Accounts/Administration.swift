@@ -30,7 +30,8 @@ public struct NewAccount: Sendable {
 
     public var identity: Identity
     public var displayName: String
-    /// ``UserAttribute`` raw values (givenName, surname, city, …).
+    /// ``UserAttribute`` raw values (givenName, surname, city, …) and the tenant's own attributes
+    /// as `extension_{name}` in their stored text form.
     public var attributes: [String: String?] = [:]
     public var password: String?
     public var forcePasswordChange = false
@@ -101,7 +102,7 @@ extension IdentityServer {
     /// insert, so a refusal leaves nothing behind (SPEC §2.10).
     public func createUser(tenantID: UUID, _ account: NewAccount) async throws -> UserAccount {
         let name = try Self.checkedName(account.displayName)
-        let attributes = try Self.checkedAttributes(account.attributes.compactMapValues { $0 })
+        let attributes = try await checkedAttributes(account.attributes.compactMapValues { $0 }, tenantID: tenantID)
         var user: UserAccount
         switch account.identity {
         case .email(let email):
@@ -148,13 +149,8 @@ extension IdentityServer {
         let now = clock.now
         let name = try changes.displayName.map(Self.checkedName)
         var attributes = user.attributes
-        for (key, value) in changes.attributes {
-            guard let attribute = UserAttribute(rawValue: key), attribute != .displayName else {
-                throw AdministrationError.invalidName("'\(TextRules.printable(key))' is not a user attribute.")
-            }
-            attributes[key] = value
-        }
-        attributes = try Self.checkedAttributes(attributes)
+        for (key, value) in changes.attributes { attributes[key] = value }
+        attributes = try await checkedAttributes(attributes, tenantID: user.tenantID, existing: user.attributes)
         var hash: String?
         if let password = changes.password {
             guard user.identityProvider == .local else {
@@ -183,14 +179,35 @@ extension IdentityServer {
         }
     }
 
-    private static func checkedAttributes(_ attributes: [String: String]) throws -> [String: String] {
+    /// The attributes as stored, each checked by its rule: a built-in one as a name, the
+    /// tenant's own by its declared type. Values of custom attributes the tenant no longer
+    /// declares are kept as they are (a re-declared attribute finds them again).
+    private func checkedAttributes(_ attributes: [String: String], tenantID: UUID, existing: [String: String] = [:]) async throws
+        -> [String: String]
+    {
         var checked: [String: String] = [:]
-        for (key, value) in attributes {
-            guard let attribute = UserAttribute(rawValue: key), attribute != .displayName else {
+        var tenant: Tenant?
+        for (key, value) in attributes.sorted(by: { $0.key < $1.key }) {
+            if let attribute = UserAttribute(rawValue: key), attribute != .displayName {
+                switch attribute.validate(value) {
+                case .success(let valid): if !valid.isEmpty { checked[key] = valid }
+                case .failure(let problem): throw AdministrationError.invalidName("\(key): \(problem.message)")
+                }
+                continue
+            }
+            guard case .custom? = FlowAttribute(rawValue: key) else {
                 throw AdministrationError.invalidName("'\(TextRules.printable(key))' is not a user attribute.")
             }
-            switch attribute.validate(value) {
-            case .success(let valid): if !valid.isEmpty { checked[key] = valid }
+            if tenant == nil { tenant = try await tenants.tenant(matching: tenantID.uuidString) }
+            guard let declared = tenant?.customAttribute(forKey: key) else {
+                if existing[key] == value {
+                    checked[key] = value
+                    continue
+                }
+                throw AdministrationError.invalidName("'\(TextRules.printable(key))' is not a user attribute of this tenant.")
+            }
+            switch declared.validate(value) {
+            case .success(let valid): if let valid { checked[key] = valid }
             case .failure(let problem): throw AdministrationError.invalidName("\(key): \(problem.message)")
             }
         }

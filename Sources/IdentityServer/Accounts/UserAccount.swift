@@ -15,7 +15,9 @@ public struct UserAccount: Sendable, Equatable {
     /// addresses (`emails`), the security issue's M-7.
     public var emailVerified: Bool
     public var displayName: String
-    /// Other attributes by ``UserAttribute`` raw value (givenName, surname, city, …).
+    /// Other attributes by ``UserAttribute`` raw value (givenName, surname, city, …), and the
+    /// tenant's own as `extension_{name}` (stored as text: "true"/"false" and decimals for the
+    /// typed ones, ``CustomAttribute/validate(_:)``).
     public var attributes: [String: String]
     public var passwordHash: String?
     public var createdAt: Date
@@ -53,5 +55,13 @@ public struct UserAccount: Sendable, Equatable {
     /// The value of a ``UserAttribute`` for this user.
     public func value(of attribute: UserAttribute) -> String? {
         attribute == .displayName ? displayName : attributes[attribute.rawValue]
+    }
+
+    /// The value of a built-in or custom attribute (kept under `extension_{name}`).
+    func value(of attribute: FlowAttribute) -> String? {
+        switch attribute {
+        case .builtIn(let builtIn): value(of: builtIn)
+        case .custom: attributes[attribute.rawValue]
+        }
     }
 }

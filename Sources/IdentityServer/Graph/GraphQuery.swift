@@ -20,7 +20,10 @@ struct GraphQuery: Sendable {
     private var selectText: String?
     private var filterText: String?
 
-    init(_ query: String?) throws {
+    /// - Parameter tenant: whose extension properties (`extension_{appId}_{name}`) may be
+    ///   selected and filtered on.
+    init(_ query: String?, tenant: Tenant) throws {
+        let extensions = GraphUserJSON.extensionProperties(of: tenant).map(\.graphName)
         for (name, value) in FormEncoding.decode(query ?? "") {
             switch name.lowercased() {
             case "$top":
@@ -38,7 +41,8 @@ struct GraphQuery: Sendable {
                 selectText = value
                 select = try value.split(separator: ",").map { raw in
                     let name = raw.trimmingCharacters(in: .whitespaces)
-                    guard let known = GraphUserJSON.selectable.first(where: { $0.lowercased() == name.lowercased() }) else {
+                    guard let known = (GraphUserJSON.selectable.union(extensions)).first(where: { $0.lowercased() == name.lowercased() })
+                    else {
                         throw GraphError.badRequest(
                             "Could not find a property named '\(TextRules.printable(name))' on type 'microsoft.graph.user'.")
                     }
@@ -46,7 +50,7 @@ struct GraphQuery: Sendable {
                 }
             case "$filter":
                 filterText = value
-                filter = try GraphFilter(value)
+                filter = try GraphFilter(value, extensionProperties: extensions)
             case "$orderby":
                 let parts = value.split(separator: " ").map { $0.lowercased() }
                 guard (1...2).contains(parts.count),
@@ -92,7 +96,9 @@ struct GraphQuery: Sendable {
 /// - `identities/any(c:c/issuerAssignedId eq '…' and c/issuer eq '…')` (either order, or one);
 /// - `{property} eq '…'` for displayName, mail, userPrincipalName, id, givenName, surname,
 ///   creationType, and `accountEnabled eq true|false`;
-/// - `startswith({property},'…')`.
+/// - `startswith({property},'…')`;
+/// - `extension_{appId}_{name} eq '…'` (or an unquoted number or boolean) for the tenant's own
+///   attributes.
 /// Strings compare case-insensitively, as Graph's directory does.
 indirect enum GraphFilter: Sendable, Equatable {
     case identity(issuerAssignedID: String?, issuer: String?, signInType: String?)
@@ -101,14 +107,18 @@ indirect enum GraphFilter: Sendable, Equatable {
 
     static let stringProperties = ["displayName", "mail", "userPrincipalName", "id", "givenName", "surname", "creationType"]
 
-    init(_ text: String) throws {
+    init(_ text: String, extensionProperties: [String] = []) throws {
         var tokens = try GraphFilterTokens(text)
-        self = try Self.expression(&tokens)
+        self = try Self.expression(&tokens, extensionProperties: extensionProperties)
         guard tokens.isAtEnd else { throw GraphFilterTokens.invalid(text) }
     }
 
-    private static func expression(_ tokens: inout GraphFilterTokens) throws -> GraphFilter {
+    private static func expression(_ tokens: inout GraphFilterTokens, extensionProperties: [String]) throws -> GraphFilter {
         let head = try tokens.word()
+        if let property = extensionProperties.first(where: { $0.lowercased() == head.lowercased() }) {
+            try tokens.keyword("eq")
+            return .equals(property: property, value: try tokens.literal())
+        }
         if head.lowercased() == "identities/any" {
             try tokens.expect("(")
             let variable = try tokens.word()
@@ -169,7 +179,13 @@ indirect enum GraphFilter: Sendable, Equatable {
 
     private static func text(of property: String, user: UserAccount, tenant: Tenant) -> String? {
         switch GraphUserJSON.user(user, tenant: tenant, select: [property]) {
-        case .object(let members): if case .string(let value) = members.first?.1 { return value }
+        case .object(let members):
+            switch members.first?.1 {
+            case .string(let value): return value
+            case .int(let value): return String(value)
+            case .bool(let value): return String(value)
+            default: break
+            }
         default: break
         }
         return nil
@@ -250,6 +266,15 @@ struct GraphFilterTokens {
     mutating func word() throws -> String {
         guard case .word(let value) = try next() else { throw Self.invalid(text) }
         return value
+    }
+
+    /// A quoted string, or an unquoted number or boolean, as its text.
+    mutating func literal() throws -> String {
+        switch try next() {
+        case .string(let value): return value
+        case .word(let value) where Int32(value) != nil || ["true", "false"].contains(value.lowercased()): return value.lowercased()
+        default: throw Self.invalid(text)
+        }
     }
 
     mutating func string() throws -> String {

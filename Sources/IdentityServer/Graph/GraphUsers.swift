@@ -19,7 +19,7 @@ struct GraphUsers: Sendable {
 
     @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
-        let query = try GraphQuery(request.uri.query)
+        let query = try GraphQuery(request.uri.query, tenant: tenant)
         var matching = try await server.users.users(tenantID: tenant.id)
         if let filter = query.filter { matching = matching.filter { filter.matches($0, tenant: tenant) } }
         if let (property, descending) = query.orderBy {
@@ -47,7 +47,7 @@ struct GraphUsers: Sendable {
 
     @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
-        let query = try GraphQuery(request.uri.query)
+        let query = try GraphQuery(request.uri.query, tenant: tenant)
         let user = try await self.user(context, tenant: tenant)
         var body = GraphUserJSON.members(user, tenant: tenant, select: query.select)
         body.insert(("@odata.context", .string(GraphUserJSON.context(select: query.select, collection: false))), at: 0)
@@ -74,7 +74,7 @@ struct GraphUsers: Sendable {
         let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
         let user = try await self.user(context, tenant: tenant)
         let body = try await GraphBody.object(request, context: context)
-        let changes = try GraphUserDraft.changes(from: body, user: user)
+        let changes = try GraphUserDraft.changes(from: body, tenant: tenant)
         do {
             try await server.updateUser(user, changes)
         } catch let error as IdentityServer.AdministrationError {
@@ -152,8 +152,21 @@ enum GraphUserJSON {
         .object(members(user, tenant: tenant, select: select))
     }
 
+    /// A selected extension property the account has no value for is left out, as Graph does.
     static func members(_ user: UserAccount, tenant: Tenant, select: [String]?) -> [(String, JSONText)] {
-        (select ?? defaultProperties).map { ($0, value(of: $0, user: user, tenant: tenant)) }
+        let extensions = extensionProperties(of: tenant)
+        return (select ?? defaultProperties).compactMap { property in
+            if let attribute = extensions.first(where: { $0.graphName == property })?.attribute {
+                return user.attributes[attribute.claimName].map { (property, attribute.json($0)) }
+            }
+            return (property, value(of: property, user: user, tenant: tenant))
+        }
+    }
+
+    /// The tenant's own attributes under their Graph names: directory extensions of its
+    /// b2c-extensions-app, returned only when `$select` names them (Graph v1.0).
+    static func extensionProperties(of tenant: Tenant) -> [(graphName: String, attribute: CustomAttribute)] {
+        tenant.userAttributes.map { ($0.graphName(extensionsAppID: tenant.extensionsAppID), $0) }
     }
 
     /// A local account's user principal name is its email, as `/me` writes it; a federated one's
@@ -235,7 +248,8 @@ enum GraphUserDraft {
 
     static func newAccount(from body: [String: JSONValue], tenant: Tenant) throws -> NewAccount {
         let known = Set(["accountEnabled", "displayName", "identities", "passwordProfile", "passwordPolicies"] + attributeProperties)
-        try refuseUnknown(body, known: known.union(ignored))
+        let extensions = try extensionValues(body, tenant: tenant)
+        try refuseUnknown(body, known: known.union(ignored).union(extensions.keys))
         guard let displayName = try string(body, "displayName") else {
             throw GraphError.badRequest("Property 'displayName' is required.")
         }
@@ -251,16 +265,37 @@ enum GraphUserDraft {
         account.accountEnabled = try bool(body, "accountEnabled") ?? true
         account.passwordPolicies = try passwordPolicies(body)
         for name in attributeProperties { if let value = try string(body, name) { account.attributes[name] = value } }
+        for (_, value) in extensions { account.attributes[value.key] = value.stored }
         return account
     }
 
-    static func changes(from body: [String: JSONValue], user: UserAccount) throws -> AccountChanges {
+    /// The body's extension properties of this tenant, by their name in the body: the account's
+    /// key (`extension_{name}`) and the value as stored (nil: remove). A JSON type other than the
+    /// declared one is refused as Graph refuses it.
+    private static func extensionValues(_ body: [String: JSONValue], tenant: Tenant) throws -> [String: (key: String, stored: String?)] {
+        var values: [String: (key: String, stored: String?)] = [:]
+        for (graphName, attribute) in GraphUserJSON.extensionProperties(of: tenant) {
+            guard let property = body.keys.first(where: { $0.lowercased() == graphName.lowercased() }), let json = body[property] else {
+                continue
+            }
+            switch attribute.storedValue(fromJSON: json) {
+            case .success(let stored): values[property] = (attribute.claimName, stored)
+            case .failure(let problem):
+                throw GraphError.badRequest("Invalid value specified for property '\(graphName)' of resource 'User'. \(problem.message)")
+            }
+        }
+        return values
+    }
+
+    static func changes(from body: [String: JSONValue], tenant: Tenant) throws -> AccountChanges {
         let known = Set(["accountEnabled", "displayName", "passwordProfile", "passwordPolicies"] + attributeProperties)
+        let extensions = try extensionValues(body, tenant: tenant)
         if body["identities"] != nil {
             throw GraphError.badRequest("Changing 'identities' is not supported by this service; create the account anew.")
         }
-        try refuseUnknown(body, known: known.union(ignored))
+        try refuseUnknown(body, known: known.union(ignored).union(extensions.keys))
         var changes = AccountChanges()
+        for (_, value) in extensions { changes.attributes[value.key] = .some(value.stored) }
         changes.displayName = try string(body, "displayName")
         changes.accountEnabled = try bool(body, "accountEnabled")
         if body.keys.contains("passwordPolicies") { changes.passwordPolicies = .some(try passwordPolicies(body)) }

@@ -349,7 +349,7 @@ struct PageStep {
         return user
     }
 
-    private var editableAttributes: [UserAttribute] {
+    private var editableAttributes: [FlowAttribute] {
         userFlow.signUpAttributes.isEmpty ? [.displayName] : userFlow.signUpAttributes
     }
 
@@ -360,7 +360,7 @@ struct PageStep {
         let user = try await pendingUser()
         var values: [String: Any] = [
             "title": "Edit your profile", "action": flow.pageURL("profile", record: record), "email": user.email ?? "",
-            "attributes": editableAttributes.map { attributeField($0, value: form[$0.rawValue] ?? user.value(of: $0) ?? "") },
+            "attributes": attributeFields(editableAttributes) { form[$0.rawValue] ?? user.value(of: $0) },
         ]
         if let error { values["error"] = error }
         return try page("profile", values, status: status)

@@ -33,7 +33,7 @@ extension PageStep {
             values["stepEmail"] = true
             values["email"] = form["email"] ?? record.request.loginHint ?? ""
         }
-        values["attributes"] = userFlow.signUpAttributes.map { attributeField($0, value: form[$0.rawValue] ?? "") }
+        values["attributes"] = attributeFields(userFlow.signUpAttributes) { form[$0.rawValue] }
         if userFlow.type == .signUpOrSignIn { values["signInURL"] = flow.pageURL("signin", record: record) }
         if let error { values["error"] = error }
         return try page("signup", values, status: status)
@@ -47,32 +47,65 @@ extension PageStep {
 
     /// The posted values of `list`, validated: the display name (nil when not in `list`; never
     /// empty when it is) and the other attributes over `existing` (an empty value removes one).
-    func postedAttributes(_ list: [UserAttribute], over existing: [String: String]) -> Result<
+    /// An attribute left unchecked posts nothing: a boolean's box says "false" by its absence.
+    func postedAttributes(_ list: [FlowAttribute], over existing: [String: String]) -> Result<
         (displayName: String?, attributes: [String: String]), AttributeProblem
     > {
         var attributes = existing
         var displayName: String?
         for attribute in list {
-            let value: String
-            switch attribute.validate(form[attribute.rawValue] ?? "") {
-            case .success(let valid): value = valid
-            case .failure(let problem): return .failure(problem)
-            }
-            if attribute == .displayName {
-                guard !value.isEmpty else { return .failure(AttributeProblem(message: "Please enter a display name.")) }
-                displayName = value
-            } else {
-                attributes[attribute.rawValue] = value.isEmpty ? nil : value
+            switch attribute {
+            case .builtIn(let builtIn):
+                let value: String
+                switch builtIn.validate(form[builtIn.rawValue] ?? "") {
+                case .success(let valid): value = valid
+                case .failure(let problem): return .failure(problem)
+                }
+                if builtIn == .displayName {
+                    guard !value.isEmpty else { return .failure(AttributeProblem(message: "Please enter a display name.")) }
+                    displayName = value
+                } else {
+                    attributes[builtIn.rawValue] = value.isEmpty ? nil : value
+                }
+            case .custom(let name):
+                // An attribute the tenant no longer declares is neither shown nor read.
+                guard let declared = tenant.customAttribute(named: name) else { continue }
+                let raw = form[attribute.rawValue] ?? (declared.type == .boolean ? "false" : "")
+                switch declared.validate(raw) {
+                case .success(let value): attributes[attribute.rawValue] = value
+                case .failure(let problem): return .failure(problem)
+                }
             }
         }
         return .success((displayName, attributes))
     }
 
-    func attributeField(_ attribute: UserAttribute, value: String) -> [String: Any] {
-        [
-            "name": attribute.rawValue, "label": attribute.label, "value": value, "autocomplete": attribute.autocomplete,
-            "required": attribute == .displayName,
-        ]
+    /// The page's fields for `list` with their current values: text inputs for built-in and
+    /// string attributes, a number input for an int, a checkbox for a boolean.
+    func attributeFields(_ list: [FlowAttribute], value: (FlowAttribute) -> String?) -> [[String: Any]] {
+        list.compactMap { attribute in
+            let current = value(attribute) ?? ""
+            switch attribute {
+            case .builtIn(let builtIn):
+                return [
+                    "name": builtIn.rawValue, "label": builtIn.label, "value": current, "autocomplete": builtIn.autocomplete,
+                    "required": builtIn == .displayName, "inputType": "text",
+                ]
+            case .custom(let name):
+                guard let declared = tenant.customAttribute(named: name) else { return nil }
+                var field: [String: Any] = [
+                    "name": attribute.rawValue, "label": declared.label, "value": current, "autocomplete": "off", "required": false,
+                ]
+                switch declared.type {
+                case .string: field["inputType"] = "text"
+                case .int: field["inputType"] = "number"
+                case .boolean:
+                    field["checkbox"] = true
+                    field["checked"] = declared.validate(current) == .success("true")
+                }
+                return field
+            }
+        }
     }
 
     func signUp() async throws -> Response {

@@ -8,21 +8,32 @@ public enum DevTenant {
     public static let publicAppName = "TodoB2C"
     public static let webAppName = "TodoB2C Web"
 
+    /// The dev tenant's own attribute (SPEC §2.11): collected by `B2C_1_sign_up` and the profile
+    /// page, returned by every flow as `extension_loyaltyNumber`.
+    public static let loyaltyNumber = CustomAttribute(name: "loyaltyNumber", type: .string, displayName: "Loyalty number")
+
     public static func flows(tenantID: UUID) -> [UserFlow] {
-        let profile: [UserAttribute] = [.displayName, .givenName, .surname]
-        return [
+        let profile: [FlowAttribute] = [.displayName, .builtIn(.givenName), .builtIn(.surname)]
+        let flows = [
             UserFlow(
                 tenantID: tenantID, name: "B2C_1_susi", type: .signUpOrSignIn, identityProviders: [.local, .facebook],
                 signUpAttributes: profile),
-            UserFlow(tenantID: tenantID, name: "B2C_1_sign_up", type: .signUp, identityProviders: [.local], signUpAttributes: profile),
+            UserFlow(
+                tenantID: tenantID, name: "B2C_1_sign_up", type: .signUp, identityProviders: [.local],
+                signUpAttributes: profile + [.custom(loyaltyNumber.name)]),
             UserFlow(tenantID: tenantID, name: "B2C_1_sign_in", type: .signIn, identityProviders: [.local]),
             UserFlow(tenantID: tenantID, name: "B2C_1_facebook", type: .signIn, identityProviders: [.facebook]),
             UserFlow(
                 tenantID: tenantID, name: "B2C_1_edit_profile", type: .profileEdit, identityProviders: [.local, .facebook],
-                signUpAttributes: profile + [.city, .country]),
+                signUpAttributes: profile + [.builtIn(.city), .builtIn(.country), .custom(DevTenant.loyaltyNumber.name)]),
             UserFlow(tenantID: tenantID, name: "B2C_1_reset", type: .passwordReset, identityProviders: [.local], signUpAttributes: []),
             UserFlow(tenantID: tenantID, name: "B2C_1_ROPC", type: .ropc, identityProviders: [.local], signUpAttributes: []),
         ]
+        return flows.map { flow in
+            var flow = flow
+            flow.applicationClaims.append(loyaltyNumber.claimName)
+            return flow
+        }
     }
 
     /// The loopback, custom-scheme and out-of-band redirect URIs native clients use.
@@ -106,7 +117,8 @@ extension IdentityServer {
             return DevTenantSeed(tenant: existing, publicApp: grantedPublic, webApp: webApp, newWebAppSecret: nil)
         }
         let tenant = Tenant(
-            id: UUID(), name: DevTenant.name, displayName: "TodoB2C", defaultPolicy: "B2C_1_susi", isDefault: true)
+            id: UUID(), name: DevTenant.name, displayName: "TodoB2C", defaultPolicy: "B2C_1_susi", isDefault: true,
+            userAttributes: [DevTenant.loyaltyNumber])
         try await tenants.save(tenant, now: now)
         for flow in DevTenant.flows(tenantID: tenant.id) { try await tenants.save(flow) }
         var publicApp = AppRegistration(

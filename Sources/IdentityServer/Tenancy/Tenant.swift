@@ -12,11 +12,14 @@ public struct Tenant: Sendable, Equatable {
     /// (B2C's "custom page content").
     public var pageTemplatesPath: String?
     public var isDefault: Bool
+    /// The tenant's own user attributes (B2C's custom attributes, SPEC §2.11).
+    public var userAttributes: [CustomAttribute]
 
     public init(
         id: UUID, name: String, displayName: String, defaultPolicy: String, pageTemplatesPath: String? = nil,
-        isDefault: Bool = false
+        isDefault: Bool = false, userAttributes: [CustomAttribute] = []
     ) {
+        self.userAttributes = userAttributes
         self.id = id
         self.name = name
         self.displayName = displayName

@@ -50,7 +50,7 @@ extension TenantDeclaration {
         let model = Tenant(
             id: tenantID, name: tenant.name, displayName: tenant.displayName ?? tenant.name,
             defaultPolicy: tenant.defaultPolicy ?? userFlows.first?.name ?? "B2C_1_susi", pageTemplatesPath: templates,
-            isDefault: true)
+            isDefault: true, userAttributes: userAttributes ?? [])
         if existing != model {
             try await server.tenants.save(model, now: now)
             note("tenant", model.name, before: existing.map { _ in false })

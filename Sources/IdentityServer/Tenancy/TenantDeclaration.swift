@@ -8,9 +8,12 @@ import Yams
 ///
 /// ```yaml
 /// tenant: { name: contoso.onmicrosoft.com, id: 5a2c…, displayName: Contoso, defaultPolicy: B2C_1_susi, pageTemplates: ./pages }
+/// userAttributes:
+///   - { name: loyaltyNumber, type: string, displayName: Loyalty number }   # string | boolean | int
 /// userFlows:
 ///   - { name: B2C_1_susi, type: signUpOrSignIn, identityProviders: [local, facebook.com],
-///       signUpAttributes: [displayName, city], applicationClaims: [name, oid, emails],
+///       signUpAttributes: [displayName, city, extension_loyaltyNumber],
+///       applicationClaims: [name, oid, emails, extension_loyaltyNumber],
 ///       lifetimes: { accessTokenMinutes: 60, refreshTokenDays: 14, slidingWindowDays: 90 },
 ///       emailVerification: true }
 /// applications:
@@ -44,7 +47,7 @@ public struct TenantDeclaration: Codable, Sendable {
         var name: String
         var type: UserFlowType
         var identityProviders: [IdentityProviderKind]?
-        var signUpAttributes: [UserAttribute]?
+        var signUpAttributes: [FlowAttribute]?
         var applicationClaims: [String]?
         var lifetimes: Lifetimes?
         /// Sign-up verifies the email with a code (default true, as in B2C).
@@ -97,6 +100,8 @@ public struct TenantDeclaration: Codable, Sendable {
     }
 
     var tenant: TenantPart
+    /// The tenant's own user attributes (B2C's custom attributes).
+    var userAttributes: [CustomAttribute]?
     var userFlows: [FlowPart]
     var applications: [ApplicationPart]?
     var users: [UserPart]?
@@ -151,6 +156,31 @@ public struct TenantDeclaration: Codable, Sendable {
         if !tenant.name.contains(".") { problems.append("tenant.name '\(tenant.name)' should look like 'contoso.onmicrosoft.com'") }
         for flow in userFlows where !UserFlow.isValidName(flow.name) {
             problems.append("user flow name '\(flow.name)' must match b2c_1_… or b2c_1a_…")
+        }
+        let attributeNames = (userAttributes ?? []).map(\.name)
+        for attribute in userAttributes ?? [] {
+            if !CustomAttribute.isValidName(attribute.name) {
+                problems.append(
+                    "user attribute name '\(TextRules.printable(attribute.name))' must be 1 to 64 letters and digits, starting with a letter"
+                )
+            }
+            if let label = attribute.displayName, (try? TextRules.name(label, maximumLength: 256).get()) != label {
+                problems.append("user attribute '\(attribute.name)': displayName must be 1 to 256 characters without controls")
+            }
+        }
+        if Set(attributeNames.map { $0.lowercased() }).count != attributeNames.count {
+            problems.append("user attribute names must be unique (case-insensitive)")
+        }
+        for flow in userFlows {
+            for case .custom(let name) in flow.signUpAttributes ?? [] where !attributeNames.contains(name) {
+                problems.append("user flow \(flow.name): extension_\(name) is not one of the declared userAttributes")
+            }
+            for claim in flow.applicationClaims ?? [] where claim.hasPrefix(FlowAttribute.customPrefix) {
+                if !attributeNames.contains(String(claim.dropFirst(FlowAttribute.customPrefix.count))) {
+                    problems.append(
+                        "user flow \(flow.name): claim '\(TextRules.printable(claim))' is not one of the declared userAttributes")
+                }
+            }
         }
         let names = userFlows.map { $0.name.lowercased() }
         if Set(names).count != names.count { problems.append("user flow names must be unique (case-insensitive)") }
@@ -226,6 +256,14 @@ public struct TenantDeclaration: Codable, Sendable {
                 }
             }
             for (key, value) in user.attributes ?? [:] {
+                if case .custom(let name)? = FlowAttribute(rawValue: key) {
+                    guard let declared = (userAttributes ?? []).first(where: { $0.name == name }) else {
+                        problems.append("user \(user.id): '\(key)' is not one of the declared userAttributes")
+                        continue
+                    }
+                    if (try? declared.validate(value).get()) != value { problems.append("user \(user.id): attribute \(key) is not valid") }
+                    continue
+                }
                 guard let attribute = UserAttribute(rawValue: key), attribute != .displayName else {
                     problems.append("user \(user.id): '\(TextRules.printable(key))' is not a user attribute")
                     continue

@@ -29,6 +29,13 @@ public protocol TenantDirectory: Sendable {
     func addSecretHash(clientID: UUID, hash: String, now: Date) async throws
 }
 
+/// What a tenant declares beyond its names (the `settings` column, JSON): the user-flow
+/// engine's tenant-wide parts (SPEC §2.11). Every member is optional so rows written before a
+/// member existed still decode.
+struct TenantSettings: Codable, Equatable {
+    var userAttributes: [CustomAttribute]?
+}
+
 /// The SQL implementation of ``TenantDirectory``.
 struct SQLTenantDirectory: TenantDirectory {
     let database: any Database
@@ -44,12 +51,15 @@ struct SQLTenantDirectory: TenantDirectory {
         var pageTemplatesPath: String?
         var isDefault: Bool
         var createdAt: Int64
+        /// ``TenantSettings`` as JSON.
+        var settings: String
 
         var tenant: Tenant? {
             guard let id = UUID(uuidString: id) else { return nil }
+            let settings = StoredJSON.decode(TenantSettings.self, settings) ?? TenantSettings()
             return Tenant(
                 id: id, name: name, displayName: displayName, defaultPolicy: defaultPolicy,
-                pageTemplatesPath: pageTemplatesPath, isDefault: isDefault)
+                pageTemplatesPath: pageTemplatesPath, isDefault: isDefault, userAttributes: settings.userAttributes ?? [])
         }
     }
 
@@ -185,7 +195,8 @@ struct SQLTenantDirectory: TenantDirectory {
         let row = TenantRow(
             id: tenant.guid, name: tenant.name, nameLower: tenant.name.lowercased(), displayName: tenant.displayName,
             defaultPolicy: tenant.defaultPolicy, pageTemplatesPath: tenant.pageTemplatesPath,
-            isDefault: tenant.isDefault, createdAt: now.epochSeconds)
+            isDefault: tenant.isDefault, createdAt: now.epochSeconds,
+            settings: StoredJSON.encode(TenantSettings(userAttributes: tenant.userAttributes)))
         try await database.transaction { sql in
             if row.isDefault {
                 try await sql.update("tenants").set("is_default", to: false).run()
@@ -198,7 +209,7 @@ struct SQLTenantDirectory: TenantDirectory {
                 try await sql.update("tenants").set("name", to: row.name).set("name_lower", to: row.nameLower)
                     .set("display_name", to: row.displayName).set("default_policy", to: row.defaultPolicy)
                     .set("page_templates_path", to: row.pageTemplatesPath).set("is_default", to: row.isDefault)
-                    .where("id", .equal, row.id).run()
+                    .set("settings", to: row.settings).where("id", .equal, row.id).run()
             }
         }
     }

@@ -16,6 +16,7 @@ extension IdentityServer {
             tenant: .init(
                 name: tenant.name, id: tenant.id, displayName: tenant.displayName, defaultPolicy: tenant.defaultPolicy,
                 pageTemplates: tenant.pageTemplatesPath),
+            userAttributes: tenant.userAttributes.isEmpty ? nil : tenant.userAttributes,
             userFlows: flows.map(Self.declared), applications: [], users: nil)
         for app in apps {
             // An API is named as a permission names it: Graph by its URL, an app by its App ID URI.

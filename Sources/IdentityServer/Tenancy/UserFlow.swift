@@ -125,7 +125,8 @@ public struct UserFlow: Sendable, Equatable {
     public var name: String
     public var type: UserFlowType
     public var identityProviders: [IdentityProviderKind]
-    public var signUpAttributes: [UserAttribute]
+    /// Built-in attributes and the tenant's own (`extension_{name}`).
+    public var signUpAttributes: [FlowAttribute]
     public var applicationClaims: [String]
     public var lifetimes: TokenLifetimes
     /// Sign-up proves the email address with a code before the account is made: B2C's default
@@ -135,7 +136,7 @@ public struct UserFlow: Sendable, Equatable {
 
     public init(
         tenantID: UUID, name: String, type: UserFlowType, identityProviders: [IdentityProviderKind] = [.local],
-        signUpAttributes: [UserAttribute] = [.displayName], applicationClaims: [String] = UserFlow.defaultClaims,
+        signUpAttributes: [FlowAttribute] = [.displayName], applicationClaims: [String] = UserFlow.defaultClaims,
         lifetimes: TokenLifetimes = .default, emailVerification: Bool = true
     ) {
         self.emailVerification = emailVerification
@@ -176,7 +177,7 @@ public struct UserFlow: Sendable, Equatable {
 struct UserFlowDefinition: Codable {
     var type: UserFlowType
     var identityProviders: [IdentityProviderKind]
-    var signUpAttributes: [UserAttribute]
+    var signUpAttributes: [FlowAttribute]
     var applicationClaims: [String]
     var lifetimes: TokenLifetimes
     /// Absent in flows stored before it existed: on, as in B2C.

@@ -210,6 +210,10 @@ struct TokenIssuer: Sendable {
         for attribute in UserAttribute.allCases where attribute != .displayName && selected.contains(attribute.claimName) {
             if let value = user.value(of: attribute), !value.isEmpty { claims.set(attribute.claimName, value) }
         }
+        // The tenant's own attributes, typed as declared (`extension_loyaltyNumber`, SPEC §2.11).
+        for attribute in context.tenant.userAttributes where selected.contains(attribute.claimName) {
+            if let value = user.attributes[attribute.claimName] { claims.set(attribute.claimName, json: attribute.json(value)) }
+        }
         // Only a proven address is asserted (the security issue's M-7): an app may trust `emails`.
         if selected.contains("emails"), user.emailVerified, let email = user.email { claims.set("emails", [email]) }
         // `idp` only for social sign-ins (research/b2c-protocol.md §2.2, azure-docs issue #51403).
