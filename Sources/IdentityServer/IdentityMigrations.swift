@@ -213,5 +213,36 @@ enum IdentityMigrations {
             Migration(
                 version: 19, name: "tenant settings",
                 ["ALTER TABLE tenants ADD COLUMN settings TEXT NOT NULL DEFAULT '{}'"]),
+            // Multi-factor authentication (SPEC §2.11): enrolled authenticators (secrets sealed),
+            // each transaction's challenge, the per-account window of tries, the browsers that
+            // passed a factor (`conditional`), and whether an SSO session was backed by one.
+            Migration(
+                version: 20, name: "second factors",
+                [
+                    "ALTER TABLE sso_sessions ADD COLUMN mfa BOOLEAN NOT NULL DEFAULT FALSE",
+                    """
+                    CREATE TABLE totp_authenticators (
+                        user_id TEXT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE, sealed_secret TEXT NOT NULL,
+                        last_step BIGINT NOT NULL, created_at BIGINT NOT NULL)
+                    """,
+                    """
+                    CREATE TABLE mfa_challenges (
+                        interaction_id TEXT PRIMARY KEY REFERENCES authorization_requests(id) ON DELETE CASCADE,
+                        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, details TEXT NOT NULL,
+                        sealed_enrolment_secret TEXT, email_code_hash TEXT, code_expires_at BIGINT, attempts BIGINT NOT NULL,
+                        created_at BIGINT NOT NULL)
+                    """,
+                    """
+                    CREATE TABLE mfa_failures (
+                        user_id TEXT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE, tries BIGINT NOT NULL,
+                        window_started_at BIGINT NOT NULL)
+                    """,
+                    """
+                    CREATE TABLE mfa_browsers (
+                        token_hash TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                        expires_at BIGINT NOT NULL)
+                    """,
+                    "CREATE INDEX mfa_browsers_expiry ON mfa_browsers (expires_at)",
+                ]),
         ])
 }

@@ -13,6 +13,7 @@ struct IdentityService: Sendable {
     let grants: any GrantStore
     let interactions: any InteractionStore
     let consents: any ConsentStore
+    let secondFactors: any SecondFactorStore
     /// Seals what leaves the database (an export's password hashes) as it seals what is in it.
     let dataKey: DataKey
     let keys: SigningKeyRing

@@ -63,6 +63,8 @@ struct SSOSession: Sendable, Equatable {
     var identityProvider: IdentityProviderKind
     var authTime: Date
     var expiresAt: Date
+    /// The sign-in that started it passed a second factor (SPEC §2.11).
+    var secondFactor = false
 }
 
 /// A message the service would have mailed; shown on the dev outbox page and in the log.

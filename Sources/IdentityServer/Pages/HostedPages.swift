@@ -31,6 +31,8 @@ struct HostedPages: Sendable {
         pages.post("consent") { request, context in try await step(request, context).consent() }
         pages.get("accounts") { request, context in try await step(request, context).accountsPage() }
         pages.post("accounts") { request, context in try await step(request, context).chooseAccount() }
+        pages.get("mfa") { request, context in try await step(request, context).secondFactorPage() }
+        pages.post("mfa") { request, context in try await step(request, context).secondFactor() }
     }
 
     private func step(_ request: Request, _ context: PageRequestContext) -> PageStep {

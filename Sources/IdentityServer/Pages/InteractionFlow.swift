@@ -101,18 +101,26 @@ struct InteractionFlow: Sendable {
     /// ``finish(_:user:identityProvider:newUser:authTime:session:request:context:)``.
     func complete(
         _ record: InteractionRecord, user: UserAccount, identityProvider: IdentityProviderKind, newUser: Bool,
-        authTime: Date, session: SessionUse = .start, request: Request, context: some IdentityContext
+        authTime: Date, session: SessionUse = .start, secondFactorPassed: Bool = false, request: Request,
+        context: some IdentityContext
     ) async throws -> Response {
         let authorization = record.request
         // Every way a sign-in ends comes through here (password, SSO, federation, reset,
-        // profile edit, picker): a disabled account gets nothing from any of them.
+        // profile edit, picker): a disabled account gets nothing from any of them, and a flow
+        // with MFA gets its second factor first (SPEC §2.11).
         guard user.accountEnabled else { return try await fail(record, with: .accountDisabled, context: context) }
+        let (tenant, userFlow) = try await tenantAndFlow(of: record)
+        if !secondFactorPassed,
+            let method = try await secondFactorNeeded(flow: userFlow, user: user, session: session, request: request, tenant: tenant)
+        {
+            return try await requireSecondFactor(
+                method, record: record, user: user, identityProvider: identityProvider, newUser: newUser, authTime: authTime)
+        }
         guard authorization.protocolFace == .entra else {
             return try await finish(
                 record, user: user, identityProvider: identityProvider, newUser: newUser, authTime: authTime, session: session,
-                request: request, context: context)
+                secondFactor: secondFactorPassed, request: request, context: context)
         }
-        let (tenant, _) = try await tenantAndFlow(of: record)
         guard let client = try await service.tenants.application(tenantID: tenant.id, clientID: authorization.clientID) else {
             throw PageError(status: .badRequest, title: "Unknown application", message: "The application is no longer registered.")
         }
@@ -122,7 +130,7 @@ struct InteractionFlow: Sendable {
         guard authorization.prompt == .consent || !requested.isSubset(of: granted) else {
             return try await finish(
                 record, user: user, identityProvider: identityProvider, newUser: newUser, authTime: authTime, session: session,
-                request: request, context: context)
+                secondFactor: secondFactorPassed, request: request, context: context)
         }
         if authorization.prompt == .silent {
             return try await fail(
@@ -131,7 +139,8 @@ struct InteractionFlow: Sendable {
         // The person has authenticated: the session starts now, and the consent page finishes
         // the transaction for the user it remembers.
         let sessionID = try await sessionID(
-            for: session, user: user, identityProvider: identityProvider, authTime: authTime, tenant: tenant)
+            for: session, user: user, identityProvider: identityProvider, authTime: authTime, secondFactor: secondFactorPassed,
+            tenant: tenant)
         try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
         var response = Response.redirecting(to: pageURL("consent", record: record))
         response.setCookie(ssoCookie(current: sessionID, request: request, tenant: tenant))
@@ -142,7 +151,7 @@ struct InteractionFlow: Sendable {
     /// its code and/or tokens in the requested response mode.
     func finish(
         _ record: InteractionRecord, user: UserAccount, identityProvider: IdentityProviderKind, newUser: Bool,
-        authTime: Date, session: SessionUse, request: Request, context: some IdentityContext
+        authTime: Date, session: SessionUse, secondFactor: Bool = false, request: Request, context: some IdentityContext
     ) async throws -> Response {
         let now = service.now
         guard user.accountEnabled else { return try await fail(record, with: .accountDisabled, context: context) }
@@ -212,7 +221,7 @@ struct InteractionFlow: Sendable {
                 redirectURI: authorization.redirectURI, mode: authorization.responseMode, parameters: parameters)
         }
         let sessionID = try await sessionID(
-            for: session, user: user, identityProvider: identityProvider, authTime: authTime, tenant: tenant)
+            for: session, user: user, identityProvider: identityProvider, authTime: authTime, secondFactor: secondFactor, tenant: tenant)
         response.setCookie(ssoCookie(current: sessionID, request: request, tenant: tenant))
         return response
     }
@@ -221,13 +230,16 @@ struct InteractionFlow: Sendable {
 
     /// The id of the session a finished sign-in uses: a kept one, or a new one saved now.
     private func sessionID(
-        for use: SessionUse, user: UserAccount, identityProvider: IdentityProviderKind, authTime: Date, tenant: Tenant
+        for use: SessionUse, user: UserAccount, identityProvider: IdentityProviderKind, authTime: Date, secondFactor: Bool,
+        tenant: Tenant
     ) async throws -> String {
-        if case .existing(let id) = use { return id }
+        // A kept session stays as it is, except that one a second factor now backs is replaced
+        // by a new session that says so.
+        if case .existing(let id) = use, !secondFactor { return id }
         let id = Secrets.randomToken()
         let session = SSOSession(
             tenantID: tenant.id, userID: user.id, identityProvider: identityProvider, authTime: authTime,
-            expiresAt: service.now.addingTimeInterval(service.configuration.sessionLifetime))
+            expiresAt: service.now.addingTimeInterval(service.configuration.sessionLifetime), secondFactor: secondFactor)
         try await service.interactions.saveSession(idHash: Secrets.sha256Hex(id), session: session, now: service.now)
         return id
     }

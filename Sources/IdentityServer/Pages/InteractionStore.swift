@@ -151,6 +151,7 @@ struct SQLInteractionStore: InteractionStore {
         var authTime: Int64
         var createdAt: Int64
         var expiresAt: Int64
+        var mfa: Bool
     }
 
     func saveSession(idHash: String, session: SSOSession, now: Date) async throws {
@@ -158,7 +159,7 @@ struct SQLInteractionStore: InteractionStore {
             idHash: idHash, tenantId: session.tenantID.uuidString.lowercased(),
             userId: session.userID.uuidString.lowercased(), identityProvider: session.identityProvider.rawValue,
             authTime: session.authTime.epochSeconds, createdAt: now.epochSeconds,
-            expiresAt: session.expiresAt.epochSeconds)
+            expiresAt: session.expiresAt.epochSeconds, mfa: session.secondFactor)
         try await database.transaction { sql in try await sql.insert(into: "sso_sessions").model(row, with: .snakeCase).run() }
     }
 
@@ -173,7 +174,7 @@ struct SQLInteractionStore: InteractionStore {
         else { return nil }
         return SSOSession(
             tenantID: tenantID, userID: userID, identityProvider: provider, authTime: Date(epoch: row.authTime),
-            expiresAt: Date(epoch: row.expiresAt))
+            expiresAt: Date(epoch: row.expiresAt), secondFactor: row.mfa)
     }
 
     func deleteSession(idHash: String) async throws {
@@ -353,6 +354,7 @@ struct SQLInteractionStore: InteractionStore {
             try await sql.delete(from: "sso_sessions").where("expires_at", .lessThan, cutoff).run()
             try await sql.delete(from: "verification_codes").where("expires_at", .lessThan, cutoff).run()
             try await sql.delete(from: "federation_codes").where("expires_at", .lessThan, cutoff).run()
+            try await sql.delete(from: "mfa_browsers").where("expires_at", .lessThan, cutoff).run()
             // Counters of names without an account, a day after their last attempt (unless locked).
             try await sql.delete(from: "lockout_unknown_names").where("updated_at", .lessThan, cutoff - 86_400)
                 .where { $0.where("locked_until", .is, SQLLiteral.null).orWhere("locked_until", .lessThan, cutoff) }.run()

@@ -169,6 +169,11 @@ extension B2CError {
         "invalid_request", "AADB2C90115",
         "When requesting the 'code' response_type, the scope parameter must include a resource or client ID for access tokens, and 'openid' for ID tokens. Additionally include 'offline_access' for refresh tokens."
     )
+    /// Too many wrong second-factor codes, in the transaction or for the account
+    /// (research/b2c-protocol.md §5.6). Entra's "too many MFA attempts" is AADSTS50074-family;
+    /// no exact equivalent, so the default mapping applies.
+    static let tooManySecondFactorTries = B2CError(
+        "access_denied", "AADB2C90151", "User has exceeded the maximum number for retries for multifactor authentication.")
     static let forgotPassword = B2CError("access_denied", "AADB2C90118", "The user has forgotten their password.")
     static func invalidMaxAge(_ value: String) -> B2CError {
         B2CError(

@@ -29,7 +29,11 @@ public enum DevTenant {
             UserFlow(tenantID: tenantID, name: "B2C_1_reset", type: .passwordReset, identityProviders: [.local], signUpAttributes: []),
             UserFlow(tenantID: tenantID, name: "B2C_1_ROPC", type: .ropc, identityProviders: [.local], signUpAttributes: []),
         ]
-        return flows.map { flow in
+        // Sign-up-or-sign-in with an authenticator app on every sign-in (SPEC §2.11).
+        var withMFA = UserFlow(
+            tenantID: tenantID, name: "B2C_1_susi_mfa", type: .signUpOrSignIn, identityProviders: [.local], signUpAttributes: profile)
+        withMFA.mfa = MFAPolicy(methods: [.totp], enforcement: .always)
+        return (flows + [withMFA]).map { flow in
             var flow = flow
             flow.applicationClaims.append(loyaltyNumber.claimName)
             return flow
@@ -86,6 +90,13 @@ extension IdentityServer {
     public func seedDevelopmentTenant(apiPort: Int) async throws -> DevTenantSeed {
         let now = clock.now
         if let existing = try await tenants.defaultTenant() {
+            // A dev tenant from an older version gets the flows added since.
+            if existing.name == DevTenant.name {
+                let names = Set(try await tenants.userFlows(tenantID: existing.id).map { $0.name.lowercased() })
+                for flow in DevTenant.flows(tenantID: existing.id) where !names.contains(flow.name.lowercased()) {
+                    try await tenants.save(flow)
+                }
+            }
             let apps = try await tenants.applications(tenantID: existing.id)
             let named = apps.first { $0.displayName == DevTenant.publicAppName }
             guard let publicApp = named ?? apps.first(where: { $0.kind == .public }) else {

@@ -64,11 +64,12 @@ extension TenantDeclaration {
                 if let days = given.slidingWindowDays { lifetimes.slidingWindowSeconds = min(max(days, 1), 365) * 86_400 }
                 if given.unboundedSlidingWindow == true { lifetimes.slidingWindowSeconds = nil }
             }
-            let declared = UserFlow(
+            var declared = UserFlow(
                 tenantID: model.id, name: flow.name, type: flow.type, identityProviders: flow.identityProviders ?? [.local],
                 signUpAttributes: flow.signUpAttributes ?? [.displayName],
                 applicationClaims: flow.applicationClaims ?? UserFlow.defaultClaims,
                 lifetimes: lifetimes, emailVerification: flow.emailVerification ?? true)
+            declared.mfa = flow.mfa.flatMap { $0.isOn ? $0 : nil } ?? .off
             let stored = try await server.tenants.userFlow(tenantID: model.id, name: flow.name)
             if stored != declared {
                 try await server.tenants.save(declared)

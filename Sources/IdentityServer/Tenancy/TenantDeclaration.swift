@@ -15,7 +15,7 @@ import Yams
 ///       signUpAttributes: [displayName, city, extension_loyaltyNumber],
 ///       applicationClaims: [name, oid, emails, extension_loyaltyNumber],
 ///       lifetimes: { accessTokenMinutes: 60, refreshTokenDays: 14, slidingWindowDays: 90 },
-///       emailVerification: true }
+///       emailVerification: true, mfa: { methods: [totp, email], enforcement: conditional } }
 /// applications:
 ///   - { name: Contoso app, clientId: 1b2c…, kind: public, redirectUris: [http://localhost],
 ///       allowPublicClientFlows: true, appIdUri: https://contoso.onmicrosoft.com/api, scopes: [tasks.read],
@@ -52,6 +52,8 @@ public struct TenantDeclaration: Codable, Sendable {
         var lifetimes: Lifetimes?
         /// Sign-up verifies the email with a code (default true, as in B2C).
         var emailVerification: Bool?
+        /// `{methods: [totp, email], enforcement: off | always | conditional}`.
+        var mfa: MFAPolicy?
     }
 
     public struct ApplicationPart: Codable, Sendable {
@@ -180,6 +182,14 @@ public struct TenantDeclaration: Codable, Sendable {
                     problems.append(
                         "user flow \(flow.name): claim '\(TextRules.printable(claim))' is not one of the declared userAttributes")
                 }
+            }
+        }
+        for flow in userFlows {
+            if let mfa = flow.mfa, mfa.enforcement != .off, mfa.methods.isEmpty {
+                problems.append("user flow \(flow.name): mfa needs at least one method (totp, email)")
+            }
+            if let mfa = flow.mfa, mfa.enforcement != .off, flow.type == .ropc {
+                problems.append("user flow \(flow.name): a ROPC flow cannot ask for a second factor")
             }
         }
         let names = userFlows.map { $0.name.lowercased() }

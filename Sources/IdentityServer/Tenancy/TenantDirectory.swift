@@ -104,10 +104,12 @@ struct SQLTenantDirectory: TenantDirectory {
             guard let tenantID = UUID(uuidString: tenantId),
                 let definition = StoredJSON.decode(UserFlowDefinition.self, definition)
             else { return nil }
-            return UserFlow(
+            var flow = UserFlow(
                 tenantID: tenantID, name: name, type: definition.type, identityProviders: definition.identityProviders,
                 signUpAttributes: definition.signUpAttributes, applicationClaims: definition.applicationClaims,
                 lifetimes: definition.lifetimes, emailVerification: definition.emailVerification ?? true)
+            flow.mfa = definition.mfa ?? .off
+            return flow
         }
     }
 
@@ -217,7 +219,8 @@ struct SQLTenantDirectory: TenantDirectory {
     public func save(_ flow: UserFlow) async throws {
         let definition = UserFlowDefinition(
             type: flow.type, identityProviders: flow.identityProviders, signUpAttributes: flow.signUpAttributes,
-            applicationClaims: flow.applicationClaims, lifetimes: flow.lifetimes, emailVerification: flow.emailVerification)
+            applicationClaims: flow.applicationClaims, lifetimes: flow.lifetimes, emailVerification: flow.emailVerification,
+            mfa: flow.mfa.isOn ? flow.mfa : nil)
         let row = UserFlowRow(
             tenantId: flow.tenantID.uuidString.lowercased(), nameLower: flow.name.lowercased(), name: flow.name,
             type: flow.type.rawValue, definition: StoredJSON.encode(definition))

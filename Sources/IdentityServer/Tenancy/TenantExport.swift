@@ -68,6 +68,6 @@ extension IdentityServer {
                 refreshTokenDays: lifetimes.refreshTokenSeconds / 86_400,
                 slidingWindowDays: lifetimes.slidingWindowSeconds.map { $0 / 86_400 },
                 unboundedSlidingWindow: lifetimes.slidingWindowSeconds == nil ? true : nil),
-            emailVerification: flow.emailVerification)
+            emailVerification: flow.emailVerification, mfa: flow.mfa.isOn ? flow.mfa : nil)
     }
 }

@@ -133,6 +133,8 @@ public struct UserFlow: Sendable, Equatable {
     /// for local accounts (SPEC §2.11). Without it the address is stored unverified and tokens
     /// do not assert it (the security issue's M-7).
     public var emailVerification: Bool
+    /// Multi-factor authentication (SPEC §2.11); off unless declared.
+    public var mfa: MFAPolicy = .off
 
     public init(
         tenantID: UUID, name: String, type: UserFlowType, identityProviders: [IdentityProviderKind] = [.local],
@@ -182,4 +184,5 @@ struct UserFlowDefinition: Codable {
     var lifetimes: TokenLifetimes
     /// Absent in flows stored before it existed: on, as in B2C.
     var emailVerification: Bool?
+    var mfa: MFAPolicy?
 }
