@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import CryptoExtras
 import Foundation
 import Hummingbird
@@ -44,6 +45,10 @@ public final class IdentityServer: Sendable {
             users: SQLUserDirectory(database: database), grants: SQLGrantStore(database: database),
             interactions: SQLInteractionStore(database: database, dataKey: dataKey), consents: SQLConsentStore(database: database),
             secondFactors: SQLSecondFactorStore(database: database, dataKey: dataKey),
+            connectors: ConnectorCaller(
+                client: HTTPClient(
+                    eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(redirectConfiguration: .disallow)),
+                dataKey: dataKey),
             dataKey: dataKey,
             keys: keys,
             hasher: PasswordHasher(cost: configuration.passwordHashCost), pages: try PageRenderer(),
@@ -73,7 +78,10 @@ public final class IdentityServer: Sendable {
         try await service.interactions.sweep(now: clock.now)
     }
 
-    public func shutdown() async throws { try await hasher.shutdown() }
+    public func shutdown() async throws {
+        try await hasher.shutdown()
+        try await service.connectors.client.shutdown()
+    }
 
     /// Messages in the development outbox, newest first.
     public func outbox(tenantID: UUID, limit: Int = 50) async throws -> [OutboxMessage] {

@@ -14,6 +14,8 @@ struct IdentityService: Sendable {
     let interactions: any InteractionStore
     let consents: any ConsentStore
     let secondFactors: any SecondFactorStore
+    /// Calls the tenants' API connectors.
+    let connectors: ConnectorCaller
     /// Seals what leaves the database (an export's password hashes) as it seals what is in it.
     let dataKey: DataKey
     let keys: SigningKeyRing

@@ -25,6 +25,8 @@ struct AuthorizationRequest: Sendable, Codable, Equatable {
     /// B2C or Entra (SPEC §2.9): decides the tokens' shape, the errors' form and whether consent
     /// is asked. Absent in transactions stored before the Entra face, which were all B2C's.
     public var face: ProtocolFace?
+    /// `ui_locales` as the app sent it (checked tags), for the pages' language and connectors.
+    public var uiLocales: String? = nil
 
     var protocolFace: ProtocolFace { face ?? .b2c }
     var wantsCode: Bool { responseTypes.contains(.code) }

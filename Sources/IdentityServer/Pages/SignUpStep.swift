@@ -180,11 +180,26 @@ extension PageStep {
         case .success(let values): posted = values
         case .failure(let problem): return try await signUpPage(error: problem.message, status: .badRequest)
         }
-        let attributes = posted.attributes
-        let displayName = posted.displayName ?? String(email.display.split(separator: "@").first ?? "")
+        var attributes = posted.attributes
+        var displayName = posted.displayName ?? String(email.display.split(separator: "@").first ?? "")
         let exists = "A user with the specified ID already exists. Please choose a different one."
         if try await service.users.user(tenantID: tenant.id, provider: .local, signInName: email.canonical) != nil {
             return try await signUpPage(error: exists, status: .conflict)
+        }
+        // B2C's "Before creating the user" connector: it sees what was collected and may change
+        // it, refuse it, or block the sign-up; the account is made only after it agrees.
+        let subject = ConnectorSubject(
+            email: email.display, identities: [("emailAddress", tenant.name, email.display)], displayName: displayName, objectID: nil,
+            attributes: attributes)
+        switch try await runConnector(
+            userFlow.connectors.beforeCreatingUser, step: .postAttributeCollection, subject: subject,
+            form: { try await signUpPage(error: $0, status: .badRequest) })
+        {
+        case .respond(let response): return response
+        case .proceed(let overrides):
+            for (key, value) in overrides {
+                if key == UserAttribute.displayName.rawValue { displayName = value } else { attributes[key] = value }
+            }
         }
         // Hash first: the account is written in one insert, so a failure leaves nothing behind.
         let hash = try await service.hasher.hash(password)

@@ -148,7 +148,17 @@ struct AuthorizeEndpoint: Sendable {
             redirectURI: redirectURI, responseTypes: responseTypes.sorted(), responseMode: responseMode, scopes: scopes,
             state: parameters["state"], nonce: parameters["nonce"], codeChallenge: challenge, codeChallengeMethod: method,
             prompt: prompt, loginHint: parameters.nonEmpty("login_hint"), domainHint: parameters.nonEmpty("domain_hint")?.lowercased(),
-            maxAge: maxAge, origin: origin, face: face)
+            maxAge: maxAge, origin: origin, face: face, uiLocales: Self.uiLocales(parameters["ui_locales"]))
+    }
+
+    /// `ui_locales` (OIDC Core §3.1.2.1): space-separated BCP 47 tags, kept only when each is
+    /// letters, digits and hyphens (at most five tags), so nothing else reaches pages or connectors.
+    static func uiLocales(_ raw: String?) -> String? {
+        guard let raw else { return nil }
+        let tags: [String] = raw.split(separator: " ").prefix(5).map(String.init).filter { tag in
+            (1...35).contains(tag.count) && tag.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+        }
+        return tags.isEmpty ? nil : tags.joined(separator: " ")
     }
 
     /// Starts the transaction: SSO when possible, else the first page of the flow.

@@ -14,12 +14,15 @@ public struct Tenant: Sendable, Equatable {
     public var isDefault: Bool
     /// The tenant's own user attributes (B2C's custom attributes, SPEC §2.11).
     public var userAttributes: [CustomAttribute]
+    /// REST endpoints flows call during sign-up (SPEC §2.11); secrets sealed.
+    public var apiConnectors: [APIConnector]
 
     public init(
         id: UUID, name: String, displayName: String, defaultPolicy: String, pageTemplatesPath: String? = nil,
-        isDefault: Bool = false, userAttributes: [CustomAttribute] = []
+        isDefault: Bool = false, userAttributes: [CustomAttribute] = [], apiConnectors: [APIConnector] = []
     ) {
         self.userAttributes = userAttributes
+        self.apiConnectors = apiConnectors
         self.id = id
         self.name = name
         self.displayName = displayName

@@ -50,7 +50,8 @@ extension TenantDeclaration {
         let model = Tenant(
             id: tenantID, name: tenant.name, displayName: tenant.displayName ?? tenant.name,
             defaultPolicy: tenant.defaultPolicy ?? userFlows.first?.name ?? "B2C_1_susi", pageTemplatesPath: templates,
-            isDefault: true, userAttributes: userAttributes ?? [])
+            isDefault: true, userAttributes: userAttributes ?? [],
+            apiConnectors: try sealedConnectors(tenantID: tenantID, existing: existing, dataKey: server.service.dataKey))
         if existing != model {
             try await server.tenants.save(model, now: now)
             note("tenant", model.name, before: existing.map { _ in false })
@@ -70,6 +71,7 @@ extension TenantDeclaration {
                 applicationClaims: flow.applicationClaims ?? UserFlow.defaultClaims,
                 lifetimes: lifetimes, emailVerification: flow.emailVerification ?? true)
             declared.mfa = flow.mfa.flatMap { $0.isOn ? $0 : nil } ?? .off
+            declared.connectors = flow.apiConnectors ?? FlowConnectors()
             let stored = try await server.tenants.userFlow(tenantID: model.id, name: flow.name)
             if stored != declared {
                 try await server.tenants.save(declared)
@@ -165,5 +167,33 @@ extension TenantDeclaration.UserPart {
             && stored.attributes == (attributes ?? [:]) && stored.accountEnabled == (accountEnabled ?? true)
             && stored.forcePasswordChange == (forcePasswordChange ?? false) && stored.passwordPolicies == passwordPolicies
             && stored.passwordHash == hash
+    }
+}
+
+extension TenantDeclaration {
+    /// The declared connectors with their secrets sealed for this tenant. A secret already stored
+    /// keeps its sealed form (so applying the same file twice changes nothing); an exported,
+    /// sealed one must open with this installation's data key.
+    func sealedConnectors(tenantID: UUID, existing: Tenant?, dataKey: DataKey) throws -> [APIConnector] {
+        try (apiConnectors ?? []).map { declared in
+            var connector = declared
+            let stored = existing?.apiConnectors.first { $0.name == declared.name }
+            func seal(_ value: String?, field: String, stored old: String?) throws -> String? {
+                guard let value else { return nil }
+                let context = APIConnector.sealingContext(tenantID: tenantID, name: declared.name, field: field)
+                if value.hasPrefix("sealed:") {
+                    guard (try? dataKey.open(value, context: context)) != nil else {
+                        throw DeclarationError.invalid(
+                            "API connector '\(declared.name)': its sealed \(field) does not open with this data key")
+                    }
+                    return value
+                }
+                if let old, (try? dataKey.open(old, context: context))?.value == value { return old }
+                return try dataKey.seal(value, context: context)
+            }
+            connector.password = try seal(declared.password, field: "password", stored: stored?.password)
+            connector.token = try seal(declared.token, field: "token", stored: stored?.token)
+            return connector
+        }
     }
 }

@@ -10,12 +10,15 @@ import Yams
 /// tenant: { name: contoso.onmicrosoft.com, id: 5a2c…, displayName: Contoso, defaultPolicy: B2C_1_susi, pageTemplates: ./pages }
 /// userAttributes:
 ///   - { name: loyaltyNumber, type: string, displayName: Loyalty number }   # string | boolean | int
+/// apiConnectors:
+///   - { name: checkLoyalty, url: http://127.0.0.1:7071/api/check, auth: basic, username: b2c, password: …, timeoutSeconds: 20 }
 /// userFlows:
 ///   - { name: B2C_1_susi, type: signUpOrSignIn, identityProviders: [local, facebook.com],
 ///       signUpAttributes: [displayName, city, extension_loyaltyNumber],
 ///       applicationClaims: [name, oid, emails, extension_loyaltyNumber],
 ///       lifetimes: { accessTokenMinutes: 60, refreshTokenDays: 14, slidingWindowDays: 90 },
-///       emailVerification: true, mfa: { methods: [totp, email], enforcement: conditional } }
+///       emailVerification: true, mfa: { methods: [totp, email], enforcement: conditional },
+///       apiConnectors: { beforeCreatingUser: checkLoyalty } }
 /// applications:
 ///   - { name: Contoso app, clientId: 1b2c…, kind: public, redirectUris: [http://localhost],
 ///       allowPublicClientFlows: true, appIdUri: https://contoso.onmicrosoft.com/api, scopes: [tasks.read],
@@ -54,6 +57,8 @@ public struct TenantDeclaration: Codable, Sendable {
         var emailVerification: Bool?
         /// `{methods: [totp, email], enforcement: off | always | conditional}`.
         var mfa: MFAPolicy?
+        /// `{afterFederatingIdentityProvider, beforeCreatingUser, beforeSendingToken}`: connector names.
+        var apiConnectors: FlowConnectors?
     }
 
     public struct ApplicationPart: Codable, Sendable {
@@ -104,6 +109,9 @@ public struct TenantDeclaration: Codable, Sendable {
     var tenant: TenantPart
     /// The tenant's own user attributes (B2C's custom attributes).
     var userAttributes: [CustomAttribute]?
+    /// REST endpoints flows call (B2C's API connectors); `password`/`token` in clear here, or
+    /// sealed (`sealed:v1:…`) as an export writes them.
+    var apiConnectors: [APIConnector]?
     var userFlows: [FlowPart]
     var applications: [ApplicationPart]?
     var users: [UserPart]?
@@ -190,6 +198,14 @@ public struct TenantDeclaration: Codable, Sendable {
             }
             if let mfa = flow.mfa, mfa.enforcement != .off, flow.type == .ropc {
                 problems.append("user flow \(flow.name): a ROPC flow cannot ask for a second factor")
+            }
+        }
+        let connectorNames = (apiConnectors ?? []).map(\.name)
+        for connector in apiConnectors ?? [] { problems += connector.problems() }
+        if Set(connectorNames).count != connectorNames.count { problems.append("API connector names must be unique") }
+        for flow in userFlows {
+            for name in flow.apiConnectors?.names ?? [] where !connectorNames.contains(name) {
+                problems.append("user flow \(flow.name): API connector '\(TextRules.printable(name))' is not one of the apiConnectors")
             }
         }
         let names = userFlows.map { $0.name.lowercased() }

@@ -34,6 +34,7 @@ public protocol TenantDirectory: Sendable {
 /// member existed still decode.
 struct TenantSettings: Codable, Equatable {
     var userAttributes: [CustomAttribute]?
+    var apiConnectors: [APIConnector]?
 }
 
 /// The SQL implementation of ``TenantDirectory``.
@@ -59,7 +60,8 @@ struct SQLTenantDirectory: TenantDirectory {
             let settings = StoredJSON.decode(TenantSettings.self, settings) ?? TenantSettings()
             return Tenant(
                 id: id, name: name, displayName: displayName, defaultPolicy: defaultPolicy,
-                pageTemplatesPath: pageTemplatesPath, isDefault: isDefault, userAttributes: settings.userAttributes ?? [])
+                pageTemplatesPath: pageTemplatesPath, isDefault: isDefault, userAttributes: settings.userAttributes ?? [],
+                apiConnectors: settings.apiConnectors ?? [])
         }
     }
 
@@ -109,6 +111,7 @@ struct SQLTenantDirectory: TenantDirectory {
                 signUpAttributes: definition.signUpAttributes, applicationClaims: definition.applicationClaims,
                 lifetimes: definition.lifetimes, emailVerification: definition.emailVerification ?? true)
             flow.mfa = definition.mfa ?? .off
+            flow.connectors = definition.apiConnectors ?? FlowConnectors()
             return flow
         }
     }
@@ -198,7 +201,7 @@ struct SQLTenantDirectory: TenantDirectory {
             id: tenant.guid, name: tenant.name, nameLower: tenant.name.lowercased(), displayName: tenant.displayName,
             defaultPolicy: tenant.defaultPolicy, pageTemplatesPath: tenant.pageTemplatesPath,
             isDefault: tenant.isDefault, createdAt: now.epochSeconds,
-            settings: StoredJSON.encode(TenantSettings(userAttributes: tenant.userAttributes)))
+            settings: StoredJSON.encode(TenantSettings(userAttributes: tenant.userAttributes, apiConnectors: tenant.apiConnectors)))
         try await database.transaction { sql in
             if row.isDefault {
                 try await sql.update("tenants").set("is_default", to: false).run()
@@ -220,7 +223,7 @@ struct SQLTenantDirectory: TenantDirectory {
         let definition = UserFlowDefinition(
             type: flow.type, identityProviders: flow.identityProviders, signUpAttributes: flow.signUpAttributes,
             applicationClaims: flow.applicationClaims, lifetimes: flow.lifetimes, emailVerification: flow.emailVerification,
-            mfa: flow.mfa.isOn ? flow.mfa : nil)
+            mfa: flow.mfa.isOn ? flow.mfa : nil, apiConnectors: flow.connectors.isEmpty ? nil : flow.connectors)
         let row = UserFlowRow(
             tenantId: flow.tenantID.uuidString.lowercased(), nameLower: flow.name.lowercased(), name: flow.name,
             type: flow.type.rawValue, definition: StoredJSON.encode(definition))

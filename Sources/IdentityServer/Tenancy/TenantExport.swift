@@ -17,6 +17,7 @@ extension IdentityServer {
                 name: tenant.name, id: tenant.id, displayName: tenant.displayName, defaultPolicy: tenant.defaultPolicy,
                 pageTemplates: tenant.pageTemplatesPath),
             userAttributes: tenant.userAttributes.isEmpty ? nil : tenant.userAttributes,
+            apiConnectors: tenant.apiConnectors.isEmpty ? nil : tenant.apiConnectors,
             userFlows: flows.map(Self.declared), applications: [], users: nil)
         for app in apps {
             // An API is named as a permission names it: Graph by its URL, an app by its App ID URI.
@@ -68,6 +69,7 @@ extension IdentityServer {
                 refreshTokenDays: lifetimes.refreshTokenSeconds / 86_400,
                 slidingWindowDays: lifetimes.slidingWindowSeconds.map { $0 / 86_400 },
                 unboundedSlidingWindow: lifetimes.slidingWindowSeconds == nil ? true : nil),
-            emailVerification: flow.emailVerification, mfa: flow.mfa.isOn ? flow.mfa : nil)
+            emailVerification: flow.emailVerification, mfa: flow.mfa.isOn ? flow.mfa : nil,
+            apiConnectors: flow.connectors.isEmpty ? nil : flow.connectors)
     }
 }

@@ -135,6 +135,8 @@ public struct UserFlow: Sendable, Equatable {
     public var emailVerification: Bool
     /// Multi-factor authentication (SPEC §2.11); off unless declared.
     public var mfa: MFAPolicy = .off
+    /// The tenant's API connectors this flow calls, by step (SPEC §2.11).
+    public var connectors = FlowConnectors()
 
     public init(
         tenantID: UUID, name: String, type: UserFlowType, identityProviders: [IdentityProviderKind] = [.local],
@@ -185,4 +187,5 @@ struct UserFlowDefinition: Codable {
     /// Absent in flows stored before it existed: on, as in B2C.
     var emailVerification: Bool?
     var mfa: MFAPolicy?
+    var apiConnectors: FlowConnectors?
 }
