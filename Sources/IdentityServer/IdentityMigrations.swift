@@ -244,5 +244,15 @@ enum IdentityMigrations {
                     """,
                     "CREATE INDEX mfa_browsers_expiry ON mfa_browsers (expires_at)",
                 ]),
+            // What a transaction proved on the way (so later pages cannot be reached around the
+            // second factor), and the mail sends of a second-factor challenge (cooldown, cap).
+            Migration(
+                version: 21, name: "transaction proofs",
+                [
+                    "ALTER TABLE authorization_requests ADD COLUMN consent_session_hash TEXT",
+                    "ALTER TABLE authorization_requests ADD COLUMN second_factor_user_id TEXT",
+                    "ALTER TABLE mfa_challenges ADD COLUMN sends BIGINT NOT NULL DEFAULT 0",
+                    "ALTER TABLE mfa_challenges ADD COLUMN last_sent_at BIGINT",
+                ]),
         ])
 }

@@ -9,7 +9,9 @@ import TodoSystem
 struct Users: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage consumer accounts of the default tenant.",
-        subcommands: [Add.self, List.self, Delete.self, Unlock.self, Disable.self, Enable.self, RevokeSessions.self])
+        subcommands: [
+            Add.self, List.self, Delete.self, Unlock.self, Disable.self, Enable.self, RevokeSessions.self, ResetMFA.self,
+        ])
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a local account.")
@@ -77,6 +79,23 @@ struct Users: AsyncParsableCommand {
 }
 
 extension Users {
+    struct ResetMFA: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reset-mfa", abstract: "Remove an account's authenticator app; its next MFA sign-in enrols a new one.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "Email address or object id.") var account: String
+
+        func run() async throws {
+            try await withDefaultTenant(store) { server, tenant in
+                let user = try await server.findUser(tenantID: tenant.id, emailOrID: account)
+                let had = try await server.resetSecondFactor(userID: user.id)
+                print(
+                    had ? "authenticator removed for \(user.email ?? user.objectID)" : "\(user.email ?? user.objectID) had no authenticator"
+                )
+            }
+        }
+    }
+
     /// Graph's `accountEnabled`, through the same rules as `PATCH /v1.0/users/{id}`.
     struct Disable: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Disable an account: it cannot sign in, and its sessions end.")

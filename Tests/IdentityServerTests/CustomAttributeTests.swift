@@ -208,4 +208,36 @@ struct CustomAttributeTests {
             #expect(again.changes.isEmpty, "\(again.changes)")
         }
     }
+
+    @Test("a value kept from an older declaration: left out of tokens and Graph, no obstacle to other changes, not exported")
+    func olderDeclaration() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            try await Self.declare(h)
+            let user = try await h.server.createUser(
+                tenantID: h.tenant.id,
+                {
+                    var account = NewAccount(identity: .email("old@example.com"), displayName: "Old", password: "Passw0rd!")
+                    account.attributes = ["extension_memberLevel": "5", "extension_loyaltyNumber": "L-5"]
+                    return account
+                }())
+            // memberLevel becomes a boolean; loyaltyNumber is withdrawn.
+            var tenant = try #require(try await h.server.tenants.tenant(matching: h.tenant.guid))
+            tenant.userAttributes = [CustomAttribute(name: "memberLevel", type: .boolean), Self.newsletter]
+            try await h.server.tenants.save(tenant, now: Date())
+            var flow = try #require(try await h.server.tenants.userFlow(tenantID: tenant.id, name: "B2C_1_ROPC"))
+            flow.applicationClaims.append("extension_memberLevel")
+            try await h.server.tenants.save(flow)
+            let claims = DecodedJWT(
+                try #require(try await driver.ropc(h, username: "old@example.com", password: "Passw0rd!").json["id_token"] as? String)
+            ).claims
+            #expect(claims["extension_memberLevel"] == nil && claims["extension_loyaltyNumber"] == nil)
+            var rename = AccountChanges()
+            rename.displayName = "Renamed"
+            try await h.server.updateUser(user, rename)
+            #expect(try await h.server.users.user(id: user.id)?.displayName == "Renamed")
+            let exported = try await h.server.exportTenant(tenantID: tenant.id, withUsers: true)
+            let users = try #require(exported.range(of: "\nusers:")).upperBound
+            #expect(!exported[users...].contains("extension_memberLevel") && !exported.contains("L-5"), "\(exported[users...])")
+        }
+    }
 }

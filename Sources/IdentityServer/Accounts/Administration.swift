@@ -188,6 +188,12 @@ extension IdentityServer {
         var checked: [String: String] = [:]
         var tenant: Tenant?
         for (key, value) in attributes.sorted(by: { $0.key < $1.key }) {
+            // A value the account already holds stays as it is: a change elsewhere must not fail
+            // on a value stored under an older declaration (another type, an attribute withdrawn).
+            if existing[key] == value {
+                checked[key] = value
+                continue
+            }
             if let attribute = UserAttribute(rawValue: key), attribute != .displayName {
                 switch attribute.validate(value) {
                 case .success(let valid): if !valid.isEmpty { checked[key] = valid }
@@ -200,10 +206,6 @@ extension IdentityServer {
             }
             if tenant == nil { tenant = try await tenants.tenant(matching: tenantID.uuidString) }
             guard let declared = tenant?.customAttribute(forKey: key) else {
-                if existing[key] == value {
-                    checked[key] = value
-                    continue
-                }
                 throw AdministrationError.invalidName("'\(TextRules.printable(key))' is not a user attribute of this tenant.")
             }
             switch declared.validate(value) {

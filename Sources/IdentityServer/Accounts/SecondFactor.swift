@@ -43,6 +43,18 @@ public struct MFAPolicy: Sendable, Codable, Equatable {
     var isOn: Bool { enforcement != .off && !methods.isEmpty }
 }
 
+/// Where a transaction goes once the second factor is proven.
+enum AfterSecondFactor: String, Sendable, Codable {
+    /// Finish the sign-in.
+    case complete
+    /// The profile page of a profile-edit flow.
+    case profile
+    /// The forced password change (Graph's forceChangePasswordNextSignIn).
+    case changePassword
+    /// The new-password step of a password reset.
+    case reset
+}
+
 /// What a sign-in had established when it stopped for a second factor: enough to finish it
 /// once the factor is proven.
 struct PendingSignIn: Sendable, Codable, Equatable {
@@ -51,6 +63,8 @@ struct PendingSignIn: Sendable, Codable, Equatable {
     var newUser: Bool
     var authTime: Date
     var method: MFAPolicy.Method
+    /// Absent: ``AfterSecondFactor/complete``.
+    var next: AfterSecondFactor?
 }
 
 /// A second-factor challenge of one transaction.
@@ -85,7 +99,9 @@ protocol SecondFactorStore: Sendable {
 
     func startChallenge(interactionID: String, pending: PendingSignIn, enrolmentSecret: String?, now: Date) async throws
     func challenge(interactionID: String) async throws -> SecondFactorChallenge?
-    func saveEmailCode(interactionID: String, code: String, expiresAt: Date, mail: OutboxMessage) async throws
+    /// Saves a new mailed code and queues its message, unless the last one went less than
+    /// ``sendCooldown`` ago or ``sendsPerChallenge`` were sent: false then, and nothing is sent.
+    func saveEmailCode(interactionID: String, code: String, now: Date, expiresAt: Date, mail: OutboxMessage) async throws -> Bool
     /// Whether `code` is the mailed one and unexpired.
     func emailCodeMatches(interactionID: String, code: String, now: Date) async throws -> Bool
     /// Takes one try of the transaction and of the account before a code is checked, so
@@ -164,20 +180,19 @@ struct SQLSecondFactorStore: SecondFactorStore {
     }
 
     func startChallenge(interactionID: String, pending: PendingSignIn, enrolmentSecret: String?, now: Date) async throws {
-        let row = ChallengeRow(
-            interactionId: interactionID, userId: Self.key(pending.userID), details: StoredJSON.encode(pending),
-            sealedEnrolmentSecret: try enrolmentSecret.map { try dataKey.seal($0, context: Self.enrolmentContext(interactionID)) },
-            emailCodeHash: nil, codeExpiresAt: nil, attempts: 0, createdAt: now.epochSeconds)
+        let sealed = try enrolmentSecret.map { try dataKey.seal($0, context: Self.enrolmentContext(interactionID)) }
+        // A transaction has one challenge: a new sign-in in the same transaction replaces it and
+        // keeps the tries and sends already used. One upsert, so concurrent sign-ins cannot collide.
         try await database.transaction { sql in
-            // A transaction has one challenge: a new sign-in in the same transaction replaces it,
-            // and keeps the tries already used.
-            let used =
-                try await sql.select().column("attempts").from("mfa_challenges").where("interaction_id", .equal, interactionID)
-                .first(decodingColumn: "attempts", as: Int64.self) ?? 0
-            try await sql.delete(from: "mfa_challenges").where("interaction_id", .equal, interactionID).run()
-            var row = row
-            row.attempts = used
-            try await sql.insert(into: "mfa_challenges").model(row, with: .snakeCase).run()
+            try await sql.raw(
+                """
+                INSERT INTO mfa_challenges (interaction_id, user_id, details, sealed_enrolment_secret, attempts, created_at)
+                VALUES (\(bind: interactionID), \(bind: Self.key(pending.userID)), \(bind: StoredJSON.encode(pending)), \(bind: sealed), 0,
+                  \(bind: now.epochSeconds))
+                ON CONFLICT (interaction_id) DO UPDATE SET user_id = excluded.user_id, details = excluded.details,
+                  sealed_enrolment_secret = excluded.sealed_enrolment_secret, email_code_hash = NULL, code_expires_at = NULL
+                """
+            ).run()
         }
     }
 
@@ -196,11 +211,24 @@ struct SQLSecondFactorStore: SecondFactorStore {
             codeExpiresAt: row.codeExpiresAt.map(Date.init(epoch:)))
     }
 
-    func saveEmailCode(interactionID: String, code: String, expiresAt: Date, mail: OutboxMessage) async throws {
-        try await database.transaction { sql in
-            try await sql.update("mfa_challenges").set("email_code_hash", to: Self.codeHash(code, interactionID: interactionID))
-                .set("code_expires_at", to: expiresAt.epochSeconds).where("interaction_id", .equal, interactionID).run()
+    static let sendCooldown: Int64 = 30
+    static let sendsPerChallenge: Int64 = 5
+
+    func saveEmailCode(interactionID: String, code: String, now: Date, expiresAt: Date, mail: OutboxMessage) async throws -> Bool {
+        let hash = Self.codeHash(code, interactionID: interactionID)
+        return try await database.transaction { sql in
+            let updated = try await sql.raw(
+                """
+                UPDATE mfa_challenges SET email_code_hash = \(bind: hash), code_expires_at = \(bind: expiresAt.epochSeconds),
+                  sends = sends + 1, last_sent_at = \(bind: now.epochSeconds)
+                WHERE interaction_id = \(bind: interactionID) AND sends < \(bind: Self.sendsPerChallenge)
+                  AND (last_sent_at IS NULL OR last_sent_at <= \(bind: now.epochSeconds - Self.sendCooldown))
+                RETURNING interaction_id
+                """
+            ).all()
+            guard !updated.isEmpty else { return false }
             try await sql.insert(into: "outbox").model(SQLInteractionStore.OutboxRow(mail), with: .snakeCase).run()
+            return true
         }
     }
 
@@ -259,5 +287,15 @@ struct SQLSecondFactorStore: SecondFactorStore {
             try await sql.select().column("user_id").from("mfa_browsers").where("token_hash", .equal, hash)
                 .where("user_id", .equal, Self.key(userID)).where("expires_at", .greaterThan, now.epochSeconds).first()
         } != nil
+    }
+}
+
+extension IdentityServer {
+    /// Removes the account's authenticator (a lost phone): its next sign-in in a flow with TOTP
+    /// enrols anew. The admin command `users reset-mfa`.
+    public func resetSecondFactor(userID: UUID) async throws -> Bool {
+        let had = try await service.secondFactors.hasAuthenticator(userID: userID)
+        try await service.secondFactors.removeAuthenticator(userID: userID)
+        return had
     }
 }

@@ -149,6 +149,12 @@ struct SimulatedFacebook: Sendable {
             throw PageError(status: .internalServerError, title: "Sign-in failed", message: "The account could not be created.")
         }
         if userFlow.type == .profileEdit {
+            if let ask = try await flow.secondFactorGate(
+                record, user: user, identityProvider: identity.provider, newUser: newUser, authTime: service.now, session: .start,
+                next: .profile, request: request, context: context)
+            {
+                return ask
+            }
             try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
             return .redirecting(to: flow.pageURL("profile", record: record))
         }

@@ -157,7 +157,7 @@ enum GraphUserJSON {
         let extensions = extensionProperties(of: tenant)
         return (select ?? defaultProperties).compactMap { property in
             if let attribute = extensions.first(where: { $0.graphName == property })?.attribute {
-                return user.attributes[attribute.claimName].map { (property, attribute.json($0)) }
+                return user.attributes[attribute.claimName].flatMap(attribute.json).map { (property, $0) }
             }
             return (property, value(of: property, user: user, tenant: tenant))
         }

@@ -55,6 +55,10 @@ struct InteractionRecord: Sendable {
     var pendingEmail: String?
     /// The email the user proved they own (password reset).
     var verifiedEmail: String?
+    /// The SSO session (hash of its id) the consent page finishes with (Entra face).
+    var consentSessionHash: String? = nil
+    /// The account that passed the flow's second factor in this transaction.
+    var secondFactorUserID: UUID? = nil
 }
 
 /// A single-sign-on session at the identity service (the cookie holds a random id; the store

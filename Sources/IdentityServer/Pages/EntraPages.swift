@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import WireCoding
 
 /// The Microsoft identity platform's own steps (SPEC §2.9): the consent page, shown the first
 /// time a user signs in to an app for scopes not yet granted (and again under
@@ -9,8 +10,10 @@ extension PageStep {
 
     /// The session of the user the transaction is waiting on, which the consent step finishes.
     private func consentingSession() async throws -> InteractionFlow.HeldSession {
-        guard record.request.protocolFace == .entra, let pending = record.pendingUserID,
-            let held = try await flow.sessions(from: request, tenant: tenant).first(where: { $0.user.id == pending })
+        guard record.request.protocolFace == .entra, let pending = record.pendingUserID, let expected = record.consentSessionHash,
+            let held = try await flow.sessions(from: request, tenant: tenant).first(where: {
+                $0.user.id == pending && Secrets.constantTimeEquals(Secrets.sha256Hex($0.id), expected)
+            })
         else {
             throw PageError(status: .forbidden, title: "Sign in first", message: "Sign in before granting permissions to the app.")
         }

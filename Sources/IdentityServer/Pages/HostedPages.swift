@@ -178,6 +178,15 @@ struct PageStep {
         case .disabled:
             return try signInPage(error: B2CError.accountDisabled.message, email: email, status: .forbidden)
         case .success(let user):
+            // The second factor before anything is done for the user (SPEC §2.11).
+            let next: AfterSecondFactor =
+                user.forcePasswordChange ? .changePassword : (userFlow.type == .profileEdit ? .profile : .complete)
+            if let ask = try await flow.secondFactorGate(
+                record, user: user, identityProvider: .local, newUser: false, authTime: service.now, session: .start, next: next,
+                request: request, context: context)
+            {
+                return ask
+            }
             // An operator's temporary password (Graph forceChangePasswordNextSignIn) is replaced
             // before anything else happens.
             if user.forcePasswordChange {
@@ -269,6 +278,14 @@ struct PageStep {
                 return try await resetPage(error: "That code is incorrect or has expired. Please try again.", status: .badRequest)
             }
             try await service.interactions.setVerifiedEmail(interactionID: record.id, email: email, userID: account)
+            // A flow with MFA asks for the second factor before the new password can be set.
+            if let user = try await service.users.user(id: account),
+                let ask = try await flow.secondFactorGate(
+                    try await flow.interaction(record.id), user: user, identityProvider: .local, newUser: false, authTime: now,
+                    session: .start, next: .reset, request: request, context: context)
+            {
+                return ask
+            }
             return .redirecting(to: flow.pageURL("reset", record: record), status: .seeOther)
         case "change":
             // The account the verified code was bound to, and only while it still has the
@@ -277,6 +294,8 @@ struct PageStep {
                 let user = try await service.users.user(id: userID),
                 user.tenantID == tenant.id, user.identityProvider == .local, user.signInName == email
             else { return try await resetPage(error: "Verify your email address first.", status: .badRequest) }
+            guard try await flow.secondFactorSatisfied(record: record, user: user, userFlow: userFlow, request: request, tenant: tenant)
+            else { return try await resetPage(error: "Verify it's you with your second factor first.", status: .forbidden) }
             let password = form["newPassword"] ?? ""
             if let problem = PasswordPolicy.problem(with: password) { return try await resetPage(error: problem, status: .badRequest) }
             guard password == form["reenterPassword"] else {
@@ -302,7 +321,8 @@ struct PageStep {
     /// user, who must still be flagged (so the page cannot be used to change a password freely).
     private func userChangingPassword() async throws -> UserAccount {
         guard let id = record.pendingUserID, let user = try await service.users.user(id: id), user.forcePasswordChange,
-            user.accountEnabled
+            user.accountEnabled,
+            try await flow.secondFactorSatisfied(record: record, user: user, userFlow: userFlow, request: request, tenant: tenant)
         else {
             throw PageError(status: .forbidden, title: "Sign in first", message: "Sign in before changing your password.")
         }
@@ -341,7 +361,9 @@ struct PageStep {
     // MARK: Profile edit
 
     private func pendingUser() async throws -> UserAccount {
-        guard let id = record.pendingUserID, let user = try await service.users.user(id: id) else {
+        guard let id = record.pendingUserID, let user = try await service.users.user(id: id),
+            try await flow.secondFactorSatisfied(record: record, user: user, userFlow: userFlow, request: request, tenant: tenant)
+        else {
             throw PageError(status: .forbidden, title: "Sign in first", message: "Sign in before editing your profile.")
         }
         // A temporary password is replaced before anything else (forceChangePasswordNextSignIn).
@@ -383,9 +405,12 @@ struct PageStep {
         try await service.users.updateProfile(id: user.id, displayName: displayName, attributes: attributes, now: service.now)
         user.displayName = displayName
         user.attributes = attributes
-        let session = try await flow.session(from: request, tenant: tenant)
+        // The user's own session in this browser, if the profile was reached through SSO: kept,
+        // with the second factor it was backed by.
+        let held = try await flow.sessions(from: request, tenant: tenant).first { $0.user.id == user.id }
         return try await flow.complete(
-            record, user: user, identityProvider: session?.session.identityProvider ?? user.identityProvider, newUser: false,
-            authTime: session?.session.authTime ?? service.now, request: request, context: context)
+            record, user: user, identityProvider: held?.session.identityProvider ?? user.identityProvider, newUser: false,
+            authTime: held?.session.authTime ?? service.now, session: held.map { .existing(id: $0.id) } ?? .start,
+            request: request, context: context)
     }
 }

@@ -109,18 +109,20 @@ struct InteractionFlow: Sendable {
         // profile edit, picker): a disabled account gets nothing from any of them, and a flow
         // with MFA gets its second factor first (SPEC §2.11).
         guard user.accountEnabled else { return try await fail(record, with: .accountDisabled, context: context) }
-        let (tenant, userFlow) = try await tenantAndFlow(of: record)
         if !secondFactorPassed,
-            let method = try await secondFactorNeeded(flow: userFlow, user: user, session: session, request: request, tenant: tenant)
+            let ask = try await secondFactorGate(
+                record, user: user, identityProvider: identityProvider, newUser: newUser, authTime: authTime, session: session,
+                next: .complete, request: request, context: context)
         {
-            return try await requireSecondFactor(
-                method, record: record, user: user, identityProvider: identityProvider, newUser: newUser, authTime: authTime)
+            return ask
         }
+        let secondFactorPassed = secondFactorPassed || record.secondFactorUserID == user.id
         guard authorization.protocolFace == .entra else {
             return try await finish(
                 record, user: user, identityProvider: identityProvider, newUser: newUser, authTime: authTime, session: session,
                 secondFactor: secondFactorPassed, request: request, context: context)
         }
+        let tenant = try await tenantAndFlow(of: record).0
         guard let client = try await service.tenants.application(tenantID: tenant.id, clientID: authorization.clientID) else {
             throw PageError(status: .badRequest, title: "Unknown application", message: "The application is no longer registered.")
         }
@@ -142,6 +144,8 @@ struct InteractionFlow: Sendable {
             for: session, user: user, identityProvider: identityProvider, authTime: authTime, secondFactor: secondFactorPassed,
             tenant: tenant)
         try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
+        // The consent page finishes with this session only: never one the browser got elsewhere.
+        try await service.interactions.setConsentSession(interactionID: record.id, idHash: Secrets.sha256Hex(sessionID))
         var response = Response.redirecting(to: pageURL("consent", record: record))
         response.setCookie(ssoCookie(current: sessionID, request: request, tenant: tenant))
         return response

@@ -19,6 +19,11 @@ protocol InteractionStore: Sendable {
     func setPendingEmail(interactionID: String, email: String?) async throws
     /// Records the verified address and the account its code was bound to (none at sign-up).
     func setVerifiedEmail(interactionID: String, email: String, userID: UUID?) async throws
+    /// The SSO session (its id's hash) the Entra consent page may finish the transaction with:
+    /// set only by ``InteractionFlow/complete``, after the second factor.
+    func setConsentSession(interactionID: String, idHash: String) async throws
+    /// Records that `userID` passed the flow's second factor in this transaction.
+    func setSecondFactorPassed(interactionID: String, userID: UUID) async throws
 
     func saveSession(idHash: String, session: SSOSession, now: Date) async throws
     func session(idHash: String, now: Date) async throws -> SSOSession?
@@ -74,6 +79,8 @@ struct SQLInteractionStore: InteractionStore {
         var pendingEmail: String?
         var verifiedEmail: String?
         var clientAddress: String?
+        var consentSessionHash: String?
+        var secondFactorUserId: String?
     }
 
     func saveInteraction(
@@ -84,7 +91,7 @@ struct SQLInteractionStore: InteractionStore {
             id: id, tenantId: request.tenantID.uuidString.lowercased(), policy: request.policy,
             parameters: StoredJSON.encode(request), csrfHash: csrfHash, createdAt: now.epochSeconds,
             expiresAt: expiresAt.epochSeconds, completedAt: nil, pendingUserId: nil, pendingEmail: nil,
-            verifiedEmail: nil, clientAddress: clientAddress)
+            verifiedEmail: nil, clientAddress: clientAddress, consentSessionHash: nil, secondFactorUserId: nil)
         return try await database.transaction { sql in
             let recent =
                 try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("authorization_requests")
@@ -107,7 +114,8 @@ struct SQLInteractionStore: InteractionStore {
             id: row.id, request: request, csrfHash: row.csrfHash, expiresAt: Date(epoch: row.expiresAt),
             completedAt: row.completedAt.map(Date.init(epoch:)),
             pendingUserID: row.pendingUserId.flatMap(UUID.init(uuidString:)), pendingEmail: row.pendingEmail,
-            verifiedEmail: row.verifiedEmail)
+            verifiedEmail: row.verifiedEmail, consentSessionHash: row.consentSessionHash,
+            secondFactorUserID: row.secondFactorUserId.flatMap(UUID.init(uuidString:)))
     }
 
     func completeInteraction(id: String, now: Date) async throws -> Bool {
@@ -139,6 +147,19 @@ struct SQLInteractionStore: InteractionStore {
         try await database.transaction { sql in
             try await sql.update("authorization_requests").set("verified_email", to: email)
                 .set("pending_user_id", to: userID?.uuidString.lowercased())
+                .where("id", .equal, interactionID).run()
+        }
+    }
+
+    func setConsentSession(interactionID: String, idHash: String) async throws {
+        try await database.transaction { sql in
+            try await sql.update("authorization_requests").set("consent_session_hash", to: idHash).where("id", .equal, interactionID).run()
+        }
+    }
+
+    func setSecondFactorPassed(interactionID: String, userID: UUID) async throws {
+        try await database.transaction { sql in
+            try await sql.update("authorization_requests").set("second_factor_user_id", to: userID.uuidString.lowercased())
                 .where("id", .equal, interactionID).run()
         }
     }

@@ -17,9 +17,9 @@ extension InteractionFlow {
     /// kept SSO session was backed by one, or (`conditional`) the browser passed one for this
     /// account before.
     func secondFactorNeeded(
-        flow: UserFlow, user: UserAccount, session: SessionUse, request: Request, tenant: Tenant
+        flow: UserFlow, user: UserAccount, session: SessionUse, request: Request, tenant: Tenant, record: InteractionRecord
     ) async throws -> MFAPolicy.Method? {
-        guard flow.mfa.isOn else { return nil }
+        guard flow.mfa.isOn, record.secondFactorUserID != user.id else { return nil }
         if case .existing(let id) = session,
             let held = try await service.interactions.session(idHash: Secrets.sha256Hex(id), now: service.now), held.secondFactor
         {
@@ -46,11 +46,40 @@ extension InteractionFlow {
         return .email
     }
 
+    /// The gate every path passes once it knows who the user is, before anything is done for
+    /// them (a profile saved, a password set, a consent page, a code): nil to go on; else the
+    /// response asking for the second factor, which then continues with `next`. Under
+    /// `prompt=none` the app gets AADB2C90077 instead of a page.
+    func secondFactorGate(
+        _ record: InteractionRecord, user: UserAccount, identityProvider: IdentityProviderKind, newUser: Bool, authTime: Date,
+        session: SessionUse, next: AfterSecondFactor, request: Request, context: some IdentityContext
+    ) async throws -> Response? {
+        let (tenant, userFlow) = try await tenantAndFlow(of: record)
+        guard
+            let method = try await secondFactorNeeded(
+                flow: userFlow, user: user, session: session, request: request, tenant: tenant, record: record)
+        else { return nil }
+        if record.request.prompt == .silent { return try await fail(record, with: .noSession, context: context) }
+        return try await requireSecondFactor(
+            method, record: record, user: user, identityProvider: identityProvider, newUser: newUser, authTime: authTime, next: next)
+    }
+
+    /// Whether the pending user of `record` may use a page that needs the flow's second factor
+    /// behind it: passed in this transaction, or backed by the browser's session or cookie.
+    func secondFactorSatisfied(record: InteractionRecord, user: UserAccount, userFlow: UserFlow, request: Request, tenant: Tenant)
+        async throws -> Bool
+    {
+        let held = try await sessions(from: request, tenant: tenant).first { $0.user.id == user.id }
+        let session: SessionUse = held.map { .existing(id: $0.id) } ?? .start
+        return try await secondFactorNeeded(flow: userFlow, user: user, session: session, request: request, tenant: tenant, record: record)
+            == nil
+    }
+
     /// Stops the sign-in for `method`: the challenge remembers how to finish it, and an account
     /// without an authenticator is offered a new secret to enrol.
     func requireSecondFactor(
         _ method: MFAPolicy.Method, record: InteractionRecord, user: UserAccount, identityProvider: IdentityProviderKind,
-        newUser: Bool, authTime: Date
+        newUser: Bool, authTime: Date, next: AfterSecondFactor = .complete
     ) async throws -> Response {
         var secret: String?
         if method == .totp, !(try await service.secondFactors.hasAuthenticator(userID: user.id)) {
@@ -59,7 +88,7 @@ extension InteractionFlow {
             secret = Secrets.randomToken(byteCount: 20)
         }
         let pending = PendingSignIn(
-            userID: user.id, identityProvider: identityProvider, newUser: newUser, authTime: authTime, method: method)
+            userID: user.id, identityProvider: identityProvider, newUser: newUser, authTime: authTime, method: method, next: next)
         try await service.secondFactors.startChallenge(
             interactionID: record.id, pending: pending, enrolmentSecret: secret, now: service.now)
         return .redirecting(to: pageURL("mfa", record: record), status: .seeOther)
@@ -77,6 +106,14 @@ extension PageStep {
     }
 
     func secondFactorPage(error: String? = nil, status: HTTPResponse.Status = .ok) async throws -> Response {
+        // The page may show an enrolment secret: only to the browser that started the sign-in.
+        guard let cookie = request.cookies[InteractionFlow.csrfCookie]?.value,
+            Secrets.constantTimeEquals(Secrets.sha256Hex(cookie), record.csrfHash)
+        else {
+            throw PageError(
+                status: .forbidden, title: "Request blocked",
+                message: "This sign-in was started in another browser. Start again from the application.")
+        }
         let (challenge, user) = try await challenge()
         var values: [String: Any] = ["action": flow.pageURL("mfa", record: record), "account": user.email ?? user.displayName]
         switch challenge.pending.method {
@@ -89,7 +126,8 @@ extension PageStep {
                 values["title"] = "Set up your authenticator app"
                 values["enrol"] = true
                 values["otpauthURI"] = uri
-                values["qrSVG"] = try QRCode(text: uri).svg()
+                // A URI too long for the largest code drawn here leaves the key and the link.
+                values["qrSVG"] = try? QRCode(text: uri).svg()
                 // The key as the URI carries it (base32), in groups of four for typing.
                 let base32 = URLComponents(string: uri)?.queryItems?.first { $0.name == "secret" }?.value ?? ""
                 values["secret"] = stride(from: 0, to: base32.count, by: 4).map { start in
@@ -115,8 +153,13 @@ extension PageStep {
             let mail = OutboxMessage(
                 id: OutboxMessage.newID(), tenantID: tenant.id, recipient: address, subject: "\(tenant.displayName) verification code",
                 body: "Your code is: \(code)\nIt expires in 10 minutes.", createdAt: service.now)
-            try await service.secondFactors.saveEmailCode(
-                interactionID: record.id, code: code, expiresAt: service.now.addingTimeInterval(600), mail: mail)
+            guard
+                try await service.secondFactors.saveEmailCode(
+                    interactionID: record.id, code: code, now: service.now, expiresAt: service.now.addingTimeInterval(600), mail: mail)
+            else {
+                return try await secondFactorPage(
+                    error: "Please wait a moment before asking for another code (at most five per sign-in).", status: .tooManyRequests)
+            }
             context.logger.info("second-factor code sent", metadata: ["oid": "\(user.objectID)"])
             return .redirecting(to: again, status: .seeOther)
         }
@@ -140,9 +183,24 @@ extension PageStep {
         try await service.secondFactors.succeeded(interactionID: record.id, userID: user.id)
         context.logger.info("second factor passed", metadata: ["oid": "\(user.objectID)", "method": "\(challenge.pending.method)"])
         let pending = challenge.pending
-        var response = try await flow.complete(
-            record, user: user, identityProvider: pending.identityProvider, newUser: pending.newUser, authTime: pending.authTime,
-            secondFactorPassed: true, request: request, context: context)
+        var response: Response
+        switch pending.next ?? .complete {
+        case .complete:
+            response = try await flow.complete(
+                record, user: user, identityProvider: pending.identityProvider, newUser: pending.newUser, authTime: pending.authTime,
+                secondFactorPassed: true, request: request, context: context)
+        case .profile, .changePassword, .reset:
+            // The page after the factor; it checks the transaction's proof before it acts.
+            try await service.interactions.setSecondFactorPassed(interactionID: record.id, userID: user.id)
+            let page: String
+            switch pending.next {
+            case .profile: page = "profile"
+            case .changePassword: page = "changepassword"
+            default: page = "reset"
+            }
+            if pending.next != .reset { try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id) }
+            response = .redirecting(to: flow.pageURL(page, record: record), status: .seeOther)
+        }
         if userFlow.mfa.enforcement == .conditional {
             let token = Secrets.randomToken()
             try await service.secondFactors.rememberBrowser(

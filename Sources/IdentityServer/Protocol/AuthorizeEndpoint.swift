@@ -217,8 +217,15 @@ struct AuthorizeEndpoint: Sendable {
             }
             return .redirecting(to: flow.pageURL("signup", record: record))
         case .profileEdit:
-            if let user = existing?.user {
-                try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
+            if let existing {
+                if let ask = try await flow.secondFactorGate(
+                    record, user: existing.user, identityProvider: existing.session.identityProvider, newUser: false,
+                    authTime: existing.session.authTime, session: .existing(id: existing.id), next: .profile, request: request,
+                    context: context)
+                {
+                    return ask
+                }
+                try await service.interactions.setPendingUser(interactionID: record.id, userID: existing.user.id)
                 return .redirecting(to: flow.pageURL("profile", record: record))
             }
             if authorization.prompt == .silent { return try await flow.fail(record, with: .noSession, context: context) }

@@ -214,8 +214,8 @@ struct ConnectorCaller: Sendable {
             if let value = subject.attributes[attribute.rawValue] { members.append((attribute.rawValue, .string(value))) }
         }
         for attribute in tenant.userAttributes {
-            if let value = subject.attributes[attribute.claimName] {
-                members.append((attribute.graphName(extensionsAppID: tenant.extensionsAppID), attribute.json(value)))
+            if let value = subject.attributes[attribute.claimName].flatMap(attribute.json) {
+                members.append((attribute.graphName(extensionsAppID: tenant.extensionsAppID), value))
             }
         }
         members.append(("step", .string(step.rawValue)))

@@ -95,12 +95,14 @@ public struct CustomAttribute: Sendable, Codable, Equatable {
         }
     }
 
-    /// The stored value as the typed JSON tokens and Graph carry.
-    func json(_ stored: String) -> JSONText {
+    /// The stored value as the typed JSON tokens and Graph carry; nil when it does not read as
+    /// the declared type (stored under an older declaration), so it is left out rather than
+    /// sent with a type the reader does not expect.
+    func json(_ stored: String) -> JSONText? {
         switch type {
         case .string: return .string(stored)
-        case .boolean: return .bool(stored == "true")
-        case .int: return Int64(stored).map(JSONText.int) ?? .string(stored)
+        case .boolean: return stored == "true" ? .bool(true) : stored == "false" ? .bool(false) : nil
+        case .int: return Int32(stored).map { JSONText.int(Int64($0)) }
         }
     }
 

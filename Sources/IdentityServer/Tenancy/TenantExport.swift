@@ -44,7 +44,7 @@ extension IdentityServer {
                 TenantDeclaration.UserPart(
                     id: user.id, identityProvider: user.identityProvider, signInName: user.signInName, email: user.email,
                     emailVerified: user.emailVerified, displayName: user.displayName,
-                    attributes: user.attributes.isEmpty ? nil : user.attributes,
+                    attributes: Self.declaredAttributes(user.attributes, tenant: tenant),
                     accountEnabled: user.accountEnabled, forcePasswordChange: user.forcePasswordChange,
                     passwordPolicies: user.passwordPolicies,
                     sealedPasswordHash: try user.passwordHash.map {
@@ -71,5 +71,16 @@ extension IdentityServer {
                 unboundedSlidingWindow: lifetimes.slidingWindowSeconds == nil ? true : nil),
             emailVerification: flow.emailVerification, mfa: flow.mfa.isOn ? flow.mfa : nil,
             apiConnectors: flow.connectors.isEmpty ? nil : flow.connectors)
+    }
+
+    /// An account's attributes as a declaration may carry them: built-in ones, and the tenant's
+    /// own only while declared and of their declared type (a value kept from an older
+    /// declaration would make the file refuse to apply).
+    private static func declaredAttributes(_ attributes: [String: String], tenant: Tenant) -> [String: String]? {
+        let kept = attributes.filter { key, value in
+            guard case .custom? = FlowAttribute(rawValue: key) else { return true }
+            return tenant.customAttribute(forKey: key).map { (try? $0.validate(value).get()) == value } ?? false
+        }
+        return kept.isEmpty ? nil : kept
     }
 }
