@@ -273,6 +273,8 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "HummingbirdOTP", package: "hummingbird-auth"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "JOSE",
             ],
             swiftSettings: swiftSettings
         ),

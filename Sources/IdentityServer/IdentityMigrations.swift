@@ -254,5 +254,17 @@ enum IdentityMigrations {
                     "ALTER TABLE mfa_challenges ADD COLUMN sends BIGINT NOT NULL DEFAULT 0",
                     "ALTER TABLE mfa_challenges ADD COLUMN last_sent_at BIGINT",
                 ]),
+            // Authorizations in flight at upstream OpenID Connect providers, by the hash of
+            // their state (SPEC §2.11); the PKCE verifier sealed.
+            Migration(
+                version: 22, name: "upstream requests",
+                [
+                    """
+                    CREATE TABLE upstream_requests (
+                        state_hash TEXT PRIMARY KEY,
+                        interaction_id TEXT NOT NULL REFERENCES authorization_requests(id) ON DELETE CASCADE,
+                        provider TEXT NOT NULL, sealed_verifier TEXT NOT NULL, nonce TEXT NOT NULL, expires_at BIGINT NOT NULL)
+                    """
+                ]),
         ])
 }

@@ -39,16 +39,18 @@ public final class IdentityServer: Sendable {
         logger: Logger
     ) async throws -> IdentityServer {
         try await IdentityMigrations.runner.run(on: database, logger: logger)
+        let outbound = HTTPClient(
+            eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
         let keys = SigningKeyRing(database: database, dataKey: dataKey, clock: clock, keyBits: configuration.signingKeyBits)
         let service = IdentityService(
             configuration: configuration, clock: clock, tenants: CachedTenantDirectory(SQLTenantDirectory(database: database)),
             users: SQLUserDirectory(database: database), grants: SQLGrantStore(database: database),
             interactions: SQLInteractionStore(database: database, dataKey: dataKey), consents: SQLConsentStore(database: database),
             secondFactors: SQLSecondFactorStore(database: database, dataKey: dataKey),
-            connectors: ConnectorCaller(
-                client: HTTPClient(
-                    eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(redirectConfiguration: .disallow)),
-                dataKey: dataKey),
+            connectors: ConnectorCaller(client: outbound, dataKey: dataKey),
+            upstream: UpstreamOIDC(
+                client: outbound, directory: UpstreamDirectory(),
+                requests: SQLUpstreamRequestStore(database: database, dataKey: dataKey), dataKey: dataKey),
             dataKey: dataKey,
             keys: keys,
             hasher: PasswordHasher(cost: configuration.passwordHashCost), pages: try PageRenderer(),

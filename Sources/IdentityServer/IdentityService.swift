@@ -16,6 +16,8 @@ struct IdentityService: Sendable {
     let secondFactors: any SecondFactorStore
     /// Calls the tenants' API connectors.
     let connectors: ConnectorCaller
+    /// Federation with the tenants' upstream OpenID Connect providers.
+    let upstream: UpstreamOIDC
     /// Seals what leaves the database (an export's password hashes) as it seals what is in it.
     let dataKey: DataKey
     let keys: SigningKeyRing

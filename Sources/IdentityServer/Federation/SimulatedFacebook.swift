@@ -123,43 +123,7 @@ struct SimulatedFacebook: Sendable {
             throw PageError(
                 status: .badRequest, title: "Sign-in failed", message: "The identity provider's answer is not valid or has expired.")
         }
-        let identity = taken.identity
-        var newUser = false
-        var user = try await service.users.user(tenantID: tenant.id, provider: identity.provider, signInName: identity.subject)
-        if user == nil {
-            var attributes: [String: String] = [:]
-            attributes[UserAttribute.givenName.rawValue] = identity.givenName
-            attributes[UserAttribute.surname.rawValue] = identity.surname
-            let created = UserAccount(
-                tenantID: tenant.id, identityProvider: identity.provider, signInName: identity.subject, email: identity.email,
-                displayName: identity.displayName, attributes: attributes, createdAt: service.now,
-                // The provider vouches for the address it sends, as B2C takes it from Facebook.
-                emailVerified: identity.email != nil)
-            do {
-                try await service.users.create(created)
-                newUser = true
-                user = created
-                context.logger.info(
-                    "federated account created", metadata: ["oid": "\(created.objectID)", "idp": "\(identity.provider.rawValue)"])
-            } catch UserDirectoryError.duplicate {
-                user = try await service.users.user(tenantID: tenant.id, provider: identity.provider, signInName: identity.subject)
-            }
-        }
-        guard let user else {
-            throw PageError(status: .internalServerError, title: "Sign-in failed", message: "The account could not be created.")
-        }
-        if userFlow.type == .profileEdit {
-            if let ask = try await flow.secondFactorGate(
-                record, user: user, identityProvider: identity.provider, newUser: newUser, authTime: service.now, session: .start,
-                next: .profile, request: request, context: context)
-            {
-                return ask
-            }
-            try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
-            return .redirecting(to: flow.pageURL("profile", record: record))
-        }
-        return try await flow.complete(
-            record, user: user, identityProvider: identity.provider, newUser: newUser, authTime: service.now, request: request,
-            context: context)
+        return try await flow.finishFederated(
+            taken.identity, record: record, tenant: tenant, userFlow: userFlow, request: request, context: context)
     }
 }

@@ -209,10 +209,8 @@ enum GraphUserJSON {
             .object([("signInType", .string(type)), ("issuer", .string(issuer)), ("issuerAssignedId", .string(id))])
         }
         let upn = identity("userPrincipalName", tenant.name, "\(user.objectID)@\(tenant.name)")
-        switch user.identityProvider {
-        case .local: return [identity("emailAddress", tenant.name, user.email ?? user.signInName), upn]
-        case .facebook: return [identity("federated", IdentityProviderKind.facebook.rawValue, user.signInName), upn]
-        }
+        if user.identityProvider == .local { return [identity("emailAddress", tenant.name, user.email ?? user.signInName), upn] }
+        return [identity("federated", user.identityProvider.rawValue, user.signInName), upn]
     }
 }
 
@@ -378,7 +376,8 @@ enum GraphUserDraft {
                 }
                 identity = .email(id)
             case "federated":
-                guard let provider = IdentityProviderKind(rawValue: issuer.lowercased()), provider != .local else {
+                let known = [IdentityProviderKind.facebook] + tenant.identityProviders.map(\.kind)
+                guard let provider = known.first(where: { $0.rawValue.lowercased() == issuer.lowercased() }) else {
                     throw GraphError.badRequest("'\(TextRules.printable(issuer))' is not an identity provider of this tenant.")
                 }
                 identity = .federated(provider: provider, subject: id, email: nil)

@@ -19,7 +19,7 @@ struct HostedPages: Sendable {
         pages.get("forgot") { request, context in try await step(request, context).forgotPassword() }
         pages.post("cancel") { _, context in try await flow.fail(context.record, with: .userCancelled, context: context) }
         pages.get("social") { request, context in
-            try step(request, context).social(provider: RequestParameters(query: request.uri.query)["provider"])
+            try await step(request, context).social(provider: RequestParameters(query: request.uri.query)["provider"])
         }
         pages.get("reset") { request, context in try await step(request, context).resetPage() }
         pages.post("reset") { request, context in try await step(request, context).reset() }
@@ -145,14 +145,22 @@ struct PageStep {
             values["forgotURL"] = flow.pageURL("forgot", record: record)
         }
         if userFlow.type == .signUpOrSignIn { values["signUpURL"] = flow.pageURL("signup", record: record) }
+        var social: [[String: Any]] = []
         if userFlow.offersFacebook {
+            social.append([
+                "name": "Facebook", "id": "FacebookExchange",
+                "url": flow.pageURL("social", record: record, extra: [("provider", "facebook.com")]),
+            ])
+        }
+        for provider in tenant.identityProviders where userFlow.identityProviders.contains(provider.kind) {
+            social.append([
+                "name": provider.label, "id": "\(provider.name)Exchange",
+                "url": flow.pageURL("social", record: record, extra: [("provider", provider.name)]),
+            ])
+        }
+        if !social.isEmpty {
             values["hasSocial"] = true
-            values["social"] = [
-                [
-                    "name": "Facebook", "id": "FacebookExchange",
-                    "url": flow.pageURL("social", record: record, extra: [("provider", "facebook.com")]),
-                ]
-            ]
+            values["social"] = social
         }
         return try page("signin", values, status: status)
     }
@@ -213,11 +221,23 @@ struct PageStep {
 
     // MARK: Social
 
-    func social(provider: String?) throws -> Response {
-        guard provider == IdentityProviderKind.facebook.rawValue, userFlow.offersFacebook else {
+    func social(provider: String?) async throws -> Response {
+        if provider == IdentityProviderKind.facebook.rawValue, userFlow.offersFacebook {
+            return .redirecting(to: SimulatedFacebook.authorizeURL(record: record))
+        }
+        guard let name = provider, let upstream = tenant.upstreamProvider(named: name), userFlow.identityProviders.contains(upstream.kind)
+        else {
             throw PageError(status: .badRequest, title: "Not available", message: "This identity provider is not offered here.")
         }
-        return .redirecting(to: SimulatedFacebook.authorizeURL(record: record))
+        do {
+            let url = try await service.upstream.authorizationURL(
+                provider: upstream, record: record, callback: UpstreamFederation.callback(for: record), now: service.now)
+            return .redirecting(to: url)
+        } catch let failure as UpstreamOIDC.Failure {
+            context.logger.warning(
+                "upstream provider unusable", metadata: ["provider": "\(upstream.name)", "reason": "\(failure.message)"])
+            return try await flow.fail(record, with: failure.b2cError, context: context)
+        }
     }
 
     // MARK: Password reset (verify the email with a code, then set a new password)

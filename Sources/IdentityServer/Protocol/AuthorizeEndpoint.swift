@@ -151,6 +151,16 @@ struct AuthorizeEndpoint: Sendable {
             maxAge: maxAge, origin: origin, face: face, uiLocales: Self.uiLocales(parameters["ui_locales"]))
     }
 
+    /// The upstream provider a `domain_hint` names (its name, or its issuer's host), if the flow
+    /// offers it: the sign-in goes straight there, as B2C's domain hints do.
+    static func hinted(_ hint: String?, tenant: Tenant, userFlow: UserFlow) -> UpstreamProvider? {
+        guard let hint = hint?.lowercased() else { return nil }
+        return tenant.identityProviders.first { provider in
+            userFlow.identityProviders.contains(provider.kind)
+                && (provider.name.lowercased() == hint || URLComponents(string: provider.issuer)?.host?.lowercased() == hint)
+        }
+    }
+
     /// `ui_locales` (OIDC Core §3.1.2.1): space-separated BCP 47 tags, kept only when each is
     /// letters, digits and hyphens (at most five tags), so nothing else reaches pages or connectors.
     static func uiLocales(_ raw: String?) -> String? {
@@ -206,6 +216,9 @@ struct AuthorizeEndpoint: Sendable {
             if authorization.domainHint == "facebook.com" || !userFlow.offersLocalAccounts, userFlow.offersFacebook {
                 return .redirecting(to: flow.pageURL("social", record: record, extra: [("provider", "facebook.com")]))
             }
+            if let upstream = Self.hinted(authorization.domainHint, tenant: tenant, userFlow: userFlow) {
+                return .redirecting(to: flow.pageURL("social", record: record, extra: [("provider", upstream.name)]))
+            }
             if authorization.prompt == .create, userFlow.type == .signUpOrSignIn {
                 return .redirecting(to: flow.pageURL("signup", record: record))
             }
@@ -214,6 +227,9 @@ struct AuthorizeEndpoint: Sendable {
             if authorization.prompt == .silent { return try await flow.fail(record, with: .noSession, context: context) }
             if authorization.domainHint == "facebook.com", userFlow.offersFacebook {
                 return .redirecting(to: flow.pageURL("social", record: record, extra: [("provider", "facebook.com")]))
+            }
+            if let upstream = Self.hinted(authorization.domainHint, tenant: tenant, userFlow: userFlow) {
+                return .redirecting(to: flow.pageURL("social", record: record, extra: [("provider", upstream.name)]))
             }
             return .redirecting(to: flow.pageURL("signup", record: record))
         case .profileEdit:

@@ -47,7 +47,8 @@ extension IdentityServer {
         let browser = router.group().add(
             middleware: PageErrorMiddleware<IdentityRequestContext>(pages: service.pages, clock: service.clock))
         let facebook = SimulatedFacebook(service: service)
-        browser.get(":tenant/oauth2/authresp", use: facebook.callback)
+        // B2C's one federation callback: an upstream provider's answer or the simulated Facebook's.
+        browser.get(":tenant/oauth2/authresp", use: UpstreamFederation(service: service, simulatedFacebook: facebook).callback)
         if service.configuration.simulatedFacebook {
             browser.get("facebook.com/dialog/oauth", use: facebook.dialog)
             browser.post("facebook.com/dialog/oauth", use: facebook.dialog)

@@ -16,11 +16,15 @@ public struct Tenant: Sendable, Equatable {
     public var userAttributes: [CustomAttribute]
     /// REST endpoints flows call during sign-up (SPEC §2.11); secrets sealed.
     public var apiConnectors: [APIConnector]
+    /// Upstream OpenID Connect providers its flows may offer (SPEC §2.11); secrets sealed.
+    public var identityProviders: [UpstreamProvider]
 
     public init(
         id: UUID, name: String, displayName: String, defaultPolicy: String, pageTemplatesPath: String? = nil,
-        isDefault: Bool = false, userAttributes: [CustomAttribute] = [], apiConnectors: [APIConnector] = []
+        isDefault: Bool = false, userAttributes: [CustomAttribute] = [], apiConnectors: [APIConnector] = [],
+        identityProviders: [UpstreamProvider] = []
     ) {
+        self.identityProviders = identityProviders
         self.userAttributes = userAttributes
         self.apiConnectors = apiConnectors
         self.id = id

@@ -51,7 +51,8 @@ extension TenantDeclaration {
             id: tenantID, name: tenant.name, displayName: tenant.displayName ?? tenant.name,
             defaultPolicy: tenant.defaultPolicy ?? userFlows.first?.name ?? "B2C_1_susi", pageTemplatesPath: templates,
             isDefault: true, userAttributes: userAttributes ?? [],
-            apiConnectors: try sealedConnectors(tenantID: tenantID, existing: existing, dataKey: server.service.dataKey))
+            apiConnectors: try sealedConnectors(tenantID: tenantID, existing: existing, dataKey: server.service.dataKey),
+            identityProviders: try sealedProviders(tenantID: tenantID, existing: existing, dataKey: server.service.dataKey))
         if existing != model {
             try await server.tenants.save(model, now: now)
             note("tenant", model.name, before: existing.map { _ in false })
@@ -66,7 +67,8 @@ extension TenantDeclaration {
                 if given.unboundedSlidingWindow == true { lifetimes.slidingWindowSeconds = nil }
             }
             var declared = UserFlow(
-                tenantID: model.id, name: flow.name, type: flow.type, identityProviders: flow.identityProviders ?? [.local],
+                tenantID: model.id, name: flow.name, type: flow.type,
+                identityProviders: (flow.identityProviders ?? [.local]).map { model.upstreamProvider(named: $0.rawValue)?.kind ?? $0 },
                 signUpAttributes: flow.signUpAttributes ?? [.displayName],
                 applicationClaims: flow.applicationClaims ?? UserFlow.defaultClaims,
                 lifetimes: lifetimes, emailVerification: flow.emailVerification ?? true)
@@ -194,6 +196,29 @@ extension TenantDeclaration {
             connector.password = try seal(declared.password, field: "password", stored: stored?.password)
             connector.token = try seal(declared.token, field: "token", stored: stored?.token)
             return connector
+        }
+    }
+
+    /// The declared upstream providers with their client secrets sealed, as for connectors.
+    func sealedProviders(tenantID: UUID, existing: Tenant?, dataKey: DataKey) throws -> [UpstreamProvider] {
+        try (identityProviders ?? []).map { declared in
+            var provider = declared
+            guard let secret = declared.clientSecret else { return provider }
+            let context = UpstreamProvider.sealingContext(tenantID: tenantID, name: declared.name)
+            if secret.hasPrefix("sealed:") {
+                guard (try? dataKey.open(secret, context: context)) != nil else {
+                    throw DeclarationError.invalid(
+                        "identity provider '\(declared.name)': its sealed clientSecret does not open with this data key")
+                }
+                return provider
+            }
+            let stored = existing?.identityProviders.first { $0.name == declared.name }?.clientSecret
+            if let stored, (try? dataKey.open(stored, context: context))?.value == secret {
+                provider.clientSecret = stored
+            } else {
+                provider.clientSecret = try dataKey.seal(secret, context: context)
+            }
+            return provider
         }
     }
 }

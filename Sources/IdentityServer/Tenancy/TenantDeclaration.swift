@@ -112,6 +112,9 @@ public struct TenantDeclaration: Codable, Sendable {
     /// REST endpoints flows call (B2C's API connectors); `password`/`token` in clear here, or
     /// sealed (`sealed:v1:…`) as an export writes them.
     var apiConnectors: [APIConnector]?
+    /// Upstream OpenID Connect providers flows may list by name; `clientSecret` in clear or
+    /// sealed, as for connectors.
+    var identityProviders: [UpstreamProvider]?
     var userFlows: [FlowPart]
     var applications: [ApplicationPart]?
     var users: [UserPart]?
@@ -200,6 +203,18 @@ public struct TenantDeclaration: Codable, Sendable {
                 problems.append("user flow \(flow.name): a ROPC flow cannot ask for a second factor")
             }
         }
+        let providerNames = (identityProviders ?? []).map { $0.name.lowercased() }
+        for provider in identityProviders ?? [] { problems += provider.problems() }
+        if Set(providerNames).count != providerNames.count { problems.append("identity provider names must be unique") }
+        for flow in userFlows {
+            for kind in flow.identityProviders ?? [] where kind != .local && kind != .facebook {
+                if !providerNames.contains(kind.rawValue.lowercased()) {
+                    problems.append(
+                        "user flow \(flow.name): identity provider '\(TextRules.printable(kind.rawValue))' is not local, facebook.com or one of the identityProviders"
+                    )
+                }
+            }
+        }
         let connectorNames = (apiConnectors ?? []).map(\.name)
         for connector in apiConnectors ?? [] { problems += connector.problems() }
         if Set(connectorNames).count != connectorNames.count { problems.append("API connector names must be unique") }
@@ -264,8 +279,7 @@ public struct TenantDeclaration: Codable, Sendable {
             if (try? TextRules.name(user.displayName, maximumLength: 256).get()) != user.displayName {
                 problems.append("user \(user.id): displayName must be 1 to 256 characters without controls")
             }
-            switch user.identityProvider {
-            case .local:
+            if user.identityProvider == .local {
                 if EmailAddress.canonical(user.signInName) != user.signInName {
                     problems.append("user \(user.id): signInName of a local account must be its canonical email address")
                 }
@@ -273,7 +287,7 @@ public struct TenantDeclaration: Codable, Sendable {
                 if let email = user.email, EmailAddress.canonical(email) != user.signInName {
                     problems.append("user \(user.id): email must be the spelling of its signInName")
                 }
-            case .facebook:
+            } else {
                 if (try? TextRules.name(user.signInName, maximumLength: 256).get()) != user.signInName {
                     problems.append("user \(user.id): signInName must be 1 to 256 characters without controls")
                 }

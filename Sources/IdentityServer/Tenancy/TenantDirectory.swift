@@ -35,6 +35,7 @@ public protocol TenantDirectory: Sendable {
 struct TenantSettings: Codable, Equatable {
     var userAttributes: [CustomAttribute]?
     var apiConnectors: [APIConnector]?
+    var identityProviders: [UpstreamProvider]?
 }
 
 /// The SQL implementation of ``TenantDirectory``.
@@ -61,7 +62,7 @@ struct SQLTenantDirectory: TenantDirectory {
             return Tenant(
                 id: id, name: name, displayName: displayName, defaultPolicy: defaultPolicy,
                 pageTemplatesPath: pageTemplatesPath, isDefault: isDefault, userAttributes: settings.userAttributes ?? [],
-                apiConnectors: settings.apiConnectors ?? [])
+                apiConnectors: settings.apiConnectors ?? [], identityProviders: settings.identityProviders ?? [])
         }
     }
 
@@ -201,7 +202,10 @@ struct SQLTenantDirectory: TenantDirectory {
             id: tenant.guid, name: tenant.name, nameLower: tenant.name.lowercased(), displayName: tenant.displayName,
             defaultPolicy: tenant.defaultPolicy, pageTemplatesPath: tenant.pageTemplatesPath,
             isDefault: tenant.isDefault, createdAt: now.epochSeconds,
-            settings: StoredJSON.encode(TenantSettings(userAttributes: tenant.userAttributes, apiConnectors: tenant.apiConnectors)))
+            settings: StoredJSON.encode(
+                TenantSettings(
+                    userAttributes: tenant.userAttributes, apiConnectors: tenant.apiConnectors,
+                    identityProviders: tenant.identityProviders)))
         try await database.transaction { sql in
             if row.isDefault {
                 try await sql.update("tenants").set("is_default", to: false).run()

@@ -18,7 +18,8 @@ extension IdentityServer {
                 pageTemplates: tenant.pageTemplatesPath),
             userAttributes: tenant.userAttributes.isEmpty ? nil : tenant.userAttributes,
             apiConnectors: tenant.apiConnectors.isEmpty ? nil : tenant.apiConnectors,
-            userFlows: flows.map(Self.declared), applications: [], users: nil)
+            identityProviders: tenant.identityProviders.isEmpty ? nil : tenant.identityProviders,
+            userFlows: flows.map { Self.declared($0, tenant: tenant) }, applications: [], users: nil)
         for app in apps {
             // An API is named as a permission names it: Graph by its URL, an app by its App ID URI.
             let permissions = app.apiPermissions.map { permission in
@@ -59,10 +60,14 @@ extension IdentityServer {
             + (try encoder.encode(declaration))
     }
 
-    private static func declared(_ flow: UserFlow) -> TenantDeclaration.FlowPart {
+    private static func declared(_ flow: UserFlow, tenant: Tenant) -> TenantDeclaration.FlowPart {
         let lifetimes = flow.lifetimes
+        // Upstream providers by the name the declaration gives them.
+        let providers = flow.identityProviders.compactMap { kind in
+            tenant.upstreamProvider(of: kind).map { IdentityProviderKind(rawValue: $0.name) } ?? kind
+        }
         return TenantDeclaration.FlowPart(
-            name: flow.name, type: flow.type, identityProviders: flow.identityProviders, signUpAttributes: flow.signUpAttributes,
+            name: flow.name, type: flow.type, identityProviders: providers, signUpAttributes: flow.signUpAttributes,
             applicationClaims: flow.applicationClaims,
             lifetimes: .init(
                 accessTokenMinutes: lifetimes.accessTokenSeconds / 60, idTokenMinutes: lifetimes.idTokenSeconds / 60,

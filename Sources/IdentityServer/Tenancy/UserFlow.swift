@@ -15,12 +15,44 @@ public enum UserFlowType: String, Sendable, Codable, CaseIterable {
     var offersForgotPassword: Bool { self == .signUpOrSignIn || self == .signIn }
 }
 
-/// Where a user's identity comes from.
-public enum IdentityProviderKind: String, Sendable, Codable, CaseIterable {
+/// Where a user's identity comes from: local accounts, the simulated Facebook, or an upstream
+/// OpenID Connect provider named by its issuer (the `idp` claim B2C writes for it).
+public struct IdentityProviderKind: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+
+    /// Any name of 1 to 512 printable ASCII characters: `local`, `facebook.com`, an issuer URL,
+    /// or (in a declaration) a declared provider's name.
+    public init?(rawValue: String) {
+        guard (1...512).contains(rawValue.count), rawValue.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0.asciiValue! >= 0x21 })
+        else { return nil }
+        self.rawValue = rawValue
+    }
+
+    private init(known: String) { rawValue = known }
+
     /// Email + password accounts stored here.
-    case local
+    public static let local = IdentityProviderKind(known: "local")
     /// The simulated Facebook provider (`idp: facebook.com`).
-    case facebook = "facebook.com"
+    public static let facebook = IdentityProviderKind(known: "facebook.com")
+
+    /// An upstream OpenID Connect provider, by its issuer.
+    static func upstream(issuer: String) -> IdentityProviderKind { IdentityProviderKind(known: issuer) }
+
+    public var description: String { rawValue }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let raw = try container.decode(String.self)
+        guard let kind = IdentityProviderKind(rawValue: raw) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(raw)' is not an identity provider name")
+        }
+        self = kind
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
 }
 
 /// User attributes a flow can collect at sign-up or edit in the profile page, with the claim

@@ -1,0 +1,51 @@
+import Foundation
+import Hummingbird
+
+extension InteractionFlow {
+    /// The end of every federated sign-in (the simulated Facebook, upstream OpenID Connect
+    /// providers): the account of that provider and subject, made on first sign-in as B2C makes
+    /// a stub account with its own object id (research/b2c-protocol.md §5.3), then the profile
+    /// page of a profile-edit flow or the completion, both behind the flow's second factor.
+    func finishFederated(
+        _ identity: FederatedIdentity, record: InteractionRecord, tenant: Tenant, userFlow: UserFlow, request: Request,
+        context: some IdentityContext
+    ) async throws -> Response {
+        var newUser = false
+        var user = try await service.users.user(tenantID: tenant.id, provider: identity.provider, signInName: identity.subject)
+        if user == nil {
+            var attributes: [String: String] = [:]
+            attributes[UserAttribute.givenName.rawValue] = identity.givenName
+            attributes[UserAttribute.surname.rawValue] = identity.surname
+            let created = UserAccount(
+                tenantID: tenant.id, identityProvider: identity.provider, signInName: identity.subject, email: identity.email,
+                displayName: identity.displayName, attributes: attributes, createdAt: service.now,
+                // The provider vouches for the address it sends, as B2C takes it from a federated provider.
+                emailVerified: identity.email != nil)
+            do {
+                try await service.users.create(created)
+                newUser = true
+                user = created
+                context.logger.info(
+                    "federated account created", metadata: ["oid": "\(created.objectID)", "idp": "\(identity.provider.rawValue)"])
+            } catch UserDirectoryError.duplicate {
+                user = try await service.users.user(tenantID: tenant.id, provider: identity.provider, signInName: identity.subject)
+            }
+        }
+        guard let user else {
+            throw PageError(status: .internalServerError, title: "Sign-in failed", message: "The account could not be created.")
+        }
+        if userFlow.type == .profileEdit {
+            if let ask = try await secondFactorGate(
+                record, user: user, identityProvider: identity.provider, newUser: newUser, authTime: service.now, session: .start,
+                next: .profile, request: request, context: context)
+            {
+                return ask
+            }
+            try await service.interactions.setPendingUser(interactionID: record.id, userID: user.id)
+            return .redirecting(to: pageURL("profile", record: record))
+        }
+        return try await complete(
+            record, user: user, identityProvider: identity.provider, newUser: newUser, authTime: service.now, request: request,
+            context: context)
+    }
+}

@@ -1,0 +1,255 @@
+import AsyncHTTPClient
+import Crypto
+import CryptoExtras
+import Foundation
+import JOSE
+import NIOCore
+import SQLKit
+import Storage
+import TodoModels
+import WireCoding
+
+/// Federation with upstream OpenID Connect providers (SPEC §2.11): the authorization code flow
+/// with PKCE (S256), `state` and `nonce` to the provider, the code redeemed at its token
+/// endpoint, and its ID token accepted only when signed by a key of its JWKS (RS256), issued by
+/// its issuer, for this client, unexpired, and carrying the nonce this sign-in sent.
+struct UpstreamOIDC: Sendable {
+    let client: HTTPClient
+    let directory: UpstreamDirectory
+    let requests: any UpstreamRequestStore
+    let dataKey: DataKey
+
+    /// What the provider answered wrongly, for B2C's AADB2C90273.
+    struct Failure: Error, Equatable {
+        var message: String
+        var b2cError: B2CError { B2CError("server_error", "AADB2C90273", "An invalid response was received : '\(message)'") }
+    }
+
+    /// The provider's authorization URL for a new upstream request of `record`'s sign-in.
+    func authorizationURL(provider: UpstreamProvider, record: InteractionRecord, callback: String, now: Date) async throws -> String {
+        let metadata = try await directory.metadata(provider, client: client)
+        let state = Secrets.randomToken()
+        let nonce = Secrets.randomToken()
+        let verifier = Secrets.randomToken(byteCount: 48)
+        try await requests.save(
+            UpstreamRequest(interactionID: record.id, provider: provider.name, verifier: verifier, nonce: nonce),
+            stateHash: Secrets.sha256Hex(state), expiresAt: now.addingTimeInterval(600))
+        let challenge = Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8))))
+        let query = FormEncoding.encode([
+            ("client_id", provider.clientId), ("response_type", "code"), ("redirect_uri", callback), ("scope", provider.requestedScope),
+            ("state", state), ("nonce", nonce), ("code_challenge", challenge), ("code_challenge_method", "S256"),
+            ("response_mode", "query"),
+        ])
+        return metadata.authorizationEndpoint + (metadata.authorizationEndpoint.contains("?") ? "&" : "?") + query
+    }
+
+    /// Redeems `code` and checks the ID token; the identity its claims describe.
+    func redeem(
+        code: String, provider: UpstreamProvider, tenant: Tenant, request: UpstreamRequest, callback: String, now: Date
+    ) async throws -> FederatedIdentity {
+        let metadata = try await directory.metadata(provider, client: client)
+        var exchange = HTTPClientRequest(url: metadata.tokenEndpoint)
+        exchange.method = .POST
+        exchange.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        exchange.headers.add(name: "Accept", value: "application/json")
+        var form = [
+            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", callback), ("code_verifier", request.verifier),
+        ]
+        if let sealed = provider.clientSecret {
+            let secret = try dataKey.open(sealed, context: UpstreamProvider.sealingContext(tenantID: tenant.id, name: provider.name)).value
+            // client_secret_basic: both parts form-encoded first (RFC 6749 §2.3.1).
+            let pair = "\(FormEncoding.escape(provider.clientId)):\(FormEncoding.escape(secret))"
+            exchange.headers.add(name: "Authorization", value: "Basic \(Data(pair.utf8).base64EncodedString())")
+        } else {
+            form.append(("client_id", provider.clientId))
+        }
+        exchange.body = .bytes(ByteBuffer(string: FormEncoding.encode(form)))
+        let answer: [String: JSONValue]
+        do {
+            let response = try await client.execute(exchange, timeout: .seconds(10))
+            let body = try await response.body.collect(upTo: 1 << 20)
+            guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer: body)) else {
+                throw Failure(message: "the token endpoint answered HTTP \(response.status.code) without JSON")
+            }
+            if case .string(let error)? = object["error"] {
+                throw Failure(message: "Error: \(TextRules.printable(error))")
+            }
+            answer = object
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure(message: "the token endpoint could not be reached")
+        }
+        guard case .string(let idToken)? = answer["id_token"] else { throw Failure(message: "the token response has no id_token") }
+        let claims = try await verifiedClaims(idToken, provider: provider, metadata: metadata, nonce: request.nonce, now: now)
+        return try identity(from: claims, provider: provider)
+    }
+
+    /// The ID token's claims once every check holds (OIDC Core §3.1.3.7).
+    func verifiedClaims(_ token: String, provider: UpstreamProvider, metadata: UpstreamMetadata, nonce: String, now: Date) async throws
+        -> [String: Any]
+    {
+        let unverified: RS256.UnverifiedToken
+        do { unverified = try RS256.parse(token) } catch { throw Failure(message: "the id_token is not an RS256 JWT") }
+        guard let key = try await directory.key(unverified.keyID, metadata: metadata, client: client), unverified.isSigned(by: key) else {
+            throw Failure(message: "the id_token's signature does not verify with the provider's keys")
+        }
+        let claims: [String: Any]
+        do { claims = try unverified.claims() } catch { throw Failure(message: "the id_token's claims are not JSON") }
+        guard claims["iss"] as? String == metadata.issuer else { throw Failure(message: "the id_token's issuer is not the provider's") }
+        let audiences = (claims["aud"] as? String).map { [$0] } ?? (claims["aud"] as? [String]) ?? []
+        guard audiences.contains(provider.clientId) else { throw Failure(message: "the id_token is not for this client") }
+        if audiences.count > 1, let azp = claims["azp"] as? String, azp != provider.clientId {
+            throw Failure(message: "the id_token's azp is another client")
+        }
+        let skew: TimeInterval = 300
+        guard let exp = (claims["exp"] as? NSNumber)?.doubleValue, exp + skew > now.timeIntervalSince1970 else {
+            throw Failure(message: "the id_token has expired")
+        }
+        if let iat = (claims["iat"] as? NSNumber)?.doubleValue, iat - skew > now.timeIntervalSince1970 {
+            throw Failure(message: "the id_token was issued in the future")
+        }
+        guard let sent = claims["nonce"] as? String, Secrets.constantTimeEquals(sent, nonce) else {
+            throw Failure(message: "the id_token's nonce is not this sign-in's")
+        }
+        return claims
+    }
+
+    /// The account details the claims mapping names (defaults: `sub`, `name`, `given_name`,
+    /// `family_name`, `email`), each checked as the pages check typed ones.
+    func identity(from claims: [String: Any], provider: UpstreamProvider) throws -> FederatedIdentity {
+        let mapping = provider.claimsMapping ?? .init()
+        func text(_ name: String?, _ fallback: String) -> String? {
+            (claims[name ?? fallback] as? String).flatMap { try? TextRules.name($0, maximumLength: 256).get() }
+        }
+        guard let subject = text(mapping.userId, "sub") else { throw Failure(message: "the id_token has no usable user id") }
+        let email = text(mapping.email, "email").flatMap(EmailAddress.init)
+        let name = text(mapping.displayName, "name") ?? email.map { String($0.display.split(separator: "@").first ?? "") } ?? subject
+        return FederatedIdentity(
+            provider: provider.kind, subject: subject, email: email?.display, displayName: name,
+            givenName: text(mapping.givenName, "given_name"), surname: text(mapping.surname, "family_name"))
+    }
+}
+
+/// A provider's discovery document, the parts used.
+struct UpstreamMetadata: Sendable, Equatable {
+    var issuer: String
+    var authorizationEndpoint: String
+    var tokenEndpoint: String
+    var jwksURI: String
+}
+
+/// Providers' metadata and keys, fetched on first use and kept for five minutes; an unknown
+/// `kid` refetches the key set at most once a minute per provider.
+actor UpstreamDirectory {
+    private var metadata: [String: (value: UpstreamMetadata, fetched: Date)] = [:]
+    private var keys: [String: (value: [String: _RSA.Signing.PublicKey], fetched: Date)] = [:]
+    static let lifetime: TimeInterval = 300
+    static let refetchInterval: TimeInterval = 60
+
+    func metadata(_ provider: UpstreamProvider, client: HTTPClient) async throws -> UpstreamMetadata {
+        if let cached = metadata[provider.metadataUrl], Date().timeIntervalSince(cached.fetched) < Self.lifetime { return cached.value }
+        let document = try await Self.fetch(provider.metadataUrl, client: client)
+        func text(_ key: String) -> String? { if case .string(let value)? = document[key] { value } else { nil } }
+        guard let issuer = text("issuer"), let authorize = text("authorization_endpoint"), let token = text("token_endpoint"),
+            let jwks = text("jwks_uri")
+        else { throw UpstreamOIDC.Failure(message: "the provider's metadata lacks an endpoint") }
+        // OpenID Connect Discovery 1.0 §4.3: the issuer must be the one the URL was made from.
+        guard issuer == provider.issuer else {
+            throw UpstreamOIDC.Failure(
+                message: "the provider's metadata names issuer \(TextRules.printable(issuer)), not \(provider.issuer)")
+        }
+        let value = UpstreamMetadata(issuer: issuer, authorizationEndpoint: authorize, tokenEndpoint: token, jwksURI: jwks)
+        metadata[provider.metadataUrl] = (value, Date())
+        return value
+    }
+
+    func key(_ id: String, metadata: UpstreamMetadata, client: HTTPClient) async throws -> _RSA.Signing.PublicKey? {
+        let cached = keys[metadata.jwksURI]
+        if let key = cached?.value[id], Date().timeIntervalSince(cached!.fetched) < Self.lifetime { return key }
+        if let cached, cached.value[id] == nil, Date().timeIntervalSince(cached.fetched) < Self.refetchInterval { return nil }
+        var request = HTTPClientRequest(url: metadata.jwksURI)
+        request.headers.add(name: "Accept", value: "application/json")
+        let response: HTTPClientResponse
+        let body: ByteBuffer
+        do {
+            response = try await client.execute(request, timeout: .seconds(10))
+            body = try await response.body.collect(upTo: 1 << 20)
+        } catch {
+            throw UpstreamOIDC.Failure(message: "the provider's keys could not be fetched")
+        }
+        let set = JWKSet.signingKeys(from: Data(buffer: body))
+        keys[metadata.jwksURI] = (set, Date())
+        return set[id]
+    }
+
+    private static func fetch(_ url: String, client: HTTPClient) async throws -> [String: JSONValue] {
+        do {
+            let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
+            let body = try await response.body.collect(upTo: 1 << 20)
+            guard response.status == .ok, let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer: body)) else {
+                throw UpstreamOIDC.Failure(message: "the provider's metadata answered HTTP \(response.status.code)")
+            }
+            return object
+        } catch let failure as UpstreamOIDC.Failure {
+            throw failure
+        } catch {
+            throw UpstreamOIDC.Failure(message: "the provider's metadata could not be fetched")
+        }
+    }
+}
+
+/// One upstream authorization in flight, found again by its `state`.
+struct UpstreamRequest: Sendable, Equatable {
+    var interactionID: String
+    var provider: String
+    var verifier: String
+    var nonce: String
+}
+
+protocol UpstreamRequestStore: Sendable {
+    func save(_ request: UpstreamRequest, stateHash: String, expiresAt: Date) async throws
+    /// The request of this state, once: taken from the store.
+    func take(stateHash: String, now: Date) async throws -> UpstreamRequest?
+}
+
+struct SQLUpstreamRequestStore: UpstreamRequestStore {
+    let database: any Database
+    let dataKey: DataKey
+
+    private static func context(_ stateHash: String) -> String { "upstream_requests.verifier:\(stateHash)" }
+
+    func save(_ request: UpstreamRequest, stateHash: String, expiresAt: Date) async throws {
+        let sealed = try dataKey.seal(request.verifier, context: Self.context(stateHash))
+        try await database.transaction { sql in
+            try await sql.insert(into: "upstream_requests")
+                .columns("state_hash", "interaction_id", "provider", "sealed_verifier", "nonce", "expires_at")
+                .values(
+                    SQLBind(stateHash), SQLBind(request.interactionID), SQLBind(request.provider), SQLBind(sealed), SQLBind(request.nonce),
+                    SQLBind(expiresAt.epochSeconds)
+                ).run()
+        }
+    }
+
+    struct Row: Codable {
+        var interactionId: String
+        var provider: String
+        var sealedVerifier: String
+        var nonce: String
+        var expiresAt: Int64
+    }
+
+    func take(stateHash: String, now: Date) async throws -> UpstreamRequest? {
+        let row = try await database.transaction { sql in
+            try await sql.raw(
+                """
+                DELETE FROM upstream_requests WHERE state_hash = \(bind: stateHash)
+                RETURNING interaction_id, provider, sealed_verifier, nonce, expires_at
+                """
+            ).first(decoding: Row.self, with: .snakeCase)
+        }
+        guard let row, row.expiresAt > now.epochSeconds else { return nil }
+        let verifier = try dataKey.open(row.sealedVerifier, context: Self.context(stateHash)).value
+        return UpstreamRequest(interactionID: row.interactionId, provider: row.provider, verifier: verifier, nonce: row.nonce)
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import TodoModels
+
+/// An upstream OpenID Connect provider declared by a tenant (SPEC §2.11; B2C's "OpenID Connect
+/// identity provider"): its metadata URL, this tenant's client there, the scope asked for, and
+/// which of its claims become the account's id, names and email.
+public struct UpstreamProvider: Sendable, Codable, Equatable {
+    public struct ClaimsMapping: Sendable, Codable, Equatable {
+        public var userId: String?
+        public var displayName: String?
+        public var givenName: String?
+        public var surname: String?
+        public var email: String?
+
+        public init(
+            userId: String? = nil, displayName: String? = nil, givenName: String? = nil, surname: String? = nil, email: String? = nil
+        ) {
+            self.userId = userId
+            self.displayName = displayName
+            self.givenName = givenName
+            self.surname = surname
+            self.email = email
+        }
+    }
+
+    /// The name flows list and `domain_hint` may give.
+    public var name: String
+    /// `openIdConnect`, the only type served.
+    public var type: String
+    public var displayName: String?
+    public var metadataUrl: String
+    public var clientId: String
+    /// Sealed with the data key at rest.
+    public var clientSecret: String?
+    public var scope: String?
+    /// `code`, the only response type served (auth code + PKCE).
+    public var responseType: String?
+    public var claimsMapping: ClaimsMapping?
+
+    public init(
+        name: String, displayName: String? = nil, metadataUrl: String, clientId: String, clientSecret: String? = nil, scope: String? = nil,
+        claimsMapping: ClaimsMapping? = nil
+    ) {
+        self.name = name
+        self.type = "openIdConnect"
+        self.displayName = displayName
+        self.metadataUrl = metadataUrl
+        self.clientId = clientId
+        self.clientSecret = clientSecret
+        self.scope = scope
+        self.responseType = "code"
+        self.claimsMapping = claimsMapping
+    }
+
+    static let wellKnownSuffix = "/.well-known/openid-configuration"
+
+    /// The issuer the metadata must name: the metadata URL without its well-known suffix
+    /// (OpenID Connect Discovery 1.0 §4.3: the issuer returned must be the one the URL was
+    /// made from). Users of this provider are kept under it, and it is their `idp`.
+    var issuer: String {
+        metadataUrl.hasSuffix(Self.wellKnownSuffix) ? String(metadataUrl.dropLast(Self.wellKnownSuffix.count)) : metadataUrl
+    }
+
+    var kind: IdentityProviderKind { .upstream(issuer: issuer) }
+    var label: String { displayName ?? name }
+    var requestedScope: String {
+        let scopes = (scope ?? "openid profile email").split(separator: " ").map(String.init)
+        return (scopes.contains("openid") ? scopes : ["openid"] + scopes).joined(separator: " ")
+    }
+
+    static func sealingContext(tenantID: UUID, name: String) -> String {
+        "tenants.settings.identityProviders:\(tenantID.uuidString.lowercased()):\(name):clientSecret"
+    }
+
+    func problems() -> [String] {
+        var problems: [String] = []
+        if !CustomAttribute.isValidName(name.replacingOccurrences(of: "-", with: "")) {
+            problems.append(
+                "identity provider name '\(TextRules.printable(name))' must be letters, digits and hyphens, starting with a letter")
+        }
+        if ["local", "facebook.com"].contains(name.lowercased()) { problems.append("identity provider name '\(name)' is reserved") }
+        if type != "openIdConnect" { problems.append("identity provider '\(name)': type must be openIdConnect") }
+        if let responseType, responseType != "code" { problems.append("identity provider '\(name)': responseType must be code") }
+        guard let url = URLComponents(string: metadataUrl), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+            url.host?.isEmpty == false, metadataUrl.hasSuffix(Self.wellKnownSuffix)
+        else {
+            problems.append("identity provider '\(name)': metadataUrl must be an http(s) URL ending in \(Self.wellKnownSuffix)")
+            return problems
+        }
+        if clientId.isEmpty { problems.append("identity provider '\(name)': clientId is required") }
+        return problems
+    }
+}
+
+extension Tenant {
+    func upstreamProvider(named name: String) -> UpstreamProvider? {
+        identityProviders.first { $0.name.lowercased() == name.lowercased() }
+    }
+
+    func upstreamProvider(of kind: IdentityProviderKind) -> UpstreamProvider? {
+        identityProviders.first { $0.kind == kind }
+    }
+}

@@ -1,0 +1,221 @@
+import AsyncHTTPClient
+import CryptoExtras
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import JOSE
+import Logging
+import NIOCore
+import Storage
+import TestSupport
+import Testing
+import WireCoding
+
+@testable import IdentityServer
+
+/// Upstream OpenID Connect providers (SPEC §2.11): a sign-in federated with a provider nobody
+/// here wrote (`oidc-provider-mock`, which `scripts/test` starts and names in
+/// `TODO_OIDC_MOCK_URL`), and the ID tokens this service must refuse (forged, expired, another
+/// nonce, another audience), from a provider on loopback that answers what the test asks.
+@Suite("Upstream OpenID Connect providers")
+struct UpstreamProviderTests {
+    static let mock = ProcessInfo.processInfo.environment["TODO_OIDC_MOCK_URL"]
+
+    static func callback(_ h: IdentityHarness) -> String { "\(IdentityHarness.origin)/\(h.tenant.name)/oauth2/authresp" }
+
+    /// The dev tenant with `provider` offered by `B2C_1_susi`.
+    static func offer(_ h: IdentityHarness, _ provider: UpstreamProvider) async throws {
+        var tenant = h.tenant
+        var provider = provider
+        provider.clientSecret = try provider.clientSecret.map {
+            try h.server.service.dataKey.seal($0, context: UpstreamProvider.sealingContext(tenantID: tenant.id, name: provider.name))
+        }
+        tenant.identityProviders = [provider]
+        try await h.server.tenants.save(tenant, now: Date())
+        var flow = try #require(try await h.server.tenants.userFlow(tenantID: tenant.id, name: "B2C_1_susi"))
+        flow.identityProviders.append(provider.kind)
+        try await h.server.tenants.save(flow)
+    }
+
+    /// One request with redirects not followed (the mock's answers redirect to this service).
+    static func send(_ method: String, _ url: String, json: String? = nil, form: String? = nil) async throws -> (
+        status: Int, location: String?, body: Data
+    ) {
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+        do {
+            var request = HTTPClientRequest(url: url)
+            request.method = .init(rawValue: method)
+            if let json {
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.body = .bytes(ByteBuffer(string: json))
+            }
+            if let form {
+                request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+                request.body = .bytes(ByteBuffer(string: form))
+            }
+            let response = try await client.execute(request, timeout: .seconds(10))
+            let body = try await response.body.collect(upTo: 1 << 20)
+            try await client.shutdown()
+            return (Int(response.status.code), response.headers.first(name: "location"), Data(buffer: body))
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
+    @Test("sign in through oidc-provider-mock: button, domain_hint, the provider's claims, idp = its issuer, the same account next time")
+    func mockProvider() async throws {
+        if ProcessInfo.processInfo.environment["TODO_REQUIRE_OIDC_MOCK"] == "1" { #expect(Self.mock != nil) }
+        guard let mock = Self.mock else { return }
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            let registration = try await Self.send(
+                "POST", "\(mock)/oauth2/clients",
+                json: #"{"redirect_uris":["\#(Self.callback(h))"],"token_endpoint_auth_method":"client_secret_basic"}"#)
+            let client = try JSONDecoder().decode([String: JSONValue].self, from: registration.body)
+            let clientID = try #require(client["client_id"]?.stringValue)
+            let subject = "upstream-\(UUID().uuidString.prefix(8).lowercased())"
+            _ = try await Self.send(
+                "PUT", "\(mock)/users/\(subject)",
+                json: #"{"email":"uma@example.com","name":"Uma Upstream","given_name":"Uma","family_name":"Upstream"}"#)
+            try await Self.offer(
+                h,
+                UpstreamProvider(
+                    name: "mockidp", displayName: "Mock IdP", metadataUrl: "\(mock)/.well-known/openid-configuration", clientId: clientID,
+                    clientSecret: client["client_secret"]?.stringValue))
+
+            var oid: String?
+            for round in 0..<2 {
+                var attempt = AuthorizationAttempt(harness: h)
+                let toProvider: TestResponse
+                if round == 0 {
+                    let page = try await driver.start(attempt, harness: h)
+                    #expect(page.text.contains("id=\"mockidpExchange\"") && page.text.contains("Mock IdP"))
+                    toProvider = try await driver.get(try #require(page.link(id: "mockidpExchange")))
+                } else {
+                    attempt.extra = [("domain_hint", "mockidp"), ("prompt", "login")]
+                    toProvider = try await driver.start(attempt, harness: h)
+                }
+                let authorize = try #require(toProvider.location, "\(toProvider.status) \(toProvider.text.prefix(300))")
+                #expect(authorize.hasPrefix("\(mock)/oauth2/authorize?"))
+                let query = URLComponents(string: authorize)?.queryItems ?? []
+                #expect(query.first { $0.name == "code_challenge_method" }?.value == "S256")
+                #expect(query.first { $0.name == "nonce" }?.value?.isEmpty == false)
+                // The mock's page: pick the user, as a person would.
+                let answer = try await Self.send("POST", authorize, form: "sub=\(subject)")
+                let back = try #require(answer.location, "the mock answered \(answer.status)")
+                #expect(back.hasPrefix(Self.callback(h)))
+                let done = try await driver.follow(try await driver.get(back))
+                let code = try #require(
+                    done.redirectParameters["code"], "\(done.status) \(done.location ?? done.text.prefix(300).description)")
+                let claims = DecodedJWT(try #require(try await driver.redeem(h, attempt: attempt, code: code).json["id_token"] as? String))
+                    .claims
+                #expect(claims["idp"] as? String == mock)
+                #expect(claims["name"] as? String == "Uma Upstream")
+                #expect(claims["given_name"] as? String == "Uma")
+                #expect(claims["newUser"] as? Bool == (round == 0 ? true : nil))
+                if round == 0 { oid = claims["oid"] as? String } else { #expect(claims["oid"] as? String == oid) }
+            }
+            let account = try #require(
+                try await h.server.users.user(tenantID: h.tenant.id, provider: .upstream(issuer: mock), signInName: subject))
+            #expect(account.email == "uma@example.com" && account.emailVerified)
+        }
+    }
+
+    /// What the loopback provider's token endpoint puts in its ID token.
+    actor Script {
+        var flavour = "good"
+        var nonce = ""
+        func set(_ flavour: String, nonce: String) {
+            self.flavour = flavour
+            self.nonce = nonce
+        }
+        func get() -> (String, String) { (flavour, nonce) }
+    }
+
+    static func provider(_ script: Script, port: @escaping @Sendable () -> Int) throws -> Application<RouterResponder<BasicRequestContext>>
+    {
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let other = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let router = Router()
+        router.get(".well-known/openid-configuration") { _, _ -> Response in
+            let base = "http://127.0.0.1:\(port())"
+            let body =
+                #"{"issuer":"\#(base)","authorization_endpoint":"\#(base)/authorize","token_endpoint":"\#(base)/token","jwks_uri":"\#(base)/jwks"}"#
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
+        }
+        router.get("jwks") { _, _ -> Response in
+            let (n, e) = JWKSet.components(of: key.publicKey)
+            let body = #"{"keys":[{"kty":"RSA","kid":"k1","use":"sig","alg":"RS256","n":"\#(n)","e":"\#(e)"}]}"#
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
+        }
+        router.post("token") { _, _ -> Response in
+            let (flavour, nonce) = await script.get()
+            let now = Int(Date().timeIntervalSince1970)
+            let issuer = "http://127.0.0.1:\(port())"
+            let claims: String
+            switch flavour {
+            case "expired":
+                claims =
+                    #"{"iss":"\#(issuer)","aud":"local-client","sub":"s1","nonce":"\#(nonce)","iat":\#(now - 7200),"exp":\#(now - 3600)}"#
+            case "nonce":
+                claims = #"{"iss":"\#(issuer)","aud":"local-client","sub":"s1","nonce":"other","iat":\#(now),"exp":\#(now + 600)}"#
+            case "audience":
+                claims = #"{"iss":"\#(issuer)","aud":"someone-else","sub":"s1","nonce":"\#(nonce)","iat":\#(now),"exp":\#(now + 600)}"#
+            default: claims = #"{"iss":"\#(issuer)","aud":"local-client","sub":"s1","nonce":"\#(nonce)","iat":\#(now),"exp":\#(now + 600)}"#
+            }
+            let signer = flavour == "forged" ? other : key
+            let token = try RS256.sign(claims: Array(claims.utf8), keyID: "k1", with: signer)
+            let body = #"{"access_token":"at","token_type":"Bearer","id_token":"\#(token)"}"#
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
+        }
+        return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: Logger(label: "idp"))
+    }
+
+    final class PortBox: @unchecked Sendable {
+        // Set once before the first request arrives.
+        var value = 0
+    }
+
+    @Test(
+        "an ID token that is forged, expired, for another nonce or another audience ends the sign-in with AADB2C90273; a good one signs in")
+    func refusedTokens() async throws {
+        let script = Script()
+        let box = PortBox()
+        try await Self.provider(script, port: { box.value }).test(.live) { idp in
+            box.value = try #require(idp.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                try await Self.offer(
+                    h,
+                    UpstreamProvider(
+                        name: "local", displayName: "Local IdP",
+                        metadataUrl: "http://127.0.0.1:\(box.value)/.well-known/openid-configuration", clientId: "local-client"))
+                for flavour in ["forged", "expired", "nonce", "audience", "good"] {
+                    driver.cookies = [:]
+                    var attempt = AuthorizationAttempt(harness: h)
+                    attempt.extra = [("domain_hint", "127.0.0.1")]
+                    let toProvider = try await driver.start(attempt, harness: h)
+                    let authorize = try #require(toProvider.location.flatMap(URLComponents.init(string:)), "\(toProvider.text.prefix(300))")
+                    let items = authorize.queryItems ?? []
+                    let state = try #require(items.first { $0.name == "state" }?.value)
+                    await script.set(flavour, nonce: try #require(items.first { $0.name == "nonce" }?.value))
+                    let back = try await driver.follow(
+                        try await driver.get(
+                            "/\(h.tenant.name)/oauth2/authresp?" + Form.encode([("code", "c-\(flavour)"), ("state", state)])))
+                    if flavour == "good" {
+                        #expect(back.redirectParameters["code"] != nil, "\(back.status) \(back.location ?? "")")
+                    } else {
+                        #expect(
+                            b2cCode(redirect: back) == "AADB2C90273",
+                            "\(flavour): \(back.status) \(back.location ?? back.text.prefix(200).description)")
+                        // The state was used: replaying the callback finds no sign-in.
+                        let replay = try await driver.get(
+                            "/\(h.tenant.name)/oauth2/authresp?" + Form.encode([("code", "again"), ("state", state)]))
+                        #expect(replay.redirectParameters["code"] == nil)
+                    }
+                }
+                #expect(try await h.server.users.users(tenantID: h.tenant.id).count == 1)
+            }
+        }
+    }
+}
