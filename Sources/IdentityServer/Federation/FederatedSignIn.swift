@@ -1,7 +1,32 @@
 import Foundation
 import Hummingbird
+import WireCoding
 
 extension InteractionFlow {
+    /// The tenant of a federation callback (`/{tenant}/oauth2/authresp`), which must be the
+    /// transaction's, reached by the browser that started the transaction.
+    func callbackTenant(of record: InteractionRecord, request: Request, context: IdentityRequestContext) async throws -> Tenant {
+        let tenant = try await service.tenants.resolveSegment(PolicyResolver.decoded(context.parameters.get("tenant") ?? ""))
+        guard tenant.id == record.request.tenantID else {
+            throw PageError(status: .badRequest, title: "Invalid request", message: "The callback does not match the sign-in.")
+        }
+        try requireStartingBrowser(request, record: record)
+        return tenant
+    }
+
+    /// The browser finishing a step must be the one that started the sign-in (its CSRF cookie is
+    /// the transaction's), or an attacker could send a victim a callback link that signs the
+    /// victim in as the attacker, or read a page meant for another browser.
+    func requireStartingBrowser(_ request: Request, record: InteractionRecord) throws {
+        guard let cookie = request.cookies[Self.csrfCookie]?.value,
+            Secrets.constantTimeEquals(Secrets.sha256Hex(cookie), record.csrfHash)
+        else {
+            throw PageError(
+                status: .forbidden, title: "Request blocked",
+                message: "This sign-in was started in another browser. Start again from the application.")
+        }
+    }
+
     /// The end of every federated sign-in (the simulated Facebook, upstream OpenID Connect
     /// providers): the account of that provider and subject, made on first sign-in as B2C makes
     /// a stub account with its own object id (research/b2c-protocol.md §5.3), then the profile

@@ -101,19 +101,7 @@ struct SimulatedFacebook: Sendable {
     @Sendable func callback(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let query = RequestParameters(query: request.uri.query)
         let record = try await flow.interaction(query["state"])
-        let tenant = try await service.tenants.resolveSegment(PolicyResolver.decoded(context.parameters.get("tenant") ?? ""))
-        guard tenant.id == record.request.tenantID else {
-            throw PageError(status: .badRequest, title: "Invalid request", message: "The callback does not match the sign-in.")
-        }
-        // The browser finishing the sign-in must be the one that started it, or an attacker
-        // could send a victim a callback link that signs the victim in as the attacker.
-        guard let cookie = request.cookies[InteractionFlow.csrfCookie]?.value,
-            Secrets.constantTimeEquals(Secrets.sha256Hex(cookie), record.csrfHash)
-        else {
-            throw PageError(
-                status: .forbidden, title: "Request blocked",
-                message: "This sign-in was started in another browser. Start again from the application.")
-        }
+        let tenant = try await flow.callbackTenant(of: record, request: request, context: context)
         let (_, userFlow) = try await flow.tenantAndFlow(of: record)
         guard userFlow.offersFacebook else { throw Self.notOffered }
         if query["error"] != nil { return try await flow.fail(record, with: .userCancelled, context: context) }

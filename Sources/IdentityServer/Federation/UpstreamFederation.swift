@@ -22,18 +22,7 @@ struct UpstreamFederation: Sendable {
             let upstream = try await service.upstream.requests.take(stateHash: Secrets.sha256Hex(state), now: service.now)
         else { return try await simulatedFacebook.callback(request, context: context) }
         let record = try await flow.interaction(upstream.interactionID)
-        let tenant = try await service.tenants.resolveSegment(PolicyResolver.decoded(context.parameters.get("tenant") ?? ""))
-        guard tenant.id == record.request.tenantID else {
-            throw PageError(status: .badRequest, title: "Invalid request", message: "The callback does not match the sign-in.")
-        }
-        // The browser finishing the sign-in must be the one that started it (login CSRF).
-        guard let cookie = request.cookies[InteractionFlow.csrfCookie]?.value,
-            Secrets.constantTimeEquals(Secrets.sha256Hex(cookie), record.csrfHash)
-        else {
-            throw PageError(
-                status: .forbidden, title: "Request blocked",
-                message: "This sign-in was started in another browser. Start again from the application.")
-        }
+        let tenant = try await flow.callbackTenant(of: record, request: request, context: context)
         let (_, userFlow) = try await flow.tenantAndFlow(of: record)
         guard let provider = tenant.upstreamProvider(named: upstream.provider), userFlow.identityProviders.contains(provider.kind) else {
             throw PageError(status: .badRequest, title: "Not available", message: "This identity provider is not offered here.")

@@ -107,13 +107,7 @@ extension PageStep {
 
     func secondFactorPage(error: String? = nil, status: HTTPResponse.Status = .ok) async throws -> Response {
         // The page may show an enrolment secret: only to the browser that started the sign-in.
-        guard let cookie = request.cookies[InteractionFlow.csrfCookie]?.value,
-            Secrets.constantTimeEquals(Secrets.sha256Hex(cookie), record.csrfHash)
-        else {
-            throw PageError(
-                status: .forbidden, title: "Request blocked",
-                message: "This sign-in was started in another browser. Start again from the application.")
-        }
+        try flow.requireStartingBrowser(request, record: record)
         let (challenge, user) = try await challenge()
         var values: [String: Any] = ["action": flow.pageURL("mfa", record: record), "account": user.email ?? user.displayName]
         switch challenge.pending.method {
