@@ -38,7 +38,7 @@ extension PageStep {
         case .proceed(let overrides): return .proceed(overrides: overrides)
         case .validationError(let message): return .respond(try await form(message))
         case .block(let message):
-            return .respond(try page("blocked", ["title": "Sorry, you cannot continue", "userMessage": message], status: .forbidden))
+            return .respond(try page("blocked", ["title": text("blocked_title"), "userMessage": message], status: .forbidden))
         }
     }
 }

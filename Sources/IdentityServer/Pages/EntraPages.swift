@@ -35,7 +35,7 @@ extension PageStep {
         return try page(
             "consent",
             [
-                "title": "Permissions requested", "action": flow.pageURL("consent", record: record), "appName": client.displayName,
+                "title": text("consent_title"), "action": flow.pageURL("consent", record: record), "appName": client.displayName,
                 "account": held.user.email ?? held.user.displayName,
                 "permissions": Self.describe(scopes, apps: apps),
             ])
@@ -89,7 +89,7 @@ extension PageStep {
             ["oid": held.user.objectID, "name": held.user.displayName, "email": held.user.email ?? "", "action": action]
         }
         return try page(
-            "accounts", ["title": "Pick an account", "accounts": accounts, "otherURL": flow.pageURL("signin", record: record)])
+            "accounts", ["title": text("accounts_title"), "accounts": accounts, "otherURL": flow.pageURL("signin", record: record)])
     }
 
     /// Continues as the chosen account: its session becomes the browser's current one.

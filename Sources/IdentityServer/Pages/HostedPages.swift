@@ -120,8 +120,16 @@ struct PageStep {
 
     var csrf: String { request.cookies[InteractionFlow.csrfCookie]?.value ?? "" }
 
+    /// The transaction's page language: `ui_locales` among the tenant's languages (SPEC §2.11).
+    var language: String { PageLanguage.pick(uiLocales: record.request.uiLocales, declared: tenant.languages) }
+
+    /// A page string in the transaction's language.
+    func text(_ key: String) -> String { PageLanguage.strings(language, tenant: tenant)[key] ?? PageLanguage.english[key] ?? key }
+
     func page(_ name: String, _ values: [String: Any], status: HTTPResponse.Status = .ok) throws -> Response {
         var values = values
+        values["t"] = PageLanguage.strings(language, tenant: tenant)
+        values["lang"] = language
         values["csrf"] = csrf
         values["cancelAction"] = flow.pageURL("cancel", record: record)
         return .html(try service.pages.render(name, values, tenant: tenant), status: status)
@@ -135,7 +143,7 @@ struct PageStep {
     func signInPage(error: String? = nil, email: String? = nil, status: HTTPResponse.Status = .ok) throws -> Response {
         guard signsIn else { throw PageError(status: .notFound, title: "Not found", message: "This flow has no sign-in page.") }
         var values: [String: Any] = [
-            "title": "Sign in", "action": flow.pageURL("signin", record: record),
+            "title": text("signin_title"), "action": flow.pageURL("signin", record: record),
             "email": email ?? record.request.loginHint ?? "", "localAccounts": userFlow.offersLocalAccounts,
         ]
         if let error { values["error"] = error }
@@ -180,7 +188,7 @@ struct PageStep {
         switch outcome {
         case .invalid:
             return try signInPage(
-                error: "Your password is incorrect, or we can't seem to find your account.", email: email, status: .badRequest)
+                error: text("error_credentials"), email: email, status: .badRequest)
         case .locked:
             return try signInPage(error: B2CError.accountLocked.message, email: email, status: .badRequest)
         case .disabled:
@@ -265,7 +273,7 @@ struct PageStep {
         }
         let user = try await pendingUser()
         var values: [String: Any] = [
-            "title": "Edit your profile", "action": flow.pageURL("profile", record: record), "email": user.email ?? "",
+            "title": text("profile_title"), "action": flow.pageURL("profile", record: record), "email": user.email ?? "",
             "attributes": attributeFields(editableAttributes) { form[$0.rawValue] ?? user.value(of: $0) },
         ]
         if let error { values["error"] = error }

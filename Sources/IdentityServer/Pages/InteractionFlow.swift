@@ -219,7 +219,15 @@ struct InteractionFlow: Sendable {
             // browser cannot follow it and stays on the page, which shows the code to a person.
             let target = Self.outOfBand + "?" + FormEncoding.encode(parameters)
             response = .html(
-                try service.pages.render("oob", ["title": "Your sign-in code", "code": code, "navigateTo": target], tenant: tenant))
+                try service.pages.render(
+                    "oob",
+                    {
+                        let language = PageLanguage.pick(uiLocales: authorization.uiLocales, declared: tenant.languages)
+                        let strings = PageLanguage.strings(language, tenant: tenant)
+                        return [
+                            "title": strings["oob_title"] ?? "", "code": code, "navigateTo": target, "t": strings, "lang": language,
+                        ]
+                    }(), tenant: tenant))
         } else {
             response = RedirectResponder.respond(
                 redirectURI: authorization.redirectURI, mode: authorization.responseMode, parameters: parameters)

@@ -11,7 +11,7 @@ extension PageStep {
             throw PageError(status: .notFound, title: "Not found", message: "This flow does not reset passwords.")
         }
         let current = try await flow.interaction(record.id)
-        var values: [String: Any] = ["title": "Reset your password", "action": flow.pageURL("reset", record: record)]
+        var values: [String: Any] = ["title": text("reset_title"), "action": flow.pageURL("reset", record: record)]
         if let verified = current.verifiedEmail {
             values["stepPassword"] = true
             values["email"] = verified
@@ -35,7 +35,7 @@ extension PageStep {
         switch form["step"] {
         case "send":
             guard let email = EmailAddress(form["email"] ?? "") else {
-                return try await resetPage(error: "Please enter a valid email address.", status: .badRequest)
+                return try await resetPage(error: text("error_email"), status: .badRequest)
             }
             try await service.interactions.setPendingEmail(interactionID: record.id, email: email.canonical)
             // The page says the same whether or not the account exists, so it cannot be used to
@@ -84,7 +84,7 @@ extension PageStep {
             if let problem = PasswordPolicy.problem(with: password) { return try await resetPage(error: problem, status: .badRequest) }
             guard password == form["reenterPassword"] else {
                 return try await resetPage(
-                    error: "The password entry fields do not match. Please enter the same password in both fields and try again.",
+                    error: text("error_passwordMismatch"),
                     status: .badRequest)
             }
             // Setting the password also unlocks the account and revokes existing refresh
@@ -116,7 +116,7 @@ extension PageStep {
     func changePasswordPage(error: String? = nil, status: HTTPResponse.Status = .ok) async throws -> Response {
         let user = try await userChangingPassword()
         var values: [String: Any] = [
-            "title": "Change your password", "action": flow.pageURL("changepassword", record: record), "email": user.email ?? "",
+            "title": text("changepassword_title"), "action": flow.pageURL("changepassword", record: record), "email": user.email ?? "",
         ]
         if let error { values["error"] = error }
         return try page("changepassword", values, status: status)
@@ -128,7 +128,7 @@ extension PageStep {
         if let problem = PasswordPolicy.problem(with: password) { return try await changePasswordPage(error: problem, status: .badRequest) }
         guard password == form["reenterPassword"] else {
             return try await changePasswordPage(
-                error: "The password entry fields do not match. Please enter the same password in both fields and try again.",
+                error: text("error_passwordMismatch"),
                 status: .badRequest)
         }
         let now = service.now

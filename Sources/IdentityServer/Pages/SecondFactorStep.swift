@@ -113,11 +113,11 @@ extension PageStep {
         switch challenge.pending.method {
         case .totp:
             values["totp"] = true
-            values["title"] = "Enter your verification code"
+            values["title"] = text("mfa_codeTitle")
             if let secret = challenge.enrolmentSecret {
                 let uri = TOTP(secret: secret).createAuthenticatorURL(
                     label: "\(tenant.displayName):\(user.email ?? user.displayName)", issuer: tenant.displayName)
-                values["title"] = "Set up your authenticator app"
+                values["title"] = text("mfa_enrolTitle")
                 values["enrol"] = true
                 values["otpauthURI"] = uri
                 // A URI too long for the largest code drawn here leaves the key and the link.
@@ -130,7 +130,7 @@ extension PageStep {
             }
         case .email:
             values["email"] = true
-            values["title"] = "Verify it's you"
+            values["title"] = text("mfa_emailTitle")
             values["address"] = user.email ?? ""
             values["codeSent"] = (challenge.codeExpiresAt.map { $0 > service.now }) ?? false
             if service.configuration.developmentMailbox { values["outboxURL"] = "\(record.request.origin)/dev/outbox" }
@@ -171,7 +171,7 @@ extension PageStep {
         guard accepted else {
             context.logger.info("second-factor code refused", metadata: ["oid": "\(user.objectID)"])
             return try await secondFactorPage(
-                error: "The verification code you have entered does not match our records. Please try again, or request a new code.",
+                error: text("error_codeMismatch"),
                 status: .badRequest)
         }
         try await service.secondFactors.succeeded(interactionID: record.id, userID: user.id)

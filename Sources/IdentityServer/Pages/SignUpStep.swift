@@ -16,7 +16,7 @@ extension PageStep {
 
     func signUpPage(error: String? = nil, status: HTTPResponse.Status = .ok) async throws -> Response {
         try requireSignUp()
-        var values: [String: Any] = ["title": "Create your account", "action": flow.pageURL("signup", record: record)]
+        var values: [String: Any] = ["title": text("signup_title"), "action": flow.pageURL("signup", record: record)]
         let current = try await flow.interaction(record.id)
         if !userFlow.emailVerification {
             values["stepDetails"] = true
@@ -62,7 +62,7 @@ extension PageStep {
                 case .failure(let problem): return .failure(problem)
                 }
                 if builtIn == .displayName {
-                    guard !value.isEmpty else { return .failure(AttributeProblem(message: "Please enter a display name.")) }
+                    guard !value.isEmpty else { return .failure(AttributeProblem(message: text("error_displayName"))) }
                     displayName = value
                 } else {
                     attributes[builtIn.rawValue] = value.isEmpty ? nil : value
@@ -88,7 +88,8 @@ extension PageStep {
             switch attribute {
             case .builtIn(let builtIn):
                 return [
-                    "name": builtIn.rawValue, "label": builtIn.label, "value": current, "autocomplete": builtIn.autocomplete,
+                    "name": builtIn.rawValue, "label": text("attribute_\(builtIn.rawValue)"), "value": current,
+                    "autocomplete": builtIn.autocomplete,
                     "required": builtIn == .displayName, "inputType": "text",
                 ]
             case .custom(let name):
@@ -118,7 +119,7 @@ extension PageStep {
             let pending = try await flow.interaction(record.id).pendingEmail
             let typed = form["email"] ?? pending ?? ""
             guard let email = EmailAddress(typed) else {
-                return try await signUpPage(error: "Please enter a valid email address.", status: .badRequest)
+                return try await signUpPage(error: text("error_email"), status: .badRequest)
             }
             try await service.interactions.setPendingEmail(interactionID: record.id, email: email.canonical)
             // Sent whether or not an account has the address: the page must not tell anyone that
@@ -138,7 +139,7 @@ extension PageStep {
                     interactionID: record.id, email: email, code: form["code"] ?? "", now: service.now)
             else {
                 return try await signUpPage(
-                    error: "The verification code you have entered does not match our records. Please try again, or request a new code.",
+                    error: text("error_codeMismatch"),
                     status: .badRequest)
             }
             try await service.interactions.setVerifiedEmail(interactionID: record.id, email: email, userID: nil)
@@ -160,19 +161,19 @@ extension PageStep {
             // The form shows the proven address read-only; a posted variant of it keeps the user's
             // spelling (case), anything else is ignored.
             guard let proven = EmailAddress(provenEmail) else {
-                return try await signUpPage(error: "Please enter a valid email address.", status: .badRequest)
+                return try await signUpPage(error: text("error_email"), status: .badRequest)
             }
             email = spelling(of: provenEmail) ?? proven
         } else {
             guard let typed = EmailAddress(form["email"] ?? "") else {
-                return try await signUpPage(error: "Please enter a valid email address.", status: .badRequest)
+                return try await signUpPage(error: text("error_email"), status: .badRequest)
             }
             email = typed
         }
         if let problem = PasswordPolicy.problem(with: password) { return try await signUpPage(error: problem, status: .badRequest) }
         guard password == form["reenterPassword"] else {
             return try await signUpPage(
-                error: "The password entry fields do not match. Please enter the same password in both fields and try again.",
+                error: text("error_passwordMismatch"),
                 status: .badRequest)
         }
         let posted: (displayName: String?, attributes: [String: String])
@@ -182,7 +183,7 @@ extension PageStep {
         }
         var attributes = posted.attributes
         var displayName = posted.displayName ?? String(email.display.split(separator: "@").first ?? "")
-        let exists = "A user with the specified ID already exists. Please choose a different one."
+        let exists = text("error_exists")
         if try await service.users.user(tenantID: tenant.id, provider: .local, signInName: email.canonical) != nil {
             return try await signUpPage(error: exists, status: .conflict)
         }

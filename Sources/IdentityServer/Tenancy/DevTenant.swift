@@ -92,6 +92,11 @@ extension IdentityServer {
         if let existing = try await tenants.defaultTenant() {
             // A dev tenant from an older version gets the flows added since.
             if existing.name == DevTenant.name {
+                if existing.languages.isEmpty {
+                    var upgraded = existing
+                    upgraded.languages = PageLanguage.builtIn
+                    try await tenants.save(upgraded, now: now)
+                }
                 let names = Set(try await tenants.userFlows(tenantID: existing.id).map { $0.name.lowercased() })
                 for flow in DevTenant.flows(tenantID: existing.id) where !names.contains(flow.name.lowercased()) {
                     try await tenants.save(flow)
@@ -127,9 +132,11 @@ extension IdentityServer {
             if changed { try await tenants.save(webApp, now: now) }
             return DevTenantSeed(tenant: existing, publicApp: grantedPublic, webApp: webApp, newWebAppSecret: nil)
         }
-        let tenant = Tenant(
+        var tenant = Tenant(
             id: UUID(), name: DevTenant.name, displayName: "TodoB2C", defaultPolicy: "B2C_1_susi", isDefault: true,
             userAttributes: [DevTenant.loyaltyNumber])
+        // English and Spanish pages; `ui_locales=es` picks Spanish.
+        tenant.languages = PageLanguage.builtIn
         try await tenants.save(tenant, now: now)
         for flow in DevTenant.flows(tenantID: tenant.id) { try await tenants.save(flow) }
         var publicApp = AppRegistration(

@@ -18,6 +18,10 @@ public struct Tenant: Sendable, Equatable {
     public var apiConnectors: [APIConnector]
     /// Upstream OpenID Connect providers its flows may offer (SPEC §2.11); secrets sealed.
     public var identityProviders: [UpstreamProvider]
+    /// The pages' languages, the first the default (SPEC §2.11); none means English.
+    public var languages: [String] = []
+    /// Per-language string overrides of the pages (language → string key → text).
+    public var localizedStrings: [String: [String: String]] = [:]
 
     public init(
         id: UUID, name: String, displayName: String, defaultPolicy: String, pageTemplatesPath: String? = nil,

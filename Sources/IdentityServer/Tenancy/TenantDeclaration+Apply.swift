@@ -47,12 +47,14 @@ extension TenantDeclaration {
         let templates = tenant.pageTemplates.map { path in
             path.hasPrefix("/") ? path : baseDirectory.appendingPathComponent(path).standardizedFileURL.path
         }
-        let model = Tenant(
+        var model = Tenant(
             id: tenantID, name: tenant.name, displayName: tenant.displayName ?? tenant.name,
             defaultPolicy: tenant.defaultPolicy ?? userFlows.first?.name ?? "B2C_1_susi", pageTemplatesPath: templates,
             isDefault: true, userAttributes: userAttributes ?? [],
             apiConnectors: try sealedConnectors(tenantID: tenantID, existing: existing, dataKey: server.service.dataKey),
             identityProviders: try sealedProviders(tenantID: tenantID, existing: existing, dataKey: server.service.dataKey))
+        model.languages = languages ?? []
+        model.localizedStrings = localizedStrings ?? [:]
         if existing != model {
             try await server.tenants.save(model, now: now)
             note("tenant", model.name, before: existing.map { _ in false })

@@ -115,6 +115,10 @@ public struct TenantDeclaration: Codable, Sendable {
     /// Upstream OpenID Connect providers flows may list by name; `clientSecret` in clear or
     /// sealed, as for connectors.
     var identityProviders: [UpstreamProvider]?
+    /// The pages' languages (`[en, es]`), the first the default.
+    var languages: [String]?
+    /// Per-language overrides of the pages' strings: `{es: {signin_submit: Entrar}}`.
+    var localizedStrings: [String: [String: String]]?
     var userFlows: [FlowPart]
     var applications: [ApplicationPart]?
     var users: [UserPart]?
@@ -201,6 +205,22 @@ public struct TenantDeclaration: Codable, Sendable {
             }
             if let mfa = flow.mfa, mfa.enforcement != .off, flow.type == .ropc {
                 problems.append("user flow \(flow.name): a ROPC flow cannot ask for a second factor")
+            }
+        }
+        for language in languages ?? [] where !(2...3).contains(language.count) || !language.allSatisfy({ $0.isASCII && $0.isLowercase }) {
+            problems.append("language '\(TextRules.printable(language))' must be a 2- or 3-letter lowercase code (en, es, ko)")
+        }
+        for (language, strings) in localizedStrings ?? [:] {
+            if !(languages ?? ["en"]).contains(language) {
+                problems.append("localizedStrings: '\(TextRules.printable(language))' is not one of the languages")
+            }
+            for (key, text) in strings {
+                if PageLanguage.english[key] == nil {
+                    problems.append("localizedStrings.\(language): no page string '\(TextRules.printable(key))'")
+                }
+                if (try? TextRules.freeText(text, maximumLength: 1000).get()) != text {
+                    problems.append("localizedStrings.\(language).\(key) must be 1 to 1000 characters without controls")
+                }
             }
         }
         let providerNames = (identityProviders ?? []).map { $0.name.lowercased() }

@@ -36,6 +36,8 @@ struct TenantSettings: Codable, Equatable {
     var userAttributes: [CustomAttribute]?
     var apiConnectors: [APIConnector]?
     var identityProviders: [UpstreamProvider]?
+    var languages: [String]?
+    var localizedStrings: [String: [String: String]]?
 }
 
 /// The SQL implementation of ``TenantDirectory``.
@@ -59,10 +61,13 @@ struct SQLTenantDirectory: TenantDirectory {
         var tenant: Tenant? {
             guard let id = UUID(uuidString: id) else { return nil }
             let settings = StoredJSON.decode(TenantSettings.self, settings) ?? TenantSettings()
-            return Tenant(
+            var tenant = Tenant(
                 id: id, name: name, displayName: displayName, defaultPolicy: defaultPolicy,
                 pageTemplatesPath: pageTemplatesPath, isDefault: isDefault, userAttributes: settings.userAttributes ?? [],
                 apiConnectors: settings.apiConnectors ?? [], identityProviders: settings.identityProviders ?? [])
+            tenant.languages = settings.languages ?? []
+            tenant.localizedStrings = settings.localizedStrings ?? [:]
+            return tenant
         }
     }
 
@@ -205,7 +210,8 @@ struct SQLTenantDirectory: TenantDirectory {
             settings: StoredJSON.encode(
                 TenantSettings(
                     userAttributes: tenant.userAttributes, apiConnectors: tenant.apiConnectors,
-                    identityProviders: tenant.identityProviders)))
+                    identityProviders: tenant.identityProviders, languages: tenant.languages,
+                    localizedStrings: tenant.localizedStrings)))
         try await database.transaction { sql in
             if row.isDefault {
                 try await sql.update("tenants").set("is_default", to: false).run()

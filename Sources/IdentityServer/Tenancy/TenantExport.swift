@@ -19,6 +19,8 @@ extension IdentityServer {
             userAttributes: tenant.userAttributes.isEmpty ? nil : tenant.userAttributes,
             apiConnectors: tenant.apiConnectors.isEmpty ? nil : tenant.apiConnectors,
             identityProviders: tenant.identityProviders.isEmpty ? nil : tenant.identityProviders,
+            languages: tenant.languages.isEmpty ? nil : tenant.languages,
+            localizedStrings: tenant.localizedStrings.isEmpty ? nil : tenant.localizedStrings,
             userFlows: flows.map { Self.declared($0, tenant: tenant) }, applications: [], users: nil)
         for app in apps {
             // An API is named as a permission names it: Graph by its URL, an app by its App ID URI.
