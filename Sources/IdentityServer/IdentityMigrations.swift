@@ -266,5 +266,8 @@ enum IdentityMigrations {
                         provider TEXT NOT NULL, sealed_verifier TEXT NOT NULL, nonce TEXT NOT NULL, expires_at BIGINT NOT NULL)
                     """
                 ]),
+            // A first federated sign-in waiting on the sign-up attribute page (SPEC §2.11).
+            Migration(
+                version: 23, name: "pending federated sign-up", ["ALTER TABLE authorization_requests ADD COLUMN pending_sign_up TEXT"]),
         ])
 }

@@ -105,13 +105,20 @@ struct UpstreamProviderTests {
                 let answer = try await Self.send("POST", authorize, form: "sub=\(subject)")
                 let back = try #require(answer.location, "the mock answered \(answer.status)")
                 #expect(back.hasPrefix(Self.callback(h)))
-                let done = try await driver.follow(try await driver.get(back))
+                var done = try await driver.follow(try await driver.get(back))
+                if round == 0 {
+                    // A first sign-in in a sign-up flow: the attribute page, prefilled from the provider.
+                    #expect(done.text.contains("value=\"uma@example.com\" autocomplete=\"email\" readonly"))
+                    #expect(done.field("displayName") == "Uma Upstream" && done.field("givenName") == "Uma")
+                    done = try await driver.submit(
+                        done, [("displayName", "Uma U."), ("givenName", "Uma"), ("surname", done.field("surname") ?? "")])
+                }
                 let code = try #require(
                     done.redirectParameters["code"], "\(done.status) \(done.location ?? done.text.prefix(300).description)")
                 let claims = DecodedJWT(try #require(try await driver.redeem(h, attempt: attempt, code: code).json["id_token"] as? String))
                     .claims
                 #expect(claims["idp"] as? String == mock)
-                #expect(claims["name"] as? String == "Uma Upstream")
+                #expect(claims["name"] as? String == "Uma U.")
                 #expect(claims["given_name"] as? String == "Uma")
                 #expect(claims["newUser"] as? Bool == (round == 0 ? true : nil))
                 if round == 0 { oid = claims["oid"] as? String } else { #expect(claims["oid"] as? String == oid) }
@@ -148,6 +155,13 @@ struct UpstreamProviderTests {
             let (n, e) = JWKSet.components(of: key.publicKey)
             let body = #"{"keys":[{"kty":"RSA","kid":"k1","use":"sig","alg":"RS256","n":"\#(n)","e":"\#(e)"}]}"#
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
+        }
+        // The flow's "after federating" connector, on the same loopback server.
+        router.post("connector") { request, _ -> Response in
+            let body = String(buffer: try await request.body.collect(upTo: 1 << 16))
+            let step = body.contains("\"step\":\"PostFederationSignup\"") ? "Prefilled" : "Wrong step"
+            let reply = #"{"version":"1.0.0","action":"Continue","givenName":"\#(step)"}"#
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: reply)))
         }
         router.post("token") { _, _ -> Response in
             let (flavour, nonce) = await script.get()
@@ -190,6 +204,12 @@ struct UpstreamProviderTests {
                     UpstreamProvider(
                         name: "local", displayName: "Local IdP",
                         metadataUrl: "http://127.0.0.1:\(box.value)/.well-known/openid-configuration", clientId: "local-client"))
+                var tenant = try #require(try await h.server.tenants.tenant(matching: h.tenant.guid))
+                tenant.apiConnectors = [APIConnector(name: "prefill", url: "http://127.0.0.1:\(box.value)/connector", timeoutSeconds: 2)]
+                try await h.server.tenants.save(tenant, now: Date())
+                var susi = try #require(try await h.server.tenants.userFlow(tenantID: h.tenant.id, name: "B2C_1_susi"))
+                susi.connectors = FlowConnectors(afterFederatingIdentityProvider: "prefill")
+                try await h.server.tenants.save(susi)
                 for flavour in ["forged", "expired", "nonce", "audience", "good"] {
                     driver.cookies = [:]
                     var attempt = AuthorizationAttempt(harness: h)
@@ -203,7 +223,11 @@ struct UpstreamProviderTests {
                         try await driver.get(
                             "/\(h.tenant.name)/oauth2/authresp?" + Form.encode([("code", "c-\(flavour)"), ("state", state)])))
                     if flavour == "good" {
-                        #expect(back.redirectParameters["code"] != nil, "\(back.status) \(back.location ?? "")")
+                        // The attribute page, prefilled by the connector; the account only after it.
+                        #expect(back.field("givenName") == "Prefilled", "\(back.status) \(back.text.prefix(300))")
+                        #expect(try await h.server.users.users(tenantID: h.tenant.id).isEmpty)
+                        let done = try await driver.submit(back, [("displayName", "Local Person"), ("givenName", "Prefilled")])
+                        #expect(done.redirectParameters["code"] != nil, "\(done.status) \(done.location ?? "")")
                     } else {
                         #expect(
                             b2cCode(redirect: back) == "AADB2C90273",

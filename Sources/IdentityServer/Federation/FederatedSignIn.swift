@@ -37,6 +37,10 @@ extension InteractionFlow {
     ) async throws -> Response {
         var newUser = false
         var user = try await service.users.user(tenantID: tenant.id, provider: identity.provider, signInName: identity.subject)
+        // A sign-up flow shows the attribute page, prefilled, before the account is made.
+        if user == nil, Self.collectsAttributes(userFlow) {
+            return try await startFederatedSignUp(identity, record: record)
+        }
         if user == nil {
             var attributes: [String: String] = [:]
             attributes[UserAttribute.givenName.rawValue] = identity.givenName

@@ -59,6 +59,22 @@ struct InteractionRecord: Sendable {
     var consentSessionHash: String? = nil
     /// The account that passed the flow's second factor in this transaction.
     var secondFactorUserID: UUID? = nil
+    /// A first federated sign-in waiting on the sign-up attribute page.
+    var pendingSignUp: FederatedSignUp? = nil
+}
+
+/// A federated identity met for the first time in a sign-up flow: what the provider (and the
+/// "after federating" connector) said, shown prefilled on the attribute page before the
+/// account is made.
+struct FederatedSignUp: Sendable, Codable, Equatable {
+    var provider: IdentityProviderKind
+    var subject: String
+    var email: String?
+    var displayName: String
+    /// Prefilled values by account key (`givenName`, `extension_{name}`, …).
+    var attributes: [String: String]
+    /// Whether the flow's "after federating" connector has answered.
+    var connectorCalled: Bool?
 }
 
 /// A single-sign-on session at the identity service (the cookie holds a random id; the store

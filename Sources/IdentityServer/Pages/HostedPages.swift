@@ -31,6 +31,8 @@ struct HostedPages: Sendable {
         pages.post("consent") { request, context in try await step(request, context).consent() }
         pages.get("accounts") { request, context in try await step(request, context).accountsPage() }
         pages.post("accounts") { request, context in try await step(request, context).chooseAccount() }
+        pages.get("federated") { request, context in try await step(request, context).federatedSignUpPage() }
+        pages.post("federated") { request, context in try await step(request, context).federatedSignUp() }
         pages.get("mfa") { request, context in try await step(request, context).secondFactorPage() }
         pages.post("mfa") { request, context in try await step(request, context).secondFactor() }
     }

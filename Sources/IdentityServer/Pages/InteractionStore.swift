@@ -24,6 +24,8 @@ protocol InteractionStore: Sendable {
     func setConsentSession(interactionID: String, idHash: String) async throws
     /// Records that `userID` passed the flow's second factor in this transaction.
     func setSecondFactorPassed(interactionID: String, userID: UUID) async throws
+    /// The federated identity waiting on the sign-up attribute page (nil: none).
+    func setPendingSignUp(interactionID: String, signUp: FederatedSignUp?) async throws
 
     func saveSession(idHash: String, session: SSOSession, now: Date) async throws
     func session(idHash: String, now: Date) async throws -> SSOSession?
@@ -81,6 +83,7 @@ struct SQLInteractionStore: InteractionStore {
         var clientAddress: String?
         var consentSessionHash: String?
         var secondFactorUserId: String?
+        var pendingSignUp: String?
     }
 
     func saveInteraction(
@@ -91,7 +94,8 @@ struct SQLInteractionStore: InteractionStore {
             id: id, tenantId: request.tenantID.uuidString.lowercased(), policy: request.policy,
             parameters: StoredJSON.encode(request), csrfHash: csrfHash, createdAt: now.epochSeconds,
             expiresAt: expiresAt.epochSeconds, completedAt: nil, pendingUserId: nil, pendingEmail: nil,
-            verifiedEmail: nil, clientAddress: clientAddress, consentSessionHash: nil, secondFactorUserId: nil)
+            verifiedEmail: nil, clientAddress: clientAddress, consentSessionHash: nil, secondFactorUserId: nil,
+            pendingSignUp: nil)
         return try await database.transaction { sql in
             let recent =
                 try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("authorization_requests")
@@ -115,7 +119,8 @@ struct SQLInteractionStore: InteractionStore {
             completedAt: row.completedAt.map(Date.init(epoch:)),
             pendingUserID: row.pendingUserId.flatMap(UUID.init(uuidString:)), pendingEmail: row.pendingEmail,
             verifiedEmail: row.verifiedEmail, consentSessionHash: row.consentSessionHash,
-            secondFactorUserID: row.secondFactorUserId.flatMap(UUID.init(uuidString:)))
+            secondFactorUserID: row.secondFactorUserId.flatMap(UUID.init(uuidString:)),
+            pendingSignUp: row.pendingSignUp.flatMap { StoredJSON.decode(FederatedSignUp.self, $0) })
     }
 
     func completeInteraction(id: String, now: Date) async throws -> Bool {
