@@ -269,5 +269,12 @@ enum IdentityMigrations {
             // A first federated sign-in waiting on the sign-up attribute page (SPEC §2.11).
             Migration(
                 version: 23, name: "pending federated sign-up", ["ALTER TABLE authorization_requests ADD COLUMN pending_sign_up TEXT"]),
+            // The "before sending the token" connector's values, kept for the sign-in's refreshes.
+            Migration(
+                version: 24, name: "claim overrides",
+                [
+                    "ALTER TABLE authorization_codes ADD COLUMN claim_overrides TEXT",
+                    "ALTER TABLE refresh_token_families ADD COLUMN claim_overrides TEXT",
+                ]),
         ])
 }

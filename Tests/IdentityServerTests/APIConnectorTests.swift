@@ -173,4 +173,42 @@ struct APIConnectorTests {
             }
         }
     }
+
+    @Test("before sending the token: Continue values go into this sign-in's tokens, refreshes included, not into the directory")
+    func beforeSendingToken() async throws {
+        let received = Received()
+        try await Self.endpoint(received).test(.live) { endpoint in
+            let port = try #require(endpoint.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                try await Self.configure(h, port: port, connector: "continue")
+                var flow = try #require(try await h.server.tenants.userFlow(tenantID: h.tenant.id, name: "B2C_1_sign_in"))
+                flow.applicationClaims = UserFlow.defaultClaims + ["city", "extension_memberLevel"]
+                flow.connectors = FlowConnectors(beforeSendingToken: "continue")
+                try await h.server.tenants.save(flow)
+                let user = try await h.addUser("tok@example.com")
+                let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1_sign_in")
+                let done = try await driver.signIn(h, attempt: attempt, email: "tok@example.com")
+                let code = try #require(done.redirectParameters["code"], "\(done.status) \(done.location ?? "")")
+                let tokens = try await driver.redeem(h, attempt: attempt, code: code)
+                let claims = DecodedJWT(try #require(tokens.json["id_token"] as? String)).claims
+                #expect(claims["city"] as? String == "Override City" && claims["extension_memberLevel"] as? Int == 7)
+                let call = try #require(await received.all().last)
+                #expect(call.body["step"] as? String == "PreTokenIssuance" && call.body["objectId"] as? String == user.objectID)
+                // The directory keeps its own values; a refresh keeps the sign-in's.
+                #expect(try await h.server.users.user(id: user.id)?.attributes["city"] == nil)
+                let refreshed = try await driver.refresh(
+                    h, token: try #require(tokens.json["refresh_token"] as? String), policy: "B2C_1_sign_in")
+                #expect(DecodedJWT(try #require(refreshed.json["id_token"] as? String)).claims["city"] as? String == "Override City")
+                #expect(await received.all().count == 1, "a refresh does not call the connector")
+
+                // A block answer is no answer at this step: the sign-in ends with AADB2C90075.
+                flow.connectors = FlowConnectors(beforeSendingToken: "block")
+                try await h.server.tenants.save(flow)
+                driver.cookies = [:]
+                let blocked = try await driver.signIn(
+                    h, attempt: AuthorizationAttempt(harness: h, policy: "B2C_1_sign_in"), email: "tok@example.com")
+                #expect(b2cCode(redirect: blocked) == "AADB2C90075")
+            }
+        }
+    }
 }

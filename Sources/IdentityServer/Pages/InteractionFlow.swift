@@ -167,6 +167,12 @@ struct InteractionFlow: Sendable {
         guard let client = try await service.tenants.application(tenantID: tenant.id, clientID: authorization.clientID) else {
             throw PageError(status: .badRequest, title: "Unknown application", message: "The application is no longer registered.")
         }
+        // B2C's "Before sending the token" connector: its values go into this sign-in's tokens.
+        let overrides: [String: String]
+        switch try await tokenClaimOverrides(record, user: user, tenant: tenant, userFlow: flow, context: context) {
+        case .success(let values): overrides = values
+        case .failure(let failure): return try await fail(record, with: failure.b2cError, context: context)
+        }
         var parameters: [(String, String)] = []
         var code: String?
         if authorization.wantsCode {
@@ -176,7 +182,8 @@ struct InteractionFlow: Sendable {
                 redirectURI: authorization.redirectURI, scopes: authorization.scopes, nonce: authorization.nonce,
                 codeChallenge: authorization.codeChallenge, codeChallengeMethod: authorization.codeChallengeMethod,
                 authTime: authTime, newUser: newUser, identityProvider: identityProvider, createdAt: now,
-                expiresAt: now.addingTimeInterval(service.configuration.codeLifetime), face: authorization.protocolFace)
+                expiresAt: now.addingTimeInterval(service.configuration.codeLifetime), face: authorization.protocolFace,
+                claimOverrides: overrides.isEmpty ? nil : overrides)
             try await service.grants.saveCode(value, grant: grant)
             code = value
             parameters.append(("code", value))
@@ -190,7 +197,8 @@ struct InteractionFlow: Sendable {
             let issuance = IssuanceContext(
                 tenant: tenant, flow: flow, client: client, user: user,
                 issuer: service.issuer(origin: authorization.origin, tenant: tenant, face: face), scopes: scopes,
-                nonce: authorization.nonce, authTime: authTime, newUser: newUser, identityProvider: identityProvider, face: face)
+                nonce: authorization.nonce, authTime: authTime, newUser: newUser, identityProvider: identityProvider, face: face,
+                claimOverrides: overrides)
             let tokens = try await service.issuer.issue(issuance, now: now, code: code, hashAccessToken: true)
             if let accessToken = tokens.accessToken {
                 parameters += [

@@ -126,7 +126,8 @@ struct TokenEndpoint: Sendable {
         let scopes = try GrantedScopes.resolve(grant.scopes, client: client, tenantApps: apps)
         let issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: grant.nonce,
-            authTime: grant.authTime, newUser: grant.newUser, identityProvider: grant.identityProvider, face: face)
+            authTime: grant.authTime, newUser: grant.newUser, identityProvider: grant.identityProvider, face: face,
+            claimOverrides: grant.claimOverrides ?? [:])
         let refreshToken = scopes.offlineAccess ? try await startFamily(issuance, now: now, forCode: code) : nil
         return try await respond(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now)
     }
@@ -183,7 +184,8 @@ struct TokenEndpoint: Sendable {
         }
         let issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: nil,
-            authTime: family.authTime, newUser: false, identityProvider: family.identityProvider, face: face)
+            authTime: family.authTime, newUser: false, identityProvider: family.identityProvider, face: face,
+            claimOverrides: family.claimOverrides ?? [:])
         return try await respond(issuance, refreshToken: replacement, clientInfo: clientInfo, now: now)
     }
 
@@ -280,7 +282,8 @@ struct TokenEndpoint: Sendable {
             id: UUID().uuidString.lowercased(), tenantID: issuance.tenant.id, clientID: issuance.client.clientIDString,
             userID: issuance.user.id, policy: issuance.flow.name, scopes: issuance.scopes.granted,
             authTime: issuance.authTime, identityProvider: issuance.identityProvider, createdAt: now,
-            slidingExpiresAt: sliding, revokedAt: nil, consented: issuance.client.apiPermissions, face: issuance.face)
+            slidingExpiresAt: sliding, revokedAt: nil, consented: issuance.client.apiPermissions, face: issuance.face,
+            claimOverrides: issuance.claimOverrides.isEmpty ? nil : issuance.claimOverrides)
         let expires = now.addingTimeInterval(TimeInterval(lifetimes.refreshTokenSeconds))
         try await grants.createFamily(family, firstToken: token, tokenExpiresAt: min(expires, sliding ?? expires), forCode: code)
         return token

@@ -91,6 +91,8 @@ public struct FlowConnectors: Sendable, Codable, Equatable {
 enum ConnectorStep: String, Sendable {
     case postFederationSignup = "PostFederationSignup"
     case postAttributeCollection = "PostAttributeCollection"
+    /// "Before sending the token (preview)" in B2C's list of step values.
+    case preTokenIssuance = "PreTokenIssuance"
 }
 
 /// What a connector answered.

@@ -55,6 +55,7 @@ struct SQLGrantStore: GrantStore {
         var redeemedAt: Int64?
         var familyId: String?
         var face: String
+        var claimOverrides: String?
 
         var grant: AuthorizationCodeGrant? {
             guard let tenantID = UUID(uuidString: tenantId), let userID = UUID(uuidString: userId),
@@ -68,7 +69,8 @@ struct SQLGrantStore: GrantStore {
                 scopes: StoredJSON.decode([String].self, scopes) ?? [], nonce: nonce, codeChallenge: codeChallenge,
                 codeChallengeMethod: method ?? nil, authTime: .init(epoch: authTime), newUser: newUser,
                 identityProvider: provider, createdAt: .init(epoch: createdAt), expiresAt: .init(epoch: expiresAt),
-                face: ProtocolFace(rawValue: face) ?? .b2c)
+                face: ProtocolFace(rawValue: face) ?? .b2c,
+                claimOverrides: claimOverrides.flatMap { StoredJSON.decode([String: String].self, $0) })
         }
     }
 
@@ -87,6 +89,7 @@ struct SQLGrantStore: GrantStore {
         var revokedReason: String?
         var consented: String?
         var face: String
+        var claimOverrides: String?
 
         init(_ family: RefreshTokenFamily) {
             id = family.id
@@ -103,6 +106,7 @@ struct SQLGrantStore: GrantStore {
             revokedReason = nil
             consented = family.consented.map { StoredJSON.encode($0) }
             face = family.face.rawValue
+            claimOverrides = family.claimOverrides.map { StoredJSON.encode($0) }
         }
 
         var family: RefreshTokenFamily? {
@@ -115,7 +119,8 @@ struct SQLGrantStore: GrantStore {
                 identityProvider: provider, createdAt: .init(epoch: createdAt),
                 slidingExpiresAt: slidingExpiresAt.map(Date.init(epoch:)), revokedAt: revokedAt.map(Date.init(epoch:)),
                 consented: consented.flatMap { StoredJSON.decode([APIPermission].self, $0) },
-                face: ProtocolFace(rawValue: face) ?? .b2c)
+                face: ProtocolFace(rawValue: face) ?? .b2c,
+                claimOverrides: claimOverrides.flatMap { StoredJSON.decode([String: String].self, $0) })
         }
     }
 
@@ -144,7 +149,8 @@ struct SQLGrantStore: GrantStore {
             codeChallenge: grant.codeChallenge, codeChallengeMethod: grant.codeChallengeMethod?.rawValue,
             authTime: grant.authTime.epochSeconds, newUser: grant.newUser,
             identityProvider: grant.identityProvider.rawValue, createdAt: grant.createdAt.epochSeconds,
-            expiresAt: grant.expiresAt.epochSeconds, redeemedAt: nil, familyId: nil, face: grant.face.rawValue)
+            expiresAt: grant.expiresAt.epochSeconds, redeemedAt: nil, familyId: nil, face: grant.face.rawValue,
+            claimOverrides: grant.claimOverrides.map { StoredJSON.encode($0) })
         try await database.transaction { sql in try await sql.insert(into: "authorization_codes").model(row, with: .snakeCase).run() }
     }
 

@@ -20,6 +20,9 @@ struct AuthorizationCodeGrant: Sendable, Equatable {
     /// The face the code was issued on: it redeems only there, so a code from B2C's authorize
     /// (which asks no consent) cannot buy Entra tokens, nor the reverse.
     public var face: ProtocolFace = .b2c
+    /// Values the flow's "before sending the token" connector set (account keys → text), used
+    /// in every token of this sign-in, refreshes included.
+    public var claimOverrides: [String: String]? = nil
 }
 
 enum CodeRedemption: Sendable {
@@ -53,6 +56,8 @@ struct RefreshTokenFamily: Sendable, Equatable {
     public var consented: [APIPermission]? = nil
     /// The face the family was started on; it refreshes only there.
     public var face: ProtocolFace = .b2c
+    /// The sign-in's connector values (``AuthorizationCodeGrant/claimOverrides``).
+    public var claimOverrides: [String: String]? = nil
 }
 
 enum RefreshTokenRedemption: Sendable {

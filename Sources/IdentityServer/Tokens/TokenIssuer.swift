@@ -16,6 +16,8 @@ struct IssuanceContext: Sendable {
     var identityProvider: IdentityProviderKind
     /// B2C's v1.0 claims or the Microsoft identity platform's v2.0 ones (SPEC §2.9).
     var face: ProtocolFace = .b2c
+    /// The "before sending the token" connector's values for this sign-in (account keys).
+    var claimOverrides: [String: String] = [:]
 }
 
 /// The signed tokens of one issuance.
@@ -201,7 +203,12 @@ struct TokenIssuer: Sendable {
 
     /// The flow's application claims that this user has values for.
     private func appendUserClaims(_ context: IssuanceContext, into claims: inout JSONObjectBuilder) {
-        let user = context.user
+        // The connector's values win over the directory's, in the token only (B2C's
+        // "Before sending the token" step).
+        var user = context.user
+        for (key, value) in context.claimOverrides {
+            if key == UserAttribute.displayName.rawValue { user.displayName = value } else { user.attributes[key] = value }
+        }
         let selected = Set(context.flow.applicationClaims)
         // oid is always present: the Task API and MSAL's client_info depend on it
         // (research/b2c-protocol.md §2.5).
