@@ -77,7 +77,8 @@ struct UpstreamProviderTests {
             let subject = "upstream-\(UUID().uuidString.prefix(8).lowercased())"
             _ = try await Self.send(
                 "PUT", "\(mock)/users/\(subject)",
-                json: #"{"email":"uma@example.com","name":"Uma Upstream","given_name":"Uma","family_name":"Upstream"}"#)
+                json:
+                    #"{"email":"uma@example.com","email_verified":true,"name":"Uma Upstream","given_name":"Uma","family_name":"Upstream"}"#)
             try await Self.offer(
                 h,
                 UpstreamProvider(
@@ -163,6 +164,10 @@ struct UpstreamProviderTests {
             let reply = #"{"version":"1.0.0","action":"Continue","givenName":"\#(step)"}"#
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: reply)))
         }
+        router.post("blockconnector") { _, _ -> Response in
+            let reply = #"{"version":"1.0.0","action":"ShowBlockPage","userMessage":"No sign-ups from this provider."}"#
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: reply)))
+        }
         router.post("token") { _, _ -> Response in
             let (flavour, nonce) = await script.get()
             let now = Int(Date().timeIntervalSince1970)
@@ -240,6 +245,78 @@ struct UpstreamProviderTests {
                 }
                 #expect(try await h.server.users.users(tenantID: h.tenant.id).count == 1)
             }
+        }
+    }
+
+    @Test("the attribute page cannot be posted past the after-federating connector: before it answers, or after it blocked")
+    func connectorCannotBeSkipped() async throws {
+        let script = Script()
+        let box = PortBox()
+        try await Self.provider(script, port: { box.value }).test(.live) { idp in
+            box.value = try #require(idp.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                try await Self.offer(
+                    h,
+                    UpstreamProvider(
+                        name: "local", metadataUrl: "http://127.0.0.1:\(box.value)/.well-known/openid-configuration",
+                        clientId: "local-client"))
+                var tenant = try #require(try await h.server.tenants.tenant(matching: h.tenant.guid))
+                tenant.apiConnectors = [
+                    APIConnector(name: "block", url: "http://127.0.0.1:\(box.value)/blockconnector", timeoutSeconds: 2)
+                ]
+                try await h.server.tenants.save(tenant, now: Date())
+                var susi = try #require(try await h.server.tenants.userFlow(tenantID: h.tenant.id, name: "B2C_1_susi"))
+                susi.connectors = FlowConnectors(afterFederatingIdentityProvider: "block")
+                try await h.server.tenants.save(susi)
+
+                var attempt = AuthorizationAttempt(harness: h)
+                attempt.extra = [("domain_hint", "local")]
+                let toProvider = try await driver.start(attempt, harness: h)
+                let items = try #require(toProvider.location.flatMap(URLComponents.init(string:))?.queryItems)
+                await script.set("good", nonce: try #require(items.first { $0.name == "nonce" }?.value))
+                let state = try #require(items.first { $0.name == "state" }?.value)
+                // The callback's answer, not followed: straight to a POST of the attribute form.
+                let toPage = try await driver.get("/\(h.tenant.name)/oauth2/authresp?" + Form.encode([("code", "c"), ("state", state)]))
+                let pageURL = try #require(toPage.location)
+                let csrf = try #require(driver.cookies[InteractionFlow.csrfCookie])
+                let skipped = try await driver.post(pageURL, [("csrf_token", csrf), ("displayName", "Skipper")])
+                #expect(skipped.redirectParameters["code"] == nil)
+                #expect(skipped.text.contains("No sign-ups from this provider."))
+                #expect(try await h.server.users.users(tenantID: h.tenant.id).isEmpty)
+                // Blocked: the form is gone for good.
+                let again = try await driver.post(pageURL, [("csrf_token", csrf), ("displayName", "Skipper")])
+                #expect(again.status == .forbidden && again.redirectParameters["code"] == nil)
+                #expect(try await h.server.users.users(tenantID: h.tenant.id).isEmpty)
+            }
+        }
+    }
+
+    @Test("outbound URLs: https anywhere, http on loopback only, no credentials; one issuer per provider")
+    func outboundRule() throws {
+        #expect(OutboundURL.isAllowed("https://idp.example.com/.well-known/openid-configuration"))
+        #expect(OutboundURL.isAllowed("http://127.0.0.1:7071/api") && OutboundURL.isAllowed("http://localhost:1/x"))
+        #expect(!OutboundURL.isAllowed("http://idp.example.com/x") && !OutboundURL.isAllowed("http://10.0.0.5/x"))
+        #expect(!OutboundURL.isAllowed("https://user:pw@idp.example.com/") && !OutboundURL.isAllowed("file:///etc/passwd"))
+        #expect(!OutboundURL.isAllowed("http+unix://%2Ftmp%2Fsock/x"))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbound-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bad = directory.appendingPathComponent("bad.yaml")
+        try """
+        tenant: { name: contoso.onmicrosoft.com }
+        apiConnectors: [{ name: c1, url: http://api.example.com/check, auth: none }]
+        identityProviders:
+          - { name: one, type: openIdConnect, metadataUrl: https://idp.example.com/.well-known/openid-configuration, clientId: a }
+          - { name: two, type: openIdConnect, metadataUrl: https://idp.example.com/.well-known/openid-configuration, clientId: b }
+        userFlows: [{ name: B2C_1_in, type: signIn, apiConnectors: { beforeCreatingUser: c1 } }]
+        """.write(to: bad, atomically: true, encoding: .utf8)
+        do {
+            _ = try TenantDeclaration.load(path: bad.path)
+            Issue.record("accepted")
+        } catch let error as TenantDeclaration.DeclarationError {
+            #expect(error.description.contains("API connector 'c1': url must be https (or http on loopback)"))
+            #expect(error.description.contains("identity providers must have different issuers"))
+            #expect(error.description.contains("B2C_1_in: afterFederatingIdentityProvider and beforeCreatingUser are sign-up steps"))
         }
     }
 }

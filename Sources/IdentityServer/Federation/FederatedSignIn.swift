@@ -48,8 +48,8 @@ extension InteractionFlow {
             let created = UserAccount(
                 tenantID: tenant.id, identityProvider: identity.provider, signInName: identity.subject, email: identity.email,
                 displayName: identity.displayName, attributes: attributes, createdAt: service.now,
-                // The provider vouches for the address it sends, as B2C takes it from a federated provider.
-                emailVerified: identity.email != nil)
+                // Proven only when the provider vouches for it.
+                emailVerified: identity.email != nil && identity.emailVerified)
             do {
                 try await service.users.create(created)
                 newUser = true

@@ -66,10 +66,14 @@ struct UpstreamOIDC: Sendable {
         exchange.body = .bytes(ByteBuffer(string: FormEncoding.encode(form)))
         let answer: [String: JSONValue]
         do {
-            let response = try await client.execute(exchange, timeout: .seconds(10))
-            let body = try await response.body.collect(upTo: 1 << 20)
+            let outgoing = exchange
+            let client = self.client
+            let (status, body) = try await OutboundURL.withDeadline(seconds: 15) {
+                let response = try await client.execute(outgoing, timeout: .seconds(10))
+                return (response.status.code, try await response.body.collect(upTo: 1 << 20))
+            }
             guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer: body)) else {
-                throw Failure(message: "the token endpoint answered HTTP \(response.status.code) without JSON")
+                throw Failure(message: "the token endpoint answered HTTP \(status) without JSON")
             }
             if case .string(let error)? = object["error"] {
                 throw Failure(message: "Error: \(TextRules.printable(error))")
@@ -109,6 +113,9 @@ struct UpstreamOIDC: Sendable {
         if let iat = (claims["iat"] as? NSNumber)?.doubleValue, iat - skew > now.timeIntervalSince1970 {
             throw Failure(message: "the id_token was issued in the future")
         }
+        if let nbf = (claims["nbf"] as? NSNumber)?.doubleValue, nbf - skew > now.timeIntervalSince1970 {
+            throw Failure(message: "the id_token is not valid yet")
+        }
         guard let sent = claims["nonce"] as? String, Secrets.constantTimeEquals(sent, nonce) else {
             throw Failure(message: "the id_token's nonce is not this sign-in's")
         }
@@ -122,12 +129,18 @@ struct UpstreamOIDC: Sendable {
         func text(_ name: String?, _ fallback: String) -> String? {
             (claims[name ?? fallback] as? String).flatMap { try? TextRules.name($0, maximumLength: 256).get() }
         }
-        guard let subject = text(mapping.userId, "sub") else { throw Failure(message: "the id_token has no usable user id") }
+        // The user id exactly as sent: a value the name rules would rewrite is refused rather than
+        // folded into another (two subjects must never become one account).
+        guard let rawSubject = claims[mapping.userId ?? "sub"] as? String, let subject = text(mapping.userId, "sub"), subject == rawSubject
+        else { throw Failure(message: "the id_token has no usable user id") }
         let email = text(mapping.email, "email").flatMap(EmailAddress.init)
         let name = text(mapping.displayName, "name") ?? email.map { String($0.display.split(separator: "@").first ?? "") } ?? subject
+        // The address counts as proven only when the provider says so (OIDC Core §5.1
+        // `email_verified`); otherwise it is kept unproven and tokens do not assert it.
+        let verified = (claims["email_verified"] as? Bool) == true || (claims["email_verified"] as? String)?.lowercased() == "true"
         return FederatedIdentity(
             provider: provider.kind, subject: subject, email: email?.display, displayName: name,
-            givenName: text(mapping.givenName, "given_name"), surname: text(mapping.surname, "family_name"))
+            givenName: text(mapping.givenName, "given_name"), surname: text(mapping.surname, "family_name"), emailVerified: verified)
     }
 }
 
@@ -159,6 +172,10 @@ actor UpstreamDirectory {
             throw UpstreamOIDC.Failure(
                 message: "the provider's metadata names issuer \(TextRules.printable(issuer)), not \(provider.issuer)")
         }
+        // Every endpoint is https, or http on loopback only (a local provider in development).
+        for endpoint in [authorize, token, jwks] where !OutboundURL.isAllowed(endpoint) {
+            throw UpstreamOIDC.Failure(message: "the provider's metadata names an endpoint that is not https (or http on loopback)")
+        }
         let value = UpstreamMetadata(issuer: issuer, authorizationEndpoint: authorize, tokenEndpoint: token, jwksURI: jwks)
         metadata[provider.metadataUrl] = (value, Date())
         return value
@@ -170,11 +187,13 @@ actor UpstreamDirectory {
         if let cached, cached.value[id] == nil, Date().timeIntervalSince(cached.fetched) < Self.refetchInterval { return nil }
         var request = HTTPClientRequest(url: metadata.jwksURI)
         request.headers.add(name: "Accept", value: "application/json")
-        let response: HTTPClientResponse
         let body: ByteBuffer
         do {
-            response = try await client.execute(request, timeout: .seconds(10))
-            body = try await response.body.collect(upTo: 1 << 20)
+            let outgoing = request
+            body = try await OutboundURL.withDeadline(seconds: 15) {
+                let response = try await client.execute(outgoing, timeout: .seconds(10))
+                return try await response.body.collect(upTo: 1 << 20)
+            }
         } catch {
             throw UpstreamOIDC.Failure(message: "the provider's keys could not be fetched")
         }
@@ -185,10 +204,12 @@ actor UpstreamDirectory {
 
     private static func fetch(_ url: String, client: HTTPClient) async throws -> [String: JSONValue] {
         do {
-            let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
-            let body = try await response.body.collect(upTo: 1 << 20)
-            guard response.status == .ok, let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer: body)) else {
-                throw UpstreamOIDC.Failure(message: "the provider's metadata answered HTTP \(response.status.code)")
+            let (status, body) = try await OutboundURL.withDeadline(seconds: 15) {
+                let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
+                return (response.status.code, try await response.body.collect(upTo: 1 << 20))
+            }
+            guard status == 200, let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer: body)) else {
+                throw UpstreamOIDC.Failure(message: "the provider's metadata answered HTTP \(status)")
             }
             return object
         } catch let failure as UpstreamOIDC.Failure {

@@ -81,10 +81,9 @@ public struct UpstreamProvider: Sendable, Codable, Equatable {
         if ["local", "facebook.com"].contains(name.lowercased()) { problems.append("identity provider name '\(name)' is reserved") }
         if type != "openIdConnect" { problems.append("identity provider '\(name)': type must be openIdConnect") }
         if let responseType, responseType != "code" { problems.append("identity provider '\(name)': responseType must be code") }
-        guard let url = URLComponents(string: metadataUrl), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
-            url.host?.isEmpty == false, metadataUrl.hasSuffix(Self.wellKnownSuffix)
-        else {
-            problems.append("identity provider '\(name)': metadataUrl must be an http(s) URL ending in \(Self.wellKnownSuffix)")
+        guard OutboundURL.isAllowed(metadataUrl), metadataUrl.hasSuffix(Self.wellKnownSuffix) else {
+            problems.append(
+                "identity provider '\(name)': metadataUrl must be https (or http on loopback) and end in \(Self.wellKnownSuffix)")
             return problems
         }
         if clientId.isEmpty { problems.append("identity provider '\(name)': clientId is required") }

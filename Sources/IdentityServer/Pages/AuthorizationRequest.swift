@@ -75,6 +75,8 @@ struct FederatedSignUp: Sendable, Codable, Equatable {
     var attributes: [String: String]
     /// Whether the flow's "after federating" connector has answered.
     var connectorCalled: Bool?
+    /// Whether the provider vouched for `email` (absent: yes, as before it was recorded).
+    var emailVerified: Bool?
 }
 
 /// A single-sign-on session at the identity service (the cookie holds a random id; the store
@@ -118,4 +120,7 @@ struct FederatedIdentity: Sendable, Equatable {
     var displayName: String
     var givenName: String?
     var surname: String?
+    /// The provider vouches for `email` (the simulated Facebook always does; an OpenID Connect
+    /// provider through `email_verified`).
+    var emailVerified: Bool = true
 }

@@ -17,7 +17,7 @@ extension InteractionFlow {
         attributes[UserAttribute.surname.rawValue] = identity.surname
         let signUp = FederatedSignUp(
             provider: identity.provider, subject: identity.subject, email: identity.email, displayName: identity.displayName,
-            attributes: attributes, connectorCalled: false)
+            attributes: attributes, connectorCalled: false, emailVerified: identity.emailVerified)
         try await service.interactions.setPendingSignUp(interactionID: record.id, signUp: signUp)
         return .redirecting(to: pageURL("federated", record: record), status: .seeOther)
     }
@@ -38,6 +38,7 @@ extension PageStep {
     }
 
     func federatedSignUpPage(error: String? = nil, status: HTTPResponse.Status = .ok) async throws -> Response {
+        try flow.requireStartingBrowser(request, record: record)
         var pending = try pendingSignUp()
         // B2C's "after federating with an identity provider" connector, once: its claims
         // prefill the page; it may also block the sign-up.
@@ -53,7 +54,10 @@ extension PageStep {
                     return try await flow.fail(record, with: failure.b2cError, context: context)
                 })
             {
-            case .respond(let response): return response
+            case .respond(let response):
+                // Blocked (or failed): the pending sign-up is gone, so the form cannot be posted anyway.
+                try await service.interactions.setPendingSignUp(interactionID: record.id, signUp: nil)
+                return response
             case .proceed(let overrides):
                 for (key, value) in overrides {
                     if key == UserAttribute.displayName.rawValue { pending.displayName = value } else { pending.attributes[key] = value }
@@ -74,6 +78,11 @@ extension PageStep {
 
     func federatedSignUp() async throws -> Response {
         let pending = try pendingSignUp()
+        // The "after federating" connector must have agreed (on the page's first showing) before
+        // the form can create anything.
+        guard userFlow.connectors.afterFederatingIdentityProvider == nil || pending.connectorCalled == true else {
+            return try await federatedSignUpPage()
+        }
         let posted: (displayName: String?, attributes: [String: String])
         switch postedAttributes(userFlow.signUpAttributes, over: pending.attributes) {
         case .success(let values): posted = values
@@ -95,8 +104,8 @@ extension PageStep {
         let user = UserAccount(
             tenantID: tenant.id, identityProvider: pending.provider, signInName: pending.subject, email: pending.email,
             displayName: displayName, attributes: attributes, createdAt: service.now,
-            // The provider vouches for the address it sends.
-            emailVerified: pending.email != nil)
+            // Proven only when the provider vouched for it.
+            emailVerified: pending.email != nil && pending.emailVerified != false)
         var newUser = true
         var account = user
         do {

@@ -52,11 +52,8 @@ public struct APIConnector: Sendable, Codable, Equatable {
         if (try? TextRules.name(name, maximumLength: 128).get()) != name {
             problems.append("API connector name '\(TextRules.printable(name))' is not valid")
         }
-        if let components = URLComponents(string: url), ["http", "https"].contains(components.scheme?.lowercased() ?? ""),
-            components.host?.isEmpty == false, components.user == nil, components.password == nil
-        {
-        } else {
-            problems.append("API connector '\(name)': url must be an http(s) URL without credentials")
+        if !OutboundURL.isAllowed(url) {
+            problems.append("API connector '\(name)': url must be https (or http on loopback) without credentials")
         }
         switch auth {
         case .none: break
@@ -176,19 +173,25 @@ struct ConnectorCaller: Sendable {
         var lastError = "no answer"
         for _ in 0..<2 {
             request.body = .bytes(ByteBuffer(string: body.serialized))
-            let response: HTTPClientResponse
-            let bytes: ByteBuffer
+            let answer: (status: Int, body: ByteBuffer)
             do {
-                response = try await client.execute(request, timeout: timeout)
-                bytes = try await response.body.collect(upTo: Self.maximumResponseBytes)
+                let outgoing = request
+                let client = self.client
+                answer = try await OutboundURL.withDeadline(seconds: connector.timeoutSeconds ?? APIConnector.defaultTimeoutSeconds) {
+                    let response = try await client.execute(outgoing, timeout: timeout)
+                    return (Int(response.status.code), try await response.body.collect(upTo: Self.maximumResponseBytes))
+                }
             } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
                 lastError = "timed out after \(connector.timeoutSeconds ?? APIConnector.defaultTimeoutSeconds) seconds"
                 continue
+            } catch is OutboundURL.DeadlineExceeded {
+                lastError = "timed out after \(connector.timeoutSeconds ?? APIConnector.defaultTimeoutSeconds) seconds"
+                continue
             } catch {
-                lastError = "unreachable (\(String(describing: error).prefix(120)))"
+                lastError = "unreachable"
                 continue
             }
-            return try Self.outcome(status: Int(response.status.code), body: Data(buffer: bytes), tenant: tenant, failure: failure)
+            return try Self.outcome(status: answer.status, body: Data(buffer: answer.body), tenant: tenant, failure: failure)
         }
         throw failure("RequestTimeout", lastError)
     }

@@ -226,6 +226,9 @@ public struct TenantDeclaration: Codable, Sendable {
         let providerNames = (identityProviders ?? []).map { $0.name.lowercased() }
         for provider in identityProviders ?? [] { problems += provider.problems() }
         if Set(providerNames).count != providerNames.count { problems.append("identity provider names must be unique") }
+        // A provider's accounts are kept under its issuer: two providers with one issuer would share them.
+        let issuers = (identityProviders ?? []).map(\.issuer)
+        if Set(issuers).count != issuers.count { problems.append("identity providers must have different issuers (metadataUrl)") }
         for flow in userFlows {
             for kind in flow.identityProviders ?? [] where kind != .local && kind != .facebook {
                 if !providerNames.contains(kind.rawValue.lowercased()) {
@@ -241,6 +244,14 @@ public struct TenantDeclaration: Codable, Sendable {
         for flow in userFlows {
             for name in flow.apiConnectors?.names ?? [] where !connectorNames.contains(name) {
                 problems.append("user flow \(flow.name): API connector '\(TextRules.printable(name))' is not one of the apiConnectors")
+            }
+            // As in B2C: the sign-up steps exist in sign-up flows only; no step in a ROPC flow.
+            let signsUp = flow.type == .signUp || flow.type == .signUpOrSignIn
+            if !signsUp, flow.apiConnectors?.afterFederatingIdentityProvider != nil || flow.apiConnectors?.beforeCreatingUser != nil {
+                problems.append("user flow \(flow.name): afterFederatingIdentityProvider and beforeCreatingUser are sign-up steps")
+            }
+            if flow.type == .ropc, flow.apiConnectors?.beforeSendingToken != nil {
+                problems.append("user flow \(flow.name): a ROPC flow calls no API connector")
             }
         }
         let names = userFlows.map { $0.name.lowercased() }
