@@ -19,8 +19,11 @@ public final class IdentityServer: Sendable {
     public let hasher: PasswordHasher
     let service: IdentityService
     let logger: Logger
+    /// For work that must run once across instances sharing it (seeding).
+    let database: any Database
 
-    private init(service: IdentityService, logger: Logger) {
+    private init(service: IdentityService, database: any Database, logger: Logger) {
+        self.database = database
         self.service = service
         self.configuration = service.configuration
         self.clock = service.clock
@@ -39,23 +42,22 @@ public final class IdentityServer: Sendable {
         logger: Logger
     ) async throws -> IdentityServer {
         try await IdentityMigrations.runner.run(on: database, logger: logger)
-        let outbound = HTTPClient(
-            eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
+        let outbound = OutboundClient()
         let keys = SigningKeyRing(database: database, dataKey: dataKey, clock: clock, keyBits: configuration.signingKeyBits)
         let service = IdentityService(
             configuration: configuration, clock: clock, tenants: CachedTenantDirectory(SQLTenantDirectory(database: database)),
             users: SQLUserDirectory(database: database), grants: SQLGrantStore(database: database),
             interactions: SQLInteractionStore(database: database, dataKey: dataKey), consents: SQLConsentStore(database: database),
             secondFactors: SQLSecondFactorStore(database: database, dataKey: dataKey),
-            connectors: ConnectorCaller(client: outbound, dataKey: dataKey),
+            connectors: ConnectorCaller(outbound: outbound, dataKey: dataKey),
             upstream: UpstreamOIDC(
-                client: outbound, directory: UpstreamDirectory(),
+                outbound: outbound, directory: UpstreamDirectory(),
                 requests: SQLUpstreamRequestStore(database: database, dataKey: dataKey), dataKey: dataKey),
             dataKey: dataKey,
             keys: keys,
             hasher: PasswordHasher(cost: configuration.passwordHashCost), pages: try PageRenderer(),
             issuer: TokenIssuer(keys: keys), hosts: HostPolicy(configuration: configuration))
-        return IdentityServer(service: service, logger: logger)
+        return IdentityServer(service: service, database: database, logger: logger)
     }
 
     /// Brings `database` to this build's identity schema (for tools that restore a backup).
@@ -82,7 +84,7 @@ public final class IdentityServer: Sendable {
 
     public func shutdown() async throws {
         try await hasher.shutdown()
-        try await service.connectors.client.shutdown()
+        try await service.connectors.outbound.shutdown()
     }
 
     /// Messages in the development outbox, newest first.

@@ -83,3 +83,18 @@ extension SQLRowDecoder {
 extension SQLQueryEncoder {
     public static var snakeCase: SQLQueryEncoder { SQLQueryEncoder(keyEncodingStrategy: .convertToSnakeCase) }
 }
+
+extension Database {
+    /// Runs `body` while no other process sharing this database runs an `exclusively` block with
+    /// the same `key`: on PostgreSQL a transaction-scoped advisory lock, held by a transaction that
+    /// stays open while `body` works on other connections of the pool (so instances started
+    /// together seed one tenant, not two half-made ones). SQLite is one process's file, and
+    /// scale-out is PostgreSQL's, so there it just runs `body`.
+    public func exclusively<T: Sendable>(key: Int64, _ body: @Sendable () async throws -> T) async throws -> T {
+        guard engine == .postgres else { return try await body() }
+        return try await transaction { sql in
+            try await sql.raw("SELECT pg_advisory_xact_lock(\(bind: key))").run()
+            return try await body()
+        }
+    }
+}

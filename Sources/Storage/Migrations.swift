@@ -37,7 +37,11 @@ public struct MigrationRunner: Sendable {
     /// Returns the versions that were applied by this call.
     @discardableResult
     public func run(on database: any Database, logger: Logger) async throws -> [Int] {
+        let engine = database.engine
         try await database.transaction { sql in
+            // Two instances creating the table at once collide in PostgreSQL's catalogue (a unique
+            // violation on pg_type): the same lock as the migrations themselves.
+            if engine == .postgres { try await sql.raw("SELECT pg_advisory_xact_lock(72016)").run() }
             try await sql.raw(
                 """
                 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -49,7 +53,6 @@ public struct MigrationRunner: Sendable {
         var applied: [Int] = []
         for migration in migrations {
             let namespace = self.namespace
-            let engine = database.engine
             let didApply = try await database.transaction { sql -> Bool in
                 if engine == .postgres {
                     // Serialises concurrent starters; released at COMMIT.

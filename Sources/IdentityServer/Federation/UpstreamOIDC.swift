@@ -14,7 +14,8 @@ import WireCoding
 /// endpoint, and its ID token accepted only when signed by a key of its JWKS (RS256), issued by
 /// its issuer, for this client, unexpired, and carrying the nonce this sign-in sent.
 struct UpstreamOIDC: Sendable {
-    let client: HTTPClient
+    let outbound: OutboundClient
+    var client: HTTPClient { outbound.client }
     let directory: UpstreamDirectory
     let requests: any UpstreamRequestStore
     let dataKey: DataKey

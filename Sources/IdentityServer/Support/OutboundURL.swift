@@ -1,4 +1,6 @@
+import AsyncHTTPClient
 import Foundation
+import Synchronization
 
 /// The rule for URLs this service calls out to (connectors, upstream providers and their
 /// endpoints): https anywhere, plain http only on loopback (a local endpoint in development,
@@ -32,4 +34,29 @@ enum OutboundURL {
     }
 
     struct DeadlineExceeded: Error {}
+}
+
+/// The HTTP client for outbound calls (connectors, upstream providers), made on first use, so
+/// an instance that never calls out holds none (AsyncHTTPClient insists on an explicit
+/// shutdown before release). Redirects are never followed.
+final class OutboundClient: Sendable {
+    private let state = Mutex<HTTPClient?>(nil)
+
+    var client: HTTPClient {
+        state.withLock { client in
+            if let client { return client }
+            let made = HTTPClient(
+                eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
+            client = made
+            return made
+        }
+    }
+
+    func shutdown() async throws {
+        let client = state.withLock { client in
+            defer { client = nil }
+            return client
+        }
+        try await client?.shutdown()
+    }
 }

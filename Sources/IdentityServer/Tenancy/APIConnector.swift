@@ -132,8 +132,9 @@ struct ConnectorSubject: Sendable {
 
 /// Calls connectors over HTTP (AsyncHTTPClient, redirects not followed).
 struct ConnectorCaller: Sendable {
-    let client: HTTPClient
+    let outbound: OutboundClient
     let dataKey: DataKey
+    var client: HTTPClient { outbound.client }
 
     static let maximumResponseBytes = 64 * 1024
 

@@ -88,6 +88,12 @@ extension IdentityServer {
     /// Creates the dev tenant if no tenant exists yet; otherwise returns the existing default
     /// tenant's apps (and makes sure the web app's redirect URIs cover `apiPort`).
     public func seedDevelopmentTenant(apiPort: Int) async throws -> DevTenantSeed {
+        // Instances started together on one PostgreSQL seed one after the other: the second
+        // finds the first one's tenant, whole (issue 14).
+        try await database.exclusively(key: 72_017) { try await self.seedOnce(apiPort: apiPort) }
+    }
+
+    private func seedOnce(apiPort: Int) async throws -> DevTenantSeed {
         let now = clock.now
         if let existing = try await tenants.defaultTenant() {
             // A dev tenant from an older version gets the flows added since.
