@@ -276,5 +276,7 @@ enum IdentityMigrations {
                     "ALTER TABLE authorization_codes ADD COLUMN claim_overrides TEXT",
                     "ALTER TABLE refresh_token_families ADD COLUMN claim_overrides TEXT",
                 ]),
+            // A rotated token's successor, sealed, for the refresh reuse interval (issue 14).
+            Migration(version: 25, name: "refresh successor", ["ALTER TABLE refresh_tokens ADD COLUMN sealed_successor TEXT"]),
         ])
 }

@@ -46,7 +46,7 @@ public final class IdentityServer: Sendable {
         let keys = SigningKeyRing(database: database, dataKey: dataKey, clock: clock, keyBits: configuration.signingKeyBits)
         let service = IdentityService(
             configuration: configuration, clock: clock, tenants: CachedTenantDirectory(SQLTenantDirectory(database: database)),
-            users: SQLUserDirectory(database: database), grants: SQLGrantStore(database: database),
+            users: SQLUserDirectory(database: database), grants: SQLGrantStore(database: database, dataKey: dataKey),
             interactions: SQLInteractionStore(database: database, dataKey: dataKey), consents: SQLConsentStore(database: database),
             secondFactors: SQLSecondFactorStore(database: database, dataKey: dataKey),
             connectors: ConnectorCaller(outbound: outbound, dataKey: dataKey),

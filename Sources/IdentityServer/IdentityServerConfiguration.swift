@@ -33,6 +33,10 @@ public struct IdentityServerConfiguration: Sendable {
     /// Sign-ins one client address may start per hour: far above what people do, low enough
     /// that stored transactions stay bounded (the security issue's L-4).
     public var transactionsPerAddressPerHour = 600
+    /// How long a just-rotated refresh token may be presented again and get the same successor
+    /// (a client racing itself; Okta and Auth0 keep such an interval). 0 turns it off: every
+    /// reuse revokes the family (RFC 9700 §4.14.2).
+    public var refreshTokenReuseInterval: TimeInterval = 5
 
     public init(
         scheme: String = "http", defaultAuthority: String = "127.0.0.1:5080", passwordHashCost: UInt8 = 10,

@@ -1,9 +1,10 @@
 import Foundation
 import HummingbirdTesting
-@testable import IdentityServer
 import Storage
 import TestSupport
 import Testing
+
+@testable import IdentityServer
 
 @Suite("Token endpoint: grants, client authentication, refresh rotation, lockout")
 struct TokenGrantTests {
@@ -193,7 +194,9 @@ struct TokenGrantTests {
         }
     }
 
-    @Test("refresh tokens rotate; reuse of a rotated token revokes the whole family", arguments: TestDatabase.engines)
+    @Test(
+        "refresh tokens rotate; a rotated token again within the reuse interval gets the same successor, later it revokes the family",
+        arguments: TestDatabase.engines)
     func refreshRotation(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
             _ = try await h.addUser()
@@ -203,11 +206,21 @@ struct TokenGrantTests {
             let second = try #require(refreshed.json["refresh_token"] as? String)
             #expect(second != first)
             #expect(refreshed.json["access_token"] != nil)
-            // The first token again: reuse → revoked, and the family with it.
+            // The same client racing itself: within the interval, the same successor, nothing revoked.
+            let raced = try await driver.refresh(h, token: first)
+            #expect(raced.status == .ok && raced.json["refresh_token"] as? String == second)
+            // Past the interval the first token is a reused one: the family is revoked.
+            h.clock.advance(by: 6)
             let reuse = try await driver.refresh(h, token: first)
             #expect(b2cCode(reuse) == "AADB2C90129")
             let afterReuse = try await driver.refresh(h, token: second)
             #expect(b2cCode(afterReuse) == "AADB2C90129", "the legitimate holder's newer token died with the family")
+
+            // Within the interval too, once the successor was used, reuse revokes.
+            let third = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+            let fourth = try #require(try await driver.refresh(h, token: third).json["refresh_token"] as? String)
+            #expect(try await driver.refresh(h, token: fourth).status == .ok)
+            #expect(b2cCode(try await driver.refresh(h, token: third)) == "AADB2C90129")
             let garbage = try await driver.refresh(h, token: "not-a-token")
             #expect(b2cCode(garbage) == "AADB2C90090")
         }
@@ -393,6 +406,34 @@ struct DeclaredPermissionTests {
             let app = try #require(apps.first { $0.displayName == "App" })
             #expect(app.apiPermissions == [APIPermission(resource: api.clientIDString, scopes: ["read"])])
             #expect(api.apiPermissions.isEmpty)
+        }
+    }
+
+    @Test(
+        "ten concurrent refreshes of one token: with the reuse interval all get one successor; without it one wins and the family is revoked",
+        arguments: TestDatabase.engines)
+    func concurrentRefresh(engine: DatabaseEngine) async throws {
+        for interval in [5.0, 0.0] {
+            var configuration = IdentityServerConfiguration(passwordHashCost: 4)
+            configuration.refreshTokenReuseInterval = interval
+            try await IdentityHarness.run(engine, configuration: configuration) { h, driver in
+                _ = try await h.addUser()
+                let token = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+                let answers = try await withThrowingTaskGroup(of: String?.self) { group in
+                    for _ in 0..<10 {
+                        group.addTask { try await Driver(client: driver.client).refresh(h, token: token).json["refresh_token"] as? String }
+                    }
+                    return try await group.reduce(into: [String?]()) { $0.append($1) }
+                }
+                let successes = answers.compactMap { $0 }
+                if interval > 0 {
+                    #expect(successes.count == 10 && Set(successes).count == 1, "\(answers)")
+                    #expect(try await driver.refresh(h, token: successes[0]).status == .ok, "the family lives on")
+                } else {
+                    #expect(successes.count == 1, "\(answers)")
+                    #expect(b2cCode(try await driver.refresh(h, token: successes[0])) == "AADB2C90129")
+                }
+            }
         }
     }
 }

@@ -98,7 +98,15 @@ def test_authlib_sign_up_sign_in_refresh_and_sign_out(server):
     assert access["oid"] == claims["oid"]
     assert access["azp"] == server.client_id
 
-    # The rotated-out token is dead, and using it revokes the family.
+    # Presented again at once (a client racing itself), the rotated-out token gets the same
+    # successor; once the successor is used, the old token is a reused one and revokes the family.
+    raced = requests.post(
+        meta["token_endpoint"],
+        data={"grant_type": "refresh_token", "client_id": server.client_id, "refresh_token": token2["refresh_token"]},
+    )
+    assert raced.status_code == 200 and raced.json()["refresh_token"] == refreshed["refresh_token"]
+    moved_on = client2.refresh_token(meta["token_endpoint"], refresh_token=refreshed["refresh_token"])
+    assert moved_on["refresh_token"] != refreshed["refresh_token"]
     reuse = requests.post(
         meta["token_endpoint"],
         data={"grant_type": "refresh_token", "client_id": server.client_id, "refresh_token": token2["refresh_token"]},

@@ -18,6 +18,8 @@ struct TokenEndpoint: Sendable {
     let hosts: HostPolicy
     /// Faults armed on a flow through the test-control surface.
     var faults: FaultInjector?
+    /// How long a rotated refresh token still gets its successor (a client racing itself).
+    var refreshReuseInterval: TimeInterval = 0
 
     /// Errors are B2C's JSON form, written by the route group's ``OAuthErrorMiddleware``.
     @Sendable func handle(_ request: Request, context: PolicyRequestContext) async throws -> Response {
@@ -162,8 +164,9 @@ struct TokenEndpoint: Sendable {
             replacementExpiresAt: { family in
                 let byLifetime = now.addingTimeInterval(lifetime)
                 return family.slidingExpiresAt.map { min($0, byLifetime) } ?? byLifetime
-            }, now: now)
+            }, reuseInterval: refreshReuseInterval, now: now)
         let family: RefreshTokenFamily
+        var issuedRefreshToken = replacement
         switch outcome {
         case .unknown: throw B2CError.malformedGrant
         case .wrongClient(let other): throw B2CError.grantNotForThisEndpoint(actual: clientID, expected: other.clientID)
@@ -173,6 +176,9 @@ struct TokenEndpoint: Sendable {
         case .expired(_, let issuedAt, let expiresAt): throw B2CError.grantExpired(now: now, issued: issuedAt, expires: expiresAt)
         case .revoked, .reused: throw B2CError.grantRevoked
         case .rotated(let rotated, _): family = rotated
+        case .reissued(let rotated, let successor, _):
+            family = rotated
+            issuedRefreshToken = successor
         }
         guard let user = try await users.user(id: family.userID) else { throw B2CError.accountGone }
         guard user.accountEnabled else { throw B2CError.accountDisabled }
@@ -186,7 +192,7 @@ struct TokenEndpoint: Sendable {
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: nil,
             authTime: family.authTime, newUser: false, identityProvider: family.identityProvider, face: face,
             claimOverrides: family.claimOverrides ?? [:])
-        return try await respond(issuance, refreshToken: replacement, clientInfo: clientInfo, now: now)
+        return try await respond(issuance, refreshToken: issuedRefreshToken, clientInfo: clientInfo, now: now)
     }
 
     private func password(

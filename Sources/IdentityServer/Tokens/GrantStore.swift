@@ -18,10 +18,14 @@ protocol GrantStore: Sendable {
     /// family, atomically, so that two concurrent uses cannot both succeed. `admit` runs before
     /// the token is consumed: what it throws comes back and leaves the token usable (a request
     /// refused for its parameters must not burn the holder's token).
+    /// A token presented again within `reuseInterval` of its rotation, while its successor is
+    /// still unused, gets that same successor back (``RefreshTokenRedemption/reissued``): a client
+    /// that raced itself keeps its session. Later, or once the successor was used, reuse revokes
+    /// the family (RFC 9700 §4.14.2).
     func rotateRefreshToken(
         _ token: String, replacement: String, binding: RefreshTokenBinding,
         admit: @Sendable (RefreshTokenFamily) throws -> Void,
-        replacementExpiresAt: @Sendable (RefreshTokenFamily) -> Date, now: Date
+        replacementExpiresAt: @Sendable (RefreshTokenFamily) -> Date, reuseInterval: TimeInterval, now: Date
     ) async throws -> RefreshTokenRedemption
     func revokeFamily(id: String, reason: String, now: Date) async throws
     /// The family of a refresh token, read without using the token: for checks that must refuse
@@ -33,8 +37,15 @@ protocol GrantStore: Sendable {
 
 struct SQLGrantStore: GrantStore {
     let database: any Database
+    /// Seals a rotated token's successor for the reuse interval.
+    let dataKey: DataKey
 
-    public init(database: any Database) { self.database = database }
+    public init(database: any Database, dataKey: DataKey) {
+        self.database = database
+        self.dataKey = dataKey
+    }
+
+    private static func successorContext(_ hash: String) -> String { "refresh_tokens.successor:\(hash)" }
 
     struct CodeRow: Codable {
         var codeHash: String
@@ -203,10 +214,12 @@ struct SQLGrantStore: GrantStore {
     public func rotateRefreshToken(
         _ token: String, replacement: String, binding: RefreshTokenBinding,
         admit: @Sendable (RefreshTokenFamily) throws -> Void,
-        replacementExpiresAt: @Sendable (RefreshTokenFamily) -> Date, now: Date
+        replacementExpiresAt: @Sendable (RefreshTokenFamily) -> Date, reuseInterval: TimeInterval, now: Date
     ) async throws -> RefreshTokenRedemption {
         let hash = Secrets.sha256Hex(token)
         let engine = database.engine
+        let dataKey = self.dataKey
+        let sealedSuccessor = try dataKey.seal(replacement, context: Self.successorContext(hash))
         return try await database.transaction { sql in
             // One statement for the token and its family: this runs on every refresh.
             let lock = engine == .postgres ? " FOR UPDATE" : ""
@@ -214,7 +227,7 @@ struct SQLGrantStore: GrantStore {
                 let row = try await sql.raw(
                     """
                     SELECT t.token_hash AS token_hash, t.created_at AS token_created_at, t.expires_at AS token_expires_at,
-                           t.used_at AS token_used_at, f.*
+                           t.used_at AS token_used_at, t.sealed_successor AS token_sealed_successor, f.*
                     FROM refresh_tokens t JOIN refresh_token_families f ON f.id = t.family_id
                     WHERE t.token_hash = \(bind: hash)\(unsafeRaw: lock)
                     """
@@ -231,7 +244,21 @@ struct SQLGrantStore: GrantStore {
             if family.tenantID != binding.tenantID || family.clientID != binding.clientID { return .wrongClient(family) }
             if family.policy.lowercased() != binding.policy.lowercased() || family.face != binding.face { return .wrongPolicy(family) }
             if family.revokedAt != nil { return .revoked(family) }
-            if tokenRow.usedAt != nil {
+            if let usedAt = tokenRow.usedAt {
+                // The same client racing itself (two tabs, two processes): within the interval,
+                // and while the successor is unused, the same successor again.
+                if now.timeIntervalSince(Date(epoch: usedAt)) <= reuseInterval,
+                    let sealed = try? row.decode(column: "token_sealed_successor", as: String?.self),
+                    let successor = try? dataKey.open(sealed, context: Self.successorContext(hash)).value
+                {
+                    let successorUsed =
+                        try await sql.select().column("used_at").from("refresh_tokens")
+                        .where("token_hash", .equal, Secrets.sha256Hex(successor)).first(decodingColumn: "used_at", as: Int64?.self)
+                    if case .some(.none) = successorUsed {
+                        try admit(family)
+                        return .reissued(family, successor: successor, tokenIssuedAt: Date(epoch: tokenRow.createdAt))
+                    }
+                }
                 try await Self.revoke(family: family.id, reason: "rotated refresh token reused", now: now, sql: sql)
                 return .reused(family)
             }
@@ -242,6 +269,7 @@ struct SQLGrantStore: GrantStore {
             }
             try admit(family)
             try await sql.update("refresh_tokens").set("used_at", to: now.epochSeconds)
+                .set("sealed_successor", to: reuseInterval > 0 ? sealedSuccessor : nil)
                 .where("token_hash", .equal, hash).run()
             let next = TokenRow(
                 tokenHash: Secrets.sha256Hex(replacement), familyId: family.id, createdAt: now.epochSeconds,

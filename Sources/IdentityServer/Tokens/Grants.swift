@@ -66,6 +66,9 @@ enum RefreshTokenRedemption: Sendable {
     case unknown
     case expired(RefreshTokenFamily, issuedAt: Date, expiresAt: Date)
     case revoked(RefreshTokenFamily)
+    /// A rotated token came back within the reuse interval, its successor still unused: that
+    /// successor again, nothing revoked.
+    case reissued(RefreshTokenFamily, successor: String, tokenIssuedAt: Date)
     /// A rotated token came back: the whole family is now revoked.
     case reused(RefreshTokenFamily)
     /// Issued to another client; left untouched.
