@@ -75,6 +75,10 @@ extension Setting {
         "Seconds a connection may sit idle, or take to send a request's header or its next body part, before it is closed (slow or idle clients cannot hold the ports).",
         default: "30")
     public static let webPageSize = Setting("web.page.size", "Tasks per page of the web app.", default: "20")
+    public static let refreshReuseSeconds = Setting(
+        "refresh.reuse.seconds",
+        "Seconds in which a just-rotated refresh token presented again gets the same successor (a client racing itself); 0: every reuse revokes the family.",
+        default: "5")
     public static let webAnonymousSessions = Setting(
         "web.anonymous.sessions", "Web app sessions one client address may start per hour before signing in.", default: "600")
     public static let devEndpoints = Setting(

@@ -82,6 +82,8 @@ public struct SystemConfiguration: Sendable {
     public var devEndpoints: Bool
     public var webPageSize: Int
     public var webAnonymousSessionsPerHour: Int
+    /// The refresh-token reuse interval (issue 14).
+    public var refreshReuseSeconds: Int
 
     /// Reads and checks every setting; throws ``ConfigurationProblems`` naming each wrong one.
     public init(reader: ConfigReader) throws {
@@ -105,6 +107,8 @@ public struct SystemConfiguration: Sendable {
         devEndpoints = settings.flag(.devEndpoints)
         webPageSize = settings.number(.webPageSize, default: 20, in: 1...200)
         webAnonymousSessionsPerHour = settings.number(.webAnonymousSessions, default: 600, in: 1...1_000_000)
+        // Short: within it a stolen token is as good as the holder's (RFC 9700 §4.14.2).
+        refreshReuseSeconds = settings.number(.refreshReuseSeconds, default: 5, in: 0...60)
 
         var problems = settings.problems
         // Tokens and passwords must not cross a network in clear text.

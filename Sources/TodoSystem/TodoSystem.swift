@@ -91,7 +91,7 @@ public struct TodoSystem: Sendable {
             return system
         }
 
-        let identityConfiguration = IdentityServerConfiguration(
+        var identityConfiguration = IdentityServerConfiguration(
             scheme: configuration.scheme, defaultAuthority: "\(configuration.displayHost):\(configuration.identityPort)",
             passwordHashCost: UInt8(configuration.passwordHashCost),
             // The outbox shows password-reset codes: only on a machine-local server.
@@ -99,6 +99,7 @@ public struct TodoSystem: Sendable {
             allowedHosts: [
                 "localhost", "127.0.0.1", "::1", configuration.host.lowercased(), configuration.displayHostName.lowercased(),
             ], simulatedFacebook: configuration.simulatedFacebook, listenPort: configuration.identityPort)
+        identityConfiguration.refreshTokenReuseInterval = TimeInterval(configuration.refreshReuseSeconds)
         let identity = try await IdentityServer.make(
             configuration: identityConfiguration, database: database, dataKey: dataKey, logger: logger)
         teardown.add("password hasher") { try await identity.shutdown() }

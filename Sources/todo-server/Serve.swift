@@ -29,6 +29,7 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: ArgumentHelp(Setting.devEndpoints.help)) var devEndpoints = false
     @Option(help: ArgumentHelp(Setting.webPageSize.help)) var webPageSize: String?
     @Option(help: ArgumentHelp(Setting.webAnonymousSessions.help)) var webAnonymousSessions: String?
+    @Option(help: ArgumentHelp(Setting.refreshReuseSeconds.help)) var refreshReuseSeconds: String?
 
     /// What the command line gave, by setting key: the highest-precedence source.
     var flags: [String: ConfigValue] {
@@ -36,7 +37,7 @@ struct Serve: AsyncParsableCommand {
         let texts: [(Setting, String?)] = [
             (.configFile, configFile), (.host, host), (.identityPort, identityPort), (.apiPort, apiPort), (.tenantConfig, tenantConfig),
             (.only, only), (.authorityCA, authorityCA), (.passwordHashCost, passwordHashCost), (.idleTimeout, idleTimeout),
-            (.webPageSize, webPageSize), (.webAnonymousSessions, webAnonymousSessions),
+            (.webPageSize, webPageSize), (.webAnonymousSessions, webAnonymousSessions), (.refreshReuseSeconds, refreshReuseSeconds),
         ]
         for case (let setting, let value?) in texts { flags[setting.key] = ConfigValue(.string(value), isSecret: false) }
         let lists: [(Setting, [String])] = [

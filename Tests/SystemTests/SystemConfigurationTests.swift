@@ -24,6 +24,16 @@ struct SystemConfigurationTests {
         #expect(try await self.configuration(flags: [Setting.tls.key: text("true")]).identityPort == 5443, "TLS moves the default port")
     }
 
+    @Test("the refresh reuse interval: 5 s by default, 0 to 60 from a flag or its variable, nothing else")
+    func refreshReuse() async throws {
+        #expect(try await configuration().refreshReuseSeconds == 5)
+        #expect(try await configuration(flags: [Setting.refreshReuseSeconds.key: text("0")]).refreshReuseSeconds == 0)
+        #expect(try await configuration(environment: ["TODO_REFRESH_REUSE_SECONDS": "30"]).refreshReuseSeconds == 30)
+        await #expect(throws: ConfigurationProblems.self) {
+            try await self.configuration(environment: ["TODO_REFRESH_REUSE_SECONDS": "3600"])
+        }
+    }
+
     @Test("a flag beats its variable, a variable beats the file, the file beats the default")
     func precedence() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("config-\(UUID().uuidString)")
