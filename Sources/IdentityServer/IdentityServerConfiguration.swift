@@ -37,6 +37,11 @@ public struct IdentityServerConfiguration: Sendable {
     /// (a client racing itself; Okta and Auth0 keep such an interval). 0 turns it off: every
     /// reuse revokes the family (RFC 9700 §4.14.2).
     public var refreshTokenReuseInterval: TimeInterval = 5
+    /// `scheme://host[:port]` clients reach the service at, behind a load balancer or in a
+    /// container (Keycloak's `hostname`): every issuer and URL the service writes uses it,
+    /// whatever `Host` a request came with, so instances reached under different names agree.
+    /// nil: URLs follow the request's (allowed) `Host`, as B2C's do.
+    public var publicOrigin: String?
 
     public init(
         scheme: String = "http", defaultAuthority: String = "127.0.0.1:5080", passwordHashCost: UInt8 = 10,

@@ -75,6 +75,10 @@ extension Setting {
         "Seconds a connection may sit idle, or take to send a request's header or its next body part, before it is closed (slow or idle clients cannot hold the ports).",
         default: "30")
     public static let webPageSize = Setting("web.page.size", "Tasks per page of the web app.", default: "20")
+    public static let publicURL = Setting(
+        "public.url",
+        "The identity service's origin as clients reach it (https://id.example.com behind a load balancer): every issuer and URL it writes uses it, so all instances agree.",
+        default: "the request's Host (an allowed one)")
     public static let refreshReuseSeconds = Setting(
         "refresh.reuse.seconds",
         "Seconds in which a just-rotated refresh token presented again gets the same successor (a client racing itself); 0: every reuse revokes the family.",

@@ -84,6 +84,8 @@ public struct SystemConfiguration: Sendable {
     public var webAnonymousSessionsPerHour: Int
     /// The refresh-token reuse interval (issue 14).
     public var refreshReuseSeconds: Int
+    /// `--public-url`: the identity service's origin as clients reach it, without a trailing slash.
+    public var publicURL: String?
 
     /// Reads and checks every setting; throws ``ConfigurationProblems`` naming each wrong one.
     public init(reader: ConfigReader) throws {
@@ -109,8 +111,18 @@ public struct SystemConfiguration: Sendable {
         webAnonymousSessionsPerHour = settings.number(.webAnonymousSessions, default: 600, in: 1...1_000_000)
         // Short: within it a stolen token is as good as the holder's (RFC 9700 §4.14.2).
         refreshReuseSeconds = settings.number(.refreshReuseSeconds, default: 5, in: 0...60)
+        publicURL = settings.text(.publicURL).flatMap { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
 
         var problems = settings.problems
+        // An origin only: the service's routes start at the root.
+        if let url = publicURL {
+            let parts = URLComponents(string: url)
+            let valid =
+                ["http", "https"].contains(parts?.scheme?.lowercased() ?? "") && parts?.host?.isEmpty == false
+                && (parts?.path ?? "x").isEmpty && parts?.query == nil && parts?.fragment == nil && parts?.user == nil
+                && parts?.password == nil
+            if !valid { problems.append("\(Setting.publicURL.sources) must be an origin such as https://id.example.com, not '\(url)'") }
+        }
         // Tokens and passwords must not cross a network in clear text.
         if !tls, !Authority.isLoopback(host) {
             problems.append("refusing to listen on \(host) without TLS: use --tls, or a loopback address")
@@ -141,7 +153,7 @@ public struct SystemConfiguration: Sendable {
     public var scheme: String { tls ? "https" : "http" }
 
     /// Where clients reach the identity service, and the Task API with the web app.
-    public var identityBaseURL: String { "\(scheme)://\(displayHost):\(identityPort)" }
+    public var identityBaseURL: String { publicURL ?? "\(scheme)://\(displayHost):\(identityPort)" }
     public var apiBaseURL: String { "\(scheme)://\(displayHost):\(apiPort)" }
 
     /// The sources in precedence order: `flags` (what the command line gave, by setting key), the

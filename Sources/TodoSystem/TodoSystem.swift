@@ -100,6 +100,7 @@ public struct TodoSystem: Sendable {
                 "localhost", "127.0.0.1", "::1", configuration.host.lowercased(), configuration.displayHostName.lowercased(),
             ], simulatedFacebook: configuration.simulatedFacebook, listenPort: configuration.identityPort)
         identityConfiguration.refreshTokenReuseInterval = TimeInterval(configuration.refreshReuseSeconds)
+        identityConfiguration.publicOrigin = configuration.publicURL
         let identity = try await IdentityServer.make(
             configuration: identityConfiguration, database: database, dataKey: dataKey, logger: logger)
         teardown.add("password hasher") { try await identity.shutdown() }

@@ -30,6 +30,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp(Setting.webPageSize.help)) var webPageSize: String?
     @Option(help: ArgumentHelp(Setting.webAnonymousSessions.help)) var webAnonymousSessions: String?
     @Option(help: ArgumentHelp(Setting.refreshReuseSeconds.help)) var refreshReuseSeconds: String?
+    @Option(help: ArgumentHelp(Setting.publicURL.help)) var publicURL: String?
 
     /// What the command line gave, by setting key: the highest-precedence source.
     var flags: [String: ConfigValue] {
@@ -38,6 +39,7 @@ struct Serve: AsyncParsableCommand {
             (.configFile, configFile), (.host, host), (.identityPort, identityPort), (.apiPort, apiPort), (.tenantConfig, tenantConfig),
             (.only, only), (.authorityCA, authorityCA), (.passwordHashCost, passwordHashCost), (.idleTimeout, idleTimeout),
             (.webPageSize, webPageSize), (.webAnonymousSessions, webAnonymousSessions), (.refreshReuseSeconds, refreshReuseSeconds),
+            (.publicURL, publicURL),
         ]
         for case (let setting, let value?) in texts { flags[setting.key] = ConfigValue(.string(value), isSecret: false) }
         let lists: [(Setting, [String])] = [

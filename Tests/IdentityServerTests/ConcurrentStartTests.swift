@@ -46,4 +46,24 @@ struct ConcurrentStartTests {
             #expect(try await directory.applications(tenantID: seeds[0].tenant.id).count == 2)
         }
     }
+
+    @Test("with a public origin, every instance writes the same issuer and URLs whatever Host reached it")
+    func publicOrigin() async throws {
+        var configuration = IdentityServerConfiguration(passwordHashCost: 4)
+        configuration.publicOrigin = "https://id.example.com"
+        try await IdentityHarness.run(.sqlite, configuration: configuration) { h, driver in
+            let discovery = try await driver.get(h.path("B2C_1_susi", "v2.0/.well-known/openid-configuration"))
+            #expect(discovery.json["issuer"] as? String == "https://id.example.com/\(h.tenant.guid)/v2.0/")
+            #expect((discovery.json["authorization_endpoint"] as? String)?.hasPrefix("https://id.example.com/") == true)
+            _ = try await h.addUser()
+            let tokens = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!")
+            let claims = DecodedJWT(try #require(tokens.json["access_token"] as? String)).claims
+            #expect(claims["iss"] as? String == "https://id.example.com/\(h.tenant.guid)/v2.0/")
+            // The hosted pages' URLs, too: the authorize redirect names the public origin.
+            let toPage = try await driver.get(AuthorizationAttempt(harness: h).url(harness: h))
+            #expect(
+                toPage.location?.hasPrefix("https://id.example.com/\(h.tenant.name)/B2C_1_susi/pages/signin?") == true,
+                "\(toPage.location ?? "")")
+        }
+    }
 }

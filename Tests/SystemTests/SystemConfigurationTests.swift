@@ -24,6 +24,21 @@ struct SystemConfigurationTests {
         #expect(try await self.configuration(flags: [Setting.tls.key: text("true")]).identityPort == 5443, "TLS moves the default port")
     }
 
+    @Test("--public-url takes an origin (its trailing slash dropped) and becomes the identity base URL; anything else is refused")
+    func publicURL() async throws {
+        let pinned = try await configuration(flags: [Setting.publicURL.key: text("https://id.example.com/")])
+        #expect(pinned.publicURL == "https://id.example.com" && pinned.identityBaseURL == "https://id.example.com")
+        #expect(try await configuration().identityBaseURL == "http://127.0.0.1:5080")
+        for bad in [
+            "ftp://id.example.com", "https://id.example.com/b2c", "https://user:pw@id.example.com", "https://id.example.com?x=1",
+            "id.example.com",
+        ] {
+            await #expect(throws: ConfigurationProblems.self, "\(bad)") {
+                try await self.configuration(environment: ["TODO_PUBLIC_URL": bad])
+            }
+        }
+    }
+
     @Test("the refresh reuse interval: 5 s by default, 0 to 60 from a flag or its variable, nothing else")
     func refreshReuse() async throws {
         #expect(try await configuration().refreshReuseSeconds == 5)

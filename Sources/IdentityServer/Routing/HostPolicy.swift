@@ -10,8 +10,10 @@ struct HostPolicy: Sendable {
     let defaultAuthority: String
     let allowedHosts: Set<String>
     let listenPort: Int?
+    let publicOrigin: String?
 
     init(configuration: IdentityServerConfiguration) {
+        publicOrigin = configuration.publicOrigin
         scheme = configuration.scheme
         defaultAuthority = configuration.defaultAuthority
         allowedHosts = configuration.allowedHosts
@@ -22,6 +24,7 @@ struct HostPolicy: Sendable {
     /// endpoints follow the host that served the request; research/b2c-protocol.md §1.6) but
     /// only if it is a plain host[:port], so nothing odd reaches a URL, a page or a token.
     func origin(of request: Request) -> String {
+        if let publicOrigin { return publicOrigin }
         let authority = request.head.authority ?? ""
         return "\(scheme)://\(isAllowedHost(request) ? authority : defaultAuthority)"
     }
@@ -65,6 +68,7 @@ struct HostPolicy: Sendable {
 
     /// Whether `issuer` names this service: its scheme and an allowed host on its port.
     func isOwnIssuer(_ issuer: String) -> Bool {
+        if let publicOrigin { return issuer.hasPrefix(publicOrigin + "/") }
         guard let url = URLComponents(string: issuer), url.scheme == scheme, let host = url.percentEncodedHost else { return false }
         let authority = url.port.map { "\(host):\($0)" } ?? host
         return Self.isAllowed(authority: authority, in: allowedHosts, port: listenPort)
