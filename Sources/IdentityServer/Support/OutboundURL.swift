@@ -1,6 +1,5 @@
 import AsyncHTTPClient
 import Foundation
-import Synchronization
 
 /// The rule for URLs this service calls out to (connectors, upstream providers and their
 /// endpoints): https anywhere, plain http only on loopback (a local endpoint in development,
@@ -36,27 +35,16 @@ enum OutboundURL {
     struct DeadlineExceeded: Error {}
 }
 
-/// The HTTP client for outbound calls (connectors, upstream providers), made on first use, so
-/// an instance that never calls out holds none (AsyncHTTPClient insists on an explicit
-/// shutdown before release). Redirects are never followed.
+/// The HTTP client for outbound calls (connectors, upstream providers): one per process, made
+/// on first use and never released, the pattern AsyncHTTPClient's own `HTTPClient.shared`
+/// follows (a client must be shut down before release, and a process-lifetime one never is), but
+/// with redirects never followed: a connector or provider cannot send this service elsewhere.
 final class OutboundClient: Sendable {
-    private let state = Mutex<HTTPClient?>(nil)
+    private static let shared = HTTPClient(
+        eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
 
-    var client: HTTPClient {
-        state.withLock { client in
-            if let client { return client }
-            let made = HTTPClient(
-                eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
-            client = made
-            return made
-        }
-    }
+    var client: HTTPClient { Self.shared }
 
-    func shutdown() async throws {
-        let client = state.withLock { client in
-            defer { client = nil }
-            return client
-        }
-        try await client?.shutdown()
-    }
+    /// Nothing to release: the client lives as long as the process.
+    func shutdown() async throws {}
 }
