@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import CryptoExtras
 import Foundation
 import Hummingbird
@@ -42,16 +41,15 @@ public final class IdentityServer: Sendable {
         logger: Logger
     ) async throws -> IdentityServer {
         try await IdentityMigrations.runner.run(on: database, logger: logger)
-        let outbound = OutboundClient()
         let keys = SigningKeyRing(database: database, dataKey: dataKey, clock: clock, keyBits: configuration.signingKeyBits)
         let service = IdentityService(
             configuration: configuration, clock: clock, tenants: CachedTenantDirectory(SQLTenantDirectory(database: database)),
             users: SQLUserDirectory(database: database), grants: SQLGrantStore(database: database, dataKey: dataKey),
             interactions: SQLInteractionStore(database: database, dataKey: dataKey), consents: SQLConsentStore(database: database),
             secondFactors: SQLSecondFactorStore(database: database, dataKey: dataKey),
-            connectors: ConnectorCaller(outbound: outbound, dataKey: dataKey),
+            connectors: ConnectorCaller(dataKey: dataKey),
             upstream: UpstreamOIDC(
-                outbound: outbound, directory: UpstreamDirectory(),
+                directory: UpstreamDirectory(),
                 requests: SQLUpstreamRequestStore(database: database, dataKey: dataKey), dataKey: dataKey),
             dataKey: dataKey,
             keys: keys,
@@ -82,10 +80,7 @@ public final class IdentityServer: Sendable {
         try await service.interactions.sweep(now: clock.now)
     }
 
-    public func shutdown() async throws {
-        try await hasher.shutdown()
-        try await service.connectors.outbound.shutdown()
-    }
+    public func shutdown() async throws { try await hasher.shutdown() }
 
     /// Messages in the development outbox, newest first.
     public func outbox(tenantID: UUID, limit: Int = 50) async throws -> [OutboxMessage] {

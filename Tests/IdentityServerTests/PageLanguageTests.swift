@@ -45,6 +45,10 @@ struct PageLanguageTests {
         #expect(PageLanguage.pick(uiLocales: "ko es", declared: ["en", "es", "ko"]) == "ko")
         #expect(PageLanguage.pick(uiLocales: "de", declared: ["es", "en"]) == "es")
         #expect(PageLanguage.pick(uiLocales: nil, declared: []) == "en")
+        // ui_locales is kept only as checked BCP 47 tags (letters, digits, hyphens; five at most).
+        #expect(AuthorizeEndpoint.uiLocales("es-MX <b>x</b> en") == "es-MX en")
+        #expect(AuthorizeEndpoint.uiLocales("\u{202E}es") == nil && AuthorizeEndpoint.uiLocales(nil) == nil)
+        #expect(AuthorizeEndpoint.uiLocales("a b c d e f g") == "a b c d e")
         // Every built-in catalogue has every English key.
         for (language, catalogue) in PageLanguage.catalogues {
             #expect(Set(catalogue.keys) == Set(PageLanguage.english.keys), "\(language)")

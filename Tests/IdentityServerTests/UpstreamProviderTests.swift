@@ -319,4 +319,20 @@ struct UpstreamProviderTests {
             #expect(error.description.contains("B2C_1_in: afterFederatingIdentityProvider and beforeCreatingUser are sign-up steps"))
         }
     }
+
+    @Test("a provider's email is proven only when its email_verified says so; a user id the name rules would rewrite is refused")
+    func claimsMapping() throws {
+        let provider = UpstreamProvider(name: "p", metadataUrl: "https://idp.example.com/.well-known/openid-configuration", clientId: "c")
+        let oidc = UpstreamOIDC(directory: UpstreamDirectory(), requests: NoRequests(), dataKey: .generate())
+        #expect(try oidc.identity(from: ["sub": "s", "email": "a@example.com", "email_verified": true], provider: provider).emailVerified)
+        #expect(!(try oidc.identity(from: ["sub": "s", "email": "a@example.com"], provider: provider).emailVerified))
+        #expect(
+            !(try oidc.identity(from: ["sub": "s", "email": "a@example.com", "email_verified": false], provider: provider).emailVerified))
+        #expect(throws: UpstreamOIDC.Failure.self) { try oidc.identity(from: ["sub": "two  spaces"], provider: provider) }
+    }
+
+    struct NoRequests: UpstreamRequestStore {
+        func save(_ request: UpstreamRequest, stateHash: String, expiresAt: Date) async throws {}
+        func take(stateHash: String, now: Date) async throws -> UpstreamRequest? { nil }
+    }
 }

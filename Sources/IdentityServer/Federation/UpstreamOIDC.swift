@@ -14,8 +14,7 @@ import WireCoding
 /// endpoint, and its ID token accepted only when signed by a key of its JWKS (RS256), issued by
 /// its issuer, for this client, unexpired, and carrying the nonce this sign-in sent.
 struct UpstreamOIDC: Sendable {
-    let outbound: OutboundClient
-    var client: HTTPClient { outbound.client }
+    var client: HTTPClient { OutboundURL.client }
     let directory: UpstreamDirectory
     let requests: any UpstreamRequestStore
     let dataKey: DataKey

@@ -35,16 +35,12 @@ enum OutboundURL {
     struct DeadlineExceeded: Error {}
 }
 
-/// The HTTP client for outbound calls (connectors, upstream providers): one per process, made
-/// on first use and never released, the pattern AsyncHTTPClient's own `HTTPClient.shared`
-/// follows (a client must be shut down before release, and a process-lifetime one never is), but
-/// with redirects never followed: a connector or provider cannot send this service elsewhere.
-final class OutboundClient: Sendable {
-    private static let shared = HTTPClient(
+extension OutboundURL {
+    /// The HTTP client for outbound calls (connectors, upstream providers): one per process, made
+    /// on first use and never released, the pattern AsyncHTTPClient's own `HTTPClient.shared`
+    /// follows (a client must be shut down before release, and a process-lifetime one never is),
+    /// but with redirects never followed: a connector or provider cannot send this service
+    /// elsewhere.
+    static let client = HTTPClient(
         eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
-
-    var client: HTTPClient { Self.shared }
-
-    /// Nothing to release: the client lives as long as the process.
-    func shutdown() async throws {}
 }

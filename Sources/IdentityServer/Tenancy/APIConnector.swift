@@ -132,9 +132,8 @@ struct ConnectorSubject: Sendable {
 
 /// Calls connectors over HTTP (AsyncHTTPClient, redirects not followed).
 struct ConnectorCaller: Sendable {
-    let outbound: OutboundClient
     let dataKey: DataKey
-    var client: HTTPClient { outbound.client }
+    var client: HTTPClient { OutboundURL.client }
 
     static let maximumResponseBytes = 64 * 1024
 

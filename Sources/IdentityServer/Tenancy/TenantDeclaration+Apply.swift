@@ -182,21 +182,12 @@ extension TenantDeclaration {
         try (apiConnectors ?? []).map { declared in
             var connector = declared
             let stored = existing?.apiConnectors.first { $0.name == declared.name }
-            func seal(_ value: String?, field: String, stored old: String?) throws -> String? {
-                guard let value else { return nil }
-                let context = APIConnector.sealingContext(tenantID: tenantID, name: declared.name, field: field)
-                if value.hasPrefix("sealed:") {
-                    guard (try? dataKey.open(value, context: context)) != nil else {
-                        throw DeclarationError.invalid(
-                            "API connector '\(declared.name)': its sealed \(field) does not open with this data key")
-                    }
-                    return value
-                }
-                if let old, (try? dataKey.open(old, context: context))?.value == value { return old }
-                return try dataKey.seal(value, context: context)
+            for (field, value, old) in [("password", declared.password, stored?.password), ("token", declared.token, stored?.token)] {
+                let sealed = try Self.sealedSecret(
+                    value, stored: old, context: APIConnector.sealingContext(tenantID: tenantID, name: declared.name, field: field),
+                    owner: "API connector '\(declared.name)': its sealed \(field)", dataKey: dataKey)
+                if field == "password" { connector.password = sealed } else { connector.token = sealed }
             }
-            connector.password = try seal(declared.password, field: "password", stored: stored?.password)
-            connector.token = try seal(declared.token, field: "token", stored: stored?.token)
             return connector
         }
     }
@@ -205,22 +196,28 @@ extension TenantDeclaration {
     func sealedProviders(tenantID: UUID, existing: Tenant?, dataKey: DataKey) throws -> [UpstreamProvider] {
         try (identityProviders ?? []).map { declared in
             var provider = declared
-            guard let secret = declared.clientSecret else { return provider }
-            let context = UpstreamProvider.sealingContext(tenantID: tenantID, name: declared.name)
-            if secret.hasPrefix("sealed:") {
-                guard (try? dataKey.open(secret, context: context)) != nil else {
-                    throw DeclarationError.invalid(
-                        "identity provider '\(declared.name)': its sealed clientSecret does not open with this data key")
-                }
-                return provider
-            }
-            let stored = existing?.identityProviders.first { $0.name == declared.name }?.clientSecret
-            if let stored, (try? dataKey.open(stored, context: context))?.value == secret {
-                provider.clientSecret = stored
-            } else {
-                provider.clientSecret = try dataKey.seal(secret, context: context)
-            }
+            provider.clientSecret = try Self.sealedSecret(
+                declared.clientSecret, stored: existing?.identityProviders.first { $0.name == declared.name }?.clientSecret,
+                context: UpstreamProvider.sealingContext(tenantID: tenantID, name: declared.name),
+                owner: "identity provider '\(declared.name)': its sealed clientSecret", dataKey: dataKey)
             return provider
         }
+    }
+
+    /// A declared secret as stored: an exported (`sealed:`) one as it is, once it opens with this
+    /// data key; a clear one that the store already holds keeps its sealed form (so applying a
+    /// file twice changes nothing); any other sealed anew.
+    private static func sealedSecret(_ value: String?, stored: String?, context: String, owner: String, dataKey: DataKey) throws
+        -> String?
+    {
+        guard let value else { return nil }
+        if value.hasPrefix("sealed:") {
+            guard (try? dataKey.open(value, context: context)) != nil else {
+                throw DeclarationError.invalid("\(owner) does not open with this data key")
+            }
+            return value
+        }
+        if let stored, (try? dataKey.open(stored, context: context))?.value == value { return stored }
+        return try dataKey.seal(value, context: context)
     }
 }
