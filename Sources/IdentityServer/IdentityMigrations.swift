@@ -278,5 +278,9 @@ enum IdentityMigrations {
                 ]),
             // A rotated token's successor, sealed, for the refresh reuse interval (issue 14).
             Migration(version: 25, name: "refresh successor", ["ALTER TABLE refresh_tokens ADD COLUMN sealed_successor TEXT"]),
+            // Secrets the service uses itself (the dev web app's), sealed, shared by every instance (issue 14).
+            Migration(
+                version: 26, name: "service secrets",
+                ["CREATE TABLE service_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL, created_at BIGINT NOT NULL)"]),
         ])
 }

@@ -151,10 +151,19 @@ public struct ClientSettings: Codable, Sendable, Equatable {
         let json = JSONEncoder()
         json.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let jsonURL = directory.appendingPathComponent("settings.json")
-        try json.encode(self).write(to: jsonURL, options: .atomic)
+        try json.encode(self).writeIfChanged(to: jsonURL)
         let plist = PropertyListEncoder()
         plist.outputFormat = .xml
-        try plist.encode(self).write(to: directory.appendingPathComponent("settings.plist"), options: .atomic)
+        try plist.encode(self).writeIfChanged(to: directory.appendingPathComponent("settings.plist"))
         return jsonURL
+    }
+}
+
+extension Data {
+    /// Writes atomically, unless the file holds these bytes already: a restart with nothing
+    /// changed writes nothing, so it works on a full disk or a read-only data dir (issue 14).
+    func writeIfChanged(to url: URL) throws {
+        if let existing = try? Data(contentsOf: url), existing == self { return }
+        try write(to: url, options: .atomic)
     }
 }

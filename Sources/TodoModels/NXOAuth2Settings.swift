@@ -67,6 +67,6 @@ public struct NXOAuth2Settings: Codable, Sendable, Equatable {
     public func write(to directory: URL) throws {
         let encoder = PropertyListEncoder()
         encoder.outputFormat = .xml
-        try encoder.encode(self).write(to: directory.appendingPathComponent("settings-nxoauth2.plist"), options: .atomic)
+        try encoder.encode(self).writeIfChanged(to: directory.appendingPathComponent("settings-nxoauth2.plist"))
     }
 }

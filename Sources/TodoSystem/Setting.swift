@@ -79,6 +79,10 @@ extension Setting {
         "public.url",
         "The identity service's origin as clients reach it (https://id.example.com behind a load balancer): every issuer and URL it writes uses it, so all instances agree.",
         default: "the request's Host (an allowed one)")
+    public static let publicAPIURL = Setting(
+        "public.api.url",
+        "The Task API's and web app's origin as clients reach it behind a load balancer: settings.json and the web app's reply URL use it.",
+        default: "the listener's address")
     public static let refreshReuseSeconds = Setting(
         "refresh.reuse.seconds",
         "Seconds in which a just-rotated refresh token presented again gets the same successor (a client racing itself); 0: every reuse revokes the family.",

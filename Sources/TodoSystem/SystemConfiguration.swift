@@ -86,6 +86,8 @@ public struct SystemConfiguration: Sendable {
     public var refreshReuseSeconds: Int
     /// `--public-url`: the identity service's origin as clients reach it, without a trailing slash.
     public var publicURL: String?
+    /// The Task API's (and web app's) origin behind a balancer.
+    public var publicAPIURL: String?
 
     /// Reads and checks every setting; throws ``ConfigurationProblems`` naming each wrong one.
     public init(reader: ConfigReader) throws {
@@ -112,16 +114,18 @@ public struct SystemConfiguration: Sendable {
         // Short: within it a stolen token is as good as the holder's (RFC 9700 §4.14.2).
         refreshReuseSeconds = settings.number(.refreshReuseSeconds, default: 5, in: 0...60)
         publicURL = settings.text(.publicURL).flatMap { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        publicAPIURL = settings.text(.publicAPIURL).flatMap { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
 
         var problems = settings.problems
-        // An origin only: the service's routes start at the root.
-        if let url = publicURL {
+        // An origin only: the services' routes start at the root.
+        for (setting, url) in [(Setting.publicURL, publicURL), (.publicAPIURL, publicAPIURL)] {
+            guard let url else { continue }
             let parts = URLComponents(string: url)
             let valid =
                 ["http", "https"].contains(parts?.scheme?.lowercased() ?? "") && parts?.host?.isEmpty == false
                 && (parts?.path ?? "x").isEmpty && parts?.query == nil && parts?.fragment == nil && parts?.user == nil
                 && parts?.password == nil
-            if !valid { problems.append("\(Setting.publicURL.sources) must be an origin such as https://id.example.com, not '\(url)'") }
+            if !valid { problems.append("\(setting.sources) must be an origin such as https://id.example.com, not '\(url)'") }
         }
         // Tokens and passwords must not cross a network in clear text.
         if !tls, !Authority.isLoopback(host) {
@@ -154,7 +158,7 @@ public struct SystemConfiguration: Sendable {
 
     /// Where clients reach the identity service, and the Task API with the web app.
     public var identityBaseURL: String { publicURL ?? "\(scheme)://\(displayHost):\(identityPort)" }
-    public var apiBaseURL: String { "\(scheme)://\(displayHost):\(apiPort)" }
+    public var apiBaseURL: String { publicAPIURL ?? "\(scheme)://\(displayHost):\(apiPort)" }
 
     /// The sources in precedence order: `flags` (what the command line gave, by setting key), the
     /// `TODO_*` environment variables (lists space-separated), then the JSON file named by

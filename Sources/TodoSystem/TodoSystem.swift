@@ -91,29 +91,33 @@ public struct TodoSystem: Sendable {
             return system
         }
 
+        // The public origins' hosts too: a balancer forwards the name clients used.
+        let publicHosts = [configuration.publicURL, configuration.publicAPIURL].compactMap { $0.flatMap { URL(string: $0)?.host } }
         var identityConfiguration = IdentityServerConfiguration(
             scheme: configuration.scheme, defaultAuthority: "\(configuration.displayHost):\(configuration.identityPort)",
             passwordHashCost: UInt8(configuration.passwordHashCost),
             // The outbox shows password-reset codes: only on a machine-local server.
             developmentMailbox: Authority.isLoopback(configuration.host) || configuration.devEndpoints,
-            allowedHosts: [
-                "localhost", "127.0.0.1", "::1", configuration.host.lowercased(), configuration.displayHostName.lowercased(),
-            ], simulatedFacebook: configuration.simulatedFacebook, listenPort: configuration.identityPort)
+            allowedHosts: Set(
+                ["localhost", "127.0.0.1", "::1", configuration.host.lowercased(), configuration.displayHostName.lowercased()]
+                    + publicHosts.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]")) }),
+            simulatedFacebook: configuration.simulatedFacebook, listenPort: configuration.identityPort)
         identityConfiguration.refreshTokenReuseInterval = TimeInterval(configuration.refreshReuseSeconds)
         identityConfiguration.publicOrigin = configuration.publicURL
         let identity = try await IdentityServer.make(
             configuration: identityConfiguration, database: database, dataKey: dataKey, logger: logger)
         teardown.add("password hasher") { try await identity.shutdown() }
 
-        var seed = try await identity.seedDevelopmentTenant(apiPort: configuration.apiPort)
+        // Older versions kept the web app's secret in the data dir: it moves into the database
+        // (sealed), where every instance finds it, and the file goes.
+        let legacySecretURL = URL(fileURLWithPath: store.dataDirectory).appendingPathComponent("webapp-client-secret")
+        let legacySecret = (try? String(contentsOf: legacySecretURL, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        var seed = try await identity.seedDevelopmentTenant(
+            apiPort: configuration.apiPort, webOrigins: configuration.publicAPIURL.map { [$0] } ?? [], legacyWebAppSecret: legacySecret)
+        if legacySecret != nil { try? FileManager.default.removeItem(at: legacySecretURL) }
         if let path = configuration.tenantConfig, let declaration {
             seed.tenant = try await declaration.apply(to: identity, baseDirectory: URL(fileURLWithPath: path).deletingLastPathComponent())
             logger.info("tenant declared", metadata: ["tenant": "\(seed.tenant.name)", "file": "\(path)"])
-        }
-        let secretPath = URL(fileURLWithPath: store.dataDirectory).appendingPathComponent("webapp-client-secret").path
-        if let secret = seed.newWebAppSecret {
-            try Data(secret.utf8).write(to: URL(fileURLWithPath: secretPath), options: .atomic)
-            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secretPath)
         }
 
         let (identityBase, apiBase) = (configuration.identityBaseURL, configuration.apiBaseURL)
@@ -136,7 +140,7 @@ public struct TodoSystem: Sendable {
             caPath: caPath, teardown: teardown, logger: logger)
         let apiRouter = tasks.buildRouter()
         let webApp = try await Self.webApp(
-            configuration, database: database, dataKey: dataKey, identity: identity, seed: seed, secretPath: secretPath,
+            configuration, database: database, dataKey: dataKey, identity: identity, seed: seed,
             identityBase: identityBase, apiBase: apiBase, caPath: caPath, teardown: teardown, logger: logger)
         webApp?.addRoutes(to: apiRouter)
 
@@ -185,22 +189,21 @@ public struct TodoSystem: Sendable {
             database: database, fetcher: fetcher, logger: logger)
     }
 
-    /// The browser app on the API port: the dev tenant's confidential "web" twin, its secret from
-    /// `<data-dir>/webapp-client-secret` (written when the app was registered).
+    /// The browser app on the API port: the dev tenant's confidential "web" twin, its secret
+    /// from the database (sealed there when the app was registered).
     private static func webApp(
         _ configuration: SystemConfiguration, database: any Database, dataKey: DataKey, identity: IdentityServer, seed: DevTenantSeed,
-        secretPath: String, identityBase: String, apiBase: String, caPath: String?, teardown: Teardown, logger: Logger
+        identityBase: String, apiBase: String, caPath: String?, teardown: Teardown, logger: Logger
     ) async throws -> WebApp? {
-        guard let secret = try? String(contentsOfFile: secretPath, encoding: .utf8), !secret.isEmpty, let apiURL = URL(string: apiBase)
-        else {
-            logger.warning("web app disabled: no client secret", metadata: ["path": "\(secretPath)"])
+        guard let secret = seed.webAppSecret, !secret.isEmpty, let apiURL = URL(string: apiBase) else {
+            logger.warning("web app disabled: the default tenant has no dev web app", metadata: ["tenant": "\(seed.tenant.name)"])
             return nil
         }
         // Pooled connections, and the development CA under --tls.
         let transport = try AsyncHTTPClientTransport(additionalCACertificatePath: caPath)
         teardown.add("web app HTTP client") { try await transport.shutdown() }
         var web = WebAppConfiguration(
-            clientID: seed.webApp.clientIDString, clientSecret: secret.trimmingCharacters(in: .whitespacesAndNewlines),
+            clientID: seed.webApp.clientIDString, clientSecret: secret,
             authority: "\(identityBase)/\(seed.tenant.name)/", apiBaseURL: apiURL,
             apiScopes: seed.apiScopes)
         web.secure = configuration.tls

@@ -31,6 +31,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp(Setting.webAnonymousSessions.help)) var webAnonymousSessions: String?
     @Option(help: ArgumentHelp(Setting.refreshReuseSeconds.help)) var refreshReuseSeconds: String?
     @Option(help: ArgumentHelp(Setting.publicURL.help)) var publicURL: String?
+    @Option(name: .customLong("public-api-url"), help: ArgumentHelp(Setting.publicAPIURL.help)) var publicAPIURL: String?
 
     /// What the command line gave, by setting key: the highest-precedence source.
     var flags: [String: ConfigValue] {
@@ -40,6 +41,7 @@ struct Serve: AsyncParsableCommand {
             (.only, only), (.authorityCA, authorityCA), (.passwordHashCost, passwordHashCost), (.idleTimeout, idleTimeout),
             (.webPageSize, webPageSize), (.webAnonymousSessions, webAnonymousSessions), (.refreshReuseSeconds, refreshReuseSeconds),
             (.publicURL, publicURL),
+            (.publicAPIURL, publicAPIURL),
         ]
         for case (let setting, let value?) in texts { flags[setting.key] = ConfigValue(.string(value), isSecret: false) }
         let lists: [(Setting, [String])] = [

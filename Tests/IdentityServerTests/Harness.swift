@@ -37,7 +37,7 @@ struct IdentityHarness: Sendable {
                 configuration: configuration, database: database, dataKey: dataKey, clock: clock, logger: logger)
             let seed = try await server.seedDevelopmentTenant(apiPort: 3000)
             let harness = IdentityHarness(
-                server: server, clock: clock, seed: seed, webSecret: seed.newWebAppSecret ?? "", database: database)
+                server: server, clock: clock, seed: seed, webSecret: seed.webAppSecret ?? "", database: database)
             let app = Application(router: server.buildRouter(), logger: logger)
             do {
                 try await app.test(.router) { client in

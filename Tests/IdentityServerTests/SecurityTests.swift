@@ -96,7 +96,7 @@ struct SecurityTests {
             let (refresh, code, password) = try await app.test(.router) { client -> (String, String, String) in
                 let driver = Driver(client: client)
                 let h = IdentityHarness(
-                    server: server, clock: ManualClock(), seed: seed, webSecret: seed.newWebAppSecret ?? "", database: database)
+                    server: server, clock: ManualClock(), seed: seed, webSecret: seed.webAppSecret ?? "", database: database)
                 let password = "Stored-Pass1"
                 _ = try await h.addUser("stored@example.com", password: password)
                 let refresh = try await driver.ropc(h, username: "stored@example.com", password: password).json["refresh_token"] as! String
@@ -122,7 +122,7 @@ struct SecurityTests {
                 return text
             }
             #expect(!dump.isEmpty)
-            for secret in [refresh, code, password, seed.newWebAppSecret ?? "missing"] {
+            for secret in [refresh, code, password, seed.webAppSecret ?? "missing"] {
                 #expect(!dump.contains(secret), "a secret is stored in clear")
             }
             #expect(

@@ -24,17 +24,25 @@ struct SystemConfigurationTests {
         #expect(try await self.configuration(flags: [Setting.tls.key: text("true")]).identityPort == 5443, "TLS moves the default port")
     }
 
-    @Test("--public-url takes an origin (its trailing slash dropped) and becomes the identity base URL; anything else is refused")
+    @Test(
+        "--public-url and --public-api-url take an origin (a trailing slash dropped) and become the base URLs; anything else is refused"
+    )
     func publicURL() async throws {
-        let pinned = try await configuration(flags: [Setting.publicURL.key: text("https://id.example.com/")])
+        let pinned = try await configuration(flags: [
+            Setting.publicURL.key: text("https://id.example.com/"), Setting.publicAPIURL.key: text("https://todo.example.com"),
+        ])
         #expect(pinned.publicURL == "https://id.example.com" && pinned.identityBaseURL == "https://id.example.com")
-        #expect(try await configuration().identityBaseURL == "http://127.0.0.1:5080")
+        #expect(pinned.apiBaseURL == "https://todo.example.com")
+        let plain = try await configuration()
+        #expect(plain.identityBaseURL == "http://127.0.0.1:5080" && plain.apiBaseURL == "http://127.0.0.1:3000")
         for bad in [
             "ftp://id.example.com", "https://id.example.com/b2c", "https://user:pw@id.example.com", "https://id.example.com?x=1",
             "id.example.com",
         ] {
-            await #expect(throws: ConfigurationProblems.self, "\(bad)") {
-                try await self.configuration(environment: ["TODO_PUBLIC_URL": bad])
+            for variable in ["TODO_PUBLIC_URL", "TODO_PUBLIC_API_URL"] {
+                await #expect(throws: ConfigurationProblems.self, "\(variable)=\(bad)") {
+                    try await self.configuration(environment: [variable: bad])
+                }
             }
         }
     }

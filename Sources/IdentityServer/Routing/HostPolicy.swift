@@ -29,9 +29,17 @@ struct HostPolicy: Sendable {
         return "\(scheme)://\(isAllowedHost(request) ? authority : defaultAuthority)"
     }
 
-    /// Whether the request's `Host` is a plain host[:port] naming one of the allowed hosts.
-    func isAllowedHost(_ request: Request) -> Bool {
-        Self.isAllowed(authority: request.head.authority ?? "", in: allowedHosts, port: listenPort)
+    /// Whether the request's `Host` is a plain host[:port] naming one of the allowed hosts on
+    /// this service's port, or is exactly the public origin's (a balancer's port, issue 14).
+    func isAllowedHost(_ request: Request) -> Bool { isAllowedHost(authority: request.head.authority ?? "") }
+
+    func isAllowedHost(authority: String) -> Bool {
+        if let publicOrigin, let url = URLComponents(string: publicOrigin), let host = url.percentEncodedHost,
+            authority.lowercased() == (url.port.map { "\(host):\($0)" } ?? host).lowercased()
+        {
+            return true
+        }
+        return Self.isAllowed(authority: authority, in: allowedHosts, port: listenPort)
     }
 
     /// Whether `authority` names an allowed host and, when it carries a port, the port this

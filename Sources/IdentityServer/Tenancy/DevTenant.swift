@@ -62,13 +62,15 @@ public enum DevTenant {
     }
 }
 
-/// What seeding produced: ids for `settings.json`, and the web app's secret when it was just made
-/// (it is stored only as a hash, so this is the one chance to hand it over).
+/// What seeding produced: ids for `settings.json`, and the dev web app's client secret (kept
+/// sealed in the database for every instance; nil for a declared tenant's app).
 public struct DevTenantSeed: Sendable {
     public var tenant: Tenant
     public var publicApp: AppRegistration
     public var webApp: AppRegistration
-    public var newWebAppSecret: String?
+    public var webAppSecret: String?
+    /// Whether this call created the tenant (one of several instances started together did).
+    public var created = false
 
     /// The API's scopes as full URIs (`{App ID URI}/{scope}`), as clients request them.
     public var apiScopes: [String] { publicApp.exposedScopes.map { "\(publicApp.appIDURI ?? "")/\($0)" } }
@@ -86,14 +88,45 @@ public enum SeedError: Error, CustomStringConvertible {
 
 extension IdentityServer {
     /// Creates the dev tenant if no tenant exists yet; otherwise returns the existing default
-    /// tenant's apps (and makes sure the web app's redirect URIs cover `apiPort`).
-    public func seedDevelopmentTenant(apiPort: Int) async throws -> DevTenantSeed {
+    /// tenant's apps (and makes sure the web app's redirect URIs cover `apiPort` and
+    /// `webOrigins`). `legacyWebAppSecret` is a secret older versions kept in the data dir: it
+    /// moves into the database when none is stored there.
+    public func seedDevelopmentTenant(apiPort: Int, webOrigins: [String] = [], legacyWebAppSecret: String? = nil) async throws
+        -> DevTenantSeed
+    {
         // Instances started together on one PostgreSQL seed one after the other: the second
         // finds the first one's tenant, whole (issue 14).
-        try await database.exclusively(key: 72_017) { try await self.seedOnce(apiPort: apiPort) }
+        try await database.exclusively(key: 72_017) {
+            var seed = try await self.seedOnce(apiPort: apiPort, webOrigins: webOrigins)
+            if seed.webApp.displayName == DevTenant.webAppName, seed.webApp.kind == .confidential {
+                seed.webAppSecret = try await self.webAppSecret(for: seed.webApp, minted: seed.webAppSecret, legacy: legacyWebAppSecret)
+            }
+            return seed
+        }
     }
 
-    private func seedOnce(apiPort: Int) async throws -> DevTenantSeed {
+    /// The dev web app's secret from the database; a just-minted or legacy one is stored first,
+    /// and an app with none (a data dir whose file was lost) gets a new one.
+    private func webAppSecret(for app: AppRegistration, minted: String?, legacy: String?) async throws -> String {
+        let store = ServiceSecretStore(database: database, dataKey: service.dataKey)
+        let name = ServiceSecretStore.webAppSecretName(clientID: app.clientID)
+        let now = clock.now
+        if minted == nil, let stored = try await store.read(name) { return stored }
+        let secret: String
+        if let minted {
+            secret = minted
+        } else if let legacy, !legacy.isEmpty {
+            secret = legacy
+        } else {
+            secret = Secrets.randomToken(byteCount: 30)
+            try await tenants.addSecret(clientID: app.clientID, secret: secret, now: now, expiresAt: nil)
+            logger.notice("the web app had no stored client secret: added a new one", metadata: ["client_id": "\(app.clientIDString)"])
+        }
+        try await store.write(name, secret, now: now)
+        return secret
+    }
+
+    private func seedOnce(apiPort: Int, webOrigins: [String]) async throws -> DevTenantSeed {
         let now = clock.now
         if let existing = try await tenants.defaultTenant() {
             // A dev tenant from an older version gets the flows added since.
@@ -117,9 +150,9 @@ extension IdentityServer {
                 // A declared tenant: its own confidential app (if any) plays the web app.
                 return DevTenantSeed(
                     tenant: existing, publicApp: publicApp, webApp: apps.first { $0.kind == .confidential } ?? publicApp,
-                    newWebAppSecret: nil)
+                    webAppSecret: nil)
             }
-            let wanted = DevTenant.webRedirectURIs(apiPort: apiPort)
+            let wanted = DevTenant.webRedirectURIs(apiPort: apiPort) + webOrigins.map { "\($0)/auth/openid/return" }
             var changed = false
             if !Set(wanted).isSubset(of: webApp.redirectURIs) {
                 webApp.redirectURIs += wanted.filter { !webApp.redirectURIs.contains($0) }
@@ -136,7 +169,7 @@ extension IdentityServer {
                 changed = true
             }
             if changed { try await tenants.save(webApp, now: now) }
-            return DevTenantSeed(tenant: existing, publicApp: grantedPublic, webApp: webApp, newWebAppSecret: nil)
+            return DevTenantSeed(tenant: existing, publicApp: grantedPublic, webApp: webApp, webAppSecret: nil)
         }
         var tenant = Tenant(
             id: UUID(), name: DevTenant.name, displayName: "TodoB2C", defaultPolicy: "B2C_1_susi", isDefault: true,
@@ -153,12 +186,12 @@ extension IdentityServer {
         try await tenants.save(publicApp, now: now)
         let webApp = AppRegistration(
             clientID: UUID(), tenantID: tenant.id, displayName: DevTenant.webAppName, kind: .confidential,
-            redirectURIs: DevTenant.webRedirectURIs(apiPort: apiPort),
+            redirectURIs: DevTenant.webRedirectURIs(apiPort: apiPort) + webOrigins.map { "\($0)/auth/openid/return" },
             apiPermissions: DevTenant.permissions(taskAPI: publicApp, web: true))
         try await tenants.save(webApp, now: now)
         let secret = Secrets.randomToken(byteCount: 30)
         try await tenants.addSecret(clientID: webApp.clientID, secret: secret, now: now, expiresAt: nil)
         _ = try await keys.activeKey()
-        return DevTenantSeed(tenant: tenant, publicApp: publicApp, webApp: webApp, newWebAppSecret: secret)
+        return DevTenantSeed(tenant: tenant, publicApp: publicApp, webApp: webApp, webAppSecret: secret, created: true)
     }
 }
