@@ -157,9 +157,11 @@ struct Keys: AsyncParsableCommand {
             let now = Date()
             for key in keys {
                 let state: String
-                if key.retiredAt == nil {
-                    state = "active"
-                } else if let until = key.publishUntil, until > now {
+                if key.signs(at: now) {
+                    state = key.retiredAt.map { "active until \(formatter.string(from: $0))" } ?? "active"
+                } else if let activation = key.activatedAt, activation > now, key.isPublished(at: now) {
+                    state = "pending: published, signs from \(formatter.string(from: activation))"
+                } else if key.isPublished(at: now), let until = key.publishUntil {
                     state = "retired, published until \(formatter.string(from: until))"
                 } else {
                     state = "withdrawn (not published, verifies nothing)"
@@ -171,12 +173,34 @@ struct Keys: AsyncParsableCommand {
 
     struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Make a new signing key. The old one stays in the JWKS until its tokens have expired.")
+            abstract:
+                "Make a new signing key: published at once, signing after a delay (10 minutes), so validators know it before any token needs it. The old key stays in the JWKS until its tokens have expired."
+        )
         @OptionGroup var store: StoreOptions
+        @Flag(help: "Sign with the new key at once (an emergency): validators refuse its tokens until they fetch the key set again.")
+        var now = false
+        @Option(
+            help: ArgumentHelp(
+                "Seconds between publishing the new key and signing with it; longer than validators' key cache and the instances' 10 s ring refresh.",
+                valueName: "seconds"))
+        var activateAfter: Int?
+
+        func validate() throws {
+            if now, activateAfter != nil { throw ValidationError("--now and --activate-after exclude each other") }
+            if let activateAfter, !(0...2_592_000).contains(activateAfter) {
+                throw ValidationError("--activate-after must be 0 to 2592000 seconds")
+            }
+        }
 
         func run() async throws {
-            let key = try await withDefaultTenant(store) { server, _ in try await server.keys.rotate() }
-            print("new active key \(key.kid)")
+            let delay = now ? 0 : activateAfter.map(TimeInterval.init) ?? SigningKeyRing.propagationDelay
+            let key = try await withDefaultTenant(store) { server, _ in try await server.keys.rotate(activateAfter: delay) }
+            if delay == 0 {
+                print("new active key \(key.kid)")
+            } else {
+                let when = ISO8601DateFormatter().string(from: key.activatedAt ?? Date())
+                print("new key \(key.kid): published now, signs from \(when)")
+            }
         }
     }
 

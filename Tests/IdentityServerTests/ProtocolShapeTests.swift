@@ -172,25 +172,59 @@ struct ProtocolShapeTests {
         }
     }
 
-    @Test("rotation publishes the new key and keeps the old one until its tokens expire", arguments: TestDatabase.engines)
+    @Test(
+        "rotation publishes the new key at once, signs with it only after the propagation delay, and keeps the old one until its tokens expire",
+        arguments: TestDatabase.engines)
     func keyRotation(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
             _ = try await h.addUser()
-            let before = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["access_token"] as! String
-            let old = try await h.server.keys.activeKey()
-            let new = try await h.server.keys.rotate(retiredKeysPublishedFor: 3600)
-            #expect(old.kid != new.kid)
-            let kids = { () async throws -> [String] in
-                let keys = try await driver.get(h.path("B2C_1_ROPC", "discovery/v2.0/keys")).json["keys"] as? [[String: Any]] ?? []
-                return keys.compactMap { $0["kid"] as? String }
+            let signedBy = { () async throws -> String? in
+                let token = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["access_token"] as! String
+                return DecodedJWT(token).header["kid"] as? String
             }
-            #expect(Set(try await kids()) == [old.kid, new.kid])
-            let after = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["access_token"] as! String
-            #expect(DecodedJWT(before).header["kid"] as? String == old.kid)
-            #expect(DecodedJWT(after).header["kid"] as? String == new.kid)
-            h.clock.advance(by: 3601)
-            h.server.keys.invalidate()
+            let kids = { () async throws -> Set<String> in
+                let keys = try await driver.get(h.path("B2C_1_ROPC", "discovery/v2.0/keys")).json["keys"] as? [[String: Any]] ?? []
+                return Set(keys.compactMap { $0["kid"] as? String })
+            }
+            let old = try await h.server.keys.activeKey()
+            let new = try await h.server.keys.rotate(activateAfter: 600, retiredKeysPublishedFor: 3600)
+            #expect(old.kid != new.kid)
+            // Published at once, not signing yet.
+            #expect(try await kids() == [old.kid, new.kid])
+            #expect(try await signedBy() == old.kid)
+            h.clock.advance(by: 599)
+            #expect(try await signedBy() == old.kid)
+            h.clock.advance(by: 2)
+            #expect(try await signedBy() == new.kid)
+            #expect(try await kids() == [old.kid, new.kid])
+            // The old key leaves the JWKS once its window after the hand-over is over.
+            h.clock.advance(by: 3600)
             #expect(try await kids() == [new.kid])
+            // --now: signs at once.
+            let urgent = try await h.server.keys.rotate(activateAfter: 0)
+            #expect(try await signedBy() == urgent.kid)
+            #expect(try await kids() == [new.kid, urgent.kid])
+        }
+    }
+
+    @Test(
+        "an instance that did not rotate publishes the new key within its ring refresh, long before it signs with it",
+        arguments: TestDatabase.engines)
+    func rotationAcrossInstances(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, _ in
+            let other = SigningKeyRing(database: h.database, dataKey: h.server.service.dataKey, clock: h.clock)
+            let old = try await other.activeKey()
+            #expect(try await other.publishedKeys().map(\.kid) == [old.kid])
+            // Another instance (the harness's server) rotates with the default delay.
+            let new = try await h.server.keys.rotate()
+            #expect(
+                SigningKeyRing.propagationDelay > SigningKeyRing.refreshInterval + 300, "longer than the ring refresh and validators' cache"
+            )
+            h.clock.advance(by: SigningKeyRing.refreshInterval + 1)
+            #expect(Set(try await other.publishedKeys().map(\.kid)) == [old.kid, new.kid])
+            #expect(try await other.activeKey().kid == old.kid)
+            h.clock.advance(by: SigningKeyRing.propagationDelay)
+            #expect(try await other.activeKey().kid == new.kid)
         }
     }
 

@@ -129,6 +129,46 @@ struct BearerTests {
         }
     }
 
+    @Test(
+        "a kid seen for the first time fetches the key set at once, so a rotation costs no 401; made-up kids cost at most one fetch per gap"
+    )
+    func newKeyFetchedAtOnce() async throws {
+        let authority = try MockAuthority()
+        try await authority.serve { url in
+            let fetcher = try HTTPMetadataFetcher()
+            let validator = BearerValidator(
+                policy: BearerPolicy(discoveryURLs: [url], audiences: [MockAuthority.audience], keyRefreshInterval: 60, newKeyFetchGap: 1),
+                fetcher: fetcher, logger: TestDatabase.logger)
+            let start = Date()
+            _ = try await validator.validate(authority.token(), now: start)
+            #expect(authority.publication.fetches == 1)
+            // Two seconds later the authority publishes a new key and signs with it: well within
+            // keyRefreshInterval, yet the first token it signs is accepted.
+            let next = try authority.nextKey()
+            authority.publication.publish(next.jwk)
+            _ = try await validator.validate(next.token(oid: "user-b"), now: start.addingTimeInterval(2))
+            #expect(authority.publication.fetches == 2)
+            // Made-up kids: the first costs one fetch, the ones right after it none.
+            let forged = try authority.nextKey()
+            for (offset, n) in [(3.0, 1), (3.1, 2), (3.2, 3)] {
+                await #expect(throws: TokenRejection.unknownKey) {
+                    try await validator.validate(forged.token(oid: "x\(n)"), now: start.addingTimeInterval(offset))
+                }
+                let other = try authority.nextKey()
+                await #expect(throws: TokenRejection.unknownKey) {
+                    try await validator.validate(other.token(oid: "y\(n)"), now: start.addingTimeInterval(offset))
+                }
+            }
+            #expect(authority.publication.fetches == 3, "one fetch for the made-up kids within the gap")
+            // The same unknown kid again waits the refresh interval.
+            await #expect(throws: TokenRejection.unknownKey) {
+                try await validator.validate(forged.token(oid: "z"), now: start.addingTimeInterval(10))
+            }
+            #expect(authority.publication.fetches == 3)
+            try await fetcher.shutdown()
+        }
+    }
+
     @Test("while the authority is unreachable, its last key set verifies until its maximum age")
     func unreachableAuthorityKeepsKeysForAWhile() async throws {
         let authority = try MockAuthority()

@@ -15,12 +15,20 @@ struct MockAuthority: Sendable {
     let kid: String
     var issuer: String
     /// Whether the JWKS still lists the key; a test withdraws it as an operator would.
-    let publication = Publication()
+    let publication: Publication
 
     final class Publication: Sendable {
         private let withdrawn = Mutex(false)
+        private let added = Mutex<[String]>([])
+        private let served = Mutex(0)
         var isWithdrawn: Bool { withdrawn.withLock { $0 } }
         func withdraw() { withdrawn.withLock { $0 = true } }
+        /// Publishes another key of the authority (a JWK object) beside its own.
+        func publish(_ jwk: String) { added.withLock { $0.append(jwk) } }
+        var addedKeys: [String] { added.withLock { $0 } }
+        /// How many times the JWKS was fetched.
+        var fetches: Int { served.withLock { $0 } }
+        func countFetch() { served.withLock { $0 += 1 } }
     }
 
     static let audience = "11111111-2222-3333-4444-555555555555"
@@ -29,6 +37,7 @@ struct MockAuthority: Sendable {
         key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         kid = "kid-\(UUID().uuidString.prefix(8))"
         self.issuer = issuer
+        publication = Publication()
     }
 
     /// Another authority publishing the same key under its own issuer (as B2C policies of one
@@ -37,6 +46,21 @@ struct MockAuthority: Sendable {
         key = other.key
         kid = other.kid
         self.issuer = issuer
+        publication = Publication()
+    }
+
+    private init(key: _RSA.Signing.PrivateKey, kid: String, issuer: String, publication: Publication) {
+        self.key = key
+        self.kid = kid
+        self.issuer = issuer
+        self.publication = publication
+    }
+
+    /// The same authority signing with a new key, which its JWKS lists once `publication.publish(next.jwk)`.
+    func nextKey() throws -> MockAuthority {
+        MockAuthority(
+            key: try _RSA.Signing.PrivateKey(keySize: .bits2048), kid: "kid-\(UUID().uuidString.prefix(8))", issuer: issuer,
+            publication: publication)
     }
 
     static func b64(_ data: Data) -> String {
@@ -44,22 +68,27 @@ struct MockAuthority: Sendable {
             .replacingOccurrences(of: "=", with: "")
     }
 
-    var jwks: String {
+    /// This key as a JWK object.
+    var jwk: String {
         let primitives = try! key.publicKey.getKeyPrimitives()
         return
-            "{\"keys\":[{\"kid\":\"\(kid)\",\"use\":\"sig\",\"kty\":\"RSA\",\"e\":\"\(Self.b64(primitives.publicExponent))\",\"n\":\"\(Self.b64(primitives.modulus))\"}]}"
+            "{\"kid\":\"\(kid)\",\"use\":\"sig\",\"kty\":\"RSA\",\"e\":\"\(Self.b64(primitives.publicExponent))\",\"n\":\"\(Self.b64(primitives.modulus))\"}"
     }
+
+    var jwks: String { "{\"keys\":[\(jwk)]}" }
 
     /// Runs the authority on a free port for the duration of `body`, which gets its discovery URL.
     func serve<T: Sendable>(_ body: @Sendable (String) async throws -> T) async throws -> T {
         let router = Router()
-        let jwks = self.jwks
+        let jwk = self.jwk
         let issuer = self.issuer
         let publication = self.publication
         router.get("auth/jwks") { _, _ in
-            Response(
+            publication.countFetch()
+            let keys = (publication.isWithdrawn ? [] : [jwk]) + publication.addedKeys
+            return Response(
                 status: .ok, headers: [.contentType: "application/json"],
-                body: .init(byteBuffer: ByteBuffer(string: publication.isWithdrawn ? "{\"keys\":[]}" : jwks)))
+                body: .init(byteBuffer: ByteBuffer(string: "{\"keys\":[\(keys.joined(separator: ","))]}")))
         }
         // The JWKS URL follows the Host the fetcher used, so the port need not be known up front.
         router.get("auth/.well-known/openid-configuration") { request, _ in

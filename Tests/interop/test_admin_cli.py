@@ -83,12 +83,23 @@ def test_users_apps_and_keys_commands(admin, server):
     assert len(no_flow.stderr.strip().splitlines()) == 1
 
     before = admin("keys", "list").stdout.strip().splitlines()
-    assert len(before) == 1 and "active" in before[0]
+    assert len(before) == 1 and before[0].endswith("active")
+    old_kid = before[0].split()[0]
+    # A rotation publishes the new key first; the old one signs until the new one's time.
     rotated = admin("keys", "rotate").stdout
+    assert "published now, signs from" in rotated, rotated
+    pending_kid = rotated.split()[2].rstrip(":")
+    listed = admin("keys", "list").stdout
+    assert "pending: published, signs from" in listed.split(pending_kid)[1].splitlines()[0], listed
+    assert "active until" in listed.split(old_kid)[1].splitlines()[0], listed
+    both = admin("keys", "rotate", "--now", "--activate-after", "5", check=False)
+    assert both.returncode != 0 and "exclude" in both.stderr
+    # --now: an emergency rotation signs at once; the others retire, still published.
+    rotated = admin("keys", "rotate", "--now").stdout
     after = admin("keys", "list").stdout
     new_kid = rotated.split()[-1]
-    assert new_kid in after
-    assert "retired, published until" in after
+    assert rotated.startswith("new active key") and after.split(new_kid)[1].splitlines()[0].endswith("active"), after
+    assert "retired, published until" in after.split(old_kid)[1].splitlines()[0], after
 
     # A kid is base64url and may begin with "-": it must still be accepted as the value.
     revoked = admin("keys", "revoke", "--kid", new_kid).stdout

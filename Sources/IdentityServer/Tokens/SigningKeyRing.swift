@@ -14,19 +14,33 @@ public struct SigningKey: Sendable {
     public let kid: String
     public let privateKey: _RSA.Signing.PrivateKey
     public let createdAt: Date
+    /// When it starts signing; a rotated-in key is published before that (pending).
     public let activatedAt: Date?
+    /// When it stops signing (its successor's activation); it stays published until `publishUntil`.
     public let retiredAt: Date?
     /// A retired key stays in the JWKS until every token it signed has expired.
     public let publishUntil: Date?
 
     public var bits: Int { privateKey.keySizeInBits }
+
+    /// Whether it signs at `now`: activated, and not yet retired.
+    public func signs(at now: Date) -> Bool {
+        (activatedAt.map { $0 <= now } ?? false) && (retiredAt.map { $0 > now } ?? true)
+    }
+
+    /// Whether it is in the JWKS at `now`: pending, signing, or retired within its window.
+    public func isPublished(at now: Date) -> Bool {
+        retiredAt.map { $0 > now } ?? true || (publishUntil.map { $0 > now } ?? false)
+    }
 }
 
 /// The service's signing keys, kept in the database so that every instance signs with the same
 /// key and a restart keeps tokens valid. The active key signs; keys rotated out stay published
-/// (SPEC §2.5). Each instance re-reads the ring at most every `refreshInterval`. Private keys are
-/// stored sealed with the data key (the security issue's M-6); rows from before sealing are
-/// sealed in place when first read.
+/// (SPEC §2.5). A rotation publishes the new key first and signs with it only after a
+/// propagation delay, as Entra and B2C roll keys over: by then every instance publishes it
+/// (each re-reads the ring every `refreshInterval`) and validators have fetched it, so no
+/// valid token is refused (issue 14). Private keys are stored sealed with the data key (the
+/// security issue's M-6); rows from before sealing are sealed in place when first read.
 public final class SigningKeyRing: Sendable {
     private let database: any Database
     private let dataKey: DataKey
@@ -34,9 +48,15 @@ public final class SigningKeyRing: Sendable {
     private let keyBits: Int
     private let refreshInterval: TimeInterval
     private let cache = Mutex<(keys: [SigningKey], loadedAt: Date)?>(nil)
+    /// How often an instance re-reads the ring: a rotation's delay must be longer.
+    public static let refreshInterval: TimeInterval = 10
+    /// A rotation's default delay between publishing a key and signing with it: longer than
+    /// the ring's refresh and than validators' key-set cache (the Task API's is 5 minutes).
+    public static let propagationDelay: TimeInterval = 600
 
     public init(
-        database: any Database, dataKey: DataKey, clock: any IdentityClock, keyBits: Int = 2048, refreshInterval: TimeInterval = 60
+        database: any Database, dataKey: DataKey, clock: any IdentityClock, keyBits: Int = 2048,
+        refreshInterval: TimeInterval = SigningKeyRing.refreshInterval
     ) {
         self.database = database
         self.dataKey = dataKey
@@ -96,39 +116,48 @@ public final class SigningKeyRing: Sendable {
         return keys
     }
 
-    /// The key that signs new tokens; creates the first one on first use.
+    /// The key that signs new tokens (of several, the latest activated); creates the first one
+    /// on first use.
     public func activeKey() async throws -> SigningKey {
-        if let key = try await allKeys().first(where: { $0.retiredAt == nil && $0.activatedAt != nil }) {
-            return key
-        }
-        return try await rotate(retiredKeysPublishedFor: 0)
+        let now = clock.now
+        let signing = try await allKeys().filter { $0.signs(at: now) }
+        if let key = signing.max(by: { ($0.activatedAt!, $0.createdAt) < ($1.activatedAt!, $1.createdAt) }) { return key }
+        return try await rotate(activateAfter: 0, retiredKeysPublishedFor: 0)
     }
 
-    /// Keys that belong in the JWKS: the active one and retired ones still within their window.
+    /// Keys that belong in the JWKS: pending ones, the active one, and retired ones still
+    /// within their window.
     public func publishedKeys() async throws -> [SigningKey] {
         _ = try await activeKey()
         let now = clock.now
-        return try await allKeys().filter { key in
-            key.retiredAt == nil || (key.publishUntil.map { $0 > now } ?? false)
-        }
+        return try await allKeys().filter { $0.isPublished(at: now) }
     }
 
-    /// Makes a new active key. The previous one keeps verifying for `retiredKeysPublishedFor`
-    /// seconds, which should be at least the longest token lifetime.
+    /// Makes a new key, published at once and signing after `activateAfter` seconds (0: at
+    /// once, for emergencies; validators that cached the key set then refuse its tokens until
+    /// they fetch it again). The key signing until then retires at that moment and keeps
+    /// verifying for `retiredKeysPublishedFor` seconds more, which should be at least the
+    /// longest token lifetime.
     @discardableResult
-    public func rotate(retiredKeysPublishedFor: TimeInterval = 24 * 3600) async throws -> SigningKey {
+    public func rotate(activateAfter: TimeInterval = SigningKeyRing.propagationDelay, retiredKeysPublishedFor: TimeInterval = 24 * 3600)
+        async throws -> SigningKey
+    {
         let size: _RSA.Signing.KeySize = keyBits >= 3072 ? .bits3072 : .bits2048
         let privateKey = try _RSA.Signing.PrivateKey(keySize: size)
         let kid = JWKSet.thumbprint(of: privateKey.publicKey)
         let now = clock.now.epochSeconds
+        let activation = now + Int64(max(0, activateAfter).rounded(.up))
         let row = Row(
             kid: kid, privateKeyPem: try dataKey.seal(privateKey.pemRepresentation, context: Row.context(kid: kid)),
             bits: Int64(privateKey.keySizeInBits),
-            createdAt: now, activatedAt: now, retiredAt: nil, publishUntil: nil)
-        let publishUntil = now + Int64(retiredKeysPublishedFor)
+            createdAt: now, activatedAt: activation, retiredAt: nil, publishUntil: nil)
+        let publishUntil = activation + Int64(retiredKeysPublishedFor)
         try await database.transaction { sql in
-            try await sql.update("signing_keys").set("retired_at", to: now).set("publish_until", to: publishUntil)
+            // Every key still to sign (the active one, a pending one) hands over at the activation.
+            try await sql.update("signing_keys").set("retired_at", to: activation).set("publish_until", to: publishUntil)
                 .where("retired_at", .is, SQLLiteral.null).run()
+            try await sql.update("signing_keys").set("retired_at", to: activation)
+                .where("retired_at", .greaterThan, activation).run()
             try await sql.insert(into: "signing_keys").model(row, with: .snakeCase).run()
         }
         cache.withLock { $0 = nil }
@@ -143,7 +172,7 @@ public final class SigningKeyRing: Sendable {
         let keys = try await allKeys()
         guard let key = keys.first(where: { $0.kid == kid }) else { throw KeyRingError.noSuchKey(kid) }
         var replacement: SigningKey?
-        if key.retiredAt == nil { replacement = try await rotate(retiredKeysPublishedFor: 0) }
+        if key.signs(at: clock.now) { replacement = try await rotate(activateAfter: 0, retiredKeysPublishedFor: 0) }
         let now = clock.now.epochSeconds
         try await database.transaction { sql in
             try await sql.update("signing_keys").set("retired_at", to: now).set("publish_until", to: now - 1)

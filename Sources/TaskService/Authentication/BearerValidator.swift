@@ -100,8 +100,12 @@ public struct BearerPolicy: Sendable {
     public var requiredScopes: [String]
     /// Allowed clock difference for `exp`/`nbf` (passport-azure-ad's default: 300 s).
     public var clockSkew: TimeInterval
-    /// The least time between two key-set fetches for an unknown `kid`.
+    /// The least time between two key-set fetches for the same unknown `kid`.
     public var keyRefreshInterval: TimeInterval
+    /// The least time between two fetches of one authority's key set for `kid`s seen for the
+    /// first time: a key the authority has just started signing with is fetched at once, while
+    /// tokens with made-up `kid`s cost it at most one fetch per this gap.
+    public var newKeyFetchGap: TimeInterval
     /// How long a fetched key set is used before it is fetched again. The JWKS is authoritative:
     /// a key an authority stops publishing stops verifying here within this time (the security
     /// issue's M-5), and an authority must publish a new key this long before signing with it.
@@ -111,8 +115,10 @@ public struct BearerPolicy: Sendable {
 
     public init(
         discoveryURLs: [String], audiences: [String], requiredScopes: [String] = [], clockSkew: TimeInterval = 300,
-        keyRefreshInterval: TimeInterval = 60, keyCacheLifetime: TimeInterval = 300, keySetMaximumAge: TimeInterval = 86_400
+        keyRefreshInterval: TimeInterval = 60, newKeyFetchGap: TimeInterval = 1, keyCacheLifetime: TimeInterval = 300,
+        keySetMaximumAge: TimeInterval = 86_400
     ) {
+        self.newKeyFetchGap = newKeyFetchGap
         self.discoveryURLs = discoveryURLs
         self.audiences = audiences
         self.requiredScopes = requiredScopes
@@ -153,6 +159,8 @@ public final class BearerValidator: Sendable {
     private let logger: Logger
     private let authorities = Mutex<[String: AuthorityKeys]>([:])
     private let lastAttempt = Mutex<[String: Date]>([:])
+    /// When each unknown `kid` last caused a fetch (a bounded table).
+    private let kidAttempts = Mutex<[String: Date]>([:])
     private let inflight = Mutex<[String: Task<AuthorityKeys?, Never>]>([:])
     private let accepted = Mutex<[String: Accepted]>([:])
     private static let cacheLimit = 20_000
@@ -249,8 +257,10 @@ public final class BearerValidator: Sendable {
     }
 
     /// The key `kid` and its authority's issuer. Key sets past their cache lifetime are fetched
-    /// again first; a missing set, or an unknown `kid`, is fetched at most once per
-    /// `keyRefreshInterval` per authority. Concurrent requests share one fetch per authority.
+    /// again first. An unknown `kid` seen for the first time fetches the sets again at once (at
+    /// most once per `newKeyFetchGap` per authority), so a rotation is picked up by the first
+    /// token signed with the new key; the same unknown `kid` again waits `keyRefreshInterval`.
+    /// Concurrent requests share one fetch per authority.
     private func candidates(for kid: String, now: Date) async throws(TokenRejection) -> [(issuer: String, key: _RSA.Signing.PublicKey)] {
         let stale = authorities.withLock { all in
             policy.discoveryURLs.filter { url in all[url].map { now.timeIntervalSince($0.fetchedAt) >= policy.keyCacheLifetime } ?? false }
@@ -260,10 +270,20 @@ public final class BearerValidator: Sendable {
         for url in stale { _ = await refresh(url, now: now, minimumGap: policy.keyRefreshInterval) }
         let known = lookup(kid, now: now)
         if !known.isEmpty { return known }
+        let firstSight = kidAttempts.withLock { tried -> Bool in
+            if let last = tried[kid], now >= last, now.timeIntervalSince(last) < policy.keyRefreshInterval { return false }
+            if tried.count >= 1024 {
+                tried = tried.filter { now >= $0.value && now.timeIntervalSince($0.value) < policy.keyRefreshInterval }
+                if tried.count >= 1024 { tried.removeAll() }
+            }
+            tried[kid] = now
+            return true
+        }
         var anyLoaded = false
         for url in policy.discoveryURLs {
             let loaded = authorities.withLock { $0[url] } != nil
-            if await refresh(url, now: now, minimumGap: loaded ? policy.keyRefreshInterval : 5) { anyLoaded = true }
+            let gap = !loaded ? 5 : (firstSight ? policy.newKeyFetchGap : policy.keyRefreshInterval)
+            if await refresh(url, now: now, minimumGap: gap) { anyLoaded = true }
         }
         let found = lookup(kid, now: now)
         if !found.isEmpty { return found }
