@@ -33,6 +33,9 @@ public protocol Database: Sendable {
 
     /// Closes connections. Calls after `close` fail.
     func close() async throws
+
+    /// Whether it works now: its last unavailability (``StorageError/unavailable(_:)``).
+    var health: DatabaseHealth { get }
 }
 
 /// Errors raised by the storage layer itself (not by the engines).
@@ -44,6 +47,9 @@ public enum StorageError: Error, CustomStringConvertible, Equatable {
     case textContainsNUL
     /// A column of ``StoredRow`` is missing, or not of the type asked for.
     case unreadableColumn(String)
+    /// The database cannot work now (unreachable, restarting, full): answered 503 with
+    /// `Retry-After`, never as the caller's fault (issue 14).
+    case unavailable(String)
 
     public var description: String {
         switch self {
@@ -52,6 +58,7 @@ public enum StorageError: Error, CustomStringConvertible, Equatable {
         case .migrationFailed(let namespace, let version, let reason): "migration \(namespace)#\(version) failed: \(reason)"
         case .textContainsNUL: "refused to store text containing a NUL character"
         case .unreadableColumn(let column): "the column '\(column)' is missing or of another type"
+        case .unavailable(let reason): "the database is unavailable: \(reason)"
         }
     }
 }

@@ -8,6 +8,15 @@ import Synchronization
 /// this object, so callers open and close it like the SQLite database.
 public final class PostgresDatabase: Database {
     public let engine = DatabaseEngine.postgres
+    public let health = DatabaseHealth()
+    /// How long a request waits for a pooled connection before it is answered 503, unless other
+    /// requests got connections meanwhile: while PostgreSQL is down the pool keeps trying, and
+    /// requests must not queue behind it; while it is only busy they wait their turn, up to
+    /// ``busyDeadline``.
+    public static let connectionDeadline: Duration = .seconds(3)
+    public static let busyDeadline: Duration = .seconds(30)
+    /// When the pool last handed out a connection (uptime, milliseconds): the database is alive.
+    private let lastLease = LeaseClock()
     private let client: PostgresClient
     private let runTask: Task<Void, Never>
     private let logger: Logger
@@ -26,6 +35,8 @@ public final class PostgresDatabase: Database {
             host: host, port: components.port ?? 5432, username: user,
             password: components.password, database: database, tls: tls)
         configuration.options.maximumConnections = 20
+        // A connection attempt that hangs (a dropped network) is given up within the deadline.
+        configuration.options.connectTimeout = .seconds(3)
         // `?search_path=schema` pins the connection to one schema (tests give each case its own).
         if let schema = query.first(where: { $0.name == "search_path" })?.value, !schema.isEmpty {
             configuration.options.additionalStartupParameters.append(("search_path", schema))
@@ -42,8 +53,10 @@ public final class PostgresDatabase: Database {
 
     public func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let logger = self.logger
-        return try await client.withConnection { connection in
-            try await body(connection.sql(queryLogLevel: .trace, logger: logger).guardingText)
+        return try await withoutActuallyEscaping(body) { body in
+            try await withConnection { connection in
+                try await body(connection.sql(queryLogLevel: .trace, logger: logger).guardingText)
+            }
         }
     }
 
@@ -51,8 +64,55 @@ public final class PostgresDatabase: Database {
         // BEGIN/COMMIT by hand rather than `PostgresClient.withTransaction`, which wraps the
         // closure's error in a PostgresTransactionError; callers need their own errors back.
         let logger = self.logger
-        return try await client.withConnection { connection in
-            try await connection.sql(queryLogLevel: .trace, logger: logger).guardingText.runTransaction(body)
+        let value = try await withoutActuallyEscaping(body) { body in
+            try await withConnection { connection in
+                try await connection.sql(queryLogLevel: .trace, logger: logger).guardingText.runTransaction(body)
+            }
+        }
+        health.recordSuccess()
+        return value
+    }
+
+    private static var uptimeMilliseconds: Int64 { Int64(DispatchTime.now().uptimeNanoseconds / 1_000_000) }
+
+    /// A pooled connection for `body`, or ``StorageError/unavailable(_:)`` when none comes within
+    /// ``connectionDeadline`` while no other request got one either (or within ``busyDeadline``
+    /// at all). The wait is cancelled; a body already running is not. Errors that mean
+    /// PostgreSQL cannot work now become ``StorageError/unavailable(_:)`` too.
+    private func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let client = self.client
+        let acquired = AcquiredFlag()
+        do {
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { [lastLease] in
+                    try await client.withConnection { connection in
+                        acquired.value.store(true, ordering: .relaxed)
+                        lastLease.value.store(Self.uptimeMilliseconds, ordering: .relaxed)
+                        return try await body(connection)
+                    }
+                }
+                group.addTask { [lastLease] in
+                    var waited: Duration = .zero
+                    while true {
+                        try await Task.sleep(for: Self.connectionDeadline)
+                        waited += Self.connectionDeadline
+                        if acquired.value.load(ordering: .relaxed) { return nil }
+                        let idle = Self.uptimeMilliseconds - lastLease.value.load(ordering: .relaxed)
+                        if idle > Self.connectionDeadline.milliseconds || waited >= Self.busyDeadline {
+                            throw StorageError.unavailable("no PostgreSQL connection within \(waited)")
+                        }
+                    }
+                }
+                while let result = try await group.next() {
+                    if let value = result {
+                        group.cancelAll()
+                        return value
+                    }
+                }
+                throw CancellationError()
+            }
+        } catch {
+            throw health.classify(error)
         }
     }
 
@@ -84,6 +144,20 @@ public final class PostgresDatabase: Database {
             }
         }
     }
+}
+
+extension Duration {
+    fileprivate var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
+}
+
+/// When the pool last handed out a connection.
+private final class LeaseClock: Sendable {
+    let value = Atomic<Int64>(0)
+}
+
+/// Set once a pooled connection was handed over.
+private final class AcquiredFlag: Sendable {
+    let value = Atomic<Bool>(false)
 }
 
 /// Resumes a continuation at most once, whichever of several tasks gets there first.

@@ -16,6 +16,7 @@ public final class SQLiteDatabase: Database {
     }
 
     public let engine = DatabaseEngine.sqlite
+    public let health = DatabaseHealth()
     private let connection: SQLiteConnection
     private let sql: any SQLDatabase
     private let lock = AsyncSerialLock()
@@ -89,11 +90,15 @@ public final class SQLiteDatabase: Database {
     }
 
     public func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        if let reader = readConnection() {
-            return try await body(reader.sql(queryLogLevel: .trace).guardingText)
+        do {
+            if let reader = readConnection() {
+                return try await body(reader.sql(queryLogLevel: .trace).guardingText)
+            }
+            let sql = self.sql
+            return try await lock.withLock { try await body(sql) }
+        } catch {
+            throw health.classify(error)
         }
-        let sql = self.sql
-        return try await lock.withLock { try await body(sql) }
     }
 
     /// Straight from SQLiteNIO on a reader connection (`?` is SQLite's own placeholder).
@@ -101,18 +106,28 @@ public final class SQLiteDatabase: Database {
         if binds.contains(where: \.containsNUL) { throw StorageError.textContainsNUL }
         let values = binds.map(\.sqlite)
         let rows: [SQLiteRow]
-        if let reader = readConnection() {
-            rows = try await reader.query(sql, values)
-        } else {
-            let connection = self.connection
-            rows = try await lock.withLock { try await connection.query(sql, values) }
+        do {
+            if let reader = readConnection() {
+                rows = try await reader.query(sql, values)
+            } else {
+                let connection = self.connection
+                rows = try await lock.withLock { try await connection.query(sql, values) }
+            }
+        } catch {
+            throw health.classify(error)
         }
         return rows.map { StoredRow(backing: .sqlite($0)) }
     }
 
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let sql = self.sql
-        return try await lock.withLock { try await sql.runTransaction(begin: "BEGIN IMMEDIATE", body) }
+        do {
+            let value = try await lock.withLock { try await sql.runTransaction(begin: "BEGIN IMMEDIATE", body) }
+            health.recordSuccess()
+            return value
+        } catch {
+            throw health.classify(error)
+        }
     }
 
     public func isUniqueViolation(_ error: any Error) -> Bool {

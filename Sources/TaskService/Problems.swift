@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Storage
 import TodoModels
 
 /// The Task API's failures, mapped to RFC 9457 problem documents in one place (``Problem``).
@@ -46,7 +47,8 @@ enum Problem {
         case .versionMismatch:
             return problem(
                 "precondition-failed", "Precondition failed", .preconditionFailed, "The task has changed since the ETag given in If-Match.")
-        case .unavailable: return problem("unavailable", "Service unavailable", .serviceUnavailable)
+        case .unavailable:
+            return problem("unavailable", "Service unavailable", .serviceUnavailable, "The database cannot be used now; retry shortly.")
         }
     }
 
@@ -62,6 +64,8 @@ enum Problem {
             }
         } else if error == .unauthenticated {
             headers[.wwwAuthenticate] = "Bearer realm=\"TodoB2C\""
+        } else if error == .unavailable {
+            headers[.retryAfter] = "5"
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -96,6 +100,10 @@ struct ProblemMiddleware: RouterMiddleware {
             return try await next(request, context)
         } catch let error as TaskAPIError {
             return Problem.response(for: error)
+        } catch StorageError.unavailable(let reason) {
+            // The database cannot work now: the client may retry; nothing was half-done.
+            context.logger.warning("database unavailable", metadata: ["reason": "\(reason)"])
+            return Problem.response(for: .unavailable)
         } catch let error as any HTTPResponseError {
             switch error.status {
             case .notFound: return Problem.response(for: .notFound)

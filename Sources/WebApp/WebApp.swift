@@ -268,6 +268,14 @@ public struct WebApp: Sendable {
             return page(
                 "error", ["title": "Sign-in problem", "message": error.description, "code": error.b2cCode as Any], status: .badGateway,
                 state: nil)
+        } catch StorageError.unavailable(let reason) {
+            logger.warning("database unavailable", metadata: ["reason": "\(reason)"])
+            var response = page(
+                "error",
+                ["title": "Temporarily unavailable", "message": "The service cannot be used right now. Please try again in a moment."],
+                status: .serviceUnavailable, state: nil)
+            response.headers[.retryAfter] = "5"
+            return response
         } catch let error as TaskClientError {
             logger.info("task API error in a page", metadata: ["error": "\(error)"])
             return page("error", ["title": "The task list is unavailable", "message": error.description], status: .badGateway, state: nil)

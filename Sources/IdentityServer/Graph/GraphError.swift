@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Storage
 
 /// Microsoft Graph's error form: `{"error":{"code","message","innerError":{"date","request-id",
 /// "client-request-id"}}}` (Graph REST API reference, "Microsoft Graph error responses").
@@ -17,6 +18,10 @@ struct GraphError: Error, Equatable {
     static let resourceNotFound = GraphError(
         status: .notFound, code: "Request_ResourceNotFound",
         message: "Resource does not exist or one of its queried reference-property objects are not present.")
+    /// Graph's code for a 503 ("Microsoft Graph error responses": serviceNotAvailable).
+    static let serviceUnavailable = GraphError(
+        status: .serviceUnavailable, code: "serviceNotAvailable",
+        message: "The service is temporarily unavailable. Retry after a few seconds.")
 }
 
 /// Writes ``GraphError`` in Graph's form for the Graph routes; a 401 carries Graph's
@@ -26,7 +31,12 @@ struct GraphErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
-            return try await next(request, context)
+            do {
+                return try await next(request, context)
+            } catch StorageError.unavailable(let reason) {
+                context.logger.warning("database unavailable", metadata: ["reason": "\(reason)"])
+                throw GraphError.serviceUnavailable
+            }
         } catch let error as GraphError {
             let body = JSONText.object([
                 (
@@ -45,6 +55,7 @@ struct GraphErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
             ])
             var response = Response.json(body, status: error.status)
             if error.status == .unauthorized { response.headers[.wwwAuthenticate] = "Bearer realm=\"\", error=\"invalid_token\"" }
+            if error.status == .serviceUnavailable { response = response.retryingAfter() }
             return response
         }
     }

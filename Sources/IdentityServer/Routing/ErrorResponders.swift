@@ -12,6 +12,16 @@ import Storage
 // - ``GraphErrorMiddleware`` (Graph/GraphError.swift): Graph's `{"error":{"code",…}}` for `/v1.0`;
 // - ``UnhandledErrorMiddleware``: everything else, as B2C's JSON 404 or 500.
 
+extension Response {
+    /// A 503 that tells clients when to come back (RFC 9110 §10.2.3): the database or the
+    /// password hasher is busy or away, not the request at fault.
+    func retryingAfter(seconds: Int = 5) -> Response {
+        var response = self
+        response.headers[.retryAfter] = "\(seconds)"
+        return response
+    }
+}
+
 /// B2C's JSON error form (research/b2c-protocol.md §4.2) for the machine-facing endpoints.
 /// On a policy-less (Entra) route the same errors take Entra's JSON form (SPEC §2.9).
 struct OAuthErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
@@ -27,7 +37,10 @@ struct OAuthErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
             context.logger.info("request refused", metadata: ["code": "\(error.code)", "error": "\(error.oauthError)"])
             return respond(error, request: request, context: context)
         } catch PasswordHasher.HasherError.busy {
-            return respond(.temporarilyUnavailable, request: request, context: context)
+            return respond(.temporarilyUnavailable, request: request, context: context).retryingAfter()
+        } catch StorageError.unavailable(let reason) {
+            context.logger.warning("database unavailable", metadata: ["reason": "\(reason)"])
+            return respond(.temporarilyUnavailable, request: request, context: context).retryingAfter()
         }
     }
 
@@ -63,7 +76,10 @@ struct PageErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
             context.logger.info("request refused on a page", metadata: ["code": "\(error.code)"])
             return page(PageError(error, face: placement.face(of: request)), context: context)
         } catch PasswordHasher.HasherError.busy {
-            return page(PageError(.temporarilyUnavailable), context: context)
+            return page(PageError(.temporarilyUnavailable), context: context).retryingAfter()
+        } catch StorageError.unavailable(let reason) {
+            context.logger.warning("database unavailable", metadata: ["reason": "\(reason)"])
+            return page(PageError(.temporarilyUnavailable), context: context).retryingAfter()
         }
     }
 
@@ -96,6 +112,9 @@ struct UnhandledErrorMiddleware: RouterMiddleware {
                 correlationID: context.correlationID, now: Date())
         } catch let error as any HTTPResponseError {
             throw error
+        } catch StorageError.unavailable(let reason) {
+            context.logger.warning("database unavailable", metadata: ["reason": "\(reason)"])
+            return TokenErrorResponder.respond(.temporarilyUnavailable, correlationID: context.correlationID, now: Date()).retryingAfter()
         } catch StorageError.textContainsNUL {
             // A NUL in a lookup key (a tenant name, a transaction id) is bad input, not a fault:
             // the store refuses it (TextGuardedSQLDatabase), and the caller hears why.

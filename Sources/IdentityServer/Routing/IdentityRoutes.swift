@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ServerSupport
+import Storage
 
 extension IdentityServer {
     /// Every route of the identity service (SPEC §2.2): this function is the table of contents.
@@ -18,6 +19,18 @@ extension IdentityServer {
 
         let assets = AssetController(tenants: service.tenants, pages: service.pages)
         router.get("healthz") { _, _ -> Response in .json(.object([("status", .string("ok"))])) }
+        let database = self.database
+        // For a balancer's health check: within a second, 503 while the database cannot be used.
+        router.get("readyz") { _, context -> Response in
+            do {
+                try await withDeadline(.seconds(1), "the database") { try await database.read { try await $0.raw("SELECT 1").run() } }
+                if let problem = database.health.problem() { throw StorageError.unavailable(problem) }
+                return .json(.object([("status", .string("ready"))]))
+            } catch {
+                context.logger.warning("not ready", metadata: ["error": "\(error)"])
+                return Response.json(.object([("status", .string("unavailable"))]), status: .serviceUnavailable).retryingAfter()
+            }
+        }
         router.get("static/style.css", use: assets.defaultStylesheet)
         router.get("static/tenants/:tenant/style.css", use: assets.tenantStylesheet)
         let graph = router.group("v1.0").add(middleware: GraphErrorMiddleware<IdentityRequestContext>(clock: service.clock))

@@ -1,0 +1,101 @@
+import Foundation
+import PostgresNIO
+import SQLiteNIO
+import Synchronization
+
+/// Whether the database can do work at all (issue 14). Engines turn the errors that mean "not
+/// now" (PostgreSQL unreachable, restarting, out of connections or disk; SQLite's disk full or
+/// failing) into ``StorageError/unavailable(_:)``, which every wire format answers with 503 and
+/// `Retry-After`, and remember the last one, so `/readyz` can say so while writes fail.
+public final class DatabaseHealth: Sendable {
+    private struct State {
+        var failedAt: Date?
+        var reason: String?
+        var succeededAt: Date?
+    }
+
+    private let state = Mutex(State())
+    private let failing = Atomic<Bool>(false)
+    /// How long one failure keeps `/readyz` at 503 without another.
+    static let memory: TimeInterval = 30
+
+    public init() {}
+
+    /// `error` as ``StorageError/unavailable(_:)`` when it means the database cannot work now
+    /// (recorded); otherwise unchanged.
+    func classify(_ error: any Error) -> any Error {
+        guard let reason = Self.unavailability(of: error) else { return error }
+        state.withLock {
+            $0.failedAt = Date()
+            $0.reason = reason
+        }
+        failing.store(true, ordering: .relaxed)
+        return StorageError.unavailable(reason)
+    }
+
+    /// A write committed: the database works again.
+    func recordSuccess() {
+        guard failing.load(ordering: .relaxed) else { return }
+        failing.store(false, ordering: .relaxed)
+        state.withLock {
+            $0.succeededAt = Date()
+            $0.failedAt = nil
+        }
+    }
+
+    /// Why the database is failing now: the last unavailability, unless a write succeeded since
+    /// or it is older than ``memory``.
+    public func problem(now: Date = Date()) -> String? {
+        state.withLock { state in
+            guard let failed = state.failedAt, now.timeIntervalSince(failed) < Self.memory else { return nil }
+            return state.reason
+        }
+    }
+
+    /// The reason `error` means "not now", or nil for any other error.
+    static func unavailability(of error: any Error) -> String? {
+        if case StorageError.unavailable(let reason) = error { return reason }
+        if let error = error as? PSQLError {
+            switch error.code {
+            case .connectionError, .serverClosedConnection, .poolClosed, .uncleanShutdown, .clientClosedConnection:
+                return "PostgreSQL cannot be reached (\(error.code))"
+            case .server:
+                // SQLSTATE classes 08 (connection), 53 (insufficient resources: disk full, out of
+                // memory, too many connections), 57P01–57P03 (shutting down, cannot connect now).
+                let state = error.serverInfo?[.sqlState] ?? ""
+                if state.hasPrefix("08") || state.hasPrefix("53") || ["57P01", "57P02", "57P03"].contains(state) {
+                    return "PostgreSQL refused the work (SQLSTATE \(state): \(error.serverInfo?[.message] ?? ""))"
+                }
+                return nil
+            default: return nil
+            }
+        }
+        if let error = error as? SQLiteError {
+            switch error.reason {
+            case .full: return "the SQLite database's disk is full"
+            case .ioError, .ioErrorFailedWrite, .ioErrorFailedSync, .ioErrorFailedDirSync, .ioErrorFailedTruncate, .ioErrorFailedRead,
+                .ioErrorIncompleteRead:
+                return "the SQLite database's disk failed (\(error.reason))"
+            case .cantOpen, .readonlyDirectory, .readOnly: return "the SQLite database cannot be written (\(error.reason))"
+            default: return nil
+            }
+        }
+        return nil
+    }
+}
+
+/// Runs `body`, or throws ``StorageError/unavailable(_:)`` naming `what` once `deadline` has
+/// passed without an answer (the body is cancelled).
+public func withDeadline<T: Sendable>(
+    _ deadline: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: deadline)
+            throw StorageError.unavailable("\(what) did not answer within \(deadline)")
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import SQLKit
+import Storage
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Failing fast (issue 14): a database that cannot work answers "unavailable" within a deadline,
+/// never a hang and never the caller's fault; a full disk loses nothing already stored.
+@Suite("Database availability")
+struct AvailabilityTests {
+    /// A loopback port whose connections complete and are never answered (a listener that never
+    /// accepts): PostgreSQL behind a dropped network. Closed when `body` returns.
+    static func withSilentPort<T>(_ body: (Int) async throws -> T) async throws -> T {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
+        }
+        try #require(bound && listen(descriptor, 64) == 0)
+        return try await body(Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    @Test("PostgreSQL that never answers: each query fails as unavailable within the connection deadline, and health says why")
+    func silentPostgres() async throws {
+        try await Self.withSilentPort { port in
+            let database = try PostgresDatabase(url: "postgres://todo:secret@127.0.0.1:\(port)/todo", logger: TestDatabase.logger)
+            #expect(database.health.problem() == nil)
+            let clock = ContinuousClock()
+            for _ in 0..<2 {
+                let start = clock.now
+                await #expect {
+                    try await database.read { try await $0.raw("SELECT 1").run() }
+                } throws: { error in
+                    if case StorageError.unavailable = error { return true }
+                    return false
+                }
+                let waited = clock.now - start
+                #expect(waited < PostgresDatabase.connectionDeadline + .seconds(2), "waited \(waited)")
+            }
+            #expect(database.health.problem() != nil)
+            // Transactions too, and nothing waits on them past the deadline.
+            await #expect(throws: StorageError.self) {
+                try await database.transaction { try await $0.raw("SELECT 1").run() }
+            }
+            try await database.close()
+        }
+    }
+
+    @Test("a closed PostgreSQL port: unavailable within the deadline, not a hang")
+    func refusedPostgres() async throws {
+        // Bound and released: nothing listens there now.
+        let port = try await Self.withSilentPort { $0 }
+        let database = try PostgresDatabase(url: "postgres://todo:secret@127.0.0.1:\(port)/todo", logger: TestDatabase.logger)
+        let clock = ContinuousClock()
+        let start = clock.now
+        await #expect {
+            try await database.read { try await $0.raw("SELECT 1").run() }
+        } throws: { error in
+            if case StorageError.unavailable = error { return true }
+            return false
+        }
+        #expect(clock.now - start < PostgresDatabase.connectionDeadline + .seconds(2))
+        try await database.close()
+    }
+
+    @Test("SQLite's disk full: the write fails as unavailable, every row stored before stays, and a write after space returns clears it")
+    func sqliteFull() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todob2c-full-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = try await SQLiteDatabase(
+            storage: .file(directory.appendingPathComponent("full.sqlite").path), logger: TestDatabase.logger)
+        try await database.transaction { try await $0.raw("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)").run() }
+        // The file may not grow past its current pages: SQLite answers SQLITE_FULL, as on a full disk.
+        let pages = try await database.read { sql in
+            try await sql.raw("PRAGMA page_count").first().map { try $0.decode(column: "page_count", as: Int.self) } ?? 0
+        }
+        try await database.transaction { try await $0.raw("PRAGMA max_page_count = \(unsafeRaw: "\(pages + 2)")").run() }
+        var stored = 0
+        var refusal: (any Error)?
+        let body = String(repeating: "x", count: 2_000)
+        for id in 0..<200 {
+            do {
+                try await database.transaction { sql in
+                    try await sql.raw("INSERT INTO notes (id, body) VALUES (\(bind: id), \(bind: body))").run()
+                }
+                stored += 1
+            } catch {
+                refusal = error
+                break
+            }
+        }
+        let error = try #require(refusal, "the file never filled")
+        guard case StorageError.unavailable(let reason) = error else {
+            Issue.record("not unavailable: \(String(reflecting: error))")
+            return
+        }
+        #expect(reason.contains("full"))
+        #expect(database.health.problem() != nil)
+        let count = try await database.read { sql in
+            try await sql.raw("SELECT COUNT(*) AS n FROM notes").first().map { try $0.decode(column: "n", as: Int.self) } ?? -1
+        }
+        #expect(count == stored, "every acknowledged row is there, and only those")
+        let integrity = try await database.read { sql in
+            try await sql.raw("PRAGMA integrity_check").first().map { try $0.decode(column: "integrity_check", as: String.self) }
+        }
+        #expect(integrity == "ok")
+        // Space again: the next write succeeds and the database is healthy.
+        try await database.transaction { try await $0.raw("PRAGMA max_page_count = 1000000").run() }
+        try await database.transaction { sql in
+            try await sql.raw("INSERT INTO notes (id, body) VALUES (\(bind: 10_000), \(bind: "after"))").run()
+        }
+        #expect(database.health.problem() == nil)
+        try await database.close()
+    }
+}
