@@ -91,3 +91,37 @@ enum Listener {
         return (try .tls(.http1(configuration: http1), tlsConfiguration: tls), ca.caCertificatePath)
     }
 }
+
+/// Keeps the listeners' connections under the process's descriptor limit (issue 14): at the
+/// limit, accepting fails with EMFILE on every loop turn, the ports stop answering and a thread
+/// spins. Each listener stops accepting at its share instead (more connections wait in the
+/// kernel's queue until the idle timeout frees a slot), leaving descriptors for the database,
+/// SQLite's files and outbound clients.
+enum ConnectionBudget {
+    /// Raises the soft descriptor limit to the hard one, as many servers do at start, and
+    /// returns each of `listeners`' connection cap: `configured`, or less if the limit is lower.
+    static func perListener(configured: Int, listeners: Int, logger: Logger) -> Int {
+        var limit = rlimit()
+        guard getrlimit(resource, &limit) == 0 else { return configured }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = min(limit.rlim_max, 1_048_576)
+            if setrlimit(resource, &raised) == 0 { limit = raised }
+        }
+        let descriptors = Int(clamping: limit.rlim_cur)
+        let reserved = min(256, descriptors / 4)
+        let share = max(16, (descriptors - reserved) / max(1, listeners))
+        if share < configured {
+            logger.notice(
+                "connections capped by the descriptor limit",
+                metadata: ["per_listener": "\(share)", "descriptor_limit": "\(descriptors)", "configured": "\(configured)"])
+        }
+        return min(configured, share)
+    }
+
+    #if os(Linux)
+        private static let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+    #else
+        private static let resource = RLIMIT_NOFILE
+    #endif
+}

@@ -70,6 +70,10 @@ extension Setting {
         "authority.ca", "An extra CA certificate (PEM) to trust when fetching authority metadata.")
     public static let passwordHashCost = Setting(
         "password.hash.cost", "bcrypt cost for new password hashes (OWASP: at least 10).", default: "10")
+    public static let maxConnections = Setting(
+        "max.connections",
+        "Open connections each listener accepts at most; more wait in the kernel's queue. Kept under the process's descriptor limit, so idle or slow clients cannot exhaust it.",
+        default: "4096, or less if the descriptor limit is lower")
     public static let idleTimeout = Setting(
         "idle.timeout",
         "Seconds a connection may sit idle, or take to send a request's header or its next body part, before it is closed (slow or idle clients cannot hold the ports).",

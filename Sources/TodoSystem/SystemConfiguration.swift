@@ -77,6 +77,8 @@ public struct SystemConfiguration: Sendable {
     public var authorityCA: String?
     public var passwordHashCost: Int
     public var idleTimeout: Int
+    /// The most connections one listener accepts (before the descriptor limit's own cap).
+    public var maxConnections: Int
     public var simulatedFacebook: Bool
     /// The test-control surface on a non-loopback address (it is always on for loopback).
     public var devEndpoints: Bool
@@ -107,6 +109,7 @@ public struct SystemConfiguration: Sendable {
         // OWASP: bcrypt cost 10 at least; 4 is bcrypt's floor, for tests.
         passwordHashCost = settings.number(.passwordHashCost, default: 10, in: 4...31)
         idleTimeout = settings.number(.idleTimeout, default: 30, in: 1...86_400)
+        maxConnections = settings.number(.maxConnections, default: 4096, in: 1...1_000_000)
         simulatedFacebook = settings.flag(.simulatedFacebook)
         devEndpoints = settings.flag(.devEndpoints)
         webPageSize = settings.number(.webPageSize, default: 20, in: 1...200)

@@ -165,9 +165,13 @@ public struct TodoSystem: Sendable {
         _ router: Router<Context>, server: HTTPServerBuilder, _ configuration: SystemConfiguration, port: Int, logger: Logger,
         onServing: @escaping @Sendable () -> Void = {}
     ) -> some Service where Context.Source == ApplicationRequestContextSource {
-        Application(
+        let cap = ConnectionBudget.perListener(
+            configured: configuration.maxConnections, listeners: configuration.parts == .all ? 2 : 1, logger: logger)
+        return Application(
             router: router, server: server,
-            configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: port), serverName: "TodoB2C"),
+            configuration: ApplicationConfiguration(
+                address: .hostname(configuration.host, port: port), serverName: "TodoB2C",
+                availableConnectionsDelegate: MaximumAvailableConnections(cap, logger: logger)),
             onServerRunning: { _ in onServing() }, logger: logger)
     }
 

@@ -25,6 +25,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp(Setting.authorityCA.help)) var authorityCA: String?
     @Option(help: ArgumentHelp(Setting.passwordHashCost.help)) var passwordHashCost: String?
     @Option(help: ArgumentHelp(Setting.idleTimeout.help)) var idleTimeout: String?
+    @Option(help: ArgumentHelp(Setting.maxConnections.help)) var maxConnections: String?
     @Flag(help: ArgumentHelp(Setting.simulatedFacebook.help)) var simulatedFacebook = false
     @Flag(help: ArgumentHelp(Setting.devEndpoints.help)) var devEndpoints = false
     @Option(help: ArgumentHelp(Setting.webPageSize.help)) var webPageSize: String?
@@ -39,6 +40,7 @@ struct Serve: AsyncParsableCommand {
         let texts: [(Setting, String?)] = [
             (.configFile, configFile), (.host, host), (.identityPort, identityPort), (.apiPort, apiPort), (.tenantConfig, tenantConfig),
             (.only, only), (.authorityCA, authorityCA), (.passwordHashCost, passwordHashCost), (.idleTimeout, idleTimeout),
+            (.maxConnections, maxConnections),
             (.webPageSize, webPageSize), (.webAnonymousSessions, webAnonymousSessions), (.refreshReuseSeconds, refreshReuseSeconds),
             (.publicURL, publicURL),
             (.publicAPIURL, publicAPIURL),

@@ -1,13 +1,16 @@
 """The Task API over a real socket: a 10 MB header is refused without taking the server down,
-slow and idle connections are closed, and browsers from an allowed origin get CORS headers."""
+slow and idle connections are closed, idle connections cannot exhaust the descriptor limit, and
+browsers from an allowed origin get CORS headers."""
 
 import os
+import resource
 import socket
+import subprocess
 import time
 
 import requests
 
-from test_durability import free_port, start
+from test_durability import free_port, sign_in, start
 
 
 def start_with(environment, tmp_path):
@@ -28,24 +31,96 @@ def start_with(environment, tmp_path):
 
 def test_ten_megabyte_header_is_refused_and_the_server_keeps_serving(tmp_path):
     binary = os.environ["TODO_SERVER_BIN"]
+    data = tmp_path / "data"
     identity_port, api_port = free_port(), free_port()
-    server = start(binary, tmp_path / "data", identity_port, api_port)
+    server = start(binary, data, identity_port, api_port)
     try:
-        request = (
-            b"GET /api/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
-            + b"a" * (10 * 1024 * 1024)
-            + b"\r\n\r\n"
-        )
+        # A valid token, so that only the header's size can refuse the request.
+        token = sign_in(binary, data, identity_port)
+        head = f"GET /api/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n".encode()
+        small = head + b"X-Padding: " + b"a" * 1024 + b"\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", api_port), timeout=10) as sock:
+            sock.sendall(small)
+            assert sock.recv(4096).startswith(b"HTTP/1.1 200"), "the same request with a small header must pass"
         answer = b""
+        closed = False
         with socket.create_connection(("127.0.0.1", api_port), timeout=5) as sock:
             try:
-                sock.sendall(request)
+                sock.sendall(head + b"X-Padding: " + b"a" * (10 * 1024 * 1024) + b"\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True  # refused while the header was still arriving
+            except TimeoutError:
+                pass  # the server answered and stopped reading: its answer is waiting
+            try:
                 answer = sock.recv(4096)
-            except OSError:
-                pass  # the server may close the connection while the header is still arriving
-        assert not answer.startswith(b"HTTP/1.1 2"), answer[:100]
+                closed = closed or answer == b""
+            except ConnectionResetError:
+                closed = True
+        # Refused: an HTTP 4xx answer, or the connection closed without one; never served.
+        assert closed or answer.startswith(b"HTTP/1.1 4"), answer[:100]
         assert requests.get(f"http://127.0.0.1:{api_port}/healthz", timeout=5).status_code == 200
+        assert server.poll() is None, "the server died"
     finally:
+        server.kill()
+        server.wait()
+
+
+def open_descriptors(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_idle_connections_cannot_exhaust_the_descriptor_limit(tmp_path):
+    """Under a 256-descriptor limit, 400 idle connections: the server stays under its limit,
+    does not spin, its other port keeps answering, and once the idle timeout frees slots the
+    crowded port answers again."""
+    binary = os.environ["TODO_SERVER_BIN"]
+    identity_port, api_port = free_port(), free_port()
+
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    environment = dict(os.environ, TODO_IDLE_TIMEOUT="3")
+    server = subprocess.Popen(
+        [binary, "serve", "--data-dir", str(tmp_path / "data"), "--identity-port", str(identity_port), "--api-port", str(api_port),
+         "--password-hash-cost", "4"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=low_limit, env=environment,
+    )
+    crowd = []
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if requests.get(f"http://127.0.0.1:{api_port}/healthz", timeout=1).ok:
+                    break
+            except requests.RequestException:
+                time.sleep(0.2)
+        for _ in range(400):
+            crowd.append(socket.create_connection(("127.0.0.1", api_port), timeout=10))
+        time.sleep(0.5)
+        assert open_descriptors(server.pid) < 256, "the server reached its descriptor limit"
+        before = cpu_seconds(server.pid)
+        time.sleep(2)
+        assert cpu_seconds(server.pid) - before < 0.5, "the server spins while connections wait"
+        # The other listener has its own share.
+        assert requests.get(f"http://127.0.0.1:{identity_port}/healthz", timeout=5).status_code == 200
+        # The crowd idles out (3 s each, in turns), and the port answers again.
+        answered = None
+        deadline = time.time() + 60
+        while time.time() < deadline and answered is None:
+            try:
+                answered = requests.get(f"http://127.0.0.1:{api_port}/healthz", timeout=10).status_code
+            except requests.RequestException:
+                time.sleep(0.5)
+        assert answered == 200
+        assert server.poll() is None
+    finally:
+        for sock in crowd:
+            sock.close()
         server.kill()
         server.wait()
 
