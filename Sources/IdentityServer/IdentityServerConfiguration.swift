@@ -42,6 +42,8 @@ public struct IdentityServerConfiguration: Sendable {
     /// whatever `Host` a request came with, so instances reached under different names agree.
     /// nil: URLs follow the request's (allowed) `Host`, as B2C's do.
     public var publicOrigin: String?
+    /// Load balancers whose `X-Forwarded-For` names the client, for per-source limits.
+    public var trustedProxies: [String] = []
 
     public init(
         scheme: String = "http", defaultAuthority: String = "127.0.0.1:5080", passwordHashCost: UInt8 = 10,

@@ -12,6 +12,8 @@ public struct TaskServiceConfiguration: Sendable {
     public var corsAllowedOrigins: [String]
     /// Served over HTTPS (`serve --tls`): responses to non-loopback names carry HSTS.
     public var https: Bool
+    /// Load balancers whose `X-Forwarded-For` names the client (the web app's per-address limits).
+    public var trustedProxies: [String] = []
 
     public init(policy: BearerPolicy, corsAllowedOrigins: [String] = [], https: Bool = false) {
         self.policy = policy
@@ -82,6 +84,9 @@ public final class TaskServer: Sendable {
     public func buildRouter() -> Router<TaskRequestContext> {
         let router = Router(context: TaskRequestContext.self)
         router.add(middleware: SecurityHeadersMiddleware(https: configuration.https))
+        if !configuration.trustedProxies.isEmpty {
+            router.add(middleware: ForwardedClientMiddleware(proxies: TrustedProxies(configuration.trustedProxies)))
+        }
         router.add(middleware: RequestLogMiddleware(.taskAPI))
         // CORS outside the problem mapping, so browsers can read error responses too.
         if !configuration.corsAllowedOrigins.isEmpty {

@@ -64,6 +64,10 @@ extension Setting {
         "required.scopes", flag: "required-scope", "A scope the Task API requires (repeatable; any one suffices).")
     public static let corsOrigins = Setting(
         "cors.origins", flag: "cors-origin", "An origin allowed to call the Task API from a browser (repeatable, or *).")
+    public static let trustedProxies = Setting(
+        "trusted.proxies", flag: "trusted-proxy",
+        "The address of a load balancer or reverse proxy whose X-Forwarded-For names the client (repeatable); per-source limits then count clients, not the proxy."
+    )
     public static let only = Setting(
         "only", "Run one part only: identity or api (the API then needs --authority and --audience).", default: "all")
     public static let authorityCA = Setting(

@@ -73,6 +73,8 @@ public struct SystemConfiguration: Sendable {
     public var audiences: [String]
     public var requiredScopes: [String]
     public var corsOrigins: [String]
+    /// Peers whose `X-Forwarded-For` names the client.
+    public var trustedProxies: [String]
     public var parts: Parts
     public var authorityCA: String?
     public var passwordHashCost: Int
@@ -104,6 +106,7 @@ public struct SystemConfiguration: Sendable {
         audiences = settings.list(.audiences)
         requiredScopes = settings.list(.requiredScopes)
         corsOrigins = settings.list(.corsOrigins)
+        trustedProxies = settings.list(.trustedProxies)
         parts = settings.choice(.only, default: .all, "must be identity or api")
         authorityCA = settings.text(.authorityCA)
         // OWASP: bcrypt cost 10 at least; 4 is bcrypt's floor, for tests.

@@ -96,14 +96,18 @@ public struct TodoSystem: Sendable {
         var identityConfiguration = IdentityServerConfiguration(
             scheme: configuration.scheme, defaultAuthority: "\(configuration.displayHost):\(configuration.identityPort)",
             passwordHashCost: UInt8(configuration.passwordHashCost),
-            // The outbox shows password-reset codes: only on a machine-local server.
-            developmentMailbox: Authority.isLoopback(configuration.host) || configuration.devEndpoints,
+            // The outbox shows password-reset codes: only on a machine-local server, and not
+            // behind a public URL elsewhere (a balancer would publish it), unless asked for.
+            developmentMailbox: configuration.devEndpoints
+                || (Authority.isLoopback(configuration.host)
+                    && configuration.publicURL.map { URL(string: $0)?.host.map(Authority.isLoopback) ?? false } ?? true),
             allowedHosts: Set(
                 ["localhost", "127.0.0.1", "::1", configuration.host.lowercased(), configuration.displayHostName.lowercased()]
                     + publicHosts.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]")) }),
             simulatedFacebook: configuration.simulatedFacebook, listenPort: configuration.identityPort)
         identityConfiguration.refreshTokenReuseInterval = TimeInterval(configuration.refreshReuseSeconds)
         identityConfiguration.publicOrigin = configuration.publicURL
+        identityConfiguration.trustedProxies = configuration.trustedProxies
         let identity = try await IdentityServer.make(
             configuration: identityConfiguration, database: database, dataKey: dataKey, logger: logger)
         teardown.add("password hasher") { try await identity.shutdown() }
@@ -188,8 +192,12 @@ public struct TodoSystem: Sendable {
         let fetcher = try HTTPMetadataFetcher(additionalCACertificatePath: configuration.authorityCA ?? caPath)
         teardown.add("metadata fetcher") { try await fetcher.shutdown() }
         return try await TaskServer.make(
-            configuration: TaskServiceConfiguration(
-                policy: policy, corsAllowedOrigins: configuration.corsOrigins, https: configuration.tls),
+            configuration: {
+                var tasks = TaskServiceConfiguration(
+                    policy: policy, corsAllowedOrigins: configuration.corsOrigins, https: configuration.tls)
+                tasks.trustedProxies = configuration.trustedProxies
+                return tasks
+            }(),
             database: database, fetcher: fetcher, logger: logger)
     }
 

@@ -21,6 +21,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("audience"), help: ArgumentHelp(Setting.audiences.help)) var audiences: [String] = []
     @Option(name: .customLong("required-scope"), help: ArgumentHelp(Setting.requiredScopes.help)) var requiredScopes: [String] = []
     @Option(name: .customLong("cors-origin"), help: ArgumentHelp(Setting.corsOrigins.help)) var corsOrigins: [String] = []
+    @Option(name: .customLong("trusted-proxy"), help: ArgumentHelp(Setting.trustedProxies.help)) var trustedProxies: [String] = []
     @Option(help: ArgumentHelp(Setting.only.help)) var only: String?
     @Option(help: ArgumentHelp(Setting.authorityCA.help)) var authorityCA: String?
     @Option(help: ArgumentHelp(Setting.passwordHashCost.help)) var passwordHashCost: String?
@@ -48,6 +49,7 @@ struct Serve: AsyncParsableCommand {
         for case (let setting, let value?) in texts { flags[setting.key] = ConfigValue(.string(value), isSecret: false) }
         let lists: [(Setting, [String])] = [
             (.authorities, authorities), (.audiences, audiences), (.requiredScopes, requiredScopes), (.corsOrigins, corsOrigins),
+            (.trustedProxies, trustedProxies),
         ]
         for (setting, values) in lists where !values.isEmpty { flags[setting.key] = ConfigValue(.stringArray(values), isSecret: false) }
         // A flag left off leaves the variable and the file in charge.

@@ -132,3 +132,15 @@ extension RequestIDConvention {
         headers: [HTTPField.Name("client-request-id")!], echo: HTTPField.Name("client-request-id")!, metadataKey: "correlation_id",
         isUsable: { UUID(uuidString: $0) != nil })
 }
+
+/// Behind a trusted balancer, the client is the one its `X-Forwarded-For` names (issue 14).
+struct ForwardedClientMiddleware: RouterMiddleware {
+    typealias Context = IdentityRequestContext
+    let proxies: TrustedProxies
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        if let client = proxies.clientAddress(peer: context.clientAddress, fields: request.headers) { context.clientAddress = client }
+        return try await next(request, context)
+    }
+}

@@ -16,6 +16,9 @@ extension IdentityServer {
         router.add(middleware: SecurityHeadersMiddleware(https: service.configuration.secureCookies))
         router.add(middleware: RequestLogMiddleware(.identityService))
         router.add(middleware: UnhandledErrorMiddleware())
+        if !service.configuration.trustedProxies.isEmpty {
+            router.add(middleware: ForwardedClientMiddleware(proxies: TrustedProxies(service.configuration.trustedProxies)))
+        }
 
         let assets = AssetController(tenants: service.tenants, pages: service.pages)
         router.get("healthz") { _, _ -> Response in .json(.object([("status", .string("ok"))])) }

@@ -90,3 +90,19 @@ extension RequestIDConvention {
         metadataKey: "request_id",
         isUsable: { $0.count <= 128 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) } })
 }
+
+/// Behind a trusted balancer, the client is the one its `X-Forwarded-For` names (issue 14).
+struct ForwardedClientMiddleware: RouterMiddleware {
+    typealias Context = TaskRequestContext
+    let proxies: TrustedProxies
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        if let peer = context.remoteAddress?.ipAddress, let client = proxies.clientAddress(peer: peer, fields: request.headers),
+            client != peer
+        {
+            context.remoteAddress = try? SocketAddress(ipAddress: client, port: 0)
+        }
+        return try await next(request, context)
+    }
+}

@@ -1,0 +1,32 @@
+import HTTPTypes
+import ServerSupport
+import Testing
+
+/// Whose `X-Forwarded-For` is believed, and which of its entries (issue 14).
+@Suite("Trusted proxies")
+struct TrustedProxyTests {
+    static func fields(_ values: String...) -> HTTPFields {
+        var fields = HTTPFields()
+        for value in values { fields.append(HTTPField(name: HTTPField.Name("X-Forwarded-For")!, value: value)) }
+        return fields
+    }
+
+    @Test("only a trusted peer's header counts, and only the entries the trusted proxies appended")
+    func clientAddress() {
+        let proxies = TrustedProxies(["10.0.0.5", "10.0.0.6"])
+        // An untrusted peer cannot name another address.
+        #expect(proxies.clientAddress(peer: "203.0.113.9", fields: Self.fields("198.51.100.1")) == "203.0.113.9")
+        // The balancer appended the client; whatever the client sent before it is ignored.
+        #expect(proxies.clientAddress(peer: "10.0.0.5", fields: Self.fields("1.1.1.1, 198.51.100.7")) == "198.51.100.7")
+        // Two proxies in a row: the rightmost address that is not a proxy.
+        #expect(proxies.clientAddress(peer: "10.0.0.5", fields: Self.fields("198.51.100.7", "10.0.0.6")) == "198.51.100.7")
+        #expect(proxies.clientAddress(peer: "10.0.0.5", fields: Self.fields("2001:db8::1")) == "2001:db8::1")
+        // No header, or something that is not an address: the peer.
+        #expect(proxies.clientAddress(peer: "10.0.0.5", fields: HTTPFields()) == "10.0.0.5")
+        #expect(proxies.clientAddress(peer: "10.0.0.5", fields: Self.fields("unknown")) == "10.0.0.5")
+        #expect(proxies.clientAddress(peer: "10.0.0.5", fields: Self.fields("<script>")) == "10.0.0.5")
+        #expect(proxies.clientAddress(peer: nil, fields: Self.fields("198.51.100.7")) == nil)
+        // Nobody trusted: the header means nothing.
+        #expect(TrustedProxies([]).clientAddress(peer: "10.0.0.5", fields: Self.fields("198.51.100.7")) == "10.0.0.5")
+    }
+}
