@@ -56,6 +56,17 @@ start_postgres() {
   run_pg() { if [ "$(id -u)" = 0 ]; then su -s /bin/sh "$PG_USER" -c "$*"; else sh -c "$*"; fi; }
   run_pg "'$bin/initdb' -D '$PG_DIR/data' -U todo --auth=trust -E UTF8 >'$PG_DIR/initdb.log' 2>&1"
   run_pg "'$bin/pg_ctl' -D '$PG_DIR/data' -l '$PG_DIR/server.log' -w -o \"-p $port -k '$PG_DIR' -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300\" start >/dev/null"
+  # $PG_DIR/ctl.sh stop|start: for tests that take the database away and bring it back.
+  local as_user="sh -c"
+  if [ "$(id -u)" = 0 ]; then as_user="su -s /bin/sh $PG_USER -c"; fi
+  cat >"$PG_DIR/ctl.sh" <<CTL
+#!/bin/sh
+case "\$1" in
+  stop) $as_user "'$bin/pg_ctl' -D '$PG_DIR/data' -m fast -w stop" ;;
+  start) $as_user "'$bin/pg_ctl' -D '$PG_DIR/data' -l '$PG_DIR/server.log' -w -o \\"-p $port -k '$PG_DIR' -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300\\" start" ;;
+esac
+CTL
+  chmod 755 "$PG_DIR/ctl.sh"
   run_pg "'$bin/createdb' -h 127.0.0.1 -p $port -U todo todo_test"
   PG_URL="postgres://todo@127.0.0.1:$port/todo_test"
   PG_PORT=$port
@@ -116,4 +127,50 @@ bench_setup() {
   wait_for_url "http://127.0.0.1:$API_PORT/healthz" 60
   CLIENT=$(python3 -c "import json;print(json.load(open('$WORK/data/settings.json'))['clientId'])")
   TENANT=$(python3 -c "import json;print(json.load(open('$WORK/data/settings.json'))['tenant'])")
+}
+
+# start_scaleout SERVER WORK DATABASE_URL: two `todo-server serve` instances started at the same
+# moment on one PostgreSQL database, each with its own data dir and the same data key, behind
+# nginx (round robin). Sets and exports SCALE_* (ports, URLs, pids, data key) for
+# Tests/scaleout; the caller stops SCALE_PIDS.
+start_scaleout() {
+  local server=$1 work=$2 database=$3
+  apt_install nginx
+  SCALE_DATA_KEY=$(python3 -c 'import base64,secrets; print(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode().rstrip("="))')
+  SCALE_LB_IDENTITY_PORT=$(free_port)
+  SCALE_LB_API_PORT=$(free_port)
+  SCALE_A_IDENTITY_PORT=$(free_port)
+  SCALE_A_API_PORT=$(free_port)
+  SCALE_B_IDENTITY_PORT=$(free_port)
+  SCALE_B_API_PORT=$(free_port)
+  SCALE_IDENTITY_URL="http://127.0.0.1:$SCALE_LB_IDENTITY_PORT"
+  SCALE_API_URL="http://127.0.0.1:$SCALE_LB_API_PORT"
+  SCALE_DATABASE_URL=$database
+  SCALE_PIDS=()
+  local name identity api
+  for name in a b; do
+    if [ $name = a ]; then identity=$SCALE_A_IDENTITY_PORT api=$SCALE_A_API_PORT; else identity=$SCALE_B_IDENTITY_PORT api=$SCALE_B_API_PORT; fi
+    TODO_DATA_KEY=$SCALE_DATA_KEY "$server" serve --data-dir "$work/scale-$name" --database-url "$database" \
+      --identity-port "$identity" --api-port "$api" --public-url "$SCALE_IDENTITY_URL" --public-api-url "$SCALE_API_URL" \
+      --trusted-proxy 127.0.0.1 --password-hash-cost 4 >"$work/scale-$name.log" 2>&1 &
+    SCALE_PIDS+=($!)
+  done
+  SCALE_A_PID=${SCALE_PIDS[0]}
+  SCALE_B_PID=${SCALE_PIDS[1]}
+  local nginx_dir="$work/nginx"
+  mkdir -p "$nginx_dir/tmp"
+  chmod 777 "$nginx_dir/tmp"
+  sed -e "s|@DIR@|$nginx_dir|g" -e "s|@A_ID@|$SCALE_A_IDENTITY_PORT|g" -e "s|@B_ID@|$SCALE_B_IDENTITY_PORT|g" \
+    -e "s|@A_API@|$SCALE_A_API_PORT|g" -e "s|@B_API@|$SCALE_B_API_PORT|g" -e "s|@LB_ID@|$SCALE_LB_IDENTITY_PORT|g" \
+    -e "s|@LB_API@|$SCALE_LB_API_PORT|g" "$(repo_root)/scripts/scaleout-nginx.conf" >"$nginx_dir/nginx.conf"
+  nginx -c "$nginx_dir/nginx.conf" -p "$nginx_dir" >"$work/nginx.log" 2>&1 &
+  SCALE_PIDS+=($!)
+  for port in $SCALE_A_IDENTITY_PORT $SCALE_A_API_PORT $SCALE_B_IDENTITY_PORT $SCALE_B_API_PORT; do
+    wait_for_url "http://127.0.0.1:$port/readyz" 90
+  done
+  wait_for_url "$SCALE_IDENTITY_URL/healthz" 30
+  wait_for_url "$SCALE_API_URL/healthz" 30
+  export SCALE_DATA_KEY SCALE_LB_IDENTITY_PORT SCALE_LB_API_PORT SCALE_A_IDENTITY_PORT SCALE_A_API_PORT SCALE_B_IDENTITY_PORT \
+    SCALE_B_API_PORT SCALE_IDENTITY_URL SCALE_API_URL SCALE_DATABASE_URL SCALE_A_PID SCALE_B_PID
+  export SCALE_SETTINGS="$work/scale-a/settings.json"
 }

@@ -11,7 +11,8 @@ public final class DatabaseHealth: Sendable {
     private struct State {
         var failedAt: Date?
         var reason: String?
-        var succeededAt: Date?
+        /// The failure was about writing (a full disk), which a successful read does not disprove.
+        var writesOnly = false
     }
 
     private let state = Mutex(State())
@@ -24,27 +25,24 @@ public final class DatabaseHealth: Sendable {
     /// `error` as ``StorageError/unavailable(_:)`` when it means the database cannot work now
     /// (recorded); otherwise unchanged.
     func classify(_ error: any Error) -> any Error {
-        guard let reason = Self.unavailability(of: error) else { return error }
-        state.withLock {
-            $0.failedAt = Date()
-            $0.reason = reason
-        }
+        guard let (reason, writesOnly) = Self.unavailability(of: error) else { return error }
+        state.withLock { $0 = State(failedAt: Date(), reason: reason, writesOnly: writesOnly) }
         failing.store(true, ordering: .relaxed)
         return StorageError.unavailable(reason)
     }
 
-    /// A write committed: the database works again.
-    func recordSuccess() {
+    /// Work succeeded: the database is reachable again, and after a write, writable again.
+    func recordSuccess(write: Bool) {
         guard failing.load(ordering: .relaxed) else { return }
-        failing.store(false, ordering: .relaxed)
-        state.withLock {
-            $0.succeededAt = Date()
-            $0.failedAt = nil
+        state.withLock { state in
+            guard write || !state.writesOnly else { return }
+            state = State()
+            failing.store(false, ordering: .relaxed)
         }
     }
 
-    /// Why the database is failing now: the last unavailability, unless a write succeeded since
-    /// or it is older than ``memory``.
+    /// Why the database is failing now: the last unavailability, unless work of its kind
+    /// succeeded since or it is older than ``memory``.
     public func problem(now: Date = Date()) -> String? {
         state.withLock { state in
             guard let failed = state.failedAt, now.timeIntervalSince(failed) < Self.memory else { return nil }
@@ -52,19 +50,21 @@ public final class DatabaseHealth: Sendable {
         }
     }
 
-    /// The reason `error` means "not now", or nil for any other error.
-    static func unavailability(of error: any Error) -> String? {
-        if case StorageError.unavailable(let reason) = error { return reason }
+    /// The reason `error` means "not now" and whether only writes are affected, or nil for any
+    /// other error.
+    static func unavailability(of error: any Error) -> (reason: String, writesOnly: Bool)? {
+        if case StorageError.unavailable(let reason) = error { return (reason, false) }
         if let error = error as? PSQLError {
             switch error.code {
             case .connectionError, .serverClosedConnection, .poolClosed, .uncleanShutdown, .clientClosedConnection:
-                return "PostgreSQL cannot be reached (\(error.code))"
+                return ("PostgreSQL cannot be reached (\(error.code))", false)
             case .server:
                 // SQLSTATE classes 08 (connection), 53 (insufficient resources: disk full, out of
                 // memory, too many connections), 57P01–57P03 (shutting down, cannot connect now).
                 let state = error.serverInfo?[.sqlState] ?? ""
                 if state.hasPrefix("08") || state.hasPrefix("53") || ["57P01", "57P02", "57P03"].contains(state) {
-                    return "PostgreSQL refused the work (SQLSTATE \(state): \(error.serverInfo?[.message] ?? ""))"
+                    // 53100: disk full; reads may still work.
+                    return ("PostgreSQL refused the work (SQLSTATE \(state): \(error.serverInfo?[.message] ?? ""))", state == "53100")
                 }
                 return nil
             default: return nil
@@ -72,11 +72,11 @@ public final class DatabaseHealth: Sendable {
         }
         if let error = error as? SQLiteError {
             switch error.reason {
-            case .full: return "the SQLite database's disk is full"
+            case .full: return ("the SQLite database's disk is full", true)
             case .ioError, .ioErrorFailedWrite, .ioErrorFailedSync, .ioErrorFailedDirSync, .ioErrorFailedTruncate, .ioErrorFailedRead,
                 .ioErrorIncompleteRead:
-                return "the SQLite database's disk failed (\(error.reason))"
-            case .cantOpen, .readonlyDirectory, .readOnly: return "the SQLite database cannot be written (\(error.reason))"
+                return ("the SQLite database's disk failed (\(error.reason))", true)
+            case .cantOpen, .readonlyDirectory, .readOnly: return ("the SQLite database cannot be written (\(error.reason))", true)
             default: return nil
             }
         }

@@ -53,11 +53,13 @@ public final class PostgresDatabase: Database {
 
     public func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let logger = self.logger
-        return try await withoutActuallyEscaping(body) { body in
+        let value = try await withoutActuallyEscaping(body) { body in
             try await withConnection { connection in
                 try await body(connection.sql(queryLogLevel: .trace, logger: logger).guardingText)
             }
         }
+        health.recordSuccess(write: false)
+        return value
     }
 
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
@@ -69,7 +71,7 @@ public final class PostgresDatabase: Database {
                 try await connection.sql(queryLogLevel: .trace, logger: logger).guardingText.runTransaction(body)
             }
         }
-        health.recordSuccess()
+        health.recordSuccess(write: true)
         return value
     }
 

@@ -123,7 +123,7 @@ public final class SQLiteDatabase: Database {
         let sql = self.sql
         do {
             let value = try await lock.withLock { try await sql.runTransaction(begin: "BEGIN IMMEDIATE", body) }
-            health.recordSuccess()
+            health.recordSuccess(write: true)
             return value
         } catch {
             throw health.classify(error)

@@ -111,6 +111,7 @@ struct AvailabilityTests {
             try await sql.raw("SELECT COUNT(*) AS n FROM notes").first().map { try $0.decode(column: "n", as: Int.self) } ?? -1
         }
         #expect(count == stored, "every acknowledged row is there, and only those")
+        #expect(database.health.problem() != nil, "a read does not disprove a full disk")
         let integrity = try await database.read { sql in
             try await sql.raw("PRAGMA integrity_check").first().map { try $0.decode(column: "integrity_check", as: String.self) }
         }

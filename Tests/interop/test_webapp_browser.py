@@ -8,29 +8,15 @@ import time
 
 import pytest
 import requests
-from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions as ready
 from selenium.webdriver.support.ui import WebDriverWait
 
+from browser import new_browser, wait_for
 from conftest import outbox_code, unique_email, verify_email_in_browser
 
 ARTIFACTS = os.environ.get("TODO_ARTIFACTS", "artifacts")
 PASSWORD = "Web-Passw0rd"
-
-
-def new_browser(width=1100):
-    options = Options()
-    options.binary_location = os.environ.get("CHROMIUM_BINARY", "/usr/bin/chromium")
-    # Each driver gets its own fresh profile: two drivers are two people's browsers.
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={width},900"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")), options=options)
-    driver.set_page_load_timeout(30)
-    return driver
 
 
 @pytest.fixture()
@@ -69,10 +55,6 @@ def until(driver, condition, timeout=20):
     # Chromium reports a node of the page being replaced as stale, or (mid-navigation) as "not in
     # the document": both mean "look again".
     return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException, WebDriverException)).until(condition)
-
-
-def wait_for(driver, element_id, timeout=20):
-    return WebDriverWait(driver, timeout).until(ready.presence_of_element_located((By.ID, element_id)))
 
 
 def sign_up(driver, web, email, name="Web User"):
