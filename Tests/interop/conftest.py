@@ -12,6 +12,8 @@ from urllib.parse import urljoin
 import pytest
 import requests
 
+import http_deadline  # noqa: F401  (a deadline on every HTTP call)
+
 
 class Server:
     def __init__(self, base, settings_path, ca=None):

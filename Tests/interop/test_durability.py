@@ -1,9 +1,11 @@
 """An acknowledged write survives `kill -9` of the server (SPEC §3): create a task, kill the
 process without warning, start it again on the same data directory, and read the task back.
-And a graceful shutdown (SIGTERM) lets a request that is already in flight finish."""
+And a graceful shutdown (SIGTERM) lets a request that is already in flight finish. On the
+PostgreSQL run (TODO_SERVER_DATABASE_URL) the server started here uses that database."""
 
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -18,11 +20,23 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def engine():
+    """The run's database for servers and commands started here: none (SQLite in the data dir),
+    or on the PostgreSQL run the running server's database, with its data key (instances
+    sharing a database share the key)."""
+    database = os.environ.get("TODO_SERVER_DATABASE_URL")
+    if not database:
+        return [], dict(os.environ)
+    with open(os.path.join(os.path.dirname(os.environ["TODO_SETTINGS"]), "data-key")) as handle:
+        return ["--database-url", database], dict(os.environ, TODO_DATA_KEY=handle.read().strip())
+
+
 def start(binary, data, identity_port, api_port):
+    arguments, environment = engine()
     process = subprocess.Popen(
         [binary, "serve", "--data-dir", str(data), "--identity-port", str(identity_port), "--api-port", str(api_port),
-         "--password-hash-cost", "4"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+         "--password-hash-cost", "4", *arguments],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment,
     )
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -38,13 +52,15 @@ def start(binary, data, identity_port, api_port):
 def sign_in(binary, data, identity_port):
     settings = json.loads((data / "settings.json").read_text())
     client = settings["clientId"]
+    email = f"durable-{secrets.token_hex(4)}@example.com"
+    arguments, environment = engine()
     subprocess.run(
-        [binary, "users", "add", "--data-dir", str(data), "--email", "durable@example.com", "--name", "Dee", "--password-stdin"],
-        input="Durable-Pass1\n", text=True, check=True, capture_output=True,
+        [binary, "users", "add", "--data-dir", str(data), "--email", email, "--name", "Dee", "--password-stdin", *arguments],
+        input="Durable-Pass1\n", text=True, check=True, capture_output=True, env=environment, timeout=120,
     )
     return requests.post(
         f"http://127.0.0.1:{identity_port}/{settings['tenant']}/B2C_1_ROPC/oauth2/v2.0/token",
-        data={"grant_type": "password", "client_id": client, "username": "durable@example.com",
+        data={"grant_type": "password", "client_id": client, "username": email,
               "password": "Durable-Pass1", "scope": f"openid {client}"},
     ).json()["access_token"]
 

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-# The browser helpers of the interop tests.
+# The browser helpers of the interop tests, and their deadline on every HTTP call.
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "interop"))
+import http_deadline  # noqa: E402,F401
 
 
 class Deployment:
