@@ -99,3 +99,22 @@ public func withDeadline<T: Sendable>(
         return try await group.next()!
     }
 }
+
+extension StorageError {
+    /// An error as an operator should read it (issue 14). postgres-nio describes its errors only
+    /// as "Generic description to prevent accidental leakage…"; this names PostgreSQL's own
+    /// message, SQLSTATE and hint and the connection's underlying error, but never the statement
+    /// or its values, which may hold secrets.
+    public static func operatorDescription(of error: any Error) -> String {
+        if case StorageError.migrationFailed(let namespace, let version, let reason) = error {
+            return "migration \(namespace)#\(version) failed: \(reason)"
+        }
+        guard let error = error as? PSQLError else { return String(describing: error) }
+        var parts = ["PostgreSQL \(error.code)"]
+        if let message = error.serverInfo?[.message] { parts.append(message) }
+        if let state = error.serverInfo?[.sqlState] { parts.append("SQLSTATE \(state)") }
+        if let hint = error.serverInfo?[.hint] { parts.append("hint: \(hint)") }
+        if let underlying = error.underlying { parts.append(String(describing: underlying)) }
+        return parts.joined(separator: ": ")
+    }
+}

@@ -67,7 +67,7 @@ public struct MigrationRunner: Sendable {
                         try await sql.raw(SQLQueryString(statement)).run()
                     } catch {
                         throw StorageError.migrationFailed(
-                            namespace: namespace, version: migration.version, reason: String(describing: error))
+                            namespace: namespace, version: migration.version, reason: StorageError.operatorDescription(of: error))
                     }
                 }
                 try await sql.insert(into: "schema_migrations")

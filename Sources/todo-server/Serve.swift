@@ -1,6 +1,7 @@
 import ArgumentParser
 import Configuration
 import Foundation
+import Storage
 import TodoSystem
 
 /// `todo-server serve`: reads the settings (flags, then `TODO_*` variables, then `--config`'s
@@ -67,8 +68,14 @@ struct Serve: AsyncParsableCommand {
             throw CommandFailure(problems.description)
         }
         let logger = configuration.store.logger(label: "todo-server")
-        let system = try await TodoSystem.build(configuration, logger: logger) { system in
-            FileHandle.standardOutput.write(Data((system.banner + "\n").utf8))
+        let system: TodoSystem
+        do {
+            system = try await TodoSystem.build(configuration, logger: logger) { system in
+                FileHandle.standardOutput.write(Data((system.banner + "\n").utf8))
+            }
+        } catch {
+            // One line that names the cause (PostgreSQL's own message, not its generic one).
+            throw CommandFailure("cannot start: \(StorageError.operatorDescription(of: error))")
         }
         try await system.run()
     }

@@ -286,3 +286,35 @@ struct RequestShapeTests {
         #expect(body.contains("code_verifier=\(request.codeVerifier)"))
     }
 }
+
+/// A token endpoint that answers with tokens but leaves the ID token out (a stripping attacker
+/// in the middle, or a broken server).
+final class StrippedIDTokenIdentity: HTTPTransport {
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        if request.url.path.hasSuffix("openid-configuration") { return try await RecordingIdentity().send(request) }
+        let clientInfo = Data(#"{"uid":"u1","utid":"t1"}"#.utf8).base64EncodedString()
+        let body = #"{"access_token":"at","token_type":"Bearer","expires_in":3600,"refresh_token":"rt","client_info":"\#(clientInfo)"}"#
+        return TransportResponse(status: 200, headers: [:], body: Data(body.utf8))
+    }
+}
+
+@Suite("IdentityClient refuses stripped responses")
+struct StrippedResponseTests {
+    @Test("a sign-in whose token response lost its ID token is refused, and nothing is cached")
+    func strippedIDToken() async throws {
+        let store = InMemoryTokenStore()
+        let app = ConfidentialClientApplication(
+            configuration: ClientConfiguration(
+                clientID: "web-client", authority: try Authority("https://id.example/t.onmicrosoft.com/B2C_1_susi"),
+                redirectURI: "https://app.example/return", tokenStore: store, transport: StrippedIDTokenIdentity()),
+            clientSecret: "s")
+        let request = try await app.authorizationRequest(InteractiveParameters(scopes: ["api"]))
+        await #expect {
+            try await app.acquireToken(for: request, response: ["code": "c", "state": request.state])
+        } throws: { error in
+            if case IdentityError.invalidIDToken = error { return true }
+            return false
+        }
+        #expect(try await store.read().entries.isEmpty)
+    }
+}

@@ -1,7 +1,9 @@
+import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import SQLKit
 import Storage
 import Synchronization
 import TestSupport
@@ -156,6 +158,14 @@ struct SecurityTests {
             #expect(cookie.contains("HttpOnly"))
             #expect(cookie.contains("SameSite=Lax"))
             #expect(!cookie.contains("Secure"), "plain HTTP in this test; Secure is set under TLS")
+            // The store keys the session by the value's SHA-256, computed here; the value itself is nowhere.
+            let value = String(cookie.split(separator: ";")[0].split(separator: "=", maxSplits: 1)[1])
+            let hashes = try await h.database.read { sql in
+                try await sql.raw("SELECT id_hash FROM sso_sessions").all(decodingColumn: "id_hash", as: String.self)
+            }
+            let expected = SHA256.hash(data: Data(value.utf8)).map { String(format: "%02x", $0) }.joined()
+            #expect(hashes == [expected])
+            #expect(!hashes.contains(value))
         }
     }
 
@@ -311,7 +321,7 @@ struct SecurityTests {
         }
     }
 
-    @Test("a password reset ends SSO sessions elsewhere", arguments: TestDatabase.engines)
+    @Test("a new password (what reset, Graph and the CLI all store through) ends SSO sessions elsewhere", arguments: TestDatabase.engines)
     func resetEndsSessions(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
             let user = try await h.addUser()

@@ -169,6 +169,32 @@ struct BearerTests {
         }
     }
 
+    @Test("a token remembered as accepted stops being accepted at its exp (plus skew), and a token without exp is refused")
+    func cachedExpiryAndMandatoryExp() async throws {
+        let authority = try MockAuthority()
+        try await authority.serve { url in
+            let fetcher = try HTTPMetadataFetcher()
+            // Key sets kept long, so the second validation is answered from the accepted cache.
+            let validator = BearerValidator(
+                policy: BearerPolicy(
+                    discoveryURLs: [url], audiences: [MockAuthority.audience], clockSkew: 300, keyCacheLifetime: 100_000,
+                    keySetMaximumAge: 100_000),
+                fetcher: fetcher, logger: TestDatabase.logger)
+            let start = Date()
+            let token = authority.token()  // exp: an hour from now
+            _ = try await validator.validate(token, now: start)
+            _ = try await validator.validate(token, now: start.addingTimeInterval(3600 + 290))
+            #expect(authority.publication.fetches == 1, "answered from the cache")
+            await #expect(throws: TokenRejection.expired) {
+                try await validator.validate(token, now: start.addingTimeInterval(3600 + 310))
+            }
+            await #expect(throws: TokenRejection.malformed("no exp")) {
+                try await validator.validate(authority.token(oid: "no-exp", removing: ["exp"]), now: start)
+            }
+            try await fetcher.shutdown()
+        }
+    }
+
     @Test("while the authority is unreachable, its last key set verifies until its maximum age")
     func unreachableAuthorityKeepsKeysForAWhile() async throws {
         let authority = try MockAuthority()

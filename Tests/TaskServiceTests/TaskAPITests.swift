@@ -196,6 +196,30 @@ struct TaskAPITests {
         }
     }
 
+    @Test("the tutorials' DELETE /tasks removes the caller's tasks of that title and no one else's", arguments: TestDatabase.engines)
+    func tutorialDeleteIsOwnerScoped(engine: DatabaseEngine) async throws {
+        try await TaskHarness.run(engine) { h, client in
+            let ann = h.authority.token(oid: "ann")
+            let ben = h.authority.token(oid: "ben", name: "Ben")
+            for token in [ann, ben] {
+                #expect(try await client.call(.post, "/tasks", token: token, json: #"{"task":"walk the dog"}"#).status == .created)
+                #expect(try await client.call(.post, "/tasks", token: token, json: #"{"task":"feed the cat"}"#).status == .created)
+            }
+            #expect(try await client.call(.delete, "/tasks", token: ann, json: #"{"task":"walk the dog"}"#).status == .noContent)
+            func titles(_ token: String) async throws -> [String] {
+                let list = try await client.call(.get, "/tasks", token: token)
+                let items = try JSONSerialization.jsonObject(with: Data(buffer: list.body)) as? [[String: Any]] ?? []
+                return items.compactMap { $0["task"] as? String }
+            }
+            #expect(try await titles(ann) == ["feed the cat"])
+            #expect(try await titles(ben) == ["feed the cat", "walk the dog"], "Ben's task of the same title stays")
+            // A title the caller does not have: nothing of anyone's goes.
+            _ = try await client.call(.delete, "/tasks", token: ben, json: #"{"task":"nobody's"}"#)
+            let (bens, anns) = (try await titles(ben), try await titles(ann))
+            #expect(bens.count == 2 && anns.count == 1)
+        }
+    }
+
     @Test(
         "the .NET TaskService format under /taskservice: a bare array of {Text}, POST Text=… as a form or JSON, owner-scoped",
         arguments: TestDatabase.engines)
