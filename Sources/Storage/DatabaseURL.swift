@@ -12,7 +12,14 @@ public enum DatabaseFactory {
             return try await SQLiteDatabase(storage: .file(path), logger: logger)
         }
         if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
-            return try PostgresDatabase(url: url, logger: logger)
+            let database = try PostgresDatabase(url: url, logger: logger)
+            do {
+                try await database.verifyConnection()
+            } catch {
+                try? await database.close()
+                throw error
+            }
+            return database
         }
         throw StorageError.invalidURL(url)
     }

@@ -1,5 +1,7 @@
 import Foundation
 import Logging
+import NIOCore
+import NIOSSL
 import PostgresKit
 import SQLKit
 import Synchronization
@@ -18,6 +20,8 @@ public final class PostgresDatabase: Database {
     /// When the pool last handed out a connection (uptime, milliseconds): the database is alive.
     private let lastLease = LeaseClock()
     private let client: PostgresClient
+    /// One direct connection's settings, for ``verifyConnection()``.
+    private let probe: PostgresConnection.Configuration?
     private let runTask: Task<Void, Never>
     private let logger: Logger
 
@@ -27,9 +31,11 @@ public final class PostgresDatabase: Database {
         else { throw StorageError.invalidURL(DatabaseFactory.redacted(url)) }
         let database = components.path.split(separator: "/").first.map(String.init)
         var tls = PostgresClient.Configuration.TLS.disable
+        var probeTLS = PostgresConnection.Configuration.TLS.disable
         let query = components.queryItems ?? []
         if query.contains(where: { $0.name == "sslmode" && ($0.value == "require" || $0.value == "verify-full") }) {
             tls = .require(.makeClientConfiguration())
+            probeTLS = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
         }
         var configuration = PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: user,
@@ -41,14 +47,31 @@ public final class PostgresDatabase: Database {
         if let schema = query.first(where: { $0.name == "search_path" })?.value, !schema.isEmpty {
             configuration.options.additionalStartupParameters.append(("search_path", schema))
         }
-        self.init(configuration: configuration, logger: logger)
+        var probe = PostgresConnection.Configuration(
+            host: host, port: components.port ?? 5432, username: user, password: components.password, database: database,
+            tls: probeTLS)
+        probe.options.connectTimeout = TimeAmount.seconds(3)
+        self.init(configuration: configuration, probe: probe, logger: logger)
     }
 
-    public init(configuration: PostgresClient.Configuration, logger: Logger) {
+    public init(configuration: PostgresClient.Configuration, probe: PostgresConnection.Configuration? = nil, logger: Logger) {
+        self.probe = probe
         self.logger = logger
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.runTask = Task { await client.run() }
+    }
+
+    /// Makes one direct connection, so that a database that cannot be used is reported at start
+    /// with PostgreSQL's own reason (a missing database, a refused login, nothing listening):
+    /// the pool would only make requests wait for it.
+    public func verifyConnection() async throws {
+        guard let probe else { return }
+        let logger = self.logger
+        let connection = try await withDeadline(.seconds(10), "PostgreSQL") {
+            try await PostgresConnection.connect(configuration: probe, id: 0, logger: logger)
+        }
+        try await connection.close()
     }
 
     public func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {

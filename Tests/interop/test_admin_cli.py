@@ -3,7 +3,9 @@ checked through their output, their exit status and the running server's behavio
 
 import json
 import os
+import socket
 import subprocess
+import time
 
 import pytest
 import requests
@@ -171,6 +173,25 @@ def test_serve_refuses_broken_settings_and_tenant_files_in_one_line_each(admin, 
     assert any("--identity-port (TODO_IDENTITY_PORT)" in line for line in problems)
     assert any("--api-port (TODO_API_PORT)" in line for line in problems)
     assert any("--log-level (TODO_LOG_LEVEL)" in line for line in problems)
+
+
+def test_serve_names_why_the_database_cannot_be_used(admin):
+    """A database that cannot be used stops serve at once with PostgreSQL's own reason in one
+    line, not postgres-nio's "Generic description" and not after waiting."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed_port = sock.getsockname()[1]
+    cases = [(f"postgres://todo@127.0.0.1:{closed_port}/todo", "Connection refused")]
+    database = os.environ.get("TODO_SERVER_DATABASE_URL")
+    if database:
+        cases.append((database.rsplit("/", 1)[0] + "/no_such_database", 'database "no_such_database" does not exist'))
+    for url, reason in cases:
+        started = time.monotonic()
+        result = admin("serve", "--database-url", url, "--identity-port", "1", "--api-port", "2", check=False)
+        assert result.returncode == 1, result.stderr
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and reason in lines[0] and "Generic description" not in lines[0], result.stderr
+        assert time.monotonic() - started < 20
 
 
 def test_tenant_export_round_trips_and_reapplying_changes_nothing(admin, tmp_path):
