@@ -45,8 +45,9 @@ struct AvailabilityTests {
                     if case StorageError.unavailable = error { return true }
                     return false
                 }
+                // Failed on the unreachable path, not after the busy deadline (generous: CI machines are loaded).
                 let waited = clock.now - start
-                #expect(waited < PostgresDatabase.connectionDeadline + .seconds(2), "waited \(waited)")
+                #expect(waited < PostgresDatabase.busyDeadline - .seconds(10), "waited \(waited)")
             }
             #expect(database.health.problem() != nil)
             // Transactions too, and nothing waits on them past the deadline.
@@ -70,7 +71,7 @@ struct AvailabilityTests {
             if case StorageError.unavailable = error { return true }
             return false
         }
-        #expect(clock.now - start < PostgresDatabase.connectionDeadline + .seconds(2))
+        #expect(clock.now - start < PostgresDatabase.busyDeadline - .seconds(10))
         try await database.close()
     }
 

@@ -178,13 +178,14 @@ def test_a_database_outage_is_answered_at_once(deployment):
     try:
         started = time.monotonic()
         ready = requests.get(f"{api}/readyz", timeout=10)
-        assert ready.status_code == 503 and time.monotonic() - started < 1.5
+        # Its own 1 s deadline, well before the 3 s a request waits for a connection.
+        assert ready.status_code == 503 and time.monotonic() - started < 2.5
         started = time.monotonic()
         listed = requests.get(f"{api}/api/tasks", headers={"Authorization": f"Bearer {token}"}, timeout=30)
         waited = time.monotonic() - started
         assert listed.status_code == 503 and listed.headers.get("Retry-After"), listed.text
         assert listed.headers["Content-Type"] == "application/problem+json"
-        assert waited < 8, waited
+        assert waited < 15, waited  # the unreachable path (3-6 s), not the 30 s a busy pool may wait
         refused = ropc(deployment.instances["b"][0], deployment, email)
         assert refused.status_code == 503 and "AADB2C90035" in refused.text and refused.headers.get("Retry-After")
     finally:
