@@ -31,6 +31,11 @@ struct AvailabilityTests {
         return try await body(Int(UInt16(bigEndian: address.sin_port)))
     }
 
+    @Sendable static func isUnavailable(_ error: any Error) -> Bool {
+        if case StorageError.unavailable = error { return true }
+        return false
+    }
+
     @Test("PostgreSQL that never answers: each query fails as unavailable within the connection deadline, and health says why")
     func silentPostgres() async throws {
         try await Self.withSilentPort { port in
@@ -39,12 +44,7 @@ struct AvailabilityTests {
             let clock = ContinuousClock()
             for _ in 0..<2 {
                 let start = clock.now
-                await #expect {
-                    try await database.read { try await $0.raw("SELECT 1").run() }
-                } throws: { error in
-                    if case StorageError.unavailable = error { return true }
-                    return false
-                }
+                await #expect(performing: { try await database.read { try await $0.raw("SELECT 1").run() } }, throws: Self.isUnavailable)
                 // Failed on the unreachable path, not after the busy deadline (generous: CI machines are loaded).
                 let waited = clock.now - start
                 #expect(waited < PostgresDatabase.busyDeadline - .seconds(10), "waited \(waited)")
@@ -65,12 +65,7 @@ struct AvailabilityTests {
         let database = try PostgresDatabase(url: "postgres://todo:secret@127.0.0.1:\(port)/todo", logger: TestDatabase.logger)
         let clock = ContinuousClock()
         let start = clock.now
-        await #expect {
-            try await database.read { try await $0.raw("SELECT 1").run() }
-        } throws: { error in
-            if case StorageError.unavailable = error { return true }
-            return false
-        }
+        await #expect(performing: { try await database.read { try await $0.raw("SELECT 1").run() } }, throws: Self.isUnavailable)
         #expect(clock.now - start < PostgresDatabase.busyDeadline - .seconds(10))
         try await database.close()
     }

@@ -59,17 +59,25 @@ struct LiveSystem: Sendable {
             Setting.webAnonymousSessions.key: text("\(anonymousSessionsPerHour)"),
         ]
         let configuration = try SystemConfiguration(reader: try await SystemConfiguration.reader(flags: flags, environment: [:]))
+        try await serving(configuration) { system in
+            try await waitUntilServing(system.identityBaseURL + "/healthz")
+            let live = LiveSystem(
+                identityBase: system.identityBaseURL, apiBase: URL(string: system.apiBaseURL)!, seed: system.seed!,
+                identity: system.identity!, database: system.database, dataKey: system.dataKey)
+            try await body(live)
+        }
+    }
+
+    /// Builds the system as `serve` does, runs `body` once its API answers, and shuts it down
+    /// gracefully whether `body` succeeded or not.
+    static func serving(_ configuration: SystemConfiguration, _ body: @Sendable (TodoSystem) async throws -> Void) async throws {
         let system = try await TodoSystem.build(configuration, logger: TestDatabase.logger)
         let group = system.serviceGroup()
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             do {
-                try await waitUntilServing(system.identityBaseURL + "/healthz")
                 try await waitUntilServing(system.apiBaseURL + "/healthz")
-                let live = LiveSystem(
-                    identityBase: system.identityBaseURL, apiBase: URL(string: system.apiBaseURL)!, seed: system.seed!,
-                    identity: system.identity!, database: system.database, dataKey: system.dataKey)
-                try await body(live)
+                try await body(system)
             } catch {
                 await group.triggerGracefulShutdown()
                 try? await tasks.waitForAll()

@@ -27,21 +27,7 @@ struct SharedDatabaseTests {
         ]
         let configuration = try SystemConfiguration(
             reader: try await SystemConfiguration.reader(flags: flags, environment: ["TODO_DATA_KEY": dataKey.exported]))
-        let system = try await TodoSystem.build(configuration, logger: TestDatabase.logger)
-        let group = system.serviceGroup()
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
-            do {
-                try await LiveSystem.waitUntilServing(system.apiBaseURL + "/healthz")
-                try await body(system)
-            } catch {
-                await group.triggerGracefulShutdown()
-                try? await tasks.waitForAll()
-                throw error
-            }
-            await group.triggerGracefulShutdown()
-            try await tasks.waitForAll()
-        }
+        try await LiveSystem.serving(configuration, body)
     }
 
     /// The web app's home page status, and where its sign-in sends the browser.
