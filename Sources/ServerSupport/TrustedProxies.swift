@@ -1,6 +1,12 @@
 import Foundation
 import HTTPTypes
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The load balancers and reverse proxies whose `X-Forwarded-For` is believed (issue 14). Behind
 /// a balancer every request's peer is the balancer, so per-source limits (smart lockout,
 /// sign-in transactions, the web app's anonymous sessions) would count every user as one, and
@@ -10,22 +16,58 @@ import HTTPTypes
 public struct TrustedProxies: Sendable {
     public let addresses: Set<String>
 
-    public init(_ addresses: [String]) { self.addresses = Set(addresses.map { $0.lowercased() }) }
+    public init(_ addresses: [String]) { self.addresses = Set(addresses.compactMap(Self.canonical)) }
 
     /// The client's address: `peer`, or, when `peer` is a trusted proxy, the rightmost
     /// `X-Forwarded-For` entry that is not a trusted proxy itself (the leftmost if all are).
+    /// Entries are IP addresses, with or without a port (`203.0.113.5:51234`, `[2001:db8::1]:443`,
+    /// as some gateways write them), returned in one canonical form; anything else stops the
+    /// walk and the peer is the client.
     public func clientAddress(peer: String?, fields: HTTPFields) -> String? {
-        guard let peer, addresses.contains(peer.lowercased()) else { return peer }
+        guard let peer, let trustedPeer = Self.canonical(peer), addresses.contains(trustedPeer) else { return peer }
         let entries = fields[values: Self.forwardedFor].flatMap { $0.split(separator: ",") }
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        guard !entries.isEmpty else { return peer }
-        for entry in entries.reversed() where !addresses.contains(entry.lowercased()) {
-            // A plain IP address only: anything else is not an address this service counts by.
-            guard entry.count <= 45, entry.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == ":" }) else { return peer }
-            return entry
+        var leftmost: String?
+        for entry in entries.reversed() {
+            guard let address = Self.canonical(entry) else { return peer }
+            if !addresses.contains(address) { return address }
+            leftmost = address
         }
-        return entries.first
+        return leftmost ?? peer
+    }
+
+    /// `text` as an IP address in canonical form (inet_ntop of inet_pton; an IPv4-mapped IPv6
+    /// address as IPv4), a port or brackets removed; nil when it is not an address.
+    public static func canonical(_ text: String) -> String? {
+        var host = text.trimmingCharacters(in: .whitespaces)
+        guard !host.isEmpty, host.count <= 64 else { return nil }
+        if host.hasPrefix("[") {
+            guard let end = host.firstIndex(of: "]") else { return nil }
+            let rest = host[host.index(after: end)...]
+            guard rest.isEmpty || (rest.hasPrefix(":") && rest.dropFirst().allSatisfy(\.isNumber) && rest.count > 1) else { return nil }
+            host = String(host[host.index(after: host.startIndex)..<end])
+        } else if host.filter({ $0 == ":" }).count == 1, let colon = host.firstIndex(of: ":") {
+            let port = host[host.index(after: colon)...]
+            guard !port.isEmpty, port.allSatisfy(\.isNumber) else { return nil }
+            host = String(host[..<colon])
+        }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return format(AF_INET, &v4, length: INET_ADDRSTRLEN) }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, host, &v6) == 1 else { return nil }
+        let bytes = withUnsafeBytes(of: v6) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff {
+            return bytes[12...].map(String.init).joined(separator: ".")
+        }
+        return format(AF_INET6, &v6, length: INET6_ADDRSTRLEN)
+    }
+
+    private static func format<Address>(_ family: Int32, _ address: inout Address, length: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(length))
+        guard inet_ntop(family, &address, &buffer, socklen_t(length)) != nil else { return nil }
+        return String(cString: buffer)
     }
 
     static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
+    public static var forwardedForName: HTTPField.Name { forwardedFor }
 }

@@ -50,6 +50,10 @@ public enum StorageError: Error, CustomStringConvertible, Equatable {
     /// The database cannot work now (unreachable, restarting, full): answered 503 with
     /// `Retry-After`, never as the caller's fault (issue 14).
     case unavailable(String)
+    /// The connection was lost during COMMIT: the work may or may not be stored, so this is
+    /// not a "retry later" (a retried refresh could look like reuse, a retried create could
+    /// store twice).
+    case commitOutcomeUnknown(String)
 
     public var description: String {
         switch self {
@@ -59,8 +63,14 @@ public enum StorageError: Error, CustomStringConvertible, Equatable {
         case .textContainsNUL: "refused to store text containing a NUL character"
         case .unreadableColumn(let column): "the column '\(column)' is missing or of another type"
         case .unavailable(let reason): "the database is unavailable: \(reason)"
+        case .commitOutcomeUnknown(let reason): "the connection was lost while committing; the outcome is unknown: \(reason)"
         }
     }
+}
+
+/// COMMIT itself failed (``SQLDatabase/runTransaction(begin:_:)``): each engine says what that means.
+struct CommitFailure: Error {
+    let underlying: any Error
 }
 
 extension SQLDatabase {
@@ -70,14 +80,20 @@ extension SQLDatabase {
         begin: String = "BEGIN", _ body: @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
         try await raw(SQLQueryString(begin)).run()
+        let value: T
         do {
-            let value = try await body(self)
-            try await raw("COMMIT").run()
-            return value
+            value = try await body(self)
         } catch {
             try? await raw("ROLLBACK").run()
             throw error
         }
+        do {
+            try await raw("COMMIT").run()
+        } catch {
+            try? await raw("ROLLBACK").run()
+            throw CommitFailure(underlying: error)
+        }
+        return value
     }
 }
 

@@ -89,13 +89,19 @@ public final class PostgresDatabase: Database {
         // BEGIN/COMMIT by hand rather than `PostgresClient.withTransaction`, which wraps the
         // closure's error in a PostgresTransactionError; callers need their own errors back.
         let logger = self.logger
-        let value = try await withoutActuallyEscaping(body) { body in
-            try await withConnection { connection in
-                try await connection.sql(queryLogLevel: .trace, logger: logger).guardingText.runTransaction(body)
+        do {
+            let value = try await withoutActuallyEscaping(body) { body in
+                try await withConnection { connection in
+                    try await connection.sql(queryLogLevel: .trace, logger: logger).guardingText.runTransaction(body)
+                }
             }
+            health.recordSuccess(write: true)
+            return value
+        } catch let failure as CommitFailure {
+            // The connection went during COMMIT: PostgreSQL may have committed. Not retryable.
+            _ = health.classify(failure.underlying)
+            throw StorageError.commitOutcomeUnknown(StorageError.operatorDescription(of: failure.underlying))
         }
-        health.recordSuccess(write: true)
-        return value
     }
 
     private static var uptimeMilliseconds: Int64 { Int64(DispatchTime.now().uptimeNanoseconds / 1_000_000) }
@@ -106,12 +112,15 @@ public final class PostgresDatabase: Database {
     /// PostgreSQL cannot work now become ``StorageError/unavailable(_:)`` too.
     private func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let client = self.client
-        let acquired = AcquiredFlag()
+        // One hand-off: either the connection arrives first and the body runs, or the deadline
+        // passes first and a connection arriving later is handed back unused. Never both, so
+        // no request is answered 503 for work that went on to commit.
+        let lease = LeaseState()
         do {
             return try await withThrowingTaskGroup(of: T?.self) { group in
                 group.addTask { [lastLease] in
                     try await client.withConnection { connection in
-                        acquired.value.store(true, ordering: .relaxed)
+                        guard lease.take(.acquired) else { throw StorageError.unavailable("the connection came after the deadline") }
                         lastLease.value.store(Self.uptimeMilliseconds, ordering: .relaxed)
                         return try await body(connection)
                     }
@@ -121,9 +130,10 @@ public final class PostgresDatabase: Database {
                     while true {
                         try await Task.sleep(for: Self.connectionDeadline)
                         waited += Self.connectionDeadline
-                        if acquired.value.load(ordering: .relaxed) { return nil }
+                        if lease.state == .acquired { return nil }
                         let idle = Self.uptimeMilliseconds - lastLease.value.load(ordering: .relaxed)
                         if idle > Self.connectionDeadline.milliseconds || waited >= Self.busyDeadline {
+                            guard lease.take(.timedOut) else { return nil }
                             throw StorageError.unavailable("no PostgreSQL connection within \(waited)")
                         }
                     }
@@ -136,6 +146,8 @@ public final class PostgresDatabase: Database {
                 }
                 throw CancellationError()
             }
+        } catch let failure as CommitFailure {
+            throw failure
         } catch {
             throw health.classify(error)
         }
@@ -180,9 +192,20 @@ private final class LeaseClock: Sendable {
     let value = Atomic<Int64>(0)
 }
 
-/// Set once a pooled connection was handed over.
-private final class AcquiredFlag: Sendable {
-    let value = Atomic<Bool>(false)
+/// Whether a request got its connection or gave up waiting: decided once.
+private final class LeaseState: Sendable {
+    enum Outcome: Int {
+        case waiting = 0
+        case acquired, timedOut
+    }
+    private let value = Atomic<Int>(Outcome.waiting.rawValue)
+
+    var state: Outcome { Outcome(rawValue: value.load(ordering: .acquiring)) ?? .waiting }
+
+    /// Moves from waiting to `outcome`; false when the other outcome came first.
+    func take(_ outcome: Outcome) -> Bool {
+        value.compareExchange(expected: Outcome.waiting.rawValue, desired: outcome.rawValue, ordering: .acquiringAndReleasing).exchanged
+    }
 }
 
 /// Resumes a continuation at most once, whichever of several tasks gets there first.

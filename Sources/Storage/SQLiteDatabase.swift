@@ -125,6 +125,9 @@ public final class SQLiteDatabase: Database {
             let value = try await lock.withLock { try await sql.runTransaction(begin: "BEGIN IMMEDIATE", body) }
             health.recordSuccess(write: true)
             return value
+        } catch let failure as CommitFailure {
+            // SQLite's COMMIT fails whole (a full disk): nothing was stored.
+            throw health.classify(failure.underlying)
         } catch {
             throw health.classify(error)
         }

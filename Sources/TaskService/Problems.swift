@@ -101,7 +101,7 @@ struct ProblemMiddleware: RouterMiddleware {
         } catch let error as TaskAPIError {
             return Problem.response(for: error)
         } catch StorageError.unavailable(let reason) {
-            // The database cannot work now: the client may retry; nothing was half-done.
+            // The database cannot work now (a lost COMMIT is not this case: it is a 500): retry later.
             context.logger.warning("database unavailable", metadata: ["reason": "\(reason)"])
             return Problem.response(for: .unavailable)
         } catch let error as any HTTPResponseError {

@@ -96,11 +96,13 @@ public struct TodoSystem: Sendable {
         var identityConfiguration = IdentityServerConfiguration(
             scheme: configuration.scheme, defaultAuthority: "\(configuration.displayHost):\(configuration.identityPort)",
             passwordHashCost: UInt8(configuration.passwordHashCost),
-            // The outbox shows password-reset codes: only on a machine-local server, and not
-            // behind a public URL elsewhere (a balancer would publish it), unless asked for.
+            // The outbox shows password-reset codes: only on a machine-local server that no
+            // balancer publishes (a trusted proxy or a public URL elsewhere), unless asked for.
             developmentMailbox: configuration.devEndpoints
-                || (Authority.isLoopback(configuration.host)
-                    && configuration.publicURL.map { URL(string: $0)?.host.map(Authority.isLoopback) ?? false } ?? true),
+                || (Authority.isLoopback(configuration.host) && configuration.trustedProxies.isEmpty
+                    && [configuration.publicURL, configuration.publicAPIURL].allSatisfy { url in
+                        url.map { URL(string: $0)?.host.map(Authority.isLoopback) ?? false } ?? true
+                    }),
             allowedHosts: Set(
                 ["localhost", "127.0.0.1", "::1", configuration.host.lowercased(), configuration.displayHostName.lowercased()]
                     + publicHosts.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]")) }),

@@ -73,6 +73,13 @@ struct ConcurrentStartTests {
             try await database.transaction { sql in try await sql.delete(from: "service_secrets").run() }
             let legacy = try await server.seedDevelopmentTenant(apiPort: 3000, legacyWebAppSecret: secret)
             #expect(legacy.webAppSecret == secret)
+            // A file holding something that is not the app's secret does not move in.
+            try await database.transaction { sql in try await sql.delete(from: "service_secrets").run() }
+            let forged = try await server.seedDevelopmentTenant(apiPort: 3000, legacyWebAppSecret: "not-the-apps-secret")
+            #expect(forged.webAppSecret != "not-the-apps-secret")
+            #expect(try await server.tenants.verifySecret(clientID: first.webApp.clientID, secret: forged.webAppSecret ?? "", now: Date()))
+            try await database.transaction { sql in try await sql.delete(from: "service_secrets").run() }
+            #expect(try await server.seedDevelopmentTenant(apiPort: 3000, legacyWebAppSecret: secret).webAppSecret == secret)
             #expect(try await server.seedDevelopmentTenant(apiPort: 3000).webAppSecret == secret)
 
             // Neither stored nor in a file: a new secret, added to the app, so it authenticates.

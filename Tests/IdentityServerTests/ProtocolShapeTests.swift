@@ -207,6 +207,20 @@ struct ProtocolShapeTests {
         }
     }
 
+    @Test("revoking a pending key leaves the key it was to replace signing, past the planned hand-over", arguments: TestDatabase.engines)
+    func revokePendingKey(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let old = try await h.server.keys.activeKey()
+            let pending = try await h.server.keys.rotate(activateAfter: 600)
+            #expect(try await h.server.keys.revoke(kid: pending.kid) == nil, "nothing replaced: the pending key never signed")
+            h.clock.advance(by: 601)
+            h.server.keys.invalidate()
+            #expect(try await h.server.keys.activeKey().kid == old.kid)
+            let keys = try await driver.get(h.path("B2C_1_ROPC", "discovery/v2.0/keys")).json["keys"] as? [[String: Any]] ?? []
+            #expect(keys.compactMap { $0["kid"] as? String } == [old.kid])
+        }
+    }
+
     @Test(
         "an instance that did not rotate publishes the new key within its ring refresh, long before it signs with it",
         arguments: TestDatabase.engines)

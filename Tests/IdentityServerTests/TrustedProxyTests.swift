@@ -26,6 +26,14 @@ struct TrustedProxyTests {
         #expect(proxies.clientAddress(peer: "10.0.0.5", fields: Self.fields("unknown")) == "10.0.0.5")
         #expect(proxies.clientAddress(peer: "10.0.0.5", fields: Self.fields("<script>")) == "10.0.0.5")
         #expect(proxies.clientAddress(peer: nil, fields: Self.fields("198.51.100.7")) == nil)
+        // Ports and brackets, as some gateways write them, are removed; forms are canonical.
+        #expect(proxies.clientAddress(peer: "10.0.0.5", fields: Self.fields("203.0.113.5:51234")) == "203.0.113.5")
+        #expect(proxies.clientAddress(peer: "10.0.0.5", fields: Self.fields("[2001:DB8:0::1]:443")) == "2001:db8::1")
+        #expect(proxies.clientAddress(peer: "::ffff:10.0.0.5", fields: Self.fields("::ffff:198.51.100.7")) == "198.51.100.7")
+        #expect(proxies.clientAddress(peer: "10.0.0.5", fields: Self.fields("203.0.113.5:", "10.0.0.6")) == "10.0.0.5")
+        #expect(proxies.clientAddress(peer: "10.0.0.5", fields: Self.fields("999.1.1.1")) == "10.0.0.5")
+        // Every entry a trusted proxy: the leftmost.
+        #expect(proxies.clientAddress(peer: "10.0.0.5", fields: Self.fields("10.0.0.6, 10.0.0.5")) == "10.0.0.6")
         // Nobody trusted: the header means nothing.
         #expect(TrustedProxies([]).clientAddress(peer: "10.0.0.5", fields: Self.fields("198.51.100.7")) == "10.0.0.5")
     }

@@ -36,6 +36,8 @@ def test_metrics_are_served_to_local_requests_only():
     assert requests.get(f"http://127.0.0.1:{port}/metrics").status_code == 200
     # What a reverse proxy on this machine forwards: a public name.
     assert requests.get(f"http://127.0.0.1:{port}/metrics", headers={"Host": "todo.example.com"}).status_code == 404
+    # Or a proxy that keeps the loopback Host but says whom it forwards for.
+    assert requests.get(f"http://127.0.0.1:{port}/metrics", headers={"X-Forwarded-For": "203.0.113.9"}).status_code == 404
 
 
 def _ropc_from(source, server, username, password):

@@ -115,7 +115,8 @@ extension IdentityServer {
         let secret: String
         if let minted {
             secret = minted
-        } else if let legacy, !legacy.isEmpty {
+        } else if let legacy, !legacy.isEmpty, try await tenants.verifySecret(clientID: app.clientID, secret: legacy, now: now) {
+            // Only a file that still holds one of the app's secrets moves in.
             secret = legacy
         } else {
             secret = Secrets.randomToken(byteCount: 30)

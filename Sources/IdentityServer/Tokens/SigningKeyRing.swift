@@ -121,8 +121,18 @@ public final class SigningKeyRing: Sendable {
     public func activeKey() async throws -> SigningKey {
         let now = clock.now
         let signing = try await allKeys().filter { $0.signs(at: now) }
-        if let key = signing.max(by: { ($0.activatedAt!, $0.createdAt) < ($1.activatedAt!, $1.createdAt) }) { return key }
-        return try await rotate(activateAfter: 0, retiredKeysPublishedFor: 0)
+        if let key = Self.latest(signing) { return key }
+        // None signs (a first start): one instance makes the key, the others find it. Made
+        // concurrently, each would retire the other's at once and refuse its tokens.
+        return try await database.exclusively(key: 72_018) {
+            self.invalidate()
+            if let key = Self.latest(try await self.allKeys().filter { $0.signs(at: now) }) { return key }
+            return try await self.rotate(activateAfter: 0)
+        }
+    }
+
+    private static func latest(_ keys: [SigningKey]) -> SigningKey? {
+        keys.max { ($0.activatedAt!, $0.createdAt) < ($1.activatedAt!, $1.createdAt) }
     }
 
     /// Keys that belong in the JWKS: pending ones, the active one, and retired ones still
@@ -175,6 +185,11 @@ public final class SigningKeyRing: Sendable {
         if key.signs(at: clock.now) { replacement = try await rotate(activateAfter: 0, retiredKeysPublishedFor: 0) }
         let now = clock.now.epochSeconds
         try await database.transaction { sql in
+            if let activation = key.activatedAt, activation > self.clock.now {
+                // A pending key: the keys that were to hand over to it sign on, as before the rotation.
+                try await sql.update("signing_keys").set("retired_at", to: SQLLiteral.null).set("publish_until", to: SQLLiteral.null)
+                    .where("retired_at", .equal, activation.epochSeconds).where("kid", .notEqual, kid).run()
+            }
             try await sql.update("signing_keys").set("retired_at", to: now).set("publish_until", to: now - 1)
                 .where("kid", .equal, kid).run()
         }

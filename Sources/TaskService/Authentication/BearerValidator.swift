@@ -298,8 +298,9 @@ public final class BearerValidator: Sendable {
         let task = inflight.withLock { running -> Task<AuthorityKeys?, Never>? in
             if let existing = running[url] { return existing }
             let last = lastAttempt.withLock { $0[url] }
-            if let last, now >= last, now.timeIntervalSince(last) < minimumGap { return nil }
-            lastAttempt.withLock { $0[url] = now }
+            // A request timed before the last attempt is within the gap too (never a way past it).
+            if let last, now.timeIntervalSince(last) < minimumGap { return nil }
+            lastAttempt.withLock { $0[url] = max(last ?? now, now) }
             let task = Task { [self] () -> AuthorityKeys? in
                 do {
                     return try await load(url, now: now)

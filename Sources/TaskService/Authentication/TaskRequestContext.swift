@@ -19,12 +19,17 @@ public struct TaskRequestContext: RequestContext, RemoteAddressRequestContext, I
         user = nil
         requestID = UUID().uuidString.lowercased()
         remoteAddress = source.channel.remoteAddress
+        socketPeer = source.channel.remoteAddress
     }
 
-    /// A request from this machine to a loopback name: the peer is loopback and so is the `Host`
-    /// (a reverse proxy on the same machine forwards the public name, so its requests do not count).
+    /// The connection's own peer, whatever a trusted proxy's `X-Forwarded-For` says.
+    public var socketPeer: SocketAddress?
+
+    /// A request from this machine to a loopback name: the socket's peer is loopback and so is
+    /// the `Host`, and no proxy forwarded it (a reverse proxy on the same machine forwards the
+    /// public name or adds `X-Forwarded-For`, so its requests do not count).
     func isLocal(_ request: Request) -> Bool {
-        guard let peer = remoteAddress?.ipAddress else { return false }
+        guard let peer = socketPeer?.ipAddress, request.headers[TrustedProxies.forwardedForName] == nil else { return false }
         let loopbackPeer = peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.")
         var host = request.head.authority?.lowercased() ?? ""
         if host.hasPrefix("["), let end = host.firstIndex(of: "]") {
