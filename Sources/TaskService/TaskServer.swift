@@ -54,7 +54,9 @@ public final class TaskServer: Sendable {
         configuration: TaskServiceConfiguration, database: any Database, fetcher: any MetadataFetcher, logger: Logger
     ) async throws -> TaskServer {
         try await SQLTaskRepository.migrations.run(on: database, logger: logger)
-        let repository = SQLTaskRepository(database: database)
+        // SQLite is one process's file, written only through this repository: its lists are
+        // cached. Instances sharing PostgreSQL read every time.
+        let repository = SQLTaskRepository(database: database, cachesLists: database.engine == .sqlite)
         let validator = BearerValidator(policy: configuration.policy, fetcher: fetcher, logger: logger)
         let adoption = LegacyOwnerAdoption(
             repository: repository, validator: validator, pending: try await repository.hasLegacyOwners(), logger: logger)

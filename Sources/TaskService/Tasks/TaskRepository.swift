@@ -61,8 +61,15 @@ public protocol TaskRepository: Sendable {
 
 public struct SQLTaskRepository: TaskRepository {
     let database: any Database
+    /// Each owner's first page, when every write to these tasks goes through this repository.
+    let listCache: OwnerListCache?
 
-    public init(database: any Database) { self.database = database }
+    /// - Parameter cachesLists: keep each owner's first page in memory; only for a database
+    ///   whose tasks no one else writes (the server's own SQLite file).
+    public init(database: any Database, cachesLists: Bool = false) {
+        self.database = database
+        listCache = cachesLists ? OwnerListCache() : nil
+    }
 
     public static let migrations = MigrationRunner(
         namespace: "tasks",
@@ -81,7 +88,7 @@ public struct SQLTaskRepository: TaskRepository {
                 ])
         ])
 
-    struct Row: Codable {
+    struct Row: Codable, Sendable {
         var id: String
         var ownerId: String
         var title: String
@@ -137,7 +144,18 @@ public struct SQLTaskRepository: TaskRepository {
     public func list(owner: String, completed: Bool?, limit: Int, after cursor: TaskCursor?) async throws -> (
         records: [TaskRecord], next: TaskCursor?
     ) {
-        let rows = try await Self.listRows(database, owner: owner, completed: completed, limit: limit, after: cursor)
+        let rows: [Row]
+        if let cache = listCache, completed == nil, cursor == nil, limit <= TaskLimits.pageSizeMaximum {
+            if let hit = cache.rows(owner: owner) {
+                rows = hit
+            } else {
+                let epoch = cache.epoch
+                rows = try await Self.listRows(database, owner: owner, completed: nil, limit: TaskLimits.pageSizeMaximum, after: nil)
+                cache.store(rows, owner: owner, ifEpoch: epoch)
+            }
+        } else {
+            rows = try await Self.listRows(database, owner: owner, completed: completed, limit: limit, after: cursor)
+        }
         let page = rows.prefix(limit)
         let next = rows.count > limit ? page.last.map { TaskCursor(createdAt: $0.createdAt, id: $0.id) } : nil
         return (page.compactMap(\.record), next)
@@ -173,18 +191,31 @@ public struct SQLTaskRepository: TaskRepository {
         }?.record
     }
 
+    /// Runs a write of `owners`' tasks, then drops their cached pages (also when it failed: a
+    /// lost COMMIT may still have stored it).
+    private func writing<T>(_ owners: String..., write: () async throws -> T) async throws -> T {
+        defer { for owner in owners { listCache?.written(owner: owner) } }
+        return try await write()
+    }
+
     public func create(owner: String, ownerName: String?, title: String, completed: Bool, now: Date) async throws -> TaskRecord {
         let ms = Self.milliseconds(now)
         let row = Row(
             id: UUID().uuidString.lowercased(), ownerId: owner, title: title, completed: completed, createdAt: ms, updatedAt: ms,
             completedAt: completed ? ms : nil, ownerName: ownerName, version: 1)
-        try await database.transaction { sql in try await sql.insert(into: "tasks").model(row, with: .snakeCase).run() }
+        try await writing(owner) {
+            try await database.transaction { sql in try await sql.insert(into: "tasks").model(row, with: .snakeCase).run() }
+        }
         return row.record!
     }
 
     public func update(owner: String, id: UUID, patch: TaskPatch, ifVersion: Int64?, now: Date) async throws -> TaskUpdateResult {
         let key = id.uuidString.lowercased()
-        return try await database.transaction { sql in
+        return try await writing(owner) { try await updateRow(owner: owner, key: key, patch: patch, ifVersion: ifVersion, now: now) }
+    }
+
+    private func updateRow(owner: String, key: String, patch: TaskPatch, ifVersion: Int64?, now: Date) async throws -> TaskUpdateResult {
+        try await database.transaction { sql in
             // A row lock on PostgreSQL; SQLite's dialect renders none (its single writer serialises).
             let select = sql.select().columns("*").from("tasks").where("id", .equal, key).where("owner_id", .equal, owner).for(.update)
             guard var row = try await select.first(decoding: Row.self, with: .snakeCase) else { return .notFound }
@@ -206,7 +237,11 @@ public struct SQLTaskRepository: TaskRepository {
 
     public func delete(owner: String, id: UUID, ifVersion: Int64?) async throws -> TaskUpdateResult {
         let key = id.uuidString.lowercased()
-        return try await database.transaction { sql in
+        return try await writing(owner) { try await deleteRow(owner: owner, key: key, ifVersion: ifVersion) }
+    }
+
+    private func deleteRow(owner: String, key: String, ifVersion: Int64?) async throws -> TaskUpdateResult {
+        try await database.transaction { sql in
             // Row lock on PostgreSQL, so a concurrent PATCH cannot slip between the version check
             // and the delete; SQLite's dialect renders none (its single writer serialises them).
             let select = sql.select().columns("*").from("tasks").where("id", .equal, key).where("owner_id", .equal, owner).for(.update)
@@ -218,6 +253,10 @@ public struct SQLTaskRepository: TaskRepository {
     }
 
     public func delete(owner: String, title: String) async throws -> Int {
+        try await writing(owner) { try await deleteTitled(owner: owner, title: title) }
+    }
+
+    private func deleteTitled(owner: String, title: String) async throws -> Int {
         try await database.transaction { sql in
             let count =
                 try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("tasks")
@@ -236,8 +275,11 @@ public struct SQLTaskRepository: TaskRepository {
 
     /// Moves the tasks stored under the bare `objectID` to `ownerKey`; returns how many moved.
     public func adoptLegacyTasks(objectID: String, ownerKey: String) async throws -> Int {
-        try await database.transaction { sql in
-            try await sql.raw("UPDATE tasks SET owner_id = \(bind: ownerKey) WHERE owner_id = \(bind: objectID) RETURNING id").all().count
+        try await writing(objectID, ownerKey) {
+            try await database.transaction { sql in
+                try await sql.raw("UPDATE tasks SET owner_id = \(bind: ownerKey) WHERE owner_id = \(bind: objectID) RETURNING id").all()
+                    .count
+            }
         }
     }
 

@@ -1,0 +1,94 @@
+import Foundation
+import Storage
+import TestSupport
+import Testing
+import TodoModels
+
+@testable import TaskService
+
+/// The in-memory first page of each owner's list (issue 13) is exact: every write through the
+/// repository shows in the next list, and a read that overlapped a write is never kept.
+@Suite("Owner list cache")
+struct ListCacheTests {
+    static func titles(_ repository: SQLTaskRepository, _ owner: String, limit: Int = 100) async throws -> [String] {
+        try await repository.list(owner: owner, completed: nil, limit: limit, after: nil).records.map(\.item.title)
+    }
+
+    @Test("every write shows in the next list, as the database has it; other owners and filtered lists are unaffected")
+    func writesShow() async throws {
+        try await TestDatabase.with(.sqlite) { database in
+            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+            let cached = SQLTaskRepository(database: database, cachesLists: true)
+            let truth = SQLTaskRepository(database: database)
+            var clock = Date(timeIntervalSince1970: 1_800_000_000)
+            func next() -> Date {
+                clock = clock.addingTimeInterval(1)
+                return clock
+            }
+            #expect(try await Self.titles(cached, "ann").isEmpty)
+            let walk = try await cached.create(owner: "ann", ownerName: nil, title: "walk", completed: false, now: next())
+            _ = try await cached.create(owner: "ann", ownerName: nil, title: "feed", completed: false, now: next())
+            _ = try await cached.create(owner: "ben", ownerName: nil, title: "ben's", completed: false, now: next())
+            #expect(try await Self.titles(cached, "ann") == ["feed", "walk"])
+            #expect(try await Self.titles(cached, "ben") == ["ben's"])
+            _ = try await cached.update(
+                owner: "ann", id: walk.item.id, patch: TaskPatch(title: "run", completed: true), ifVersion: nil, now: next())
+            #expect(try await Self.titles(cached, "ann") == ["feed", "run"])
+            #expect(try await cached.list(owner: "ann", completed: true, limit: 10, after: nil).records.map(\.item.title) == ["run"])
+            #expect(try await cached.delete(owner: "ann", title: "feed") == 1)
+            #expect(try await Self.titles(cached, "ann") == ["run"])
+            _ = try await cached.delete(owner: "ann", id: walk.item.id, ifVersion: nil)
+            #expect(try await Self.titles(cached, "ann").isEmpty)
+            // A smaller page from the cached first page: the same page and cursor as the database's.
+            for n in 0..<5 { _ = try await cached.create(owner: "cy", ownerName: nil, title: "t\(n)", completed: false, now: next()) }
+            _ = try await Self.titles(cached, "cy")
+            let page = try await cached.list(owner: "cy", completed: nil, limit: 2, after: nil)
+            let expected = try await truth.list(owner: "cy", completed: nil, limit: 2, after: nil)
+            #expect(page.records.map(\.item.title) == expected.records.map(\.item.title) && page.next == expected.next)
+            // Adoption moves tasks between owner keys: both lists follow.
+            _ = try await Self.titles(cached, "legacy-oid")
+            _ = try await Self.titles(cached, "iss:legacy-oid")
+            _ = try await cached.create(owner: "legacy-oid", ownerName: nil, title: "old", completed: false, now: next())
+            #expect(try await cached.adoptLegacyTasks(objectID: "legacy-oid", ownerKey: "iss:legacy-oid") == 1)
+            #expect(try await Self.titles(cached, "legacy-oid").isEmpty)
+            #expect(try await Self.titles(cached, "iss:legacy-oid") == ["old"])
+            for owner in ["ann", "ben", "cy", "iss:legacy-oid"] {
+                #expect(try await Self.titles(cached, owner) == (try await Self.titles(truth, owner)), "\(owner)")
+            }
+        }
+    }
+
+    @Test("a read that overlapped a write is not kept")
+    func overlappingReadNotKept() {
+        let cache = OwnerListCache()
+        let epoch = cache.epoch
+        cache.written(owner: "someone else")
+        cache.store([], owner: "ann", ifEpoch: epoch)
+        #expect(cache.rows(owner: "ann") == nil)
+        cache.store([], owner: "ann", ifEpoch: cache.epoch)
+        #expect(cache.rows(owner: "ann") != nil)
+        cache.written(owner: "ann")
+        #expect(cache.rows(owner: "ann") == nil)
+    }
+
+    @Test("creates and lists racing: every list afterwards holds exactly what the database holds")
+    func racing() async throws {
+        try await TestDatabase.with(.sqlite) { database in
+            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+            let cached = SQLTaskRepository(database: database, cachesLists: true)
+            let truth = SQLTaskRepository(database: database)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for n in 0..<40 {
+                    group.addTask {
+                        _ = try await cached.create(owner: "ann", ownerName: nil, title: "t\(n)", completed: false, now: Date())
+                    }
+                    group.addTask { _ = try await Self.titles(cached, "ann") }
+                }
+                try await group.waitForAll()
+            }
+            let listed = try await Self.titles(cached, "ann")
+            #expect(listed.count == 40)
+            #expect(listed == (try await Self.titles(truth, "ann")))
+        }
+    }
+}
