@@ -68,6 +68,5 @@ public struct TrustedProxies: Sendable {
         return String(cString: buffer)
     }
 
-    static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
-    public static var forwardedForName: HTTPField.Name { forwardedFor }
+    public static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
 }

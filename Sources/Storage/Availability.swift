@@ -118,3 +118,12 @@ extension StorageError {
         return parts.joined(separator: ": ")
     }
 }
+
+extension Database {
+    /// Whether this instance should get traffic (`/readyz`): the database answers within
+    /// `deadline`, and writes are not failing. Throws ``StorageError/unavailable(_:)`` otherwise.
+    public func checkReady(within deadline: Duration = .seconds(1)) async throws {
+        try await withDeadline(deadline, "the database") { try await self.read { try await $0.raw("SELECT 1").run() } }
+        if let problem = health.problem() { throw StorageError.unavailable(problem) }
+    }
+}

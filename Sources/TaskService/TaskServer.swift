@@ -99,13 +99,12 @@ public final class TaskServer: Sendable {
         let repository = self.repository
         let metrics = self.metrics
         router.get("healthz") { _, _ in try JSONResponse.make(["status": "ok"], status: .ok) }
-        let health = repository.database.health
+        let database = repository.database
         // Answers within a second: a balancer's health check must not hang on a dead database,
         // and writes failing (a full disk) make the instance not ready though reads still work.
         router.get("readyz") { _, context -> Response in
             do {
-                try await withDeadline(.seconds(1), "the database") { try await repository.ping() }
-                if let problem = health.problem() { throw StorageError.unavailable(problem) }
+                try await database.checkReady()
                 return try JSONResponse.make(["status": "ready"], status: .ok)
             } catch {
                 context.logger.warning("not ready", metadata: ["error": "\(error)"])

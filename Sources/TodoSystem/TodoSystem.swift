@@ -75,13 +75,16 @@ public struct TodoSystem: Sendable {
         let database = try await DatabaseFactory.open(url: store.databaseURL, logger: logger)
         teardown.add("database") { try await database.close() }
         let (server, caPath) = try Listener.make(configuration)
+        // One share of the descriptor limit per listener, worked out (and logged) once.
+        let cap = ConnectionBudget.perListener(
+            configured: configuration.maxConnections, listeners: configuration.parts == .all ? 2 : 1, logger: logger)
 
         guard configuration.parts != .api else {
             let tasks = try await taskServer(
                 configuration, database: database, defaults: ([], []), caPath: nil, teardown: teardown, logger: logger)
             let box = SystemBox()
             let api = listener(
-                tasks.buildRouter(), server: server, configuration, port: configuration.apiPort, logger: logger,
+                tasks.buildRouter(), server: server, cap: cap, configuration, port: configuration.apiPort, logger: logger,
                 onServing: { box.system.map(onServing) })
             let system = TodoSystem(
                 configuration: configuration, identity: nil, seed: nil, settingsPath: nil, caCertificatePath: nil, database: database,
@@ -152,11 +155,11 @@ public struct TodoSystem: Sendable {
 
         let box = SystemBox()
         let identityApp = listener(
-            identity.buildRouter(), server: server, configuration, port: configuration.identityPort, logger: logger,
+            identity.buildRouter(), server: server, cap: cap, configuration, port: configuration.identityPort, logger: logger,
             onServing: { box.system.map(onServing) })
         var services: [any Service] = [TeardownService(teardown: teardown, logger: logger), identityApp]
         if configuration.parts == .all {
-            services.append(listener(apiRouter, server: server, configuration, port: configuration.apiPort, logger: logger))
+            services.append(listener(apiRouter, server: server, cap: cap, configuration, port: configuration.apiPort, logger: logger))
         }
         services.append(SweepService(identity: identity, webApp: webApp, logger: logger))
         let system = TodoSystem(
@@ -168,12 +171,11 @@ public struct TodoSystem: Sendable {
 
     /// One HTTP listener of the system on `port`.
     private static func listener<Context: RequestContext>(
-        _ router: Router<Context>, server: HTTPServerBuilder, _ configuration: SystemConfiguration, port: Int, logger: Logger,
+        _ router: Router<Context>, server: HTTPServerBuilder, cap: Int, _ configuration: SystemConfiguration, port: Int,
+        logger: Logger,
         onServing: @escaping @Sendable () -> Void = {}
     ) -> some Service where Context.Source == ApplicationRequestContextSource {
-        let cap = ConnectionBudget.perListener(
-            configured: configuration.maxConnections, listeners: configuration.parts == .all ? 2 : 1, logger: logger)
-        return Application(
+        Application(
             router: router, server: server,
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: port), serverName: "TodoB2C",

@@ -76,7 +76,8 @@ struct LiveSystem: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             do {
-                try await waitUntilServing(system.apiBaseURL + "/healthz")
+                // The listener itself: a public API URL may name a balancer that is not there.
+                try await waitUntilServing("\(configuration.scheme)://\(configuration.displayHost):\(configuration.apiPort)/healthz")
                 try await body(system)
             } catch {
                 await group.triggerGracefulShutdown()

@@ -16,15 +16,16 @@ struct SharedDatabaseTests {
     /// Starts the whole system on `dataDir` and `databaseURL` with the shared data key, runs `body`
     /// while it serves, and stops it.
     static func serve(
-        dataDir: URL, databaseURL: String, dataKey: DataKey, ports: (identity: Int, api: Int),
+        dataDir: URL, databaseURL: String, dataKey: DataKey, ports: (identity: Int, api: Int), extra: [String: String] = [:],
         _ body: @Sendable (TodoSystem) async throws -> Void = { _ in }
     ) async throws {
         func text(_ value: String) -> ConfigValue { ConfigValue(.string(value), isSecret: false) }
-        let flags: [String: ConfigValue] = [
+        var flags: [String: ConfigValue] = [
             Setting.dataDir.key: text(dataDir.path), Setting.databaseURL.key: text(databaseURL),
             Setting.identityPort.key: text("\(ports.identity)"), Setting.apiPort.key: text("\(ports.api)"),
             Setting.passwordHashCost.key: text("4"),
         ]
+        for (key, value) in extra { flags[key] = text(value) }
         let configuration = try SystemConfiguration(
             reader: try await SystemConfiguration.reader(flags: flags, environment: ["TODO_DATA_KEY": dataKey.exported]))
         try await LiveSystem.serving(configuration, body)
@@ -73,6 +74,32 @@ struct SharedDatabaseTests {
             let attributes = try FileManager.default.attributesOfItem(atPath: file)
             #expect(attributes[.modificationDate] as? Date == past, "\(file) was rewritten")
             #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == bytes)
+        }
+    }
+}
+
+extension SharedDatabaseTests {
+    @Test("the dev outbox (reset codes) is off behind a balancer: a trusted proxy or a non-loopback public URL, unless asked for")
+    func outboxBehindBalancer() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("todob2c-outbox-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let databaseURL = "sqlite:\(root.appendingPathComponent("outbox.sqlite").path)"
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let dataKey = DataKey.generate()
+        let cases: [([String: String], Int)] = [
+            ([:], 200),
+            ([Setting.trustedProxies.key: "10.0.0.5"], 404),
+            ([Setting.publicAPIURL.key: "https://todo.example.com"], 404),
+            ([Setting.trustedProxies.key: "10.0.0.5", Setting.devEndpoints.key: "true"], 200),
+        ]
+        for (index, (extra, expected)) in cases.enumerated() {
+            let ports = (identity: try TestPorts.reserve(), api: try TestPorts.reserve())
+            try await Self.serve(
+                dataDir: root.appendingPathComponent("d\(index)"), databaseURL: databaseURL, dataKey: dataKey, ports: ports, extra: extra
+            ) { system in
+                let (_, response) = try await URLSession.shared.data(from: URL(string: system.identityBaseURL + "/dev/outbox?format=json")!)
+                #expect((response as? HTTPURLResponse)?.statusCode == expected, "\(extra)")
+            }
         }
     }
 }

@@ -26,8 +26,7 @@ extension IdentityServer {
         // For a balancer's health check: within a second, 503 while the database cannot be used.
         router.get("readyz") { _, context -> Response in
             do {
-                try await withDeadline(.seconds(1), "the database") { try await database.read { try await $0.raw("SELECT 1").run() } }
-                if let problem = database.health.problem() { throw StorageError.unavailable(problem) }
+                try await database.checkReady()
                 return .json(.object([("status", .string("ready"))]))
             } catch {
                 context.logger.warning("not ready", metadata: ["error": "\(error)"])

@@ -29,7 +29,7 @@ public struct TaskRequestContext: RequestContext, RemoteAddressRequestContext, I
     /// the `Host`, and no proxy forwarded it (a reverse proxy on the same machine forwards the
     /// public name or adds `X-Forwarded-For`, so its requests do not count).
     func isLocal(_ request: Request) -> Bool {
-        guard let peer = socketPeer?.ipAddress, request.headers[TrustedProxies.forwardedForName] == nil else { return false }
+        guard let peer = socketPeer?.ipAddress, request.headers[TrustedProxies.forwardedFor] == nil else { return false }
         let loopbackPeer = peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.")
         var host = request.head.authority?.lowercased() ?? ""
         if host.hasPrefix("["), let end = host.firstIndex(of: "]") {

@@ -55,8 +55,6 @@ public protocol TaskRepository: Sendable {
     func delete(owner: String, id: UUID, ifVersion: Int64?) async throws -> TaskUpdateResult
     /// The tutorials' `DELETE /tasks {"task": "…"}`: removes the owner's tasks with this title.
     func delete(owner: String, title: String) async throws -> Int
-    /// Whether the database answers (for `/readyz`).
-    func ping() async throws
 }
 
 public struct SQLTaskRepository: TaskRepository {
@@ -281,9 +279,5 @@ public struct SQLTaskRepository: TaskRepository {
                     .count
             }
         }
-    }
-
-    public func ping() async throws {
-        _ = try await database.read { sql in try await sql.raw("SELECT 1 AS one").first() }
     }
 }
