@@ -191,6 +191,8 @@ let package = Package(
             name: "todo-server",
             dependencies: [
                 "TodoSystem",
+                "ServerSupport",
+                .product(name: "Logging", package: "swift-log"),
                 "IdentityServer",
                 "Storage",
                 "TodoModels",
@@ -198,6 +200,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -120,7 +120,7 @@ bench_setup() {
   fi
   PORT=$(free_port)
   API_PORT=$(free_port)
-  "$SERVER" serve --data-dir "$WORK/data" --identity-port "$PORT" --api-port "$API_PORT" --log-level warning \
+  "$SERVER" serve --data-dir "$WORK/data" --identity-port "$PORT" --api-port "$API_PORT" --log-level "${LOG_LEVEL:-info}" \
     "${DB_ARGS[@]}" "$@" >"$WORK/server.log" 2>&1 &
   PID=$!
   wait_for_url "http://127.0.0.1:$PORT/healthz" 60

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Configuration
 import Foundation
+import Logging
+import ServerSupport
 import Storage
 import TodoSystem
 
@@ -67,6 +69,10 @@ struct Serve: AsyncParsableCommand {
         } catch let problems as ConfigurationProblems {
             throw CommandFailure(problems.description)
         }
+        // Every logger of the process, the libraries' too, writes through the one line handler
+        // (the access log's cost, issue 13); bootstrapped once, before the first logger is made.
+        LoggingSystem.bootstrap { label in LineLogHandler(label: label) }
+        defer { LogOutput.standardError.flush() }
         let logger = configuration.store.logger(label: "todo-server")
         let system: TodoSystem
         do {

@@ -1,4 +1,6 @@
 import ArgumentParser
+import NIOCore
+import NIOPosix
 
 /// `todo-server`: `serve` runs the system that ``TodoSystem`` builds; the other commands administer
 /// the same data directory or database, with the server running or not (SPEC §1).
@@ -11,4 +13,15 @@ struct TodoServer: AsyncParsableCommand {
             Serve.self, Users.self, Apps.self, Keys.self, TenantCommand.self, Token.self, Backup.self, Restore.self, CryptoCost.self,
         ],
         defaultSubcommand: Serve.self)
+
+    /// Swift concurrency's jobs run on NIO's event loops (the servers' and clients' singleton
+    /// group) instead of a second pool of threads: a request's handler then continues on the loop
+    /// that read it, not on another thread it is handed to and back from. The profile of the task
+    /// list (issue 13) had a quarter of its time in those hand-overs (futex waits and wake-ups).
+    /// Done before anything else runs, as NIO requires; nothing here blocks a loop on a future
+    /// (`wait()`), and the blocking work (bcrypt, SQLite) has its own thread pools.
+    static func main() async {
+        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        await main(nil)
+    }
 }

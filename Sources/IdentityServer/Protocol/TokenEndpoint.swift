@@ -285,7 +285,7 @@ struct TokenEndpoint: Sendable {
         // (research/b2c-protocol.md §2.3).
         let sliding = lifetimes.slidingWindowSeconds.map { issuance.authTime.addingTimeInterval(TimeInterval($0)) }
         let family = RefreshTokenFamily(
-            id: UUID().uuidString.lowercased(), tenantID: issuance.tenant.id, clientID: issuance.client.clientIDString,
+            id: Secrets.randomUUIDString(), tenantID: issuance.tenant.id, clientID: issuance.client.clientIDString,
             userID: issuance.user.id, policy: issuance.flow.name, scopes: issuance.scopes.granted,
             authTime: issuance.authTime, identityProvider: issuance.identityProvider, createdAt: now,
             slidingExpiresAt: sliding, revokedAt: nil, consented: issuance.client.apiPermissions, face: issuance.face,

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import ServerSupport
+import WireCoding
 
 /// What every identity-service handler may ask of its request context.
 protocol IdentityContext: RequestContext {
@@ -32,7 +33,7 @@ public struct IdentityRequestContext: RequestContext, IdentityContext, Identifie
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        correlationID = UUID().uuidString.lowercased()
+        correlationID = Secrets.randomUUIDString()
         clientAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
     }
 

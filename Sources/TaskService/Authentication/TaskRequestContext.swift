@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServerSupport
+import WireCoding
 
 /// The Task API's request context: the authenticated user once the bearer middleware ran, and
 /// the request id that the logs and problem documents carry.
@@ -17,7 +18,7 @@ public struct TaskRequestContext: RequestContext, RemoteAddressRequestContext, I
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         user = nil
-        requestID = UUID().uuidString.lowercased()
+        requestID = Secrets.randomUUIDString()
         remoteAddress = source.channel.remoteAddress
         socketPeer = source.channel.remoteAddress
     }

@@ -199,7 +199,7 @@ public struct SQLTaskRepository: TaskRepository {
     public func create(owner: String, ownerName: String?, title: String, completed: Bool, now: Date) async throws -> TaskRecord {
         let ms = Self.milliseconds(now)
         let row = Row(
-            id: UUID().uuidString.lowercased(), ownerId: owner, title: title, completed: completed, createdAt: ms, updatedAt: ms,
+            id: Secrets.randomUUIDString(), ownerId: owner, title: title, completed: completed, createdAt: ms, updatedAt: ms,
             completedAt: completed ? ms : nil, ownerName: ownerName, version: 1)
         try await writing(owner) {
             try await database.transaction { sql in try await sql.insert(into: "tasks").model(row, with: .snakeCase).run() }

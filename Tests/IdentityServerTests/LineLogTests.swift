@@ -1,0 +1,122 @@
+import Foundation
+import Logging
+import ServerSupport
+import Testing
+import WireCoding
+
+/// The servers' log handler (issue 13): one event is one line, in order, escaped, and batched
+/// without losing or holding back what an operator needs to see.
+@Suite("Line log handler")
+struct LineLogTests {
+    /// A pipe whose read end never blocks; the output writes to its write end.
+    final class Pipe: Sendable {
+        let read: Int32
+        let write: Int32
+        init() throws {
+            var ends: [Int32] = [0, 0]
+            guard pipe(&ends) == 0 else { throw POSIXError(.EIO) }
+            read = ends[0]
+            write = ends[1]
+            _ = fcntl(read, F_SETFL, fcntl(read, F_GETFL) | O_NONBLOCK)
+        }
+        deinit {
+            close(read)
+            close(write)
+        }
+        /// Whatever has been written so far.
+        func available() -> String {
+            var bytes: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { Foundation.read(read, $0.baseAddress, 4096) }
+                if count <= 0 { break }
+                bytes += chunk[0..<count]
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    /// 1970-01-02T03:04:05Z.
+    static let fixedSecond = 86_400 + 3 * 3600 + 4 * 60 + 5
+
+    static func logger(_ output: LogOutput, level: Logger.Level = .info) -> Logger {
+        Logger(label: "todo-server") { label in LineLogHandler(label: label, output: output, logLevel: level) }
+    }
+
+    @Test("the layout: UTC time, level, label, message, metadata by key; the event's own metadata wins")
+    func layout() throws {
+        let pipe = try Pipe()
+        let output = LogOutput(descriptor: pipe.write, batchDelay: .seconds(60), now: { Self.fixedSecond })
+        var logger = Self.logger(output)
+        logger[metadataKey: "request_id"] = "r-1"
+        logger[metadataKey: "status"] = "from the logger"
+        logger.info("request", metadata: ["status": "200", "method": "GET"])
+        logger.debug("below the level")
+        output.flush()
+        #expect(pipe.available() == "1970-01-02T03:04:05Z info todo-server: request method=GET request_id=r-1 status=200\n")
+    }
+
+    @Test("control characters in a message or a value are escaped: one event stays one line")
+    func escaping() throws {
+        let pipe = try Pipe()
+        let output = LogOutput(descriptor: pipe.write, batchDelay: .seconds(60), now: { Self.fixedSecond })
+        let logger = Self.logger(output)
+        logger.info("two\nlines", metadata: ["path": "/a\r\nforged 1970 info line\u{1B}[31m\u{7F}\t"])
+        output.flush()
+        let text = pipe.available()
+        #expect(text.split(separator: "\n").count == 1 && text.hasSuffix("\n"))
+        #expect(text.contains(#"two\nlines path=/a\r\nforged 1970 info line\u{1B}[31m\u{7F}\t"#))
+    }
+
+    @Test("info lines wait for their batch; a warning goes out at once with everything before it, in order")
+    func batching() throws {
+        let pipe = try Pipe()
+        let output = LogOutput(descriptor: pipe.write, batchDelay: .seconds(60), now: { Self.fixedSecond })
+        let logger = Self.logger(output)
+        logger.info("first")
+        logger.info("second")
+        #expect(pipe.available() == "")
+        logger.warning("third")
+        let lines = pipe.available().split(separator: "\n").map { $0.split(separator: " ").last.map(String.init) }
+        #expect(lines == ["first", "second", "third"])
+    }
+
+    @Test("a batch is written by its timer without another line or a flush")
+    func timer() async throws {
+        let pipe = try Pipe()
+        let output = LogOutput(descriptor: pipe.write, batchDelay: .milliseconds(10))
+        Self.logger(output).info("on its own")
+        var text = ""
+        for _ in 0..<200 where text.isEmpty {
+            try await Task.sleep(for: .milliseconds(10))
+            text = pipe.available()
+        }
+        #expect(text.hasSuffix("info todo-server: on its own\n"))
+    }
+
+    @Test("a full batch is written without waiting for its timer")
+    func fullBatch() throws {
+        let pipe = try Pipe()
+        let output = LogOutput(descriptor: pipe.write, batchDelay: .seconds(60), now: { Self.fixedSecond })
+        let logger = Self.logger(output)
+        let value = String(repeating: "x", count: 1000)
+        for _ in 0..<40 { logger.info("line", metadata: ["v": "\(value)"]) }
+        // 40 lines of about 1 KB pass the 32 KiB batch: at least 32 lines are out, whole.
+        let lines = pipe.available().split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        #expect(lines.count >= 32 && lines.count < 40)
+        #expect(lines.allSatisfy { $0.hasSuffix(value) })
+    }
+
+    @Test("random UUIDs are version 4 with the RFC 9562 variant, lowercase, and differ")
+    func randomUUIDs() {
+        let ids = (0..<1000).map { _ in Secrets.randomUUIDString() }
+        #expect(Set(ids).count == ids.count)
+        for id in ids.prefix(50) {
+            let parsed = UUIDText.parse(id)
+            #expect(parsed != nil && id == id.lowercased())
+            let characters = Array(id)
+            #expect(characters[14] == "4")
+            #expect("89ab".contains(characters[19]))
+        }
+    }
+}
