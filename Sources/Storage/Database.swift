@@ -22,6 +22,13 @@ public protocol Database: Sendable {
     /// operation never leaves a partial write behind.
     func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
 
+    /// Runs `body`, which writes with exactly one statement, atomically. SQLite runs it as its
+    /// own transaction (autocommit) under the writer's lock: `BEGIN` and `COMMIT` would be two
+    /// more trips to the thread pool while every other write waits (issue 13's create profile).
+    /// PostgreSQL keeps `BEGIN … COMMIT`, so a connection lost mid-statement still reads as
+    /// "not stored" and only one lost while committing as "outcome unknown".
+    func singleStatement<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+
     /// Rows of one read-only statement written with `?` placeholders, read column by column: for
     /// the hot paths, where SQLKit's query building and `Decodable` row decoding cost more than
     /// the indexed read itself. Write the statement in SQL both engines accept.

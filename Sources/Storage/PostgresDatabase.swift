@@ -104,6 +104,10 @@ public final class PostgresDatabase: Database {
         }
     }
 
+    public func singleStatement<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        try await transaction(body)
+    }
+
     private static var uptimeMilliseconds: Int64 { Int64(DispatchTime.now().uptimeNanoseconds / 1_000_000) }
 
     /// A pooled connection for `body`, or ``StorageError/unavailable(_:)`` when none comes within

@@ -133,6 +133,21 @@ public final class SQLiteDatabase: Database {
         }
     }
 
+    public func singleStatement<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        let sql = self.sql
+        do {
+            // One statement is atomic on its own in SQLite (https://sqlite.org/lang_transaction.html:
+            // "any command that changes the database will automatically start a transaction ...
+            // committed when the last SQL statement finishes"); the lock keeps it out of another
+            // request's open transaction on this connection.
+            let value = try await lock.withLock { try await body(sql) }
+            health.recordSuccess(write: true)
+            return value
+        } catch {
+            throw health.classify(error)
+        }
+    }
+
     public func isUniqueViolation(_ error: any Error) -> Bool {
         // SQLITE_CONSTRAINT_UNIQUE and SQLITE_CONSTRAINT_PRIMARYKEY, as extended result codes
         // (SQLiteNIO opens connections with SQLITE_OPEN_EXRESCODE).

@@ -74,6 +74,68 @@ struct StorageTests {
         }
     }
 
+    @Test(
+        "single-statement writes: stored at once, a failed one stores nothing and leaves no transaction open, none interleaves with a transaction",
+        arguments: TestDatabase.engines)
+    func singleStatements(engine: DatabaseEngine) async throws {
+        try await TestDatabase.with(engine) { database in
+            try await Self.migrations.run(on: database, logger: TestDatabase.logger)
+            try await database.singleStatement { sql in
+                try await sql.insert(into: "notes").columns("id", "body").values(SQLBind("one"), SQLBind("first")).run()
+            }
+            // A duplicate key fails whole; the next transaction's rollback then rolls back only its own work.
+            do {
+                try await database.singleStatement { sql in
+                    try await sql.insert(into: "notes").columns("id", "body").values(SQLBind("one"), SQLBind("again")).run()
+                }
+                Issue.record("a duplicate key was stored")
+            } catch {
+                #expect(database.isUniqueViolation(error))
+            }
+            struct Abort: Error {}
+            await #expect(throws: Abort.self) {
+                try await database.transaction { sql in
+                    try await sql.insert(into: "notes").columns("id", "body").values(SQLBind("two"), SQLBind("rolled back")).run()
+                    throw Abort()
+                }
+            }
+            // NUL is refused here too (the guarded SQL database).
+            await #expect(throws: StorageError.textContainsNUL) {
+                try await database.singleStatement { sql in
+                    try await sql.insert(into: "notes").columns("id", "body").values(SQLBind("nul"), SQLBind("a\u{0}b")).run()
+                }
+            }
+            // Single statements racing transactions that read, wait and write: neither sees the
+            // other's half-done work, and every row arrives.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<30 {
+                    group.addTask {
+                        try await database.singleStatement { sql in
+                            try await sql.insert(into: "notes").columns("id", "body").values(SQLBind("s\(index)"), SQLBind("single")).run()
+                        }
+                    }
+                    group.addTask {
+                        try await database.transaction { sql in
+                            let before = try await sql.raw("SELECT COUNT(*) AS n FROM notes").first(decodingColumn: "n", as: Int.self) ?? 0
+                            try await Task.sleep(for: .milliseconds(1))
+                            try await sql.insert(into: "notes").columns("id", "body").values(SQLBind("t\(index)"), SQLBind("\(before)"))
+                                .run()
+                            let after = try await sql.raw("SELECT COUNT(*) AS n FROM notes").first(decodingColumn: "n", as: Int.self) ?? 0
+                            // On SQLite nothing else writes inside this transaction; PostgreSQL's
+                            // read committed may see others' commits, but never fewer rows.
+                            if engine == .sqlite { #expect(after == before + 1) } else { #expect(after >= before + 1) }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let bodies = try await database.read { sql in
+                try await sql.select().column("id").from("notes").all(decodingColumn: "id", as: String.self)
+            }
+            #expect(Set(bodies) == Set(["one"] + (0..<30).map { "s\($0)" } + (0..<30).map { "t\($0)" }))
+        }
+    }
+
     @Test("concurrent read-modify-write transactions never lose an update", arguments: TestDatabase.engines)
     func transactionsDoNotInterleave(engine: DatabaseEngine) async throws {
         try await TestDatabase.with(engine) { database in

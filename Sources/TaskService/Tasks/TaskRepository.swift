@@ -202,7 +202,7 @@ public struct SQLTaskRepository: TaskRepository {
             id: Secrets.randomUUIDString(), ownerId: owner, title: title, completed: completed, createdAt: ms, updatedAt: ms,
             completedAt: completed ? ms : nil, ownerName: ownerName, version: 1)
         try await writing(owner) {
-            try await database.transaction { sql in try await sql.insert(into: "tasks").model(row, with: .snakeCase).run() }
+            try await database.singleStatement { sql in try await sql.insert(into: "tasks").model(row, with: .snakeCase).run() }
         }
         return row.record!
     }
