@@ -120,3 +120,19 @@ struct LineLogTests {
         }
     }
 }
+
+@Suite("Request ids")
+struct RequestIDTests {
+    @Test("request ids are UUID-shaped (version 4, RFC 9562 variant, lowercase) and do not repeat")
+    func shape() async {
+        let ids = await withTaskGroup(of: [String].self) { group in
+            for _ in 0..<4 { group.addTask { (0..<5000).map { _ in RequestIDs.next() } } }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(Set(ids).count == 20_000)
+        for id in ids.prefix(100) {
+            #expect(UUIDText.parse(id) != nil && id == id.lowercased())
+            #expect(Array(id)[14] == "4" && "89ab".contains(Array(id)[19]))
+        }
+    }
+}

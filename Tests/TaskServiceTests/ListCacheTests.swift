@@ -1,5 +1,6 @@
 import Foundation
 import Storage
+import Synchronization
 import TestSupport
 import Testing
 import TodoModels
@@ -12,6 +13,54 @@ import TodoModels
 struct ListCacheTests {
     static func titles(_ repository: SQLTaskRepository, _ owner: String, limit: Int = 100) async throws -> [String] {
         try await repository.list(owner: owner, completed: nil, limit: limit, after: nil).records.map(\.item.title)
+    }
+
+    @Test("the encoded first page is made once, shows every write, and other pages are always encoded afresh")
+    func encodedPage() async throws {
+        try await TestDatabase.with(.sqlite) { database in
+            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+            let cached = SQLTaskRepository(database: database, cachesLists: true)
+            let truth = SQLTaskRepository(database: database)
+            let encodings = Counter()
+            let encode: @Sendable ([TaskRecord], TaskCursor?) -> [UInt8] = { records, next in
+                encodings.increment()
+                return Array((records.map(\.item.title).joined(separator: ",") + "|" + (next?.token ?? "")).utf8)
+            }
+            func body(_ repository: SQLTaskRepository, limit: Int = TaskLimits.pageSizeDefault, completed: Bool? = nil) async throws
+                -> String
+            {
+                let page = try await repository.encodedList(owner: "ann", completed: completed, limit: limit, after: nil, encode: encode)
+                return String(decoding: page.body, as: UTF8.self)
+            }
+            var clock = Date(timeIntervalSince1970: 1_800_000_000)
+            for title in ["a", "b"] {
+                clock = clock.addingTimeInterval(1)
+                _ = try await cached.create(owner: "ann", ownerName: nil, title: title, completed: false, now: clock)
+            }
+            #expect(try await body(cached) == "b,a|")
+            #expect(try await body(cached) == "b,a|")
+            #expect(encodings.value == 1)
+            // A write drops it: the next body is the database's.
+            clock = clock.addingTimeInterval(1)
+            let c = try await cached.create(owner: "ann", ownerName: nil, title: "c", completed: false, now: clock)
+            #expect(try await body(cached) == "c,b,a|")
+            _ = try await cached.update(
+                owner: "ann", id: c.item.id, patch: TaskPatch(title: "c2", completed: true), ifVersion: nil, now: clock)
+            #expect(try await body(cached) == (try await body(truth)))
+            #expect(try await body(cached) == "c2,b,a|")
+            // Other sizes and filters are encoded every time, from the same rows.
+            let before = encodings.value
+            #expect(try await body(cached, limit: 2) == (try await body(truth, limit: 2)))
+            #expect(try await body(cached, limit: 2).hasPrefix("c2,b|"))
+            #expect(try await body(cached, completed: true) == "c2|")
+            #expect(encodings.value == before + 4)
+        }
+    }
+
+    final class Counter: Sendable {
+        private let count = Mutex(0)
+        func increment() { count.withLock { $0 += 1 } }
+        var value: Int { count.withLock { $0 } }
     }
 
     @Test("every write shows in the next list, as the database has it; other owners and filtered lists are unaffected")

@@ -3,7 +3,6 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import ServerSupport
-import WireCoding
 
 /// What every identity-service handler may ask of its request context.
 protocol IdentityContext: RequestContext {
@@ -33,7 +32,7 @@ public struct IdentityRequestContext: RequestContext, IdentityContext, Identifie
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        correlationID = Secrets.randomUUIDString()
+        correlationID = RequestIDs.next()
         clientAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
     }
 

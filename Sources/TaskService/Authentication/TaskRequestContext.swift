@@ -4,7 +4,6 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServerSupport
-import WireCoding
 
 /// The Task API's request context: the authenticated user once the bearer middleware ran, and
 /// the request id that the logs and problem documents carry.
@@ -18,7 +17,7 @@ public struct TaskRequestContext: RequestContext, RemoteAddressRequestContext, I
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         user = nil
-        requestID = Secrets.randomUUIDString()
+        requestID = RequestIDs.next()
         remoteAddress = source.channel.remoteAddress
         socketPeer = source.channel.remoteAddress
     }

@@ -37,9 +37,10 @@ struct TaskController<Repository: TaskRepository>: Sendable {
             guard let parsed = TaskCursor(token: value) else { throw TaskAPIError.invalidQuery("cursor is not one this API issued.") }
             cursor = parsed
         }
-        let (records, next) = try await repository.list(owner: user.ownerID, completed: completed, limit: limit, after: cursor)
-        let page = TaskPage(items: records.map(\.item), nextCursor: next?.token)
-        var response = JSONResponse.make(bytes: TaskJSON.page(page), status: .ok)
+        let (body, next) = try await repository.encodedList(owner: user.ownerID, completed: completed, limit: limit, after: cursor) {
+            records, next in TaskJSON.page(TaskPage(items: records.map(\.item), nextCursor: next?.token))
+        }
+        var response = JSONResponse.make(bytes: body, status: .ok)
         if let next {
             var parameters = ["limit=\(limit)", "cursor=\(next.token)"]
             if let completed { parameters.append("completed=\(completed)") }
