@@ -57,7 +57,7 @@ public final class PostgresDatabase: Database {
     public init(configuration: PostgresClient.Configuration, probe: PostgresConnection.Configuration? = nil, logger: Logger) {
         self.probe = probe
         self.logger = logger
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let client = PostgresClient(configuration: configuration, eventLoopGroup: EventLoopSpread.shared, backgroundLogger: logger)
         self.client = client
         self.runTask = Task { await client.run() }
     }
@@ -158,7 +158,9 @@ public final class PostgresDatabase: Database {
     }
 
     public func rows(_ sql: String, _ binds: [StoredValue]) async throws -> [StoredRow] {
-        try await read { connection in try await connection.rows(sql, binds) }
+        if binds.contains(where: \.containsNUL) { throw StorageError.textContainsNUL }
+        let logger = self.logger
+        return try await withConnection { connection in try await connection.storedRows(sql, binds, logger: logger) }
     }
 
     public func isUniqueViolation(_ error: any Error) -> Bool {

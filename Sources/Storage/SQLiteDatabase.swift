@@ -50,7 +50,9 @@ public final class SQLiteDatabase: Database {
             // Two: the NIO thread pool that runs SQLite calls has one thread per core on a small
             // machine, and each connection runs one statement at a time (SQLITE_OPEN_FULLMUTEX).
             for _ in 0..<max(2, min(4, System.coreCount)) {
-                let reader = try await SQLiteConnection.open(storage: nioStorage, logger: logger)
+                // Each on the next loop: see ``EventLoopSpread``.
+                let reader = try await SQLiteConnection.open(
+                    storage: nioStorage, threadPool: .singleton, logger: logger, on: EventLoopSpread.shared.next())
                 // A `read` that tried to write would bypass the writer's lock and transaction rules.
                 _ = try await reader.query("PRAGMA query_only = ON")
                 _ = try await reader.query("PRAGMA busy_timeout = 5000")

@@ -75,6 +75,32 @@ struct StorageTests {
     }
 
     @Test(
+        "rows: text, integers, booleans and NULLs read column by column; binds in order; NUL refused; a missing column is an error",
+        arguments: TestDatabase.engines)
+    func storedRows(engine: DatabaseEngine) async throws {
+        try await TestDatabase.with(engine) { database in
+            try await database.transaction { sql in
+                try await sql.raw("CREATE TABLE typed (name TEXT NOT NULL, n BIGINT, flag BOOLEAN NOT NULL, note TEXT)").run()
+                try await sql.raw("INSERT INTO typed VALUES ('a', 7, TRUE, NULL), ('b', NULL, FALSE, 'é ✓'), ('c', -9000000000, TRUE, '')")
+                    .run()
+            }
+            let rows = try await database.rows(
+                "SELECT * FROM typed WHERE name <> ? AND flag = ? OR n = ? ORDER BY name", [.text("zzz"), .bool(true), .integer(-1)])
+            #expect(try rows.map { try $0.text("name") } == ["a", "c"])
+            #expect(try rows.map { try $0.optionalInteger("n") } == [7, -9_000_000_000])
+            #expect(try rows.map { try $0.bool("flag") } == [true, true])
+            #expect(try rows.map { try $0.optionalText("note") } == [nil, ""])
+            let b = try await database.rows("SELECT * FROM typed WHERE name = ?", [.text("b")])
+            #expect(try b.first?.optionalText("note") == "é ✓" && b.first?.optionalInteger("n") == nil)
+            #expect(throws: StorageError.unreadableColumn("n")) { try b.first?.integer("n") }
+            #expect(throws: StorageError.unreadableColumn("missing")) { try b.first?.optionalText("missing") }
+            await #expect(throws: StorageError.textContainsNUL) {
+                _ = try await database.rows("SELECT * FROM typed WHERE name = ?", [.text("a\u{0}")])
+            }
+        }
+    }
+
+    @Test(
         "single-statement writes: stored at once, a failed one stores nothing and leaves no transaction open, none interleaves with a transaction",
         arguments: TestDatabase.engines)
     func singleStatements(engine: DatabaseEngine) async throws {
