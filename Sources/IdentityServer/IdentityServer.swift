@@ -42,6 +42,7 @@ public final class IdentityServer: Sendable {
     ) async throws -> IdentityServer {
         try await IdentityMigrations.runner.run(on: database, logger: logger)
         let keys = SigningKeyRing(database: database, dataKey: dataKey, clock: clock, keyBits: configuration.signingKeyBits)
+        let signer = SigningThreads()
         let service = IdentityService(
             configuration: configuration, clock: clock, tenants: CachedTenantDirectory(SQLTenantDirectory(database: database)),
             users: SQLUserDirectory(database: database), grants: SQLGrantStore(database: database, dataKey: dataKey),
@@ -54,7 +55,7 @@ public final class IdentityServer: Sendable {
             dataKey: dataKey,
             keys: keys,
             hasher: PasswordHasher(cost: configuration.passwordHashCost), pages: try PageRenderer(),
-            issuer: TokenIssuer(keys: keys), hosts: HostPolicy(configuration: configuration))
+            issuer: TokenIssuer(keys: keys, signer: signer), hosts: HostPolicy(configuration: configuration))
         return IdentityServer(service: service, database: database, logger: logger)
     }
 
@@ -80,7 +81,10 @@ public final class IdentityServer: Sendable {
         try await service.interactions.sweep(now: clock.now)
     }
 
-    public func shutdown() async throws { try await hasher.shutdown() }
+    public func shutdown() async throws {
+        try await hasher.shutdown()
+        try await service.issuer.signer.shutdown()
+    }
 
     /// Messages in the development outbox, newest first.
     public func outbox(tenantID: UUID, limit: Int = 50) async throws -> [OutboxMessage] {

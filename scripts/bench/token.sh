@@ -32,10 +32,13 @@ for i in $(seq 1 $((CONNECTIONS * 2))); do
 done
 
 log "refresh-token grants: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s"
+TICKS_BEFORE=$(awk '{print $14 + $15}' "/proc/$PID/stat")
 TOKENS_FILE="$WORK/tokens" TOKEN_PATH="$TOKEN_PATH" CLIENT_ID="$CLIENT" THREADS=$THREADS \
   wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s scripts/bench/refresh.lua "$BASE" | tee "$WORK/refresh.txt"
+TICKS_AFTER=$(awk '{print $14 + $15}' "/proc/$PID/stat")
 RPS=$(awk '/^Requests\/sec/ {print $2}' "$WORK/refresh.txt")
 python3 -c "print(f'refresh grants/s {float(\"$RPS\"):.0f} = {float(\"$RPS\")/$LIMIT*100:.0f}% of the signing limit ($LIMIT/s)')"
+python3 -c "print(f'server CPU during the refresh load: {($TICKS_AFTER - $TICKS_BEFORE) / $(getconf CLK_TCK) / $DURATION:.2f} of $CORES cores')"
 echo "peak RSS after refresh load: $(awk '/VmHWM/ {print $2, $3}' /proc/$PID/status)"
 
 log "baseline: one bcrypt hash at cost $COST and RS256 signing rates in-process (todo-server crypto-cost)"

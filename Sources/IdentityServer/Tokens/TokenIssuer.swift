@@ -32,27 +32,31 @@ struct IssuedTokens: Sendable {
 /// The one place that builds claims and signs tokens (SPEC §2.5, research/b2c-protocol.md §2.2).
 struct TokenIssuer: Sendable {
     let keys: SigningKeyRing
+    let signer: SigningThreads
 
     /// Signs an ID token (when `openid` was granted) and an access token (when a resource was).
     /// `code` and `accessTokenHash` add `c_hash`/`at_hash` where OIDC Core §3.3.2.11 requires them.
     func issue(_ context: IssuanceContext, now: Date, code: String? = nil, hashAccessToken: Bool = false) async throws -> IssuedTokens {
         let key = try await keys.activeKey()
         let lifetimes = context.flow.lifetimes
-        var accessToken: String?
-        if let resource = context.scopes.resource {
-            let claims = accessTokenClaims(context, resource: resource, now: now, lifetime: lifetimes.accessTokenSeconds)
-            accessToken = try JSONWebToken.sign(claims: claims, with: key)
+        // Both tokens in one hand-over: the ID token's at_hash needs the access token.
+        return try await signer.run { [self] in
+            var accessToken: String?
+            if let resource = context.scopes.resource {
+                let claims = accessTokenClaims(context, resource: resource, now: now, lifetime: lifetimes.accessTokenSeconds)
+                accessToken = try JSONWebToken.sign(claims: claims, with: key)
+            }
+            var idToken: String?
+            if context.scopes.openID {
+                let claims = idTokenClaims(
+                    context, now: now, lifetime: lifetimes.idTokenSeconds, code: code,
+                    accessToken: hashAccessToken ? accessToken : nil)
+                idToken = try JSONWebToken.sign(claims: claims, with: key)
+            }
+            return IssuedTokens(
+                accessToken: accessToken, idToken: idToken, issuedAt: now,
+                accessTokenLifetime: lifetimes.accessTokenSeconds, idTokenLifetime: lifetimes.idTokenSeconds)
         }
-        var idToken: String?
-        if context.scopes.openID {
-            let claims = idTokenClaims(
-                context, now: now, lifetime: lifetimes.idTokenSeconds, code: code,
-                accessToken: hashAccessToken ? accessToken : nil)
-            idToken = try JSONWebToken.sign(claims: claims, with: key)
-        }
-        return IssuedTokens(
-            accessToken: accessToken, idToken: idToken, issuedAt: now,
-            accessTokenLifetime: lifetimes.accessTokenSeconds, idTokenLifetime: lifetimes.idTokenSeconds)
     }
 
     /// The claim order follows decoded real B2C ID tokens.
@@ -124,7 +128,9 @@ struct TokenIssuer: Sendable {
         }
         claims.set("ver", face == .entra ? "2.0" : "1.0")
         claims.set("iat", iat)
-        return try JSONWebToken.sign(claims: claims.object, with: try await keys.activeKey())
+        let key = try await keys.activeKey()
+        let object = claims.object
+        return try await signer.run { try JSONWebToken.sign(claims: object, with: key) }
     }
 
     // MARK: The Microsoft identity platform's v2.0 tokens (SPEC §2.9)
