@@ -58,8 +58,12 @@ let package = Package(
         ),
         // The SDK: Foundation, swift-crypto and swift-log only, so an iOS app can take it without a
         // server stack (ARCHITECTURE.md). It never imports a server module.
+        // IdentityClientCore is all of it but URLSession, for servers that embed the SDK (the web
+        // app): on Linux URLSession is FoundationNetworking, which loads libcurl and its TLS and
+        // Kerberos libraries (11 MB of idle RSS). IdentityClient, what apps import, re-exports the
+        // core and adds `URLSessionTransport` as the default transport; TaskClient likewise.
         .target(
-            name: "IdentityClient",
+            name: "IdentityClientCore",
             dependencies: [
                 "TodoModels",
                 "WireCoding",
@@ -68,13 +72,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .target(name: "TaskClient", dependencies: ["IdentityClient", "TodoModels"], swiftSettings: swiftSettings),
+        .target(
+            name: "IdentityClient", dependencies: ["IdentityClientCore", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
+        .target(name: "TaskClientCore", dependencies: ["IdentityClientCore", "TodoModels"], swiftSettings: swiftSettings),
+        .target(name: "TaskClient", dependencies: ["TaskClientCore", "IdentityClient"], swiftSettings: swiftSettings),
         // The SDK's transport over AsyncHTTPClient, for the web app and the CLI: pooled
         // connections and an extra CA to trust (the development CA of `serve --tls`).
         .target(
             name: "HTTPClientTransport",
             dependencies: [
-                "IdentityClient",
+                "IdentityClientCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
@@ -84,8 +92,8 @@ let package = Package(
         .target(
             name: "WebApp",
             dependencies: [
-                "IdentityClient",
-                "TaskClient",
+                "IdentityClientCore",
+                "TaskClientCore",
                 "TodoModels",
                 "WireCoding",
                 "Storage",
@@ -171,7 +179,7 @@ let package = Package(
                 "IdentityServer",
                 "TaskService",
                 "WebApp",
-                "IdentityClient",
+                "IdentityClientCore",
                 "Storage",
                 "TodoModels",
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -239,7 +247,7 @@ let package = Package(
         // The SDK alone: no server module.
         .testTarget(
             name: "IdentityClientTests",
-            dependencies: ["IdentityClient", "TodoModels", "WireCoding"],
+            dependencies: ["IdentityClient", "IdentityClientCore", "TodoModels", "WireCoding"],
             swiftSettings: swiftSettings
         ),
         // The whole system on loopback sockets, built by the composition root as `serve` builds

@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import Foundation
-import IdentityClient
+import IdentityClientCore
 import NIOCore
 import NIOFoundationCompat
 import NIOSSL

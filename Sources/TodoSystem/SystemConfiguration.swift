@@ -1,6 +1,6 @@
 import Configuration
 import Foundation
-import IdentityClient
+import IdentityClientCore
 import Logging
 import Storage
 

@@ -3,7 +3,7 @@ import HTTPClientTransport
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
-import IdentityClient
+import IdentityClientCore
 import IdentityServer
 import Logging
 import NIOSSL

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import IdentityClient
-import TaskClient
+import IdentityClientCore
+import TaskClientCore
 import WireCoding
 
 /// One request's view of its browser session: the cookie, the stored record, and the SDK

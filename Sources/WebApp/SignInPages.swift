@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import IdentityClient
+import IdentityClientCore
 
 /// Signing in and out: the redirects to the identity service and back (B2C's "web app calls
 /// web API" scenario, auth code + PKCE + client secret), kept apart from the task pages.

@@ -1,10 +1,10 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import IdentityClient
+import IdentityClientCore
 import Logging
 import Storage
-import TaskClient
+import TaskClientCore
 import TodoModels
 import WireCoding
 
@@ -68,7 +68,7 @@ public struct WebApp: Sendable {
     /// - Parameter dataKey: seals the sessions' tokens in the database (shared by every instance).
     public static func make(
         configuration: WebAppConfiguration, database: any Database, dataKey: DataKey,
-        transport: any HTTPTransport = URLSessionTransport(), logger: Logger
+        transport: any HTTPTransport, logger: Logger
     ) async throws -> WebApp {
         try await SessionRepository.migrations.run(on: database, logger: logger)
         let authority = try Authority(configuration.authority)

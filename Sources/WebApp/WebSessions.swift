@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import IdentityClient
+import IdentityClientCore
 import SQLKit
 import Storage
 import Synchronization

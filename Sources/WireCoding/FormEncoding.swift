@@ -13,9 +13,31 @@ public enum FormEncoding {
         }
     }
 
-    private static func unescape(_ part: Substring) -> String {
-        let spaced = part.replacingOccurrences(of: "+", with: " ")
-        return spaced.removingPercentEncoding ?? spaced
+    /// The URL Standard's application/x-www-form-urlencoded parsing of one name or value
+    /// (https://url.spec.whatwg.org/#urlencoded-parsing): `+` is a space, `%XX` its byte, a `%`
+    /// not followed by two hex digits stays as it is, and bytes that are not UTF-8 become U+FFFD,
+    /// as browsers and Python's `parse_qsl` read them. On bytes: Foundation's
+    /// `replacingOccurrences` and `removingPercentEncoding` went through NSString for every field
+    /// of every token request (issue 13's refresh profile).
+    public static func unescape(_ part: Substring) -> String {
+        let utf8 = part.utf8
+        guard utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "%") }) else { return String(part) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count)
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            index = utf8.index(after: index)
+            if byte == UInt8(ascii: "%"), index != utf8.endIndex, utf8.index(after: index) != utf8.endIndex,
+                let high = Hex.value(utf8[index]), let low = Hex.value(utf8[utf8.index(after: index)])
+            {
+                bytes.append(high << 4 | low)
+                index = utf8.index(index, offsetBy: 2)
+            } else {
+                bytes.append(byte == UInt8(ascii: "+") ? 0x20 : byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Characters left as they are; everything else is percent-encoded and space becomes `+`.

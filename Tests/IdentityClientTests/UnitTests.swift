@@ -3,7 +3,8 @@ import Synchronization
 import Testing
 import WireCoding
 
-@testable import IdentityClient
+@testable import IdentityClientCore
+import IdentityClient
 
 @Suite("IdentityClient units")
 struct IdentityClientUnitTests {

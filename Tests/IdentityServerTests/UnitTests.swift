@@ -330,3 +330,23 @@ struct TenantCacheTests {
         }
     }
 }
+
+@Suite("Form decoding")
+struct FormDecodingTests {
+    @Test(
+        "names and values decode as the URL Standard's urlencoded parser does: + is space, %XX a byte, a stray % stays, bad UTF-8 is U+FFFD"
+    )
+    func urlStandard() {
+        let cases: [(String, String)] = [
+            ("", ""), ("a", "a"), ("a+b", "a b"), ("a%20b", "a b"), ("%E2%9C%93", "✓"), ("%e2%9c%93", "✓"), ("%2B", "+"),
+            ("a+b%2Bc%26", "a b+c&"), ("%zz", "%zz"), ("a+%zz", "a %zz"), ("%", "%"), ("%4", "%4"), ("100%", "100%"),
+            ("%E2%9C%93%zz", "✓%zz"), ("%C3", "\u{FFFD}"), ("%C3%A9", "é"), ("%a9x", "\u{FFFD}x"), ("%00", "\u{0}"), ("é+é", "é é"),
+        ]
+        for (text, expected) in cases { #expect(FormEncoding.unescape(text[...]) == expected, "\(text)") }
+        // A whole body, and Basic credentials (RFC 6749 §2.3.1 form-encodes them first).
+        #expect(
+            FormEncoding.decode("grant_type=refresh_token&scope=openid+offline_access&x=%3D%26").map { $0.1 } == [
+                "refresh_token", "openid offline_access", "=&",
+            ])
+    }
+}

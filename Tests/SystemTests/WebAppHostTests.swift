@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityClient
 import Logging
 import Storage
 import TestSupport
@@ -17,7 +18,8 @@ struct WebAppHostTests {
                 apiBaseURL: URL(string: "http://127.0.0.1:3000")!, apiScopes: [])
             configuration.replyURLs = ["http://localhost:3000/auth/openid/return", "http://127.0.0.1:3000/auth/openid/return"]
             let app = try await WebApp.make(
-                configuration: configuration, database: database, dataKey: .generate(), logger: TestDatabase.logger)
+                configuration: configuration, database: database, dataKey: .generate(), transport: URLSessionTransport(),
+                logger: TestDatabase.logger)
             func reply(_ host: String) -> String {
                 app.returnURL(
                     Request(

@@ -96,6 +96,30 @@ struct SQLUserDirectory: UserDirectory {
             passwordPolicies = user.passwordPolicies
         }
 
+        /// Column by column (``Database/rows(_:_:)``): every refresh grant reads its user, and
+        /// SQLKit's `Decodable` path with snake-case keys was most of that read's cost.
+        init(stored row: StoredRow) throws {
+            id = try row.text("id")
+            tenantId = try row.text("tenant_id")
+            identityProvider = try row.text("identity_provider")
+            signInName = try row.text("sign_in_name")
+            email = try row.optionalText("email")
+            emailVerified = try row.bool("email_verified")
+            displayName = try row.text("display_name")
+            attributes = try row.text("attributes")
+            passwordHash = try row.optionalText("password_hash")
+            createdAt = try row.integer("created_at")
+            updatedAt = try row.integer("updated_at")
+            passwordChangedAt = try row.optionalInteger("password_changed_at")
+            failedAttempts = try row.integer("failed_attempts")
+            lockoutCount = try row.integer("lockout_count")
+            lockedUntil = try row.optionalInteger("locked_until")
+            lastFailedFingerprint = try row.optionalText("last_failed_fingerprint")
+            accountEnabled = try row.bool("account_enabled")
+            forcePasswordChange = try row.bool("force_password_change")
+            passwordPolicies = try row.optionalText("password_policies")
+        }
+
         var lockout: LockoutState {
             LockoutState(stored: failedAttempts, lockoutCount, lockedUntil: lockedUntil, fingerprint: lastFailedFingerprint)
         }
@@ -129,10 +153,8 @@ struct SQLUserDirectory: UserDirectory {
     }
 
     public func user(id: UUID) async throws -> UserAccount? {
-        let key = id.uuidString.lowercased()
-        return try await database.read { sql in
-            try await sql.select().columns("*").from("users").where("id", .equal, key).first(decoding: Row.self, with: .snakeCase)
-        }?.user
+        try await database.rows("SELECT * FROM users WHERE id = ?", [.text(id.uuidString.lowercased())]).first
+            .map(Row.init(stored:))?.user
     }
 
     public func user(tenantID: UUID, provider: IdentityProviderKind, signInName: String) async throws -> UserAccount? {

@@ -46,11 +46,9 @@ struct BasicCredentials {
         guard let data = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
             let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":")
         else { return nil }
-        let decode = { (part: Substring) in
-            part.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(part)
-        }
-        user = decode(text[..<colon])
-        password = decode(text[text.index(after: colon)...])
+        // RFC 6749 §2.3.1: the client id and secret are form-encoded before Basic encoding.
+        user = FormEncoding.unescape(text[..<colon])
+        password = FormEncoding.unescape(text[text.index(after: colon)...])
     }
 }
 

@@ -72,7 +72,7 @@ public struct ClientConfiguration: Sendable {
 
     public init(
         clientID: String, authority: Authority, redirectURI: String = "http://127.0.0.1", tokenStore: any TokenStore = InMemoryTokenStore(),
-        transport: any HTTPTransport = URLSessionTransport(), logger: Logger = Logger(label: "IdentityClient"),
+        transport: any HTTPTransport, logger: Logger = Logger(label: "IdentityClient"),
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.clientID = clientID
