@@ -17,6 +17,8 @@ public final class PostgresDatabase: Database {
     /// ``busyDeadline``.
     public static let connectionDeadline: Duration = .seconds(3)
     public static let busyDeadline: Duration = .seconds(30)
+    /// How long past ``connectionDeadline`` a request looks again for a lease before giving up.
+    static let stallAllowance: Duration = .milliseconds(500)
     /// When the pool last handed out a connection (uptime, milliseconds): the database is alive.
     private let lastLease = LeaseClock()
     private let client: PostgresClient
@@ -131,15 +133,22 @@ public final class PostgresDatabase: Database {
                 }
                 group.addTask { [lastLease] in
                     var waited: Duration = .zero
+                    var lookedAgain = false
                     while true {
-                        try await Task.sleep(for: Self.connectionDeadline)
-                        waited += Self.connectionDeadline
+                        let pause = lookedAgain ? Self.stallAllowance : Self.connectionDeadline
+                        try await Task.sleep(for: pause)
+                        waited += pause
                         if lease.state == .acquired { return nil }
                         let idle = Self.uptimeMilliseconds - lastLease.value.load(ordering: .relaxed)
-                        if idle > Self.connectionDeadline.milliseconds || waited >= Self.busyDeadline {
+                        if waited >= Self.busyDeadline || (idle > Self.connectionDeadline.milliseconds && lookedAgain) {
                             guard lease.take(.timedOut) else { return nil }
                             throw StorageError.unavailable("no PostgreSQL connection within \(waited)")
                         }
+                        // No lease for the whole deadline: PostgreSQL is gone, or this process
+                        // was not scheduled (a starved machine delays leases and timers alike).
+                        // Once it runs again a live pool hands out connections within moments,
+                        // so look once more before calling it unavailable.
+                        lookedAgain = idle > Self.connectionDeadline.milliseconds
                     }
                 }
                 while let result = try await group.next() {
