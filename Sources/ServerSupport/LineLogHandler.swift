@@ -1,6 +1,7 @@
 import Dispatch
 import Logging
 import Synchronization
+import WireCoding
 
 #if canImport(Glibc)
     import Glibc
@@ -124,7 +125,7 @@ public final class LogOutput: Sendable {
         self.now = now
     }
 
-    /// `2026-11-24T04:42:52Z`: RFC 3339 in UTC (`gmtime_r` reads no time-zone file).
+    /// `2026-11-24T04:42:52Z` (``RFC3339``), made once per second.
     func appendTimestamp(to line: inout [UInt8]) {
         let second = now()
         state.withLock { state in
@@ -137,26 +138,8 @@ public final class LogOutput: Sendable {
     }
 
     static func stamp(_ second: Int) -> [UInt8] {
-        var clock = time_t(second)
-        var parts = tm()
-        gmtime_r(&clock, &parts)
         var stamp: [UInt8] = []
-        func two(_ value: Int32) {
-            stamp.append(UInt8(ascii: "0") + UInt8(value / 10))
-            stamp.append(UInt8(ascii: "0") + UInt8(value % 10))
-        }
-        stamp.append(contentsOf: String(parts.tm_year + 1900).utf8)
-        stamp.append(UInt8(ascii: "-"))
-        two(parts.tm_mon + 1)
-        stamp.append(UInt8(ascii: "-"))
-        two(parts.tm_mday)
-        stamp.append(UInt8(ascii: "T"))
-        two(parts.tm_hour)
-        stamp.append(UInt8(ascii: ":"))
-        two(parts.tm_min)
-        stamp.append(UInt8(ascii: ":"))
-        two(parts.tm_sec)
-        stamp.append(UInt8(ascii: "Z"))
+        RFC3339.appendUTC(secondsSince1970: second, to: &stamp)
         return stamp
     }
 

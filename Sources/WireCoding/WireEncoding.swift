@@ -107,3 +107,32 @@ public enum UUIDText {
         }
     }
 }
+
+/// RFC 3339 timestamps in UTC to the second (`2026-11-24T04:42:52Z`), the form
+/// `JSONEncoder.DateEncodingStrategy.iso8601` writes, appended as bytes: task JSON writes one
+/// per date of every listed task and the log one per line. `gmtime_r` reads no time-zone file.
+public enum RFC3339 {
+    public static func appendUTC(secondsSince1970 value: Int, to out: inout [UInt8]) {
+        var seconds = time_t(value)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ value: Int32) {
+            out.append(UInt8(ascii: "0") + UInt8(value / 10))
+            out.append(UInt8(ascii: "0") + UInt8(value % 10))
+        }
+        let year = Int32(parts.tm_year) + 1900
+        two(year / 100)
+        two(year % 100)
+        out.append(UInt8(ascii: "-"))
+        two(parts.tm_mon + 1)
+        out.append(UInt8(ascii: "-"))
+        two(parts.tm_mday)
+        out.append(UInt8(ascii: "T"))
+        two(parts.tm_hour)
+        out.append(UInt8(ascii: ":"))
+        two(parts.tm_min)
+        out.append(UInt8(ascii: ":"))
+        two(parts.tm_sec)
+        out.append(UInt8(ascii: "Z"))
+    }
+}

@@ -64,26 +64,6 @@ enum TaskJSON {
 
     /// `yyyy-MM-ddTHH:mm:ssZ` in UTC, as `JSONEncoder.DateEncodingStrategy.iso8601` writes.
     private static func date(_ date: Date, into out: inout [UInt8]) {
-        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func two(_ value: Int32) {
-            out.append(UInt8(ascii: "0") + UInt8(value / 10))
-            out.append(UInt8(ascii: "0") + UInt8(value % 10))
-        }
-        let year = Int32(parts.tm_year) + 1900
-        two(year / 100)
-        two(year % 100)
-        out.append(UInt8(ascii: "-"))
-        two(parts.tm_mon + 1)
-        out.append(UInt8(ascii: "-"))
-        two(parts.tm_mday)
-        out.append(UInt8(ascii: "T"))
-        two(parts.tm_hour)
-        out.append(UInt8(ascii: ":"))
-        two(parts.tm_min)
-        out.append(UInt8(ascii: ":"))
-        two(parts.tm_sec)
-        out.append(UInt8(ascii: "Z"))
+        RFC3339.appendUTC(secondsSince1970: Int(date.timeIntervalSince1970.rounded(.down)), to: &out)
     }
 }
