@@ -42,7 +42,6 @@ public final class IdentityServer: Sendable {
     ) async throws -> IdentityServer {
         try await IdentityMigrations.runner.run(on: database, logger: logger)
         let keys = SigningKeyRing(database: database, dataKey: dataKey, clock: clock, keyBits: configuration.signingKeyBits)
-        let signer = SigningThreads()
         let service = IdentityService(
             configuration: configuration, clock: clock, tenants: CachedTenantDirectory(SQLTenantDirectory(database: database)),
             users: SQLUserDirectory(database: database), grants: SQLGrantStore(database: database, dataKey: dataKey),
@@ -55,7 +54,7 @@ public final class IdentityServer: Sendable {
             dataKey: dataKey,
             keys: keys,
             hasher: PasswordHasher(cost: configuration.passwordHashCost), pages: try PageRenderer(),
-            issuer: TokenIssuer(keys: keys, signer: signer), hosts: HostPolicy(configuration: configuration))
+            issuer: TokenIssuer(keys: keys, signer: SigningThreads()), hosts: HostPolicy(configuration: configuration))
         return IdentityServer(service: service, database: database, logger: logger)
     }
 
@@ -82,8 +81,11 @@ public final class IdentityServer: Sendable {
     }
 
     public func shutdown() async throws {
-        try await hasher.shutdown()
+        // Both pools stop whatever the other one says.
+        var hashing: (any Error)?
+        do { try await hasher.shutdown() } catch { hashing = error }
         try await service.issuer.signer.shutdown()
+        if let hashing { throw hashing }
     }
 
     /// Messages in the development outbox, newest first.

@@ -67,28 +67,41 @@ public struct LineLogHandler: LogHandler {
             line.append(0x20)
             Self.appendEscaped(field.key, to: &line)
             line.append(UInt8(ascii: "="))
-            Self.appendEscaped(field.value.description, to: &line)
+            Self.appendValue(field.value.description, to: &line)
         }
         if let error = event.error {
             line.append(contentsOf: " error=".utf8)
-            Self.appendEscaped(String(describing: error), to: &line)
+            Self.appendValue(String(describing: error), to: &line)
         }
         line.append(0x0A)
         output.write(line, urgent: event.level >= .warning)
     }
 
-    /// The text's UTF-8 with C0 controls and DEL written as escapes.
-    static func appendEscaped(_ text: String, to line: inout [UInt8]) {
-        for byte in text.utf8 {
-            switch byte {
+    /// A metadata value, quoted (logfmt's way) when it is empty or holds a space, `=` or `"`, so
+    /// a value cannot pass for more `key=value` fields.
+    static func appendValue(_ text: String, to line: inout [UInt8]) {
+        let quoted = text.isEmpty || text.utf8.contains { $0 == 0x20 || $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: "\"") }
+        if quoted { line.append(UInt8(ascii: "\"")) }
+        appendEscaped(text, to: &line, quotes: quoted)
+        if quoted { line.append(UInt8(ascii: "\"")) }
+    }
+
+    /// The text's UTF-8 with a backslash doubled, and as escapes: C0 and C1 controls, DEL, the
+    /// line and paragraph separators (U+2028, U+2029), and `"` inside quotes.
+    static func appendEscaped(_ text: String, to line: inout [UInt8], quotes: Bool = false) {
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
             case 0x0A: line.append(contentsOf: #"\n"#.utf8)
             case 0x0D: line.append(contentsOf: #"\r"#.utf8)
             case 0x09: line.append(contentsOf: #"\t"#.utf8)
-            case 0x00..<0x20, 0x7F:
+            case 0x5C: line.append(contentsOf: #"\\"#.utf8)
+            case 0x22 where quotes: line.append(contentsOf: #"\""#.utf8)
+            case 0x00..<0x20, 0x7F...0x9F, 0x2028, 0x2029:
                 line.append(contentsOf: #"\u{"#.utf8)
-                line.append(contentsOf: String(byte, radix: 16, uppercase: true).utf8)
+                line.append(contentsOf: String(scalar.value, radix: 16, uppercase: true).utf8)
                 line.append(UInt8(ascii: "}"))
-            default: line.append(byte)
+            case 0x20..<0x7F: line.append(UInt8(scalar.value))
+            default: line.append(contentsOf: String(scalar).utf8)
             }
         }
     }
@@ -111,6 +124,10 @@ public final class LogOutput: Sendable {
 
     private let descriptor: Int32
     private let state = Mutex(State())
+    /// Held while a batch is taken and written, so batches go out in order; the state's lock
+    /// (which every log call takes) is not held across `write(2)`, so a slow log does not stall
+    /// the loops that log.
+    private let writer = Mutex(())
     private let batchDelay: DispatchTimeInterval
     /// The current time in whole seconds since 1970; a test can fix it.
     private let now: @Sendable () -> Int
@@ -144,31 +161,37 @@ public final class LogOutput: Sendable {
     }
 
     func write(_ line: [UInt8], urgent: Bool) {
-        let schedule = state.withLock { state -> Bool in
+        let (flushNow, schedule) = state.withLock { state -> (Bool, Bool) in
             state.pending.append(contentsOf: line)
-            if urgent || state.pending.count >= Self.batchBytes {
-                writeAll(&state.pending)
-                return false
-            }
-            guard !state.flushScheduled else { return false }
+            if urgent || state.pending.count >= Self.batchBytes { return (true, false) }
+            guard !state.flushScheduled else { return (false, false) }
             state.flushScheduled = true
-            return true
+            return (false, true)
         }
+        if flushNow { flush() }
         if schedule {
             DispatchQueue.global().asyncAfter(deadline: .now() + batchDelay) { self.flush() }
         }
     }
 
+    /// Bytes gathered and not yet written.
+    var pendingBytes: Int { state.withLock { $0.pending.count } }
+
     /// Writes whatever is gathered now.
     public func flush() {
-        state.withLock { state in
-            state.flushScheduled = false
-            writeAll(&state.pending)
+        writer.withLock { _ in
+            let batch = state.withLock { state -> [UInt8] in
+                state.flushScheduled = false
+                defer { state.pending.removeAll(keepingCapacity: true) }
+                return state.pending
+            }
+            writeAll(batch)
         }
     }
 
-    /// Called with the lock held, so batches go out in order.
-    private func writeAll(_ bytes: inout [UInt8]) {
+    /// One batch, retried on EINTR and partial writes. A log that cannot be written (closed,
+    /// full) loses the batch: kept, it would grow with every request.
+    private func writeAll(_ bytes: [UInt8]) {
         guard !bytes.isEmpty else { return }
         bytes.withUnsafeBytes { buffer in
             var offset = 0
@@ -179,11 +202,10 @@ public final class LogOutput: Sendable {
                 } else if written < 0 && errno == EINTR {
                     continue
                 } else {
-                    return  // A closed or full log must not stop the server.
+                    return
                 }
             }
         }
-        bytes.removeAll(keepingCapacity: true)
     }
 }
 

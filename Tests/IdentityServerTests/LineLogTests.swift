@@ -1,8 +1,9 @@
 import Foundation
 import Logging
-import ServerSupport
 import Testing
 import WireCoding
+
+@testable import ServerSupport
 
 /// The servers' log handler (issue 13): one event is one line, in order, escaped, and batched
 /// without losing or holding back what an operator needs to see.
@@ -62,10 +63,22 @@ struct LineLogTests {
         let output = LogOutput(descriptor: pipe.write, batchDelay: .seconds(60), now: { Self.fixedSecond })
         let logger = Self.logger(output)
         logger.info("two\nlines", metadata: ["path": "/a\r\nforged 1970 info line\u{1B}[31m\u{7F}\t"])
+        logger.info(
+            "values",
+            metadata: [
+                "a": "x status=200", "b": #"back\slash \n"#, "c": "nel\u{85}csi\u{9B}ls\u{2028}ps\u{2029}", "d": "", "e": #"say "hi""#,
+            ])
         output.flush()
-        let text = pipe.available()
-        #expect(text.split(separator: "\n").count == 1 && text.hasSuffix("\n"))
-        #expect(text.contains(#"two\nlines path=/a\r\nforged 1970 info line\u{1B}[31m\u{7F}\t"#))
+        let lines = pipe.available().split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines.first?.hasSuffix(#"two\nlines path="/a\r\nforged 1970 info line\u{1B}[31m\u{7F}\t""#) == true)
+        // A value with a space or `=` is quoted, so it cannot pass for another field; a literal
+        // backslash is doubled, so it cannot pass for an escape; C1 controls and the Unicode line
+        // separators are escaped too.
+        #expect(
+            lines.last?.hasSuffix(
+                #"values a="x status=200" b="back\\slash \\n" c=nel\u{85}csi\u{9B}ls\u{2028}ps\u{2029} d="" e="say \"hi\"""#) == true,
+            "\(lines.last ?? "")")
     }
 
     @Test("info lines wait for their batch; a warning goes out at once with everything before it, in order")
@@ -105,6 +118,17 @@ struct LineLogTests {
         let lines = pipe.available().split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         #expect(lines.count >= 32 && lines.count < 40)
         #expect(lines.allSatisfy { $0.hasSuffix(value) })
+    }
+
+    @Test("a log that cannot be written loses its batches instead of keeping them")
+    func unwritable() {
+        let output = LogOutput(descriptor: -1, batchDelay: .seconds(60), now: { Self.fixedSecond })
+        let logger = Self.logger(output)
+        let value = String(repeating: "x", count: 1000)
+        for _ in 0..<200 { logger.info("line", metadata: ["v": "\(value)"]) }
+        #expect(output.pendingBytes < 32 * 1024)
+        logger.warning("urgent")
+        #expect(output.pendingBytes == 0)
     }
 
     @Test("random UUIDs are version 4 with the RFC 9562 variant, lowercase, and differ")
