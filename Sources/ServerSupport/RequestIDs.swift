@@ -1,4 +1,6 @@
+import Foundation
 import Synchronization
+import WireCoding
 
 #if canImport(Glibc)
     import Glibc
@@ -33,14 +35,11 @@ public enum RequestIDs {
         }
         id[6] = id[6] & 0x0F | 0x40  // version 4
         id[8] = id[8] & 0x3F | 0x80  // the RFC 9562 variant
-        let digits = Array("0123456789abcdef".utf8)
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &uuid) { $0.copyBytes(from: id) }
         var text = [UInt8]()
         text.reserveCapacity(36)
-        for (index, byte) in id.enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
+        UUIDText.appendLowercase(UUID(uuid: uuid), to: &text)
         return String(decoding: text, as: UTF8.self)
     }
 

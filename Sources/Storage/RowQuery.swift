@@ -22,14 +22,6 @@ public enum StoredValue: Sendable, Equatable {
         case .bool(let value): .integer(value ? 1 : 0)
         }
     }
-
-    var bind: any Encodable & Sendable {
-        switch self {
-        case .text(let text): text
-        case .integer(let value): value
-        case .bool(let value): value
-        }
-    }
 }
 
 /// One row of ``Database/rows(_:_:)``, read column by column: no query builder and no
@@ -40,7 +32,6 @@ public struct StoredRow: Sendable {
         /// PostgresNIO's own row: its cells decode straight from the wire format, where
         /// PostgresKit's `SQLRow` goes through `Decodable` (17% of the PostgreSQL list's CPU).
         case postgres(PostgresRandomAccessRow)
-        case generic(any SQLRow)
     }
 
     let backing: Backing
@@ -59,8 +50,6 @@ public struct StoredRow: Sendable {
             return text
         case .postgres(let row):
             return try row.cell(column).decode(String?.self)
-        case .generic(let row):
-            return try row.decode(column: column, as: String?.self)
         }
     }
 
@@ -78,8 +67,6 @@ public struct StoredRow: Sendable {
             return Int64(value)
         case .postgres(let row):
             return try row.cell(column).decode(Int64?.self)
-        case .generic(let row):
-            return try row.decode(column: column, as: Int64?.self)
         }
     }
 
@@ -90,8 +77,6 @@ public struct StoredRow: Sendable {
             return value
         case .postgres(let row):
             return try row.cell(column).decode(Bool.self)
-        case .generic(let row):
-            return try row.decode(column: column, as: Bool.self)
         }
     }
 }
@@ -124,19 +109,5 @@ extension PostgresConnection {
             rows.append(StoredRow(backing: .postgres(row.makeRandomAccess())))
         }
         return rows
-    }
-}
-
-extension SQLDatabase {
-    /// `sql` with its `?` placeholders turned into SQLKit binds, for engines without `?`.
-    func rows(_ sql: String, _ binds: [StoredValue]) async throws -> [StoredRow] {
-        let parts = sql.split(separator: "?", omittingEmptySubsequences: false)
-        precondition(parts.count == binds.count + 1, "placeholders and binds differ in number")
-        var query = SQLQueryString(String(parts[0]))
-        for (bind, part) in zip(binds, parts.dropFirst()) {
-            query.appendInterpolation(bind: bind.bind)
-            query.appendLiteral(String(part))
-        }
-        return try await raw(query).all().map { StoredRow(backing: .generic($0)) }
     }
 }
