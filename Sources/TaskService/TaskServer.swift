@@ -54,9 +54,9 @@ public final class TaskServer: Sendable {
         configuration: TaskServiceConfiguration, database: any Database, fetcher: any MetadataFetcher, logger: Logger
     ) async throws -> TaskServer {
         try await SQLTaskRepository.migrations.run(on: database, logger: logger)
-        // SQLite is one process's file, written only through this repository: its lists are
-        // cached. Instances sharing PostgreSQL read every time.
-        let repository = SQLTaskRepository(database: database, cachesLists: database.engine == .sqlite)
+        // Lists are kept in memory: SQLite is one process's file, written only through this
+        // repository; instances sharing PostgreSQL ask it for the owner's version each time.
+        let repository = SQLTaskRepository(database: database, cachesLists: true)
         let validator = BearerValidator(policy: configuration.policy, fetcher: fetcher, logger: logger)
         let adoption = LegacyOwnerAdoption(
             repository: repository, validator: validator, pending: try await repository.hasLegacyOwners(), logger: logger)

@@ -1,4 +1,5 @@
 import Foundation
+import SQLKit
 import Storage
 import Synchronization
 import TestSupport
@@ -107,17 +108,83 @@ struct ListCacheTests {
         }
     }
 
-    @Test("a read that overlapped a write is not kept")
+    @Test("a read that overlapped a write is not kept; a page is served only at the version it was kept at")
     func overlappingReadNotKept() {
         let cache = OwnerListCache()
         let epoch = cache.epoch
         cache.written(owner: "someone else")
-        cache.store([], owner: "ann", ifEpoch: epoch)
-        #expect(cache.rows(owner: "ann") == nil)
-        cache.store([], owner: "ann", ifEpoch: cache.epoch)
-        #expect(cache.rows(owner: "ann") != nil)
+        cache.store([], owner: "ann", at: 7, ifEpoch: epoch)
+        #expect(cache.rows(owner: "ann", at: 7) == nil)
+        cache.store([], owner: "ann", at: 7, ifEpoch: cache.epoch)
+        #expect(cache.rows(owner: "ann", at: 7) != nil)
+        #expect(cache.rows(owner: "ann", at: 8) == nil)
+        #expect(cache.rows(owner: "ann", at: nil) == nil)
+        cache.storeEncodedPage(([1], nil), owner: "ann", at: 8, ifEpoch: cache.epoch)
+        #expect(cache.encodedPage(owner: "ann", at: 8) == nil)
+        cache.storeEncodedPage(([1], nil), owner: "ann", at: 7, ifEpoch: cache.epoch)
+        #expect(cache.encodedPage(owner: "ann", at: 7)?.body == [1])
+        #expect(cache.encodedPage(owner: "ann", at: 8) == nil)
         cache.written(owner: "ann")
-        #expect(cache.rows(owner: "ann") == nil)
+        #expect(cache.rows(owner: "ann", at: 7) == nil)
+    }
+
+    /// PostgreSQL runs only when `TODO_TEST_POSTGRES_URL` is set; scripts/test sets it and
+    /// `TODO_REQUIRE_POSTGRES=1`, so there these run.
+    static var sharedEngines: [DatabaseEngine] { TestDatabase.engines.filter { $0 == .postgres } }
+
+    @Test(
+        "instances sharing PostgreSQL: a write through another instance, or by plain SQL, shows in the next list",
+        arguments: sharedEngines)
+    func sharedWritesShow(engine: DatabaseEngine) async throws {
+        try await TestDatabase.with(engine) { database in
+            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+            // Two instances: each its own cache and its own version reads.
+            let one = SQLTaskRepository(database: database, cachesLists: true)
+            let other = SQLTaskRepository(database: database, cachesLists: true)
+            let encode: @Sendable ([TaskRecord], TaskCursor?) -> [UInt8] = { records, _ in
+                Array(records.map(\.item.title).joined(separator: ",").utf8)
+            }
+            func page() async throws -> String {
+                let page = try await one.encodedList(
+                    owner: "ann", completed: nil, limit: TaskLimits.pageSizeDefault, after: nil, encode: encode)
+                return String(decoding: page.body, as: UTF8.self)
+            }
+            func sql(_ statement: String) async throws {
+                try await database.transaction { try await $0.raw(SQLQueryString(statement)).run() }
+            }
+            #expect(try await Self.titles(one, "ann").isEmpty)
+            #expect(try await page() == "")
+            let walk = try await other.create(owner: "ann", ownerName: nil, title: "walk", completed: false, now: Date())
+            #expect(try await Self.titles(one, "ann") == ["walk"])
+            #expect(try await page() == "walk")
+            _ = try await other.update(owner: "ann", id: walk.item.id, patch: TaskPatch(title: "run"), ifVersion: nil, now: Date())
+            #expect(try await page() == "run")
+            #expect(try await Self.titles(one, "ann") == ["run"])
+            try await sql("UPDATE tasks SET title = 'jog'")
+            #expect(try await page() == "jog")
+            #expect(try await Self.titles(one, "ann") == ["jog"])
+            _ = try await other.delete(owner: "ann", id: walk.item.id, ifVersion: nil)
+            #expect(try await page() == "")
+            _ = try await other.create(owner: "ann", ownerName: nil, title: "feed", completed: false, now: Date())
+            #expect(try await page() == "feed")
+            try await sql("TRUNCATE tasks")
+            #expect(try await page() == "")
+            #expect(try await Self.titles(one, "ann").isEmpty)
+            // Adoption moves tasks from one owner key to another: both lists follow.
+            _ = try await other.create(owner: "legacy-oid", ownerName: nil, title: "old", completed: false, now: Date())
+            #expect(try await Self.titles(one, "legacy-oid") == ["old"])
+            #expect(try await Self.titles(one, "iss:legacy-oid").isEmpty)
+            #expect(try await other.adoptLegacyTasks(objectID: "legacy-oid", ownerKey: "iss:legacy-oid") == 1)
+            #expect(try await Self.titles(one, "legacy-oid").isEmpty)
+            #expect(try await Self.titles(one, "iss:legacy-oid") == ["old"])
+            // A session whose search_path does not name the schema still moves the version.
+            let schema = try #require(try await database.rows("SELECT current_schema() AS s", []).first?.text("s"))
+            try await database.transaction { sql in
+                try await sql.raw("SET LOCAL search_path = public").run()
+                try await sql.raw("UPDATE \(unsafeRaw: schema).tasks SET title = 'moved'").run()
+            }
+            #expect(try await Self.titles(one, "iss:legacy-oid") == ["moved"])
+        }
     }
 
     @Test("creates and lists racing: every list afterwards holds exactly what the database holds")
@@ -138,6 +205,44 @@ struct ListCacheTests {
             let listed = try await Self.titles(cached, "ann")
             #expect(listed.count == 40)
             #expect(listed == (try await Self.titles(truth, "ann")))
+        }
+    }
+
+    @Test(
+        "instances sharing PostgreSQL, racing: a list that began after a create returned holds it, for every owner",
+        arguments: sharedEngines)
+    func sharedRacing(engine: DatabaseEngine) async throws {
+        try await TestDatabase.with(engine) { database in
+            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+            let reader = SQLTaskRepository(database: database, cachesLists: true)
+            let writer = SQLTaskRepository(database: database, cachesLists: true)
+            let owners = (0..<12).map { "owner-\($0)" }
+            // Each owner's lists keep the reader's cache busy while the writer adds tasks; after
+            // each create returns, the reader's next list must hold it (read-your-writes across
+            // instances), whatever batch of version reads it joins.
+            try await withThrowingTaskGroup(of: [String].self) { group in
+                for owner in owners {
+                    group.addTask {
+                        var missing: [String] = []
+                        for n in 0..<15 {
+                            let title = "\(owner) #\(n)"
+                            _ = try await writer.create(owner: owner, ownerName: nil, title: title, completed: false, now: Date())
+                            if !(try await Self.titles(reader, owner).contains(title)) { missing.append(title) }
+                        }
+                        return missing
+                    }
+                    group.addTask {
+                        for _ in 0..<30 { _ = try await Self.titles(reader, owner) }
+                        return []
+                    }
+                }
+                var missing: [String] = []
+                for try await found in group { missing += found }
+                #expect(missing.isEmpty, "lists that missed a create that had returned: \(missing)")
+            }
+            for owner in owners {
+                #expect(try await Self.titles(reader, owner) == (try await Self.titles(SQLTaskRepository(database: database), owner)))
+            }
         }
     }
 }

@@ -2,12 +2,13 @@ import Synchronization
 
 /// Each owner's newest page of tasks, in memory, for the list route (issue 13): answering it
 /// from the database costs about 40% of its rate on SQLite, in thread hops rather than in the
-/// indexed read. Exact, not "eventually": every write goes through the one repository that
-/// holds the cache, which drops the owner's entry once the write is done, and a list read that
-/// overlapped any write is not stored (the epoch). Only for a database one process serves
-/// (SQLite); instances sharing PostgreSQL read it every time.
+/// indexed read, and most of it on PostgreSQL. Exact, not "eventually": each page is kept with
+/// the owner's version it was read at (``ListFreshness``) and served only at that version; a
+/// write through this repository drops the owner's entry once it is done, and a list read that
+/// overlapped such a write is not stored (the epoch).
 final class OwnerListCache: Sendable {
     private struct Entry {
+        var version: Int64?
         var rows: [SQLTaskRepository.Row]
         /// The route's encoding of the default-size first page, once one request made it.
         var encodedPage: (body: [UInt8], next: TaskCursor?)?
@@ -26,21 +27,27 @@ final class OwnerListCache: Sendable {
     /// Changes with every write; taken before a read, checked before storing it.
     var epoch: UInt64 { state.withLock { $0.epoch } }
 
-    func rows(owner: String) -> [SQLTaskRepository.Row]? { state.withLock { $0.lists[owner]?.rows } }
+    func rows(owner: String, at version: Int64?) -> [SQLTaskRepository.Row]? {
+        state.withLock { state in state.lists[owner].flatMap { $0.version == version ? $0.rows : nil } }
+    }
 
-    func encodedPage(owner: String) -> (body: [UInt8], next: TaskCursor?)? { state.withLock { $0.lists[owner]?.encodedPage } }
+    func encodedPage(owner: String, at version: Int64?) -> (body: [UInt8], next: TaskCursor?)? {
+        state.withLock { state in state.lists[owner].flatMap { $0.version == version ? $0.encodedPage : nil } }
+    }
 
-    /// Keeps the encoded page with the owner's rows it was made from, unless a write happened
-    /// since `epoch` was taken (which also dropped those rows).
-    func storeEncodedPage(_ page: (body: [UInt8], next: TaskCursor?), owner: String, ifEpoch epoch: UInt64) {
+    /// Keeps the encoded page with the owner's rows it was made from (kept at `version`), unless
+    /// a write happened since `epoch` was taken (which also dropped those rows).
+    func storeEncodedPage(_ page: (body: [UInt8], next: TaskCursor?), owner: String, at version: Int64?, ifEpoch epoch: UInt64) {
         state.withLock { state in
-            guard state.epoch == epoch, state.lists[owner] != nil else { return }
+            guard state.epoch == epoch, let entry = state.lists[owner], entry.version == version else { return }
             state.lists[owner]?.encodedPage = page
         }
     }
 
-    /// Keeps `rows` for `owner`, unless a write happened since `epoch` was taken.
-    func store(_ rows: [SQLTaskRepository.Row], owner: String, ifEpoch epoch: UInt64) {
+    /// Keeps `rows`, read after the owner's version was `version`, unless a write happened
+    /// since `epoch` was taken. Rows newer than their version only cost a read later: the
+    /// next request sees another version and reads again.
+    func store(_ rows: [SQLTaskRepository.Row], owner: String, at version: Int64?, ifEpoch epoch: UInt64) {
         state.withLock { state in
             guard state.epoch == epoch else { return }
             if state.rows + rows.count > Self.capacity {
@@ -48,7 +55,7 @@ final class OwnerListCache: Sendable {
                 state.rows = 0
             }
             state.rows += rows.count - (state.lists[owner]?.rows.count ?? 0)
-            state.lists[owner] = Entry(rows: rows)
+            state.lists[owner] = Entry(version: version, rows: rows)
         }
     }
 

@@ -66,14 +66,17 @@ public protocol TaskRepository: Sendable {
 
 public struct SQLTaskRepository: TaskRepository {
     let database: any Database
-    /// Each owner's first page, when every write to these tasks goes through this repository.
-    let listCache: OwnerListCache?
+    /// Each owner's first page, and how to tell it is still current.
+    let listCache: (pages: OwnerListCache, freshness: ListFreshness)?
 
-    /// - Parameter cachesLists: keep each owner's first page in memory; only for a database
-    ///   whose tasks no one else writes (the server's own SQLite file).
+    /// - Parameter cachesLists: keep each owner's first page in memory. On SQLite only when no
+    ///   one else writes these tasks (the server's own file); on PostgreSQL always exact, since
+    ///   each list asks for the owner's version (``SharedListVersions``).
     public init(database: any Database, cachesLists: Bool = false) {
         self.database = database
-        listCache = cachesLists ? OwnerListCache() : nil
+        listCache =
+            cachesLists
+            ? (OwnerListCache(), database.engine == .postgres ? .shared(SharedListVersions(database: database)) : .exclusive) : nil
     }
 
     public static let migrations = MigrationRunner(
@@ -90,7 +93,48 @@ public struct SQLTaskRepository: TaskRepository {
                     """,
                     // Lists and cursor pages walk this index: O(log n) to the page, per owner.
                     "CREATE INDEX tasks_owner_created ON tasks (owner_id, created_at, id)",
-                ])
+                ]),
+            // Instances sharing PostgreSQL keep lists in memory too, and ask the database only
+            // whether an owner's tasks changed (``SharedListVersions``): every committed write of
+            // an owner's tasks gives that owner a new version from one sequence, so a version
+            // never repeats. A trigger rather than the repository's own statements, so a write
+            // from anywhere (another build, `psql`, a restore) is seen too. The upsert's row lock
+            // orders one owner's writers, so versions rise in commit order. SQLite's file has
+            // one process, whose repository sees every write: nothing to add there. The
+            // functions keep the schema they were made in, whoever's session writes.
+            Migration(version: 2, name: "task list versions") { engine in
+                guard engine == .postgres else { return [] }
+                return [
+                    "CREATE SEQUENCE task_list_version_seq",
+                    "CREATE TABLE task_list_versions (owner_id TEXT PRIMARY KEY, version BIGINT NOT NULL)",
+                    """
+                    CREATE FUNCTION task_list_touch(owner TEXT) RETURNS void LANGUAGE sql SET search_path FROM CURRENT AS $$
+                        INSERT INTO task_list_versions (owner_id, version) VALUES (owner, nextval('task_list_version_seq'))
+                        ON CONFLICT (owner_id) DO UPDATE SET version = EXCLUDED.version
+                    $$
+                    """,
+                    """
+                    CREATE FUNCTION tasks_changed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+                    BEGIN
+                        IF TG_OP = 'TRUNCATE' THEN
+                            UPDATE task_list_versions SET version = nextval('task_list_version_seq');
+                            RETURN NULL;
+                        END IF;
+                        IF TG_OP <> 'INSERT' THEN PERFORM task_list_touch(OLD.owner_id); END IF;
+                        IF TG_OP = 'INSERT' OR (TG_OP = 'UPDATE' AND NEW.owner_id IS DISTINCT FROM OLD.owner_id) THEN
+                            PERFORM task_list_touch(NEW.owner_id);
+                        END IF;
+                        RETURN NULL;
+                    END
+                    $$
+                    """,
+                    """
+                    CREATE TRIGGER tasks_list_version AFTER INSERT OR UPDATE OR DELETE ON tasks
+                    FOR EACH ROW EXECUTE FUNCTION tasks_changed()
+                    """,
+                    "CREATE TRIGGER tasks_list_version_truncate AFTER TRUNCATE ON tasks FOR EACH STATEMENT EXECUTE FUNCTION tasks_changed()",
+                ]
+            },
         ])
 
     struct Row: Codable, Sendable {
@@ -150,20 +194,13 @@ public struct SQLTaskRepository: TaskRepository {
         records: [TaskRecord], next: TaskCursor?
     ) {
         let rows: [Row]
-        if let cache = listCache, completed == nil, cursor == nil, limit <= TaskLimits.pageSizeMaximum {
-            if let hit = cache.rows(owner: owner) {
-                rows = hit
-            } else {
-                let epoch = cache.epoch
-                rows = try await Self.listRows(database, owner: owner, completed: nil, limit: TaskLimits.pageSizeMaximum, after: nil)
-                cache.store(rows, owner: owner, ifEpoch: epoch)
-            }
+        if let (cache, freshness) = listCache, completed == nil, cursor == nil, limit <= TaskLimits.pageSizeMaximum {
+            let version = try await freshness.version(of: owner)
+            rows = try await cachedRows(cache, owner: owner, at: version)
         } else {
             rows = try await Self.listRows(database, owner: owner, completed: completed, limit: limit, after: cursor)
         }
-        let page = rows.prefix(limit)
-        let next = rows.count > limit ? page.last.map { TaskCursor(createdAt: $0.createdAt, id: $0.id) } : nil
-        return (page.compactMap(\.record), next)
+        return Self.page(rows, limit: limit)
     }
 
     public func encodedList(
@@ -172,16 +209,32 @@ public struct SQLTaskRepository: TaskRepository {
     ) async throws -> (body: [UInt8], next: TaskCursor?) {
         // Only the first page at the route's default size is kept encoded: the one every client
         // asks for again and again (the profile had its encoding at 5% of the list's CPU).
-        guard let cache = listCache, completed == nil, cursor == nil, limit == TaskLimits.pageSizeDefault else {
+        guard let (cache, freshness) = listCache, completed == nil, cursor == nil, limit == TaskLimits.pageSizeDefault else {
             let (records, next) = try await list(owner: owner, completed: completed, limit: limit, after: cursor)
             return (encode(records, next), next)
         }
-        if let page = cache.encodedPage(owner: owner) { return page }
+        let version = try await freshness.version(of: owner)
+        if let page = cache.encodedPage(owner: owner, at: version) { return page }
         let epoch = cache.epoch
-        let (records, next) = try await list(owner: owner, completed: nil, limit: limit, after: nil)
+        let (records, next) = Self.page(try await cachedRows(cache, owner: owner, at: version), limit: limit)
         let body = encode(records, next)
-        cache.storeEncodedPage((body, next), owner: owner, ifEpoch: epoch)
+        cache.storeEncodedPage((body, next), owner: owner, at: version, ifEpoch: epoch)
         return (body, next)
+    }
+
+    /// The owner's newest rows (up to the largest page) as of `version`, from the cache or read.
+    private func cachedRows(_ cache: OwnerListCache, owner: String, at version: Int64?) async throws -> [Row] {
+        if let hit = cache.rows(owner: owner, at: version) { return hit }
+        let epoch = cache.epoch
+        let rows = try await Self.listRows(database, owner: owner, completed: nil, limit: TaskLimits.pageSizeMaximum, after: nil)
+        cache.store(rows, owner: owner, at: version, ifEpoch: epoch)
+        return rows
+    }
+
+    private static func page(_ rows: [Row], limit: Int) -> (records: [TaskRecord], next: TaskCursor?) {
+        let page = rows.prefix(limit)
+        let next = rows.count > limit ? page.last.map { TaskCursor(createdAt: $0.createdAt, id: $0.id) } : nil
+        return (page.compactMap(\.record), next)
     }
 
     /// The list query written out and read column by column (``Database/rows(_:_:)``): the list
@@ -217,7 +270,7 @@ public struct SQLTaskRepository: TaskRepository {
     /// Runs a write of `owners`' tasks, then drops their cached pages (also when it failed: a
     /// lost COMMIT may still have stored it).
     private func writing<T>(_ owners: String..., write: () async throws -> T) async throws -> T {
-        defer { for owner in owners { listCache?.written(owner: owner) } }
+        defer { for owner in owners { listCache?.pages.written(owner: owner) } }
         return try await write()
     }
 
