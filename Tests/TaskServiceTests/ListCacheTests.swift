@@ -245,4 +245,35 @@ struct ListCacheTests {
             }
         }
     }
+
+    @Test("PostgreSQL that never answers: every list waiting on a version read fails as unavailable within the deadline, again and again")
+    func sharedUnavailable() async throws {
+        try await SilentPort.with { port in
+            let database = try PostgresDatabase(url: "postgres://todo:secret@127.0.0.1:\(port)/todo", logger: TestDatabase.logger)
+            let repository = SQLTaskRepository(database: database, cachesLists: true)
+            let clock = ContinuousClock()
+            for _ in 0..<2 {
+                let start = clock.now
+                let failures = try await withThrowingTaskGroup(of: String?.self) { group in
+                    for n in 0..<12 {
+                        group.addTask {
+                            do {
+                                _ = try await Self.titles(repository, "owner-\(n % 3)")
+                                return "owner-\(n % 3) was listed"
+                            } catch StorageError.unavailable {
+                                return nil
+                            } catch {
+                                return "\(error)"
+                            }
+                        }
+                    }
+                    return try await group.reduce(into: [String]()) { if let failure = $1 { $0.append(failure) } }
+                }
+                #expect(failures.isEmpty)
+                // Within the connection deadline and its second look, not the busy deadline.
+                #expect(clock.now - start < PostgresDatabase.busyDeadline - .seconds(10))
+            }
+            try await database.close()
+        }
+    }
 }

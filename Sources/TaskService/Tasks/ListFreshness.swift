@@ -1,3 +1,5 @@
+import NIOCore
+import NIOPosix
 import Storage
 import Synchronization
 
@@ -21,100 +23,146 @@ enum ListFreshness: Sendable {
 
 /// Owners' task-list versions from PostgreSQL (`task_list_versions`, kept by a trigger on
 /// `tasks`), read in batches: each request must see every write that committed before it began,
-/// on any instance, so each asks the database; but requests that arrive while one read is on its
-/// way share the next one, which starts after all of them began. Under load that is one round
-/// trip for many requests, instead of one each (the list at 18–23% of SQLite's in issue 13).
-/// Exact: a batch's statement takes its snapshot after every request in it arrived, and a
-/// version never repeats.
+/// on any instance, so each waits for a read of the database; but requests that arrive while one
+/// read is on its way share the next one, which starts after all of them began. Under load that
+/// is one round trip for many requests, instead of one each (the list at 18–23% of SQLite's in
+/// issue 13). Exact: a batch's statement takes its snapshot after every request in it arrived,
+/// and a version never repeats.
+///
+/// The reads are made by at most ``readerLimit`` reader tasks, each holding one pooled
+/// connection while there is work and for ``linger`` after (``PostgresDatabase/withReadSession(_:)``).
 final class SharedListVersions: Sendable {
-    private enum Turn {
-        case known(Int64?)
-        /// The caller reads the next batch for everyone waiting.
-        case lead
-    }
-
     private struct Waiter {
         var owner: String
-        var continuation: CheckedContinuation<Turn, any Error>
+        var continuation: CheckedContinuation<Int64?, any Error>
+        /// The event loop the request ran on: it resumes there, next to its connection, rather
+        /// than on the loop that read the batch (NIO's executor keeps a resumed task on the
+        /// resuming thread, and the response would hop back).
+        var loop: (any EventLoop)?
+
+        func resume(_ outcome: Result<Int64?, any Error>) {
+            guard let loop, !loop.inEventLoop else { return continuation.resume(with: outcome) }
+            loop.execute { continuation.resume(with: outcome) }
+        }
+    }
+
+    /// A reader with nothing to read, holding its connection for a while.
+    private struct ParkedReader {
+        var id: UInt64
+        var continuation: CheckedContinuation<Bool, Never>
     }
 
     private struct State {
         var waiting: [Waiter] = []
-        /// Batches on their way to the database.
-        var reading = 0
+        var readers = 0
+        var parked: [ParkedReader] = []
+        var nextParkID: UInt64 = 0
     }
 
-    private let database: any Database
+    private let database: PostgresDatabase
     private let state = Mutex(State())
     /// Owners asked for in one statement, at most (its `IN` list).
     static let batchLimit = 200
-    /// Batches read at once, at most: a request that finds them all on their way waits for one
-    /// to come back, then joins or leads the next. Two measured best on the list benchmark
-    /// (one left the loops waiting on the round trip; four spent the time on more reads).
-    static let concurrentReads = 2
+    /// Reads on their way at once, at most. Two measured best on the list benchmark (one left
+    /// the loops waiting on the round trip; four spent the time on more reads).
+    static let readerLimit = 2
+    /// How long an idle reader keeps its connection for the next request.
+    static let linger: TimeAmount = .milliseconds(500)
 
-    init(database: any Database) { self.database = database }
+    init(database: PostgresDatabase) { self.database = database }
 
     func version(of owner: String) async throws -> Int64? {
-        // Leading needs no continuation: most requests under light load, one per batch under heavy.
-        let leadsNow = state.withLock { state in
-            guard state.reading < Self.concurrentReads else { return false }
-            state.reading += 1
-            return true
-        }
-        if leadsNow { return try await readBatch(leader: owner) }
-        let turn = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Turn, any Error>) in
-            // Checked again with the enqueue, under one lock: a batch may have ended meanwhile.
-            let leads = state.withLock { state in
-                if state.reading >= Self.concurrentReads {
-                    state.waiting.append(Waiter(owner: owner, continuation: continuation))
-                    return false
-                }
-                state.reading += 1
-                return true
+        let loop = MultiThreadedEventLoopGroup.currentEventLoop
+        return try await withCheckedThrowingContinuation { continuation in
+            enum Next {
+                case wake(ParkedReader)
+                case startReader
+                case none
             }
-            if leads { continuation.resume(returning: .lead) }
-        }
-        switch turn {
-        case .known(let version): return version
-        case .lead: return try await readBatch(leader: owner)
+            let next = state.withLock { state -> Next in
+                state.waiting.append(Waiter(owner: owner, continuation: continuation, loop: loop))
+                if let parked = state.parked.popLast() { return .wake(parked) }
+                guard state.readers < Self.readerLimit else { return .none }
+                state.readers += 1
+                return .startReader
+            }
+            switch next {
+            case .wake(let reader): reader.continuation.resume(returning: true)
+            case .startReader: Task { await self.read() }
+            case .none: break
+            }
         }
     }
 
-    /// Reads the versions of the leader's owner and of everyone waiting now, answers them, and
-    /// hands the next batch to one of those who arrived meanwhile.
-    private func readBatch(leader: String) async throws -> Int64? {
-        let batch = state.withLock { state in
-            let taken = state.waiting.prefix(Self.batchLimit - 1)
-            state.waiting.removeFirst(taken.count)
-            return Array(taken)
+    /// One reader: leases a connection and reads batches until none came for ``linger``, or the
+    /// database failed (then those waiting get its error, as a query of their own would have).
+    private func read() async {
+        repeat {
+            await readWhileNeeded()
+        } while state.withLock { state in
+            // Requests that came after the last batch, when this reader was leaving: stay.
+            guard state.waiting.isEmpty else { return true }
+            state.readers -= 1
+            return false
         }
-        let outcome: Result<[String: Int64], any Error>
+    }
+
+    private func readWhileNeeded() async {
         do {
-            outcome = .success(try await read(owners: Set(batch.map(\.owner)).union([leader])))
+            try await database.withReadSession { session in
+                while true {
+                    let batch = self.state.withLock { state in
+                        let taken = state.waiting.prefix(Self.batchLimit)
+                        state.waiting.removeFirst(taken.count)
+                        return Array(taken)
+                    }
+                    if batch.isEmpty {
+                        guard await self.park() else { return }
+                        continue
+                    }
+                    do {
+                        let versions = try await Self.read(owners: Set(batch.map(\.owner)), session)
+                        for waiter in batch { waiter.resume(.success(versions[waiter.owner])) }
+                    } catch {
+                        for waiter in batch { waiter.resume(.failure(error)) }
+                        throw error
+                    }
+                }
+            }
         } catch {
-            outcome = .failure(error)
-        }
-        for waiter in batch {
-            switch outcome {
-            case .success(let versions): waiter.continuation.resume(returning: .known(versions[waiter.owner]))
-            case .failure(let error): waiter.continuation.resume(throwing: error)
+            // No connection (the deadline passed), or the read failed: the connection is given
+            // back, and those waiting now get the error rather than wait for another deadline.
+            let failed = state.withLock { state in
+                defer { state.waiting.removeAll() }
+                return state.waiting
             }
+            for waiter in failed { waiter.resume(.failure(error)) }
         }
-        let next = state.withLock { state -> Waiter? in
-            guard !state.waiting.isEmpty else {
-                state.reading -= 1
-                return nil
-            }
-            return state.waiting.removeFirst()
-        }
-        next?.continuation.resume(returning: .lead)
-        return try outcome.get()[leader]
     }
 
-    private func read(owners: Set<String>) async throws -> [String: Int64] {
+    /// Waits for a request to arrive (true) or ``linger`` to pass without one (false).
+    private func park() async -> Bool {
+        await withCheckedContinuation { continuation in
+            let id = state.withLock { state -> UInt64? in
+                guard state.waiting.isEmpty else { return nil }
+                state.nextParkID &+= 1
+                state.parked.append(ParkedReader(id: state.nextParkID, continuation: continuation))
+                return state.nextParkID
+            }
+            guard let id else { return continuation.resume(returning: true) }
+            MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: Self.linger) {
+                let expired = self.state.withLock { state -> ParkedReader? in
+                    guard let index = state.parked.firstIndex(where: { $0.id == id }) else { return nil }
+                    return state.parked.remove(at: index)
+                }
+                expired?.continuation.resume(returning: false)
+            }
+        }
+    }
+
+    private static func read(owners: Set<String>, _ session: ReadSession) async throws -> [String: Int64] {
         let placeholders = Array(repeating: "?", count: owners.count).joined(separator: ", ")
-        let rows = try await database.rows(
+        let rows = try await session.rows(
             "SELECT owner_id, version FROM task_list_versions WHERE owner_id IN (\(placeholders))", owners.map { .text($0) })
         var versions: [String: Int64] = [:]
         for row in rows { versions[try row.text("owner_id")] = try row.integer("version") }

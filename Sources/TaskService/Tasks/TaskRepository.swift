@@ -76,7 +76,7 @@ public struct SQLTaskRepository: TaskRepository {
         self.database = database
         listCache =
             cachesLists
-            ? (OwnerListCache(), database.engine == .postgres ? .shared(SharedListVersions(database: database)) : .exclusive) : nil
+            ? (OwnerListCache(), (database as? PostgresDatabase).map { .shared(SharedListVersions(database: $0)) } ?? .exclusive) : nil
     }
 
     public static let migrations = MigrationRunner(
