@@ -55,7 +55,7 @@ start_postgres() {
   chmod 700 "$PG_DIR"
   run_pg() { if [ "$(id -u)" = 0 ]; then su -s /bin/sh "$PG_USER" -c "$*"; else sh -c "$*"; fi; }
   run_pg "'$bin/initdb' -D '$PG_DIR/data' -U todo --auth=trust -E UTF8 >'$PG_DIR/initdb.log' 2>&1"
-  run_pg "'$bin/pg_ctl' -D '$PG_DIR/data' -l '$PG_DIR/server.log' -w -o \"-p $port -k '$PG_DIR' -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300\" start >/dev/null"
+  run_pg "'$bin/pg_ctl' -D '$PG_DIR/data' -l '$PG_DIR/server.log' -w -o \"-p $port -k '$PG_DIR' -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=1000\" start >/dev/null"
   # $PG_DIR/ctl.sh stop|start: for tests that take the database away and bring it back.
   local as_user="sh -c"
   if [ "$(id -u)" = 0 ]; then as_user="su -s /bin/sh $PG_USER -c"; fi
@@ -63,7 +63,7 @@ start_postgres() {
 #!/bin/sh
 case "\$1" in
   stop) $as_user "'$bin/pg_ctl' -D '$PG_DIR/data' -m fast -w stop" ;;
-  start) $as_user "'$bin/pg_ctl' -D '$PG_DIR/data' -l '$PG_DIR/server.log' -w -o \\"-p $port -k '$PG_DIR' -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300\\" start" ;;
+  start) $as_user "'$bin/pg_ctl' -D '$PG_DIR/data' -l '$PG_DIR/server.log' -w -o \\"-p $port -k '$PG_DIR' -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=1000\\" start" ;;
 esac
 CTL
   chmod 755 "$PG_DIR/ctl.sh"

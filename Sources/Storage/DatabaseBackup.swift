@@ -79,6 +79,12 @@ public enum DatabaseBackup {
         return first + names.filter { !first.contains($0) }.sorted()
     }
 
+    /// Tables one engine keeps as a by-product of others, remade by its triggers as rows are
+    /// restored: PostgreSQL's task-list versions (instances' caches ask them whether an owner's
+    /// tasks changed; a restore moves every restored owner's version on). A backup leaves them
+    /// out, so it restores onto either engine.
+    static let derivedTables: Set<String> = ["task_list_versions"]
+
     /// The tables and their columns, from the engine's catalogue.
     static func schema(_ database: any Database) async throws -> [(String, [Column])] {
         let engine = database.engine
@@ -97,7 +103,7 @@ public enum DatabaseBackup {
                 }
             }
             var schema: [(String, [Column])] = []
-            for table in ordered(tables) {
+            for table in ordered(tables) where !derivedTables.contains(table) {
                 var columns: [Column] = []
                 switch engine {
                 case .sqlite:
