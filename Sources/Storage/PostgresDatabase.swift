@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import NIOCore
-import NIOPosix
 import NIOSSL
 import PostgresKit
 import SQLKit
@@ -111,8 +110,7 @@ public final class PostgresDatabase: Database {
         try await transaction(body)
     }
 
-    private static var uptimeMilliseconds: Int64 { uptimeMillisecondsNow }
-    fileprivate static var uptimeMillisecondsNow: Int64 { Int64(DispatchTime.now().uptimeNanoseconds / 1_000_000) }
+    private static var uptimeMilliseconds: Int64 { Int64(DispatchTime.now().uptimeNanoseconds / 1_000_000) }
 
     /// A pooled connection for `body`, or ``StorageError/unavailable(_:)`` when none comes within
     /// ``connectionDeadline`` while no other request got one either (or within ``busyDeadline``
@@ -124,30 +122,46 @@ public final class PostgresDatabase: Database {
         // passes first and a connection arriving later is handed back unused. Never both, so
         // no request is answered 503 for work that went on to commit.
         let lease = LeaseState()
-        let work = Task { [lastLease] in
-            try await client.withConnection { connection in
-                guard lease.take(.acquired) else { throw StorageError.unavailable("the connection came after the deadline") }
-                lastLease.value.store(Self.uptimeMilliseconds, ordering: .relaxed)
-                return try await body(connection)
-            }
-        }
-        // The deadline is a timer on an event loop rather than a sleeping task beside the lease:
-        // a task's sleep left a Dispatch timer behind every query, firing seconds later (the
-        // PostgreSQL list's profile, issue 13).
-        let watchdog = LeaseWatchdog(lease: lease, lastLease: lastLease) { work.cancel() }
-        defer { watchdog.stop() }
         do {
-            return try await withTaskCancellationHandler {
-                try await work.value
-            } onCancel: {
-                work.cancel()
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { [lastLease] in
+                    try await client.withConnection { connection in
+                        guard lease.take(.acquired) else { throw StorageError.unavailable("the connection came after the deadline") }
+                        lastLease.value.store(Self.uptimeMilliseconds, ordering: .relaxed)
+                        return try await body(connection)
+                    }
+                }
+                group.addTask { [lastLease] in
+                    var waited: Duration = .zero
+                    var lookedAgain = false
+                    while true {
+                        let pause = lookedAgain ? Self.stallAllowance : Self.connectionDeadline
+                        try await Task.sleep(for: pause)
+                        waited += pause
+                        if lease.state == .acquired { return nil }
+                        let idle = Self.uptimeMilliseconds - lastLease.value.load(ordering: .relaxed)
+                        if waited >= Self.busyDeadline || (idle > Self.connectionDeadline.milliseconds && lookedAgain) {
+                            guard lease.take(.timedOut) else { return nil }
+                            throw StorageError.unavailable("no PostgreSQL connection within \(waited)")
+                        }
+                        // No lease for the whole deadline: PostgreSQL is gone, or this process
+                        // was not scheduled (a starved machine delays leases and timers alike).
+                        // Once it runs again a live pool hands out connections within moments,
+                        // so look once more before calling it unavailable.
+                        lookedAgain = idle > Self.connectionDeadline.milliseconds
+                    }
+                }
+                while let result = try await group.next() {
+                    if let value = result {
+                        group.cancelAll()
+                        return value
+                    }
+                }
+                throw CancellationError()
             }
         } catch let failure as CommitFailure {
             throw failure
         } catch {
-            if let waited = watchdog.gaveUpAfter {
-                throw health.classify(StorageError.unavailable("no PostgreSQL connection within \(waited)"))
-            }
             throw health.classify(error)
         }
     }
@@ -209,72 +223,11 @@ public struct ReadSession: Sendable {
 
 extension Duration {
     fileprivate var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
-    fileprivate var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
 }
 
 /// When the pool last handed out a connection.
 private final class LeaseClock: Sendable {
     let value = Atomic<Int64>(0)
-}
-
-/// Gives up a lease that has not come: after ``PostgresDatabase/connectionDeadline`` when no
-/// other request got a connection meanwhile (PostgreSQL is gone), looking once more
-/// ``PostgresDatabase/stallAllowance`` later, since a starved process delays leases and timers
-/// alike, and once running again a live pool hands out connections within moments; after
-/// ``PostgresDatabase/busyDeadline`` in any case.
-private final class LeaseWatchdog: Sendable {
-    private struct State {
-        var timer: Scheduled<Void>?
-        var stopped = false
-        var gaveUpAfter: Duration?
-    }
-    private let state = Mutex(State())
-    private let lease: LeaseState
-    private let lastLease: LeaseClock
-    private let giveUp: @Sendable () -> Void
-    private let loop = MultiThreadedEventLoopGroup.singleton.any()
-
-    init(lease: LeaseState, lastLease: LeaseClock, giveUp: @escaping @Sendable () -> Void) {
-        self.lease = lease
-        self.lastLease = lastLease
-        self.giveUp = giveUp
-        schedule(after: PostgresDatabase.connectionDeadline, waited: .zero, lookedAgain: false)
-    }
-
-    /// How long the request waited when the watchdog gave its lease up.
-    var gaveUpAfter: Duration? { state.withLock { $0.gaveUpAfter } }
-
-    func stop() {
-        state.withLock { state in
-            state.stopped = true
-            return state.timer.take()
-        }?.cancel()
-    }
-
-    private func schedule(after pause: Duration, waited: Duration, lookedAgain: Bool) {
-        state.withLock { state in
-            guard !state.stopped else { return }
-            state.timer = loop.scheduleTask(in: .nanoseconds(pause.nanoseconds)) { [self] in
-                // Checked from a task, which waits its turn on the same executor as the lease:
-                // when the process is starved, both are late together (the stall allowance).
-                Task { check(waited: waited + pause, lookedAgain: lookedAgain) }
-            }
-        }
-    }
-
-    private func check(waited: Duration, lookedAgain: Bool) {
-        if lease.state == .acquired { return }
-        let idle = PostgresDatabase.uptimeMillisecondsNow - lastLease.value.load(ordering: .relaxed)
-        let stalled = idle > PostgresDatabase.connectionDeadline.milliseconds
-        if waited >= PostgresDatabase.busyDeadline || (stalled && lookedAgain) {
-            guard lease.take(.timedOut) else { return }
-            state.withLock { $0.gaveUpAfter = waited }
-            giveUp()
-            return
-        }
-        schedule(
-            after: stalled ? PostgresDatabase.stallAllowance : PostgresDatabase.connectionDeadline, waited: waited, lookedAgain: stalled)
-    }
 }
 
 /// Whether a request got its connection or gave up waiting: decided once.
