@@ -276,4 +276,70 @@ struct ListCacheTests {
             try await database.close()
         }
     }
+
+    @Test(
+        "a database from before the versions: owners with tasks get one, so a TRUNCATE afterwards still shows",
+        arguments: sharedEngines)
+    func upgradedThenTruncated(engine: DatabaseEngine) async throws {
+        try await TestDatabase.with(engine) { database in
+            let first = Array(SQLTaskRepository.migrations.migrations.prefix(1))
+            try await MigrationRunner(namespace: "tasks", migrations: first).run(on: database, logger: TestDatabase.logger)
+            _ = try await SQLTaskRepository(database: database).create(
+                owner: "ann", ownerName: nil, title: "from before", completed: false, now: Date())
+            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+            let cached = SQLTaskRepository(database: database, cachesLists: true)
+            #expect(try await Self.titles(cached, "ann") == ["from before"])
+            try await database.transaction { try await $0.raw("TRUNCATE tasks").run() }
+            #expect(try await Self.titles(cached, "ann").isEmpty)
+        }
+    }
+
+    @Test(
+        "a NUL in one request's owner fails that request alone, not the others read in the same batch",
+        arguments: sharedEngines)
+    func nulOwnerFailsAlone(engine: DatabaseEngine) async throws {
+        try await TestDatabase.with(engine) { database in
+            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+            let repository = SQLTaskRepository(database: database, cachesLists: true)
+            _ = try await repository.create(owner: "ann", ownerName: nil, title: "kept", completed: false, now: Date())
+            let outcomes = try await withThrowingTaskGroup(of: (String, String).self) { group in
+                for n in 0..<30 {
+                    let owner = n % 3 == 0 ? "bad\u{0}owner" : "ann"
+                    group.addTask {
+                        do {
+                            return (owner, try await Self.titles(repository, owner).joined(separator: ","))
+                        } catch StorageError.textContainsNUL {
+                            return (owner, "refused")
+                        }
+                    }
+                }
+                return try await group.reduce(into: [(String, String)]()) { $0.append($1) }
+            }
+            #expect(outcomes.count == 30)
+            for (owner, outcome) in outcomes {
+                #expect(outcome == (owner == "ann" ? "kept" : "refused"), "\(owner.debugDescription): \(outcome)")
+            }
+        }
+    }
+
+    @Test(
+        "owners spelled alike but not byte for byte (é as one code point, or e and a combining accent) keep their own lists",
+        arguments: TestDatabase.engines)
+    func canonicallyEquivalentOwners(engine: DatabaseEngine) async throws {
+        try await TestDatabase.with(engine) { database in
+            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+            let repository = SQLTaskRepository(database: database, cachesLists: true)
+            let composed = "iss:caf\u{E9}"
+            let decomposed = "iss:cafe\u{301}"
+            #expect(composed == decomposed)  // Swift's String equality: canonical equivalence
+            _ = try await repository.create(owner: composed, ownerName: nil, title: "composed's", completed: false, now: Date())
+            // Read together, as one batch would on PostgreSQL, and one after the other from the cache.
+            async let first = Self.titles(repository, composed)
+            async let second = Self.titles(repository, decomposed)
+            #expect(try await first == ["composed's"])
+            #expect(try await second.isEmpty)
+            #expect(try await Self.titles(repository, decomposed).isEmpty)
+            #expect(try await Self.titles(repository, composed) == ["composed's"])
+        }
+    }
 }

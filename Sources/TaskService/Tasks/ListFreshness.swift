@@ -72,6 +72,8 @@ final class SharedListVersions: Sendable {
     init(database: PostgresDatabase) { self.database = database }
 
     func version(of owner: String) async throws -> Int64? {
+        // Refused here, not in the batch, where it would fail every request read with it.
+        if owner.utf8.contains(0) { throw StorageError.textContainsNUL }
         let loop = MultiThreadedEventLoopGroup.currentEventLoop
         return try await withCheckedThrowingContinuation { continuation in
             enum Next {
@@ -121,17 +123,19 @@ final class SharedListVersions: Sendable {
                         continue
                     }
                     do {
-                        let versions = try await Self.read(owners: Set(batch.map(\.owner)), session)
-                        for waiter in batch { waiter.resume(.success(versions[waiter.owner])) }
+                        let versions = try await Self.read(owners: batch.map(\.owner), session)
+                        for waiter in batch { waiter.resume(.success(versions[Array(waiter.owner.utf8)] ?? nil)) }
                     } catch {
+                        // This batch gets the error; the connection goes back (it may be
+                        // broken), and those still waiting are read on a fresh one.
                         for waiter in batch { waiter.resume(.failure(error)) }
-                        throw error
+                        return
                     }
                 }
             }
         } catch {
-            // No connection (the deadline passed), or the read failed: the connection is given
-            // back, and those waiting now get the error rather than wait for another deadline.
+            // No connection (the deadline passed): those waiting now get the error rather than
+            // wait for another deadline.
             let failed = state.withLock { state in
                 defer { state.waiting.removeAll() }
                 return state.waiting
@@ -160,12 +164,16 @@ final class SharedListVersions: Sendable {
         }
     }
 
-    private static func read(owners: Set<String>, _ session: ReadSession) async throws -> [String: Int64] {
-        let placeholders = Array(repeating: "?", count: owners.count).joined(separator: ", ")
+    /// Versions by the owner's UTF-8 bytes, as the database compares owners (Swift's `==` would
+    /// merge canonically equivalent spellings of two owners).
+    private static func read(owners: [String], _ session: ReadSession) async throws -> [[UInt8]: Int64?] {
+        var distinct: [[UInt8]: String] = [:]
+        for owner in owners { distinct[Array(owner.utf8)] = owner }
+        let placeholders = Array(repeating: "?", count: distinct.count).joined(separator: ", ")
         let rows = try await session.rows(
-            "SELECT owner_id, version FROM task_list_versions WHERE owner_id IN (\(placeholders))", owners.map { .text($0) })
-        var versions: [String: Int64] = [:]
-        for row in rows { versions[try row.text("owner_id")] = try row.integer("version") }
+            "SELECT owner_id, version FROM task_list_versions WHERE owner_id IN (\(placeholders))", distinct.values.map { .text($0) })
+        var versions: [[UInt8]: Int64?] = [:]
+        for row in rows { versions[Array(try row.text("owner_id").utf8)] = try row.integer("version") }
         return versions
     }
 }

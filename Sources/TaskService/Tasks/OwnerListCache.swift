@@ -16,31 +16,34 @@ final class OwnerListCache: Sendable {
 
     private struct State {
         var epoch: UInt64 = 0
-        var lists: [String: Entry] = [:]
+        /// Keyed by the owner's UTF-8 bytes: the database compares bytes, where Swift's `==`
+        /// would take two canonically equivalent spellings for one owner.
+        var lists: [[UInt8]: Entry] = [:]
         var rows = 0
     }
 
     private let state = Mutex(State())
-    /// Rows kept in all (a few MB); past it the cache starts over.
+    /// Rows kept in all (a few MB), an empty list counting as one; past it the cache starts over.
     static let capacity = 20_000
 
     /// Changes with every write; taken before a read, checked before storing it.
     var epoch: UInt64 { state.withLock { $0.epoch } }
 
     func rows(owner: String, at version: Int64?) -> [SQLTaskRepository.Row]? {
-        state.withLock { state in state.lists[owner].flatMap { $0.version == version ? $0.rows : nil } }
+        state.withLock { state in state.lists[Array(owner.utf8)].flatMap { $0.version == version ? $0.rows : nil } }
     }
 
     func encodedPage(owner: String, at version: Int64?) -> (body: [UInt8], next: TaskCursor?)? {
-        state.withLock { state in state.lists[owner].flatMap { $0.version == version ? $0.encodedPage : nil } }
+        state.withLock { state in state.lists[Array(owner.utf8)].flatMap { $0.version == version ? $0.encodedPage : nil } }
     }
 
     /// Keeps the encoded page with the owner's rows it was made from (kept at `version`), unless
     /// a write happened since `epoch` was taken (which also dropped those rows).
     func storeEncodedPage(_ page: (body: [UInt8], next: TaskCursor?), owner: String, at version: Int64?, ifEpoch epoch: UInt64) {
         state.withLock { state in
-            guard state.epoch == epoch, let entry = state.lists[owner], entry.version == version else { return }
-            state.lists[owner]?.encodedPage = page
+            let key = Array(owner.utf8)
+            guard state.epoch == epoch, let entry = state.lists[key], entry.version == version else { return }
+            state.lists[key]?.encodedPage = page
         }
     }
 
@@ -50,12 +53,13 @@ final class OwnerListCache: Sendable {
     func store(_ rows: [SQLTaskRepository.Row], owner: String, at version: Int64?, ifEpoch epoch: UInt64) {
         state.withLock { state in
             guard state.epoch == epoch else { return }
-            if state.rows + rows.count > Self.capacity {
+            let key = Array(owner.utf8)
+            if state.rows + Self.weight(rows) > Self.capacity {
                 state.lists.removeAll(keepingCapacity: true)
                 state.rows = 0
             }
-            state.rows += rows.count - (state.lists[owner]?.rows.count ?? 0)
-            state.lists[owner] = Entry(version: version, rows: rows)
+            state.rows += Self.weight(rows) - (state.lists[key].map { Self.weight($0.rows) } ?? 0)
+            state.lists[key] = Entry(version: version, rows: rows)
         }
     }
 
@@ -63,7 +67,11 @@ final class OwnerListCache: Sendable {
     func written(owner: String) {
         state.withLock { state in
             state.epoch &+= 1
-            if let dropped = state.lists.removeValue(forKey: owner) { state.rows -= dropped.rows.count }
+            if let dropped = state.lists.removeValue(forKey: Array(owner.utf8)) { state.rows -= Self.weight(dropped.rows) }
         }
     }
+
+    /// What an entry counts toward ``capacity``: its rows, and at least one, so owners with
+    /// empty lists cannot fill memory without limit.
+    private static func weight(_ rows: [SQLTaskRepository.Row]) -> Int { max(rows.count, 1) }
 }

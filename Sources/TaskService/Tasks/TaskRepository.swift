@@ -102,20 +102,21 @@ public struct SQLTaskRepository: TaskRepository {
             // orders one owner's commits, so versions rise in commit order (one owner's writes
             // commit one at a time; different owners' do not wait on each other). SQLite's file has
             // one process, whose repository sees every write: nothing to add there. The
-            // functions keep the schema they were made in, whoever's session writes.
+            // functions keep the schema they were made in, whoever's session writes, and run
+            // as their owner, so another role allowed to write `tasks` needs no more grants.
             Migration(version: 2, name: "task list versions") { engine in
                 guard engine == .postgres else { return [] }
                 return [
                     "CREATE SEQUENCE task_list_version_seq",
                     "CREATE TABLE task_list_versions (owner_id TEXT PRIMARY KEY, version BIGINT NOT NULL)",
                     """
-                    CREATE FUNCTION task_list_touch(owner TEXT) RETURNS void LANGUAGE sql SET search_path FROM CURRENT AS $$
+                    CREATE FUNCTION task_list_touch(owner TEXT) RETURNS void LANGUAGE sql SECURITY DEFINER SET search_path FROM CURRENT AS $$
                         INSERT INTO task_list_versions (owner_id, version) VALUES (owner, nextval('task_list_version_seq'))
                         ON CONFLICT (owner_id) DO UPDATE SET version = EXCLUDED.version
                     $$
                     """,
                     """
-                    CREATE FUNCTION tasks_changed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+                    CREATE FUNCTION tasks_changed() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
                     BEGIN
                         IF TG_OP = 'TRUNCATE' THEN
                             UPDATE task_list_versions SET version = nextval('task_list_version_seq');
@@ -137,6 +138,12 @@ public struct SQLTaskRepository: TaskRepository {
                     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION tasks_changed()
                     """,
                     "CREATE TRIGGER tasks_list_version_truncate AFTER TRUNCATE ON tasks FOR EACH STATEMENT EXECUTE FUNCTION tasks_changed()",
+                    // Owners with tasks from before get a version now: only an owner who never
+                    // had a task reads as "no version", and a TRUNCATE moves every other one on.
+                    """
+                    INSERT INTO task_list_versions (owner_id, version)
+                    SELECT owner_id, nextval('task_list_version_seq') FROM (SELECT DISTINCT owner_id FROM tasks) AS owners
+                    """,
                 ]
             },
         ])
