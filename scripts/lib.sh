@@ -94,6 +94,22 @@ wait_for_url() {
   done
 }
 
+# bench_seed DATA_DIR PORT API_PORT CLIENT TENANT [DB ARGS...]: for scripts/bench/*: the bench user
+# (bench@example.com) with 10 tasks on a running server; prints the user's access token.
+bench_seed() {
+  local data=$1 port=$2 api_port=$3 client=$4 tenant=$5 token i
+  shift 5
+  echo 'Bench-Passw0rd' | "$SERVER" users add --data-dir "$data" "$@" --email bench@example.com --name Bench --password-stdin >/dev/null
+  token=$(curl -fs "http://127.0.0.1:$port/$tenant/B2C_1_ROPC/oauth2/v2.0/token" -d grant_type=password -d client_id="$client" \
+    -d username=bench@example.com -d password=Bench-Passw0rd -d "scope=openid $client" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
+  for i in $(seq 1 10); do
+    curl -fs -o /dev/null -X POST "http://127.0.0.1:$api_port/api/tasks" -H "Authorization: Bearer $token" \
+      -H 'Content-Type: application/json' -d "{\"title\":\"task $i\"}"
+  done
+  echo "$token"
+}
+
 # bench_setup [SERVE ARGS...]: for scripts/bench/*: a release build, a temp dir, PostgreSQL when
 # DATABASE=postgres, and todo-server serve on free ports, stopped on exit, from the repository root. Sets
 # ROOT, SERVER, WORK, DB_ARGS, PORT (identity), API_PORT, PID, CLIENT (dev client id), TENANT, and

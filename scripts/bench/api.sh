@@ -4,14 +4,7 @@
 # threads (2); then task creation. SQLite by default, DATABASE=postgres for PostgreSQL.
 source "$(dirname "$0")/../lib.sh"
 bench_setup
-echo 'Bench-Passw0rd' | "$SERVER" users add --data-dir "$WORK/data" "${DB_ARGS[@]}" --email bench@example.com --name Bench --password-stdin >/dev/null
-TOKEN=$(curl -fs "http://127.0.0.1:$PORT/$TENANT/B2C_1_ROPC/oauth2/v2.0/token" -d grant_type=password -d client_id="$CLIENT" \
-  -d username=bench@example.com -d password=Bench-Passw0rd -d "scope=openid $CLIENT" |
-  python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
-for i in $(seq 1 10); do
-  curl -fs -o /dev/null -X POST "http://127.0.0.1:$API_PORT/api/tasks" -H "Authorization: Bearer $TOKEN" \
-    -H 'Content-Type: application/json' -d "{\"title\":\"task $i\"}"
-done
+TOKEN=$(bench_seed "$WORK/data" "$PORT" "$API_PORT" "$CLIENT" "$TENANT" "${DB_ARGS[@]}")
 
 log "bare route (GET /healthz) — the baseline"
 wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "http://127.0.0.1:$API_PORT/healthz" | tee "$WORK/bare.txt"

@@ -32,14 +32,7 @@ start() {
   wait_for_url "http://127.0.0.1:$api_port/healthz" 60
   client=$(python3 -c "import json;print(json.load(open('$WORK/$engine/settings.json'))['clientId'])")
   tenant=$(python3 -c "import json;print(json.load(open('$WORK/$engine/settings.json'))['tenant'])")
-  echo 'Bench-Passw0rd' | "$SERVER" users add --data-dir "$WORK/$engine" "$@" --email bench@example.com --name Bench --password-stdin >/dev/null
-  token=$(curl -fs "http://127.0.0.1:$port/$tenant/B2C_1_ROPC/oauth2/v2.0/token" -d grant_type=password -d client_id="$client" \
-    -d username=bench@example.com -d password=Bench-Passw0rd -d "scope=openid $client" |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
-  for i in $(seq 1 10); do
-    curl -fs -o /dev/null -X POST "http://127.0.0.1:$api_port/api/tasks" -H "Authorization: Bearer $token" \
-      -H 'Content-Type: application/json' -d "{\"title\":\"task $i\"}"
-  done
+  token=$(bench_seed "$WORK/$engine" "$port" "$api_port" "$client" "$tenant" "$@")
   eval "${engine}_API=http://127.0.0.1:$api_port/api/tasks ${engine}_TOKEN=$token"
 }
 log "servers: SQLite, and PostgreSQL"
