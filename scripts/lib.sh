@@ -114,19 +114,25 @@ bench_seed() {
 # DATABASE=postgres, and todo-server serve on free ports, stopped on exit, from the repository root. Sets
 # ROOT, SERVER, WORK, DB_ARGS, PORT (identity), API_PORT, PID, CLIENT (dev client id), TENANT, and
 # wrk's DURATION, CONNECTIONS and THREADS (15 s, 64, 2 unless set).
-bench_setup() {
+# bench_build: for scripts/bench/*: from the repository root, wrk and curl installed, a release
+# build of todo-server and a temp dir. Sets ROOT, SERVER and WORK.
+bench_build() {
   ROOT=$(repo_root)
   cd "$ROOT"
-  # wrk's load, the same for every benchmark unless overridden.
-  DURATION=${DURATION:-15}
-  CONNECTIONS=${CONNECTIONS:-64}
-  THREADS=${THREADS:-2}
   apt_install wrk openssl curl
   log "release build"
   swift build -c release --product todo-server >/dev/null
   SERVER=$(swift build -c release --show-bin-path)/todo-server
   WORK=$(mktemp -d /tmp/todob2c-bench.XXXXXX)
   chmod 755 "$WORK"
+}
+
+bench_setup() {
+  # wrk's load, the same for every benchmark unless overridden.
+  DURATION=${DURATION:-15}
+  CONNECTIONS=${CONNECTIONS:-64}
+  THREADS=${THREADS:-2}
+  bench_build
   PID=
   trap 'set +e; [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; stop_postgres; rm -rf "$WORK"' EXIT
   DB_ARGS=()

@@ -167,7 +167,6 @@ public final class PostgresDatabase: Database {
     }
 
     public func rows(_ sql: String, _ binds: [StoredValue]) async throws -> [StoredRow] {
-        if binds.contains(where: \.containsNUL) { throw StorageError.textContainsNUL }
         let logger = self.logger
         return try await withConnection { connection in try await connection.storedRows(sql, binds, logger: logger) }
     }
@@ -216,8 +215,7 @@ public struct ReadSession: Sendable {
 
     /// As ``Database/rows(_:_:)``, on this session's connection.
     public func rows(_ sql: String, _ binds: [StoredValue]) async throws -> [StoredRow] {
-        if binds.contains(where: \.containsNUL) { throw StorageError.textContainsNUL }
-        return try await connection.storedRows(sql, binds, logger: logger)
+        try await connection.storedRows(sql, binds, logger: logger)
     }
 }
 

@@ -91,7 +91,9 @@ extension PostgresRandomAccessRow {
 
 extension PostgresConnection {
     /// `sql` with `?` placeholders as PostgreSQL's `$1, $2, …`, run on PostgresNIO directly.
+    /// Text with a NUL is refused here, for every caller: PostgreSQL's TEXT cannot hold it.
     func storedRows(_ sql: String, _ binds: [StoredValue], logger: Logger) async throws -> [StoredRow] {
+        if binds.contains(where: \.containsNUL) { throw StorageError.textContainsNUL }
         let parts = sql.split(separator: "?", omittingEmptySubsequences: false)
         precondition(parts.count == binds.count + 1, "placeholders and binds differ in number")
         var text = String(parts[0])

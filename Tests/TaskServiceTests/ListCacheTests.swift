@@ -12,14 +12,21 @@ import TodoModels
 /// repository shows in the next list, and a read that overlapped a write is never kept.
 @Suite("Owner list cache")
 struct ListCacheTests {
+    /// A fresh database of `engine` with the task schema.
+    static func withTasks(_ engine: DatabaseEngine, _ body: (any Database) async throws -> Void) async throws {
+        try await TestDatabase.with(engine) { database in
+            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+            try await body(database)
+        }
+    }
+
     static func titles(_ repository: SQLTaskRepository, _ owner: String, limit: Int = 100) async throws -> [String] {
         try await repository.list(owner: owner, completed: nil, limit: limit, after: nil).records.map(\.item.title)
     }
 
     @Test("the encoded first page is made once, shows every write, and other pages are always encoded afresh")
     func encodedPage() async throws {
-        try await TestDatabase.with(.sqlite) { database in
-            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+        try await Self.withTasks(.sqlite) { database in
             let cached = SQLTaskRepository(database: database, cachesLists: true)
             let truth = SQLTaskRepository(database: database)
             let encodings = Counter()
@@ -66,8 +73,7 @@ struct ListCacheTests {
 
     @Test("every write shows in the next list, as the database has it; other owners and filtered lists are unaffected")
     func writesShow() async throws {
-        try await TestDatabase.with(.sqlite) { database in
-            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+        try await Self.withTasks(.sqlite) { database in
             let cached = SQLTaskRepository(database: database, cachesLists: true)
             let truth = SQLTaskRepository(database: database)
             var clock = Date(timeIntervalSince1970: 1_800_000_000)
@@ -136,8 +142,7 @@ struct ListCacheTests {
         "instances sharing PostgreSQL: a write through another instance, or by plain SQL, shows in the next list",
         arguments: sharedEngines)
     func sharedWritesShow(engine: DatabaseEngine) async throws {
-        try await TestDatabase.with(engine) { database in
-            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+        try await Self.withTasks(engine) { database in
             // Two instances: each its own cache and its own version reads.
             let one = SQLTaskRepository(database: database, cachesLists: true)
             let other = SQLTaskRepository(database: database, cachesLists: true)
@@ -189,8 +194,7 @@ struct ListCacheTests {
 
     @Test("creates and lists racing: every list afterwards holds exactly what the database holds")
     func racing() async throws {
-        try await TestDatabase.with(.sqlite) { database in
-            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+        try await Self.withTasks(.sqlite) { database in
             let cached = SQLTaskRepository(database: database, cachesLists: true)
             let truth = SQLTaskRepository(database: database)
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -212,8 +216,7 @@ struct ListCacheTests {
         "instances sharing PostgreSQL, racing: a list that began after a create returned holds it, for every owner",
         arguments: sharedEngines)
     func sharedRacing(engine: DatabaseEngine) async throws {
-        try await TestDatabase.with(engine) { database in
-            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+        try await Self.withTasks(engine) { database in
             let reader = SQLTaskRepository(database: database, cachesLists: true)
             let writer = SQLTaskRepository(database: database, cachesLists: true)
             let owners = (0..<12).map { "owner-\($0)" }
@@ -298,8 +301,7 @@ struct ListCacheTests {
         "a NUL in one request's owner fails that request alone, not the others read in the same batch",
         arguments: sharedEngines)
     func nulOwnerFailsAlone(engine: DatabaseEngine) async throws {
-        try await TestDatabase.with(engine) { database in
-            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+        try await Self.withTasks(engine) { database in
             let repository = SQLTaskRepository(database: database, cachesLists: true)
             _ = try await repository.create(owner: "ann", ownerName: nil, title: "kept", completed: false, now: Date())
             let outcomes = try await withThrowingTaskGroup(of: (String, String).self) { group in
@@ -326,8 +328,7 @@ struct ListCacheTests {
         "owners spelled alike but not byte for byte (é as one code point, or e and a combining accent) keep their own lists",
         arguments: TestDatabase.engines)
     func canonicallyEquivalentOwners(engine: DatabaseEngine) async throws {
-        try await TestDatabase.with(engine) { database in
-            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+        try await Self.withTasks(engine) { database in
             let repository = SQLTaskRepository(database: database, cachesLists: true)
             let composed = "iss:caf\u{E9}"
             let decomposed = "iss:cafe\u{301}"

@@ -7,14 +7,7 @@
 source "$(dirname "$0")/../lib.sh"
 ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-8}
-ROOT=$(repo_root)
-cd "$ROOT"
-apt_install wrk curl
-log "release build"
-swift build -c release --product todo-server >/dev/null
-SERVER=$(swift build -c release --show-bin-path)/todo-server
-WORK=$(mktemp -d /tmp/todob2c-bench.XXXXXX)
-chmod 755 "$WORK"
+bench_build
 PIDS=()
 trap 'set +e; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; stop_postgres; rm -rf "$WORK"' EXIT
 start_postgres "$WORK/pg"

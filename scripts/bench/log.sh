@@ -7,13 +7,7 @@
 source "$(dirname "$0")/../lib.sh"
 ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-6}
-ROOT=$(repo_root)
-cd "$ROOT"
-apt_install wrk curl
-log "release build"
-swift build -c release --product todo-server >/dev/null
-SERVER=$(swift build -c release --show-bin-path)/todo-server
-WORK=$(mktemp -d /tmp/todob2c-bench.XXXXXX)
+bench_build
 PID=
 trap 'set +e; [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
 : >"$WORK/results"

@@ -124,7 +124,7 @@ final class SharedListVersions: Sendable {
                     }
                     do {
                         let versions = try await Self.read(owners: batch.map(\.owner), session)
-                        for waiter in batch { waiter.resume(.success(versions[Array(waiter.owner.utf8)] ?? nil)) }
+                        for waiter in batch { waiter.resume(.success(versions[OwnerKey(waiter.owner)] ?? nil)) }
                     } catch {
                         // This batch gets the error; the connection goes back (it may be
                         // broken), and those still waiting are read on a fresh one.
@@ -164,16 +164,14 @@ final class SharedListVersions: Sendable {
         }
     }
 
-    /// Versions by the owner's UTF-8 bytes, as the database compares owners (Swift's `==` would
-    /// merge canonically equivalent spellings of two owners).
-    private static func read(owners: [String], _ session: ReadSession) async throws -> [[UInt8]: Int64?] {
-        var distinct: [[UInt8]: String] = [:]
-        for owner in owners { distinct[Array(owner.utf8)] = owner }
+    /// Versions by owner, compared as the database compares them (``OwnerKey``).
+    private static func read(owners: [String], _ session: ReadSession) async throws -> [OwnerKey: Int64?] {
+        let distinct = Set(owners.map(OwnerKey.init))
         let placeholders = Array(repeating: "?", count: distinct.count).joined(separator: ", ")
         let rows = try await session.rows(
-            "SELECT owner_id, version FROM task_list_versions WHERE owner_id IN (\(placeholders))", distinct.values.map { .text($0) })
-        var versions: [[UInt8]: Int64?] = [:]
-        for row in rows { versions[Array(try row.text("owner_id").utf8)] = try row.integer("version") }
+            "SELECT owner_id, version FROM task_list_versions WHERE owner_id IN (\(placeholders))", distinct.map { .text($0.owner) })
+        var versions: [OwnerKey: Int64?] = [:]
+        for row in rows { versions[OwnerKey(try row.text("owner_id"))] = try row.integer("version") }
         return versions
     }
 }

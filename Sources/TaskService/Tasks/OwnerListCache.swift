@@ -16,9 +16,7 @@ final class OwnerListCache: Sendable {
 
     private struct State {
         var epoch: UInt64 = 0
-        /// Keyed by the owner's UTF-8 bytes: the database compares bytes, where Swift's `==`
-        /// would take two canonically equivalent spellings for one owner.
-        var lists: [[UInt8]: Entry] = [:]
+        var lists: [OwnerKey: Entry] = [:]
         var rows = 0
     }
 
@@ -30,18 +28,18 @@ final class OwnerListCache: Sendable {
     var epoch: UInt64 { state.withLock { $0.epoch } }
 
     func rows(owner: String, at version: Int64?) -> [SQLTaskRepository.Row]? {
-        state.withLock { state in state.lists[Array(owner.utf8)].flatMap { $0.version == version ? $0.rows : nil } }
+        state.withLock { state in state.lists[OwnerKey(owner)].flatMap { $0.version == version ? $0.rows : nil } }
     }
 
     func encodedPage(owner: String, at version: Int64?) -> (body: [UInt8], next: TaskCursor?)? {
-        state.withLock { state in state.lists[Array(owner.utf8)].flatMap { $0.version == version ? $0.encodedPage : nil } }
+        state.withLock { state in state.lists[OwnerKey(owner)].flatMap { $0.version == version ? $0.encodedPage : nil } }
     }
 
     /// Keeps the encoded page with the owner's rows it was made from (kept at `version`), unless
     /// a write happened since `epoch` was taken (which also dropped those rows).
     func storeEncodedPage(_ page: (body: [UInt8], next: TaskCursor?), owner: String, at version: Int64?, ifEpoch epoch: UInt64) {
         state.withLock { state in
-            let key = Array(owner.utf8)
+            let key = OwnerKey(owner)
             guard state.epoch == epoch, let entry = state.lists[key], entry.version == version else { return }
             state.lists[key]?.encodedPage = page
         }
@@ -53,7 +51,7 @@ final class OwnerListCache: Sendable {
     func store(_ rows: [SQLTaskRepository.Row], owner: String, at version: Int64?, ifEpoch epoch: UInt64) {
         state.withLock { state in
             guard state.epoch == epoch else { return }
-            let key = Array(owner.utf8)
+            let key = OwnerKey(owner)
             if state.rows + Self.weight(rows) > Self.capacity {
                 state.lists.removeAll(keepingCapacity: true)
                 state.rows = 0
@@ -67,7 +65,7 @@ final class OwnerListCache: Sendable {
     func written(owner: String) {
         state.withLock { state in
             state.epoch &+= 1
-            if let dropped = state.lists.removeValue(forKey: Array(owner.utf8)) { state.rows -= Self.weight(dropped.rows) }
+            if let dropped = state.lists.removeValue(forKey: OwnerKey(owner)) { state.rows -= Self.weight(dropped.rows) }
         }
     }
 
