@@ -58,12 +58,12 @@ public enum RS256 {
     /// Signs `claims` (a JSON object's UTF-8 text, written in the caller's claim order). The header is
     /// exactly `{"typ":"JWT","alg":"RS256","kid":"…"}` with no `x5t`, because passport-azure-ad
     /// looks a key up by `x5t` first and would miss (research/b2c-protocol.md §0 item 4).
-    public static func sign(claims: [UInt8], keyID: String, with key: _RSA.Signing.PrivateKey) throws -> String {
+    public static func sign(claims: [UInt8], keyID: String, with signer: RS256Signer) throws -> String {
         var header = Array(#"{"typ":"JWT","alg":"RS256","kid":"#.utf8)
         JSONEscaping.appendQuoted(keyID, to: &header)
         header.append(UInt8(ascii: "}"))
         let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
-        let signature = try key.signature(for: Data(signingInput.utf8), padding: .insecurePKCS1v1_5).rawRepresentation
+        let signature = try signer.signature(for: Array(signingInput.utf8))
         return signingInput + "." + Base64URL.encode(signature)
     }
 }

@@ -184,7 +184,7 @@ struct UpstreamProviderTests {
             default: claims = #"{"iss":"\#(issuer)","aud":"local-client","sub":"s1","nonce":"\#(nonce)","iat":\#(now),"exp":\#(now + 600)}"#
             }
             let signer = flavour == "forged" ? other : key
-            let token = try RS256.sign(claims: Array(claims.utf8), keyID: "k1", with: signer)
+            let token = try RS256.sign(claims: Array(claims.utf8), keyID: "k1", with: RS256Signer(signer))
             let body = #"{"access_token":"at","token_type":"Bearer","id_token":"\#(token)"}"#
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
         }

@@ -5,7 +5,7 @@ import JOSE
 /// implementation (``RS256``).
 enum JSONWebToken {
     static func sign(claims: JSONText, with key: SigningKey) throws -> String {
-        try RS256.sign(claims: claims.utf8, keyID: key.kid, with: key.privateKey)
+        try RS256.sign(claims: claims.utf8, keyID: key.kid, with: key.signer)
     }
 
     /// Verifies an RS256 token against `keys` and returns its claims. Used for our own tokens

@@ -12,7 +12,9 @@ import WireCoding
 /// stable, unique and derivable by anyone holding the JWK.
 public struct SigningKey: Sendable {
     public let kid: String
-    public let privateKey: _RSA.Signing.PrivateKey
+    /// Signs with the key (made once per key: on Linux it holds OpenSSL's copy).
+    public let signer: RS256Signer
+    public var privateKey: _RSA.Signing.PrivateKey { signer.privateKey }
     public let createdAt: Date
     /// When it starts signing; a rotated-in key is published before that (pending).
     public let activatedAt: Date?
@@ -82,7 +84,7 @@ public final class SigningKeyRing: Sendable {
             guard let privateKey = try? _RSA.Signing.PrivateKey(pemRepresentation: pem) else { return nil }
             func date(_ value: Int64?) -> Date? { value.map { Date(timeIntervalSince1970: TimeInterval($0)) } }
             return SigningKey(
-                kid: kid, privateKey: privateKey, createdAt: date(createdAt)!, activatedAt: date(activatedAt),
+                kid: kid, signer: RS256Signer(privateKey), createdAt: date(createdAt)!, activatedAt: date(activatedAt),
                 retiredAt: date(retiredAt), publishUntil: date(publishUntil))
         }
     }
