@@ -282,5 +282,39 @@ enum IdentityMigrations {
             Migration(
                 version: 26, name: "service secrets",
                 ["CREATE TABLE service_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL, created_at BIGINT NOT NULL)"]),
+            // A refresh rotation in one statement (issue 13): the UPDATE that marks a token used
+            // names its successor, and this trigger inserts the successor's row within that same
+            // statement, so the usual refresh holds SQLite's writer for one statement, not five.
+            Migration(version: 27, name: "refresh rotation trigger") { engine in
+                let columns = [
+                    "ALTER TABLE refresh_tokens ADD COLUMN successor_hash TEXT",
+                    "ALTER TABLE refresh_tokens ADD COLUMN successor_expires_at BIGINT",
+                ]
+                let insert = """
+                    INSERT INTO refresh_tokens (token_hash, family_id, created_at, expires_at)
+                    VALUES (NEW.successor_hash, NEW.family_id, NEW.used_at, NEW.successor_expires_at);
+                    """
+                switch engine {
+                case .sqlite:
+                    return columns + [
+                        """
+                        CREATE TRIGGER refresh_tokens_rotate AFTER UPDATE OF successor_hash ON refresh_tokens
+                        WHEN OLD.successor_hash IS NULL AND NEW.successor_hash IS NOT NULL
+                        BEGIN \(insert) END
+                        """
+                    ]
+                case .postgres:
+                    return columns + [
+                        """
+                        CREATE FUNCTION refresh_tokens_rotated() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+                        BEGIN \(insert) RETURN NULL; END $$
+                        """,
+                        """
+                        CREATE TRIGGER refresh_tokens_rotate AFTER UPDATE OF successor_hash ON refresh_tokens FOR EACH ROW
+                        WHEN (OLD.successor_hash IS NULL AND NEW.successor_hash IS NOT NULL) EXECUTE FUNCTION refresh_tokens_rotated()
+                        """,
+                    ]
+                }
+            },
         ])
 }

@@ -1,8 +1,10 @@
 import Foundation
 import HummingbirdTesting
+import SQLKit
 import Storage
 import TestSupport
 import Testing
+import WireCoding
 
 @testable import IdentityServer
 
@@ -434,6 +436,61 @@ struct DeclaredPermissionTests {
                     #expect(b2cCode(try await driver.refresh(h, token: successes[0])) == "AADB2C90129")
                 }
             }
+        }
+    }
+
+    @Test(
+        "a rotation is one statement: the used mark and the successor's row land together, and never for a used token or a revoked family",
+        arguments: TestDatabase.engines)
+    func rotationStatement(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let first = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+            let second = try #require(try await driver.refresh(h, token: first).json["refresh_token"] as? String)
+            // The successor's row came from the trigger, within the statement that used the first token.
+            let rows = try await h.database.read { sql in
+                try await sql.raw(
+                    """
+                    SELECT t.token_hash, t.family_id, t.created_at, t.expires_at, t.used_at, p.used_at AS parent_used_at,
+                           p.successor_expires_at AS parent_successor_expires_at, p.family_id AS parent_family_id
+                    FROM refresh_tokens t JOIN refresh_tokens p ON p.successor_hash = t.token_hash
+                    WHERE p.token_hash = \(bind: Secrets.sha256Hex(first))
+                    """
+                ).all()
+            }
+            #expect(rows.count == 1)
+            let row = try #require(rows.first)
+            #expect(try row.decode(column: "token_hash", as: String.self) == Secrets.sha256Hex(second))
+            #expect(try row.decode(column: "family_id", as: String.self) == row.decode(column: "parent_family_id", as: String.self))
+            #expect(try row.decode(column: "created_at", as: Int64.self) == row.decode(column: "parent_used_at", as: Int64.self))
+            #expect(
+                try row.decode(column: "expires_at", as: Int64.self) == row.decode(column: "parent_successor_expires_at", as: Int64?.self))
+            #expect(try row.decode(column: "used_at", as: Int64?.self) == nil)
+
+            // The statement itself: a token already used is not consumed again (no second successor) ...
+            let now = h.clock.now
+            let hash = Secrets.sha256Hex(first)
+            func consume(_ hash: String) async throws -> Bool {
+                let successor = SQLGrantStore.Successor(hash: Secrets.sha256Hex(Secrets.randomToken()), sealed: nil)
+                return try await h.database.transaction { sql in
+                    try await SQLGrantStore.consume(hash, successor: successor, expiresAt: now.addingTimeInterval(60), now: now, sql: sql)
+                }
+            }
+            #expect(try await consume(hash) == false)
+            // ... and an unused token whose family was revoked after it was read is not either.
+            let third = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+            let family = try #require(try await h.server.service.grants.family(ofRefreshToken: third))
+            try await h.server.service.grants.revokeFamily(id: family.id, reason: "test", now: now)
+            #expect(try await consume(Secrets.sha256Hex(third)) == false)
+            let count = try await h.database.read { sql in
+                try await sql.raw("SELECT COUNT(*) AS n FROM refresh_tokens WHERE family_id = \(bind: family.id)").first()?
+                    .decode(column: "n", as: Int.self)
+            }
+            #expect(count == 1, "no successor was stored for the revoked family")
+            // An unused token of a live family is consumed once.
+            let fourth = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+            #expect(try await consume(Secrets.sha256Hex(fourth)) == true)
+            #expect(try await consume(Secrets.sha256Hex(fourth)) == false)
         }
     }
 }
