@@ -144,6 +144,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
+                "WireCoding",
                 .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "SQLiteKit", package: "sqlite-kit"),
                 .product(name: "PostgresKit", package: "postgres-kit"),

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import WireCoding
 
 #if canImport(Glibc)
     import Glibc
@@ -93,16 +94,11 @@ public struct DataKey: Sendable {
         return (text, false)
     }
 
-    static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
+    static func base64URL(_ data: Data) -> String { Base64URL.encode(data) }
 
     static func data(base64URL text: String) -> Data? {
         guard text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else { return nil }
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
+        return Base64URL.decode(text)
     }
 }
 

@@ -120,6 +120,27 @@ struct SQLGrantStore: GrantStore {
             claimOverrides = family.claimOverrides.map { StoredJSON.encode($0) }
         }
 
+        /// Read column by column: this runs on every refresh, and SQLKit's `Codable` path
+        /// converted each of the fifteen keys to snake case per row (issue 13's profile).
+        init(row: any SQLRow) throws {
+            func column<T: Decodable>(_ name: String, _ type: T.Type = T.self) throws -> T { try row.decode(column: name, as: type) }
+            id = try column("id")
+            tenantId = try column("tenant_id")
+            clientId = try column("client_id")
+            userId = try column("user_id")
+            policy = try column("policy")
+            scopes = try column("scopes")
+            authTime = try column("auth_time")
+            identityProvider = try column("identity_provider")
+            createdAt = try column("created_at")
+            slidingExpiresAt = try column("sliding_expires_at")
+            revokedAt = try column("revoked_at")
+            revokedReason = try column("revoked_reason")
+            consented = try column("consented")
+            face = try column("face")
+            claimOverrides = try column("claim_overrides")
+        }
+
         var family: RefreshTokenFamily? {
             guard let tenantID = UUID(uuidString: tenantId), let userID = UUID(uuidString: userId),
                 let provider = IdentityProviderKind(rawValue: identityProvider)
@@ -299,7 +320,7 @@ struct SQLGrantStore: GrantStore {
             ).first()
         else { return nil }
         return PresentedToken(
-            family: try row.decode(model: FamilyRow.self, with: .snakeCase),
+            family: try FamilyRow(row: row),
             issuedAt: try row.decode(column: "token_created_at", as: Int64.self),
             expiresAt: try row.decode(column: "token_expires_at", as: Int64.self),
             usedAt: try row.decode(column: "token_used_at", as: Int64?.self),
@@ -352,7 +373,7 @@ struct SQLGrantStore: GrantStore {
         return try await database.read { sql in
             try await sql.raw(
                 "SELECT f.* FROM refresh_tokens t JOIN refresh_token_families f ON f.id = t.family_id WHERE t.token_hash = \(bind: hash)"
-            ).first()?.decode(model: FamilyRow.self, with: .snakeCase).family
+            ).first().map(FamilyRow.init(row:))?.family
         }
     }
 
