@@ -15,7 +15,7 @@ import Synchronization
 /// BoringSSL (swift-crypto) lacks: on such a machine `openssl speed rsa2048` made 4,100 signatures
 /// per second per core where swift-crypto made 1,580; elsewhere the two are alike. So on Linux,
 /// where the system's `libcrypto.so.3` is there, it signs; anywhere else, or if it cannot be
-/// loaded or cannot read the key, swift-crypto does. PKCS#1 v1.5 signatures are deterministic
+/// loaded, cannot read the key or fails to sign, swift-crypto does. PKCS#1 v1.5 signatures are deterministic
 /// (RFC 8017 §8.2), so both give the same bytes for the same key and message, which the tests
 /// check. Verification stays with swift-crypto everywhere.
 public final class RS256Signer: Sendable {
@@ -32,6 +32,15 @@ public final class RS256Signer: Sendable {
         self.privateKey = privateKey
     }
 
+    /// A signer that never uses OpenSSL: the fallback, for the tests that compare the two.
+    static func swiftCryptoOnly(_ privateKey: _RSA.Signing.PrivateKey) -> RS256Signer {
+        let signer = RS256Signer(privateKey)
+        #if os(Linux)
+            signer.openSSLKey.withLock { $0 = .some(nil) }
+        #endif
+        return signer
+    }
+
     /// Which library signs: "OpenSSL 3" or "swift-crypto" (for `todo-server crypto-cost`).
     public var library: String {
         #if os(Linux)
@@ -43,7 +52,11 @@ public final class RS256Signer: Sendable {
     /// The signature over `message`: as many bytes as the key's modulus.
     public func signature(for message: [UInt8]) throws -> [UInt8] {
         #if os(Linux)
-            if let key = loadedOpenSSLKey() { return try key.signature(for: message, length: privateKey.keySizeInBits / 8) }
+            if let key = loadedOpenSSLKey() {
+                if let signature = key.signature(for: message, length: (privateKey.keySizeInBits + 7) / 8) { return signature }
+                // OpenSSL refused a key it had read: swift-crypto signs from now on, the same bytes.
+                openSSLKey.withLock { $0 = .some(nil) }
+            }
         #endif
         return [UInt8](try privateKey.signature(for: message, padding: .insecurePKCS1v1_5).rawRepresentation)
     }
@@ -96,7 +109,8 @@ public final class RS256Signer: Sendable {
         static let shared: LibCrypto? = LibCrypto()
 
         private init?() {
-            // RTLD_LOCAL: its symbols stay out of the process's global namespace.
+            // RTLD_LOCAL: if nothing else has loaded libcrypto, its symbols stay out of the
+            // process's global namespace (another library's copy is shared, which is harmless).
             guard let handle = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL) else { return nil }
             func symbol<T>(_ name: String, as type: T.Type) -> T? {
                 dlsym(handle, name).map { unsafeBitCast($0, to: type) }
@@ -143,13 +157,14 @@ public final class RS256Signer: Sendable {
 
         deinit { library.freeKey(key) }
 
-        func signature(for message: [UInt8], length: Int) throws -> [UInt8] {
-            guard let context = library.newContext() else { throw RS256SignerError.signingFailed }
+        /// The signature, or nil when OpenSSL fails (its error queue, per thread, is cleared).
+        func signature(for message: [UInt8], length: Int) -> [UInt8]? {
+            guard let context = library.newContext() else { return nil }
             defer { library.freeContext(context) }
             // An RSA key signs with PKCS#1 v1.5 padding unless told otherwise (EVP_DigestSignInit(3)).
             guard library.digestSignInit(context, nil, library.sha256(), nil, key) == 1 else {
                 library.clearErrors()
-                throw RS256SignerError.signingFailed
+                return nil
             }
             var signature = [UInt8](repeating: 0, count: length)
             var written = length
@@ -160,14 +175,9 @@ public final class RS256Signer: Sendable {
             }
             guard signed == 1, written == length else {
                 library.clearErrors()
-                throw RS256SignerError.signingFailed
+                return nil
             }
             return signature
         }
     }
 #endif
-
-public enum RS256SignerError: Error, Sendable {
-    /// OpenSSL refused to sign with a key it had read.
-    case signingFailed
-}

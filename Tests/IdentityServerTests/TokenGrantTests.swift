@@ -286,6 +286,89 @@ struct TokenGrantTests {
             #expect(b2cCode(missing) == "AADB2C90083")
         }
     }
+
+    @Test(
+        "ten concurrent refreshes of one token: with the reuse interval all get one successor; without it one wins and the family is revoked",
+        arguments: TestDatabase.engines)
+    func concurrentRefresh(engine: DatabaseEngine) async throws {
+        for interval in [5.0, 0.0] {
+            var configuration = IdentityServerConfiguration(passwordHashCost: 4)
+            configuration.refreshTokenReuseInterval = interval
+            try await IdentityHarness.run(engine, configuration: configuration) { h, driver in
+                _ = try await h.addUser()
+                let token = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+                let answers = try await withThrowingTaskGroup(of: String?.self) { group in
+                    for _ in 0..<10 {
+                        group.addTask { try await Driver(client: driver.client).refresh(h, token: token).json["refresh_token"] as? String }
+                    }
+                    return try await group.reduce(into: [String?]()) { $0.append($1) }
+                }
+                let successes = answers.compactMap { $0 }
+                if interval > 0 {
+                    #expect(successes.count == 10 && Set(successes).count == 1, "\(answers)")
+                    #expect(try await driver.refresh(h, token: successes[0]).status == .ok, "the family lives on")
+                } else {
+                    #expect(successes.count == 1, "\(answers)")
+                    #expect(b2cCode(try await driver.refresh(h, token: successes[0])) == "AADB2C90129")
+                }
+            }
+        }
+    }
+
+    @Test(
+        "a rotation is one statement: the used mark and the successor's row land together, and never for a used token or a revoked family",
+        arguments: TestDatabase.engines)
+    func rotationStatement(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let first = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+            let second = try #require(try await driver.refresh(h, token: first).json["refresh_token"] as? String)
+            // The successor's row came from the trigger, within the statement that used the first token.
+            let rows = try await h.database.read { sql in
+                try await sql.raw(
+                    """
+                    SELECT t.token_hash, t.family_id, t.created_at, t.expires_at, t.used_at, p.used_at AS parent_used_at,
+                           p.successor_expires_at AS parent_successor_expires_at, p.family_id AS parent_family_id
+                    FROM refresh_tokens t JOIN refresh_tokens p ON p.successor_hash = t.token_hash
+                    WHERE p.token_hash = \(bind: Secrets.sha256Hex(first))
+                    """
+                ).all()
+            }
+            #expect(rows.count == 1)
+            let row = try #require(rows.first)
+            #expect(try row.decode(column: "token_hash", as: String.self) == Secrets.sha256Hex(second))
+            #expect(try row.decode(column: "family_id", as: String.self) == row.decode(column: "parent_family_id", as: String.self))
+            #expect(try row.decode(column: "created_at", as: Int64.self) == row.decode(column: "parent_used_at", as: Int64.self))
+            #expect(
+                try row.decode(column: "expires_at", as: Int64.self) == row.decode(column: "parent_successor_expires_at", as: Int64?.self))
+            #expect(try row.decode(column: "used_at", as: Int64?.self) == nil)
+
+            // The statement itself: a token already used is not consumed again (no second successor) ...
+            let now = h.clock.now
+            let hash = Secrets.sha256Hex(first)
+            func consume(_ hash: String) async throws -> Bool {
+                let successor = SQLGrantStore.Successor(hash: Secrets.sha256Hex(Secrets.randomToken()), sealed: nil)
+                return try await h.database.transaction { sql in
+                    try await SQLGrantStore.consume(hash, successor: successor, expiresAt: now.addingTimeInterval(60), now: now, sql: sql)
+                }
+            }
+            #expect(try await consume(hash) == false)
+            // ... and an unused token whose family was revoked after it was read is not either.
+            let third = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+            let family = try #require(try await h.server.service.grants.family(ofRefreshToken: third))
+            try await h.server.service.grants.revokeFamily(id: family.id, reason: "test", now: now)
+            #expect(try await consume(Secrets.sha256Hex(third)) == false)
+            let count = try await h.database.read { sql in
+                try await sql.raw("SELECT COUNT(*) AS n FROM refresh_tokens WHERE family_id = \(bind: family.id)").first()?
+                    .decode(column: "n", as: Int.self)
+            }
+            #expect(count == 1, "no successor was stored for the revoked family")
+            // An unused token of a live family is consumed once.
+            let fourth = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+            #expect(try await consume(Secrets.sha256Hex(fourth)) == true)
+            #expect(try await consume(Secrets.sha256Hex(fourth)) == false)
+        }
+    }
 }
 
 @Suite("API permissions over HTTP")
@@ -408,89 +491,6 @@ struct DeclaredPermissionTests {
             let app = try #require(apps.first { $0.displayName == "App" })
             #expect(app.apiPermissions == [APIPermission(resource: api.clientIDString, scopes: ["read"])])
             #expect(api.apiPermissions.isEmpty)
-        }
-    }
-
-    @Test(
-        "ten concurrent refreshes of one token: with the reuse interval all get one successor; without it one wins and the family is revoked",
-        arguments: TestDatabase.engines)
-    func concurrentRefresh(engine: DatabaseEngine) async throws {
-        for interval in [5.0, 0.0] {
-            var configuration = IdentityServerConfiguration(passwordHashCost: 4)
-            configuration.refreshTokenReuseInterval = interval
-            try await IdentityHarness.run(engine, configuration: configuration) { h, driver in
-                _ = try await h.addUser()
-                let token = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
-                let answers = try await withThrowingTaskGroup(of: String?.self) { group in
-                    for _ in 0..<10 {
-                        group.addTask { try await Driver(client: driver.client).refresh(h, token: token).json["refresh_token"] as? String }
-                    }
-                    return try await group.reduce(into: [String?]()) { $0.append($1) }
-                }
-                let successes = answers.compactMap { $0 }
-                if interval > 0 {
-                    #expect(successes.count == 10 && Set(successes).count == 1, "\(answers)")
-                    #expect(try await driver.refresh(h, token: successes[0]).status == .ok, "the family lives on")
-                } else {
-                    #expect(successes.count == 1, "\(answers)")
-                    #expect(b2cCode(try await driver.refresh(h, token: successes[0])) == "AADB2C90129")
-                }
-            }
-        }
-    }
-
-    @Test(
-        "a rotation is one statement: the used mark and the successor's row land together, and never for a used token or a revoked family",
-        arguments: TestDatabase.engines)
-    func rotationStatement(engine: DatabaseEngine) async throws {
-        try await IdentityHarness.run(engine) { h, driver in
-            _ = try await h.addUser()
-            let first = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
-            let second = try #require(try await driver.refresh(h, token: first).json["refresh_token"] as? String)
-            // The successor's row came from the trigger, within the statement that used the first token.
-            let rows = try await h.database.read { sql in
-                try await sql.raw(
-                    """
-                    SELECT t.token_hash, t.family_id, t.created_at, t.expires_at, t.used_at, p.used_at AS parent_used_at,
-                           p.successor_expires_at AS parent_successor_expires_at, p.family_id AS parent_family_id
-                    FROM refresh_tokens t JOIN refresh_tokens p ON p.successor_hash = t.token_hash
-                    WHERE p.token_hash = \(bind: Secrets.sha256Hex(first))
-                    """
-                ).all()
-            }
-            #expect(rows.count == 1)
-            let row = try #require(rows.first)
-            #expect(try row.decode(column: "token_hash", as: String.self) == Secrets.sha256Hex(second))
-            #expect(try row.decode(column: "family_id", as: String.self) == row.decode(column: "parent_family_id", as: String.self))
-            #expect(try row.decode(column: "created_at", as: Int64.self) == row.decode(column: "parent_used_at", as: Int64.self))
-            #expect(
-                try row.decode(column: "expires_at", as: Int64.self) == row.decode(column: "parent_successor_expires_at", as: Int64?.self))
-            #expect(try row.decode(column: "used_at", as: Int64?.self) == nil)
-
-            // The statement itself: a token already used is not consumed again (no second successor) ...
-            let now = h.clock.now
-            let hash = Secrets.sha256Hex(first)
-            func consume(_ hash: String) async throws -> Bool {
-                let successor = SQLGrantStore.Successor(hash: Secrets.sha256Hex(Secrets.randomToken()), sealed: nil)
-                return try await h.database.transaction { sql in
-                    try await SQLGrantStore.consume(hash, successor: successor, expiresAt: now.addingTimeInterval(60), now: now, sql: sql)
-                }
-            }
-            #expect(try await consume(hash) == false)
-            // ... and an unused token whose family was revoked after it was read is not either.
-            let third = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
-            let family = try #require(try await h.server.service.grants.family(ofRefreshToken: third))
-            try await h.server.service.grants.revokeFamily(id: family.id, reason: "test", now: now)
-            #expect(try await consume(Secrets.sha256Hex(third)) == false)
-            let count = try await h.database.read { sql in
-                try await sql.raw("SELECT COUNT(*) AS n FROM refresh_tokens WHERE family_id = \(bind: family.id)").first()?
-                    .decode(column: "n", as: Int.self)
-            }
-            #expect(count == 1, "no successor was stored for the revoked family")
-            // An unused token of a live family is consumed once.
-            let fourth = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
-            #expect(try await consume(Secrets.sha256Hex(fourth)) == true)
-            #expect(try await consume(Secrets.sha256Hex(fourth)) == false)
         }
     }
 }

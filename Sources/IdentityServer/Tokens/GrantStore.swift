@@ -236,9 +236,13 @@ struct SQLGrantStore: GrantStore {
         // The usual case in two steps and one write statement: read the token on a reader
         // connection, then consume it only if it is still unused and its family unrevoked. Those
         // two columns are all of the row that can change (binding, expiry and scopes never do),
-        // so a refusal decided on the read stands, and a rotation the statement makes is the one
-        // a transaction would have made. A token already used, or consumed by a racing request
-        // between the two steps, takes the transaction below, which decides reuse under the lock.
+        // and each only ever goes from NULL to set, so a refusal decided on the read stands, and
+        // the statement rotates only a token a transaction would have rotated. (On PostgreSQL a
+        // revoke that commits while the statement runs may not stop it: the rotation then counts
+        // as made just before the revoke, which is also what the transaction's row lock gave, the
+        // revoke waiting for it; the successor belongs to a revoked family.) A token already
+        // used, or consumed by a racing request between the two steps, takes the transaction
+        // below, which decides reuse under the lock.
         guard let read = try await database.read({ sql in try await Self.presentedToken(hash, sql: sql, lock: false) }) else {
             return .unknown
         }
@@ -307,7 +311,8 @@ struct SQLGrantStore: GrantStore {
     }
 
     private static func presentedToken(_ hash: String, sql: any SQLDatabase, lock: Bool) async throws -> PresentedToken? {
-        // A row lock on both rows on PostgreSQL; SQLite's writer transaction serialises.
+        // With `lock`, the transaction's read: a row lock on both rows on PostgreSQL (SQLite's
+        // writer transaction serialises). Without, the optimistic read on a reader connection.
         let lock = lock ? " FOR UPDATE" : ""
         guard
             let row = try await sql.raw(

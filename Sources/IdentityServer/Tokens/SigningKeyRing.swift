@@ -12,7 +12,8 @@ import WireCoding
 /// stable, unique and derivable by anyone holding the JWK.
 public struct SigningKey: Sendable {
     public let kid: String
-    /// Signs with the key (made once per key: on Linux it holds OpenSSL's copy).
+    /// Signs with the key; kept across the ring's re-reads, so OpenSSL's copy of the key (Linux)
+    /// is made once per key and process.
     public let signer: RS256Signer
     public var privateKey: _RSA.Signing.PrivateKey { signer.privateKey }
     public let createdAt: Date
@@ -80,12 +81,14 @@ public final class SigningKeyRing: Sendable {
 
         /// The key, or nil when the stored PEM does not parse; a key sealed with another data
         /// key is an error, not a missing key (a new one would otherwise be made silently).
-        func key(opening pem: String) -> SigningKey? {
-            guard let privateKey = try? _RSA.Signing.PrivateKey(pemRepresentation: pem) else { return nil }
+        /// `signer`: the one an earlier read made for this kid, kept (the kid is the public key's
+        /// thumbprint, so its private key cannot have changed), with OpenSSL's copy of the key.
+        func key(opening pem: String, reusing signer: RS256Signer? = nil) -> SigningKey? {
+            guard let signer = signer ?? (try? _RSA.Signing.PrivateKey(pemRepresentation: pem)).map(RS256Signer.init) else { return nil }
             func date(_ value: Int64?) -> Date? { value.map { Date(timeIntervalSince1970: TimeInterval($0)) } }
             return SigningKey(
-                kid: kid, signer: RS256Signer(privateKey), createdAt: date(createdAt)!, activatedAt: date(activatedAt),
-                retiredAt: date(retiredAt), publishUntil: date(publishUntil))
+                kid: kid, signer: signer, createdAt: date(createdAt)!, activatedAt: date(activatedAt), retiredAt: date(retiredAt),
+                publishUntil: date(publishUntil))
         }
     }
 
@@ -101,6 +104,7 @@ public final class SigningKeyRing: Sendable {
             try await sql.select().columns("*").from("signing_keys").orderBy("created_at", .descending)
                 .all(decoding: Row.self, with: .snakeCase)
         }
+        let earlier = cache.withLock { $0?.keys } ?? []
         var keys: [SigningKey] = []
         for row in rows {
             let context = Row.context(kid: row.kid)
@@ -112,7 +116,7 @@ public final class SigningKeyRing: Sendable {
                         .where("private_key_pem", .equal, row.privateKeyPem).run()
                 }
             }
-            if let key = row.key(opening: pem) { keys.append(key) }
+            if let key = row.key(opening: pem, reusing: earlier.first { $0.kid == row.kid }?.signer) { keys.append(key) }
         }
         cache.withLock { $0 = (keys, now) }
         return keys
