@@ -217,6 +217,13 @@ public struct ReadSession: Sendable {
     public func rows(_ sql: String, _ binds: [StoredValue]) async throws -> [StoredRow] {
         try await connection.storedRows(sql, binds, logger: logger)
     }
+
+    /// Closes the connection under a statement that does not answer (a half-open TCP
+    /// connection, a lock that is never released): the statement fails at once, and the pool
+    /// replaces the connection. postgres-nio has no per-statement timeout.
+    public func abandon() async {
+        try? await connection.close()
+    }
 }
 
 extension Duration {

@@ -281,6 +281,53 @@ struct ListCacheTests {
     }
 
     @Test(
+        "a version read that never answers (a lock held elsewhere) fails its lists as unavailable within seconds; the next read works",
+        arguments: sharedEngines)
+    func sharedHungRead(engine: DatabaseEngine) async throws {
+        try await Self.withTasks(engine) { database in
+            let repository = SQLTaskRepository(database: database, cachesLists: true)
+            _ = try await repository.create(owner: "ann", ownerName: nil, title: "kept", completed: false, now: Date())
+            #expect(try await Self.titles(repository, "ann") == ["kept"])
+            // Another session takes the versions table and keeps it: the version read waits on
+            // its lock, as on a connection whose peer went silent.
+            let (locked, lockedSignal) = AsyncStream.makeStream(of: Void.self)
+            let (release, releaseSignal) = AsyncStream.makeStream(of: Void.self)
+            async let holder: Void = database.transaction { sql in
+                try await sql.raw("LOCK TABLE task_list_versions IN ACCESS EXCLUSIVE MODE").run()
+                lockedSignal.yield()
+                for await _ in release { break }
+            }
+            for await _ in locked { break }
+            // Released after 15 s whatever happens, so that without the rule this fails, not hangs.
+            async let deadline: Void = {
+                try? await Task.sleep(for: .seconds(15))
+                releaseSignal.yield()
+            }()
+            let clock = ContinuousClock()
+            let start = clock.now
+            let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<6 {
+                    group.addTask {
+                        do {
+                            return try await Self.titles(repository, "ann").joined()
+                        } catch StorageError.unavailable {
+                            return "unavailable"
+                        }
+                    }
+                }
+                return try await group.reduce(into: [String]()) { $0.append($1) }
+            }
+            let waited = clock.now - start
+            releaseSignal.yield()
+            try await holder
+            await deadline
+            #expect(outcomes == Array(repeating: "unavailable", count: 6))
+            #expect(waited < .seconds(10), "failed after \(waited), not when TCP would give up")
+            #expect(try await Self.titles(repository, "ann") == ["kept"], "the next read, on a fresh connection, answers")
+        }
+    }
+
+    @Test(
         "a database from before the versions: owners with tasks get one, so a TRUNCATE afterwards still shows",
         arguments: sharedEngines)
     func upgradedThenTruncated(engine: DatabaseEngine) async throws {

@@ -112,25 +112,13 @@ final class SharedListVersions: Sendable {
     private func readWhileNeeded() async {
         do {
             try await database.withReadSession { session in
-                while true {
-                    let batch = self.state.withLock { state in
-                        let taken = state.waiting.prefix(Self.batchLimit)
-                        state.waiting.removeFirst(taken.count)
-                        return Array(taken)
-                    }
-                    if batch.isEmpty {
-                        guard await self.park() else { return }
-                        continue
-                    }
-                    do {
-                        let versions = try await Self.read(owners: batch.map(\.owner), session)
-                        for waiter in batch { waiter.resume(.success(versions[OwnerKey(waiter.owner)] ?? nil)) }
-                    } catch {
-                        // This batch gets the error; the connection goes back (it may be
-                        // broken), and those still waiting are read on a fresh one.
-                        for waiter in batch { waiter.resume(.failure(error)) }
-                        return
-                    }
+                let watch = ReadWatch()
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    // Every waiting list depends on this reader's read: one that never answers
+                    // must not hold them all until TCP gives up.
+                    group.addTask { await watch.guardReads(on: session) }
+                    defer { group.cancelAll() }
+                    try await self.readBatches(session, watch: watch)
                 }
             }
         } catch {
@@ -141,6 +129,32 @@ final class SharedListVersions: Sendable {
                 return state.waiting
             }
             for waiter in failed { waiter.resume(.failure(error)) }
+        }
+    }
+
+    private func readBatches(_ session: ReadSession, watch: ReadWatch) async throws {
+        while true {
+            let batch = self.state.withLock { state in
+                let taken = state.waiting.prefix(Self.batchLimit)
+                state.waiting.removeFirst(taken.count)
+                return Array(taken)
+            }
+            if batch.isEmpty {
+                guard await self.park() else { return }
+                continue
+            }
+            do {
+                watch.begin()
+                let versions = try await Self.read(owners: batch.map(\.owner), session)
+                watch.end()
+                for waiter in batch { waiter.resume(.success(versions[OwnerKey(waiter.owner)] ?? nil)) }
+            } catch {
+                // This batch gets the error; the connection goes back (it may be broken), and
+                // those still waiting are read on a fresh one.
+                let failure = watch.end() ? StorageError.unavailable("PostgreSQL did not answer a version read") : error
+                for waiter in batch { waiter.resume(.failure(failure)) }
+                return
+            }
         }
     }
 
@@ -173,5 +187,56 @@ final class SharedListVersions: Sendable {
         var versions: [OwnerKey: Int64?] = [:]
         for row in rows { versions[OwnerKey(try row.text("owner_id"))] = try row.integer("version") }
         return versions
+    }
+}
+
+/// Watches one reader's version reads: a read still unanswered after ``patience`` watch ticks
+/// (a second each) has its connection closed, which fails it at once. Ticks, not a deadline on
+/// the clock: when the process is too busy to resume the reader, the watch is not resumed
+/// either, so a slow machine does not abandon reads that did answer.
+private final class ReadWatch: Sendable {
+    private struct State {
+        var read: UInt64 = 0
+        var pending = false
+        var ticks = 0
+        var abandoned = false
+    }
+    private let state = Mutex(State())
+    /// Ticks a read may stay unanswered: 3–4 s, past ``PostgresDatabase/connectionDeadline``.
+    static let patience = 4
+
+    func begin() {
+        state.withLock {
+            $0.read &+= 1
+            $0.pending = true
+            $0.ticks = 0
+        }
+    }
+
+    /// Ends the current read; true when it was abandoned.
+    @discardableResult
+    func end() -> Bool {
+        state.withLock {
+            $0.pending = false
+            return $0.abandoned
+        }
+    }
+
+    /// Until cancelled (when the reader's session ends).
+    func guardReads(on session: ReadSession) async {
+        while true {
+            do { try await Task.sleep(for: .seconds(1)) } catch { return }
+            let abandon = state.withLock { state -> Bool in
+                guard state.pending else { return false }
+                state.ticks += 1
+                guard state.ticks >= Self.patience else { return false }
+                state.abandoned = true
+                return true
+            }
+            if abandon {
+                await session.abandon()
+                return
+            }
+        }
     }
 }
