@@ -5,6 +5,8 @@ import Synchronization
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 /// Makes RSASSA-PKCS1-v1_5 SHA-256 signatures (RFC 7518 §3.3) with one private key, as fast as
