@@ -291,18 +291,17 @@ struct ListCacheTests {
             // Another session takes the versions table and keeps it: the version read waits on
             // its lock, as on a connection whose peer went silent.
             let (locked, lockedSignal) = AsyncStream.makeStream(of: Void.self)
-            let (release, releaseSignal) = AsyncStream.makeStream(of: Void.self)
+            let released = Mutex(false)
             async let holder: Void = database.transaction { sql in
                 try await sql.raw("LOCK TABLE task_list_versions IN ACCESS EXCLUSIVE MODE").run()
                 lockedSignal.yield()
-                for await _ in release { break }
+                // Released by the test, or after 15 s whatever happens, so that without the rule
+                // this fails rather than hangs.
+                let clock = ContinuousClock()
+                let until = clock.now + .seconds(15)
+                while !released.withLock({ $0 }), clock.now < until { try await Task.sleep(for: .milliseconds(50)) }
             }
             for await _ in locked { break }
-            // Released after 15 s whatever happens, so that without the rule this fails, not hangs.
-            async let deadline: Void = {
-                try? await Task.sleep(for: .seconds(15))
-                releaseSignal.yield()
-            }()
             let clock = ContinuousClock()
             let start = clock.now
             let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
@@ -318,9 +317,8 @@ struct ListCacheTests {
                 return try await group.reduce(into: [String]()) { $0.append($1) }
             }
             let waited = clock.now - start
-            releaseSignal.yield()
+            released.withLock { $0 = true }
             try await holder
-            await deadline
             #expect(outcomes == Array(repeating: "unavailable", count: 6))
             #expect(waited < .seconds(10), "failed after \(waited), not when TCP would give up")
             #expect(try await Self.titles(repository, "ann") == ["kept"], "the next read, on a fresh connection, answers")

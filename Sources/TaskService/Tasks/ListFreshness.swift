@@ -196,7 +196,6 @@ final class SharedListVersions: Sendable {
 /// either, so a slow machine does not abandon reads that did answer.
 private final class ReadWatch: Sendable {
     private struct State {
-        var read: UInt64 = 0
         var pending = false
         var ticks = 0
         var abandoned = false
@@ -207,7 +206,6 @@ private final class ReadWatch: Sendable {
 
     func begin() {
         state.withLock {
-            $0.read &+= 1
             $0.pending = true
             $0.ticks = 0
         }
