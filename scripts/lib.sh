@@ -115,14 +115,20 @@ bench_seed() {
 # ROOT, SERVER, WORK, DB_ARGS, PORT (identity), API_PORT, PID, CLIENT (dev client id), TENANT, and
 # wrk's DURATION, CONNECTIONS and THREADS (15 s, 64, 2 unless set).
 # bench_build: for scripts/bench/*: from the repository root, wrk and curl installed, a release
-# build of todo-server and a temp dir. Sets ROOT, SERVER and WORK.
+# build of todo-server (or $BENCH_SERVER) and a temp dir. Sets ROOT, SERVER and WORK.
 bench_build() {
   ROOT=$(repo_root)
   cd "$ROOT"
   apt_install wrk openssl curl
-  log "release build"
-  swift build -c release --product todo-server >/dev/null
-  SERVER=$(swift build -c release --show-bin-path)/todo-server
+  # BENCH_SERVER=/path/to/todo-server measures another build (a copy made before a change) with
+  # the same script, for an A/B comparison in one sitting.
+  if [ -n "${BENCH_SERVER:-}" ]; then
+    SERVER=$BENCH_SERVER
+  else
+    log "release build"
+    swift build -c release --product todo-server >/dev/null
+    SERVER=$(swift build -c release --show-bin-path)/todo-server
+  fi
   WORK=$(mktemp -d /tmp/todob2c-bench.XXXXXX)
   chmod 755 "$WORK"
 }

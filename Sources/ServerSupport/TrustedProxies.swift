@@ -24,7 +24,8 @@ public struct TrustedProxies: Sendable {
     /// as some gateways write them), returned in one canonical form; anything else stops the
     /// walk and the peer is the client.
     public func clientAddress(peer: String?, fields: HTTPFields) -> String? {
-        guard let peer, let trustedPeer = Self.canonical(peer), addresses.contains(trustedPeer) else { return peer }
+        // With no proxy trusted (the default), the peer is the client: nothing to parse.
+        guard let peer, !addresses.isEmpty, let trustedPeer = Self.canonical(peer), addresses.contains(trustedPeer) else { return peer }
         let entries = fields[values: Self.forwardedFor].flatMap { $0.split(separator: ",") }
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         var leftmost: String?

@@ -267,6 +267,37 @@ struct TokenGrantTests {
         }
     }
 
+    @Test(
+        "a refresh speaks for its family's own user as the account reads now (the user is read with the token)",
+        arguments: TestDatabase.engines)
+    func refreshHolder(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let alice = try await h.addUser()
+            let bob = try await h.addUser("bob@example.com", name: "Bob")
+            let scope = "openid offline_access"
+            let aliceToken = try #require(
+                try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!", scope: scope).json["refresh_token"]
+                    as? String)
+            let bobToken = try #require(
+                try await driver.ropc(h, username: "bob@example.com", password: "Passw0rd!", scope: scope).json["refresh_token"] as? String)
+            try await h.server.users.updateProfile(id: alice.id, displayName: "Alice Renamed", attributes: [:], now: h.clock.now)
+            for (token, user, name) in [(aliceToken, alice, "Alice Renamed"), (bobToken, bob, "Bob")] {
+                let refreshed = try await driver.refresh(h, token: token)
+                #expect(refreshed.status == .ok)
+                let claims = DecodedJWT(try #require(refreshed.json["id_token"] as? String)).claims
+                #expect(claims["oid"] as? String == user.objectID)
+                #expect(claims["name"] as? String == name)
+            }
+            // The same token again within the reuse interval takes the transaction's path, which
+            // reads the user on its own: the same answer.
+            let again = try await driver.refresh(h, token: aliceToken)
+            #expect(again.status == .ok)
+            let claims = DecodedJWT(try #require(again.json["id_token"] as? String)).claims
+            #expect(claims["oid"] as? String == alice.objectID)
+            #expect(claims["name"] as? String == "Alice Renamed")
+        }
+    }
+
     @Test("oversize and malformed bodies are refused", arguments: TestDatabase.engines)
     func badBodies(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in

@@ -62,7 +62,9 @@ struct RefreshTokenFamily: Sendable, Equatable {
 
 enum RefreshTokenRedemption: Sendable {
     /// The token was valid: it is now used, and `newToken` (already stored) replaces it.
-    case rotated(RefreshTokenFamily, tokenIssuedAt: Date)
+    /// `holder`: the family's user, when the rotation read it with the token (nil: not read,
+    /// or gone; ask the ``UserDirectory``).
+    case rotated(RefreshTokenFamily, tokenIssuedAt: Date, holder: UserAccount? = nil)
     case unknown
     case expired(RefreshTokenFamily, issuedAt: Date, expiresAt: Date)
     case revoked(RefreshTokenFamily)
