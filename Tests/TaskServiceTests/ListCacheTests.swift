@@ -192,6 +192,29 @@ struct ListCacheTests {
         }
     }
 
+    @Test(
+        "instances sharing PostgreSQL: a database made again under them (same URL) never gives a version a page was cached at",
+        arguments: sharedEngines)
+    func remadeDatabase(engine: DatabaseEngine) async throws {
+        try await Self.withTasks(engine) { database in
+            let running = SQLTaskRepository(database: database, cachesLists: true)
+            let writer = SQLTaskRepository(database: database)
+            _ = try await writer.create(owner: "ann", ownerName: nil, title: "walk", completed: false, now: Date())
+            #expect(try await Self.titles(running, "ann") == ["walk"])
+            // The database is dropped and made again where it was (here its schema), migrated and
+            // written to, while `running` keeps its cache: ann's first write there must not get
+            // the version her cached page has.
+            let schema = try #require(try await database.rows("SELECT current_schema() AS s", []).first?.text("s"))
+            try await database.transaction { sql in
+                try await sql.raw("DROP SCHEMA \(unsafeRaw: schema) CASCADE").run()
+                try await sql.raw("CREATE SCHEMA \(unsafeRaw: schema)").run()
+            }
+            try await SQLTaskRepository.migrations.run(on: database, logger: TestDatabase.logger)
+            _ = try await writer.create(owner: "ann", ownerName: nil, title: "swim", completed: false, now: Date())
+            #expect(try await Self.titles(running, "ann") == ["swim"])
+        }
+    }
+
     @Test("creates and lists racing: every list afterwards holds exactly what the database holds")
     func racing() async throws {
         try await Self.withTasks(.sqlite) { database in

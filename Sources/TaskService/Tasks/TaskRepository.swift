@@ -146,6 +146,21 @@ public struct SQLTaskRepository: TaskRepository {
                     """,
                 ]
             },
+            // Versions never repeat across databases either. A database made again under running
+            // instances (dropped and created with the same URL, then restored) started its
+            // sequence at 1 again, so an owner's new version could equal one an instance had
+            // cached a page at, and that stale page would be served. The sequence now starts at
+            // the database's clock in microseconds when it is made: above every version an
+            // earlier database gave out, as none gives out a version per microsecond it lives.
+            Migration(version: 3, name: "task list versions start at the clock") { engine in
+                guard engine == .postgres else { return [] }
+                return [
+                    """
+                    SELECT setval('task_list_version_seq', GREATEST(
+                        (SELECT last_value FROM task_list_version_seq), (extract(epoch FROM clock_timestamp()) * 1000000)::bigint))
+                    """
+                ]
+            },
         ])
 
     struct Row: Codable, Sendable {
