@@ -36,6 +36,11 @@ public struct StoredRow: Sendable {
 
     let backing: Backing
 
+    public func text(_ column: String) throws -> String {
+        guard let value = try optionalText(column) else { throw StorageError.unreadableColumn(column) }
+        return value
+    }
+
     public func optionalText(_ column: String) throws -> String? {
         switch backing {
         case .sqlite(let row):
@@ -46,6 +51,11 @@ public struct StoredRow: Sendable {
         case .postgres(let row):
             return try row.cell(column).decode(String?.self)
         }
+    }
+
+    public func integer(_ column: String) throws -> Int64 {
+        guard let value = try optionalInteger(column) else { throw StorageError.unreadableColumn(column) }
+        return value
     }
 
     public func optionalInteger(_ column: String) throws -> Int64? {
@@ -69,53 +79,6 @@ public struct StoredRow: Sendable {
             return try row.cell(column).decode(Bool.self)
         }
     }
-}
-
-/// A row read column by column: ``StoredRow``, a SQLKit row (``SQLKitColumns``), or either
-/// with its column names prefixed (``PrefixedColumns``), so one initializer reads a table's row
-/// whichever way it was fetched.
-public protocol ColumnReading {
-    func optionalText(_ column: String) throws -> String?
-    func optionalInteger(_ column: String) throws -> Int64?
-    func bool(_ column: String) throws -> Bool
-}
-
-extension ColumnReading {
-    public func text(_ column: String) throws -> String {
-        guard let value = try optionalText(column) else { throw StorageError.unreadableColumn(column) }
-        return value
-    }
-
-    public func integer(_ column: String) throws -> Int64 {
-        guard let value = try optionalInteger(column) else { throw StorageError.unreadableColumn(column) }
-        return value
-    }
-
-    /// The same row, each column read as `prefix` + its name: for a join whose columns were
-    /// renamed apart (`f.id AS family_id`).
-    public func prefixed(_ prefix: String) -> PrefixedColumns<Self> { PrefixedColumns(base: self, prefix: prefix) }
-}
-
-extension StoredRow: ColumnReading {}
-
-public struct PrefixedColumns<Base: ColumnReading>: ColumnReading {
-    let base: Base
-    let prefix: String
-
-    public func optionalText(_ column: String) throws -> String? { try base.optionalText(prefix + column) }
-    public func optionalInteger(_ column: String) throws -> Int64? { try base.optionalInteger(prefix + column) }
-    public func bool(_ column: String) throws -> Bool { try base.bool(prefix + column) }
-}
-
-/// A SQLKit row, for reads that run inside a ``Database/transaction(_:)``.
-public struct SQLKitColumns: ColumnReading {
-    let row: any SQLRow
-
-    public init(_ row: any SQLRow) { self.row = row }
-
-    public func optionalText(_ column: String) throws -> String? { try row.decode(column: column, as: String?.self) }
-    public func optionalInteger(_ column: String) throws -> Int64? { try row.decode(column: column, as: Int64?.self) }
-    public func bool(_ column: String) throws -> Bool { try row.decode(column: column, as: Bool.self) }
 }
 
 extension PostgresRandomAccessRow {

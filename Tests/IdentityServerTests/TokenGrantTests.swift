@@ -268,7 +268,7 @@ struct TokenGrantTests {
     }
 
     @Test(
-        "a refresh speaks for its family's own user as the account reads now (the user is read with the token)",
+        "a refresh speaks for its family's own user as the account reads now",
         arguments: TestDatabase.engines)
     func refreshHolder(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
@@ -288,8 +288,8 @@ struct TokenGrantTests {
                 #expect(claims["oid"] as? String == user.objectID)
                 #expect(claims["name"] as? String == name)
             }
-            // The same token again within the reuse interval takes the transaction's path, which
-            // reads the user on its own: the same answer.
+            // The same token again within the reuse interval takes the transaction's path (the
+            // successor again): the same user, as the account reads now.
             let again = try await driver.refresh(h, token: aliceToken)
             #expect(again.status == .ok)
             let claims = DecodedJWT(try #require(again.json["id_token"] as? String)).claims

@@ -98,7 +98,7 @@ struct SQLUserDirectory: UserDirectory {
 
         /// Column by column (``Database/rows(_:_:)``): every refresh grant reads its user, and
         /// SQLKit's `Decodable` path with snake-case keys was most of that read's cost.
-        init(stored row: some ColumnReading) throws {
+        init(stored row: StoredRow) throws {
             id = try row.text("id")
             tenantId = try row.text("tenant_id")
             identityProvider = try row.text("identity_provider")

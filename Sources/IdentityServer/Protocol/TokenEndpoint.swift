@@ -166,7 +166,6 @@ struct TokenEndpoint: Sendable {
                 return family.slidingExpiresAt.map { min($0, byLifetime) } ?? byLifetime
             }, reuseInterval: refreshReuseInterval, now: now)
         let family: RefreshTokenFamily
-        var holder: UserAccount?
         var issuedRefreshToken = replacement
         switch outcome {
         case .unknown: throw B2CError.malformedGrant
@@ -176,15 +175,12 @@ struct TokenEndpoint: Sendable {
         case .wrongPolicy(let other): throw B2CError.grantNotForThisEndpoint(actual: flowName, expected: other.policy)
         case .expired(_, let issuedAt, let expiresAt): throw B2CError.grantExpired(now: now, issued: issuedAt, expires: expiresAt)
         case .revoked, .reused: throw B2CError.grantRevoked
-        case .rotated(let rotated, _, let read):
-            family = rotated
-            holder = read
+        case .rotated(let rotated, _): family = rotated
         case .reissued(let rotated, let successor, _):
             family = rotated
             issuedRefreshToken = successor
         }
-        if holder == nil { holder = try await users.user(id: family.userID) }
-        guard let user = holder else { throw B2CError.accountGone }
+        guard let user = try await users.user(id: family.userID) else { throw B2CError.accountGone }
         guard user.accountEnabled else { throw B2CError.accountDisabled }
         // offline_access stays granted.
         var scopes = try GrantedScopes.resolve(requested.isEmpty ? family.scopes : requested, client: client, tenantApps: apps)

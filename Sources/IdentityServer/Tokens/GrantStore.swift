@@ -118,31 +118,25 @@ struct SQLGrantStore: GrantStore {
             claimOverrides = family.claimOverrides.map { StoredJSON.encode($0) }
         }
 
-        /// The columns, in the order ``init(columns:)`` reads them: the refresh grant's joined
-        /// read names each with a prefix.
-        static let columns = [
-            "id", "tenant_id", "client_id", "user_id", "policy", "scopes", "auth_time", "identity_provider", "created_at",
-            "sliding_expires_at", "revoked_at", "revoked_reason", "consented", "face", "claim_overrides",
-        ]
-
         /// Read column by column: this runs on every refresh, and SQLKit's `Codable` path
         /// converted each of the fifteen keys to snake case per row (issue 13's profile).
-        init(columns row: some ColumnReading) throws {
-            id = try row.text("id")
-            tenantId = try row.text("tenant_id")
-            clientId = try row.text("client_id")
-            userId = try row.text("user_id")
-            policy = try row.text("policy")
-            scopes = try row.text("scopes")
-            authTime = try row.integer("auth_time")
-            identityProvider = try row.text("identity_provider")
-            createdAt = try row.integer("created_at")
-            slidingExpiresAt = try row.optionalInteger("sliding_expires_at")
-            revokedAt = try row.optionalInteger("revoked_at")
-            revokedReason = try row.optionalText("revoked_reason")
-            consented = try row.optionalText("consented")
-            face = try row.text("face")
-            claimOverrides = try row.optionalText("claim_overrides")
+        init(row: any SQLRow) throws {
+            func column<T: Decodable>(_ name: String, _ type: T.Type = T.self) throws -> T { try row.decode(column: name, as: type) }
+            id = try column("id")
+            tenantId = try column("tenant_id")
+            clientId = try column("client_id")
+            userId = try column("user_id")
+            policy = try column("policy")
+            scopes = try column("scopes")
+            authTime = try column("auth_time")
+            identityProvider = try column("identity_provider")
+            createdAt = try column("created_at")
+            slidingExpiresAt = try column("sliding_expires_at")
+            revokedAt = try column("revoked_at")
+            revokedReason = try column("revoked_reason")
+            consented = try column("consented")
+            face = try column("face")
+            claimOverrides = try column("claim_overrides")
         }
 
         var family: RefreshTokenFamily? {
@@ -232,7 +226,7 @@ struct SQLGrantStore: GrantStore {
         return try await database.read { sql in
             try await sql.raw(
                 "SELECT f.* FROM refresh_tokens t JOIN refresh_token_families f ON f.id = t.family_id WHERE t.token_hash = \(bind: hash)"
-            ).first().map { try FamilyRow(columns: SQLKitColumns($0)) }?.family
+            ).first().map(FamilyRow.init(row:))?.family
         }
     }
 

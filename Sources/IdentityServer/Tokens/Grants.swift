@@ -62,9 +62,7 @@ struct RefreshTokenFamily: Sendable, Equatable {
 
 enum RefreshTokenRedemption: Sendable {
     /// The token was valid: it is now used, and `newToken` (already stored) replaces it.
-    /// `holder`: the family's user, when the rotation read it with the token (nil: not read,
-    /// or gone; ask the ``UserDirectory``).
-    case rotated(RefreshTokenFamily, tokenIssuedAt: Date, holder: UserAccount? = nil)
+    case rotated(RefreshTokenFamily, tokenIssuedAt: Date)
     case unknown
     case expired(RefreshTokenFamily, issuedAt: Date, expiresAt: Date)
     case revoked(RefreshTokenFamily)

@@ -29,9 +29,9 @@ extension SQLGrantStore {
         // revoke waiting for it; the successor belongs to a revoked family.) A token already
         // used, or consumed by a racing request between the two steps, takes the transaction
         // below, which decides reuse under the lock.
-        // The read also takes the family's user, which the grant needs next: one statement and
-        // one trip to the database's threads fewer per refresh (issue 13's profile).
-        guard let (read, holder) = try await presentedTokenAndHolder(hash) else { return .unknown }
+        guard let read = try await database.read({ sql in try await Self.presentedToken(hash, sql: sql, lock: false) }) else {
+            return .unknown
+        }
         switch try Self.triage(read, binding: binding, now: now) {
         case .decided(let outcome): return outcome
         case .used: break
@@ -41,13 +41,11 @@ extension SQLGrantStore {
             let consumed = try await database.singleStatement { sql in
                 try await Self.consume(hash, successor: successor, expiresAt: expiresAt, now: now, sql: sql)
             }
-            // The user was read before the token was consumed. Disabling or deleting the account
-            // revokes or removes its families, so a change between the two makes `consume` refuse.
-            if consumed { return .rotated(family, tokenIssuedAt: issuedAt, holder: holder) }
+            if consumed { return .rotated(family, tokenIssuedAt: issuedAt) }
         }
         let engine = database.engine
         return try await database.transaction { sql in
-            guard let row = try await Self.lockedPresentedToken(hash, sql: sql, lock: engine == .postgres) else { return .unknown }
+            guard let row = try await Self.presentedToken(hash, sql: sql, lock: engine == .postgres) else { return .unknown }
             switch try Self.triage(row, binding: binding, now: now) {
             case .decided(let outcome): return outcome
             case .usable(let family, let issuedAt):
@@ -90,14 +88,6 @@ extension SQLGrantStore {
         var expiresAt: Int64
         var usedAt: Int64?
         var sealedSuccessor: String?
-
-        init(columns row: some ColumnReading, family: some ColumnReading) throws {
-            self.family = try FamilyRow(columns: family)
-            issuedAt = try row.integer("token_created_at")
-            expiresAt = try row.integer("token_expires_at")
-            usedAt = try row.optionalInteger("token_used_at")
-            sealedSuccessor = try row.optionalText("token_sealed_successor")
-        }
     }
 
     enum Triage {
@@ -106,25 +96,9 @@ extension SQLGrantStore {
         case used(RefreshTokenFamily, usedAt: Date, issuedAt: Date, sealedSuccessor: String?)
     }
 
-    /// The optimistic read, on a reader connection: the token, its family (columns renamed
-    /// `family_…`) and the family's user (`u.*`, all NULL when the account is gone).
-    private static let presentedTokenAndHolderSQL = """
-        SELECT t.created_at AS token_created_at, t.expires_at AS token_expires_at,
-               t.used_at AS token_used_at, t.sealed_successor AS token_sealed_successor,
-               \(FamilyRow.columns.map { "f.\($0) AS family_\($0)" }.joined(separator: ", ")), u.*
-        FROM refresh_tokens t JOIN refresh_token_families f ON f.id = t.family_id LEFT JOIN users u ON u.id = f.user_id
-        WHERE t.token_hash = ?
-        """
-
-    fileprivate func presentedTokenAndHolder(_ hash: String) async throws -> (PresentedToken, UserAccount?)? {
-        guard let row = try await database.rows(Self.presentedTokenAndHolderSQL, [.text(hash)]).first else { return nil }
-        let holder = try row.optionalText("id") == nil ? nil : try SQLUserDirectory.Row(stored: row).user
-        return (try PresentedToken(columns: row, family: row.prefixed("family_")), holder)
-    }
-
-    /// The transaction's read: a row lock on both rows on PostgreSQL (SQLite's writer
-    /// transaction serialises).
-    fileprivate static func lockedPresentedToken(_ hash: String, sql: any SQLDatabase, lock: Bool) async throws -> PresentedToken? {
+    fileprivate static func presentedToken(_ hash: String, sql: any SQLDatabase, lock: Bool) async throws -> PresentedToken? {
+        // With `lock`, the transaction's read: a row lock on both rows on PostgreSQL (SQLite's
+        // writer transaction serialises). Without, the optimistic read on a reader connection.
         let lock = lock ? " FOR UPDATE" : ""
         guard
             let row = try await sql.raw(
@@ -136,8 +110,12 @@ extension SQLGrantStore {
                 """
             ).first()
         else { return nil }
-        let columns = SQLKitColumns(row)
-        return try PresentedToken(columns: columns, family: columns)
+        return PresentedToken(
+            family: try FamilyRow(row: row),
+            issuedAt: try row.decode(column: "token_created_at", as: Int64.self),
+            expiresAt: try row.decode(column: "token_expires_at", as: Int64.self),
+            usedAt: try row.decode(column: "token_used_at", as: Int64?.self),
+            sealedSuccessor: try? row.decode(column: "token_sealed_successor", as: String?.self))
     }
 
     /// What a presented token's row alone decides, in the order the checks must run: binding
