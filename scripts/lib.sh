@@ -123,7 +123,9 @@ bench_build() {
   # BENCH_SERVER=/path/to/todo-server measures another build (a copy made before a change) with
   # the same script, for an A/B comparison in one sitting.
   if [ -n "${BENCH_SERVER:-}" ]; then
-    SERVER=$BENCH_SERVER
+    # Relative to where the script was started, not the repository root it moved to.
+    SERVER=$(cd "$OLDPWD" && realpath "$BENCH_SERVER")
+    [ -x "$SERVER" ] || { echo "BENCH_SERVER=$BENCH_SERVER is not an executable file" >&2; exit 1; }
   else
     log "release build"
     swift build -c release --product todo-server >/dev/null
