@@ -104,6 +104,10 @@ struct ProblemMiddleware: RouterMiddleware {
             // The database cannot work now (a lost COMMIT is not this case: it is a 500): retry later.
             context.logger.warning("database unavailable", metadata: ["reason": "\(reason)"])
             return Problem.response(for: .unavailable)
+        } catch StorageError.textContainsNUL {
+            // Text the store refuses (TextGuardedSQLDatabase) is the caller's bad input, never a
+            // fault: a route that missed validating it still answers 422, not 500.
+            return Problem.response(for: .invalidField("Text fields cannot contain a NUL character."))
         } catch let error as any HTTPResponseError {
             switch error.status {
             case .notFound: return Problem.response(for: .notFound)

@@ -141,6 +141,20 @@ struct TaskAPITests {
         }
     }
 
+    @Test("text the store refuses (a NUL) is answered as the caller's bad input: 422 problem+json, never 500")
+    func storeRefusalIsBadInput() async throws {
+        let router = Router(context: TaskRequestContext.self)
+        router.add(middleware: ProblemMiddleware())
+        router.get("refused") { _, _ -> Response in throw StorageError.textContainsNUL }
+        try await Application(router: router, logger: TestDatabase.logger).test(.router) { client in
+            try await client.execute(uri: "/refused", method: .get) { response in
+                #expect(response.status == .unprocessableContent)
+                #expect(response.headers[.contentType] == "application/problem+json")
+                #expect(String(buffer: response.body).contains("invalid-field"))
+            }
+        }
+    }
+
     @Test("bad input gets a problem document with a stable type", arguments: TestDatabase.engines)
     func badInput(engine: DatabaseEngine) async throws {
         try await TaskHarness.run(engine) { h, client in
@@ -217,6 +231,14 @@ struct TaskAPITests {
             _ = try await client.call(.delete, "/tasks", token: ben, json: #"{"task":"nobody's"}"#)
             let (bens, anns) = (try await titles(ben), try await titles(ann))
             #expect(bens.count == 2 && anns.count == 1)
+            // Text no task can have is bad input, answered as a problem (PostgreSQL cannot even
+            // compare a NUL: this was a 500 the schemathesis fuzzer found).
+            for text in [#"walk the dog\u0000"#, #"\u0000"#, #"walk\u0007 the dog"#, #"\u00a3\uda5a\udced\u0000"#] {
+                let refused = try await client.call(.delete, "/tasks", token: ben, json: #"{"task":""# + text + #""}"#)
+                #expect(refused.status == .unprocessableContent, "\(text)")
+                #expect(refused.headers[.contentType] == "application/problem+json")
+            }
+            #expect(try await titles(ben) == ["feed the cat", "walk the dog"])
         }
     }
 

@@ -172,7 +172,13 @@ struct TutorialTaskController<Repository: TaskRepository>: Sendable {
     func delete(_ request: Request, context: TaskRequestContext) async throws -> Response {
         let user = try context.requireUser()
         let body = try await JSONBody.decode(TutorialTask.self, from: request, context: context)
-        _ = try await repository.delete(owner: user.ownerID, title: body.task.trimmingCharacters(in: .whitespacesAndNewlines))
+        // Matched as `create` stored it: the same rules, so text no task can have (a NUL, a
+        // control character) is refused as bad input instead of reaching the database.
+        guard let title = TaskLimits.normalizedTitle(body.task) else {
+            throw TaskAPIError.invalidField(
+                "\"task\" must be 1 to \(TaskLimits.titleMaximumLength) characters, without control or format characters.")
+        }
+        _ = try await repository.delete(owner: user.ownerID, title: title)
         return Response(status: .noContent)
     }
 }
