@@ -51,10 +51,7 @@ struct DotNetTaskController<Repository: TaskRepository>: Sendable {
     func create(_ request: Request, context: TaskRequestContext) async throws -> Response {
         let user = try context.requireUser()
         let text = try await Self.text(of: request, context: context)
-        guard let title = TaskLimits.normalizedTitle(text) else {
-            throw TaskAPIError.invalidField(
-                "Text must be 1 to \(TaskLimits.titleMaximumLength) characters, without control or format characters.")
-        }
+        let title = try TaskLimits.title(text, field: "Text")
         let record = try await repository.create(owner: user.ownerID, ownerName: user.name, title: title, completed: false, now: Date())
         var response = try JSONResponse.make(Self.task(record, owner: user.objectID), status: .created)
         response.headers[.location] = "/taskservice/api/tasks/\(record.item.id.uuidString.lowercased())"

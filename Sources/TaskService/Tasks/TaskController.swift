@@ -52,7 +52,7 @@ struct TaskController<Repository: TaskRepository>: Sendable {
     func create(_ request: Request, context: TaskRequestContext) async throws -> Response {
         let user = try context.requireUser()
         let draft = try await JSONBody.decode(NewTask.self, from: request, context: context)
-        guard let title = TaskLimits.normalizedTitle(draft.title) else { throw TaskAPIError.invalidField(Self.titleRule) }
+        let title = try TaskLimits.title(draft.title, field: "title")
         let record = try await repository.create(
             owner: user.ownerID, ownerName: user.name, title: title, completed: draft.completed ?? false, now: Date())
         var response = JSONResponse.make(bytes: TaskJSON.item(record.item), status: .created)
@@ -78,7 +78,7 @@ struct TaskController<Repository: TaskRepository>: Sendable {
         var patch = try await JSONBody.decode(TaskPatch.self, from: request, context: context)
         guard patch.title != nil || patch.completed != nil else { throw TaskAPIError.invalidField("Give a title or completed to change.") }
         if let title = patch.title {
-            guard let normalized = TaskLimits.normalizedTitle(title) else { throw TaskAPIError.invalidField(Self.titleRule) }
+            let normalized = try TaskLimits.title(title, field: "title")
             patch.title = normalized
         }
         switch try await repository.update(
@@ -100,10 +100,6 @@ struct TaskController<Repository: TaskRepository>: Sendable {
         case .versionMismatch: throw TaskAPIError.versionMismatch
         case .updated: return Response(status: .noContent)
         }
-    }
-
-    static var titleRule: String {
-        "title must be 1 to \(TaskLimits.titleMaximumLength) characters after trimming, without control or format characters."
     }
 
     /// A malformed id is simply not found: nothing about other ids is revealed.
@@ -156,10 +152,7 @@ struct TutorialTaskController<Repository: TaskRepository>: Sendable {
     func create(_ request: Request, context: TaskRequestContext) async throws -> Response {
         let user = try context.requireUser()
         let body = try await JSONBody.decode(TutorialTask.self, from: request, context: context)
-        guard let title = TaskLimits.normalizedTitle(body.task) else {
-            throw TaskAPIError.invalidField(
-                "\"task\" must be 1 to \(TaskLimits.titleMaximumLength) characters, without control or format characters.")
-        }
+        let title = try TaskLimits.title(body.task, field: "\"task\"")
         let record = try await repository.create(owner: user.ownerID, ownerName: user.name, title: title, completed: false, now: Date())
         var response = try JSONResponse.make(
             TutorialTask(
@@ -174,10 +167,7 @@ struct TutorialTaskController<Repository: TaskRepository>: Sendable {
         let body = try await JSONBody.decode(TutorialTask.self, from: request, context: context)
         // Matched as `create` stored it: the same rules, so text no task can have (a NUL, a
         // control character) is refused as bad input instead of reaching the database.
-        guard let title = TaskLimits.normalizedTitle(body.task) else {
-            throw TaskAPIError.invalidField(
-                "\"task\" must be 1 to \(TaskLimits.titleMaximumLength) characters, without control or format characters.")
-        }
+        let title = try TaskLimits.title(body.task, field: "\"task\"")
         _ = try await repository.delete(owner: user.ownerID, title: title)
         return Response(status: .noContent)
     }
@@ -246,5 +236,17 @@ enum JSONResponse {
         Response(
             status: status, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
             body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+    }
+}
+
+extension TaskLimits {
+    /// `text` as a stored title, or the Task API's 422 naming `field`: one rule for every route
+    /// and wire format that takes a title.
+    static func title(_ text: String, field: String) throws -> String {
+        guard let title = normalizedTitle(text) else {
+            throw TaskAPIError.invalidField(
+                "\(field) must be 1 to \(titleMaximumLength) characters after trimming, without control or format characters.")
+        }
+        return title
     }
 }
