@@ -316,5 +316,7 @@ enum IdentityMigrations {
                     ]
                 }
             },
+            // The issuer an upstream request was sent to, checked when its answer comes back.
+            Migration(version: 28, name: "upstream request issuer", ["ALTER TABLE upstream_requests ADD COLUMN issuer TEXT"]),
         ])
 }

@@ -51,9 +51,9 @@ struct IdentityService: Sendable {
         return offered(flow)
     }
 
-    /// The flow as this server offers it: without the simulated Facebook unless it is switched on.
+    /// The flow as this server offers it: without the simulated Facebook unless it is served.
     func offered(_ flow: UserFlow) -> UserFlow {
-        guard !configuration.simulatedFacebook, flow.identityProviders.contains(.facebook) else { return flow }
+        guard !configuration.servesSimulatedFacebook, flow.identityProviders.contains(.facebook) else { return flow }
         var offered = flow
         offered.identityProviders.removeAll { $0 == .facebook }
         if offered.identityProviders.isEmpty { offered.identityProviders = [.local] }

@@ -18,20 +18,10 @@ public struct SecurityHeadersMiddleware<Context: RequestContext>: RouterMiddlewa
     {
         var response = try await next(request, context)
         response.headers[.xContentTypeOptions] = "nosniff"
-        if https, !Self.isLoopbackAuthority(request.head.authority ?? "") {
+        if https, !Loopback.isAuthority(request.head.authority ?? "") {
             response.headers[.strictTransportSecurity] = "max-age=31536000"
         }
         return response
     }
 
-    /// `localhost`, `127.x.y.z` or `[::1]`, with or without a port.
-    static func isLoopbackAuthority(_ authority: String) -> Bool {
-        var host = authority.lowercased()
-        if host.hasPrefix("["), let end = host.firstIndex(of: "]") {
-            host = String(host[host.index(after: host.startIndex)..<end])
-        } else if let colon = host.lastIndex(of: ":") {
-            host = String(host[..<colon])
-        }
-        return host == "localhost" || host.hasSuffix(".localhost") || host == "::1" || host.hasPrefix("127.")
-    }
 }

@@ -140,6 +140,10 @@ public struct SystemConfiguration: Sendable {
         if simulatedFacebook, !Authority.isLoopback(host) {
             problems.append(
                 "refusing --simulated-facebook on \(host): anyone could sign in as any federated user; use a loopback address")
+        } else if simulatedFacebook, !isMachineLocal {
+            problems.append(
+                "refusing --simulated-facebook behind a balancer (--trusted-proxy, or --public-url on another host): anyone reaching it could sign in as any federated user"
+            )
         }
         if parts == .api, authorities.isEmpty || audiences.isEmpty {
             problems.append("--only api needs --authority and --audience (or TODO_AUTHORITIES and TODO_AUDIENCES)")
@@ -148,6 +152,14 @@ public struct SystemConfiguration: Sendable {
             problems.append("the identity port and the API port must differ (both are \(apiPort))")
         }
         guard problems.isEmpty else { throw ConfigurationProblems(messages: problems) }
+    }
+
+    /// Whether only this machine reaches the server: a loopback listener that no balancer
+    /// publishes (no trusted proxy, no public URL on another host). The test-control surface
+    /// and the simulated Facebook need it.
+    public var isMachineLocal: Bool {
+        Authority.isLoopback(host) && trustedProxies.isEmpty
+            && [publicURL, publicAPIURL].allSatisfy { url in url.map { URL(string: $0)?.host.map(Authority.isLoopback) ?? false } ?? true }
     }
 
     /// The URL host clients use for a listener on `host`: a wildcard address is reached as

@@ -101,11 +101,7 @@ public struct TodoSystem: Sendable {
             passwordHashCost: UInt8(configuration.passwordHashCost),
             // The outbox shows password-reset codes: only on a machine-local server that no
             // balancer publishes (a trusted proxy or a public URL elsewhere), unless asked for.
-            developmentMailbox: configuration.devEndpoints
-                || (Authority.isLoopback(configuration.host) && configuration.trustedProxies.isEmpty
-                    && [configuration.publicURL, configuration.publicAPIURL].allSatisfy { url in
-                        url.map { URL(string: $0)?.host.map(Authority.isLoopback) ?? false } ?? true
-                    }),
+            developmentMailbox: configuration.devEndpoints || configuration.isMachineLocal,
             allowedHosts: Set(
                 ["localhost", "127.0.0.1", "::1", configuration.host.lowercased(), configuration.displayHostName.lowercased()]
                     + publicHosts.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]")) }),

@@ -177,6 +177,16 @@ enum Form {
         }.joined(separator: "&")
     }
 
+    /// An `application/x-www-form-urlencoded` body's pairs, in order.
+    static func decode(_ body: String) -> [(String, String)] {
+        body.split(separator: "&").map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map {
+                String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
+            }
+            return (parts[0], parts.count > 1 ? parts[1] : "")
+        }
+    }
+
     static func unescapeHTML(_ text: String) -> String {
         text.replacingOccurrences(of: "&amp;", with: "&").replacingOccurrences(of: "&quot;", with: "\"")
             .replacingOccurrences(of: "&#39;", with: "'").replacingOccurrences(of: "&lt;", with: "<")

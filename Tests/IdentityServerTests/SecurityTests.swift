@@ -280,6 +280,27 @@ struct SecurityTests {
         }
     }
 
+    @Test(
+        "the simulated Facebook is not served behind a balancer, and answers loopback Hosts only (the second outside attack's F-2)")
+    func simulatedFacebookMachineLocal() async throws {
+        for published in [(proxies: ["127.0.0.1"], origin: String?.none), ([], "https://id.example.com")] {
+            var configuration = IdentityServerConfiguration(passwordHashCost: 4, simulatedFacebook: true)
+            configuration.trustedProxies = published.proxies
+            configuration.publicOrigin = published.origin
+            try await IdentityHarness.run(.sqlite, configuration: configuration) { h, driver in
+                let dialog = try await driver.get(
+                    "/facebook.com/dialog/oauth?state=x&redirect_uri=\(IdentityHarness.origin)/\(h.tenant.name)/oauth2/authresp")
+                #expect(dialog.status == .notFound, "\(published)")
+                let facebookOnly = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_facebook"), harness: h)
+                #expect(
+                    (facebookOnly.formAction ?? facebookOnly.location ?? "").contains("pages/signin"),
+                    "local accounts instead: \(facebookOnly.status) \(facebookOnly.location ?? "")")
+            }
+        }
+        // Loopback `Host`s only: Hummingbird's test client always sends localhost, so the
+        // interop suite's test_host_header.py sends the others to a live server.
+    }
+
     @Test("the simulated Facebook is off unless switched on: no route, no button, domain_hint ignored", arguments: TestDatabase.engines)
     func simulatedFacebookOff(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine, configuration: .init(passwordHashCost: 4)) { h, driver in

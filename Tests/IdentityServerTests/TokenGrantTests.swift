@@ -424,9 +424,35 @@ struct APIPermissionFlowTests {
             #expect(b2cCode(widened) == "AADB2C90205")
             let graph = try await driver.refresh(h, token: token, extra: [("scope", "openid https://graph.microsoft.com/User.Read")])
             #expect(b2cCode(graph) == "AADB2C90205")
-            // Within the consent of the sign-in: another resource is fine (Entra-style refresh tokens).
+            // Consented at sign-in but not signed in for: another resource is refused on a B2C
+            // policy too (only the Entra face's refresh tokens are multi-resource).
             let read = try await driver.refresh(h, token: token, extra: [("scope", "openid https://\(h.tenant.name)/tasks/tasks.read")])
-            #expect(read.status == .ok, "the refused refreshes did not consume the token")
+            #expect(b2cCode(read) == "AADB2C90205")
+            let same = try await driver.refresh(h, token: token, extra: [("scope", "openid offline_access")])
+            #expect(same.status == .ok, "the refused refreshes did not consume the token")
+        }
+    }
+
+    @Test(
+        "a refresh on a B2C policy stays with the sign-in's scopes: no Graph token from an openid-only sign-in",
+        arguments: TestDatabase.engines)
+    func b2cRefreshStaysWithItsScopes(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            // The dev app holds Graph's User.Read and the Task API's scopes from the start.
+            let narrow = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!", scope: "openid offline_access").json
+            let token = try #require(narrow["refresh_token"] as? String)
+            for scope in [
+                "https://graph.microsoft.com/User.Read offline_access", "User.Read", "https://\(h.tenant.name)/tasks/tasks.read",
+                h.clientID,
+            ] {
+                let widened = try await driver.refresh(h, token: token, extra: [("scope", scope)])
+                #expect(b2cCode(widened) == "AADB2C90205", "\(scope): \(widened.text)")
+                #expect(widened.json["access_token"] == nil)
+            }
+            let plain = try await driver.refresh(h, token: token)
+            #expect(plain.status == .ok, "\(plain.text)")
+            #expect(plain.json["access_token"] == nil, "an openid-only grant has no access token to refresh")
         }
     }
 

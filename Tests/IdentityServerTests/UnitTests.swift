@@ -19,7 +19,8 @@ struct UnitTests {
         #expect(tfp.url(origin: "https://h", for: .page("signin")) == "https://h/tfp/c/B2C_1A_custom/pages/signin")
         let none = PolicyRoute(tenantSegment: "common", policy: nil, placement: .none)
         #expect(none.url(origin: "https://h", for: .logout) == "https://h/common/oauth2/v2.0/logout")
-        #expect(path.url(origin: "https://h", for: .federationCallback) == "https://h/c/oauth2/authresp")
+        #expect(path.url(origin: "https://h", for: .federationCallback(provider: nil)) == "https://h/c/oauth2/authresp")
+        #expect(path.url(origin: "https://h", for: .federationCallback(provider: "Corp-IdP")) == "https://h/c/oauth2/authresp/corp-idp")
     }
 
     @Test("policy names follow passport-azure-ad's rule")
@@ -179,8 +180,14 @@ struct UnitTests {
         try GrantedScopes.checkRefresh([], family: family, client: client, tenantApps: apps)
         try GrantedScopes.checkRefresh(
             ["https://contoso.onmicrosoft.com/tasks/TASKS.READ", "profile"], family: family, client: client, tenantApps: apps)
-        // Another consented API: allowed (Entra-style refresh tokens).
-        try GrantedScopes.checkRefresh(["User.Read"], family: family, client: client, tenantApps: apps)
+        // Another consented API: allowed on the Entra face (its refresh tokens are multi-resource),
+        // never on a B2C policy, whose refresh tokens stay with the sign-in's scopes.
+        var entraFamily = family
+        entraFamily.face = .entra
+        try GrantedScopes.checkRefresh(["User.Read"], family: entraFamily, client: client, tenantApps: apps)
+        #expect(throws: B2CError.scopeBeyondGrant("User.Read")) {
+            try GrantedScopes.checkRefresh(["User.Read"], family: family, client: client, tenantApps: apps)
+        }
         // Never consented, or consented only after the sign-in: refused.
         #expect(throws: B2CError.scopeBeyondGrant("https://contoso.onmicrosoft.com/tasks/tasks.write")) {
             try GrantedScopes.checkRefresh(

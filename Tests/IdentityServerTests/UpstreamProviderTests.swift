@@ -22,7 +22,10 @@ import WireCoding
 struct UpstreamProviderTests {
     static let mock = ProcessInfo.processInfo.environment["TODO_OIDC_MOCK_URL"]
 
-    static func callback(_ h: IdentityHarness) -> String { "\(IdentityHarness.origin)/\(h.tenant.name)/oauth2/authresp" }
+    /// Each provider's own callback (the mix-up defence of RFC 9700 §4.4.2).
+    static func callback(_ h: IdentityHarness, provider: String) -> String {
+        "\(IdentityHarness.origin)/\(h.tenant.name)/oauth2/authresp/\(provider)"
+    }
 
     /// The dev tenant with `provider` offered by `B2C_1_susi`.
     static func offer(_ h: IdentityHarness, _ provider: UpstreamProvider) async throws {
@@ -64,14 +67,17 @@ struct UpstreamProviderTests {
         }
     }
 
-    @Test("sign in through oidc-provider-mock: button, domain_hint, the provider's claims, idp = its issuer, the same account next time")
-    func mockProvider() async throws {
+    @Test(
+        "sign in through oidc-provider-mock: button, domain_hint, the provider's claims, idp = its issuer, the same account next time; a client registered for client_secret_post (B2C's default) or client_secret_basic (declared)",
+        arguments: [UpstreamProvider.TokenEndpointAuthMethod.clientSecretPost, .clientSecretBasic])
+    func mockProvider(method: UpstreamProvider.TokenEndpointAuthMethod) async throws {
         if ProcessInfo.processInfo.environment["TODO_REQUIRE_OIDC_MOCK"] == "1" { #expect(Self.mock != nil) }
         guard let mock = Self.mock else { return }
         try await IdentityHarness.run(.sqlite) { h, driver in
             let registration = try await Self.send(
                 "POST", "\(mock)/oauth2/clients",
-                json: #"{"redirect_uris":["\#(Self.callback(h))"],"token_endpoint_auth_method":"client_secret_basic"}"#)
+                json: #"{"redirect_uris":["\#(Self.callback(h, provider: "mockidp"))"],"token_endpoint_auth_method":"\#(method.rawValue)"}"#
+            )
             let client = try JSONDecoder().decode([String: JSONValue].self, from: registration.body)
             let clientID = try #require(client["client_id"]?.stringValue)
             let subject = "upstream-\(UUID().uuidString.prefix(8).lowercased())"
@@ -83,7 +89,9 @@ struct UpstreamProviderTests {
                 h,
                 UpstreamProvider(
                     name: "mockidp", displayName: "Mock IdP", metadataUrl: "\(mock)/.well-known/openid-configuration", clientId: clientID,
-                    clientSecret: client["client_secret"]?.stringValue))
+                    clientSecret: client["client_secret"]?.stringValue,
+                    // client_secret_post is the default: declared only for the other.
+                    tokenEndpointAuthMethod: method == .clientSecretPost ? nil : method))
 
             var oid: String?
             for round in 0..<2 {
@@ -105,7 +113,7 @@ struct UpstreamProviderTests {
                 // The mock's page: pick the user, as a person would.
                 let answer = try await Self.send("POST", authorize, form: "sub=\(subject)")
                 let back = try #require(answer.location, "the mock answered \(answer.status)")
-                #expect(back.hasPrefix(Self.callback(h)))
+                #expect(back.hasPrefix(Self.callback(h, provider: "mockidp") + "?"))
                 var done = try await driver.follow(try await driver.get(back))
                 if round == 0 {
                     // A first sign-in in a sign-up flow: the attribute page, prefilled from the provider.
@@ -134,11 +142,17 @@ struct UpstreamProviderTests {
     actor Script {
         var flavour = "good"
         var nonce = ""
+        /// Extra members of the discovery document (JSON, with a leading comma).
+        var metadataExtras = ""
+        /// Each token request's Authorization header and form body, in order.
+        var tokenCalls: [(authorization: String?, body: String)] = []
         func set(_ flavour: String, nonce: String) {
             self.flavour = flavour
             self.nonce = nonce
         }
         func get() -> (String, String) { (flavour, nonce) }
+        func advertise(_ extras: String) { metadataExtras = extras }
+        func recordToken(_ authorization: String?, _ body: String) { tokenCalls.append((authorization, body)) }
     }
 
     static func provider(_ script: Script, port: @escaping @Sendable () -> Int) throws -> Application<RouterResponder<BasicRequestContext>>
@@ -148,8 +162,9 @@ struct UpstreamProviderTests {
         let router = Router()
         router.get(".well-known/openid-configuration") { _, _ -> Response in
             let base = "http://127.0.0.1:\(port())"
+            let extras = await script.metadataExtras
             let body =
-                #"{"issuer":"\#(base)","authorization_endpoint":"\#(base)/authorize","token_endpoint":"\#(base)/token","jwks_uri":"\#(base)/jwks"}"#
+                #"{"issuer":"\#(base)","authorization_endpoint":"\#(base)/authorize","token_endpoint":"\#(base)/token","jwks_uri":"\#(base)/jwks"\#(extras)}"#
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
         }
         router.get("jwks") { _, _ -> Response in
@@ -168,7 +183,9 @@ struct UpstreamProviderTests {
             let reply = #"{"version":"1.0.0","action":"ShowBlockPage","userMessage":"No sign-ups from this provider."}"#
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: reply)))
         }
-        router.post("token") { _, _ -> Response in
+        router.post("token") { request, _ -> Response in
+            let form = String(buffer: try await request.body.collect(upTo: 1 << 16))
+            await script.recordToken(request.headers[.authorization], form)
             let (flavour, nonce) = await script.get()
             let now = Int(Date().timeIntervalSince1970)
             let issuer = "http://127.0.0.1:\(port())"
@@ -226,7 +243,7 @@ struct UpstreamProviderTests {
                     await script.set(flavour, nonce: try #require(items.first { $0.name == "nonce" }?.value))
                     let back = try await driver.follow(
                         try await driver.get(
-                            "/\(h.tenant.name)/oauth2/authresp?" + Form.encode([("code", "c-\(flavour)"), ("state", state)])))
+                            "/\(h.tenant.name)/oauth2/authresp/local?" + Form.encode([("code", "c-\(flavour)"), ("state", state)])))
                     if flavour == "good" {
                         // The attribute page, prefilled by the connector; the account only after it.
                         #expect(back.field("givenName") == "Prefilled", "\(back.status) \(back.text.prefix(300))")
@@ -239,7 +256,7 @@ struct UpstreamProviderTests {
                             "\(flavour): \(back.status) \(back.location ?? back.text.prefix(200).description)")
                         // The state was used: replaying the callback finds no sign-in.
                         let replay = try await driver.get(
-                            "/\(h.tenant.name)/oauth2/authresp?" + Form.encode([("code", "again"), ("state", state)]))
+                            "/\(h.tenant.name)/oauth2/authresp/local?" + Form.encode([("code", "again"), ("state", state)]))
                         #expect(replay.redirectParameters["code"] == nil)
                     }
                 }
@@ -276,7 +293,8 @@ struct UpstreamProviderTests {
                 await script.set("good", nonce: try #require(items.first { $0.name == "nonce" }?.value))
                 let state = try #require(items.first { $0.name == "state" }?.value)
                 // The callback's answer, not followed: straight to a POST of the attribute form.
-                let toPage = try await driver.get("/\(h.tenant.name)/oauth2/authresp?" + Form.encode([("code", "c"), ("state", state)]))
+                let toPage = try await driver.get(
+                    "/\(h.tenant.name)/oauth2/authresp/local?" + Form.encode([("code", "c"), ("state", state)]))
                 let pageURL = try #require(toPage.location)
                 let csrf = try #require(driver.cookies[InteractionFlow.csrfCookie])
                 let skipped = try await driver.post(pageURL, [("csrf_token", csrf), ("displayName", "Skipper")])
@@ -334,5 +352,134 @@ struct UpstreamProviderTests {
     struct NoRequests: UpstreamRequestStore {
         func save(_ request: UpstreamRequest, stateHash: String, expiresAt: Date) async throws {}
         func take(stateHash: String, now: Date) async throws -> UpstreamRequest? { nil }
+    }
+}
+
+extension UpstreamProviderTests {
+    /// Starts a sign-in with the provider named `hint`; the state and nonce it sent.
+    static func startUpstream(_ h: IdentityHarness, _ driver: Driver, hint: String) async throws -> (state: String, nonce: String) {
+        driver.cookies = [:]
+        var attempt = AuthorizationAttempt(harness: h)
+        attempt.extra = [("domain_hint", hint)]
+        let toProvider = try await driver.start(attempt, harness: h)
+        let items = try #require(toProvider.location.flatMap(URLComponents.init(string:))?.queryItems, "\(toProvider.text.prefix(300))")
+        #expect(items.first { $0.name == "redirect_uri" }?.value == Self.callback(h, provider: hint))
+        return (try #require(items.first { $0.name == "state" }?.value), try #require(items.first { $0.name == "nonce" }?.value))
+    }
+
+    @Test(
+        "identity-provider mix-up: an answer on another provider's callback, on B2C's shared callback, or naming another issuer is refused before any code is redeemed"
+    )
+    func mixUp() async throws {
+        let honest = Script()
+        let evil = Script()
+        let honestPort = PortBox()
+        let evilPort = PortBox()
+        try await Self.provider(honest, port: { honestPort.value }).test(.live) { honestIdP in
+            honestPort.value = try #require(honestIdP.port)
+            try await Self.provider(evil, port: { evilPort.value }).test(.live) { evilIdP in
+                evilPort.value = try #require(evilIdP.port)
+                try await IdentityHarness.run(.sqlite) { h, driver in
+                    var tenant = h.tenant
+                    tenant.identityProviders = [
+                        UpstreamProvider(
+                            name: "honest", metadataUrl: "http://127.0.0.1:\(honestPort.value)/.well-known/openid-configuration",
+                            clientId: "local-client"),
+                        UpstreamProvider(
+                            name: "evil", metadataUrl: "http://127.0.0.1:\(evilPort.value)/.well-known/openid-configuration",
+                            clientId: "local-client"),
+                    ]
+                    try await h.server.tenants.save(tenant, now: Date())
+                    var flow = try #require(try await h.server.tenants.userFlow(tenantID: tenant.id, name: "B2C_1_susi"))
+                    flow.identityProviders += tenant.identityProviders.map(\.kind)
+                    try await h.server.tenants.save(flow)
+
+                    // The person picked the malicious provider, which sent the browser on to the
+                    // honest one: the honest code comes back with the malicious provider's state.
+                    let misrouted: [(String, [(String, String)])] = [
+                        ("honest", []), ("", []), ("evil", [("iss", "http://127.0.0.1:\(honestPort.value)")]),
+                    ]
+                    for (callback, extra) in misrouted {
+                        let (state, nonce) = try await Self.startUpstream(h, driver, hint: "evil")
+                        await evil.set("good", nonce: nonce)
+                        let path = "/\(h.tenant.name)/oauth2/authresp" + (callback.isEmpty ? "" : "/\(callback)")
+                        let back = try await driver.follow(
+                            try await driver.get(path + "?" + Form.encode([("code", "honest-code"), ("state", state)] + extra)))
+                        #expect(b2cCode(redirect: back) == "AADB2C90273", "\(callback): \(back.status) \(back.text.prefix(200))")
+                    }
+                    #expect(await evil.tokenCalls.isEmpty, "no code was sent to the provider that did not issue it")
+                    #expect(await honest.tokenCalls.isEmpty)
+
+                    // A provider that says it names itself must: an answer without iss is refused.
+                    await evil.advertise(#","authorization_response_iss_parameter_supported":true"#)
+                    await h.server.service.upstream.directory.forget()
+                    let evilIssuer = "http://127.0.0.1:\(evilPort.value)"
+                    let (state, nonce) = try await Self.startUpstream(h, driver, hint: "evil")
+                    await evil.set("good", nonce: nonce)
+                    let bare = try await driver.follow(
+                        try await driver.get("/\(h.tenant.name)/oauth2/authresp/evil?" + Form.encode([("code", "c"), ("state", state)])))
+                    #expect(b2cCode(redirect: bare) == "AADB2C90273")
+                    #expect(await evil.tokenCalls.isEmpty)
+
+                    // Its own answer, on its own callback, naming itself: redeemed there.
+                    let (good, goodNonce) = try await Self.startUpstream(h, driver, hint: "evil")
+                    await evil.set("good", nonce: goodNonce)
+                    let done = try await driver.follow(
+                        try await driver.get(
+                            "/\(h.tenant.name)/oauth2/authresp/evil?" + Form.encode([("code", "c"), ("state", good), ("iss", evilIssuer)])))
+                    #expect(b2cCode(redirect: done) == nil, "\(done.status) \(done.location ?? done.text.prefix(300).description)")
+                    #expect(await evil.tokenCalls.count == 1)
+                }
+            }
+        }
+    }
+
+    @Test(
+        "the client secret goes in the body by default (B2C's client_secret_post), in Basic when declared or when the provider lists only that"
+    )
+    func tokenEndpointAuthMethod() async throws {
+        let script = Script()
+        let box = PortBox()
+        try await Self.provider(script, port: { box.value }).test(.live) { idp in
+            box.value = try #require(idp.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                let cases: [(UpstreamProvider.TokenEndpointAuthMethod?, String, basic: Bool)] = [
+                    (nil, "", false),
+                    (nil, #","token_endpoint_auth_methods_supported":["client_secret_basic"]"#, true),
+                    (nil, #","token_endpoint_auth_methods_supported":["client_secret_basic","client_secret_post"]"#, false),
+                    (.clientSecretBasic, "", true),
+                    (.clientSecretPost, #","token_endpoint_auth_methods_supported":["client_secret_basic"]"#, false),
+                ]
+                for (index, (declared, extras, basic)) in cases.enumerated() {
+                    await script.advertise(extras)
+                    // A new name each round: metadata is cached per provider URL, so a new path too.
+                    try await Self.offer(
+                        h,
+                        UpstreamProvider(
+                            name: "local", metadataUrl: "http://127.0.0.1:\(box.value)/.well-known/openid-configuration",
+                            clientId: "local client", clientSecret: "s3cret:&=", tokenEndpointAuthMethod: declared))
+                    await h.server.service.upstream.directory.forget()
+                    let (state, nonce) = try await Self.startUpstream(h, driver, hint: "local")
+                    await script.set("audience", nonce: nonce)
+                    _ = try await driver.get("/\(h.tenant.name)/oauth2/authresp/local?" + Form.encode([("code", "c"), ("state", state)]))
+                    let call = try #require(await script.tokenCalls.last)
+                    #expect(await script.tokenCalls.count == index + 1)
+                    let form = Dictionary(uniqueKeysWithValues: Form.decode(call.body).map { ($0.0, $0.1) })
+                    if basic {
+                        // RFC 6749 §2.3.1: each part form-encoded, then Basic.
+                        let encoded = try #require(call.authorization?.split(separator: " ").last, "case \(index)")
+                        let pair = String(decoding: Data(base64Encoded: String(encoded)) ?? Data(), as: UTF8.self)
+                        #expect(
+                            Form.decode(pair.replacingOccurrences(of: ":", with: "=")).first.map { [$0.0, $0.1] } == [
+                                "local client", "s3cret:&=",
+                            ])
+                        #expect(form["client_secret"] == nil && form["client_id"] == nil, "case \(index)")
+                    } else {
+                        #expect(call.authorization == nil, "case \(index)")
+                        #expect(form["client_id"] == "local client" && form["client_secret"] == "s3cret:&=", "case \(index)")
+                    }
+                }
+            }
+        }
     }
 }

@@ -115,5 +115,17 @@ struct SystemConfigurationTests {
         await #expect(throws: ConfigurationProblems.self) {
             try await configuration(environment: ["TODO_HOST": "0.0.0.0", "TODO_TLS": "1", "TODO_SIMULATED_FACEBOOK": "1"])
         }
+        // Behind a balancer on a loopback listener (the second outside attack's F-2).
+        for published in [["TODO_TRUSTED_PROXIES": "127.0.0.1"], ["TODO_PUBLIC_URL": "https://id.example.com"]] {
+            do {
+                _ = try await configuration(environment: published.merging(["TODO_SIMULATED_FACEBOOK": "1"]) { a, _ in a })
+                Issue.record("accepted \(published)")
+            } catch let problems as ConfigurationProblems {
+                #expect(problems.messages.contains { $0.contains("refusing --simulated-facebook behind a balancer") }, "\(problems)")
+            }
+        }
+        let local = try await configuration(
+            environment: ["TODO_SIMULATED_FACEBOOK": "1", "TODO_PUBLIC_URL": "http://localhost:5080"])
+        #expect(local.simulatedFacebook && local.isMachineLocal)
     }
 }

@@ -78,3 +78,18 @@ def test_lockout_falls_on_the_failing_source(server):
     # The owner, elsewhere, is not locked out.
     status, text = _ropc_from("127.0.0.1", server, email, "Lock-Pass1")
     assert status == 200, text
+
+
+def test_the_simulated_facebook_answers_loopback_hosts_only(server):
+    """F-2 of the second outside attack: a Host that is not this machine's (a balancer's, or a
+    DNS name pointing here) gets nothing from the simulated provider, its dialog or callback."""
+    port = urlparse(server.base).port
+    dialog = f"{server.base}/facebook.com/dialog/oauth?state=x&redirect_uri=http://localhost:{port}/{server.tenant}/oauth2/authresp"
+    callback = f"{server.base}/{server.tenant}/oauth2/authresp?state=x&code=y"
+    for url in (dialog, callback):
+        for host in ("attacker.example", f"attacker.example:{port}", f"127.0.0.1.nip.io:{port}"):
+            response = requests.get(url, headers={"Host": host}, allow_redirects=False)
+            assert response.status_code == 403, (url, host, response.status_code)
+            assert "this machine only" in response.text
+        local = requests.get(url, headers={"Host": f"localhost:{port}"}, allow_redirects=False)
+        assert local.status_code == 400, (url, local.status_code)

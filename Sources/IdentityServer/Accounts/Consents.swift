@@ -50,13 +50,16 @@ struct SQLConsentStore: ConsentStore {
 }
 
 extension GrantedScopes {
-    /// The consent keys of this grant: `openid`, `offline_access` and each delegated scope of
-    /// the resource. The client id as a scope (the app's own API) needs no consent.
+    /// The consent keys of this grant: `openid`, `offline_access`, each delegated scope of the
+    /// resource, and the app's client id when it asks for a token to itself (the client id as a
+    /// scope): that token carries the user's identity to the app's own API, so it is consented
+    /// like any other (the second outside attack found ROPC passing with only the client id).
     var consentKeys: Set<String> {
         var keys: Set<String> = []
         if openID { keys.insert("openid") }
         if offlineAccess { keys.insert("offline_access") }
         if let resource {
+            if resource.scopeNames.isEmpty { keys.insert(resource.audience.lowercased()) }
             for name in resource.scopeNames where !name.isEmpty { keys.insert("\(resource.audience)/\(name)".lowercased()) }
         }
         return keys

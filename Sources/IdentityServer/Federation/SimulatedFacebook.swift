@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Hummingbird
 import Logging
+import ServerSupport
 import WireCoding
 
 /// A local stand-in for facebook.com, so `B2C_1_facebook` and `domain_hint=facebook.com` work
@@ -17,9 +18,19 @@ struct SimulatedFacebook: Sendable {
 
     static let notOffered = PageError(status: .badRequest, title: "Not available", message: "This sign-in does not offer Facebook.")
 
+    /// The simulated provider answers only requests that name this machine: a `Host` that came
+    /// through a proxy or a DNS name pointing here gets nothing (the second outside attack's F-2).
+    static func requireLoopback(_ request: Request) throws {
+        guard Loopback.isAuthority(request.head.authority ?? "") else {
+            throw PageError(
+                status: .forbidden, title: "Not available",
+                message: "The simulated Facebook answers on this machine only (localhost, 127.0.0.1 or [::1]).")
+        }
+    }
+
     static func authorizeURL(record: InteractionRecord) -> String {
         let callback = PolicyRoute(tenantSegment: record.request.tenantSegment, policy: nil, placement: .none).url(
-            origin: record.request.origin, for: .federationCallback)
+            origin: record.request.origin, for: .federationCallback(provider: nil))
         let query = FormEncoding.encode([
             ("client_id", "todob2c-simulated"), ("redirect_uri", callback), ("state", record.id), ("response_type", "code"),
             ("scope", "email public_profile"),
@@ -42,6 +53,7 @@ struct SimulatedFacebook: Sendable {
     /// `GET|POST /facebook.com/dialog/oauth`.
     /// Errors are pages, written by the route group's ``PageErrorMiddleware``.
     @Sendable func dialog(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        try Self.requireLoopback(request)
         let query = RequestParameters(query: request.uri.query)
         var form = RequestParameters(pairs: [])
         if request.method == .post { form = try await FormBody.read(request, context: context) }
@@ -99,6 +111,8 @@ struct SimulatedFacebook: Sendable {
 
     /// `GET /{tenant}/oauth2/authresp`: the provider's answer.
     @Sendable func callback(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        guard service.configuration.servesSimulatedFacebook else { throw Self.notOffered }
+        try Self.requireLoopback(request)
         let query = RequestParameters(query: request.uri.query)
         let record = try await flow.interaction(query["state"])
         let tenant = try await flow.callbackTenant(of: record, request: request, context: context)

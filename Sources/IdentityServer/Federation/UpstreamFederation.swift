@@ -11,21 +11,38 @@ struct UpstreamFederation: Sendable {
     let simulatedFacebook: SimulatedFacebook
     var flow: InteractionFlow { InteractionFlow(service: service) }
 
-    static func callback(for record: InteractionRecord) -> String {
+    /// The callback `provider`'s answers come back to: its own path, which its authorization
+    /// request and code redemption both name.
+    static func callback(for record: InteractionRecord, provider: UpstreamProvider) -> String {
         PolicyRoute(tenantSegment: record.request.tenantSegment, policy: nil, placement: .none).url(
-            origin: record.request.origin, for: .federationCallback)
+            origin: record.request.origin, for: .federationCallback(provider: provider.name))
     }
 
     @Sendable func callback(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let query = RequestParameters(query: request.uri.query)
+        let pathProvider = context.parameters.get("provider")
         guard let state = query.nonEmpty("state"), state.count <= 128,
             let upstream = try await service.upstream.requests.take(stateHash: Secrets.sha256Hex(state), now: service.now)
-        else { return try await simulatedFacebook.callback(request, context: context) }
+        else {
+            if pathProvider == nil { return try await simulatedFacebook.callback(request, context: context) }
+            throw PageError(
+                status: .badRequest, title: "Session expired",
+                message: "This sign-in has expired or is not valid. Return to the application and start again.")
+        }
         let record = try await flow.interaction(upstream.interactionID)
         let tenant = try await flow.callbackTenant(of: record, request: request, context: context)
         let (_, userFlow) = try await flow.tenantAndFlow(of: record)
         guard let provider = tenant.upstreamProvider(named: upstream.provider), userFlow.identityProviders.contains(provider.kind) else {
             throw PageError(status: .badRequest, title: "Not available", message: "This identity provider is not offered here.")
+        }
+        // Mix-up defence (RFC 9700 §4.4): the answer must come back on the callback of the
+        // provider the state was issued for, which must still be the issuer it was sent to; and
+        // where the provider names itself (RFC 9207 `iss`), it must be that issuer. Otherwise a
+        // code another provider issued would be redeemed at this one, which then holds it.
+        if let mismatch = try await mixUp(
+            provider: provider, recorded: upstream, pathProvider: pathProvider, iss: query["iss"], context: context)
+        {
+            return try await flow.fail(record, with: UpstreamOIDC.Failure(message: mismatch).b2cError, context: context)
         }
         if query["error"] == "access_denied" { return try await flow.fail(record, with: .userCancelled, context: context) }
         guard query["error"] == nil, let code = query.nonEmpty("code") else {
@@ -38,7 +55,8 @@ struct UpstreamFederation: Sendable {
         let identity: FederatedIdentity
         do {
             identity = try await service.upstream.redeem(
-                code: code, provider: provider, tenant: tenant, request: upstream, callback: Self.callback(for: record), now: service.now)
+                code: code, provider: provider, tenant: tenant, request: upstream, callback: Self.callback(for: record, provider: provider),
+                now: service.now)
         } catch let failure as UpstreamOIDC.Failure {
             context.logger.warning("upstream sign-in refused", metadata: ["provider": "\(provider.name)", "reason": "\(failure.message)"])
             return try await flow.fail(record, with: failure.b2cError, context: context)
@@ -46,5 +64,28 @@ struct UpstreamFederation: Sendable {
         context.logger.info("upstream sign-in", metadata: ["provider": "\(provider.name)", "idp": "\(provider.issuer)"])
         return try await flow.finishFederated(
             identity, record: record, tenant: tenant, userFlow: userFlow, request: request, context: context)
+    }
+
+    /// Why this answer cannot be the recorded provider's, or nil when it is.
+    private func mixUp(
+        provider: UpstreamProvider, recorded: UpstreamRequest, pathProvider: String?, iss: String?, context: IdentityRequestContext
+    ) async throws -> String? {
+        let reason: String?
+        if pathProvider?.lowercased() != provider.name.lowercased() {
+            reason = "the answer came back on another provider's callback"
+        } else if recorded.issuer != provider.issuer {
+            reason = "the provider's issuer changed during the sign-in"
+        } else if let iss {
+            reason = iss == provider.issuer ? nil : "the answer names issuer \(TextRules.printable(iss)), not \(provider.issuer)"
+        } else if (try? await service.upstream.metadata(of: provider))?.issuerInResponse == true {
+            // RFC 9207 §2.4: a provider that says it sends `iss` must send it.
+            reason = "the answer has no iss though the provider sends one"
+        } else {
+            reason = nil
+        }
+        if let reason {
+            context.logger.warning("upstream answer refused", metadata: ["provider": "\(provider.name)", "reason": "\(reason)"])
+        }
+        return reason
     }
 }

@@ -32,7 +32,7 @@ struct UpstreamOIDC: Sendable {
         let nonce = Secrets.randomToken()
         let verifier = Secrets.randomToken(byteCount: 48)
         try await requests.save(
-            UpstreamRequest(interactionID: record.id, provider: provider.name, verifier: verifier, nonce: nonce),
+            UpstreamRequest(interactionID: record.id, provider: provider.name, verifier: verifier, nonce: nonce, issuer: provider.issuer),
             stateHash: Secrets.sha256Hex(state), expiresAt: now.addingTimeInterval(600))
         let challenge = Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8))))
         let query = FormEncoding.encode([
@@ -41,6 +41,11 @@ struct UpstreamOIDC: Sendable {
             ("response_mode", "query"),
         ])
         return metadata.authorizationEndpoint + (metadata.authorizationEndpoint.contains("?") ? "&" : "?") + query
+    }
+
+    /// The provider's metadata, from the cache when fresh.
+    func metadata(of provider: UpstreamProvider) async throws -> UpstreamMetadata {
+        try await directory.metadata(provider, client: client)
     }
 
     /// Redeems `code` and checks the ID token; the identity its claims describe.
@@ -57,9 +62,14 @@ struct UpstreamOIDC: Sendable {
         ]
         if let sealed = provider.clientSecret {
             let secret = try dataKey.open(sealed, context: UpstreamProvider.sealingContext(tenantID: tenant.id, name: provider.name)).value
-            // client_secret_basic: both parts form-encoded first (RFC 6749 §2.3.1).
-            let pair = "\(FormEncoding.escape(provider.clientId)):\(FormEncoding.escape(secret))"
-            exchange.headers.add(name: "Authorization", value: "Basic \(Data(pair.utf8).base64EncodedString())")
+            switch provider.authMethod(at: metadata) {
+            case .clientSecretPost:
+                form += [("client_id", provider.clientId), ("client_secret", secret)]
+            case .clientSecretBasic:
+                // Both parts form-encoded first (RFC 6749 §2.3.1).
+                let pair = "\(FormEncoding.escape(provider.clientId)):\(FormEncoding.escape(secret))"
+                exchange.headers.add(name: "Authorization", value: "Basic \(Data(pair.utf8).base64EncodedString())")
+            }
         } else {
             form.append(("client_id", provider.clientId))
         }
@@ -150,6 +160,10 @@ struct UpstreamMetadata: Sendable, Equatable {
     var authorizationEndpoint: String
     var tokenEndpoint: String
     var jwksURI: String
+    /// `token_endpoint_auth_methods_supported`, when the provider lists it.
+    var tokenEndpointAuthMethods: [String]? = nil
+    /// `authorization_response_iss_parameter_supported` (RFC 9207 §3): its answers carry `iss`.
+    var issuerInResponse = false
 }
 
 /// Providers' metadata and keys, fetched on first use and kept for five minutes; an unknown
@@ -159,6 +173,12 @@ actor UpstreamDirectory {
     private var keys: [String: (value: [String: _RSA.Signing.PublicKey], fetched: Date)] = [:]
     static let lifetime: TimeInterval = 300
     static let refetchInterval: TimeInterval = 60
+
+    /// Drops what was fetched: the next use of any provider fetches its metadata and keys again.
+    func forget() {
+        metadata = [:]
+        keys = [:]
+    }
 
     func metadata(_ provider: UpstreamProvider, client: HTTPClient) async throws -> UpstreamMetadata {
         if let cached = metadata[provider.metadataUrl], Date().timeIntervalSince(cached.fetched) < Self.lifetime { return cached.value }
@@ -176,7 +196,13 @@ actor UpstreamDirectory {
         for endpoint in [authorize, token, jwks] where !OutboundURL.isAllowed(endpoint) {
             throw UpstreamOIDC.Failure(message: "the provider's metadata names an endpoint that is not https (or http on loopback)")
         }
-        let value = UpstreamMetadata(issuer: issuer, authorizationEndpoint: authorize, tokenEndpoint: token, jwksURI: jwks)
+        var methods: [String]?
+        if case .array(let listed)? = document["token_endpoint_auth_methods_supported"] {
+            methods = listed.compactMap { if case .string(let method) = $0 { method } else { nil } }
+        }
+        let value = UpstreamMetadata(
+            issuer: issuer, authorizationEndpoint: authorize, tokenEndpoint: token, jwksURI: jwks, tokenEndpointAuthMethods: methods,
+            issuerInResponse: document["authorization_response_iss_parameter_supported"] == .bool(true))
         metadata[provider.metadataUrl] = (value, Date())
         return value
     }
@@ -226,6 +252,9 @@ struct UpstreamRequest: Sendable, Equatable {
     var provider: String
     var verifier: String
     var nonce: String
+    /// The provider's issuer when the request was sent (nil for requests stored before it was
+    /// recorded: refused).
+    var issuer: String?
 }
 
 protocol UpstreamRequestStore: Sendable {
@@ -244,10 +273,10 @@ struct SQLUpstreamRequestStore: UpstreamRequestStore {
         let sealed = try dataKey.seal(request.verifier, context: Self.context(stateHash))
         try await database.transaction { sql in
             try await sql.insert(into: "upstream_requests")
-                .columns("state_hash", "interaction_id", "provider", "sealed_verifier", "nonce", "expires_at")
+                .columns("state_hash", "interaction_id", "provider", "sealed_verifier", "nonce", "expires_at", "issuer")
                 .values(
                     SQLBind(stateHash), SQLBind(request.interactionID), SQLBind(request.provider), SQLBind(sealed), SQLBind(request.nonce),
-                    SQLBind(expiresAt.epochSeconds)
+                    SQLBind(expiresAt.epochSeconds), SQLBind(request.issuer)
                 ).run()
         }
     }
@@ -258,6 +287,7 @@ struct SQLUpstreamRequestStore: UpstreamRequestStore {
         var sealedVerifier: String
         var nonce: String
         var expiresAt: Int64
+        var issuer: String?
     }
 
     func take(stateHash: String, now: Date) async throws -> UpstreamRequest? {
@@ -265,12 +295,13 @@ struct SQLUpstreamRequestStore: UpstreamRequestStore {
             try await sql.raw(
                 """
                 DELETE FROM upstream_requests WHERE state_hash = \(bind: stateHash)
-                RETURNING interaction_id, provider, sealed_verifier, nonce, expires_at
+                RETURNING interaction_id, provider, sealed_verifier, nonce, expires_at, issuer
                 """
             ).first(decoding: Row.self, with: .snakeCase)
         }
         guard let row, row.expiresAt > now.epochSeconds else { return nil }
         let verifier = try dataKey.open(row.sealedVerifier, context: Self.context(stateHash)).value
-        return UpstreamRequest(interactionID: row.interactionId, provider: row.provider, verifier: verifier, nonce: row.nonce)
+        return UpstreamRequest(
+            interactionID: row.interactionId, provider: row.provider, verifier: verifier, nonce: row.nonce, issuer: row.issuer)
     }
 }

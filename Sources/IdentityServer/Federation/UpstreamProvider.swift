@@ -36,11 +36,24 @@ public struct UpstreamProvider: Sendable, Codable, Equatable {
     /// `code`, the only response type served (auth code + PKCE).
     public var responseType: String?
     public var claimsMapping: ClaimsMapping?
+    /// How the client secret is sent to the provider's token endpoint. Unset: as the provider's
+    /// `token_endpoint_auth_methods_supported` allows, `client_secret_post` first — B2C's default
+    /// for an OpenID Connect provider (IEF's `token_endpoint_auth_method` metadata).
+    public var tokenEndpointAuthMethod: TokenEndpointAuthMethod?
+
+    /// The client authentication methods of RFC 6749 §2.3.1 served. B2C's third,
+    /// `private_key_jwt`, needs a policy key the provider trusts, which a declaration cannot name
+    /// here; it is refused when declared.
+    public enum TokenEndpointAuthMethod: String, Sendable, Codable, CaseIterable {
+        case clientSecretPost = "client_secret_post"
+        case clientSecretBasic = "client_secret_basic"
+    }
 
     public init(
         name: String, displayName: String? = nil, metadataUrl: String, clientId: String, clientSecret: String? = nil, scope: String? = nil,
-        claimsMapping: ClaimsMapping? = nil
+        claimsMapping: ClaimsMapping? = nil, tokenEndpointAuthMethod: TokenEndpointAuthMethod? = nil
     ) {
+        self.tokenEndpointAuthMethod = tokenEndpointAuthMethod
         self.name = name
         self.type = "openIdConnect"
         self.displayName = displayName
@@ -62,6 +75,14 @@ public struct UpstreamProvider: Sendable, Codable, Equatable {
     }
 
     var kind: IdentityProviderKind { .upstream(issuer: issuer) }
+
+    /// The method used at `metadata`'s token endpoint: the declared one, else the first of
+    /// `client_secret_post` and `client_secret_basic` the provider lists, else B2C's default.
+    func authMethod(at metadata: UpstreamMetadata) -> TokenEndpointAuthMethod {
+        if let tokenEndpointAuthMethod { return tokenEndpointAuthMethod }
+        guard let supported = metadata.tokenEndpointAuthMethods else { return .clientSecretPost }
+        return TokenEndpointAuthMethod.allCases.first { supported.contains($0.rawValue) } ?? .clientSecretPost
+    }
     var label: String { displayName ?? name }
     var requestedScope: String {
         let scopes = (scope ?? "openid profile email").split(separator: " ").map(String.init)

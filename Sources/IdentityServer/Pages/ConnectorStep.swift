@@ -44,41 +44,13 @@ extension PageStep {
 }
 
 extension InteractionFlow {
-    /// The flow's "before sending the token" connector (step `PreTokenIssuance`), at the end of
-    /// every interactive sign-in and sign-up: its `Continue` values, or the failure that ends
-    /// the sign-in (a block page or a validation error is no answer at this step).
+    /// The flow's "before sending the token" connector at the end of every interactive sign-in
+    /// and sign-up (``ConnectorCaller/tokenClaimOverrides(flow:user:tenant:clientID:uiLocales:logger:)``).
     func tokenClaimOverrides(
         _ record: InteractionRecord, user: UserAccount, tenant: Tenant, userFlow: UserFlow, context: some IdentityContext
     ) async throws -> Result<[String: String], ConnectorFailure> {
-        guard let name = userFlow.connectors.beforeSendingToken else { return .success([:]) }
-        guard let connector = tenant.apiConnectors.first(where: { $0.name == name }) else {
-            return .failure(
-                ConnectorFailure(connector: name, step: .preTokenIssuance, code: "Configuration", reason: "no API connector of that name"))
-        }
-        var identities = [(signInType: String, issuer: String, issuerAssignedId: String)]()
-        if user.identityProvider == .local {
-            identities.append(("emailAddress", tenant.name, user.email ?? user.signInName))
-        } else {
-            identities.append(("federated", user.identityProvider.rawValue, user.signInName))
-        }
-        let subject = ConnectorSubject(
-            email: user.email, identities: identities, displayName: user.displayName, objectID: user.objectID, attributes: user.attributes)
-        do {
-            switch try await service.connectors.call(
-                connector, step: .preTokenIssuance, subject: subject, tenant: tenant, clientID: record.request.clientID,
-                uiLocales: record.request.uiLocales)
-            {
-            case .proceed(let overrides):
-                context.logger.info("API connector answered", metadata: ["connector": "\(name)", "step": "PreTokenIssuance"])
-                return .success(overrides)
-            case .block, .validationError:
-                return .failure(
-                    ConnectorFailure(
-                        connector: name, step: .preTokenIssuance, code: "200", reason: "only Continue is an answer at this step"))
-            }
-        } catch {
-            context.logger.warning("API connector failed", metadata: ["connector": "\(name)", "reason": "\(error.reason)"])
-            return .failure(error)
-        }
+        await service.connectors.tokenClaimOverrides(
+            flow: userFlow, user: user, tenant: tenant, clientID: record.request.clientID, uiLocales: record.request.uiLocales,
+            logger: context.logger)
     }
 }

@@ -59,6 +59,10 @@ extension PageStep {
         var lines: [String] = []
         if scopes.openID { lines.append("View your basic profile") }
         if let resource = scopes.resource {
+            if resource.scopeNames.isEmpty {
+                let api = apps.first { $0.clientIDString == resource.audience }?.displayName ?? resource.audience
+                lines.append("Access \(api) as you")
+            }
             for name in resource.scopeNames where !name.isEmpty {
                 if resource.audience == APIPermission.graphResource, name.lowercased() == "user.read" {
                     lines.append("Sign you in and read your profile")

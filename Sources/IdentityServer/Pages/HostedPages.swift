@@ -241,7 +241,8 @@ struct PageStep {
         }
         do {
             let url = try await service.upstream.authorizationURL(
-                provider: upstream, record: record, callback: UpstreamFederation.callback(for: record), now: service.now)
+                provider: upstream, record: record, callback: UpstreamFederation.callback(for: record, provider: upstream), now: service.now
+            )
             return .redirecting(to: url)
         } catch let failure as UpstreamOIDC.Failure {
             context.logger.warning(

@@ -16,6 +16,8 @@ struct B2CError: Error, Sendable, Equatable {
     var entraCode: Int?
     /// Entra's message for ``entraCode`` when it differs from B2C's.
     var entraMessage: String?
+    /// Entra's `suberror` for ``entraCode``, where it has one.
+    var entraSuberror: String?
 
     public init(_ oauthError: String, _ code: String, _ message: String, status: HTTPResponse.Status = .badRequest) {
         self.oauthError = oauthError

@@ -11,6 +11,9 @@ struct EntraError: Sendable, Equatable {
     var oauthError: String
     var code: Int
     var message: String
+    /// What the client should do about it (`basic_action`: ask the user interactively), which
+    /// MSAL reads to turn an error into "interaction required".
+    var suberror: String?
 
     /// `"AADSTS<code>: <message>\r\nTrace ID: …\r\nCorrelation ID: …\r\nTimestamp: …"`: Entra
     /// ends the description without a line break, unlike B2C.
@@ -30,14 +33,16 @@ struct EntraError: Sendable, Equatable {
             ("trace_id", .string(traceID)),
             ("correlation_id", .string(correlationID)),
             ("error_uri", .string("\(origin)/error?code=\(code)")),
-        ]
+        ] + (suberror.map { [("suberror", .string($0))] } ?? [])
     }
 }
 
 extension B2CError {
     /// This error on the Entra face.
     var entra: EntraError {
-        if let entraCode { return EntraError(oauthError: oauthError, code: entraCode, message: entraMessage ?? message) }
+        if let entraCode {
+            return EntraError(oauthError: oauthError, code: entraCode, message: entraMessage ?? message, suberror: entraSuberror)
+        }
         func as_(_ number: Int, _ text: String, error: String? = nil) -> EntraError {
             EntraError(oauthError: error ?? oauthError, code: number, message: text)
         }
@@ -69,6 +74,11 @@ extension B2CError {
         case "AADB2C90035": return as_(90033, "A transient error has occurred. Please try again.")
         case "AADB2C90057": return as_(700054, "response_type 'id_token' or 'token' is not enabled for the application.")
         case "AADB2C99059": return as_(9_002_325, "Proof Key for Code Exchange is required for this application.")
+        case "AADB2C90075":
+            // A failing custom authentication extension: Entra's answer to the app is generic
+            // (learn.microsoft.com/entra/identity-platform/custom-extension-troubleshoot); the
+            // connector and reason stay in the message for the developer.
+            return as_(1_100_001, "Non-retryable error has occurred. \(message)")
         case "AADB2C90077":
             return as_(50058, "A silent sign-in request was sent but no user is signed in.", error: "login_required")
         case "AADB2C90079":
@@ -132,6 +142,17 @@ extension B2CError {
             "The user or administrator has not consented to use the application with ID '\(clientID)' named '\(name)'. Send an interactive authorization request for this user and resource."
         )
     }
+
+    /// A password grant where the flow requires a second factor, which the grant cannot ask for:
+    /// Entra's AADSTS50076 with the suberror MSAL turns into "interaction required".
+    static let multiFactorRequired: B2CError = {
+        var error = B2CError.entraOnly(
+            "invalid_grant", 50076,
+            "Due to a configuration change made by your administrator, or because you moved to a new location, you must use multi-factor authentication to access this application."
+        )
+        error.entraSuberror = "basic_action"
+        return error
+    }()
 
     /// Instance discovery for a host this service does not answer for.
     static let invalidInstance = B2CError.entraOnly("invalid_instance", 50049, "Unknown or invalid instance.")

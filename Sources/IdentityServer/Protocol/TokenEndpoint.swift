@@ -18,6 +18,8 @@ struct TokenEndpoint: Sendable {
     let hosts: HostPolicy
     /// Faults armed on a flow through the test-control surface.
     var faults: FaultInjector?
+    /// The flows' "before sending the token" connectors, for password sign-in.
+    let connectors: ConnectorCaller
     /// How long a rotated refresh token still gets its successor (a client racing itself).
     var refreshReuseInterval: TimeInterval = 0
 
@@ -200,9 +202,9 @@ struct TokenEndpoint: Sendable {
         clientInfo: Bool, now: Date, source: String, logger: Logger, face: ProtocolFace
     ) async throws -> Response {
         // ROPC runs only in a ROPC user flow, for an app that allows public client flows
-        // (research/b2c-protocol.md §5.2). Entra has no user flows: there the app's "allow public
-        // client flows" alone decides, as in an Entra app registration.
-        guard flow.type == .ropc || face == .entra else { throw B2CError.grantTypeNotSupported(GrantType.password.rawValue) }
+        // (research/b2c-protocol.md §5.2). On the Entra face the app's "allow public client
+        // flows" decides, as in an Entra app registration, within the flow it signs in with.
+        try Self.admitPasswordGrant(flow: flow, face: face)
         guard client.allowPublicClientFlows else { throw B2CError.ropcNotEnabled }
         guard let username = form.nonEmpty("username") else { throw B2CError.missingParameter("username") }
         guard let password = form["password"], !password.isEmpty else { throw B2CError.missingParameter("password") }
@@ -223,11 +225,37 @@ struct TokenEndpoint: Sendable {
         // Entra's ROPC shows no consent page, so it works only for what the user has consented
         // to already (AADSTS65001 otherwise).
         if face == .entra { try await requireConsent(scopes, userID: user.id, client: client) }
+        // The flow's "before sending the token" connector runs here as at the end of its pages:
+        // its values go into these tokens, and its failure ends the grant (AADB2C90075).
+        let overrides: [String: String]
+        switch await connectors.tokenClaimOverrides(
+            flow: flow, user: user, tenant: tenant, clientID: client.clientIDString, uiLocales: nil, logger: logger)
+        {
+        case .success(let values): overrides = values
+        case .failure(let failure): throw failure.b2cError
+        }
         let issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: nil,
-            authTime: now, newUser: false, identityProvider: .local, face: face)
+            authTime: now, newUser: false, identityProvider: .local, face: face, claimOverrides: overrides)
         let refreshToken = scopes.offlineAccess ? try await startFamily(issuance, now: now, forCode: nil) : nil
         return try await respond(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now)
+    }
+
+    /// Whether a password alone may sign in through `flow`. B2C: only a ROPC flow (which has
+    /// no MFA, no connector and local accounts only). Entra: a sign-up-or-sign-in or sign-in
+    /// flow with local accounts, and never one that asks for a second factor — Entra refuses
+    /// ROPC where MFA is required (AADSTS50076, suberror `basic_action`), since the password
+    /// grant has no way to ask for it (the second outside attack's F-1).
+    static func admitPasswordGrant(flow: UserFlow, face: ProtocolFace) throws {
+        switch face {
+        case .b2c:
+            guard flow.type == .ropc else { throw B2CError.grantTypeNotSupported(GrantType.password.rawValue) }
+        case .entra:
+            guard [.signUpOrSignIn, .signIn, .ropc].contains(flow.type), flow.offersLocalAccounts else {
+                throw B2CError.grantTypeNotSupported(GrantType.password.rawValue)
+            }
+        }
+        if flow.mfa.isOn { throw B2CError.multiFactorRequired }
     }
 
     /// An app calling an API as itself: an access token with the app as subject and no user claims.

@@ -62,9 +62,11 @@ extension IdentityServer {
         let browser = router.group().add(
             middleware: PageErrorMiddleware<IdentityRequestContext>(pages: service.pages, clock: service.clock))
         let facebook = SimulatedFacebook(service: service)
-        // B2C's one federation callback: an upstream provider's answer or the simulated Facebook's.
-        browser.get(":tenant/oauth2/authresp", use: UpstreamFederation(service: service, simulatedFacebook: facebook).callback)
-        if service.configuration.simulatedFacebook {
+        // Federation callbacks: B2C's one (the simulated Facebook's) and one per upstream provider.
+        let federation = UpstreamFederation(service: service, simulatedFacebook: facebook)
+        browser.get(":tenant/oauth2/authresp", use: federation.callback)
+        browser.get(":tenant/oauth2/authresp/:provider", use: federation.callback)
+        if service.configuration.servesSimulatedFacebook {
             browser.get("facebook.com/dialog/oauth", use: facebook.dialog)
             browser.post("facebook.com/dialog/oauth", use: facebook.dialog)
         }
@@ -105,6 +107,7 @@ extension IdentityServer {
         let token = TokenEndpoint(
             tenants: service.tenants, users: service.users, grants: service.grants, consents: service.consents, tokens: service.issuer,
             passwords: service.passwords, clock: service.clock, hosts: service.hosts, faults: service.faults,
+            connectors: service.connectors,
             refreshReuseInterval: service.configuration.refreshTokenReuseInterval)
         for path in ["v2.0/.well-known/openid-configuration", ".well-known/openid-configuration"] {
             machine.get(RouterPath(path), use: metadata.discovery)

@@ -37,9 +37,11 @@ enum EndpointKind: Equatable, Sendable {
     case keys
     /// The hosted page `name` of an interactive transaction.
     case page(String)
-    /// The upstream identity provider's return to us (`/oauth2/authresp`, no policy;
-    /// research/b2c-protocol.md §1.2).
-    case federationCallback
+    /// An identity provider's return to us (`/oauth2/authresp`, no policy;
+    /// research/b2c-protocol.md §1.2): B2C's one callback for the simulated Facebook, and
+    /// `/oauth2/authresp/{provider}` for each upstream OpenID Connect provider, so an answer
+    /// says which provider sent it (RFC 9700 §4.4.2, the mix-up defence by distinct redirect URIs).
+    case federationCallback(provider: String?)
 }
 
 /// The tenant segment and policy a protocol URL named, and the shape it named them in: what the
@@ -66,7 +68,8 @@ struct PolicyRoute: Equatable, Sendable {
         case .logout: tail = "oauth2/v2.0/logout"
         case .keys: tail = "discovery/v2.0/keys"
         case .page(let name): tail = "pages/\(name)"
-        case .federationCallback: return "\(origin)/\(Self.escape(tenantSegment))/oauth2/authresp"
+        case .federationCallback(let provider):
+            return "\(origin)/\(Self.escape(tenantSegment))/oauth2/authresp" + (provider.map { "/\(Self.escape($0.lowercased()))" } ?? "")
         }
         let tenant = Self.escape(tenantSegment)
         switch (placement, policy) {

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Hummingbird
+import Logging
 import NIOCore
 import Storage
 import TodoModels
@@ -132,6 +133,44 @@ struct ConnectorSubject: Sendable {
 
 /// Calls connectors over HTTP (AsyncHTTPClient, redirects not followed).
 struct ConnectorCaller: Sendable {
+    /// The flow's "before sending the token" connector (step `PreTokenIssuance`), wherever a
+    /// sign-in ends in tokens (the hosted pages, and password sign-in on the Entra face): its
+    /// `Continue` values, or the failure that ends the sign-in (a block page or a validation
+    /// error is no answer at this step).
+    func tokenClaimOverrides(
+        flow: UserFlow, user: UserAccount, tenant: Tenant, clientID: String, uiLocales: String?, logger: Logger
+    ) async -> Result<[String: String], ConnectorFailure> {
+        guard let name = flow.connectors.beforeSendingToken else { return .success([:]) }
+        guard let connector = tenant.apiConnectors.first(where: { $0.name == name }) else {
+            return .failure(
+                ConnectorFailure(connector: name, step: .preTokenIssuance, code: "Configuration", reason: "no API connector of that name"))
+        }
+        var identities = [(signInType: String, issuer: String, issuerAssignedId: String)]()
+        if user.identityProvider == .local {
+            identities.append(("emailAddress", tenant.name, user.email ?? user.signInName))
+        } else {
+            identities.append(("federated", user.identityProvider.rawValue, user.signInName))
+        }
+        let subject = ConnectorSubject(
+            email: user.email, identities: identities, displayName: user.displayName, objectID: user.objectID, attributes: user.attributes)
+        do {
+            switch try await call(
+                connector, step: .preTokenIssuance, subject: subject, tenant: tenant, clientID: clientID, uiLocales: uiLocales)
+            {
+            case .proceed(let overrides):
+                logger.info("API connector answered", metadata: ["connector": "\(name)", "step": "PreTokenIssuance"])
+                return .success(overrides)
+            case .block, .validationError:
+                return .failure(
+                    ConnectorFailure(
+                        connector: name, step: .preTokenIssuance, code: "200", reason: "only Continue is an answer at this step"))
+            }
+        } catch {
+            logger.warning("API connector failed", metadata: ["connector": "\(name)", "reason": "\(error.reason)"])
+            return .failure(error)
+        }
+    }
+
     let dataKey: DataKey
     var client: HTTPClient { OutboundURL.client }
 

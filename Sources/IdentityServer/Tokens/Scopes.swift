@@ -116,11 +116,15 @@ struct GrantedScopes: Equatable, Sendable {
         return nil
     }
 
-    /// RFC 6749 §6: a refresh asks for nothing beyond the original grant. The grant is what the
-    /// user signed in with plus the API permissions the app held then (its admin consent), so,
-    /// as with Entra's refresh tokens (research/client-sdk.md §C.10), a refresh may move to
-    /// another API the app was consented for, but never to one it was not, nor to one granted
-    /// only later; and a permission withdrawn since is gone too. `openid` only if it was asked for.
+    /// RFC 6749 §6: a refresh asks for nothing beyond the original grant. On a B2C policy the
+    /// grant is the scopes the user signed in with, and no more: B2C's refresh tokens are bound
+    /// to the sign-in's resource (a ROPC sign-in for `openid offline_access` was redeemed for a
+    /// Graph token in the second outside attack). On the Entra face the grant is what the user
+    /// signed in with plus the API permissions the app held then (its admin consent), so, as
+    /// with Entra's refresh tokens (research/client-sdk.md §C.10), a refresh may move to another
+    /// API the app was consented for (the token endpoint checks the user's consent too), but
+    /// never to one it was not, nor to one granted only later. Either way a permission withdrawn
+    /// since is gone too, and `openid` only if it was asked for.
     static func checkRefresh(
         _ requested: [String], family: RefreshTokenFamily, client: AppRegistration, tenantApps: [AppRegistration]
     ) throws {
@@ -137,8 +141,11 @@ struct GrantedScopes: Equatable, Sendable {
             case "openid":
                 guard original.contains("openid") else { throw B2CError.scopeBeyondGrant(scope) }
             default:
-                // Families from before consent was recorded may repeat their own scopes only.
-                if family.consented == nil, !original.contains(scope.lowercased()) { throw B2CError.scopeBeyondGrant(scope) }
+                // B2C families, and families from before consent was recorded, repeat their own
+                // scopes only.
+                if family.face == .b2c || family.consented == nil, !original.contains(scope.lowercased()) {
+                    throw B2CError.scopeBeyondGrant(scope)
+                }
                 do {
                     _ = try resolve([scope], client: family.consented == nil ? client : bounded, tenantApps: tenantApps)
                 } catch {

@@ -149,7 +149,8 @@ struct TokenIssuer: Sendable {
         claims.set("nbf", iat)
         claims.set("exp", iat + Int64(lifetime))
         if context.identityProvider != .local { claims.set("idp", context.identityProvider.rawValue) }
-        claims.set("name", context.user.displayName)
+        let user = Self.withConnectorValues(context)
+        claims.set("name", user.displayName)
         claims.set("nonce", context.nonce)
         claims.set("oid", context.user.objectID)
         claims.set("preferred_username", Self.preferredUsername(context.user, tenant: context.tenant))
@@ -159,7 +160,28 @@ struct TokenIssuer: Sendable {
         claims.set("ver", "2.0")
         if let code { claims.set("c_hash", Self.halfHash(code)) }
         if let accessToken { claims.set("at_hash", Self.halfHash(accessToken)) }
+        // The token connector's values (External ID's custom claims provider at token issuance),
+        // as the flow's claims select them.
+        let selected = Set(context.flow.applicationClaims)
+        for attribute in UserAttribute.allCases where attribute != .displayName && selected.contains(attribute.claimName) {
+            if context.claimOverrides[attribute.rawValue] != nil, let value = user.value(of: attribute), !value.isEmpty {
+                claims.set(attribute.claimName, value)
+            }
+        }
+        for attribute in context.tenant.userAttributes where selected.contains(attribute.claimName) {
+            if let value = context.claimOverrides[attribute.claimName] { claims.set(attribute.claimName, json: attribute.json(value)) }
+        }
         return claims.object
+    }
+
+    /// The user as the "before sending the token" connector answered: its values win over the
+    /// directory's, in the token only (B2C's "Before sending the token" step).
+    private static func withConnectorValues(_ context: IssuanceContext) -> UserAccount {
+        var user = context.user
+        for (key, value) in context.claimOverrides {
+            if key == UserAttribute.displayName.rawValue { user.displayName = value } else { user.attributes[key] = value }
+        }
+        return user
     }
 
     /// Entra's v2.0 access token (access-token-claims-reference): `aud` is the resource (Graph's
@@ -209,12 +231,7 @@ struct TokenIssuer: Sendable {
 
     /// The flow's application claims that this user has values for.
     private func appendUserClaims(_ context: IssuanceContext, into claims: inout JSONObjectBuilder) {
-        // The connector's values win over the directory's, in the token only (B2C's
-        // "Before sending the token" step).
-        var user = context.user
-        for (key, value) in context.claimOverrides {
-            if key == UserAttribute.displayName.rawValue { user.displayName = value } else { user.attributes[key] = value }
-        }
+        let user = Self.withConnectorValues(context)
         let selected = Set(context.flow.applicationClaims)
         // oid is always present: the Task API and MSAL's client_info depend on it
         // (research/b2c-protocol.md §2.5).
