@@ -318,5 +318,15 @@ enum IdentityMigrations {
             },
             // The issuer an upstream request was sent to, checked when its answer comes back.
             Migration(version: 28, name: "upstream request issuer", ["ALTER TABLE upstream_requests ADD COLUMN issuer TEXT"]),
+            // Verification codes sent and wrong codes tried per address, across transactions.
+            Migration(
+                version: 29, name: "code limits",
+                [
+                    """
+                    CREATE TABLE code_limits (
+                        tenant_id TEXT NOT NULL, email_lower TEXT NOT NULL, window_started_at BIGINT NOT NULL,
+                        sends BIGINT NOT NULL, wrong BIGINT NOT NULL, PRIMARY KEY (tenant_id, email_lower))
+                    """
+                ]),
         ])
 }

@@ -45,6 +45,8 @@ public struct IdentityServerConfiguration: Sendable {
     public var publicOrigin: String?
     /// Load balancers whose `X-Forwarded-For` names the client, for per-source limits.
     public var trustedProxies: [String] = []
+    /// Verification codes sent and wrong codes tried per address (sign-up and reset).
+    public var codeLimits = CodeLimits.default
 
     public init(
         scheme: String = "http", defaultAuthority: String = "127.0.0.1:5080", passwordHashCost: UInt8 = 10,

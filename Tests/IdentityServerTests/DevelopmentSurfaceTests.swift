@@ -79,11 +79,12 @@ struct DevelopmentSurfaceTests {
                 "code"]
             #expect(code != nil)
             let refresh = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as? String
-            try await h.server.service.interactions.saveVerificationCode(
-                interactionID: "x", email: "a@example.com", userID: nil, code: "123456", expiresAt: Date().addingTimeInterval(600),
+            _ = try await h.server.service.interactions.saveVerificationCode(
+                interactionID: "x", tenantID: h.tenant.id, email: "a@example.com", userID: nil, code: "123456",
+                expiresAt: Date().addingTimeInterval(600),
                 mail: OutboxMessage(
                     id: OutboxMessage.newID(), tenantID: h.tenant.id, recipient: "a@example.com", subject: "Code", body: "123456",
-                    createdAt: Date()))
+                    createdAt: Date()), limits: .default, now: Date())
             _ = try await driver.request(.post, "/dev/faults", headers: Self.json, body: #"{"policy":"B2C_1_susi","error":"server_error"}"#)
             let keysBefore = try await driver.get(h.path("B2C_1_susi", "discovery/v2.0/keys")).text
 

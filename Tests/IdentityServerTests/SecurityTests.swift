@@ -418,6 +418,80 @@ struct SecurityTests {
             #expect(blocked.text.contains("incorrect"), "the sixth try fails even with the right code")
         }
     }
+
+    /// A new reset attempt for `email` in a new browser: the code page after "send".
+    static func resetAttempt(_ h: IdentityHarness, _ driver: Driver, _ email: String) async throws -> TestResponse {
+        driver.cookies = [:]
+        let emailStep = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_reset"), harness: h)
+        return try await driver.submit(emailStep, [("step", "send"), ("email", email)])
+    }
+
+    @Test(
+        "wrong reset and sign-up codes count per address across transactions: past the limit the right code proves nothing until the window has passed (F-3)",
+        arguments: TestDatabase.engines)
+    func codesPerAddress(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let alice = try await h.addUser()
+            // Two attempts of 5 wrong codes each: the address's 10 in the window.
+            for _ in 0..<2 {
+                let codeStep = try await Self.resetAttempt(h, driver, "alice@example.com")
+                for _ in 0..<5 { _ = try await driver.submit(codeStep, [("step", "verify"), ("code", "000000")]) }
+            }
+            let codeStep = try await Self.resetAttempt(h, driver, "alice@example.com")
+            let right = try await h.latestCode()
+            let throttled = try await driver.submit(codeStep, [("step", "verify"), ("code", right)])
+            #expect(throttled.status == .tooManyRequests)
+            #expect(throttled.text.contains("too many incorrect attempts"))
+            #expect(try await h.server.users.user(id: alice.id)?.passwordHash == alice.passwordHash)
+            // Another address is not affected; the window passing frees this one.
+            _ = try await h.addUser("bob@example.com")
+            let bob = try await Self.resetAttempt(h, driver, "bob@example.com")
+            let bobProven = try await driver.submit(bob, [("step", "verify"), ("code", try await h.latestCode())])
+            #expect(bobProven.status == .ok && bobProven.text.contains("reenterPassword"), "the new-password step")
+            h.clock.advance(by: 3601)
+            let later = try await Self.resetAttempt(h, driver, "alice@example.com")
+            let proven = try await driver.submit(later, [("step", "verify"), ("code", try await h.latestCode())])
+            #expect(proven.status == .ok && proven.text.contains("reenterPassword"), "\(proven.status) \(proven.text.prefix(200))")
+
+            // Sign-up codes count the same way, by canonical address.
+            for round in 0..<2 {
+                driver.cookies = [:]
+                let first = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_sign_up"), harness: h)
+                let address = round == 0 ? "new@example.com" : "NEW@Example.com"
+                let codePage = try await driver.submit(first, [("step", "send"), ("email", address)])
+                for _ in 0..<5 { _ = try await driver.submit(codePage, [("step", "verify"), ("code", "000000")]) }
+            }
+            driver.cookies = [:]
+            let first = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_sign_up"), harness: h)
+            let codePage = try await driver.submit(first, [("step", "send"), ("email", "new@example.com")])
+            let signUpThrottled = try await driver.submit(codePage, [("step", "verify"), ("code", try await h.latestCode())])
+            #expect(signUpThrottled.status == .tooManyRequests)
+        }
+    }
+
+    @Test(
+        "an address is sent at most its share of codes in the window, with or without an account; the outbox keeps a day (F-4)",
+        arguments: TestDatabase.engines)
+    func sendsPerAddress(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            for email in ["alice@example.com", "nobody@example.com"] {
+                let emailStep = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_reset"), harness: h)
+                var statuses: [HTTPResponse.Status] = []
+                for _ in 0..<12 {
+                    let sent = try await driver.submit(emailStep, [("step", "send"), ("email", email)])
+                    statuses.append(sent.status)
+                    if sent.status == .tooManyRequests { #expect(sent.text.contains("too many requests")) }
+                }
+                // The same answers whether or not the address has an account.
+                #expect(statuses == Array(repeating: .ok, count: 10) + [.tooManyRequests, .tooManyRequests], "\(email)")
+            }
+            #expect(try await h.server.outbox(tenantID: h.tenant.id).count == 10, "mail only to the account, 10 of 12")
+            h.clock.advance(by: 86_401)
+            try await h.server.service.interactions.sweep(now: h.clock.now)
+            #expect(try await h.server.outbox(tenantID: h.tenant.id).isEmpty)
+        }
+    }
 }
 
 @Suite("Protocol rules without a home elsewhere")

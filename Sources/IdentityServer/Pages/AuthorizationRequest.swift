@@ -104,6 +104,9 @@ public struct OutboxMessage: Sendable, Equatable {
 }
 
 extension OutboxMessage {
+    /// How long the outbox keeps a message: a day, then the sweep deletes it.
+    static let retentionSeconds: Int64 = 86_400
+
     /// A new message id: wall-clock microseconds in 16 hex digits, then randomness.
     static func newID() -> String {
         let micros = UInt64(Date().timeIntervalSince1970 * 1_000_000)

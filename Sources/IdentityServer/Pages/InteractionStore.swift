@@ -34,12 +34,18 @@ protocol InteractionStore: Sendable {
     /// Saves a code sent for the canonical address `email`: of the account `userID` (a reset),
     /// or of no account yet (sign-up); `mail`, the message carrying it, goes to the outbox in
     /// the same transaction.
+    /// Refused (`false`: nothing saved, nothing mailed) beyond `limits`' sends to the address
+    /// in its window.
     func saveVerificationCode(
-        interactionID: String, email: String, userID: UUID?, code: String, expiresAt: Date, mail: OutboxMessage?
-    ) async throws
+        interactionID: String, tenantID: UUID, email: String, userID: UUID?, code: String, expiresAt: Date, mail: OutboxMessage?,
+        limits: CodeLimits, now: Date
+    ) async throws -> Bool
     /// Checks a code for the canonical address `email`. After 5 wrong tries the code is void
-    /// (AADB2C90157-style retry limit).
-    func checkVerificationCode(interactionID: String, email: String, code: String, now: Date) async throws -> CodeCheck
+    /// (AADB2C90157-style retry limit); beyond `limits`' wrong codes for the address in its
+    /// window, across transactions, no code proves anything until the window has passed.
+    func checkVerificationCode(
+        interactionID: String, tenantID: UUID, email: String, code: String, limits: CodeLimits, now: Date
+    ) async throws -> CodeCheck
 
     func outbox(tenantID: UUID, limit: Int) async throws -> [OutboxMessage]
 
@@ -59,6 +65,8 @@ protocol InteractionStore: Sendable {
 enum CodeCheck: Equatable {
     /// Wrong, expired, void after too many tries, or for another address.
     case refused
+    /// Too many wrong codes for this address lately, in any transaction: not even checked.
+    case throttled
     /// The address is proven; the code was bound to `account` (nil: a sign-up code).
     case proves(account: UUID?)
 }
@@ -219,9 +227,13 @@ struct SQLInteractionStore: InteractionStore {
     }
 
     func saveVerificationCode(
-        interactionID: String, email: String, userID: UUID?, code: String, expiresAt: Date, mail: OutboxMessage?
-    ) async throws {
+        interactionID: String, tenantID: UUID, email: String, userID: UUID?, code: String, expiresAt: Date, mail: OutboxMessage?,
+        limits: CodeLimits, now: Date
+    ) async throws -> Bool {
         try await database.transaction { sql in
+            let sends = try await Self.count(
+                "sends", tenantID: tenantID, email: email, limits: limits, now: now, sql: sql)
+            guard sends <= limits.sendsPerAddress else { return false }
             if let mail { try await sql.insert(into: "outbox").model(OutboxRow(mail), with: .snakeCase).run() }
             // Wrong tries survive a re-send, so asking for new codes does not reset the limit.
             let previous =
@@ -232,12 +244,56 @@ struct SQLInteractionStore: InteractionStore {
                 attempts: previous, expiresAt: expiresAt.epochSeconds, userId: userID?.uuidString.lowercased())
             try await sql.delete(from: "verification_codes").where("request_id", .equal, interactionID).run()
             try await sql.insert(into: "verification_codes").model(row, with: .snakeCase).run()
+            return true
         }
     }
 
-    func checkVerificationCode(interactionID: String, email: String, code: String, now: Date) async throws -> CodeCheck {
+    /// Adds one to the address's `column` counter (`sends` or `wrong`) in its window, a new
+    /// window when the last one has passed; the count after it. One upsert, so concurrent
+    /// transactions cannot both slip under the limit.
+    private static func count(
+        _ column: String, tenantID: UUID, email: String, limits: CodeLimits, now: Date, sql: any SQLDatabase
+    ) async throws -> Int64 {
+        let tenant = tenantID.uuidString.lowercased()
+        let windowStart = now.epochSeconds - Int64(limits.windowSeconds)
+        let (sends, wrong) = column == "sends" ? (1, 0) : (0, 1)
+        return try await sql.raw(
+            """
+            INSERT INTO code_limits (tenant_id, email_lower, window_started_at, sends, wrong)
+            VALUES (\(bind: tenant), \(bind: email), \(bind: now.epochSeconds), \(bind: sends), \(bind: wrong))
+            ON CONFLICT (tenant_id, email_lower) DO UPDATE SET
+              sends = CASE WHEN code_limits.window_started_at < \(bind: windowStart) THEN \(bind: sends) ELSE code_limits.sends + \(bind: sends) END,
+              wrong = CASE WHEN code_limits.window_started_at < \(bind: windowStart) THEN \(bind: wrong) ELSE code_limits.wrong + \(bind: wrong) END,
+              window_started_at = CASE WHEN code_limits.window_started_at < \(bind: windowStart) THEN \(bind: now.epochSeconds) ELSE code_limits.window_started_at END
+            RETURNING \(unsafeRaw: column)
+            """
+        ).first(decodingColumn: column, as: Int64.self) ?? 0
+    }
+
+    /// The address's wrong codes in its current window.
+    private static func wrongCodes(tenantID: UUID, email: String, limits: CodeLimits, now: Date, sql: any SQLDatabase) async throws
+        -> Int64
+    {
+        let windowStart = now.epochSeconds - Int64(limits.windowSeconds)
+        return try await sql.select().column("wrong").from("code_limits")
+            .where("tenant_id", .equal, tenantID.uuidString.lowercased()).where("email_lower", .equal, email)
+            .where("window_started_at", .greaterThanOrEqual, windowStart)
+            .first(decodingColumn: "wrong", as: Int64.self) ?? 0
+    }
+
+    func checkVerificationCode(
+        interactionID: String, tenantID: UUID, email: String, code: String, limits: CodeLimits, now: Date
+    ) async throws -> CodeCheck {
         let presented = Secrets.sha256Hex(code.trimmingCharacters(in: .whitespaces))
         return try await database.transaction { sql -> CodeCheck in
+            // Across transactions: each new attempt brings a new code and 5 more tries, so the
+            // address's wrong codes are counted too (the second outside attack's F-3: 200 wrong
+            // guesses against one account, then the right code still reset the password).
+            if try await Self.wrongCodes(tenantID: tenantID, email: email, limits: limits, now: now, sql: sql)
+                >= limits.wrongPerAddress
+            {
+                return .throttled
+            }
             // A row lock on PostgreSQL; SQLite's dialect renders none (its single writer serialises).
             let select = sql.select().columns("*").from("verification_codes").where("request_id", .equal, interactionID).for(.update)
             guard
@@ -250,6 +306,7 @@ struct SQLInteractionStore: InteractionStore {
             }
             try await sql.update("verification_codes").set("attempts", to: row.attempts + 1)
                 .where("request_id", .equal, interactionID).run()
+            _ = try await Self.count("wrong", tenantID: tenantID, email: email, limits: limits, now: now, sql: sql)
             return .refused
         }
     }
@@ -370,6 +427,7 @@ struct SQLInteractionStore: InteractionStore {
             try await sql.delete(from: "authorization_requests").where("tenant_id", .equal, tenant).run()
             try await sql.delete(from: "outbox").where("tenant_id", .equal, tenant).run()
             try await sql.delete(from: "lockout_unknown_names").where("tenant_id", .equal, tenant).run()
+            try await sql.delete(from: "code_limits").where("tenant_id", .equal, tenant).run()
         }
     }
 
@@ -381,6 +439,10 @@ struct SQLInteractionStore: InteractionStore {
             try await sql.delete(from: "verification_codes").where("expires_at", .lessThan, cutoff).run()
             try await sql.delete(from: "federation_codes").where("expires_at", .lessThan, cutoff).run()
             try await sql.delete(from: "mfa_browsers").where("expires_at", .lessThan, cutoff).run()
+            // Windows long past, and mail nobody will read: the outbox keeps a day (the second
+            // outside attack's F-4: its rows were never deleted).
+            try await sql.delete(from: "code_limits").where("window_started_at", .lessThan, cutoff - 86_400).run()
+            try await sql.delete(from: "outbox").where("created_at", .lessThan, cutoff - OutboxMessage.retentionSeconds).run()
             // Counters of names without an account, a day after their last attempt (unless locked).
             try await sql.delete(from: "lockout_unknown_names").where("updated_at", .lessThan, cutoff - 86_400)
                 .where { $0.where("locked_until", .is, SQLLiteral.null).orWhere("locked_until", .lessThan, cutoff) }.run()

@@ -68,6 +68,9 @@ enum PageLanguage {
             "The password entry fields do not match. Please enter the same password in both fields and try again.",
         "error_codeMismatch":
             "The verification code you have entered does not match our records. Please try again, or request a new code.",
+        // B2C's messages for its throttled verification (AADB2C90229 in its logs).
+        "error_throttled": "There are too many requests at this moment. Please wait for some time and try again.",
+        "error_tooManyCodes": "You've made too many incorrect attempts. Please try again later.",
         "error_email": "Please enter a valid email address.", "error_displayName": "Please enter a display name.",
         "error_exists": "A user with the specified ID already exists. Please choose a different one.",
         "attribute_displayName": "Display name", "attribute_givenName": "Given name", "attribute_surname": "Surname",
@@ -118,6 +121,8 @@ enum PageLanguage {
             "Los campos de contraseña no coinciden. Escriba la misma contraseña en ambos campos e inténtelo de nuevo.",
         "error_codeMismatch":
             "El código de verificación que ha escrito no coincide con nuestros registros. Inténtelo de nuevo o solicite un código nuevo.",
+        "error_throttled": "Hay demasiadas solicitudes en este momento. Espere un poco e inténtelo de nuevo.",
+        "error_tooManyCodes": "Ha realizado demasiados intentos incorrectos. Inténtelo de nuevo más tarde.",
         "error_email": "Escriba una dirección de correo electrónico válida.", "error_displayName": "Escriba un nombre para mostrar.",
         "error_exists": "Ya existe un usuario con el identificador especificado. Elija otro.",
         "attribute_displayName": "Nombre para mostrar", "attribute_givenName": "Nombre", "attribute_surname": "Apellidos",

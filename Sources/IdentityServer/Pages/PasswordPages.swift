@@ -41,10 +41,12 @@ extension PageStep {
             // The page says the same whether or not the account exists, so it cannot be used to
             // discover accounts; only an existing account gets a code. The code is bound to that
             // account and goes to the address the account holds, not to the text typed here.
-            try await takingTheSameTime {
+            let sent = try await takingTheSameTime {
                 let user = try await service.users.user(tenantID: tenant.id, provider: .local, signInName: email.canonical)
-                try await sendCode(to: user.map { $0.email ?? email.display }, for: email.canonical, account: user)
+                return try await sendCode(to: user.map { $0.email ?? email.display }, for: email.canonical, account: user)
             }
+            // Counted alike with or without an account, so this says nothing about one either.
+            guard sent else { return try await resetPage(error: text("error_throttled"), status: .tooManyRequests) }
             return .redirecting(to: flow.pageURL("reset", record: record), status: .seeOther)
         case "restart":
             try await service.interactions.setPendingEmail(interactionID: record.id, email: nil)
@@ -55,10 +57,14 @@ extension PageStep {
             }
             // Only a code bound to an account resets (a code saved before the binding existed
             // binds to nothing and proves nothing here).
-            guard
-                case .proves(let account?) = try await service.interactions.checkVerificationCode(
-                    interactionID: record.id, email: email, code: form["code"] ?? "", now: now)
-            else {
+            let account: UUID
+            switch try await service.interactions.checkVerificationCode(
+                interactionID: record.id, tenantID: tenant.id, email: email, code: form["code"] ?? "",
+                limits: service.configuration.codeLimits, now: now)
+            {
+            case .proves(let bound?): account = bound
+            case .throttled: return try await resetPage(error: text("error_tooManyCodes"), status: .tooManyRequests)
+            case .proves(nil), .refused:
                 return try await resetPage(error: "That code is incorrect or has expired. Please try again.", status: .badRequest)
             }
             try await service.interactions.setVerifiedEmail(interactionID: record.id, email: email, userID: account)

@@ -125,7 +125,9 @@ extension PageStep {
             // Sent whether or not an account has the address: the page must not tell anyone that
             // it exists (the security issue's L-6). Only the mailbox's owner, who gets the code,
             // learns it, at "Create".
-            try await takingTheSameTime { try await sendCode(to: email.display, for: email.canonical, account: nil) }
+            guard try await takingTheSameTime({ try await sendCode(to: email.display, for: email.canonical, account: nil) }) else {
+                return try await signUpPage(error: text("error_throttled"), status: .tooManyRequests)
+            }
             return .redirecting(to: again, status: .seeOther)
         case "restart":
             try await service.interactions.setPendingEmail(interactionID: record.id, email: nil)
@@ -134,13 +136,13 @@ extension PageStep {
             guard let email = (try await flow.interaction(record.id)).pendingEmail else {
                 return try await signUpPage(error: "Enter your email address first.", status: .badRequest)
             }
-            guard
-                case .proves(account: nil) = try await service.interactions.checkVerificationCode(
-                    interactionID: record.id, email: email, code: form["code"] ?? "", now: service.now)
-            else {
-                return try await signUpPage(
-                    error: text("error_codeMismatch"),
-                    status: .badRequest)
+            switch try await service.interactions.checkVerificationCode(
+                interactionID: record.id, tenantID: tenant.id, email: email, code: form["code"] ?? "",
+                limits: service.configuration.codeLimits, now: service.now)
+            {
+            case .proves(account: nil): break
+            case .throttled: return try await signUpPage(error: text("error_tooManyCodes"), status: .tooManyRequests)
+            case .proves, .refused: return try await signUpPage(error: text("error_codeMismatch"), status: .badRequest)
             }
             try await service.interactions.setVerifiedEmail(interactionID: record.id, email: email, userID: nil)
             return .redirecting(to: again, status: .seeOther)
@@ -235,7 +237,8 @@ extension PageStep {
     /// is never logged: logs travel further than the outbox does. With no `recipient` (a reset
     /// for a name without an account) a code is saved that nobody gets: the same work in the same
     /// single transaction, so the time taken does not tell whether the account exists (L-6).
-    func sendCode(to recipient: String?, for email: String, account: UserAccount?) async throws {
+    /// `false`: the address has been sent its share of codes lately (``CodeLimits``); nothing sent.
+    func sendCode(to recipient: String?, for email: String, account: UserAccount?) async throws -> Bool {
         let now = service.now
         let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
         let mail = recipient.map { recipient in
@@ -244,10 +247,17 @@ extension PageStep {
                 subject: "\(tenant.displayName) account email verification code",
                 body: "Your code is: \(code)\nIt expires in 10 minutes.", createdAt: now)
         }
-        try await service.interactions.saveVerificationCode(
-            interactionID: record.id, email: email, userID: account?.id, code: code, expiresAt: now.addingTimeInterval(600), mail: mail)
+        guard
+            try await service.interactions.saveVerificationCode(
+                interactionID: record.id, tenantID: tenant.id, email: email, userID: account?.id, code: code,
+                expiresAt: now.addingTimeInterval(600), mail: mail, limits: service.configuration.codeLimits, now: now)
+        else {
+            context.logger.warning("verification codes throttled for an address (AADB2C90229)")
+            return false
+        }
         if recipient != nil {
             context.logger.info("verification code sent", metadata: ["oid": "\(account?.objectID ?? "none (sign-up)")"])
         }
+        return true
     }
 }
