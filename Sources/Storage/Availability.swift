@@ -24,7 +24,7 @@ public final class DatabaseHealth: Sendable {
 
     /// `error` as ``StorageError/unavailable(_:)`` when it means the database cannot work now
     /// (recorded); otherwise unchanged.
-    func classify(_ error: any Error) -> any Error {
+    public func classify(_ error: any Error) -> any Error {
         guard let (reason, writesOnly) = Self.unavailability(of: error) else { return error }
         state.withLock { $0 = State(failedAt: Date(), reason: reason, writesOnly: writesOnly) }
         failing.store(true, ordering: .relaxed)

@@ -177,7 +177,10 @@ public final class PostgresDatabase: Database {
     /// lease per statement they held 50 MB and a third of the server's CPU (issue 13).
     public func withReadSession<T: Sendable>(_ body: @escaping @Sendable (ReadSession) async throws -> T) async throws -> T {
         let logger = self.logger
-        let value = try await withConnection { connection in try await body(ReadSession(connection: connection, logger: logger)) }
+        let health = self.health
+        let value = try await withConnection { connection in
+            try await body(ReadSession(connection: connection, logger: logger, health: health))
+        }
         health.recordSuccess(write: false)
         return value
     }
@@ -212,10 +215,35 @@ public final class PostgresDatabase: Database {
 public struct ReadSession: Sendable {
     let connection: PostgresConnection
     let logger: Logger
+    let health: DatabaseHealth
+    private let statements: StatementGuard
 
-    /// As ``Database/rows(_:_:)``, on this session's connection.
+    init(connection: PostgresConnection, logger: Logger, health: DatabaseHealth) {
+        self.connection = connection
+        self.logger = logger
+        self.health = health
+        let statements = StatementGuard()
+        self.statements = statements
+        // Once per session: a callback per statement would pile up on a connection held for
+        // thousands of reads.
+        connection.closeFuture.whenComplete { _ in statements.connectionClosed(on: connection.eventLoop) }
+    }
+
+    /// As ``Database/rows(_:_:)``, on this session's connection. A connection that is closed,
+    /// or closes under the statement, fails it as ``StorageError/unavailable(_:)`` (recorded
+    /// for `/readyz`), whatever postgres-nio does with it.
     public func rows(_ sql: String, _ binds: [StoredValue]) async throws -> [StoredRow] {
-        try await connection.storedRows(sql, binds, logger: logger)
+        do {
+            // postgres-nio writes a statement to its channel without a promise: on a channel that
+            // has closed (PostgreSQL restarted while the session was held) the write fails
+            // unseen and the statement waits forever. It held every task list of an instance
+            // after a restart under load (the reliability rerun's P-1).
+            guard !connection.isClosed else { throw StorageError.unavailable("the PostgreSQL connection has closed") }
+            let (connection, logger) = (self.connection, self.logger)
+            return try await statements.run { try await connection.storedRows(sql, binds, logger: logger) }
+        } catch {
+            throw health.classify(error)
+        }
     }
 
     /// Closes the connection under a statement that does not answer (a half-open TCP
@@ -224,6 +252,65 @@ public struct ReadSession: Sendable {
     public func abandon() async {
         try? await connection.close()
     }
+}
+
+/// The statement in flight on one read session's connection, failed when the connection closes
+/// and the statement has not ended on its own within ``grace`` (postgres-nio fails the
+/// statements it knows about at once; the grace is for those it lost).
+final class StatementGuard: Sendable {
+    private struct State {
+        var closed = false
+        var pending: (@Sendable (any Error) -> Void)?
+        var nextID: UInt64 = 0
+        var pendingID: UInt64 = 0
+    }
+    private let state = Mutex(State())
+    static let grace: TimeAmount = .seconds(1)
+
+    /// `body`'s result, or ``StorageError/unavailable(_:)`` when the connection closed under it.
+    /// `body` runs in a task of its own, so that a statement that never ends is left behind
+    /// rather than waited for.
+    func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let once = ResumeResultOnce(continuation)
+            let id = state.withLock { state -> UInt64? in
+                guard !state.closed else { return nil }
+                state.nextID &+= 1
+                state.pendingID = state.nextID
+                state.pending = { error in once.resume(.failure(error)) }
+                return state.nextID
+            }
+            guard let id else { return once.resume(.failure(StorageError.unavailable("the PostgreSQL connection has closed"))) }
+            Task {
+                let result: Result<T, any Error>
+                do { result = .success(try await body()) } catch { result = .failure(error) }
+                self.state.withLock { state in
+                    if state.pendingID == id { state.pending = nil }
+                }
+                once.resume(result)
+            }
+        }
+    }
+
+    func connectionClosed(on loop: any EventLoop) {
+        state.withLock { $0.closed = true }
+        loop.scheduleTask(in: Self.grace) {
+            let pending = self.state.withLock { state in
+                defer { state.pending = nil }
+                return state.pending
+            }
+            pending?(StorageError.unavailable("the PostgreSQL connection closed under a statement"))
+        }
+    }
+}
+
+/// A throwing continuation resumed at most once, whichever outcome comes first.
+private final class ResumeResultOnce<T: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<T, any Error>?>
+
+    init(_ continuation: CheckedContinuation<T, any Error>) { self.continuation = Mutex(continuation) }
+
+    func resume(_ result: Result<T, any Error>) { continuation.withLock { $0.take() }?.resume(with: result) }
 }
 
 extension Duration {

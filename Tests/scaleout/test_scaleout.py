@@ -197,3 +197,65 @@ def test_a_database_outage_is_answered_at_once(deployment):
         time.sleep(0.5)
     assert status == 200
     assert requests.get(f"{api}/readyz", timeout=5).status_code == 200
+
+
+def test_lists_recover_after_postgresql_restarts_under_load(deployment):
+    """The reliability rerun's P-1, P-3 and P-5: PostgreSQL restarted again and again under an
+    open loop of lists and creates. Every request is answered within seconds (a 503 with
+    Retry-After while PostgreSQL is away, never a 500), and afterwards every list is answered
+    again: before the fix, an instance's lists hung for good after the third restart while its
+    /readyz said 200."""
+    email = new_user(deployment)
+    token = ropc(deployment.identity, deployment, email).json()["access_token"]
+    auth = {"Authorization": f"Bearer {token}"}
+    _, api = deployment.instances["a"]
+    outcomes = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def call(kind):
+        started = time.monotonic()
+        try:
+            if kind == "list":
+                response = requests.get(f"{api}/api/tasks", headers=auth, timeout=20)
+            else:
+                response = requests.post(f"{api}/api/tasks", headers=auth, json={"title": "restart"}, timeout=20)
+            outcome = (kind, response.status_code, bool(response.headers.get("Retry-After")))
+        except requests.RequestException as error:
+            outcome = (kind, type(error).__name__, False)
+        with lock:
+            outcomes.append((outcome, time.monotonic() - started))
+
+    def open_loop():
+        # Open loop, as a balancer sends: requests keep coming whether or not earlier ones answered.
+        count = 0
+        while not stop.is_set():
+            threading.Thread(target=call, args=("list" if count % 2 == 0 else "create",), daemon=True).start()
+            count += 1
+            time.sleep(1 / 60)
+
+    loader = threading.Thread(target=open_loop, daemon=True)
+    loader.start()
+    try:
+        time.sleep(3)
+        for _ in range(4):
+            subprocess.run([deployment.pg_ctl, "stop"], check=True, capture_output=True, timeout=60)
+            subprocess.run([deployment.pg_ctl, "start"], check=True, capture_output=True, timeout=60)
+            time.sleep(5)
+    finally:
+        stop.set()
+        loader.join()
+    time.sleep(21)  # every request in flight has answered or timed out
+    with lock:
+        seen = list(outcomes)
+    slow = [(outcome, round(waited, 1)) for outcome, waited in seen if waited > 12]
+    assert not slow, f"{len(slow)} of {len(seen)} requests took over 12 s: {slow[:5]}"
+    refused = [outcome for outcome, _ in seen if outcome[1] not in (200, 201)]
+    assert all(status == 503 and retry for _, status, retry in refused), refused[:10]
+    assert len(refused) < len(seen) / 4, f"{len(refused)} of {len(seen)} refused"
+    # Afterwards every list is answered, and /readyz agrees.
+    for _ in range(10):
+        started = time.monotonic()
+        listed = requests.get(f"{api}/api/tasks", headers=auth, timeout=10)
+        assert listed.status_code == 200 and time.monotonic() - started < 5, listed.status_code
+    assert requests.get(f"{api}/readyz", timeout=5).status_code == 200

@@ -1,3 +1,4 @@
+import Dispatch
 import NIOCore
 import NIOPosix
 import Storage
@@ -35,6 +36,8 @@ final class SharedListVersions: Sendable {
     private struct Waiter {
         var owner: String
         var continuation: CheckedContinuation<Int64?, any Error>
+        /// When it arrived (uptime nanoseconds), for ``waitLimit``.
+        var arrived: UInt64
         /// The event loop the request ran on: it resumes there, next to its connection, rather
         /// than on the loop that read the batch (NIO's executor keeps a resumed task on the
         /// resuming thread, and the response would hop back).
@@ -68,6 +71,10 @@ final class SharedListVersions: Sendable {
     static let readerLimit = 2
     /// How long an idle reader keeps its connection for the next request.
     static let linger: TimeAmount = .milliseconds(500)
+    /// How long a request waits for its version at most: past it, the next request to arrive
+    /// answers it ``StorageError/unavailable(_:)`` (503 with Retry-After), whatever the readers
+    /// are doing. No timer per request (a list costs tens of microseconds): arrivals sweep.
+    static let waitLimit: UInt64 = 10_000_000_000
 
     init(database: PostgresDatabase) { self.database = database }
 
@@ -81,12 +88,24 @@ final class SharedListVersions: Sendable {
                 case startReader
                 case none
             }
+            let arrived = DispatchTime.now().uptimeNanoseconds
+            var expired: [Waiter] = []
             let next = state.withLock { state -> Next in
-                state.waiting.append(Waiter(owner: owner, continuation: continuation, loop: loop))
+                // Oldest first: those waiting past the limit are at the front.
+                let stale = state.waiting.prefix { arrived &- $0.arrived > Self.waitLimit }.count
+                if stale > 0 {
+                    expired = Array(state.waiting.prefix(stale))
+                    state.waiting.removeFirst(stale)
+                }
+                state.waiting.append(Waiter(owner: owner, continuation: continuation, arrived: arrived, loop: loop))
                 if let parked = state.parked.popLast() { return .wake(parked) }
                 guard state.readers < Self.readerLimit else { return .none }
                 state.readers += 1
                 return .startReader
+            }
+            if !expired.isEmpty {
+                let failure = database.health.classify(StorageError.unavailable("no task-list version read within 10 s"))
+                for waiter in expired { waiter.resume(.failure(failure)) }
             }
             switch next {
             case .wake(let reader): reader.continuation.resume(returning: true)
