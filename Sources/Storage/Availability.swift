@@ -17,6 +17,9 @@ public final class DatabaseHealth: Sendable {
 
     private let state = Mutex(State())
     private let failing = Atomic<Bool>(false)
+    /// When the database was last found unable to work (seconds since 1970), kept after it
+    /// recovers; 0 before the first time.
+    private let lastOutageSeconds = Atomic<Int64>(0)
     /// How long one failure keeps `/readyz` at 503 without another.
     static let memory: TimeInterval = 30
 
@@ -26,9 +29,18 @@ public final class DatabaseHealth: Sendable {
     /// (recorded); otherwise unchanged.
     public func classify(_ error: any Error) -> any Error {
         guard let (reason, writesOnly) = Self.unavailability(of: error) else { return error }
-        state.withLock { $0 = State(failedAt: Date(), reason: reason, writesOnly: writesOnly) }
+        let now = Date()
+        state.withLock { $0 = State(failedAt: now, reason: reason, writesOnly: writesOnly) }
         failing.store(true, ordering: .relaxed)
+        lastOutageSeconds.store(Int64(now.timeIntervalSince1970.rounded(.up)), ordering: .relaxed)
         return StorageError.unavailable(reason)
+    }
+
+    /// The last time this process found the database unable to work (to the second, rounded up),
+    /// even if it has recovered since; nil if never.
+    public var lastOutage: Date? {
+        let seconds = lastOutageSeconds.load(ordering: .relaxed)
+        return seconds == 0 ? nil : Date(timeIntervalSince1970: TimeInterval(seconds))
     }
 
     /// Work succeeded: the database is reachable again, and after a write, writable again.

@@ -228,6 +228,39 @@ struct TokenGrantTests {
         }
     }
 
+    @Test(
+        "a retry delayed by a database outage past the reuse interval gets the unused successor, not a revoked family (P-2); once the successor is used, or past the outage window, reuse revokes",
+        arguments: TestDatabase.engines)
+    func refreshRetryAfterOutage(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            // Without an outage, past the interval: reuse.
+            let plain = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+            #expect(try await driver.refresh(h, token: plain).status == .ok)
+            h.clock.advance(by: 60)
+            #expect(b2cCode(try await driver.refresh(h, token: plain)) == "AADB2C90129")
+
+            // Past the outage window the retry is reuse.
+            let early = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+            #expect(try await driver.refresh(h, token: early).status == .ok)
+            _ = h.database.health.classify(StorageError.unavailable("PostgreSQL cannot be reached"))
+            h.clock.advance(by: 301)
+            #expect(b2cCode(try await driver.refresh(h, token: early)) == "AADB2C90129")
+
+            let first = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+            let second = try #require(try await driver.refresh(h, token: first).json["refresh_token"] as? String)
+            // The answer was lost as the database went away; the client retries after it is back.
+            _ = h.database.health.classify(StorageError.unavailable("PostgreSQL cannot be reached"))
+            h.clock.advance(by: 60)
+            let retried = try await driver.refresh(h, token: first)
+            #expect(retried.status == .ok && retried.json["refresh_token"] as? String == second, "\(retried.text)")
+            // The successor is used now: the old token again is reuse, and revokes the family.
+            let third = try #require(try await driver.refresh(h, token: second).json["refresh_token"] as? String)
+            #expect(b2cCode(try await driver.refresh(h, token: first)) == "AADB2C90129")
+            #expect(b2cCode(try await driver.refresh(h, token: third)) == "AADB2C90129")
+        }
+    }
+
     @Test("refresh tokens are bound to their policy (AADB2C90088) and client, and expire (AADB2C90080)", arguments: TestDatabase.engines)
     func refreshBinding(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in

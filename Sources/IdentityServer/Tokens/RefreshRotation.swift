@@ -6,6 +6,10 @@ import WireCoding
 /// The refresh-token rotation (RFC 9700 §4.14.2): the grant that runs on every refresh, so the
 /// usual case is one read and one write statement (issue 13); reuse is decided in a transaction.
 extension SQLGrantStore {
+    /// How long after a rotation a retry of its token still gets the unused successor, when the
+    /// database failed in between: long enough for an outage and the client's back-off.
+    static let outageRetryWindow: TimeInterval = 300
+
     /// What a successor is sealed to: the token it replaces.
     fileprivate static func successorContext(_ hash: String) -> String { "refresh_tokens.successor:\(hash)" }
 
@@ -57,8 +61,17 @@ extension SQLGrantStore {
                 return .rotated(family, tokenIssuedAt: issuedAt)
             case .used(let family, let usedAt, let issuedAt, let sealed):
                 // The same client racing itself (two tabs, two processes): within the interval,
-                // and while the successor is unused, the same successor again.
-                if now.timeIntervalSince(usedAt) <= reuseInterval, let sealed,
+                // and while the successor is unused, the same successor again. Likewise a retry
+                // delayed by an outage (the reliability rerun's P-2): the rotation committed, its
+                // answer was lost or was a 503 inviting the retry, and the database came back after
+                // the interval. Not theft while the successor is unused, so the window widens to
+                // ``outageRetryWindow`` when this process saw the database fail since the rotation.
+                // Ages, not instants: the outage's on the system clock, the rotation's on the
+                // service's (a test's manual clock), each measured from its own now.
+                let sinceRotation = now.timeIntervalSince(usedAt)
+                let outageSince = database.health.lastOutage.map { Date().timeIntervalSince($0) <= sinceRotation + 1 } ?? false
+                if sinceRotation <= reuseInterval || (reuseInterval > 0 && outageSince && sinceRotation <= Self.outageRetryWindow),
+                    let sealed,
                     let successor = try? dataKey.open(sealed, context: Self.successorContext(hash)).value
                 {
                     let successorUsed =
