@@ -76,7 +76,15 @@ enum Listener {
         // One timer covers idle keep-alive connections and requests whose header or next body
         // part does not arrive (slowloris): Hummingbird's idle timeout counts from the last
         // complete part read or response written.
-        let http1 = HTTP1Channel.Configuration(idleTimeout: .seconds(Int64(configuration.idleTimeout)))
+        // That timer restarts on every body part, so a request must also arrive whole within the
+        // idle timeout, its body at 1 KB/s at least after 10 s, and one client address may hold
+        // a quarter of the connections at most (``RequestPacing``).
+        let pacing = RequestPacing(
+            requestDeadline: .seconds(Int64(configuration.idleTimeout)),
+            connectionsPerAddress: max(4, configuration.maxConnections / 4), exemptAddresses: Set(configuration.trustedProxies))
+        let addresses = ConnectionsByAddress()
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: pacing.handlers(counting: addresses), idleTimeout: .seconds(Int64(configuration.idleTimeout)))
         guard configuration.tls else { return (.http1(configuration: http1), nil) }
         let ca = LocalCertificateAuthority(
             directory: URL(fileURLWithPath: configuration.store.dataDirectory).appendingPathComponent("tls"))

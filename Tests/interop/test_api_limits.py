@@ -125,6 +125,71 @@ def test_idle_connections_cannot_exhaust_the_descriptor_limit(tmp_path):
         server.wait()
 
 
+def closed_within(sock, seconds):
+    """Whether the server closes `sock` within `seconds` (reads until EOF or a reset)."""
+    sock.settimeout(0.5)
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            if sock.recv(4096) == b"":
+                return True
+        except socket.timeout:
+            continue
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+    return False
+
+
+def test_a_trickled_body_is_cut_and_one_address_cannot_hold_the_listener(tmp_path):
+    """The second outside attack's F-10: a body sent one byte every second used to hold its
+    connection for ever (the idle timer restarts on every part); with the listener capped at 20,
+    20 such connections from one address shut everyone out. Now a body must come at 1 KB/s once
+    10 s have passed, and one address holds at most a quarter of the connections."""
+    server, _, api_port = start_with({"TODO_MAX_CONNECTIONS": "20", "TODO_IDLE_TIMEOUT": "30"}, tmp_path)
+    held = []
+    try:
+        trickler = socket.create_connection(("127.0.0.1", api_port), timeout=10)
+        trickler.sendall(b"POST /api/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n")
+        started = time.time()
+        cut = False
+        while time.time() - started < 25:
+            try:
+                trickler.sendall(b" ")
+            except (BrokenPipeError, ConnectionResetError):
+                cut = True
+                break
+            if closed_within(trickler, 1):
+                cut = True
+                break
+        waited = time.time() - started
+        assert cut and waited < 15, f"the trickled body held its connection for {waited:.0f} s"
+        trickler.close()
+
+        # Five connections from 127.0.0.1 (a quarter of 20); the sixth is closed at once.
+        for _ in range(5):
+            held.append(socket.create_connection(("127.0.0.1", api_port), timeout=10))
+        time.sleep(0.3)
+        extra = socket.create_connection(("127.0.0.1", api_port), timeout=10)
+        assert closed_within(extra, 3), "a sixth connection from one address was kept"
+        extra.close()
+        # Another address is still served.
+        other = socket.create_connection(("127.0.0.1", api_port), timeout=10, source_address=("127.0.0.2", 0))
+        other.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert other.recv(4096).startswith(b"HTTP/1.1 200")
+        other.close()
+        # Closing the held ones gives the address its share back.
+        for sock in held:
+            sock.close()
+        held.clear()
+        time.sleep(0.3)
+        assert requests.get(f"http://127.0.0.1:{api_port}/healthz", timeout=5).status_code == 200
+    finally:
+        for sock in held:
+            sock.close()
+        server.kill()
+        server.wait()
+
+
 def test_cors_for_an_allowed_origin(tmp_path):
     server, _, api_port = start_with({"TODO_CORS_ORIGINS": "http://app.example"}, tmp_path)
     try:

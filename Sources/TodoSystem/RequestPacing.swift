@@ -1,0 +1,156 @@
+import HummingbirdCore
+import NIOCore
+import NIOHTTPTypes
+import Synchronization
+
+/// Limits on how a client may use a connection, beyond Hummingbird's idle timeout (which
+/// restarts on every body part, so a body sent one byte every few seconds never timed out: 20
+/// such connections held a listener capped at 20, the second outside attack's F-10).
+struct RequestPacing: Sendable {
+    /// From a request's head to the end of its body, at most.
+    var requestDeadline: TimeAmount
+    /// A request whose body is still arriving after ``rateGrace`` must have come at this
+    /// average rate at least (bytes per second), or the connection is closed.
+    var minimumBodyRate: Int = 1024
+    var rateGrace: TimeAmount = .seconds(10)
+    /// Connections one client address may hold on a listener; trusted proxies are exempt
+    /// (every client behind them shares their address).
+    var connectionsPerAddress: Int
+    var exemptAddresses: Set<String>
+
+    /// Per listener: its connections by address.
+    func handlers(counting addresses: ConnectionsByAddress) -> [any RemovableChannelHandler] {
+        [
+            ConnectionCapHandler(limit: connectionsPerAddress, exempt: exemptAddresses, addresses: addresses),
+            RequestDeadlineHandler(deadline: requestDeadline, minimumRate: minimumBodyRate, grace: rateGrace),
+        ]
+    }
+}
+
+/// Open connections per client address on one listener.
+final class ConnectionsByAddress: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+
+    /// Counts one more for `address`; false (and not counted) when it already has `limit`.
+    func open(_ address: String, limit: Int) -> Bool {
+        counts.withLock { counts in
+            let current = counts[address, default: 0]
+            guard current < limit else { return false }
+            counts[address] = current + 1
+            return true
+        }
+    }
+
+    func close(_ address: String) {
+        counts.withLock { counts in
+            let remaining = counts[address, default: 1] - 1
+            counts[address] = remaining > 0 ? remaining : nil
+        }
+    }
+
+    func count(_ address: String) -> Int { counts.withLock { $0[address, default: 0] } }
+}
+
+/// Closes a connection at once when its client address already holds its share.
+final class ConnectionCapHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+
+    private let limit: Int
+    private let exempt: Set<String>
+    private let addresses: ConnectionsByAddress
+    private var counted: String?
+
+    init(limit: Int, exempt: Set<String>, addresses: ConnectionsByAddress) {
+        self.limit = limit
+        self.exempt = exempt
+        self.addresses = addresses
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { admit(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        admit(context)
+        context.fireChannelActive()
+    }
+
+    private func admit(_ context: ChannelHandlerContext) {
+        guard counted == nil, let address = context.remoteAddress?.ipAddress, !exempt.contains(address) else { return }
+        if addresses.open(address, limit: limit) {
+            counted = address
+        } else {
+            context.close(promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        release()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { release() }
+
+    private func release() {
+        if let counted { addresses.close(counted) }
+        counted = nil
+    }
+}
+
+/// Closes a connection whose request has not fully arrived within the deadline, or whose body
+/// trickles in below the minimum rate once the grace has passed. Only the arrival of the request
+/// is timed: the answer may take as long as the work does.
+final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+
+    private let deadline: TimeAmount
+    private let minimumRate: Int
+    private let grace: TimeAmount
+    private var timers: [Scheduled<Void>] = []
+    private var bodyBytes = 0
+
+    init(deadline: TimeAmount, minimumRate: Int, grace: TimeAmount) {
+        self.deadline = deadline
+        self.minimumRate = minimumRate
+        self.grace = grace
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            cancelTimers()
+            bodyBytes = 0
+            let loop = context.eventLoop
+            let channel = context.channel
+            timers.append(loop.scheduleTask(in: deadline) { channel.close(promise: nil) })
+            if grace < deadline {
+                let required = Int(Int64(minimumRate) * grace.nanoseconds / 1_000_000_000)
+                let handler = NIOLoopBound(self, eventLoop: loop)
+                timers.append(
+                    loop.scheduleTask(in: grace) {
+                        guard handler.value.bodyBytes < required else { return }
+                        channel.close(promise: nil)
+                    })
+            }
+        case .body(let buffer):
+            bodyBytes += buffer.readableBytes
+        case .end:
+            cancelTimers()
+        }
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        cancelTimers()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { cancelTimers() }
+
+    private func cancelTimers() {
+        for timer in timers { timer.cancel() }
+        timers.removeAll()
+    }
+}
