@@ -98,8 +98,8 @@ final class ConnectionCapHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 }
 
-/// Closes a connection whose request has not fully arrived within the deadline, or whose body
-/// trickles in below the minimum rate once the grace has passed. Only the arrival of the request
+/// Closes a connection whose request body has not fully arrived within the deadline of its
+/// first part, or trickles in below the minimum rate once the grace has passed. Only the arrival of the request
 /// is timed: the answer may take as long as the work does.
 final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
@@ -120,26 +120,32 @@ final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandl
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
+            // A head is one part: Hummingbird's idle timeout covers a slow one. Timers start
+            // with the body, so a request without one (most) costs none.
             cancelTimers()
             bodyBytes = 0
-            let loop = context.eventLoop
-            let channel = context.channel
-            timers.append(loop.scheduleTask(in: deadline) { channel.close(promise: nil) })
-            if grace < deadline {
-                let required = Int(Int64(minimumRate) * grace.nanoseconds / 1_000_000_000)
-                let handler = NIOLoopBound(self, eventLoop: loop)
-                timers.append(
-                    loop.scheduleTask(in: grace) {
-                        guard handler.value.bodyBytes < required else { return }
-                        channel.close(promise: nil)
-                    })
-            }
         case .body(let buffer):
+            if timers.isEmpty && bodyBytes == 0 { startTimers(context) }
             bodyBytes += buffer.readableBytes
         case .end:
             cancelTimers()
         }
         context.fireChannelRead(data)
+    }
+
+    private func startTimers(_ context: ChannelHandlerContext) {
+        let loop = context.eventLoop
+        let channel = context.channel
+        timers.append(loop.scheduleTask(in: deadline) { channel.close(promise: nil) })
+        if grace < deadline {
+            let required = Int(Int64(minimumRate) * grace.nanoseconds / 1_000_000_000)
+            let handler = NIOLoopBound(self, eventLoop: loop)
+            timers.append(
+                loop.scheduleTask(in: grace) {
+                    guard handler.value.bodyBytes < required else { return }
+                    channel.close(promise: nil)
+                })
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
