@@ -166,3 +166,36 @@ struct DevelopmentSurfaceTests {
         }
     }
 }
+
+extension DevelopmentSurfaceTests {
+    @Test(
+        "a provider's unproven address is not the account's name: Entra's preferred_username and Graph's userPrincipalName are {oid}@{tenant}, mail is null (F-5)",
+        arguments: TestDatabase.engines)
+    func unprovenProviderAddress(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            for proven in [false, true] {
+                let user = UserAccount(
+                    tenantID: h.tenant.id, identityProvider: .upstream(issuer: "https://idp.example.com"),
+                    signInName: "subject-\(proven)", email: "victim\(proven ? "-own" : "")@example.com", displayName: "Claimed",
+                    createdAt: Date(), emailVerified: proven)
+                try await h.server.users.create(user)
+                let minted = try await driver.request(
+                    .post, "/dev/tokens", headers: Self.json,
+                    body: #"{"user":"\#(user.objectID)","client":"\#(h.clientID)","scope":"openid User.Read","entra":true}"#)
+                let claims = DecodedJWT(try #require(minted.json["id_token"] as? String, "\(minted.text)")).claims
+                let access = try #require(minted.json["access_token"] as? String)
+                let me = try await driver.get("/v1.0/me", headers: [.authorization: "Bearer \(access)"]).json
+                if proven {
+                    #expect(claims["preferred_username"] as? String == user.email)
+                    #expect(me["mail"] as? String == user.email && me["userPrincipalName"] as? String == user.email)
+                } else {
+                    let principal = "\(user.objectID)@\(h.tenant.name)"
+                    #expect(claims["preferred_username"] as? String == principal)
+                    #expect(DecodedJWT(access).claims["preferred_username"] as? String == principal)
+                    #expect(me["mail"] is NSNull && me["userPrincipalName"] as? String == principal, "\(me)")
+                    #expect(GraphUserJSON.user(user, tenant: h.tenant, select: ["mail"]).serialized.contains("\"mail\":null"))
+                }
+            }
+        }
+    }
+}

@@ -52,6 +52,13 @@ public struct UserAccount: Sendable, Equatable {
 
     public var objectID: String { id.uuidString.lowercased() }
 
+    /// The address that may stand for the account where others read it as its own (Entra's
+    /// `preferred_username`, Graph's `mail` and `userPrincipalName`): a local account's, which
+    /// it signs in with, and a federated one's only when its provider proved it
+    /// (`email_verified`). An unproven provider address anyone could claim (the second outside
+    /// attack's F-5).
+    var presentableEmail: String? { identityProvider == .local || emailVerified ? email : nil }
+
     /// The value of a ``UserAttribute`` for this user.
     public func value(of attribute: UserAttribute) -> String? {
         attribute == .displayName ? displayName : attributes[attribute.rawValue]

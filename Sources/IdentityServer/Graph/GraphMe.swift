@@ -78,7 +78,7 @@ struct GraphMe: Sendable {
     @Sendable func handle(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let caller = try await authenticator.caller(of: request, requiring: "User.Read")
         let user = caller.user
-        let principal = user.email ?? "\(user.objectID)@\(caller.tenant?.name ?? "localhost")"
+        let principal = user.presentableEmail ?? "\(user.objectID)@\(caller.tenant?.name ?? "localhost")"
         func value(_ attribute: UserAttribute) -> JSONText { user.value(of: attribute).map(JSONText.string) ?? .null }
         let body = JSONText.object([
             ("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#users/$entity")),
@@ -86,7 +86,7 @@ struct GraphMe: Sendable {
             ("displayName", .string(user.displayName)),
             ("givenName", value(.givenName)),
             ("jobTitle", value(.jobTitle)),
-            ("mail", user.email.map(JSONText.string) ?? .null),
+            ("mail", user.presentableEmail.map(JSONText.string) ?? .null),
             ("mobilePhone", .null),
             ("officeLocation", value(.city)),
             ("preferredLanguage", .null),

@@ -189,7 +189,7 @@ enum GraphUserJSON {
         case "state": return attribute(.state)
         case "streetAddress": return attribute(.streetAddress)
         case "officeLocation": return attribute(.city)
-        case "mail": return user.email.map(JSONText.string) ?? .null
+        case "mail": return user.presentableEmail.map(JSONText.string) ?? .null
         case "otherMails": return .array([])
         case "businessPhones": return .array([])
         case "mobilePhone", "preferredLanguage": return .null

@@ -217,7 +217,7 @@ struct TokenIssuer: Sendable {
     /// The name the user signs in with: the account's email (a federated account without one
     /// gets `{oid}@{tenant}`, as Entra writes a UPN).
     static func preferredUsername(_ user: UserAccount, tenant: Tenant) -> String {
-        user.email ?? "\(user.objectID)@\(tenant.name)"
+        user.presentableEmail ?? "\(user.objectID)@\(tenant.name)"
     }
 
     /// `uti`: a per-token id (Entra's is 22 base64url characters).
