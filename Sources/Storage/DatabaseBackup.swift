@@ -2,9 +2,10 @@ import Foundation
 import SQLKit
 
 /// A whole database as one JSON document, and back (`todo-server backup FILE` / `restore FILE`):
-/// every table of every library (accounts, apps, keys, sessions, tasks), typed values, on
-/// either engine, so a SQLite store can also be moved to PostgreSQL. Values sealed with the data
-/// key stay sealed: a restore needs the same `data-key`.
+/// every lasting table of every library (accounts, apps, keys, sessions, tasks), typed values,
+/// on either engine, so a SQLite store can also be moved to PostgreSQL. Values sealed with the
+/// data key stay sealed, and password hashes are sealed too, as the tenant export seals them: a
+/// restore needs the same `data-key`. One-time codes and the outbox are left out.
 public enum DatabaseBackup {
     public static let format = "todob2c-backup"
 
@@ -85,6 +86,22 @@ public enum DatabaseBackup {
     /// out, so it restores onto either engine.
     static let derivedTables: Set<String> = ["task_list_versions"]
 
+    /// What lives minutes and proves something once: sign-in codes, verification and MFA codes,
+    /// upstream verifiers, the dev outbox's mail (the second outside attack's F-8: a backup read
+    /// by someone else held them). Left out of a backup and emptied by a restore.
+    static let transientTables: Set<String> = [
+        "outbox", "verification_codes", "federation_codes", "authorization_codes", "mfa_challenges", "upstream_requests",
+    ]
+
+    /// Columns a backup seals with the data key, by table: the column, and the column whose
+    /// value binds the sealed one to its row.
+    static let sealedColumns: [String: (column: String, row: String)] = ["users": ("password_hash", "id")]
+
+    static func sealingContext(table: String, column: String, row: String) -> String { "backup:\(table).\(column):\(row)" }
+
+    /// Backups from version 1 hold password hashes in clear; they restore as they are.
+    static let version = 2
+
     /// The tables and their columns, from the engine's catalogue.
     static func schema(_ database: any Database) async throws -> [(String, [Column])] {
         let engine = database.engine
@@ -103,7 +120,7 @@ public enum DatabaseBackup {
                 }
             }
             var schema: [(String, [Column])] = []
-            for table in ordered(tables) where !derivedTables.contains(table) {
+            for table in ordered(tables) where !derivedTables.contains(table) && !transientTables.contains(table) {
                 var columns: [Column] = []
                 switch engine {
                 case .sqlite:
@@ -136,11 +153,11 @@ public enum DatabaseBackup {
         return .text
     }
 
-    /// Every table, every row, as JSON.
-    public static func write(_ database: any Database, now: Date = Date()) async throws -> Data {
+    /// Every lasting table, every row, as JSON, with ``sealedColumns`` sealed by `dataKey`.
+    public static func write(_ database: any Database, dataKey: DataKey, now: Date = Date()) async throws -> Data {
         var tables: [Table] = []
         for (name, columns) in try await schema(database) {
-            let rows = try await database.read { sql in
+            var rows = try await database.read { sql in
                 try await sql.raw("SELECT * FROM \(ident: name)").all().map { row in
                     try columns.map { column -> Value in
                         switch column.kind {
@@ -151,14 +168,29 @@ public enum DatabaseBackup {
                     }
                 }
             }
+            try transformSealed(&rows, table: name, columns: columns) { value, context in try dataKey.seal(value, context: context) }
             tables.append(Table(name: name, columns: columns, rows: rows))
         }
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys]
         return try encoder.encode(
-            Document(format: format, version: 1, createdAt: now, engine: database.engine == .sqlite ? "sqlite" : "postgres", tables: tables)
-        )
+            Document(
+                format: format, version: version, createdAt: now, engine: database.engine == .sqlite ? "sqlite" : "postgres",
+                tables: tables))
+    }
+
+    /// Applies `transform` to the values of `table`'s sealed column, with each row's context.
+    private static func transformSealed(
+        _ rows: inout [[Value]], table: String, columns: [Column], _ transform: (String, String) throws -> String
+    ) throws {
+        guard let sealed = sealedColumns[table], let column = columns.firstIndex(where: { $0.name == sealed.column }),
+            let key = columns.firstIndex(where: { $0.name == sealed.row })
+        else { return }
+        for index in rows.indices {
+            guard case .text(let value) = rows[index][column], case .text(let row) = rows[index][key] else { continue }
+            rows[index][column] = .text(try transform(value, sealingContext(table: table, column: sealed.column, row: row)))
+        }
     }
 
     /// Replaces every table's rows with the backup's, in one transaction: all or nothing. The
@@ -166,15 +198,30 @@ public enum DatabaseBackup {
     /// have been written by the same schema.
     /// - Returns: the number of rows written per table.
     @discardableResult
-    public static func restore(_ data: Data, into database: any Database) async throws -> [String: Int] {
+    public static func restore(_ data: Data, into database: any Database, dataKey: DataKey) async throws -> [String: Int] {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
-        guard let document = try? decoder.decode(Document.self, from: data) else {
+        guard var document = try? decoder.decode(Document.self, from: data) else {
             throw BackupError.notABackup("it is not the backup JSON")
         }
-        guard document.format == format, document.version == 1 else {
+        guard document.format == format, (1...version).contains(document.version) else {
             throw BackupError.notABackup("format \(document.format) v\(document.version)")
         }
+        if document.version >= 2 {
+            for index in document.tables.indices {
+                do {
+                    try transformSealed(
+                        &document.tables[index].rows, table: document.tables[index].name, columns: document.tables[index].columns
+                    ) {
+                        value, context in try dataKey.open(value, context: context).value
+                    }
+                } catch {
+                    throw BackupError.notABackup("its sealed values do not open with this data key")
+                }
+            }
+        }
+        // Backups from before version 2 held the one-time codes: they are not restored.
+        document.tables.removeAll { transientTables.contains($0.name) }
         let target = Dictionary(try await schema(database).map { ($0.0, $0.1.map(\.name)) }, uniquingKeysWith: { first, _ in first })
         for table in document.tables {
             guard let columns = target[table.name] else { throw BackupError.schemaDiffers("this database has no table \(table.name)") }
@@ -205,6 +252,8 @@ public enum DatabaseBackup {
                     throw BackupError.schemaDiffers("migrations \(Set(there).symmetricDifference(Set(here)).sorted()) differ")
                 }
             }
+            // One-time codes go first: they may point at rows about to be replaced.
+            for table in transientTables.sorted() { try await sql.raw("DELETE FROM \(ident: table)").run() }
             for table in tables.reversed() { try await sql.raw("DELETE FROM \(ident: table.name)").run() }
             var written: [String: Int] = [:]
             for table in tables {

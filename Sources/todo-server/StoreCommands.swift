@@ -15,13 +15,12 @@ struct Backup: AsyncParsableCommand {
     @Argument(help: "The backup file to write.") var file: String
 
     func run() async throws {
+        let dataKey = try await store.configuration().loadDataKey()
         let data = try await StoreSession.with(store) { database, logger in
             try await TodoSystem.migrate(database, logger: logger)
-            return try await DatabaseBackup.write(database)
+            return try await DatabaseBackup.write(database, dataKey: dataKey)
         }
-        guard FileManager.default.createFile(atPath: file, contents: data, attributes: [.posixPermissions: 0o600]) else {
-            throw CommandFailure("cannot write \(file)")
-        }
+        try PrivateFile.write(data, to: file)
         print("backed up to \(file) (\(data.count) bytes); keep \(try await store.configuration().dataDirectory)/data-key with it")
     }
 }
@@ -36,9 +35,10 @@ struct Restore: AsyncParsableCommand {
     func run() async throws {
         guard let data = FileManager.default.contents(atPath: file) else { throw CommandFailure("cannot read \(file)") }
         do {
+            let dataKey = try await store.configuration().loadDataKey()
             let written = try await StoreSession.with(store) { database, logger in
                 try await TodoSystem.migrate(database, logger: logger)
-                return try await DatabaseBackup.restore(data, into: database)
+                return try await DatabaseBackup.restore(data, into: database, dataKey: dataKey)
             }
             print("restored \(written.values.reduce(0, +)) rows in \(written.count) tables from \(file)")
         } catch let error as DatabaseBackup.BackupError {

@@ -29,9 +29,7 @@ struct TenantCommand: AsyncParsableCommand {
                 print(yaml, terminator: "")
                 return
             }
-            guard FileManager.default.createFile(atPath: output, contents: Data(yaml.utf8), attributes: [.posixPermissions: 0o600]) else {
-                throw CommandFailure("cannot write \(output)")
-            }
+            try PrivateFile.write(Data(yaml.utf8), to: output)
             print("exported to \(output)")
         }
     }

@@ -261,6 +261,53 @@ def serve(data, identity_port, api_port, log):
     raise AssertionError("the server did not start")
 
 
+class CreationWatch:
+    """The mode of each file created in `directory`, read the moment inotify reports it."""
+
+    def __init__(self, directory):
+        import ctypes
+        import threading
+
+        self.directory = directory
+        self.modes = {}
+        self.libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_NONBLOCK)
+        assert self.fd >= 0
+        assert self.libc.inotify_add_watch(self.fd, str(directory).encode(), 0x100) >= 0  # IN_CREATE
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        import select
+        import struct
+
+        while not self.stop.is_set():
+            if not select.select([self.fd], [], [], 0.05)[0]:
+                continue
+            data = os.read(self.fd, 65536)
+            offset = 0
+            while offset < len(data):
+                _, _, _, length = struct.unpack_from("iIII", data, offset)
+                name = data[offset + 16:offset + 16 + length].rstrip(b"\0").decode()
+                offset += 16 + length
+                try:
+                    self.modes[name] = os.stat(self.directory / name).st_mode & 0o777
+                except FileNotFoundError:
+                    pass
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_):
+        import time as clock
+
+        clock.sleep(0.3)
+        self.stop.set()
+        self.thread.join()
+        os.close(self.fd)
+
+
 def test_backup_and_restore_carry_accounts_and_tasks(tmp_path):
     """`backup` writes the whole store (0600, secrets still sealed); `restore` into a fresh store
     with the same data key brings back the account (its password works) and its tasks; a file
@@ -283,11 +330,20 @@ def test_backup_and_restore_carry_accounts_and_tasks(tmp_path):
         server.terminate()
         server.wait(timeout=30)
 
-    backup = tmp_path / "store.json"
-    written = subprocess.run([binary, "backup", str(backup), "--data-dir", str(source)], capture_output=True, text=True, timeout=120)
+    backup = tmp_path / "backups" / "store.json"
+    backup.parent.mkdir()
+    # Every file that appears in the directory is watched as it is created (inotify): none may
+    # ever be readable by others, even under umask 000 (F-8: the file was made 0644, then restricted).
+    with CreationWatch(backup.parent) as watch:
+        written = subprocess.run([binary, "backup", str(backup), "--data-dir", str(source)], capture_output=True, text=True,
+                                 timeout=120, preexec_fn=lambda: os.umask(0))
     assert written.returncode == 0, written.stderr
+    assert watch.modes and all(mode == 0o600 for mode in watch.modes.values()), {name: oct(mode) for name, mode in watch.modes.items()}
     assert oct(backup.stat().st_mode & 0o777) == "0o600"
-    assert "Backup-Pass1" not in backup.read_text() and "BEGIN PRIVATE KEY" not in backup.read_text()
+    text = backup.read_text()
+    assert "Backup-Pass1" not in text and "BEGIN PRIVATE KEY" not in text
+    assert "$2a$" not in text and "$2b$" not in text, "a password hash in clear"
+    assert '"outbox"' not in text and '"verification_codes"' not in text
 
     target.mkdir()
     (target / "data-key").write_bytes((source / "data-key").read_bytes())
