@@ -596,3 +596,37 @@ struct TransactionBoundTests {
         }
     }
 }
+
+extension SecurityTests {
+    @Test(
+        "every hosted page answers only the browser that started the sign-in: a ?tx= link alone shows nothing (F-9)",
+        arguments: TestDatabase.engines)
+    func pagesBoundToBrowser(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            // A reset under way: the code page names the address being reset.
+            let emailStep = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_reset"), harness: h)
+            let codeStep = try await driver.submit(emailStep, [("step", "send"), ("email", "alice@example.com")])
+            #expect(codeStep.text.contains("alice@example.com"))
+            let resetURL = try #require(codeStep.formAction.map(Form.unescapeHTML))
+            // A profile edit under way, signed in.
+            let profileAttempt = AuthorizationAttempt(harness: h, policy: "B2C_1_edit_profile")
+            let profile = try await driver.signIn(h, attempt: profileAttempt, email: "alice@example.com")
+            #expect(profile.text.contains("Alice"), "\(profile.status) \(profile.text.prefix(200))")
+            let profileURL = try #require(profile.formAction.map(Form.unescapeHTML))
+
+            let stranger = Driver(client: driver.client)
+            for url in [resetURL, profileURL] {
+                let page = try await stranger.get(url)
+                #expect(page.status == .forbidden, "\(url): \(page.status)")
+                #expect(!page.text.contains("alice@example.com") && !page.text.contains("value=\"Alice\""))
+            }
+            // Another browser's cookie is not this one's either.
+            let other = Driver(client: driver.client)
+            _ = try await other.start(AuthorizationAttempt(harness: h, policy: "B2C_1_reset"), harness: h)
+            #expect(try await other.get(resetURL).status == .forbidden)
+            // The starting browser still gets its pages.
+            #expect(try await driver.get(resetURL).status == .ok)
+        }
+    }
+}

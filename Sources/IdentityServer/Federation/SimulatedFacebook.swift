@@ -62,6 +62,7 @@ struct SimulatedFacebook: Sendable {
         let record = try await flow.interaction(parameters["state"])
         let (tenant, userFlow) = try await flow.tenantAndFlow(of: record)
         guard userFlow.offersFacebook else { throw Self.notOffered }
+        try flow.requireStartingBrowser(request, record: record)
         if request.method == .get {
             let values: [String: Any] = [
                 "title": "Log in to Facebook (simulated)", "action": Self.dialogPath, "state": record.id,

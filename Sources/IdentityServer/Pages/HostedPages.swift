@@ -52,7 +52,10 @@ struct LoadedTransaction: Sendable {
 }
 
 /// Loads the transaction named by `?tx=`, checks that the page URL names the transaction's own
-/// tenant and flow, and for a POST reads the form and checks its CSRF token (double submit).
+/// tenant and flow and that the browser is the one that started it (its CSRF cookie, as B2C
+/// binds its pages to `x-ms-cpim-trans`: a `?tx=` link alone showed the profile being edited
+/// and the address being reset, the second outside attack's F-9), and for a POST reads the form
+/// and checks its CSRF token (double submit).
 struct TransactionLoader: RouterMiddleware {
     typealias Context = PolicyRequestContext
     let flow: InteractionFlow
@@ -66,6 +69,7 @@ struct TransactionLoader: RouterMiddleware {
         else {
             throw PageError(status: .badRequest, title: "Not found", message: "This page does not belong to this sign-in.")
         }
+        try flow.requireStartingBrowser(request, record: record)
         var form = RequestParameters(pairs: [])
         if request.method == .post {
             form = try await FormBody.read(request, context: context)
