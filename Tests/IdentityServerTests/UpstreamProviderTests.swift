@@ -338,6 +338,22 @@ struct UpstreamProviderTests {
         }
     }
 
+    @Test("a remote provider's metadata cannot point the server's own requests at loopback or link-local addresses")
+    func localTargets() {
+        let remote = "https://idp.example.com/.well-known/openid-configuration"
+        for target in [
+            "http://127.0.0.1:8080/token", "https://localhost/jwks", "http://[::1]/keys", "http://169.254.169.254/latest/meta-data",
+            "https://[fe80::1]/jwks", "http://0.0.0.0:5432/", "https://api.localhost/token",
+        ] {
+            #expect(OutboundURL.localTarget(among: ["https://idp.example.com/token", target], declared: remote) == target, "\(target)")
+        }
+        #expect(OutboundURL.localTarget(among: ["https://idp.example.com/token", "https://idp.example.com/jwks"], declared: remote) == nil)
+        // A provider declared on loopback (development) may name loopback endpoints.
+        #expect(
+            OutboundURL.localTarget(
+                among: ["http://127.0.0.1:9000/token"], declared: "http://127.0.0.1:9000/.well-known/openid-configuration") == nil)
+    }
+
     @Test("a provider's email is proven only when its email_verified says so; a user id the name rules would rewrite is refused")
     func claimsMapping() throws {
         let provider = UpstreamProvider(name: "p", metadataUrl: "https://idp.example.com/.well-known/openid-configuration", clientId: "c")

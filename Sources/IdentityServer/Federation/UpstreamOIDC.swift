@@ -196,6 +196,9 @@ actor UpstreamDirectory {
         for endpoint in [authorize, token, jwks] where !OutboundURL.isAllowed(endpoint) {
             throw UpstreamOIDC.Failure(message: "the provider's metadata names an endpoint that is not https (or http on loopback)")
         }
+        if let refused = OutboundURL.localTarget(among: [token, jwks], declared: provider.metadataUrl) {
+            throw UpstreamOIDC.Failure(message: "the provider's metadata points this server at \(TextRules.printable(refused))")
+        }
         var methods: [String]?
         if case .array(let listed)? = document["token_endpoint_auth_methods_supported"] {
             methods = listed.compactMap { if case .string(let method) = $0 { method } else { nil } }

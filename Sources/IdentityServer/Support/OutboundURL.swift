@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import ServerSupport
 
 /// The rule for URLs this service calls out to (connectors, upstream providers and their
 /// endpoints): https anywhere, plain http only on loopback (a local endpoint in development,
@@ -15,6 +16,20 @@ enum OutboundURL {
         case "http": return ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host) || host.hasPrefix("127.")
         default: return false
         }
+    }
+
+    /// The first of `urls` (endpoints the server itself calls, named by a provider's metadata)
+    /// that points at this machine or its link-local network while the provider was declared
+    /// elsewhere: a remote provider must not turn the server's requests on its own loopback
+    /// services or a cloud metadata address (the second outside attack's low finding). A
+    /// provider declared on loopback may name loopback endpoints.
+    static func localTarget(among urls: [String], declared: String) -> String? {
+        func host(_ url: String) -> String? { URLComponents(string: url)?.host?.lowercased() }
+        func isLocal(_ host: String) -> Bool {
+            Loopback.isHost(host) || Loopback.isLinkLocalHost(host) || host == "0.0.0.0" || host == "::" || host == "[::]"
+        }
+        guard let declaredHost = host(declared), !Loopback.isHost(declaredHost) else { return nil }
+        return urls.first { url in host(url).map(isLocal) ?? true }
     }
 
     /// Runs `body` (a request and the reading of its answer) within `seconds` in all: a peer
