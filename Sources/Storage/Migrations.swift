@@ -80,11 +80,20 @@ public struct MigrationRunner: Sendable {
                 return true
             }
             if didApply {
-                logger.info(
+                logger.debug(
                     "applied migration",
                     metadata: ["namespace": "\(namespace)", "version": "\(migration.version)", "name": "\(migration.name)"])
                 applied.append(migration.version)
             }
+        }
+        // One line at info: a first start applies dozens, and their list buried the banner.
+        if let first = applied.first, let last = applied.last {
+            logger.info(
+                "applied migrations",
+                metadata: [
+                    "namespace": "\(namespace)", "count": "\(applied.count)",
+                    "versions": "\(first == last ? "\(first)" : "\(first)-\(last)")",
+                ])
         }
         return applied
     }

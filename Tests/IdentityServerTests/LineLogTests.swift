@@ -1,5 +1,7 @@
 import Foundation
+import IdentityServer
 import Logging
+import TestSupport
 import Testing
 import WireCoding
 
@@ -157,6 +159,25 @@ struct RequestIDTests {
         for id in ids.prefix(100) {
             #expect(UUIDText.parse(id) != nil && id == id.lowercased())
             #expect(Array(id)[14] == "4" && "89ab".contains(Array(id)[19]))
+        }
+    }
+}
+
+extension LineLogTests {
+    @Test("a first start logs one line at info per library's migrations, each migration at debug (the banner is not buried)")
+    func migrationsSummarised() async throws {
+        try await TestDatabase.with(.sqlite) { database in
+            let recorder = LogRecorder()
+            try await IdentityServer.migrate(database, logger: recorder.logger)
+            let lines = recorder.lines.withLock { $0 }
+            let info = lines.filter { $0.hasPrefix("info ") }
+            #expect(info.count == 1, "\(info)")
+            #expect(info.first?.contains("applied migrations") == true && info.first?.contains("namespace=identity") == true)
+            #expect(lines.filter { $0.hasPrefix("debug applied migration ") }.count > 20)
+            // Nothing to apply: nothing at info.
+            let again = LogRecorder()
+            try await IdentityServer.migrate(database, logger: again.logger)
+            #expect(again.lines.withLock { $0 }.filter { $0.hasPrefix("info ") }.isEmpty)
         }
     }
 }
