@@ -185,3 +185,24 @@ def test_ropc_over_raw_http(server):
     not_ropc = server.ropc(email, password, policy="B2C_1_susi")
     assert not_ropc.status_code == 400
     assert not_ropc.json()["error_description"].startswith("AADB2C90086")
+
+
+def test_authlib_refresh_cannot_ask_for_more_than_was_granted(server):
+    """RFC 6749 §6 through authlib's own refresh call: a sign-in for `openid offline_access` (no
+    API) cannot be refreshed into a Microsoft Graph or Task API token on a B2C policy (the second
+    outside attack found a Graph token issued so); the refused refresh costs the client nothing."""
+    email, password = unique_email("narrow"), "Interop-Pass1"
+    signup_user(server, email, password)
+    granted = server.ropc(email, password, scope="openid offline_access")
+    assert granted.status_code == 200, granted.text
+    assert "access_token" not in granted.json()
+    meta = server.discovery("B2C_1_ROPC")
+    client = OAuth2Session(server.client_id, token_endpoint_auth_method="none")
+    for wider in ("https://graph.microsoft.com/User.Read offline_access", f"openid {server.client_id}"):
+        try:
+            widened = client.refresh_token(meta["token_endpoint"], refresh_token=granted.json()["refresh_token"], scope=wider)
+            raise AssertionError(f"refreshed into {wider}: {widened}")
+        except Exception as error:  # authlib raises OAuthError for the 400
+            assert "AADB2C90205" in str(getattr(error, "description", error)), error
+    same = client.refresh_token(meta["token_endpoint"], refresh_token=granted.json()["refresh_token"])
+    assert "id_token" in same and "access_token" not in same
