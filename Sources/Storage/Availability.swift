@@ -43,6 +43,9 @@ public final class DatabaseHealth: Sendable {
         return seconds == 0 ? nil : Date(timeIntervalSince1970: TimeInterval(seconds))
     }
 
+    /// Whether the last work failed as unavailable and nothing has succeeded since.
+    var isFailing: Bool { failing.load(ordering: .relaxed) }
+
     /// Work succeeded: the database is reachable again, and after a write, writable again.
     func recordSuccess(write: Bool) {
         guard failing.load(ordering: .relaxed) else { return }
@@ -97,18 +100,77 @@ public final class DatabaseHealth: Sendable {
 }
 
 /// Runs `body`, or throws ``StorageError/unavailable(_:)`` naming `what` once `deadline` has
-/// passed without an answer (the body is cancelled).
+/// passed without an answer. The body is cancelled then, but not waited for: one that does not
+/// heed cancellation (a pool lease while PostgreSQL is down) must not hold the answer (a
+/// `/readyz` took up to 3 s, once over 5 s, in the reliability rerun's P-4).
 public func withDeadline<T: Sendable>(
     _ deadline: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: deadline)
-            throw StorageError.unavailable("\(what) did not answer within \(deadline)")
+    let tasks = RaceTasks()
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let once = ResumeResultOnce(continuation)
+            tasks.set(
+                work: Task {
+                    let result: Result<T, any Error>
+                    do { result = .success(try await body()) } catch { result = .failure(error) }
+                    once.resume(result)
+                    tasks.cancelTimer()
+                },
+                timer: Task {
+                    guard (try? await Task.sleep(for: deadline)) != nil else { return }
+                    once.resume(.failure(StorageError.unavailable("\(what) did not answer within \(deadline)")))
+                    tasks.cancelWork()
+                })
         }
-        defer { group.cancelAll() }
-        return try await group.next()!
+    } onCancel: {
+        tasks.cancelWork()
+        tasks.cancelTimer()
+    }
+}
+
+/// The two tasks of a race: the work and its timer, each cancelled when the other wins.
+final class RaceTasks: Sendable {
+    private let state = Mutex<(work: Task<Void, Never>?, timer: Task<Void, Never>?, cancelled: (work: Bool, timer: Bool))>(
+        (nil, nil, (false, false)))
+
+    func set(work: Task<Void, Never>, timer: Task<Void, Never>) {
+        let (cancelWork, cancelTimer) = state.withLock { state in
+            state.work = work
+            state.timer = timer
+            return state.cancelled
+        }
+        if cancelWork { work.cancel() }
+        if cancelTimer { timer.cancel() }
+    }
+
+    func cancelWork() {
+        state.withLock { state in
+            state.cancelled.work = true
+            return state.work
+        }?.cancel()
+    }
+
+    func cancelTimer() {
+        state.withLock { state in
+            state.cancelled.timer = true
+            return state.timer
+        }?.cancel()
+    }
+}
+
+/// A throwing continuation resumed at most once, whichever outcome comes first.
+final class ResumeResultOnce<T: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<T, any Error>?>
+
+    init(_ continuation: CheckedContinuation<T, any Error>) { self.continuation = Mutex(continuation) }
+
+    /// False when it was already resumed.
+    @discardableResult
+    func resume(_ result: Result<T, any Error>) -> Bool {
+        guard let continuation = continuation.withLock({ $0.take() }) else { return false }
+        continuation.resume(with: result)
+        return true
     }
 }
 

@@ -19,6 +19,8 @@ public final class PostgresDatabase: Database {
     public static let busyDeadline: Duration = .seconds(30)
     /// How long past ``connectionDeadline`` a request looks again for a lease before giving up.
     static let stallAllowance: Duration = .milliseconds(500)
+    /// How long a request waits for a lease while PostgreSQL is known to be down.
+    static let outageDeadline: Duration = .milliseconds(250)
     /// When the pool last handed out a connection (uptime, milliseconds): the database is alive.
     private let lastLease = LeaseClock()
     private let client: PostgresClient
@@ -114,50 +116,90 @@ public final class PostgresDatabase: Database {
 
     /// A pooled connection for `body`, or ``StorageError/unavailable(_:)`` when none comes within
     /// ``connectionDeadline`` while no other request got one either (or within ``busyDeadline``
-    /// at all). The wait is cancelled; a body already running is not. Errors that mean
-    /// PostgreSQL cannot work now become ``StorageError/unavailable(_:)`` too.
+    /// at all), and within ``outageDeadline`` while the database is known to be down (no lease for
+    /// the whole deadline, and the last work failed as unavailable): an outage is answered at once,
+    /// not after seconds of waiting for every request (the reliability rerun's P-4). The lease is
+    /// cancelled then, and not waited for: postgres-nio may hold a cancelled lease request until
+    /// its pool gives up on connecting. A body already running is never abandoned. Errors that
+    /// mean PostgreSQL cannot work now become ``StorageError/unavailable(_:)`` too.
     private func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let client = self.client
+        let health = self.health
+        let lastLease = self.lastLease
         // One hand-off: either the connection arrives first and the body runs, or the deadline
         // passes first and a connection arriving later is handed back unused. Never both, so
         // no request is answered 503 for work that went on to commit.
         let lease = LeaseState()
+        let tasks = RaceTasks()
+        // Held here, not by the lease task: `read` and `transaction` lend a non-escaping body
+        // (`withoutActuallyEscaping`), which must be let go before they return, also when the
+        // deadline answers while the lease task is still waiting.
+        let lent = LentBody(body)
         do {
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask { [lastLease] in
-                    try await client.withConnection { connection in
-                        guard lease.take(.acquired) else { throw StorageError.unavailable("the connection came after the deadline") }
-                        lastLease.value.store(Self.uptimeMilliseconds, ordering: .relaxed)
-                        return try await body(connection)
-                    }
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                    let once = ResumeResultOnce(continuation)
+                    tasks.set(
+                        work: Task {
+                            let result: Result<T, any Error>
+                            do {
+                                result = .success(
+                                    try await client.withConnection { connection in
+                                        guard lease.take(.acquired) else {
+                                            throw StorageError.unavailable("the connection came after the deadline")
+                                        }
+                                        lastLease.value.store(Self.uptimeMilliseconds, ordering: .relaxed)
+                                        guard let body = lent.take() else { throw CancellationError() }
+                                        // postgres-nio drops a statement written to a channel that has
+                                        // closed, and it never answers (see ``ReadSession``).
+                                        guard !connection.isClosed else {
+                                            throw StorageError.unavailable("the PostgreSQL connection has closed")
+                                        }
+                                        return try await body(connection)
+                                    })
+                            } catch {
+                                result = .failure(error)
+                            }
+                            _ = lent.take()
+                            // After a timeout the caller has its answer already.
+                            once.resume(result)
+                            tasks.cancelTimer()
+                        },
+                        timer: Task {
+                            var waited: Duration = .zero
+                            var lookedAgain = false
+                            while true {
+                                let idle = Self.uptimeMilliseconds - lastLease.value.load(ordering: .relaxed)
+                                let outage = health.isFailing && idle > Self.connectionDeadline.milliseconds
+                                let pause = outage ? Self.outageDeadline : (lookedAgain ? Self.stallAllowance : Self.connectionDeadline)
+                                guard (try? await Task.sleep(for: pause)) != nil else { return }
+                                waited += pause
+                                if lease.state == .acquired { return }
+                                let idleNow = Self.uptimeMilliseconds - lastLease.value.load(ordering: .relaxed)
+                                if waited >= Self.busyDeadline || outage
+                                    || (idleNow > Self.connectionDeadline.milliseconds && lookedAgain)
+                                {
+                                    guard lease.take(.timedOut) else { return }
+                                    _ = lent.take()
+                                    once.resume(.failure(StorageError.unavailable("no PostgreSQL connection within \(waited)")))
+                                    tasks.cancelWork()
+                                    return
+                                }
+                                // No lease for the whole deadline: PostgreSQL is gone, or this process
+                                // was not scheduled (a starved machine delays leases and timers alike).
+                                // Once it runs again a live pool hands out connections within moments,
+                                // so look once more before calling it unavailable.
+                                lookedAgain = idleNow > Self.connectionDeadline.milliseconds
+                            }
+                        })
                 }
-                group.addTask { [lastLease] in
-                    var waited: Duration = .zero
-                    var lookedAgain = false
-                    while true {
-                        let pause = lookedAgain ? Self.stallAllowance : Self.connectionDeadline
-                        try await Task.sleep(for: pause)
-                        waited += pause
-                        if lease.state == .acquired { return nil }
-                        let idle = Self.uptimeMilliseconds - lastLease.value.load(ordering: .relaxed)
-                        if waited >= Self.busyDeadline || (idle > Self.connectionDeadline.milliseconds && lookedAgain) {
-                            guard lease.take(.timedOut) else { return nil }
-                            throw StorageError.unavailable("no PostgreSQL connection within \(waited)")
-                        }
-                        // No lease for the whole deadline: PostgreSQL is gone, or this process
-                        // was not scheduled (a starved machine delays leases and timers alike).
-                        // Once it runs again a live pool hands out connections within moments,
-                        // so look once more before calling it unavailable.
-                        lookedAgain = idle > Self.connectionDeadline.milliseconds
-                    }
+            } onCancel: {
+                // Only a lease still being waited for stops; a body that has its connection runs on.
+                if lease.take(.timedOut) {
+                    _ = lent.take()
+                    tasks.cancelWork()
                 }
-                while let result = try await group.next() {
-                    if let value = result {
-                        group.cancelAll()
-                        return value
-                    }
-                }
-                throw CancellationError()
+                tasks.cancelTimer()
             }
         } catch let failure as CommitFailure {
             throw failure
@@ -280,7 +322,10 @@ final class StatementGuard: Sendable {
                 state.pending = { error in once.resume(.failure(error)) }
                 return state.nextID
             }
-            guard let id else { return once.resume(.failure(StorageError.unavailable("the PostgreSQL connection has closed"))) }
+            guard let id else {
+                once.resume(.failure(StorageError.unavailable("the PostgreSQL connection has closed")))
+                return
+            }
             Task {
                 let result: Result<T, any Error>
                 do { result = .success(try await body()) } catch { result = .failure(error) }
@@ -304,15 +349,6 @@ final class StatementGuard: Sendable {
     }
 }
 
-/// A throwing continuation resumed at most once, whichever outcome comes first.
-private final class ResumeResultOnce<T: Sendable>: Sendable {
-    private let continuation: Mutex<CheckedContinuation<T, any Error>?>
-
-    init(_ continuation: CheckedContinuation<T, any Error>) { self.continuation = Mutex(continuation) }
-
-    func resume(_ result: Result<T, any Error>) { continuation.withLock { $0.take() }?.resume(with: result) }
-}
-
 extension Duration {
     fileprivate var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
 }
@@ -320,6 +356,16 @@ extension Duration {
 /// When the pool last handed out a connection.
 private final class LeaseClock: Sendable {
     let value = Atomic<Int64>(0)
+}
+
+/// A body lent to the lease task, taken out once: by the lease when it runs it, else by whoever
+/// gives up on the lease.
+private final class LentBody<T: Sendable>: Sendable {
+    private let body: Mutex<(@Sendable (PostgresConnection) async throws -> T)?>
+
+    init(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) { self.body = Mutex(body) }
+
+    func take() -> (@Sendable (PostgresConnection) async throws -> T)? { body.withLock { $0.take() } }
 }
 
 /// Whether a request got its connection or gave up waiting: decided once.
