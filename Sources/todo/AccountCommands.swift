@@ -237,7 +237,8 @@ struct PasswordReset: AsyncParsableCommand {
 }
 
 struct Me: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show your profile from the Graph-style /me endpoint.")
+    static let configuration = CommandConfiguration(
+        abstract: "Show your profile from the Graph-style /me endpoint (or, where the sign-in grants no Graph access, the ID token).")
 
     @OptionGroup var global: GlobalOptions
 
@@ -248,18 +249,43 @@ struct Me: AsyncParsableCommand {
             guard let base = session.settings.identityBaseURL, let url = URL(string: "\(base)/v1.0/me") else {
                 throw CommandError("the settings have no identityBaseURL")
             }
-            let token = try await session.app.acquireTokenSilently(scopes: ["https://graph.microsoft.com/User.Read"], account: account)
+            let token: AuthenticationResult
+            do {
+                token = try await session.app.acquireTokenSilently(scopes: ["https://graph.microsoft.com/User.Read"], account: account)
+            } catch let error as IdentityError where error.b2cCode == "AADB2C90205" {
+                // A user flow's refresh token stays with the scopes it was signed in with (RFC
+                // 6749 §6; B2C issues no Graph tokens on user flows): the same profile, from the
+                // ID token's claims under Graph's names.
+                FileHandle.standardError.write(Data("(from the ID token: this sign-in grants no Graph access)\n".utf8))
+                print(profile: Self.graphProfile(claims: account.claims))
+                return
+            }
             let response = try await URLSessionTransport().send(
                 TransportRequest(
                     method: "GET", url: url, headers: ["Authorization": "Bearer \(token.accessToken)", "Accept": "application/json"]))
             guard response.status == 200, let profile = try? JSONDecoder().decode([String: JSONValue].self, from: response.body) else {
                 throw CommandError("the profile endpoint answered HTTP \(response.status)")
             }
-            if global.json {
-                print(try Terminal.json(profile))
-                return
-            }
-            Terminal.printTable(profile.filter { !$0.key.hasPrefix("@") })
+            print(profile: profile)
         }
+    }
+
+    private func print(profile: [String: JSONValue]) {
+        if global.json {
+            Swift.print((try? Terminal.json(profile)) ?? "{}")
+            return
+        }
+        Terminal.printTable(profile.filter { !$0.key.hasPrefix("@") })
+    }
+
+    /// Graph's `/me` properties from B2C's ID-token claims (research/b2c-protocol.md §2.2).
+    static func graphProfile(claims: [String: JSONValue]) -> [String: JSONValue] {
+        var emails: [JSONValue] = []
+        if case .array(let listed)? = claims["emails"] { emails = listed }
+        return [
+            "id": claims["oid"] ?? .null, "displayName": claims["name"] ?? .null, "givenName": claims["given_name"] ?? .null,
+            "surname": claims["family_name"] ?? .null, "mail": emails.first ?? .null, "jobTitle": claims["jobTitle"] ?? .null,
+            "userPrincipalName": emails.first ?? .null,
+        ]
     }
 }
