@@ -1,3 +1,4 @@
+import Logging
 import Storage
 
 /// The identity service's schema. Times are BIGINT epoch seconds; ids are TEXT (UUIDs in
@@ -328,5 +329,34 @@ enum IdentityMigrations {
                         sends BIGINT NOT NULL, wrong BIGINT NOT NULL, PRIMARY KEY (tenant_id, email_lower))
                     """
                 ]),
+            // The look-alike key of local accounts' names (F-7), unique per tenant; accounts from
+            // before get theirs at start (``IdentityServer/migrate(_:logger:)``).
+            Migration(
+                version: 30, name: "sign-in skeletons",
+                [
+                    "ALTER TABLE users ADD COLUMN sign_in_skeleton TEXT",
+                    "CREATE UNIQUE INDEX users_tenant_skeleton ON users (tenant_id, sign_in_skeleton)",
+                ]),
         ])
+}
+
+extension IdentityMigrations {
+    /// Gives local accounts made before migration 30 their ``ConfusableSkeleton`` (a function of
+    /// Swift's, not SQL's). Two old accounts that already look alike both stay; the second keeps
+    /// none, and is logged for the operator.
+    static func fillSkeletons(_ database: any Database, logger: Logger) async throws {
+        let missing = try await database.rows(
+            "SELECT id, sign_in_name FROM users WHERE identity_provider = ? AND sign_in_skeleton IS NULL", [.text("local")])
+        for row in missing {
+            let id = try row.text("id")
+            let skeleton = ConfusableSkeleton.of(try row.text("sign_in_name"))
+            do {
+                try await database.transaction { sql in
+                    try await sql.update("users").set("sign_in_skeleton", to: skeleton).where("id", .equal, id).run()
+                }
+            } catch  where database.isUniqueViolation(error) {
+                logger.warning("an account's name looks like another's", metadata: ["oid": "\(id)"])
+            }
+        }
+    }
 }

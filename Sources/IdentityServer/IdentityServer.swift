@@ -62,6 +62,7 @@ public final class IdentityServer: Sendable {
     /// Brings `database` to this build's identity schema (for tools that restore a backup).
     public static func migrate(_ database: any Database, logger: Logger) async throws {
         try await IdentityMigrations.runner.run(on: database, logger: logger)
+        try await IdentityMigrations.fillSkeletons(database, logger: logger)
     }
 
     /// RS256 signatures per second on one thread with the signer tokens are made with

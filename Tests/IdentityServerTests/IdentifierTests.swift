@@ -29,7 +29,7 @@ struct IdentifierRuleTests {
             "p\u{430}ypal@example.com",
             "bob@\u{3B1}lpha.example", "bob@@example.com", "bob@example", "@example.com", "bob@.example.com", "bob.@example.com",
             "<bob>@example.com", "bob@exam_ple.com", "bob@exa\nmple.com", "bob\u{E000}@example.com", "☃@example.com",
-            String(repeating: "a", count: 65) + "@example.com",
+            String(repeating: "a", count: 65) + "@example.com", "ali\u{307}ce@example.com", "alic\u{301}\u{301}e@example.com",
         ])
     func refusedEmails(raw: String) {
         #expect(EmailAddress(raw) == nil, "\(TextRules.printable(raw)) should be refused")
@@ -104,6 +104,52 @@ struct IdentifierFlowTests {
             }
             #expect(try await driver.ropc(h, username: "jose\u{301}@EXAMPLE.com", password: "Passw0rd!").status == .ok)
             #expect(try await h.server.users.users(tenantID: h.tenant.id).count == 1)
+        }
+    }
+
+    @Test(
+        "Latin look-alikes of an existing address (ı, ɑ, ǀ, ɡ, Cyrillic о) are refused as that account's duplicate at sign-up and in account administration (F-7)",
+        arguments: TestDatabase.engines)
+    func confusableSkeletons(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser("alice@example.com", name: "Alice")
+            _ = try await h.addUser("glory@example.com", name: "Glory")
+            for variant in ["al\u{131}ce@example.com", "\u{251}lice@example.com", "a\u{1C0}ice@example.com", "\u{261}lory@example.com"] {
+                let address = try #require(EmailAddress(variant), "\(variant) is a well-formed address")
+                #expect(address.canonical != "alice@example.com" && address.canonical != "glory@example.com")
+                await #expect(throws: IdentityServer.AdministrationError.self, "\(variant)") { _ = try await h.addUser(variant) }
+            }
+            // Through the sign-up page, with its verified code: the page's "already exists".
+            let page = try await driver.signUp(
+                h, attempt: AuthorizationAttempt(harness: h), email: "al\u{131}ce@example.com", password: "Other-pass1")
+            #expect(page.status == .conflict, "\(page.status)")
+            #expect(try await h.server.users.users(tenantID: h.tenant.id).count == 2)
+            // Different letters are different accounts; ASCII is never folded (rn, m; l, 1).
+            for other in ["alicia@example.com", "arnold@example.com", "amold@example.com", "l1nda@example.com", "llnda@example.com"] {
+                _ = try await h.addUser(other)
+            }
+            #expect(try await h.server.users.users(tenantID: h.tenant.id).count == 7)
+        }
+    }
+
+    @Test("accounts made before skeletons get theirs at start; two that already looked alike both stay", arguments: TestDatabase.engines)
+    func skeletonBackfill(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, _ in
+            let first = try await h.addUser("alice@example.com")
+            let second = try await h.addUser("bob@example.com")
+            // As the rows were before migration 30: no skeleton, and one already a look-alike.
+            try await h.database.transaction { sql in
+                try await sql.raw("UPDATE users SET sign_in_skeleton = NULL").run()
+                try await sql.raw(
+                    "UPDATE users SET sign_in_name = \(bind: "al\u{131}ce@example.com") WHERE id = \(bind: second.objectID)"
+                ).run()
+            }
+            try await IdentityServer.migrate(h.database, logger: TestDatabase.logger)
+            let skeletons = try await h.database.rows("SELECT id, sign_in_skeleton FROM users ORDER BY sign_in_name", [])
+            let filled = try skeletons.map { (try $0.text("id"), try $0.optionalText("sign_in_skeleton")) }
+            #expect(filled.filter { $0.1 == "alice@example.com" }.count == 1)
+            #expect(filled.contains { $0.0 == first.objectID } && filled.count == 2)
+            await #expect(throws: IdentityServer.AdministrationError.self) { _ = try await h.addUser("\u{251}lice@example.com") }
         }
     }
 

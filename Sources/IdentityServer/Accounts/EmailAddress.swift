@@ -31,6 +31,10 @@ struct EmailAddress: Sendable, Hashable, CustomStringConvertible {
         self.display = display
     }
 
+    /// What the address looks like to a person (``ConfusableSkeleton``): no two accounts of a
+    /// tenant share one.
+    var skeleton: String { ConfusableSkeleton.of(canonical) }
+
     /// The comparison key for `raw`, or nil when no account can have it.
     static func canonical(_ raw: String) -> String? { EmailAddress(raw)?.canonical }
 
@@ -46,6 +50,9 @@ struct EmailAddress: Sendable, Hashable, CustomStringConvertible {
             local.unicodeScalars.allSatisfy({ isLetterOrDigit($0) || localPunctuation.contains($0) }),
             isSingleScript(local)
         else { return false }
+        // A combining mark beside an ASCII domain only disguises a Latin letter (`i` and a
+        // combining dot above is drawn as `i`): no mail system needs one there (F-7).
+        if domain.allSatisfy(\.isASCII), local.unicodeScalars.contains(where: isMark) { return false }
         let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
         guard labels.count >= 2 else { return false }
         for label in labels {
@@ -69,6 +76,13 @@ struct EmailAddress: Sendable, Hashable, CustomStringConvertible {
         case .lowercaseLetter, .uppercaseLetter, .otherLetter, .decimalNumber, .modifierLetter, .nonspacingMark,
             .spacingMark:
             true
+        default: false
+        }
+    }
+
+    private static func isMark(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .nonspacingMark, .spacingMark, .enclosingMark: true
         default: false
         }
     }

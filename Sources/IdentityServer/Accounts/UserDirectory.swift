@@ -73,6 +73,9 @@ struct SQLUserDirectory: UserDirectory {
         var accountEnabled: Bool
         var forcePasswordChange: Bool
         var passwordPolicies: String?
+        /// A local account's ``ConfusableSkeleton`` (unique per tenant): a look-alike of an
+        /// existing name is a duplicate. nil for federated accounts (their name is a subject).
+        var signInSkeleton: String?
 
         init(_ user: UserAccount) {
             id = user.objectID
@@ -94,6 +97,11 @@ struct SQLUserDirectory: UserDirectory {
             accountEnabled = user.accountEnabled
             forcePasswordChange = user.forcePasswordChange
             passwordPolicies = user.passwordPolicies
+            signInSkeleton = Self.skeleton(of: user)
+        }
+
+        static func skeleton(of user: UserAccount) -> String? {
+            user.identityProvider == .local ? ConfusableSkeleton.of(user.signInName) : nil
         }
 
         /// Column by column (``Database/rows(_:_:)``): every refresh grant reads its user, and
@@ -118,6 +126,7 @@ struct SQLUserDirectory: UserDirectory {
             accountEnabled = try row.bool("account_enabled")
             forcePasswordChange = try row.bool("force_password_change")
             passwordPolicies = try row.optionalText("password_policies")
+            signInSkeleton = try row.optionalText("sign_in_skeleton")
         }
 
         var lockout: LockoutState {
@@ -231,6 +240,7 @@ struct SQLUserDirectory: UserDirectory {
                 .set("attributes", to: row.attributes).set("password_hash", to: row.passwordHash)
                 .set("account_enabled", to: row.accountEnabled).set("force_password_change", to: row.forcePasswordChange)
                 .set("password_policies", to: row.passwordPolicies).set("updated_at", to: row.updatedAt)
+                .set("sign_in_skeleton", to: row.signInSkeleton)
                 .where("id", .equal, row.id).run()
         }
     }
