@@ -219,7 +219,7 @@ def test_lists_recover_after_postgresql_restarts_under_load(deployment):
     email = new_user(deployment)
     token = ropc(deployment.identity, deployment, email).json()["access_token"]
     auth = {"Authorization": f"Bearer {token}"}
-    _, api = deployment.instances["a"]
+    _, api = deployment.instances["b"]  # instance a has been stopped by the web-session test
     outcomes = []
     lock = threading.Lock()
     stop = threading.Event()
