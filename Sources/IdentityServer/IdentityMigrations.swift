@@ -346,7 +346,9 @@ extension IdentityMigrations {
     /// none, and is logged for the operator.
     static func fillSkeletons(_ database: any Database, logger: Logger) async throws {
         let missing = try await database.rows(
-            "SELECT id, sign_in_name FROM users WHERE identity_provider = ? AND sign_in_skeleton IS NULL", [.text("local")])
+            // Oldest first: of two accounts that already looked alike, the older keeps the name.
+            "SELECT id, sign_in_name FROM users WHERE identity_provider = ? AND sign_in_skeleton IS NULL ORDER BY created_at, id",
+            [.text("local")])
         for row in missing {
             let id = try row.text("id")
             let skeleton = ConfusableSkeleton.of(try row.text("sign_in_name"))

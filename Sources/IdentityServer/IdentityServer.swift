@@ -41,7 +41,7 @@ public final class IdentityServer: Sendable {
         configuration: IdentityServerConfiguration, database: any Database, dataKey: DataKey, clock: any IdentityClock = SystemClock(),
         logger: Logger
     ) async throws -> IdentityServer {
-        try await IdentityMigrations.runner.run(on: database, logger: logger)
+        try await migrate(database, logger: logger)
         let keys = SigningKeyRing(database: database, dataKey: dataKey, clock: clock, keyBits: configuration.signingKeyBits)
         let service = IdentityService(
             configuration: configuration, clock: clock, tenants: CachedTenantDirectory(SQLTenantDirectory(database: database)),

@@ -63,6 +63,18 @@ public struct TrustedProxies: Sendable {
         return format(AF_INET6, &v6, length: INET6_ADDRSTRLEN)
     }
 
+    /// The client a connection from `text` counts against: its canonical address, and for IPv6
+    /// its /64 (one host is usually given a whole /64, so counting each address would let one
+    /// client open as many connections as it has addresses). nil when `text` is no address.
+    public static func client(_ text: String) -> String? {
+        guard let address = canonical(text) else { return nil }
+        guard address.contains(":") else { return address }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, address, &v6) == 1 else { return address }
+        let bytes = withUnsafeBytes(of: v6) { Array($0) }
+        return bytes[0..<8].map { String(format: "%02x", $0) }.joined() + "::/64"
+    }
+
     private static func format<Address>(_ family: Int32, _ address: inout Address, length: Int32) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(length))
         guard inet_ntop(family, &address, &buffer, socklen_t(length)) != nil else { return nil }

@@ -32,7 +32,11 @@ public final class DatabaseHealth: Sendable {
         let now = Date()
         state.withLock { $0 = State(failedAt: now, reason: reason, writesOnly: writesOnly) }
         failing.store(true, ordering: .relaxed)
-        lastOutageSeconds.store(Int64(now.timeIntervalSince1970.rounded(.up)), ordering: .relaxed)
+        // Only the connection to PostgreSQL failing counts as an outage: a pool that is merely
+        // busy (which a flood of requests can cause) must not widen the refresh retry window.
+        if Self.isConnectionLoss(error) {
+            lastOutageSeconds.store(Int64(now.timeIntervalSince1970.rounded(.up)), ordering: .relaxed)
+        }
         return StorageError.unavailable(reason)
     }
 
@@ -41,6 +45,15 @@ public final class DatabaseHealth: Sendable {
     public var lastOutage: Date? {
         let seconds = lastOutageSeconds.load(ordering: .relaxed)
         return seconds == 0 ? nil : Date(timeIntervalSince1970: TimeInterval(seconds))
+    }
+
+    /// Records that the connection to the database was lost now (what a PostgreSQL connection
+    /// error records), for tests of what an outage changes.
+    public func recordConnectionLoss(_ reason: String) {
+        let now = Date()
+        state.withLock { $0 = State(failedAt: now, reason: reason, writesOnly: false) }
+        failing.store(true, ordering: .relaxed)
+        lastOutageSeconds.store(Int64(now.timeIntervalSince1970.rounded(.up)), ordering: .relaxed)
     }
 
     /// Whether the last work failed as unavailable and nothing has succeeded since.
@@ -62,6 +75,19 @@ public final class DatabaseHealth: Sendable {
         state.withLock { state in
             guard let failed = state.failedAt, now.timeIntervalSince(failed) < Self.memory else { return nil }
             return state.reason
+        }
+    }
+
+    /// Whether `error` says the connection to PostgreSQL was lost or refused (the server went
+    /// away, is shutting down or cannot take connections).
+    static func isConnectionLoss(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return false }
+        switch error.code {
+        case .connectionError, .serverClosedConnection, .uncleanShutdown: return true
+        case .server:
+            let state = error.serverInfo?[.sqlState] ?? ""
+            return state.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(state)
+        default: return false
         }
     }
 

@@ -99,7 +99,7 @@ public enum DatabaseBackup {
 
     static func sealingContext(table: String, column: String, row: String) -> String { "backup:\(table).\(column):\(row)" }
 
-    /// Backups from version 1 hold password hashes in clear; they restore as they are.
+    /// Version 1 held password hashes in clear and one-time codes; it is refused.
     static let version = 2
 
     /// The tables and their columns, from the engine's catalogue.
@@ -204,23 +204,26 @@ public enum DatabaseBackup {
         guard var document = try? decoder.decode(Document.self, from: data) else {
             throw BackupError.notABackup("it is not the backup JSON")
         }
-        guard document.format == format, (1...version).contains(document.version) else {
+        // Version 1 held password hashes in clear: a file relabelled so could carry any. Its
+        // schema is older than this build's anyway, which the migrations check refuses.
+        guard document.format == format, document.version == version else {
             throw BackupError.notABackup("format \(document.format) v\(document.version)")
         }
-        if document.version >= 2 {
-            for index in document.tables.indices {
-                do {
-                    try transformSealed(
-                        &document.tables[index].rows, table: document.tables[index].name, columns: document.tables[index].columns
-                    ) {
-                        value, context in try dataKey.open(value, context: context).value
-                    }
-                } catch {
-                    throw BackupError.notABackup("its sealed values do not open with this data key")
+        for index in document.tables.indices {
+            do {
+                try transformSealed(
+                    &document.tables[index].rows, table: document.tables[index].name, columns: document.tables[index].columns
+                ) { value, context in
+                    // Sealed, not merely openable: `open` passes clear text through.
+                    let opened = try dataKey.open(value, context: context)
+                    guard !opened.wasClear else { throw BackupError.notABackup("a sealed value is in clear") }
+                    return opened.value
                 }
+            } catch {
+                throw BackupError.notABackup("its sealed values do not open with this data key")
             }
         }
-        // Backups from before version 2 held the one-time codes: they are not restored.
+        // A backup holds no one-time codes: an edited file's are not restored.
         document.tables.removeAll { transientTables.contains($0.name) }
         let target = Dictionary(try await schema(database).map { ($0.0, $0.1.map(\.name)) }, uniquingKeysWith: { first, _ in first })
         for table in document.tables {

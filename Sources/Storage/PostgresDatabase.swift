@@ -28,6 +28,8 @@ public final class PostgresDatabase: Database {
     private let probe: PostgresConnection.Configuration?
     private let runTask: Task<Void, Never>
     private let logger: Logger
+    /// Each pooled connection's statement guard: no statement waits on a connection that closed.
+    private let watch = ConnectionWatch()
 
     public convenience init(url: String, logger: Logger) throws {
         guard let components = URLComponents(string: url), let host = components.host,
@@ -79,10 +81,10 @@ public final class PostgresDatabase: Database {
     }
 
     public func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        let logger = self.logger
+        let (logger, watch) = (self.logger, self.watch)
         let value = try await withoutActuallyEscaping(body) { body in
             try await withConnection { connection in
-                try await body(connection.sql(queryLogLevel: .trace, logger: logger).guardingText)
+                try await body(connection.sql(queryLogLevel: .trace, logger: logger).guardingText(watch.statements(of: connection)))
             }
         }
         health.recordSuccess(write: false)
@@ -92,11 +94,12 @@ public final class PostgresDatabase: Database {
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         // BEGIN/COMMIT by hand rather than `PostgresClient.withTransaction`, which wraps the
         // closure's error in a PostgresTransactionError; callers need their own errors back.
-        let logger = self.logger
+        let (logger, watch) = (self.logger, self.watch)
         do {
             let value = try await withoutActuallyEscaping(body) { body in
                 try await withConnection { connection in
-                    try await connection.sql(queryLogLevel: .trace, logger: logger).guardingText.runTransaction(body)
+                    try await connection.sql(queryLogLevel: .trace, logger: logger).guardingText(watch.statements(of: connection))
+                        .runTransaction(body)
                 }
             }
             health.recordSuccess(write: true)
@@ -209,8 +212,10 @@ public final class PostgresDatabase: Database {
     }
 
     public func rows(_ sql: String, _ binds: [StoredValue]) async throws -> [StoredRow] {
-        let logger = self.logger
-        return try await withConnection { connection in try await connection.storedRows(sql, binds, logger: logger) }
+        let (logger, watch) = (self.logger, self.watch)
+        return try await withConnection { connection in
+            try await watch.statements(of: connection).run { try await connection.storedRows(sql, binds, logger: logger) }
+        }
     }
 
     /// One pooled connection held for a run of reads, for a reader that reads again and again
@@ -219,9 +224,10 @@ public final class PostgresDatabase: Database {
     /// lease per statement they held 50 MB and a third of the server's CPU (issue 13).
     public func withReadSession<T: Sendable>(_ body: @escaping @Sendable (ReadSession) async throws -> T) async throws -> T {
         let logger = self.logger
-        let health = self.health
+        let (health, watch) = (self.health, self.watch)
         let value = try await withConnection { connection in
-            try await body(ReadSession(connection: connection, logger: logger, health: health))
+            try await body(
+                ReadSession(connection: connection, logger: logger, health: health, statements: watch.statements(of: connection)))
         }
         health.recordSuccess(write: false)
         return value
@@ -260,15 +266,11 @@ public struct ReadSession: Sendable {
     let health: DatabaseHealth
     private let statements: StatementGuard
 
-    init(connection: PostgresConnection, logger: Logger, health: DatabaseHealth) {
+    init(connection: PostgresConnection, logger: Logger, health: DatabaseHealth, statements: StatementGuard) {
         self.connection = connection
         self.logger = logger
         self.health = health
-        let statements = StatementGuard()
         self.statements = statements
-        // Once per session: a callback per statement would pile up on a connection held for
-        // thousands of reads.
-        connection.closeFuture.whenComplete { _ in statements.connectionClosed(on: connection.eventLoop) }
     }
 
     /// As ``Database/rows(_:_:)``, on this session's connection. A connection that is closed,
@@ -296,7 +298,31 @@ public struct ReadSession: Sendable {
     }
 }
 
-/// The statement in flight on one read session's connection, failed when the connection closes
+/// The ``StatementGuard`` of each connection, made on its first use with one close callback: a
+/// callback per session or statement would pile up on a pooled connection that lives for hours.
+/// An entry goes when its connection closes, so the table holds at most the pool's connections.
+final class ConnectionWatch: Sendable {
+    private let guards = Mutex<[ObjectIdentifier: StatementGuard]>([:])
+
+    func statements(of connection: PostgresConnection) -> StatementGuard {
+        let key = ObjectIdentifier(connection)
+        let (statements, isNew) = guards.withLock { guards -> (StatementGuard, Bool) in
+            if let existing = guards[key] { return (existing, false) }
+            let made = StatementGuard()
+            guards[key] = made
+            return (made, true)
+        }
+        if isNew {
+            connection.closeFuture.whenComplete { [weak self] _ in
+                statements.connectionClosed(on: connection.eventLoop)
+                _ = self?.guards.withLock { $0.removeValue(forKey: key) }
+            }
+        }
+        return statements
+    }
+}
+
+/// The statement in flight on one connection, failed when the connection closes
 /// and the statement has not ended on its own within ``grace`` (postgres-nio fails the
 /// statements it knows about at once; the grace is for those it lost).
 final class StatementGuard: Sendable {

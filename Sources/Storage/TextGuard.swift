@@ -12,6 +12,9 @@ import SQLiteNIO
 /// it, so no code path can store a value that comes back truncated.
 struct TextGuardedSQLDatabase: SQLDatabase {
     let base: any SQLDatabase
+    /// PostgreSQL: the connection's guard, so a statement on a connection that closed fails
+    /// rather than waits for ever (``StatementGuard``).
+    var statements: StatementGuard? = nil
 
     var logger: Logger { base.logger }
     var eventLoop: any EventLoop { base.eventLoop }
@@ -28,11 +31,15 @@ struct TextGuardedSQLDatabase: SQLDatabase {
     }
 
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
-        try await base.execute(sql: try checked(query), onRow)
+        let checked = try checked(query)
+        guard let statements else { return try await base.execute(sql: checked, onRow) }
+        let base = self.base
+        try await statements.run { try await base.execute(sql: checked, onRow) }
     }
 
     func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
-        try await base.withSession { try await closure(TextGuardedSQLDatabase(base: $0)) }
+        let statements = self.statements
+        return try await base.withSession { try await closure(TextGuardedSQLDatabase(base: $0, statements: statements)) }
     }
 
     /// The query serialised once, its binds checked, and handed on already serialised (the
@@ -67,4 +74,7 @@ enum StoredTextFloor {
 extension SQLDatabase {
     /// This database behind the NUL floor.
     var guardingText: any SQLDatabase { TextGuardedSQLDatabase(base: self) }
+
+    /// Behind the NUL floor, each statement under `statements` (a PostgreSQL connection's guard).
+    func guardingText(_ statements: StatementGuard) -> any SQLDatabase { TextGuardedSQLDatabase(base: self, statements: statements) }
 }

@@ -1,6 +1,7 @@
 import HummingbirdCore
 import NIOCore
 import NIOHTTPTypes
+import ServerSupport
 import Synchronization
 
 /// Limits on how a client may use a connection, beyond Hummingbird's idle timeout (which
@@ -13,12 +14,19 @@ struct RequestPacing: Sendable {
     /// average rate at least (bytes per second), or the connection is closed.
     var minimumBodyRate: Int = 1024
     var rateGrace: TimeAmount = .seconds(10)
-    /// Connections one client address may hold on a listener; trusted proxies are exempt
-    /// (every client behind them shares their address).
+    /// Connections one client (an address, an IPv6 /64) may hold on the server's listeners
+    /// together; trusted proxies are exempt (every client behind them shares their address).
     var connectionsPerAddress: Int
     var exemptAddresses: Set<String>
 
-    /// Per listener: its connections by address.
+    init(requestDeadline: TimeAmount, connectionsPerAddress: Int, exemptAddresses: [String]) {
+        self.requestDeadline = requestDeadline
+        self.connectionsPerAddress = connectionsPerAddress
+        // In the one form connections are counted in, so `::ffff:10.0.0.2` is `10.0.0.2`.
+        self.exemptAddresses = Set(exemptAddresses.compactMap(TrustedProxies.canonical))
+    }
+
+    /// A connection's handlers; `addresses` counts connections by client across the listeners.
     func handlers(counting addresses: ConnectionsByAddress) -> [any RemovableChannelHandler] {
         [
             ConnectionCapHandler(limit: connectionsPerAddress, exempt: exemptAddresses, addresses: addresses),
@@ -77,9 +85,11 @@ final class ConnectionCapHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 
     private func admit(_ context: ChannelHandlerContext) {
-        guard counted == nil, let address = context.remoteAddress?.ipAddress, !exempt.contains(address) else { return }
-        if addresses.open(address, limit: limit) {
-            counted = address
+        guard counted == nil, let peer = context.remoteAddress?.ipAddress, let canonical = TrustedProxies.canonical(peer),
+            !exempt.contains(canonical), let client = TrustedProxies.client(canonical)
+        else { return }
+        if addresses.open(client, limit: limit) {
+            counted = client
         } else {
             context.close(promise: nil)
         }

@@ -72,7 +72,8 @@ struct SweepService: Service {
 /// first use), so tokens never travel in clear text when `--tls` is on.
 enum Listener {
     /// The server builder and, under TLS, the CA certificate's path for clients.
-    static func make(_ configuration: SystemConfiguration) throws -> (HTTPServerBuilder, String?) {
+    /// `cap`: each listener's connections at most (``ConnectionBudget``).
+    static func make(_ configuration: SystemConfiguration, cap: Int) throws -> (HTTPServerBuilder, String?) {
         // One timer covers idle keep-alive connections and requests whose header or next body
         // part does not arrive (slowloris): Hummingbird's idle timeout counts from the last
         // complete part read or response written.
@@ -80,8 +81,8 @@ enum Listener {
         // idle timeout, its body at 1 KB/s at least after 10 s, and one client address may hold
         // a quarter of the connections at most (``RequestPacing``).
         let pacing = RequestPacing(
-            requestDeadline: .seconds(Int64(configuration.idleTimeout)),
-            connectionsPerAddress: max(4, configuration.maxConnections / 4), exemptAddresses: Set(configuration.trustedProxies))
+            requestDeadline: .seconds(Int64(configuration.idleTimeout)), connectionsPerAddress: max(4, cap / 4),
+            exemptAddresses: configuration.trustedProxies)
         let addresses = ConnectionsByAddress()
         let http1 = HTTP1Channel.Configuration(
             additionalChannelHandlers: pacing.handlers(counting: addresses), idleTimeout: .seconds(Int64(configuration.idleTimeout)))

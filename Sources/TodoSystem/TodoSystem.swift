@@ -74,10 +74,10 @@ public struct TodoSystem: Sendable {
         let dataKey = try store.loadDataKey()
         let database = try await DatabaseFactory.open(url: store.databaseURL, logger: logger)
         teardown.add("database") { try await database.close() }
-        let (server, caPath) = try Listener.make(configuration)
         // One share of the descriptor limit per listener, worked out (and logged) once.
         let cap = ConnectionBudget.perListener(
             configured: configuration.maxConnections, listeners: configuration.parts == .all ? 2 : 1, logger: logger)
+        let (server, caPath) = try Listener.make(configuration, cap: cap)
 
         guard configuration.parts != .api else {
             let tasks = try await taskServer(

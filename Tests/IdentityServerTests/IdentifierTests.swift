@@ -144,7 +144,10 @@ struct IdentifierFlowTests {
                     "UPDATE users SET sign_in_name = \(bind: "al\u{131}ce@example.com") WHERE id = \(bind: second.objectID)"
                 ).run()
             }
-            try await IdentityServer.migrate(h.database, logger: TestDatabase.logger)
+            // A server starting on that database (as `serve` does) gives them their skeletons.
+            let restarted = try await IdentityServer.make(
+                configuration: .init(passwordHashCost: 4), database: h.database, dataKey: .generate(), logger: TestDatabase.logger)
+            try await restarted.shutdown()
             let skeletons = try await h.database.rows("SELECT id, sign_in_skeleton FROM users ORDER BY sign_in_name", [])
             let filled = try skeletons.map { (try $0.text("id"), try $0.optionalText("sign_in_skeleton")) }
             #expect(filled.filter { $0.1 == "alice@example.com" }.count == 1)

@@ -88,6 +88,10 @@ struct PasswordGrantTests {
                 try await Self.bind(h, to: flow)
                 #expect(try await driver.post(path, form).status == .ok, "\(flow)")
             }
+            // A bound flow that is gone fails closed: not the tenant's default instead.
+            try await Self.bind(h, to: "B2C_1_gone")
+            let gone = try await driver.post(path, form)
+            #expect(gone.status != .ok && gone.json["id_token"] == nil, "\(gone.text)")
         }
     }
 

@@ -234,6 +234,13 @@ struct TokenGrantTests {
     func refreshRetryAfterOutage(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
             _ = try await h.addUser()
+            // A busy pool is no outage: past the interval, reuse.
+            let busy = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
+            #expect(try await driver.refresh(h, token: busy).status == .ok)
+            _ = h.database.health.classify(StorageError.unavailable("no PostgreSQL connection within 30 s"))
+            h.clock.advance(by: 60)
+            #expect(b2cCode(try await driver.refresh(h, token: busy)) == "AADB2C90129")
+
             // Without an outage, past the interval: reuse.
             let plain = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
             #expect(try await driver.refresh(h, token: plain).status == .ok)
@@ -243,14 +250,14 @@ struct TokenGrantTests {
             // Past the outage window the retry is reuse.
             let early = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
             #expect(try await driver.refresh(h, token: early).status == .ok)
-            _ = h.database.health.classify(StorageError.unavailable("PostgreSQL cannot be reached"))
+            h.database.health.recordConnectionLoss("PostgreSQL cannot be reached")
             h.clock.advance(by: 301)
             #expect(b2cCode(try await driver.refresh(h, token: early)) == "AADB2C90129")
 
             let first = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").json["refresh_token"] as! String
             let second = try #require(try await driver.refresh(h, token: first).json["refresh_token"] as? String)
             // The answer was lost as the database went away; the client retries after it is back.
-            _ = h.database.health.classify(StorageError.unavailable("PostgreSQL cannot be reached"))
+            h.database.health.recordConnectionLoss("PostgreSQL cannot be reached")
             h.clock.advance(by: 60)
             let retried = try await driver.refresh(h, token: first)
             #expect(retried.status == .ok && retried.json["refresh_token"] as? String == second, "\(retried.text)")

@@ -343,7 +343,9 @@ struct UpstreamProviderTests {
         let remote = "https://idp.example.com/.well-known/openid-configuration"
         for target in [
             "http://127.0.0.1:8080/token", "https://localhost/jwks", "http://[::1]/keys", "http://169.254.169.254/latest/meta-data",
-            "https://[fe80::1]/jwks", "http://0.0.0.0:5432/", "https://api.localhost/token",
+            "https://[fe80::1]/jwks", "http://0.0.0.0:5432/", "https://api.localhost/token", "https://127.1/token",
+            "https://2130706433/jwks", "https://0x7f.1/jwks", "https://[::ffff:127.0.0.1]/jwks", "https://[0:0:0:0:0:0:0:1]/jwks",
+            "https://[::ffff:169.254.169.254]/latest",
         ] {
             #expect(OutboundURL.localTarget(among: ["https://idp.example.com/token", target], declared: remote) == target, "\(target)")
         }

@@ -91,5 +91,9 @@ def test_the_simulated_facebook_answers_loopback_hosts_only(server):
             response = requests.get(url, headers={"Host": host}, allow_redirects=False)
             assert response.status_code == 403, (url, host, response.status_code)
             assert "this machine only" in response.text
+        # A local reverse proxy's request names 127.0.0.1 but says it forwarded someone.
+        for header in ("X-Forwarded-For", "Forwarded", "X-Real-IP"):
+            proxied = requests.get(url, headers={"Host": f"127.0.0.1:{port}", header: "203.0.113.9"}, allow_redirects=False)
+            assert proxied.status_code == 403, (url, header, proxied.status_code)
         local = requests.get(url, headers={"Host": f"localhost:{port}"}, allow_redirects=False)
         assert local.status_code == 400, (url, local.status_code)

@@ -7,10 +7,12 @@ import Foundation
 /// imitates, from the prototypes of Unicode's confusables data; ASCII stays as it is, so that
 /// ordinary addresses (`rn` and `m`, `l` and `1`) never collide with each other.
 enum ConfusableSkeleton {
-    /// NFD, each character to its prototype, NFC again (UTS #39 §4).
+    /// NFKD (compatibility letters such as mathematical `𝐚` and small capitals' decompositions
+    /// become the letters they style), each character to its prototype, NFC again (UTS #39 §4,
+    /// with NFKD for the compatibility characters RFC 8264's IdentifierClass would exclude).
     static func of(_ name: String) -> String {
         var mapped = String.UnicodeScalarView()
-        for scalar in name.decomposedStringWithCanonicalMapping.unicodeScalars {
+        for scalar in name.decomposedStringWithCompatibilityMapping.unicodeScalars {
             if let prototype = prototypes[scalar.value] {
                 mapped.append(contentsOf: prototype.unicodeScalars)
             } else {

@@ -234,14 +234,23 @@ struct SQLUserDirectory: UserDirectory {
 
     public func replace(_ user: UserAccount) async throws {
         let row = Row(user)
-        try await database.transaction { sql in
-            try await sql.update("users").set("identity_provider", to: row.identityProvider).set("sign_in_name", to: row.signInName)
-                .set("email", to: row.email).set("email_verified", to: row.emailVerified).set("display_name", to: row.displayName)
-                .set("attributes", to: row.attributes).set("password_hash", to: row.passwordHash)
-                .set("account_enabled", to: row.accountEnabled).set("force_password_change", to: row.forcePasswordChange)
-                .set("password_policies", to: row.passwordPolicies).set("updated_at", to: row.updatedAt)
-                .set("sign_in_skeleton", to: row.signInSkeleton)
-                .where("id", .equal, row.id).run()
+        // The skeleton follows a new name; an unchanged name keeps its own (none, for the younger
+        // of two accounts that looked alike before skeletons existed).
+        let skeleton = SQLQueryString(
+            "CASE WHEN sign_in_name = \(bind: row.signInName) THEN sign_in_skeleton ELSE \(bind: row.signInSkeleton) END")
+        do {
+            try await database.transaction { sql in
+                try await sql.update("users").set("identity_provider", to: row.identityProvider)
+                    .set("sign_in_name", to: row.signInName)
+                    .set("email", to: row.email).set("email_verified", to: row.emailVerified).set("display_name", to: row.displayName)
+                    .set("attributes", to: row.attributes).set("password_hash", to: row.passwordHash)
+                    .set("account_enabled", to: row.accountEnabled).set("force_password_change", to: row.forcePasswordChange)
+                    .set("password_policies", to: row.passwordPolicies).set("updated_at", to: row.updatedAt)
+                    .set(SQLIdentifier("sign_in_skeleton"), to: skeleton)
+                    .where("id", .equal, row.id).run()
+            }
+        } catch  where database.isUniqueViolation(error) {
+            throw UserDirectoryError.duplicate
         }
     }
 

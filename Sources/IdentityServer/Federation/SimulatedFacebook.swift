@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import ServerSupport
@@ -18,10 +19,15 @@ struct SimulatedFacebook: Sendable {
 
     static let notOffered = PageError(status: .badRequest, title: "Not available", message: "This sign-in does not offer Facebook.")
 
-    /// The simulated provider answers only requests that name this machine: a `Host` that came
-    /// through a proxy or a DNS name pointing here gets nothing (the second outside attack's F-2).
+    /// The simulated provider answers only requests that name this machine and came straight
+    /// from it: a `Host` that came through a proxy or a DNS name pointing here gets nothing, nor
+    /// does a request a local reverse proxy forwarded (its `Host` may well say 127.0.0.1) (the
+    /// second outside attack's F-2).
     static func requireLoopback(_ request: Request) throws {
-        guard Loopback.isAuthority(request.head.authority ?? "") else {
+        let forwarded = ["Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-IP"].contains { name in
+            HTTPField.Name(name).map { request.headers[$0] != nil } ?? false
+        }
+        guard Loopback.isAuthority(request.head.authority ?? ""), !forwarded else {
             throw PageError(
                 status: .forbidden, title: "Not available",
                 message: "The simulated Facebook answers on this machine only (localhost, 127.0.0.1 or [::1]).")

@@ -232,7 +232,7 @@ struct SQLInteractionStore: InteractionStore {
     ) async throws -> Bool {
         try await database.transaction { sql in
             let sends = try await Self.count(
-                "sends", tenantID: tenantID, email: email, limits: limits, now: now, sql: sql)
+                adding: (sends: 1, wrong: 0), returning: "sends", tenantID: tenantID, email: email, limits: limits, now: now, sql: sql)
             guard sends <= limits.sendsPerAddress else { return false }
             if let mail { try await sql.insert(into: "outbox").model(OutboxRow(mail), with: .snakeCase).run() }
             // Wrong tries survive a re-send, so asking for new codes does not reset the limit.
@@ -248,15 +248,17 @@ struct SQLInteractionStore: InteractionStore {
         }
     }
 
-    /// Adds one to the address's `column` counter (`sends` or `wrong`) in its window, a new
-    /// window when the last one has passed; the count after it. One upsert, so concurrent
-    /// transactions cannot both slip under the limit.
+    /// Adds to the address's counters in its window (a new window when the last one has
+    /// passed) and returns `column` (`sends` or `wrong`) after it. One upsert, which also takes
+    /// the row's lock on PostgreSQL until the transaction ends (adding nothing takes just the
+    /// lock), so concurrent transactions for one address cannot both slip under the limit.
     private static func count(
-        _ column: String, tenantID: UUID, email: String, limits: CodeLimits, now: Date, sql: any SQLDatabase
+        adding: (sends: Int, wrong: Int), returning column: String, tenantID: UUID, email: String, limits: CodeLimits, now: Date,
+        sql: any SQLDatabase
     ) async throws -> Int64 {
         let tenant = tenantID.uuidString.lowercased()
         let windowStart = now.epochSeconds - Int64(limits.windowSeconds)
-        let (sends, wrong) = column == "sends" ? (1, 0) : (0, 1)
+        let (sends, wrong) = adding
         return try await sql.raw(
             """
             INSERT INTO code_limits (tenant_id, email_lower, window_started_at, sends, wrong)
@@ -270,17 +272,6 @@ struct SQLInteractionStore: InteractionStore {
         ).first(decodingColumn: column, as: Int64.self) ?? 0
     }
 
-    /// The address's wrong codes in its current window.
-    private static func wrongCodes(tenantID: UUID, email: String, limits: CodeLimits, now: Date, sql: any SQLDatabase) async throws
-        -> Int64
-    {
-        let windowStart = now.epochSeconds - Int64(limits.windowSeconds)
-        return try await sql.select().column("wrong").from("code_limits")
-            .where("tenant_id", .equal, tenantID.uuidString.lowercased()).where("email_lower", .equal, email)
-            .where("window_started_at", .greaterThanOrEqual, windowStart)
-            .first(decodingColumn: "wrong", as: Int64.self) ?? 0
-    }
-
     func checkVerificationCode(
         interactionID: String, tenantID: UUID, email: String, code: String, limits: CodeLimits, now: Date
     ) async throws -> CodeCheck {
@@ -289,11 +280,11 @@ struct SQLInteractionStore: InteractionStore {
             // Across transactions: each new attempt brings a new code and 5 more tries, so the
             // address's wrong codes are counted too (the second outside attack's F-3: 200 wrong
             // guesses against one account, then the right code still reset the password).
-            if try await Self.wrongCodes(tenantID: tenantID, email: email, limits: limits, now: now, sql: sql)
-                >= limits.wrongPerAddress
-            {
-                return .throttled
-            }
+            // Read under the address's row lock (taken by adding nothing), so concurrent checks for
+            // one address take turns and none is compared past the limit.
+            let wrong = try await Self.count(
+                adding: (0, 0), returning: "wrong", tenantID: tenantID, email: email, limits: limits, now: now, sql: sql)
+            if wrong >= limits.wrongPerAddress { return .throttled }
             // A row lock on PostgreSQL; SQLite's dialect renders none (its single writer serialises).
             let select = sql.select().columns("*").from("verification_codes").where("request_id", .equal, interactionID).for(.update)
             guard
@@ -306,7 +297,8 @@ struct SQLInteractionStore: InteractionStore {
             }
             try await sql.update("verification_codes").set("attempts", to: row.attempts + 1)
                 .where("request_id", .equal, interactionID).run()
-            _ = try await Self.count("wrong", tenantID: tenantID, email: email, limits: limits, now: now, sql: sql)
+            _ = try await Self.count(
+                adding: (0, 1), returning: "wrong", tenantID: tenantID, email: email, limits: limits, now: now, sql: sql)
             return .refused
         }
     }

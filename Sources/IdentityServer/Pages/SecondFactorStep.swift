@@ -32,13 +32,14 @@ extension InteractionFlow {
         }
         let methods = flow.mfa.methods
         // An enrolled authenticator is used whenever the flow offers it; mail only when it is
-        // offered and the account has an address.
+        // offered and the account has an address of its own (a provider's unproven one is not).
         if methods.contains(.totp),
-            try await service.secondFactors.hasAuthenticator(userID: user.id) || !methods.contains(.email) || user.email == nil
+            try await service.secondFactors.hasAuthenticator(userID: user.id) || !methods.contains(.email)
+                || user.presentableEmail == nil
         {
             return .totp
         }
-        guard user.email != nil else {
+        guard user.presentableEmail != nil else {
             throw PageError(
                 status: .forbidden, title: "Verification not possible",
                 message: "This account has no email address to send a verification code to. Contact the application's support.")
@@ -142,7 +143,7 @@ extension PageStep {
     func secondFactor() async throws -> Response {
         let (challenge, user) = try await challenge()
         let again = flow.pageURL("mfa", record: record)
-        if form["step"] == "send", challenge.pending.method == .email, let address = user.email {
+        if form["step"] == "send", challenge.pending.method == .email, let address = user.presentableEmail {
             let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
             let mail = OutboxMessage(
                 id: OutboxMessage.newID(), tenantID: tenant.id, recipient: address, subject: "\(tenant.displayName) verification code",

@@ -59,7 +59,11 @@ struct TokenEndpoint: Sendable {
     /// tenant's default the route resolved: the flow a code or refresh token is bound to.
     private func appBoundFlow(of client: AppRegistration, resolved: UserFlow) async throws -> UserFlow {
         guard let name = client.userFlow, name.lowercased() != resolved.name.lowercased() else { return resolved }
-        guard let flow = try await tenants.userFlow(tenantID: client.tenantID, name: name) else { return resolved }
+        // A bound flow that is gone fails closed, as at authorize: falling back to the tenant's
+        // default could skip the bound flow's second factor.
+        guard let flow = try await tenants.userFlow(tenantID: client.tenantID, name: name) else {
+            throw B2CError.unknownPolicy(name, tenant: client.tenantID.uuidString.lowercased())
+        }
         return flow
     }
 

@@ -2,6 +2,14 @@ import AsyncHTTPClient
 import Foundation
 import ServerSupport
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The rule for URLs this service calls out to (connectors, upstream providers and their
 /// endpoints): https anywhere, plain http only on loopback (a local endpoint in development,
 /// which the issue allows), never credentials in the URL or another scheme.
@@ -25,11 +33,28 @@ enum OutboundURL {
     /// provider declared on loopback may name loopback endpoints.
     static func localTarget(among urls: [String], declared: String) -> String? {
         func host(_ url: String) -> String? { URLComponents(string: url)?.host?.lowercased() }
-        func isLocal(_ host: String) -> Bool {
-            Loopback.isHost(host) || Loopback.isLinkLocalHost(host) || host == "0.0.0.0" || host == "::" || host == "[::]"
+        guard let declaredHost = host(declared), !Loopback.isHost(declaredHost), !isLocalAddress(declaredHost) else { return nil }
+        return urls.first { url in host(url).map { Loopback.isHost($0) || isLocalAddress($0) } ?? true }
+    }
+
+    /// Whether `host`, read as an address the way the resolver reads it (`127.1`, `2130706433`,
+    /// `0x7f.1`, `[::ffff:127.0.0.1]` are all loopback), is unspecified, loopback or link-local.
+    /// A name that resolves to one is not caught here.
+    static func isLocalAddress(_ host: String) -> Bool {
+        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        var v4 = in_addr()
+        if !bare.contains(":"), inet_aton(bare, &v4) != 0 {
+            let value = UInt32(bigEndian: v4.s_addr)
+            return value >> 24 == 127 || value >> 16 == 0xA9FE || value == 0
         }
-        guard let declaredHost = host(declared), !Loopback.isHost(declaredHost) else { return nil }
-        return urls.first { url in host(url).map(isLocal) ?? true }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, bare, &v6) == 1 else { return false }
+        let bytes = withUnsafeBytes(of: v6) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff {
+            return bytes[12] == 127 || (bytes[12] == 169 && bytes[13] == 254) || bytes[12...].allSatisfy { $0 == 0 }
+        }
+        let unspecifiedOrLoopback = bytes[0..<15].allSatisfy { $0 == 0 } && bytes[15] <= 1
+        return unspecifiedOrLoopback || (bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80)
     }
 
     /// Runs `body` (a request and the reading of its answer) within `seconds` in all: a peer

@@ -88,11 +88,12 @@ final class SharedListVersions: Sendable {
                 case startReader
                 case none
             }
-            let arrived = DispatchTime.now().uptimeNanoseconds
             var expired: [Waiter] = []
             let next = state.withLock { state -> Next in
-                // Oldest first: those waiting past the limit are at the front.
-                let stale = state.waiting.prefix { arrived &- $0.arrived > Self.waitLimit }.count
+                // Read under the lock, so the queue is in arrival order; oldest first: those
+                // waiting past the limit are at the front.
+                let arrived = DispatchTime.now().uptimeNanoseconds
+                let stale = state.waiting.prefix { arrived > $0.arrived && arrived - $0.arrived > Self.waitLimit }.count
                 if stale > 0 {
                     expired = Array(state.waiting.prefix(stale))
                     state.waiting.removeFirst(stale)
@@ -103,10 +104,9 @@ final class SharedListVersions: Sendable {
                 state.readers += 1
                 return .startReader
             }
-            if !expired.isEmpty {
-                let failure = database.health.classify(StorageError.unavailable("no task-list version read within 10 s"))
-                for waiter in expired { waiter.resume(.failure(failure)) }
-            }
+            // A 503, not an outage: a slow read does not make the database unavailable (/readyz
+            // learns of a failing database from the reads themselves).
+            for waiter in expired { waiter.resume(.failure(StorageError.unavailable("no task-list version read within 10 s"))) }
             switch next {
             case .wake(let reader): reader.continuation.resume(returning: true)
             case .startReader: Task { await self.read() }
