@@ -132,6 +132,20 @@ public final class DatabaseHealth: Sendable {
 public func withDeadline<T: Sendable>(
     _ deadline: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
+    try await race(body) {
+        guard (try? await Task.sleep(for: deadline)) != nil else { return nil }
+        return StorageError.unavailable("\(what) did not answer within \(deadline)")
+    }
+}
+
+/// Runs `work` against `timer`: the first to finish answers (`timer` answers with the error it
+/// returns, or stands down with nil). The loser is cancelled and not waited for, so a `work`
+/// that ignores cancellation cannot hold the caller. Cancelling the caller cancels the timer,
+/// and the work too when `abandonOnCancel` agrees (a lease may be given up, a running body not).
+func race<T: Sendable>(
+    _ work: @escaping @Sendable () async throws -> T, timer: @escaping @Sendable () async -> (any Error)?,
+    abandonOnCancel: @escaping @Sendable () -> Bool = { true }
+) async throws -> T {
     let tasks = RaceTasks()
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
@@ -139,18 +153,18 @@ public func withDeadline<T: Sendable>(
             tasks.set(
                 work: Task {
                     let result: Result<T, any Error>
-                    do { result = .success(try await body()) } catch { result = .failure(error) }
+                    do { result = .success(try await work()) } catch { result = .failure(error) }
                     once.resume(result)
                     tasks.cancelTimer()
                 },
                 timer: Task {
-                    guard (try? await Task.sleep(for: deadline)) != nil else { return }
-                    once.resume(.failure(StorageError.unavailable("\(what) did not answer within \(deadline)")))
+                    guard let error = await timer() else { return }
+                    once.resume(.failure(error))
                     tasks.cancelWork()
                 })
         }
     } onCancel: {
-        tasks.cancelWork()
+        if abandonOnCancel() { tasks.cancelWork() }
         tasks.cancelTimer()
     }
 }

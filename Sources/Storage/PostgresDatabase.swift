@@ -133,76 +133,49 @@ public final class PostgresDatabase: Database {
         // passes first and a connection arriving later is handed back unused. Never both, so
         // no request is answered 503 for work that went on to commit.
         let lease = LeaseState()
-        let tasks = RaceTasks()
         // Held here, not by the lease task: `read` and `transaction` lend a non-escaping body
         // (`withoutActuallyEscaping`), which must be let go before they return, also when the
         // deadline answers while the lease task is still waiting.
         let lent = LentBody(body)
         do {
-            return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                    let once = ResumeResultOnce(continuation)
-                    tasks.set(
-                        work: Task {
-                            let result: Result<T, any Error>
-                            do {
-                                result = .success(
-                                    try await client.withConnection { connection in
-                                        guard lease.take(.acquired) else {
-                                            throw StorageError.unavailable("the connection came after the deadline")
-                                        }
-                                        lastLease.value.store(Self.uptimeMilliseconds, ordering: .relaxed)
-                                        guard let body = lent.take() else { throw CancellationError() }
-                                        // postgres-nio drops a statement written to a channel that has
-                                        // closed, and it never answers (see ``ReadSession``).
-                                        guard !connection.isClosed else {
-                                            throw StorageError.unavailable("the PostgreSQL connection has closed")
-                                        }
-                                        return try await body(connection)
-                                    })
-                            } catch {
-                                result = .failure(error)
-                            }
-                            _ = lent.take()
-                            // After a timeout the caller has its answer already.
-                            once.resume(result)
-                            tasks.cancelTimer()
-                        },
-                        timer: Task {
-                            var waited: Duration = .zero
-                            var lookedAgain = false
-                            while true {
-                                let idle = Self.uptimeMilliseconds - lastLease.value.load(ordering: .relaxed)
-                                let outage = health.isFailing && idle > Self.connectionDeadline.milliseconds
-                                let pause = outage ? Self.outageDeadline : (lookedAgain ? Self.stallAllowance : Self.connectionDeadline)
-                                guard (try? await Task.sleep(for: pause)) != nil else { return }
-                                waited += pause
-                                if lease.state == .acquired { return }
-                                let idleNow = Self.uptimeMilliseconds - lastLease.value.load(ordering: .relaxed)
-                                if waited >= Self.busyDeadline || outage
-                                    || (idleNow > Self.connectionDeadline.milliseconds && lookedAgain)
-                                {
-                                    guard lease.take(.timedOut) else { return }
-                                    _ = lent.take()
-                                    once.resume(.failure(StorageError.unavailable("no PostgreSQL connection within \(waited)")))
-                                    tasks.cancelWork()
-                                    return
-                                }
-                                // No lease for the whole deadline: PostgreSQL is gone, or this process
-                                // was not scheduled (a starved machine delays leases and timers alike).
-                                // Once it runs again a live pool hands out connections within moments,
-                                // so look once more before calling it unavailable.
-                                lookedAgain = idleNow > Self.connectionDeadline.milliseconds
-                            }
-                        })
+            return try await race {
+                defer { _ = lent.take() }
+                return try await client.withConnection { connection in
+                    guard lease.take(.acquired) else { throw StorageError.unavailable("the connection came after the deadline") }
+                    lastLease.value.store(Self.uptimeMilliseconds, ordering: .relaxed)
+                    guard let body = lent.take() else { throw CancellationError() }
+                    // postgres-nio drops a statement written to a channel that has closed, and it
+                    // never answers (see ``StatementGuard``).
+                    guard !connection.isClosed else { throw StorageError.unavailable("the PostgreSQL connection has closed") }
+                    return try await body(connection)
                 }
-            } onCancel: {
+            } timer: {
+                var waited: Duration = .zero
+                var lookedAgain = false
+                while true {
+                    let idle = Self.uptimeMilliseconds - lastLease.value.load(ordering: .relaxed)
+                    let outage = health.isFailing && idle > Self.connectionDeadline.milliseconds
+                    let pause = outage ? Self.outageDeadline : (lookedAgain ? Self.stallAllowance : Self.connectionDeadline)
+                    guard (try? await Task.sleep(for: pause)) != nil else { return nil }
+                    waited += pause
+                    if lease.state == .acquired { return nil }
+                    let idleNow = Self.uptimeMilliseconds - lastLease.value.load(ordering: .relaxed)
+                    if waited >= Self.busyDeadline || outage || (idleNow > Self.connectionDeadline.milliseconds && lookedAgain) {
+                        guard lease.take(.timedOut) else { return nil }
+                        _ = lent.take()
+                        return StorageError.unavailable("no PostgreSQL connection within \(waited)")
+                    }
+                    // No lease for the whole deadline: PostgreSQL is gone, or this process was not
+                    // scheduled (a starved machine delays leases and timers alike). Once it runs
+                    // again a live pool hands out connections within moments, so look once more
+                    // before calling it unavailable.
+                    lookedAgain = idleNow > Self.connectionDeadline.milliseconds
+                }
+            } abandonOnCancel: {
                 // Only a lease still being waited for stops; a body that has its connection runs on.
-                if lease.take(.timedOut) {
-                    _ = lent.take()
-                    tasks.cancelWork()
-                }
-                tasks.cancelTimer()
+                guard lease.take(.timedOut) else { return false }
+                _ = lent.take()
+                return true
             }
         } catch let failure as CommitFailure {
             throw failure
