@@ -174,17 +174,24 @@ struct APIConnectorTests {
         }
     }
 
+    /// `B2C_1_sign_in` calling the `continue` connector before sending the token, its values
+    /// (`city`, `extension_memberLevel`) among the flow's claims.
+    static func signInWithTokenConnector(_ h: IdentityHarness, port: Int) async throws -> UserFlow {
+        try await configure(h, port: port, connector: "continue")
+        var flow = try #require(try await h.server.tenants.userFlow(tenantID: h.tenant.id, name: "B2C_1_sign_in"))
+        flow.applicationClaims = UserFlow.defaultClaims + ["city", "extension_memberLevel"]
+        flow.connectors = FlowConnectors(beforeSendingToken: "continue")
+        try await h.server.tenants.save(flow)
+        return flow
+    }
+
     @Test("before sending the token: Continue values go into this sign-in's tokens, refreshes included, not into the directory")
     func beforeSendingToken() async throws {
         let received = Received()
         try await Self.endpoint(received).test(.live) { endpoint in
             let port = try #require(endpoint.port)
             try await IdentityHarness.run(.sqlite) { h, driver in
-                try await Self.configure(h, port: port, connector: "continue")
-                var flow = try #require(try await h.server.tenants.userFlow(tenantID: h.tenant.id, name: "B2C_1_sign_in"))
-                flow.applicationClaims = UserFlow.defaultClaims + ["city", "extension_memberLevel"]
-                flow.connectors = FlowConnectors(beforeSendingToken: "continue")
-                try await h.server.tenants.save(flow)
+                var flow = try await Self.signInWithTokenConnector(h, port: port)
                 let user = try await h.addUser("tok@example.com")
                 let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1_sign_in")
                 let done = try await driver.signIn(h, attempt: attempt, email: "tok@example.com")

@@ -123,11 +123,7 @@ extension APIConnectorTests {
         try await Self.endpoint(received).test(.live) { endpoint in
             let port = try #require(endpoint.port)
             try await IdentityHarness.run(.sqlite) { h, driver in
-                try await Self.configure(h, port: port, connector: "continue")
-                var flow = try #require(try await h.server.tenants.userFlow(tenantID: h.tenant.id, name: "B2C_1_sign_in"))
-                flow.applicationClaims = UserFlow.defaultClaims + ["city", "extension_memberLevel"]
-                flow.connectors = FlowConnectors(beforeSendingToken: "continue")
-                try await h.server.tenants.save(flow)
+                var flow = try await Self.signInWithTokenConnector(h, port: port)
                 try await PasswordGrantTests.bind(h, to: "B2C_1_sign_in")
                 let user = try await h.addUser()
                 try await PasswordGrantTests.consent(h, user, ["openid", "offline_access"])
