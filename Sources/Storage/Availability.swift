@@ -20,6 +20,8 @@ public final class DatabaseHealth: Sendable {
     /// When the database was last found unable to work (seconds since 1970), kept after it
     /// recovers; 0 before the first time.
     private let lastOutageSeconds = Atomic<Int64>(0)
+    /// When `/readyz` last probed writes (seconds since 1970).
+    private let lastProbeSeconds = Atomic<Int64>(0)
     /// How long one failure keeps `/readyz` at 503 without another.
     static let memory: TimeInterval = 30
 
@@ -55,6 +57,17 @@ public final class DatabaseHealth: Sendable {
         failing.store(true, ordering: .relaxed)
         lastOutageSeconds.store(Int64(now.timeIntervalSince1970.rounded(.up)), ordering: .relaxed)
     }
+
+    /// Whether a readiness write probe is due: at most one every ``probeInterval``, however often
+    /// `/readyz` is asked.
+    func isProbeDue(now: Date = Date()) -> Bool {
+        let seconds = Int64(now.timeIntervalSince1970)
+        let last = lastProbeSeconds.load(ordering: .relaxed)
+        guard seconds - last >= Self.probeInterval else { return false }
+        return lastProbeSeconds.compareExchange(expected: last, desired: seconds, ordering: .relaxed).exchanged
+    }
+
+    static let probeInterval: Int64 = 5
 
     /// Whether the last work failed as unavailable and nothing has succeeded since.
     var isFailing: Bool { failing.load(ordering: .relaxed) }
@@ -237,7 +250,34 @@ extension Database {
     /// Whether this instance should get traffic (`/readyz`): the database answers within
     /// `deadline`, and writes are not failing. Throws ``StorageError/unavailable(_:)`` otherwise.
     public func checkReady(within deadline: Duration = .seconds(1)) async throws {
-        try await withDeadline(deadline, "the database") { try await self.read { try await $0.raw("SELECT 1").run() } }
+        try await withDeadline(deadline, "the database") {
+            try await self.read { try await $0.raw("SELECT 1").run() }
+            if self.health.isProbeDue() { try await self.probeWrites() }
+        }
         if let problem = health.problem() { throw StorageError.unavailable(problem) }
     }
+
+    /// Writes a page's worth and rolls it back: on a full disk (or a database that may not grow)
+    /// the write fails, and the failure is recorded like any other, so an instance restarted on
+    /// a full disk is not ready before a request's write has failed (the reliability rerun's
+    /// minor finding). Nothing is kept.
+    func probeWrites() async throws {
+        let filler = String(repeating: "0", count: 16_384)
+        do {
+            try await transaction { sql in
+                try await sql.raw("CREATE TABLE IF NOT EXISTS storage_probe (filler TEXT)").run()
+                try await sql.raw("INSERT INTO storage_probe (filler) VALUES (\(bind: filler))").run()
+                throw ProbeRollback()
+            }
+        } catch is ProbeRollback {
+            return
+        } catch let error as StorageError {
+            // Recorded by the engine (a full disk: writes only); the answer is readiness's.
+            if case .unavailable = error { return }
+            throw error
+        }
+    }
 }
+
+/// Ends the write probe's transaction without keeping anything.
+private struct ProbeRollback: Error {}

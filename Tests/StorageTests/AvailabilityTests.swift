@@ -105,4 +105,35 @@ struct AvailabilityTests {
         #expect(database.health.problem() == nil)
         try await database.close()
     }
+
+    @Test("restarted on a full disk: /readyz's write probe finds it before any request's write has failed, and space again heals it")
+    func readinessProbesWrites() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todob2c-probe-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("probe.sqlite").path
+        let first = try await SQLiteDatabase(storage: .file(path), logger: TestDatabase.logger)
+        try await first.transaction { try await $0.raw("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)").run() }
+        try await first.checkReady()
+        try await first.close()
+        // "Restarted": a new database, whose file may not grow (SQLite's SQLITE_FULL, as on a full disk).
+        let restarted = try await SQLiteDatabase(storage: .file(path), logger: TestDatabase.logger)
+        let pages = try await restarted.read { sql in
+            try await sql.raw("PRAGMA page_count").first().map { try $0.decode(column: "page_count", as: Int.self) } ?? 0
+        }
+        try await restarted.transaction { try await $0.raw("PRAGMA max_page_count = \(unsafeRaw: "\(pages)")").run() }
+        #expect(restarted.health.problem() == nil, "no request has written yet")
+        await #expect(throws: StorageError.self) { try await restarted.checkReady() }
+        #expect(restarted.health.problem()?.contains("full") == true)
+        // Space again: a write heals it, and the probe left nothing behind.
+        try await restarted.transaction { try await $0.raw("PRAGMA max_page_count = 1000000").run() }
+        try await restarted.transaction { sql in try await sql.raw("INSERT INTO notes (id, body) VALUES (1, 'after')").run() }
+        try await restarted.checkReady()
+        let kept = try await restarted.read { sql in
+            try await sql.raw("SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'storage_probe'").first().map {
+                try $0.decode(column: "n", as: Int.self)
+            } ?? -1
+        }
+        #expect(kept == 0, "the probe is rolled back, table and all")
+        try await restarted.close()
+    }
 }
