@@ -53,7 +53,7 @@ let package = Package(
         .target(
             name: "ServerSupport",
             dependencies: [
-                "WireCoding", .product(name: "Hummingbird", package: "hummingbird"),
+                "WireCoding", "Storage", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: swiftSettings

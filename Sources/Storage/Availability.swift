@@ -250,10 +250,11 @@ extension Database {
     /// Whether this instance should get traffic (`/readyz`): the database answers within
     /// `deadline`, and writes are not failing. Throws ``StorageError/unavailable(_:)`` otherwise.
     public func checkReady(within deadline: Duration = .seconds(1)) async throws {
-        try await withDeadline(deadline, "the database") {
-            try await self.read { try await $0.raw("SELECT 1").run() }
-            if self.health.isProbeDue() { try await self.probeWrites() }
-        }
+        // Beside the answer, not in it: a probe waiting on a busy writer must not make the instance
+        // look unready, and no deadline may cut its transaction short. A failure it finds is
+        // recorded, and this and later answers see it.
+        if health.isProbeDue() { Task { try? await self.probeWrites() } }
+        try await withDeadline(deadline, "the database") { try await self.read { try await $0.raw("SELECT 1").run() } }
         if let problem = health.problem() { throw StorageError.unavailable(problem) }
     }
 

@@ -91,16 +91,23 @@ extension SQLDatabase {
         do {
             value = try await body(self)
         } catch {
-            try? await raw("ROLLBACK").run()
+            await rollback()
             throw error
         }
         do {
             try await raw("COMMIT").run()
         } catch {
-            try? await raw("ROLLBACK").run()
+            await rollback()
             throw CommitFailure(underlying: error)
         }
         return value
+    }
+
+    /// ROLLBACK in a task of its own: a cancelled caller (a deadline that stopped waiting) must
+    /// not leave the connection inside its transaction, where the next BEGIN fails.
+    private func rollback() async {
+        let database = self
+        await Task { try? await database.raw("ROLLBACK").run() }.value
     }
 }
 

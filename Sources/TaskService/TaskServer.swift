@@ -86,6 +86,7 @@ public final class TaskServer: Sendable {
     public func buildRouter() -> Router<TaskRequestContext> {
         let router = Router(context: TaskRequestContext.self)
         router.add(middleware: SecurityHeadersMiddleware(https: configuration.https))
+        router.add(middleware: StatementDeadlineMiddleware())
         if !configuration.trustedProxies.isEmpty {
             router.add(middleware: ForwardedClientMiddleware(proxies: TrustedProxies(configuration.trustedProxies)))
         }

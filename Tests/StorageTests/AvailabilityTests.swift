@@ -122,7 +122,13 @@ struct AvailabilityTests {
         }
         try await restarted.transaction { try await $0.raw("PRAGMA max_page_count = \(unsafeRaw: "\(pages)")").run() }
         #expect(restarted.health.problem() == nil, "no request has written yet")
-        await #expect(throws: StorageError.self) { try await restarted.checkReady() }
+        // The probe runs beside the answer: a moment later /readyz says so.
+        var refused = false
+        for _ in 0..<30 where !refused {
+            refused = (try? await restarted.checkReady()) == nil
+            if !refused { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(refused, "the probe found the full disk")
         #expect(restarted.health.problem()?.contains("full") == true)
         // Space again: a write heals it, and the probe left nothing behind.
         try await restarted.transaction { try await $0.raw("PRAGMA max_page_count = 1000000").run() }
@@ -135,5 +141,33 @@ struct AvailabilityTests {
         }
         #expect(kept == 0, "the probe is rolled back, table and all")
         try await restarted.close()
+    }
+
+    @Test(
+        "a request's statement that PostgreSQL does not answer within its deadline fails as unavailable; the next one works; tools have no deadline"
+    )
+    func statementDeadline() async throws {
+        guard let url = TestDatabase.postgresURL else { return }
+        let database = try PostgresDatabase(url: url, logger: TestDatabase.logger)
+        let clock = ContinuousClock()
+        let start = clock.now
+        // A statement that takes longer than the deadline stands for a connection that never answers.
+        await #expect(
+            performing: {
+                try await StatementDeadline.$current.withValue(.seconds(1)) {
+                    try await database.read { try await $0.raw("SELECT pg_sleep(6)").run() }
+                }
+            }, throws: Self.isUnavailable)
+        #expect(clock.now - start < .seconds(4), "answered at the deadline (1 s) and the close's grace, not after 6 s")
+        // The pool replaces the closed connection: reads work again within moments.
+        var recovered = false
+        for _ in 0..<30 where !recovered {
+            recovered = (try? await database.read { try await $0.raw("SELECT 1").run() }) != nil
+            if !recovered { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(recovered)
+        // No deadline outside a request: a long statement is let run.
+        try await database.read { try await $0.raw("SELECT pg_sleep(1.5)").run() }
+        try await database.close()
     }
 }

@@ -14,6 +14,7 @@ extension IdentityServer {
         let service = self.service
         let router = Router(context: IdentityRequestContext.self, options: .caseInsensitive)
         router.add(middleware: SecurityHeadersMiddleware(https: service.configuration.secureCookies))
+        router.add(middleware: StatementDeadlineMiddleware())
         router.add(middleware: RequestLogMiddleware(.identityService))
         router.add(middleware: UnhandledErrorMiddleware())
         if !service.configuration.trustedProxies.isEmpty {
