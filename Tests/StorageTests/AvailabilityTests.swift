@@ -155,10 +155,11 @@ struct AvailabilityTests {
         await #expect(
             performing: {
                 try await StatementDeadline.$current.withValue(.seconds(1)) {
-                    try await database.read { try await $0.raw("SELECT pg_sleep(6)").run() }
+                    try await database.read { try await $0.raw("SELECT pg_sleep(20)").run() }
                 }
             }, throws: Self.isUnavailable)
-        #expect(clock.now - start < .seconds(4), "answered at the deadline (1 s) and the close's grace, not after 6 s")
+        // Generous for a loaded CI machine: the point is the deadline, not the statement's 20 s.
+        #expect(clock.now - start < .seconds(10), "answered at the deadline (1 s) and the close's grace, not after 20 s")
         // The pool replaces the closed connection: reads work again within moments.
         var recovered = false
         for _ in 0..<30 where !recovered {
