@@ -337,6 +337,21 @@ enum IdentityMigrations {
                     "ALTER TABLE users ADD COLUMN sign_in_skeleton TEXT",
                     "CREATE UNIQUE INDEX users_tenant_skeleton ON users (tenant_id, sign_in_skeleton)",
                 ]),
+            // A sign-in's progress as one typed value, its journey (``JourneyState``), instead of
+            // six nullable columns; the revision makes each save conditional on the one read.
+            // Sign-ins under way at the upgrade start their journey again.
+            Migration(
+                version: 31, name: "journey state",
+                [
+                    "ALTER TABLE authorization_requests ADD COLUMN journey TEXT",
+                    "ALTER TABLE authorization_requests ADD COLUMN journey_revision BIGINT NOT NULL DEFAULT 0",
+                    "ALTER TABLE authorization_requests DROP COLUMN pending_user_id",
+                    "ALTER TABLE authorization_requests DROP COLUMN pending_email",
+                    "ALTER TABLE authorization_requests DROP COLUMN verified_email",
+                    "ALTER TABLE authorization_requests DROP COLUMN consent_session_hash",
+                    "ALTER TABLE authorization_requests DROP COLUMN second_factor_user_id",
+                    "ALTER TABLE authorization_requests DROP COLUMN pending_sign_up",
+                ]),
         ])
 }
 

@@ -64,6 +64,21 @@ struct IdentityHarness: Sendable {
 
     func path(_ policy: String, _ endpoint: String) -> String { "/\(tenant.name)/\(policy)/\(endpoint)" }
 
+    /// Rewrites a transaction's journey, as a bug in a step (or anyone able to write the row)
+    /// might: the engine's rules must hold whatever the state says.
+    func forgeJourney(_ tx: String, _ change: (inout JourneyState) -> Void) async throws {
+        let record = try #require(try await server.service.interactions.interaction(id: tx))
+        var state = record.journey
+        change(&state)
+        #expect(try await server.service.interactions.saveJourney(id: tx, state: state, revision: record.journeyRevision))
+    }
+
+    /// The index of step `id` in the journey of `flow`.
+    func stepIndex(_ id: String, flow name: String) async throws -> Int {
+        let flow = try #require(try await server.tenants.userFlow(tenantID: tenant.id, name: name))
+        return try #require(server.service.journeyEngine().catalog.journey(for: flow).index(of: id))
+    }
+
     /// Sign-in transactions stored.
     func transactionCount() async throws -> Int {
         try await database.read { sql in

@@ -32,13 +32,17 @@ struct SecondFactorBoundaryTests {
             #expect(
                 try await driver.signIn(h, attempt: AuthorizationAttempt(harness: h, policy: "B2C_1_sign_in"), email: "alice@example.com")
                     .redirectParameters["code"] != nil)
-            // An Entra sign-in that has not finished, whose transaction names alice as pending (as
-            // a page before the second factor once did).
+            // An Entra sign-in that has not finished, its journey forged to stand at the consent
+            // step for alice (as a page before the second factor once named a pending user).
             var attempt = EntraFaceTests.attempt(h)
             attempt.extra.append(("prompt", "login"))
             let signIn = try await driver.start(attempt, harness: h)
             let tx = try Self.transactionID(signIn)
-            try await h.server.service.interactions.setPendingUser(interactionID: tx, userID: alice.id)
+            let consentStep = try await h.stepIndex("Consent", flow: "B2C_1_susi")
+            try await h.forgeJourney(tx) { state in
+                state.claims.userID = alice.id
+                state.step = consentStep
+            }
             let consentURL = try #require(signIn.formAction).replacingOccurrences(of: "/pages/signin", with: "/pages/consent")
             let forged = try await driver.post(consentURL, [("csrf_token", signIn.field("csrf_token") ?? ""), ("decision", "accept")])
             #expect(forged.status == .forbidden)
@@ -58,9 +62,11 @@ struct SecondFactorBoundaryTests {
             #expect(mfaPage.text.contains("id=\"otpCode\""))
             let profileURL = try #require(mfaPage.formAction).replacingOccurrences(of: "/pages/mfa", with: "/pages/profile")
             #expect(try await driver.get(profileURL).status == .forbidden)
-            // Even a transaction that names bob as its pending user (as pages before the factor
-            // once did) does not open the profile page without the factor.
-            try await h.server.service.interactions.setPendingUser(interactionID: try Self.transactionID(mfaPage), userID: bob.id)
+            // Even a journey forged to stand at the profile step for bob (as pages before the
+            // factor once named a pending user) does not open the profile page without the factor:
+            // the engine's rule, not the page's.
+            let profileStep = try await h.stepIndex("SelfAsserted-ProfileUpdate", flow: "B2C_1_edit_profile")
+            try await h.forgeJourney(try Self.transactionID(mfaPage)) { state in state.step = profileStep }
             #expect(try await driver.get(profileURL).status == .forbidden)
             let saved = try await driver.post(
                 profileURL, [("csrf_token", mfaPage.field("csrf_token") ?? ""), ("displayName", "Mallory")])
@@ -77,7 +83,8 @@ struct SecondFactorBoundaryTests {
             #expect(asked.text.contains("id=\"otpCode\""))
             let changeURL = try #require(asked.formAction).replacingOccurrences(of: "/pages/mfa", with: "/pages/changepassword")
             #expect(try await driver.get(changeURL).status == .forbidden)
-            try await h.server.service.interactions.setPendingUser(interactionID: try Self.transactionID(asked), userID: bob.id)
+            let changeStep = try await h.stepIndex("ForcedPasswordChange", flow: "B2C_1_sign_in")
+            try await h.forgeJourney(try Self.transactionID(asked)) { state in state.step = changeStep }
             #expect(try await driver.get(changeURL).status == .forbidden)
 
             // prompt=none with a session that has no second factor behind it: no page, an error.

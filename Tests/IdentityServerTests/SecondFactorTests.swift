@@ -197,7 +197,7 @@ struct SecondFactorTests {
             #expect(wrong.status == .badRequest)
             let done = try await driver.submit(wrong, [("step", "verify"), ("code", code)])
             #expect(done.redirectParameters["code"] != nil)
-            #expect(driver.cookies.keys.contains(InteractionFlow.knownBrowserCookie(for: h.tenant)))
+            #expect(driver.cookies.keys.contains(TransactionCookies.knownBrowser(for: h.tenant)))
 
             // The same browser, a new password sign-in: no second factor.
             var again = AuthorizationAttempt(harness: h, policy: "B2C_1_sign_in")

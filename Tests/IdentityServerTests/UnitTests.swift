@@ -16,7 +16,7 @@ struct UnitTests {
         let query = PolicyRoute(tenantSegment: "contoso.onmicrosoft.com", policy: "b2c_1_x", placement: .query)
         #expect(query.url(origin: "https://h", for: .keys) == "https://h/contoso.onmicrosoft.com/discovery/v2.0/keys?p=b2c_1_x")
         let tfp = PolicyRoute(tenantSegment: "c", policy: "B2C_1A_custom", placement: .tfp)
-        #expect(tfp.url(origin: "https://h", for: .page("signin")) == "https://h/tfp/c/B2C_1A_custom/pages/signin")
+        #expect(tfp.url(origin: "https://h", for: .page(.signIn)) == "https://h/tfp/c/B2C_1A_custom/pages/signin")
         let none = PolicyRoute(tenantSegment: "common", policy: nil, placement: .none)
         #expect(none.url(origin: "https://h", for: .logout) == "https://h/common/oauth2/v2.0/logout")
         #expect(path.url(origin: "https://h", for: .federationCallback(provider: nil)) == "https://h/c/oauth2/authresp")

@@ -296,7 +296,7 @@ struct UpstreamProviderTests {
                 let toPage = try await driver.get(
                     "/\(h.tenant.name)/oauth2/authresp/local?" + Form.encode([("code", "c"), ("state", state)]))
                 let pageURL = try #require(toPage.location)
-                let csrf = try #require(driver.cookies[InteractionFlow.csrfCookie])
+                let csrf = try #require(driver.cookies[TransactionCookies.csrf])
                 let skipped = try await driver.post(pageURL, [("csrf_token", csrf), ("displayName", "Skipper")])
                 #expect(skipped.redirectParameters["code"] == nil)
                 #expect(skipped.text.contains("No sign-ups from this provider."))

@@ -43,18 +43,6 @@ public struct MFAPolicy: Sendable, Codable, Equatable {
     var isOn: Bool { enforcement != .off && !methods.isEmpty }
 }
 
-/// Where a transaction goes once the second factor is proven.
-enum AfterSecondFactor: String, Sendable, Codable {
-    /// Finish the sign-in.
-    case complete
-    /// The profile page of a profile-edit flow.
-    case profile
-    /// The forced password change (Graph's forceChangePasswordNextSignIn).
-    case changePassword
-    /// The new-password step of a password reset.
-    case reset
-}
-
 /// What a sign-in had established when it stopped for a second factor: enough to finish it
 /// once the factor is proven.
 struct PendingSignIn: Sendable, Codable, Equatable {
@@ -63,8 +51,6 @@ struct PendingSignIn: Sendable, Codable, Equatable {
     var newUser: Bool
     var authTime: Date
     var method: MFAPolicy.Method
-    /// Absent: ``AfterSecondFactor/complete``.
-    var next: AfterSecondFactor?
 }
 
 /// A second-factor challenge of one transaction.

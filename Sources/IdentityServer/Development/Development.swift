@@ -143,7 +143,7 @@ struct DevelopmentEndpoints: Sendable {
                 ["subject": $0.subject, "recipient": $0.recipient, "body": $0.body, "createdAt": formatter.string(from: $0.createdAt)]
             },
         ]
-        return .html(try service.pages.render("outbox", values, tenant: tenant))
+        return .html(try service.pages.render(.outbox, values, tenant: tenant))
     }
 
     /// The one-time code a message carries: its first run of exactly six digits.

@@ -13,7 +13,7 @@ import WireCoding
 /// (research/b2c-protocol.md §5.3).
 struct SimulatedFacebook: Sendable {
     let service: IdentityService
-    var flow: InteractionFlow { InteractionFlow(service: service) }
+    let journeys: JourneyEngine
 
     static let dialogPath = "/facebook.com/dialog/oauth"
 
@@ -65,19 +65,19 @@ struct SimulatedFacebook: Sendable {
         if request.method == .post { form = try await FormBody.read(request, context: context) }
         let parameters = request.method == .post ? form : query
         let callback = try checkedCallback(parameters["redirect_uri"], request: request)
-        let record = try await flow.interaction(parameters["state"])
-        let (tenant, userFlow) = try await flow.tenantAndFlow(of: record)
+        let record = try await journeys.transaction(parameters["state"])
+        let (tenant, userFlow) = try await service.tenantAndFlow(of: record)
         guard userFlow.offersFacebook else { throw Self.notOffered }
-        try flow.requireStartingBrowser(request, record: record)
+        try TransactionCookies.requireStartingBrowser(request, record: record)
         if request.method == .get {
             let values: [String: Any] = [
                 "title": "Log in to Facebook (simulated)", "action": Self.dialogPath, "state": record.id,
-                "redirectURI": callback, "csrf": request.cookies[InteractionFlow.csrfCookie]?.value ?? "",
+                "redirectURI": callback, "csrf": request.cookies[TransactionCookies.csrf]?.value ?? "",
                 "email": record.request.loginHint ?? "", "name": "",
             ]
-            return .html(try service.pages.render("facebook", values, tenant: tenant))
+            return .html(try service.pages.render(.facebook, values, tenant: tenant))
         }
-        guard flow.checkCSRF(request: request, form: form, record: record) else {
+        guard TransactionCookies.checkCSRF(request: request, form: form, record: record) else {
             throw PageError(
                 status: .forbidden, title: "Request blocked",
                 message: "The form could not be verified. Start again from the application.")
@@ -97,7 +97,7 @@ struct SimulatedFacebook: Sendable {
                 "redirectURI": callback, "csrf": form["csrf_token"] ?? "", "email": email, "name": name,
                 "error": "Enter an email address and a name.",
             ]
-            return .html(try service.pages.render("facebook", values, tenant: tenant), status: .badRequest)
+            return .html(try service.pages.render(.facebook, values, tenant: tenant), status: .badRequest)
         }
         let parts = validName.split(separator: " ", maxSplits: 1).map(String.init)
         let identity = FederatedIdentity(
@@ -121,18 +121,17 @@ struct SimulatedFacebook: Sendable {
         guard service.configuration.servesSimulatedFacebook else { throw Self.notOffered }
         try Self.requireLoopback(request)
         let query = RequestParameters(query: request.uri.query)
-        let record = try await flow.interaction(query["state"])
-        let tenant = try await flow.callbackTenant(of: record, request: request, context: context)
-        let (_, userFlow) = try await flow.tenantAndFlow(of: record)
+        let record = try await journeys.transaction(query["state"])
+        let tenant = try await service.callbackTenant(of: record, request: request, context: context)
+        let (_, userFlow) = try await service.tenantAndFlow(of: record)
         guard userFlow.offersFacebook else { throw Self.notOffered }
-        if query["error"] != nil { return try await flow.fail(record, with: .userCancelled, context: context) }
+        if query["error"] != nil { return try await journeys.fail(record, with: .userCancelled, context: context) }
         guard let code = query.nonEmpty("code"), let taken = try await service.interactions.takeFederationCode(code, now: service.now),
             taken.interactionID == record.id
         else {
             throw PageError(
                 status: .badRequest, title: "Sign-in failed", message: "The identity provider's answer is not valid or has expired.")
         }
-        return try await flow.finishFederated(
-            taken.identity, record: record, tenant: tenant, userFlow: userFlow, request: request, context: context)
+        return try await journeys.receive(taken.identity, record: record, tenant: tenant, flow: userFlow, request: request, context: context)
     }
 }

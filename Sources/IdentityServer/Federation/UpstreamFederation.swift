@@ -9,7 +9,7 @@ import WireCoding
 struct UpstreamFederation: Sendable {
     let service: IdentityService
     let simulatedFacebook: SimulatedFacebook
-    var flow: InteractionFlow { InteractionFlow(service: service) }
+    let journeys: JourneyEngine
 
     /// The callback `provider`'s answers come back to: its own path, which its authorization
     /// request and code redemption both name.
@@ -29,9 +29,9 @@ struct UpstreamFederation: Sendable {
                 status: .badRequest, title: "Session expired",
                 message: "This sign-in has expired or is not valid. Return to the application and start again.")
         }
-        let record = try await flow.interaction(upstream.interactionID)
-        let tenant = try await flow.callbackTenant(of: record, request: request, context: context)
-        let (_, userFlow) = try await flow.tenantAndFlow(of: record)
+        let record = try await journeys.transaction(upstream.interactionID)
+        let tenant = try await service.callbackTenant(of: record, request: request, context: context)
+        let (_, userFlow) = try await service.tenantAndFlow(of: record)
         guard let provider = tenant.upstreamProvider(named: upstream.provider), userFlow.identityProviders.contains(provider.kind) else {
             throw PageError(status: .badRequest, title: "Not available", message: "This identity provider is not offered here.")
         }
@@ -42,15 +42,15 @@ struct UpstreamFederation: Sendable {
         if let mismatch = try await mixUp(
             provider: provider, recorded: upstream, pathProvider: pathProvider, iss: query["iss"], context: context)
         {
-            return try await flow.fail(record, with: UpstreamOIDC.Failure(message: mismatch).b2cError, context: context)
+            return try await journeys.fail(record, with: UpstreamOIDC.Failure(message: mismatch).b2cError, context: context)
         }
-        if query["error"] == "access_denied" { return try await flow.fail(record, with: .userCancelled, context: context) }
+        if query["error"] == "access_denied" { return try await journeys.fail(record, with: .userCancelled, context: context) }
         guard query["error"] == nil, let code = query.nonEmpty("code") else {
             let failure = UpstreamOIDC.Failure(
                 message:
                     "Error: \(TextRules.printable(query["error"] ?? "no code")),Error Description: \(TextRules.printable(query["error_description"] ?? ""))"
             )
-            return try await flow.fail(record, with: failure.b2cError, context: context)
+            return try await journeys.fail(record, with: failure.b2cError, context: context)
         }
         let identity: FederatedIdentity
         do {
@@ -59,11 +59,10 @@ struct UpstreamFederation: Sendable {
                 now: service.now)
         } catch let failure as UpstreamOIDC.Failure {
             context.logger.warning("upstream sign-in refused", metadata: ["provider": "\(provider.name)", "reason": "\(failure.message)"])
-            return try await flow.fail(record, with: failure.b2cError, context: context)
+            return try await journeys.fail(record, with: failure.b2cError, context: context)
         }
         context.logger.info("upstream sign-in", metadata: ["provider": "\(provider.name)", "idp": "\(provider.issuer)"])
-        return try await flow.finishFederated(
-            identity, record: record, tenant: tenant, userFlow: userFlow, request: request, context: context)
+        return try await journeys.receive(identity, record: record, tenant: tenant, flow: userFlow, request: request, context: context)
     }
 
     /// Why this answer cannot be the recorded provider's, or nil when it is.
@@ -87,5 +86,26 @@ struct UpstreamFederation: Sendable {
             context.logger.warning("upstream answer refused", metadata: ["provider": "\(provider.name)", "reason": "\(reason)"])
         }
         return reason
+    }
+}
+
+extension IdentityService {
+    /// The tenant and flow of a transaction a provider's answer names.
+    func tenantAndFlow(of record: InteractionRecord) async throws -> (Tenant, UserFlow) {
+        guard let tenant = try await tenants.tenant(matching: record.request.tenantID.uuidString),
+            let flow = try await tenants.userFlow(tenantID: tenant.id, name: record.request.policy)
+        else { throw PageError(status: .notFound, title: "Not found", message: "The user flow no longer exists.") }
+        return (tenant, offered(flow))
+    }
+
+    /// The tenant of a federation callback (`/{tenant}/oauth2/authresp`), which must be the
+    /// transaction's, reached by the browser that started the transaction.
+    func callbackTenant(of record: InteractionRecord, request: Request, context: IdentityRequestContext) async throws -> Tenant {
+        let tenant = try await tenants.resolveSegment(PolicyResolver.decoded(context.parameters.get("tenant") ?? ""))
+        guard tenant.id == record.request.tenantID else {
+            throw PageError(status: .badRequest, title: "Invalid request", message: "The callback does not match the sign-in.")
+        }
+        try TransactionCookies.requireStartingBrowser(request, record: record)
+        return tenant
     }
 }

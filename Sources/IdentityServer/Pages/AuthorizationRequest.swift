@@ -42,25 +42,18 @@ enum ResponseMode: String, Sendable, Codable {
     case formPost = "form_post"
 }
 
-/// One stored interactive transaction and its progress.
+/// One stored interactive transaction: what the app asked for, the browser it is bound to, and
+/// its journey's state.
 struct InteractionRecord: Sendable {
     var id: String
     var request: AuthorizationRequest
     var csrfHash: String
     var expiresAt: Date
     var completedAt: Date?
-    /// The account that signed in on the sign-in page, waiting for a next step (profile edit).
-    var pendingUserID: UUID?
-    /// The email whose verification code was sent (password reset).
-    var pendingEmail: String?
-    /// The email the user proved they own (password reset).
-    var verifiedEmail: String?
-    /// The SSO session (hash of its id) the consent page finishes with (Entra face).
-    var consentSessionHash: String? = nil
-    /// The account that passed the flow's second factor in this transaction.
-    var secondFactorUserID: UUID? = nil
-    /// A first federated sign-in waiting on the sign-up attribute page.
-    var pendingSignUp: FederatedSignUp? = nil
+    var journey = JourneyState()
+    /// Counts the journey's saves: a save names the revision it read, so two requests racing
+    /// on one journey cannot both move it (``InteractionStore/saveJourney(id:state:revision:)``).
+    var journeyRevision: Int64 = 0
 }
 
 /// A federated identity met for the first time in a sign-up flow: what the provider (and the

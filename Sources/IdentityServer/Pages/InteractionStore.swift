@@ -15,17 +15,11 @@ protocol InteractionStore: Sendable {
     func interaction(id: String) async throws -> InteractionRecord?
     /// Marks the transaction complete; false if it already was (each transaction yields one result).
     func completeInteraction(id: String, now: Date) async throws -> Bool
-    func setPendingUser(interactionID: String, userID: UUID?) async throws
-    func setPendingEmail(interactionID: String, email: String?) async throws
-    /// Records the verified address and the account its code was bound to (none at sign-up).
-    func setVerifiedEmail(interactionID: String, email: String, userID: UUID?) async throws
-    /// The SSO session (its id's hash) the Entra consent page may finish the transaction with:
-    /// set only by ``InteractionFlow/complete``, after the second factor.
-    func setConsentSession(interactionID: String, idHash: String) async throws
-    /// Records that `userID` passed the flow's second factor in this transaction.
-    func setSecondFactorPassed(interactionID: String, userID: UUID) async throws
-    /// The federated identity waiting on the sign-up attribute page (nil: none).
-    func setPendingSignUp(interactionID: String, signUp: FederatedSignUp?) async throws
+    /// Saves the journey's state if it is still at `revision` (and not completed); false when
+    /// another request moved it first.
+    func saveJourney(id: String, state: JourneyState, revision: Int64) async throws -> Bool
+    /// Keeps the final state (its trace) of a completed transaction.
+    func saveFinalJourney(id: String, state: JourneyState) async throws
 
     func saveSession(idHash: String, session: SSOSession, now: Date) async throws
     func session(idHash: String, now: Date) async throws -> SSOSession?
@@ -85,13 +79,9 @@ struct SQLInteractionStore: InteractionStore {
         var createdAt: Int64
         var expiresAt: Int64
         var completedAt: Int64?
-        var pendingUserId: String?
-        var pendingEmail: String?
-        var verifiedEmail: String?
         var clientAddress: String?
-        var consentSessionHash: String?
-        var secondFactorUserId: String?
-        var pendingSignUp: String?
+        var journey: String?
+        var journeyRevision: Int64
     }
 
     func saveInteraction(
@@ -101,9 +91,8 @@ struct SQLInteractionStore: InteractionStore {
         let row = InteractionRow(
             id: id, tenantId: request.tenantID.uuidString.lowercased(), policy: request.policy,
             parameters: StoredJSON.encode(request), csrfHash: csrfHash, createdAt: now.epochSeconds,
-            expiresAt: expiresAt.epochSeconds, completedAt: nil, pendingUserId: nil, pendingEmail: nil,
-            verifiedEmail: nil, clientAddress: clientAddress, consentSessionHash: nil, secondFactorUserId: nil,
-            pendingSignUp: nil)
+            expiresAt: expiresAt.epochSeconds, completedAt: nil, clientAddress: clientAddress,
+            journey: StoredJSON.encode(JourneyState()), journeyRevision: 0)
         return try await database.transaction { sql in
             let recent =
                 try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("authorization_requests")
@@ -125,10 +114,9 @@ struct SQLInteractionStore: InteractionStore {
         return InteractionRecord(
             id: row.id, request: request, csrfHash: row.csrfHash, expiresAt: Date(epoch: row.expiresAt),
             completedAt: row.completedAt.map(Date.init(epoch:)),
-            pendingUserID: row.pendingUserId.flatMap(UUID.init(uuidString:)), pendingEmail: row.pendingEmail,
-            verifiedEmail: row.verifiedEmail, consentSessionHash: row.consentSessionHash,
-            secondFactorUserID: row.secondFactorUserId.flatMap(UUID.init(uuidString:)),
-            pendingSignUp: row.pendingSignUp.flatMap { StoredJSON.decode(FederatedSignUp.self, $0) })
+            // A journey that cannot be read (a transaction from before journeys) starts again.
+            journey: row.journey.flatMap { StoredJSON.decode(JourneyState.self, $0) } ?? JourneyState(),
+            journeyRevision: row.journeyRevision)
     }
 
     func completeInteraction(id: String, now: Date) async throws -> Bool {
@@ -141,39 +129,24 @@ struct SQLInteractionStore: InteractionStore {
         }
     }
 
-    func setPendingUser(interactionID: String, userID: UUID?) async throws {
-        let value = userID?.uuidString.lowercased()
-        try await database.transaction { sql in
-            try await sql.update("authorization_requests").set("pending_user_id", to: value)
-                .where("id", .equal, interactionID).run()
+    func saveJourney(id: String, state: JourneyState, revision: Int64) async throws -> Bool {
+        let text = StoredJSON.encode(state)
+        return try await database.transaction { sql in
+            let rows = try await sql.raw(
+                """
+                UPDATE authorization_requests SET journey = \(bind: text), journey_revision = journey_revision + 1
+                WHERE id = \(bind: id) AND journey_revision = \(bind: revision) AND completed_at IS NULL RETURNING id
+                """
+            ).all()
+            return !rows.isEmpty
         }
     }
 
-    func setPendingEmail(interactionID: String, email: String?) async throws {
+    func saveFinalJourney(id: String, state: JourneyState) async throws {
+        let text = StoredJSON.encode(state)
         try await database.transaction { sql in
-            try await sql.update("authorization_requests").set("pending_email", to: email)
-                .set("verified_email", to: SQLLiteral.null).where("id", .equal, interactionID).run()
-        }
-    }
-
-    func setVerifiedEmail(interactionID: String, email: String, userID: UUID?) async throws {
-        try await database.transaction { sql in
-            try await sql.update("authorization_requests").set("verified_email", to: email)
-                .set("pending_user_id", to: userID?.uuidString.lowercased())
-                .where("id", .equal, interactionID).run()
-        }
-    }
-
-    func setConsentSession(interactionID: String, idHash: String) async throws {
-        try await database.transaction { sql in
-            try await sql.update("authorization_requests").set("consent_session_hash", to: idHash).where("id", .equal, interactionID).run()
-        }
-    }
-
-    func setSecondFactorPassed(interactionID: String, userID: UUID) async throws {
-        try await database.transaction { sql in
-            try await sql.update("authorization_requests").set("second_factor_user_id", to: userID.uuidString.lowercased())
-                .where("id", .equal, interactionID).run()
+            try await sql.update("authorization_requests").set("journey", to: text).where("id", .equal, id)
+                .where("completed_at", .isNot, SQLLiteral.null).run()
         }
     }
 

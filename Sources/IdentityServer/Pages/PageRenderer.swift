@@ -46,7 +46,8 @@ final class PageRenderer: Sendable {
         return library
     }
 
-    func render(_ name: String, _ values: [String: Any], tenant: Tenant?) throws -> String {
+    func render(_ template: PageTemplate, _ values: [String: Any], tenant: Tenant?) throws -> String {
+        let name = template.rawValue
         var context = values
         context["tenantName"] = tenant?.displayName ?? "TodoB2C"
         context["stylesheet"] = tenant?.pageTemplatesPath != nil ? "/static/tenants/\(tenant!.guid)/style.css" : "/static/style.css"

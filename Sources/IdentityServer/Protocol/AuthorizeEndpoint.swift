@@ -9,7 +9,7 @@ import WireCoding
 /// app's redirect URI as a B2C error.
 struct AuthorizeEndpoint: Sendable {
     let service: IdentityService
-    var flow: InteractionFlow { InteractionFlow(service: service) }
+    let journeys: JourneyEngine
 
     /// Upper bounds on the values a transaction stores: generous for every real client
     /// (RFC 7636 §4.1 caps a verifier, so its challenge, at 128; RFC 5321 an address at 254).
@@ -171,12 +171,12 @@ struct AuthorizeEndpoint: Sendable {
         return tags.isEmpty ? nil : tags.joined(separator: " ")
     }
 
-    /// Starts the transaction: SSO when possible, else the first page of the flow.
+    /// Starts the transaction and its journey: SSO when possible, else the flow's first page.
     private func begin(
         _ authorization: AuthorizationRequest, tenant: Tenant, userFlow: UserFlow, request: Request,
         context: PolicyRequestContext
     ) async throws -> Response {
-        let (csrf, isNewCSRF) = flow.csrfToken(from: request)
+        let (csrf, isNewCSRF) = TransactionCookies.csrfToken(from: request)
         let id = Secrets.randomToken(byteCount: 24)
         let saved = try await service.interactions.saveInteraction(
             id: id, request: authorization, csrfHash: Secrets.sha256Hex(csrf), clientAddress: context.clientAddress,
@@ -188,70 +188,11 @@ struct AuthorizeEndpoint: Sendable {
                 status: .tooManyRequests, title: "Too many sign-ins",
                 message: "Too many sign-ins were started from your network in the last hour. Try again later.")
         }
-        let record = try await flow.interaction(id)
-        var response = try await firstStep(record, tenant: tenant, userFlow: userFlow, request: request, context: context)
-        if isNewCSRF { response.setCookie(flow.cookie(InteractionFlow.csrfCookie, value: csrf)) }
-        return response
-    }
-
-    private func firstStep(
-        _ record: InteractionRecord, tenant: Tenant, userFlow: UserFlow, request: Request, context: PolicyRequestContext
-    ) async throws -> Response {
-        let authorization = record.request
-        let usable = try await flow.usableSessions(for: record, userFlow: userFlow, request: request, tenant: tenant)
-        let existing = flow.singleSignOnSession(among: usable, record: record, request: request, tenant: tenant)
-        switch userFlow.type {
-        case .signUpOrSignIn, .signIn:
-            // Entra's account picker over the browser's sessions (SPEC §2.9); B2C ignores
-            // select_account and uses the current session.
-            if authorization.prompt == .selectAccount, authorization.protocolFace == .entra, !usable.isEmpty {
-                return .redirecting(to: flow.pageURL("accounts", record: record))
-            }
-            if let existing, authorization.prompt != .create {
-                return try await flow.complete(
-                    record, user: existing.user, identityProvider: existing.session.identityProvider, newUser: false,
-                    authTime: existing.session.authTime, session: .existing(id: existing.id), request: request, context: context)
-            }
-            if authorization.prompt == .silent { return try await flow.fail(record, with: .noSession, context: context) }
-            if authorization.domainHint == "facebook.com" || !userFlow.offersLocalAccounts, userFlow.offersFacebook {
-                return .redirecting(to: flow.pageURL("social", record: record, extra: [("provider", "facebook.com")]))
-            }
-            if let upstream = Self.hinted(authorization.domainHint, tenant: tenant, userFlow: userFlow) {
-                return .redirecting(to: flow.pageURL("social", record: record, extra: [("provider", upstream.name)]))
-            }
-            if authorization.prompt == .create, userFlow.type == .signUpOrSignIn {
-                return .redirecting(to: flow.pageURL("signup", record: record))
-            }
-            return .redirecting(to: flow.pageURL("signin", record: record))
-        case .signUp:
-            if authorization.prompt == .silent { return try await flow.fail(record, with: .noSession, context: context) }
-            if authorization.domainHint == "facebook.com", userFlow.offersFacebook {
-                return .redirecting(to: flow.pageURL("social", record: record, extra: [("provider", "facebook.com")]))
-            }
-            if let upstream = Self.hinted(authorization.domainHint, tenant: tenant, userFlow: userFlow) {
-                return .redirecting(to: flow.pageURL("social", record: record, extra: [("provider", upstream.name)]))
-            }
-            return .redirecting(to: flow.pageURL("signup", record: record))
-        case .profileEdit:
-            if let existing {
-                if let ask = try await flow.secondFactorGate(
-                    record, user: existing.user, identityProvider: existing.session.identityProvider, newUser: false,
-                    authTime: existing.session.authTime, session: .existing(id: existing.id), next: .profile, request: request,
-                    context: context)
-                {
-                    return ask
-                }
-                try await service.interactions.setPendingUser(interactionID: record.id, userID: existing.user.id)
-                return .redirecting(to: flow.pageURL("profile", record: record))
-            }
-            if authorization.prompt == .silent { return try await flow.fail(record, with: .noSession, context: context) }
-            return .redirecting(to: flow.pageURL("signin", record: record))
-        case .passwordReset:
-            if authorization.prompt == .silent { return try await flow.fail(record, with: .noSession, context: context) }
-            return .redirecting(to: flow.pageURL("reset", record: record))
-        case .ropc:
-            return try await flow.fail(
-                record, with: .malformedRequest("The user flow does not support interactive sign-in."), context: context)
+        let record = try await journeys.transaction(id)
+        var response = try await journeys.start(record, tenant: tenant, flow: userFlow, request: request, context: context)
+        if isNewCSRF {
+            response.setCookie(BrowserCookies(secure: service.configuration.secureCookies).cookie(TransactionCookies.csrf, value: csrf))
         }
+        return response
     }
 }

@@ -64,6 +64,6 @@ struct EntraErrorPage: Sendable {
                 "The Microsoft identity platform reports this condition as AADSTS\(code). The error_description your application received says what went wrong, with its trace and correlation ids.",
             "code": "AADSTS\(code)",
         ]
-        return .html(try pages.render("error", values, tenant: nil))
+        return .html(try pages.render(.error, values, tenant: nil))
     }
 }

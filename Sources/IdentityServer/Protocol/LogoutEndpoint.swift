@@ -27,7 +27,7 @@ struct LogoutEndpoint: Sendable {
         if let target, try await !isAllowed(target, parameters: parameters, tenant: tenant) {
             throw B2CError.postLogoutRedirectInvalid(target)
         }
-        let cookieName = InteractionFlow.ssoCookie(for: tenant)
+        let cookieName = TransactionCookies.singleSignOn(for: tenant)
         // The browser may hold several sessions (Entra's account picker, SPEC §2.9): signing
         // out ends them all, as Entra's logout signs out of every account in the browser.
         let ids = SSOCookieValue.ids(request.cookies[cookieName]?.value)
@@ -51,7 +51,7 @@ struct LogoutEndpoint: Sendable {
             }
             response = .redirecting(to: location)
         } else {
-            response = .html(try pages.render("signedout", ["title": "Signed out"], tenant: tenant))
+            response = .html(try pages.render(.signedOut, ["title": "Signed out"], tenant: tenant))
         }
         response.setCookie(cookies.expired(cookieName))
         return response
@@ -77,7 +77,7 @@ struct LogoutEndpoint: Sendable {
         let values: [String: Any] = [
             "title": "Sign out?", "tenantName": tenant.displayName, "action": request.uri.path + policy, "fields": fields,
         ]
-        return .html(try pages.render("signout", values, tenant: tenant))
+        return .html(try pages.render(.signOut, values, tenant: tenant))
     }
 
     private func isAllowed(_ target: String, parameters: RequestParameters, tenant: Tenant) async throws -> Bool {

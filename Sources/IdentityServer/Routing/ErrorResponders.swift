@@ -90,7 +90,7 @@ struct PageErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
         ]
         if let code = error.code { values["code"] = code }
         let html =
-            (try? pages.render("error", values, tenant: context.brandingTenant))
+            (try? pages.render(.error, values, tenant: context.brandingTenant))
             ?? "<!DOCTYPE html><title>Error</title><p>\(HTMLText.escape(error.message))</p>"
         return .html(html, status: error.status)
     }

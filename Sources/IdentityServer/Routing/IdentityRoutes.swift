@@ -62,9 +62,10 @@ extension IdentityServer {
 
         let browser = router.group().add(
             middleware: PageErrorMiddleware<IdentityRequestContext>(pages: service.pages, clock: service.clock))
-        let facebook = SimulatedFacebook(service: service)
+        let journeys = service.journeyEngine()
+        let facebook = SimulatedFacebook(service: service, journeys: journeys)
         // Federation callbacks: B2C's one (the simulated Facebook's) and one per upstream provider.
-        let federation = UpstreamFederation(service: service, simulatedFacebook: facebook)
+        let federation = UpstreamFederation(service: service, simulatedFacebook: facebook, journeys: journeys)
         browser.get(":tenant/oauth2/authresp", use: federation.callback)
         browser.get(":tenant/oauth2/authresp/:provider", use: federation.callback)
         if service.configuration.servesSimulatedFacebook {
@@ -88,14 +89,14 @@ extension IdentityServer {
             (":tenant/:policy", .path), ("tfp/:tenant/:policy", .tfp), ("te/:tenant/:policy", .tfp), (":tenant", .query),
         ]
         for (prefix, placement) in shapes {
-            addProtocolRoutes(to: router.group(prefix), placement: placement)
+            addProtocolRoutes(to: router.group(prefix), placement: placement, journeys: journeys)
         }
         return router
     }
 
     /// The protocol endpoints under one URL shape. Old (v1-style) paths without `v2.0` are
     /// served too: B2C answers both (research/b2c-protocol.md §1.1).
-    private func addProtocolRoutes(to shape: RouterGroup<IdentityRequestContext>, placement: PolicyPlacement) {
+    private func addProtocolRoutes(to shape: RouterGroup<IdentityRequestContext>, placement: PolicyPlacement, journeys: JourneyEngine) {
         let service = self.service
         let resolver = PolicyResolver(tenants: service.tenants, offered: { service.offered($0) }, placement: placement)
 
@@ -123,11 +124,11 @@ extension IdentityServer {
             .add(middleware: resolver)
             .group(context: PolicyRequestContext.self)
             .add(middleware: PageErrorMiddleware<PolicyRequestContext>(pages: service.pages, clock: service.clock, placement: placement))
-        let authorize = AuthorizeEndpoint(service: service)
+        let authorize = AuthorizeEndpoint(service: service, journeys: journeys)
         let logout = LogoutEndpoint(
             tenants: service.tenants, sessions: service.interactions, keys: service.keys, pages: service.pages,
             cookies: BrowserCookies(secure: service.configuration.secureCookies), clock: service.clock)
-        let hosted = HostedPages(service: service)
+        let hosted = HostedPages(journeys: journeys)
         for path in ["oauth2/v2.0/authorize", "oauth2/authorize"] {
             browser.get(RouterPath(path), use: authorize.handle)
             browser.post(RouterPath(path), use: authorize.handle)

@@ -35,8 +35,8 @@ enum EndpointKind: Equatable, Sendable {
     case token
     case logout
     case keys
-    /// The hosted page `name` of an interactive transaction.
-    case page(String)
+    /// A hosted page of an interactive transaction.
+    case page(HostedPage)
     /// An identity provider's return to us (`/oauth2/authresp`, no policy;
     /// research/b2c-protocol.md §1.2): B2C's one callback for the simulated Facebook, and
     /// `/oauth2/authresp/{provider}` for each upstream OpenID Connect provider, so an answer
@@ -67,7 +67,7 @@ struct PolicyRoute: Equatable, Sendable {
         case .token: tail = "oauth2/v2.0/token"
         case .logout: tail = "oauth2/v2.0/logout"
         case .keys: tail = "discovery/v2.0/keys"
-        case .page(let name): tail = "pages/\(name)"
+        case .page(let page): tail = "pages/\(page.rawValue)"
         case .federationCallback(let provider):
             return "\(origin)/\(Self.escape(tenantSegment))/oauth2/authresp" + (provider.map { "/\(Self.escape($0.lowercased()))" } ?? "")
         }

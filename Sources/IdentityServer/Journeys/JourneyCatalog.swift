@@ -1,0 +1,67 @@
+import Foundation
+
+/// The journeys of the built-in user flows, as B2C defines them on its own engine: each flow
+/// type is an ordered list of steps, each step's preconditions deciding whether it runs for a
+/// given sign-in. The steps are made once, each with only the collaborators it uses; this is
+/// the one place that knows them all.
+struct JourneyCatalog: Sendable {
+    let singleSignOn: SingleSignOnStep
+    let identityChoice: IdentityChoiceStep
+    let localSignUp: LocalSignUpStep
+    let federation: FederationStep
+    let federatedAccount: FederatedAccountStep
+    let emailVerification: EmailVerificationStep
+    let secondFactor: SecondFactorStep
+    let forcedPasswordChange: ForcedPasswordChangeStep
+    let newPassword: NewPasswordStep
+    let profileEdit: ProfileEditStep
+    let consent: ConsentStep
+    let tokenIssuance: TokenIssuanceStep
+
+    init(service: IdentityService, sessions: SingleSignOnSessions) {
+        let configuration = service.configuration
+        let mailer = VerificationMailer(interactions: service.interactions, limits: configuration.codeLimits)
+        let connector = ConnectorCall(connectors: service.connectors)
+        let cookies = BrowserCookies(secure: configuration.secureCookies)
+        singleSignOn = SingleSignOnStep(sessions: sessions)
+        identityChoice = IdentityChoiceStep(passwords: service.passwords)
+        localSignUp = LocalSignUpStep(users: service.users, hasher: service.hasher, mailer: mailer, connector: connector)
+        federation = FederationStep(upstream: service.upstream)
+        federatedAccount = FederatedAccountStep(users: service.users, connector: connector)
+        emailVerification = EmailVerificationStep(users: service.users, mailer: mailer)
+        secondFactor = SecondFactorStep(secondFactors: service.secondFactors, cookies: cookies)
+        forcedPasswordChange = ForcedPasswordChangeStep(users: service.users, hasher: service.hasher)
+        newPassword = NewPasswordStep(users: service.users, hasher: service.hasher)
+        profileEdit = ProfileEditStep(users: service.users)
+        consent = ConsentStep(tenants: service.tenants, consents: service.consents, sessions: sessions)
+        tokenIssuance = TokenIssuanceStep(
+            tenants: service.tenants, interactions: service.interactions, grants: service.grants, connectors: service.connectors,
+            issuer: service.issuer, sessions: sessions, codeLifetime: configuration.codeLifetime)
+    }
+
+    /// The journey of `flow`'s type. Order is the rule: whoever the person turns out to be, the
+    /// second factor comes before anything done for the account, and the tokens come last.
+    func journey(for flow: UserFlow) -> Journey {
+        switch flow.type {
+        case .signUpOrSignIn, .signIn, .signUp:
+            Journey(
+                name: "SignUpOrSignIn",
+                steps: [
+                    singleSignOn, identityChoice, localSignUp, federation, federatedAccount, secondFactor, forcedPasswordChange,
+                    consent, tokenIssuance,
+                ])
+        case .profileEdit:
+            Journey(
+                name: "ProfileEdit",
+                steps: [
+                    singleSignOn, identityChoice, federation, federatedAccount, secondFactor, forcedPasswordChange, profileEdit,
+                    consent, tokenIssuance,
+                ])
+        case .passwordReset:
+            Journey(name: "PasswordReset", steps: [emailVerification, secondFactor, newPassword, consent, tokenIssuance])
+        case .ropc:
+            // The password grant runs at the token endpoint, not through pages.
+            Journey(name: "ResourceOwnerPasswordCredentials", steps: [])
+        }
+    }
+}

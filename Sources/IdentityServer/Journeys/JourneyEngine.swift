@@ -1,0 +1,264 @@
+import Foundation
+import Hummingbird
+import Logging
+
+/// Runs the journeys of interactive sign-ins: it owns the order of the steps, keeps the
+/// journey's state with its transaction, and holds the rules no step may forget:
+/// - a step that does something for the account (``OrchestrationStep/actsForUser``) is entered,
+///   and its pages answered, only for a known, enabled account that has cleared the flow's
+///   second factor: "nothing is done for the user before the second factor" (SPEC §2.11);
+/// - an account disabled at any point ends the journey (AADB2C90236 on B2C's face);
+/// - under `prompt=none` a step that would ask the person anything fails with AADB2C90077;
+/// - a page is answered only by the step the journey is at (a `?tx=` link to a later page
+///   shows nothing), and two requests racing on one journey cannot both move it.
+struct JourneyEngine: Sendable {
+    let catalog: JourneyCatalog
+    let interactions: any InteractionStore
+    let users: any UserDirectory
+    let clock: any IdentityClock
+    let kit: PageKit
+
+    var now: Date { clock.now }
+
+    /// A page of a step the journey is not at.
+    static let notThisStep = PageError(
+        status: .forbidden, title: "Not available",
+        message: "This page is not the current step of your sign-in. Return to the application and start again.")
+
+    // MARK: Transactions
+
+    /// The live transaction `id`, or an error page.
+    func transaction(_ id: String?) async throws -> InteractionRecord {
+        guard let id, !id.isEmpty, id.count <= 64, let record = try await interactions.interaction(id: id), record.expiresAt > now
+        else {
+            throw PageError(
+                status: .badRequest, title: "Session expired",
+                message: "This sign-in page has expired or is not valid. Return to the application and start again.")
+        }
+        if record.completedAt != nil {
+            throw PageError(
+                status: .badRequest, title: "Already completed",
+                message: "This sign-in has already been completed. Return to the application.")
+        }
+        return record
+    }
+
+    // MARK: Entry points
+
+    /// Starts the journey of a new transaction: its first steps run until one asks the person.
+    func start(
+        _ record: InteractionRecord, tenant: Tenant, flow: UserFlow, request: Request, context: some IdentityContext
+    ) async throws -> Response {
+        var run = makeRun(record, tenant: tenant, flow: flow, request: request, form: RequestParameters(pairs: []), context: context)
+        run.state.correlationID = context.correlationID
+        let journey = catalog.journey(for: flow)
+        let outcome = try await enterCurrent(&run, journey)
+        return try await conclude(outcome, &run, journey, context: context)
+    }
+
+    /// A hosted page's GET or POST, answered by the step the journey is at.
+    func page(
+        _ page: HostedPage, record: InteractionRecord, tenant: Tenant, flow: UserFlow, request: Request, form: RequestParameters,
+        context: some IdentityContext
+    ) async throws -> Response {
+        var run = makeRun(record, tenant: tenant, flow: flow, request: request, form: form, context: context)
+        let journey = catalog.journey(for: flow)
+        let step = try currentStep(of: journey, run, owning: page)
+        try await loadUser(&run)
+        // Checked on every request of a step, not only on entering it: an account disabled
+        // while a page is open gets nothing from posting it.
+        if let refusal = try admission(of: step, run) { return try await conclude(.fail(refusal), &run, journey, context: context) }
+        let before = run.claims
+        let started = ContinuousClock.now
+        let outcome = request.method == .post ? try await step.act(on: page, &run) : try await step.show(page, &run)
+        if case .interact = outcome {} else { trace(step, outcome, &run, before: before, since: started) }
+        return try await conclude(outcome, &run, journey, context: context)
+    }
+
+    /// An identity provider's answer for the step that sent the browser there.
+    func receive(
+        _ identity: FederatedIdentity, record: InteractionRecord, tenant: Tenant, flow: UserFlow, request: Request,
+        context: some IdentityContext
+    ) async throws -> Response {
+        var run = makeRun(record, tenant: tenant, flow: flow, request: request, form: RequestParameters(pairs: []), context: context)
+        let journey = catalog.journey(for: flow)
+        let step = try currentStep(of: journey, run, owning: nil)
+        try await loadUser(&run)
+        if let refusal = try admission(of: step, run) { return try await conclude(.fail(refusal), &run, journey, context: context) }
+        let before = run.claims
+        let started = ContinuousClock.now
+        let outcome = try await step.receive(identity, &run)
+        trace(step, outcome, &run, before: before, since: started)
+        return try await conclude(outcome, &run, journey, context: context)
+    }
+
+    /// Ends the transaction with an error sent to the app (cancel, a provider's refusal, …), in
+    /// the form of the transaction's face.
+    func fail(_ record: InteractionRecord, with error: B2CError, context: some IdentityContext) async throws -> Response {
+        _ = try await interactions.completeInteraction(id: record.id, now: now)
+        var state = record.journey
+        state.trace.append(
+            JourneyTraceEntry(step: "Journey", result: .failed, claims: [], milliseconds: 0, error: error.code, at: now))
+        try await interactions.saveFinalJourney(id: record.id, state: state)
+        return redirect(error, record: record, context: context)
+    }
+
+    // MARK: The walk
+
+    private func makeRun(
+        _ record: InteractionRecord, tenant: Tenant, flow: UserFlow, request: Request, form: RequestParameters,
+        context: some IdentityContext
+    ) -> JourneyRun {
+        JourneyRun(
+            record: record, state: record.journey, tenant: tenant, flow: flow, request: request, form: form, logger: context.logger,
+            clientAddress: context.clientAddress, now: now, kit: kit)
+    }
+
+    /// The step the journey is at, which must own `page`: a page no step of the journey has is
+    /// not found; a page of another step is refused.
+    private func currentStep(of journey: Journey, _ run: JourneyRun, owning page: HostedPage?) throws -> any OrchestrationStep {
+        if let page, !journey.steps.contains(where: { $0.pages.contains(page) }) {
+            throw PageError(status: .notFound, title: "Not found", message: "This sign-in has no such page.")
+        }
+        guard run.state.step < journey.steps.count else { throw Self.notThisStep }
+        let step = journey.steps[run.state.step]
+        if let page, !step.pages.contains(page) { throw Self.notThisStep }
+        return step
+    }
+
+    /// Enters the step the journey is at, skipping those whose preconditions do not hold.
+    private func enterCurrent(_ run: inout JourneyRun, _ journey: Journey) async throws -> StepOutcome {
+        while run.state.step < journey.steps.count {
+            let step = journey.steps[run.state.step]
+            try await loadUser(&run)
+            guard step.applies(to: run) else {
+                trace(step, nil, &run, before: run.claims, since: .now)
+                run.state.step += 1
+                continue
+            }
+            if let refusal = try admission(of: step, run) {
+                trace(step, .fail(refusal), &run, before: run.claims, since: .now)
+                return .fail(refusal)
+            }
+            let before = run.claims
+            let started = ContinuousClock.now
+            var outcome = try await step.enter(&run)
+            // `prompt=none`: nothing may be asked of the person (OIDC Core §3.1.2.1).
+            if case .interact = outcome, run.authorization.prompt == .silent { outcome = .fail(.noSession) }
+            trace(step, outcome, &run, before: before, since: started)
+            return outcome
+        }
+        // Every journey ends in a step that answers the app; falling off the end is a bug, and
+        // fails closed.
+        run.logger.error("journey ended without answering the app", metadata: ["journey": "\(journey.name)"])
+        throw PageError(status: .internalServerError, title: "Sign-in failed", message: "The sign-in could not be completed.")
+    }
+
+    /// Why `step` may not run for the journey's account, or nil.
+    private func admission(of step: any OrchestrationStep, _ run: JourneyRun) throws -> B2CError? {
+        if let user = run.user, !user.accountEnabled { return .accountDisabled }
+        guard step.actsForUser else { return nil }
+        guard let user = run.user else {
+            throw PageError(
+                status: .badRequest, title: "Sign in first",
+                message: "The account this sign-in was for is not available. Return to the application and start again.")
+        }
+        if run.flow.mfa.isOn, run.claims.secondFactorClearedFor != user.id {
+            run.logger.warning("a step for the account was reached before its second factor", metadata: ["step": "\(step.id)"])
+            throw Self.notThisStep
+        }
+        return nil
+    }
+
+    /// Reads the account the claims name, when it is not the one read already.
+    private func loadUser(_ run: inout JourneyRun) async throws {
+        guard let id = run.claims.userID else {
+            run.user = nil
+            return
+        }
+        if run.user?.id != id { run.user = try await users.user(id: id) }
+    }
+
+    /// Acts on a step's outcome until the journey waits on the person or ends.
+    private func conclude(
+        _ first: StepOutcome, _ run: inout JourneyRun, _ journey: Journey, context: some IdentityContext
+    ) async throws -> Response {
+        var outcome = first
+        // Each step is entered at most once per request, so this bounds a journey's walk.
+        for _ in 0...journey.steps.count {
+            switch outcome {
+            case .next:
+                run.state.step += 1
+                outcome = try await enterCurrent(&run, journey)
+            case .interact(let response):
+                try await save(run)
+                return applyingCookies(run, to: response)
+            case .back(let id, let url):
+                guard let index = journey.index(of: id), index < run.state.step else { throw Self.notThisStep }
+                run.state.step = index
+                try await save(run)
+                return applyingCookies(run, to: .redirecting(to: url, status: .seeOther))
+            case .fail(let error):
+                _ = try await interactions.completeInteraction(id: run.record.id, now: now)
+                try await interactions.saveFinalJourney(id: run.record.id, state: run.state)
+                context.logger.info("journey ended with error", metadata: ["code": "\(error.code)", "journey": "\(journey.name)"])
+                return applyingCookies(run, to: redirect(error, record: run.record, context: context))
+            case .finish(let response):
+                // The step completed the transaction itself, before it issued anything.
+                try await interactions.saveFinalJourney(id: run.record.id, state: run.state)
+                return applyingCookies(run, to: response)
+            }
+        }
+        throw PageError(status: .internalServerError, title: "Sign-in failed", message: "The sign-in could not be completed.")
+    }
+
+    private func save(_ run: JourneyRun) async throws {
+        guard try await interactions.saveJourney(id: run.record.id, state: run.state, revision: run.record.journeyRevision) else {
+            throw PageError(
+                status: .conflict, title: "Already moved on",
+                message: "This sign-in moved on in another window or tab. Continue there, or return to the application and start again.")
+        }
+    }
+
+    private func applyingCookies(_ run: JourneyRun, to response: Response) -> Response {
+        var response = response
+        for cookie in run.cookies { response.setCookie(cookie) }
+        return response
+    }
+
+    private func redirect(_ error: B2CError, record: InteractionRecord, context: some IdentityContext) -> Response {
+        RedirectResponder.error(
+            error, redirectURI: record.request.redirectURI, mode: record.request.responseMode, state: record.request.state,
+            correlationID: context.correlationID, now: now, face: record.request.protocolFace, origin: record.request.origin)
+    }
+
+    /// Adds `step`'s entry to the trace (`outcome` nil: skipped), and logs it.
+    private func trace(
+        _ step: any OrchestrationStep, _ outcome: StepOutcome?, _ run: inout JourneyRun, before: JourneyClaims,
+        since started: ContinuousClock.Instant
+    ) {
+        let result: JourneyTraceEntry.Result
+        var error: String?
+        switch outcome {
+        case nil: result = .skipped
+        case .next: result = .completed
+        case .interact: result = .interacting
+        case .back: result = .returned
+        case .fail(let failure):
+            result = .failed
+            error = failure.code
+        case .finish: result = .finished
+        }
+        let elapsed = ContinuousClock.now - started
+        let milliseconds = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+        let entry = JourneyTraceEntry(
+            step: step.id, result: result, claims: run.claims.changedNames(from: before), milliseconds: milliseconds, error: error,
+            at: now)
+        run.state.trace.append(entry)
+        if run.state.trace.count > JourneyTraceEntry.limit { run.state.trace.removeFirst(run.state.trace.count - JourneyTraceEntry.limit) }
+        if result != .skipped {
+            run.logger.debug(
+                "journey step", metadata: ["step": "\(step.id)", "result": "\(result.rawValue)", "claims": "\(entry.claims)"])
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import Hummingbird
+import WireCoding
+
+/// The journey's last step (B2C's `SendClaims` with its `JwtIssuer`): the flow's "before sending
+/// the token" connector, then the app's code and/or tokens in the requested response mode, and
+/// the SSO session the browser keeps.
+struct TokenIssuanceStep: OrchestrationStep {
+    let tenants: any TenantDirectory
+    let interactions: any InteractionStore
+    let grants: any GrantStore
+    let connectors: ConnectorCaller
+    let issuer: TokenIssuer
+    let sessions: SingleSignOnSessions
+    let codeLifetime: TimeInterval
+
+    let id = "JwtIssuer"
+    var actsForUser: Bool { true }
+
+    /// The native-client redirect URI of the ADAL era (RFC 8252's predecessor, "out of band").
+    static let outOfBand = "urn:ietf:wg:oauth:2.0:oob"
+
+    /// The id of the SSO session the journey ends with: the one it continues, unless a second
+    /// factor passed in this journey now backs a session that had none (then a new session that
+    /// says so), else a new one.
+    static func sessionID(for user: UserAccount, sessions: SingleSignOnSessions, _ run: inout JourneyRun) async throws -> String {
+        let claims = run.claims
+        if let hash = claims.sessionHash, claims.sessionHasSecondFactor || !claims.secondFactorPassedNow,
+            let id = sessions.id(hashed: hash, in: run.request, tenant: run.tenant)
+        {
+            return id
+        }
+        let id = try await sessions.start(
+            user: user, identityProvider: claims.identityProvider ?? user.identityProvider, authTime: claims.authTime ?? run.now,
+            secondFactor: claims.secondFactorPassedNow, tenant: run.tenant)
+        run.claims.sessionHash = Secrets.sha256Hex(id)
+        run.claims.sessionHasSecondFactor = claims.secondFactorPassedNow
+        return id
+    }
+
+    func enter(_ run: inout JourneyRun) async throws -> StepOutcome {
+        guard let user = run.user else { throw JourneyEngine.notThisStep }
+        let now = run.now
+        // Each transaction yields one result: two racing requests cannot both issue.
+        guard try await interactions.completeInteraction(id: run.record.id, now: now) else {
+            throw PageError(status: .badRequest, title: "Already completed", message: "This sign-in has already been completed.")
+        }
+        let authorization = run.authorization
+        let (tenant, flow) = (run.tenant, run.flow)
+        guard let client = try await tenants.application(tenantID: tenant.id, clientID: authorization.clientID) else {
+            throw PageError(status: .badRequest, title: "Unknown application", message: "The application is no longer registered.")
+        }
+        let identityProvider = run.claims.identityProvider ?? user.identityProvider
+        let authTime = run.claims.authTime ?? now
+        let newUser = run.claims.newUser
+        // B2C's "Before sending the token" connector: its values go into this sign-in's tokens.
+        let overrides: [String: String]
+        switch await connectors.tokenClaimOverrides(
+            flow: flow, user: user, tenant: tenant, clientID: authorization.clientID, uiLocales: authorization.uiLocales,
+            logger: run.logger)
+        {
+        case .success(let values): overrides = values
+        case .failure(let failure): return .fail(failure.b2cError)
+        }
+        var parameters: [(String, String)] = []
+        var code: String?
+        if authorization.wantsCode {
+            let value = Secrets.randomToken()
+            let grant = AuthorizationCodeGrant(
+                tenantID: tenant.id, clientID: client.clientIDString, userID: user.id, policy: flow.name,
+                redirectURI: authorization.redirectURI, scopes: authorization.scopes, nonce: authorization.nonce,
+                codeChallenge: authorization.codeChallenge, codeChallengeMethod: authorization.codeChallengeMethod,
+                authTime: authTime, newUser: newUser, identityProvider: identityProvider, createdAt: now,
+                expiresAt: now.addingTimeInterval(codeLifetime), face: authorization.protocolFace,
+                claimOverrides: overrides.isEmpty ? nil : overrides)
+            try await grants.saveCode(value, grant: grant)
+            code = value
+            parameters.append(("code", value))
+        }
+        if authorization.wantsIDToken || authorization.wantsAccessToken {
+            let apps = try await tenants.applications(tenantID: tenant.id)
+            var scopes = try GrantedScopes.resolve(authorization.scopes, client: client, tenantApps: apps)
+            if !authorization.wantsAccessToken { scopes.resource = nil }
+            if !authorization.wantsIDToken { scopes.openID = false }
+            let face = authorization.protocolFace
+            let issuance = IssuanceContext(
+                tenant: tenant, flow: flow, client: client, user: user,
+                issuer: HostPolicy.issuer(origin: authorization.origin, tenant: tenant, face: face), scopes: scopes,
+                nonce: authorization.nonce, authTime: authTime, newUser: newUser, identityProvider: identityProvider, face: face,
+                claimOverrides: overrides)
+            let tokens = try await issuer.issue(issuance, now: now, code: code, hashAccessToken: true)
+            if let accessToken = tokens.accessToken {
+                parameters += [
+                    ("access_token", accessToken), ("token_type", "Bearer"), ("expires_in", String(tokens.accessTokenLifetime)),
+                    ("scope", scopes.granted.joined(separator: " ")),
+                ]
+            }
+            if let idToken = tokens.idToken { parameters.append(("id_token", idToken)) }
+        }
+        if let state = authorization.state { parameters.append(("state", state)) }
+        // MSAL reads the account's home tenant from the authorize response's client_info on the
+        // Entra face (research/client-sdk.md §C.7).
+        if authorization.protocolFace == .entra, code != nil {
+            parameters.append(("client_info", TokenIssuer.entraClientInfo(user: user, tenant: tenant)))
+        }
+        run.logger.info(
+            "interaction completed",
+            metadata: [
+                "oid": "\(user.objectID)", "policy": "\(flow.name)", "client_id": "\(client.clientIDString)", "new_user": "\(newUser)",
+            ])
+        var response: Response
+        if authorization.redirectURI == Self.outOfBand, let code {
+            // As B2C does: the browser is sent on to `urn:ietf:wg:oauth:2.0:oob?code=…&state=…`,
+            // which the embedded web views of the ADAL-era apps watch for (SPEC §2.8); a desktop
+            // browser cannot follow it and stays on the page, which shows the code to a person.
+            let target = Self.outOfBand + "?" + FormEncoding.encode(parameters)
+            response = try run.page(
+                .outOfBand, ["title": run.text("oob_title"), "code": code, "navigateTo": target])
+        } else {
+            response = RedirectResponder.respond(
+                redirectURI: authorization.redirectURI, mode: authorization.responseMode, parameters: parameters)
+        }
+        let sessionID = try await Self.sessionID(for: user, sessions: sessions, &run)
+        run.cookies.append(sessions.cookie(current: sessionID, request: run.request, tenant: tenant))
+        return .finish(response)
+    }
+}
