@@ -46,7 +46,7 @@ struct IdentityService: Sendable {
     func entraFlow(for client: AppRegistration, resolved: UserFlow) async throws -> UserFlow {
         guard let name = client.userFlow, name.lowercased() != resolved.name.lowercased() else { return resolved }
         guard let flow = try await tenants.userFlow(tenantID: client.tenantID, name: name) else {
-            throw B2CError.unknownPolicy(name, tenant: client.tenantID.uuidString.lowercased())
+            throw ProtocolFailure.unknownPolicy(name, tenant: client.tenantID.uuidString.lowercased())
         }
         return offered(flow)
     }

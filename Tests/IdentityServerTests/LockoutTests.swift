@@ -109,7 +109,7 @@ struct LockoutRaceTests {
             #expect(right.status == .badRequest)
             #expect(right.location == nil)
             #expect(right.status == wrong.status)
-            let message = B2CError.accountLocked.message
+            let message = ProtocolFailure.accountLocked.message
             #expect(Form.unescapeHTML(right.text).contains(message))
             #expect(Form.unescapeHTML(wrong.text).contains(message))
         }

@@ -36,13 +36,13 @@ struct UnitTests {
     @Test("error descriptions and redirects are byte-for-byte B2C's format")
     func errorWireFormat() {
         let date = Date(timeIntervalSince1970: 1_627_900_508)  // 2021-08-02 10:35:08Z
-        let text = B2CError.forgotPassword.errorDescription(correlationID: "9cf9ee35-db9c-40e1-9958-4b758492421a", at: date)
+        let text = ProtocolFailure.forgotPassword(loginHint: nil).errorDescription(correlationID: "9cf9ee35-db9c-40e1-9958-4b758492421a", at: date)
         #expect(
             text
                 == "AADB2C90118: The user has forgotten their password.\r\nCorrelation ID: 9cf9ee35-db9c-40e1-9958-4b758492421a\r\nTimestamp: 2021-08-02 10:35:08Z\r\n"
         )
         let response = RedirectResponder.error(
-            .forgotPassword, redirectURI: "http://localhost:3000/callback", mode: .fragment, state: "313027",
+            .forgotPassword(loginHint: nil), redirectURI: "http://localhost:3000/callback", mode: .fragment, state: "313027",
             correlationID: "9cf9ee35-db9c-40e1-9958-4b758492421a", now: date)
         // The capture in research/b2c-protocol.md §4.1.
         #expect(
@@ -86,10 +86,10 @@ struct UnitTests {
         let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
         let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         try PKCE.verify(verifier: verifier, challenge: challenge, method: .s256)
-        #expect(throws: B2CError.verifierMismatch) { try PKCE.verify(verifier: verifier + "x", challenge: challenge, method: .s256) }
-        #expect(throws: B2CError.verifierInvalid) { try PKCE.verify(verifier: "short", challenge: challenge, method: .s256) }
-        #expect(throws: B2CError.verifierInvalid) { try PKCE.verify(verifier: nil, challenge: challenge, method: .s256) }
-        #expect(throws: B2CError.verifierInvalid) { try PKCE.verify(verifier: verifier, challenge: nil, method: nil) }
+        #expect(throws: ProtocolFailure.verifierMismatch) { try PKCE.verify(verifier: verifier + "x", challenge: challenge, method: .s256) }
+        #expect(throws: ProtocolFailure.verifierInvalid) { try PKCE.verify(verifier: "short", challenge: challenge, method: .s256) }
+        #expect(throws: ProtocolFailure.verifierInvalid) { try PKCE.verify(verifier: nil, challenge: challenge, method: .s256) }
+        #expect(throws: ProtocolFailure.verifierInvalid) { try PKCE.verify(verifier: verifier, challenge: nil, method: nil) }
         try PKCE.verify(verifier: nil, challenge: nil, method: nil)
     }
 
@@ -119,7 +119,7 @@ struct UnitTests {
         #expect(!both.offlineAccess)
         let trick = try GrantedScopes.resolve([client.clientIDString.uppercased()], client: client, tenantApps: [api, client])
         #expect(trick.resource == TokenResource(audience: client.clientIDString, scopeNames: []))
-        #expect(throws: B2CError.self) { try GrantedScopes.resolve(["https://other.example/x"], client: client, tenantApps: [api]) }
+        #expect(throws: ProtocolFailure.self) { try GrantedScopes.resolve(["https://other.example/x"], client: client, tenantApps: [api]) }
         let partial = try GrantedScopes.resolve(["openid", "https://other.example/x"], client: client, tenantApps: [api])
         #expect(partial.granted == ["openid"])
     }
@@ -133,13 +133,13 @@ struct UnitTests {
         var game = AppRegistration(clientID: UUID(), tenantID: tenant, displayName: "game", kind: .public, redirectURIs: [])
         let apps = [api, game]
         // No permission at all: refused, with or without openid.
-        #expect(throws: B2CError.insufficientPermissions) {
+        #expect(throws: ProtocolFailure.insufficientPermissions) {
             try GrantedScopes.resolve(["openid", "https://contoso.onmicrosoft.com/payroll/payroll.admin"], client: game, tenantApps: apps)
         }
-        #expect(throws: B2CError.insufficientPermissions) {
+        #expect(throws: ProtocolFailure.insufficientPermissions) {
             try GrantedScopes.resolve(["https://contoso.onmicrosoft.com/payroll/.default"], client: game, tenantApps: apps)
         }
-        #expect(throws: B2CError.insufficientPermissions) {
+        #expect(throws: ProtocolFailure.insufficientPermissions) {
             try GrantedScopes.resolve(["openid", "User.Read"], client: game, tenantApps: apps)
         }
         // Granted payroll.read only: asking for both gets read (B2C's partial grant).
@@ -156,7 +156,7 @@ struct UnitTests {
         #expect(all.resource?.scopeNames == ["payroll.read"])
         #expect(try GrantedScopes.resolve(["User.Read"], client: game, tenantApps: apps).resource?.audience == APIPermission.graphResource)
         // App-only: .default needs roles.
-        #expect(throws: B2CError.insufficientPermissions) {
+        #expect(throws: ProtocolFailure.insufficientPermissions) {
             try GrantedScopes.resolve(["https://contoso.onmicrosoft.com/payroll/.default"], client: game, tenantApps: apps, appOnly: true)
         }
     }
@@ -185,27 +185,27 @@ struct UnitTests {
         var entraFamily = family
         entraFamily.face = .entra
         try GrantedScopes.checkRefresh(["User.Read"], family: entraFamily, client: client, tenantApps: apps)
-        #expect(throws: B2CError.scopeBeyondGrant("User.Read")) {
+        #expect(throws: ProtocolFailure.scopeBeyondGrant("User.Read")) {
             try GrantedScopes.checkRefresh(["User.Read"], family: family, client: client, tenantApps: apps)
         }
         // Never consented, or consented only after the sign-in: refused.
-        #expect(throws: B2CError.scopeBeyondGrant("https://contoso.onmicrosoft.com/tasks/tasks.write")) {
+        #expect(throws: ProtocolFailure.scopeBeyondGrant("https://contoso.onmicrosoft.com/tasks/tasks.write")) {
             try GrantedScopes.checkRefresh(
                 ["https://contoso.onmicrosoft.com/tasks/tasks.write"], family: family, client: client, tenantApps: apps)
         }
         var later = client
         later.apiPermissions[0].scopes.append("tasks.write")
-        #expect(throws: B2CError.scopeBeyondGrant("https://contoso.onmicrosoft.com/tasks/tasks.write")) {
+        #expect(throws: ProtocolFailure.scopeBeyondGrant("https://contoso.onmicrosoft.com/tasks/tasks.write")) {
             try GrantedScopes.checkRefresh(
                 ["https://contoso.onmicrosoft.com/tasks/tasks.write"], family: family, client: later, tenantApps: apps)
         }
         // Withdrawn since: refused even though the sign-in had it.
         var withdrawn = client
         withdrawn.apiPermissions = []
-        #expect(throws: B2CError.scopeBeyondGrant("https://contoso.onmicrosoft.com/tasks/tasks.read")) {
+        #expect(throws: ProtocolFailure.scopeBeyondGrant("https://contoso.onmicrosoft.com/tasks/tasks.read")) {
             try GrantedScopes.checkRefresh([], family: family, client: withdrawn, tenantApps: apps)
         }
-        #expect(throws: B2CError.scopeBeyondGrant("openid")) {
+        #expect(throws: ProtocolFailure.scopeBeyondGrant("openid")) {
             try GrantedScopes.checkRefresh(["openid"], family: family, client: client, tenantApps: apps)
         }
     }

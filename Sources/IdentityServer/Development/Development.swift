@@ -31,7 +31,7 @@ extension IdentityServer {
     public func mintTokens(tenantID: UUID, _ request: TokenMintRequest, origin: String) async throws -> JSONText {
         do {
             return try await mint(tenantID: tenantID, request, origin: origin)
-        } catch let error as B2CError {
+        } catch let error as ProtocolFailure {
             throw AdministrationError.refused("\(error.code): \(error.message)")
         }
     }
@@ -40,16 +40,16 @@ extension IdentityServer {
     func mint(tenantID: UUID, _ request: TokenMintRequest, origin: String) async throws -> JSONText {
         let now = clock.now
         guard let tenant = try await tenants.tenant(matching: tenantID.uuidString) else {
-            throw B2CError.unknownTenant(tenantID.uuidString)
+            throw ProtocolFailure.unknownTenant(tenantID.uuidString)
         }
         let user = try await findUser(tenantID: tenantID, emailOrID: request.user)
-        guard user.accountEnabled else { throw B2CError.accountDisabled }
+        guard user.accountEnabled else { throw ProtocolFailure.accountDisabled }
         let name = request.policy ?? tenant.defaultPolicy
         guard let flow = try await tenants.userFlow(tenantID: tenantID, name: name) else {
-            throw B2CError.unknownPolicy(name, tenant: tenant.name)
+            throw ProtocolFailure.unknownPolicy(name, tenant: tenant.name)
         }
         guard let client = try await tenants.application(tenantID: tenantID, clientID: request.client) else {
-            throw B2CError.clientNotRegistered(request.client, tenant: tenant.name)
+            throw ProtocolFailure.clientNotRegistered(request.client, tenant: tenant.name)
         }
         let face: ProtocolFace = request.entra == true ? .entra : .b2c
         let apps = try await tenants.applications(tenantID: tenantID)
@@ -171,7 +171,7 @@ struct DevelopmentEndpoints: Sendable {
         do {
             return .json(try await server.mint(tenantID: tenant.id, mint, origin: service.origin(of: request)), noStore: true)
         } catch let error as IdentityServer.AdministrationError {
-            throw B2CError.malformedRequest(error.description)
+            throw ProtocolFailure.malformedRequest(error.description)
         }
     }
 
@@ -181,7 +181,7 @@ struct DevelopmentEndpoints: Sendable {
     @Sendable func reset(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let tenant = try await tenant(request)
         guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
-            throw B2CError.malformedRequest("The request body must be application/json ({}).")
+            throw ProtocolFailure.malformedRequest("The request body must be application/json ({}).")
         }
         let removed = try await server.resetAccounts(tenantID: tenant.id)
         context.logger.notice("development reset", metadata: ["accounts": "\(removed)"])
@@ -201,20 +201,20 @@ struct DevelopmentEndpoints: Sendable {
         let tenant = try await tenant(request)
         let fault = try await Self.body(FaultRequest.self, request, context: context)
         guard UserFlow.isValidName(fault.policy), try await service.tenants.userFlow(tenantID: tenant.id, name: fault.policy) != nil else {
-            throw B2CError.unknownPolicy(fault.policy, tenant: tenant.name)
+            throw ProtocolFailure.unknownPolicy(fault.policy, tenant: tenant.name)
         }
         switch (fault.error, fault.delayMs) {
         case (let name?, nil):
             guard let error = FaultInjector.errors[name] else {
-                throw B2CError.malformedRequest(
+                throw ProtocolFailure.malformedRequest(
                     "Unknown fault '\(TextRules.printable(name))'; known: \(FaultInjector.errors.keys.sorted().joined(separator: ", ")).")
             }
             service.faults.arm(.error(error), policy: fault.policy)
         case (nil, let milliseconds?):
-            guard (0...60_000).contains(milliseconds) else { throw B2CError.malformedRequest("delayMs must be 0 to 60000.") }
+            guard (0...60_000).contains(milliseconds) else { throw ProtocolFailure.malformedRequest("delayMs must be 0 to 60000.") }
             service.faults.arm(.delay(milliseconds: milliseconds), policy: fault.policy)
         default:
-            throw B2CError.malformedRequest("Give exactly one of 'error' and 'delayMs'.")
+            throw ProtocolFailure.malformedRequest("Give exactly one of 'error' and 'delayMs'.")
         }
         return Response(status: .noContent)
     }
@@ -227,14 +227,14 @@ struct DevelopmentEndpoints: Sendable {
 
     private static func body<T: Decodable>(_ type: T.Type, _ request: Request, context: IdentityRequestContext) async throws -> T {
         guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
-            throw B2CError.malformedRequest("The request body must be application/json.")
+            throw ProtocolFailure.malformedRequest("The request body must be application/json.")
         }
         var request = request
         let buffer = try await request.collectBody(upTo: context.maxUploadSize)
         do {
             return try JSONDecoder().decode(T.self, from: Data(buffer: buffer))
         } catch {
-            throw B2CError.malformedRequest("The request body is not the JSON this endpoint takes.")
+            throw ProtocolFailure.malformedRequest("The request body is not the JSON this endpoint takes.")
         }
     }
 }

@@ -8,14 +8,14 @@ import Synchronization
 final class FaultInjector: Sendable {
     enum Fault: Sendable, Equatable {
         /// An error in B2C's (or Entra's) form.
-        case error(B2CError)
+        case error(ProtocolFailure)
         /// The call waits this long, then proceeds normally.
         case delay(milliseconds: Int)
     }
 
     /// The errors a tester may ask for, by the name B2C's documentation gives them.
-    static let errors: [String: B2CError] = [
-        "AADB2C90118": .forgotPassword, "AADB2C90091": .userCancelled, "server_error": .internalError,
+    static let errors: [String: ProtocolFailure] = [
+        "AADB2C90118": .forgotPassword(loginHint: nil), "AADB2C90091": .userCancelled, "server_error": .internalError,
         "AADB2C90077": .noSession, "AADB2C90129": .grantRevoked, "temporarily_unavailable": .temporarilyUnavailable,
     ]
 

@@ -22,7 +22,7 @@ struct UpstreamOIDC: Sendable {
     /// What the provider answered wrongly, for B2C's AADB2C90273.
     struct Failure: Error, Equatable {
         var message: String
-        var b2cError: B2CError { B2CError("server_error", "AADB2C90273", "An invalid response was received : '\(message)'") }
+        var b2cError: ProtocolFailure { .upstreamFailed(message) }
     }
 
     /// The provider's authorization URL for a new upstream request of `record`'s sign-in.

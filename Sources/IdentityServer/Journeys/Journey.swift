@@ -60,7 +60,7 @@ enum StepOutcome: Sendable {
     /// provider was picked); the browser is sent to `url`, a page of that step.
     case back(to: String, url: String)
     /// Ends the journey with an error for the app.
-    case fail(B2CError)
+    case fail(ProtocolFailure)
     /// Ends the journey with the app's answer (the code or tokens).
     case finish(Response)
 }

@@ -94,7 +94,7 @@ struct JourneyEngine: Sendable {
 
     /// Ends the transaction with an error sent to the app (cancel, a provider's refusal, …), in
     /// the form of the transaction's face.
-    func fail(_ record: InteractionRecord, with error: B2CError, context: some IdentityContext) async throws -> Response {
+    func fail(_ record: InteractionRecord, with error: ProtocolFailure, context: some IdentityContext) async throws -> Response {
         _ = try await interactions.completeInteraction(id: record.id, now: now)
         var state = record.journey
         state.trace.append(
@@ -155,7 +155,7 @@ struct JourneyEngine: Sendable {
     }
 
     /// Why `step` may not run for the journey's account, or nil.
-    private func admission(of step: any OrchestrationStep, _ run: JourneyRun) throws -> B2CError? {
+    private func admission(of step: any OrchestrationStep, _ run: JourneyRun) throws -> ProtocolFailure? {
         if let user = run.user, !user.accountEnabled { return .accountDisabled }
         guard step.actsForUser else { return nil }
         guard let user = run.user else {
@@ -226,7 +226,7 @@ struct JourneyEngine: Sendable {
         return response
     }
 
-    private func redirect(_ error: B2CError, record: InteractionRecord, context: some IdentityContext) -> Response {
+    private func redirect(_ error: ProtocolFailure, record: InteractionRecord, context: some IdentityContext) -> Response {
         RedirectResponder.error(
             error, redirectURI: record.request.redirectURI, mode: record.request.responseMode, state: record.request.state,
             correlationID: context.correlationID, now: now, face: record.request.protocolFace, origin: record.request.origin)

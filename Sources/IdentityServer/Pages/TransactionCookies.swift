@@ -158,7 +158,7 @@ struct PageError: Error {
         self.code = code
     }
 
-    init(_ error: B2CError, face: ProtocolFace = .b2c) {
+    init(_ error: ProtocolFailure, face: ProtocolFace = .b2c) {
         let (code, message) = face == .entra ? ("AADSTS\(error.entra.code)", error.entra.message) : (error.code, error.message)
         self.init(
             status: error.status == .badRequest ? .badRequest : error.status, title: "Sorry, something went wrong",

@@ -31,17 +31,17 @@ struct AuthorizeEndpoint: Sendable {
         }
         // Page-level checks: client and redirect URI (tenant and policy are resolved already).
         let (tenant, face) = (context.tenant, context.route.face)
-        guard let clientID = parameters.nonEmpty("client_id") else { throw B2CError.missingClientID }
+        guard let clientID = parameters.nonEmpty("client_id") else { throw ProtocolFailure.missingClientID }
         guard let client = try await service.tenants.application(tenantID: tenant.id, clientID: clientID) else {
-            throw B2CError.clientNotRegistered(clientID, tenant: tenant.name)
+            throw ProtocolFailure.clientNotRegistered(clientID, tenant: tenant.name)
         }
         // A policy-less (Entra) authorization runs the app's own user flow when it names one
         // (External ID, SPEC §2.9), else the tenant's default.
         let userFlow = face == .entra ? try await service.entraFlow(for: client, resolved: context.flow) : context.flow
-        guard !client.redirectURIs.isEmpty else { throw B2CError.noRedirectURIs(clientID: client.clientIDString) }
-        guard let redirectURI = parameters.nonEmpty("redirect_uri") else { throw B2CError.missingParameter("redirect_uri") }
+        guard !client.redirectURIs.isEmpty else { throw ProtocolFailure.noRedirectURIs(clientID: client.clientIDString) }
+        guard let redirectURI = parameters.nonEmpty("redirect_uri") else { throw ProtocolFailure.missingParameter("redirect_uri") }
         guard parameters.count(of: "redirect_uri") == 1, client.isRegisteredRedirect(redirectURI) else {
-            throw B2CError.redirectNotRegistered(redirectURI, clientID: client.clientIDString)
+            throw ProtocolFailure.redirectNotRegistered(redirectURI, clientID: client.clientIDString)
         }
 
         let responseTypes = Set([String].scopes(parameters["response_type"]))
@@ -57,7 +57,7 @@ struct AuthorizeEndpoint: Sendable {
             // A fault armed on this flow (the test-control surface) answers instead, once.
             try await service.faults.apply(policy: userFlow.name)
             return try await begin(authorization, tenant: tenant, userFlow: userFlow, request: request, context: context)
-        } catch let error as B2CError {
+        } catch let error as ProtocolFailure {
             context.logger.info("authorize refused", metadata: ["code": "\(error.code)", "error": "\(error.oauthError)"])
             // A response mode we do not know cannot be used to answer; fall back to the default.
             return RedirectResponder.error(
@@ -76,38 +76,38 @@ struct AuthorizeEndpoint: Sendable {
         // anonymous caller cannot park large rows (the security issue's L-4).
         for (name, limit) in Self.lengthLimits {
             if let value = parameters[name], value.utf8.count > limit {
-                throw B2CError.malformedRequest("The '\(name)' parameter is longer than \(limit) bytes.")
+                throw ProtocolFailure.malformedRequest("The '\(name)' parameter is longer than \(limit) bytes.")
             }
         }
         let rawType = parameters["response_type"] ?? ""
-        guard !words.isEmpty else { throw B2CError.missingParameter("response_type") }
-        guard let responseTypes = ResponseType.parse(words) else { throw B2CError.responseTypeNotSupported(rawType) }
+        guard !words.isEmpty else { throw ProtocolFailure.missingParameter("response_type") }
+        guard let responseTypes = ResponseType.parse(words) else { throw ProtocolFailure.responseTypeNotSupported(rawType) }
         if responseTypes.contains(.token) || responseTypes.contains(.idToken), !client.allowImplicit {
-            throw B2CError.implicitNotAllowed
+            throw ProtocolFailure.implicitNotAllowed
         }
         if let mode = parameters.nonEmpty("response_mode") {
-            guard let parsed = ResponseMode(rawValue: mode) else { throw B2CError.responseModeNotSupported(mode) }
+            guard let parsed = ResponseMode(rawValue: mode) else { throw ProtocolFailure.responseModeNotSupported(mode) }
             // Tokens must not travel in a query string (OAuth 2.0 Multiple Response Type Encoding §5).
-            if parsed == .query, responseTypes != [.code] { throw B2CError.responseModeNotSupported(mode) }
+            if parsed == .query, responseTypes != [.code] { throw ProtocolFailure.responseModeNotSupported(mode) }
         }
-        guard let scopeValue = parameters.nonEmpty("scope") else { throw B2CError.missingScope }
+        guard let scopeValue = parameters.nonEmpty("scope") else { throw ProtocolFailure.missingScope }
         let scopes = [String].scopes(scopeValue)
         let apps = try await service.tenants.applications(tenantID: tenant.id)
         let granted = try GrantedScopes.resolve(scopes, client: client, tenantApps: apps)
-        if responseTypes.contains(.idToken), !granted.openID { throw B2CError.openIDRequiredForIDToken }
-        if responseTypes.contains(.token), granted.resource == nil { throw B2CError.scopeNeedsResource(scopeValue) }
+        if responseTypes.contains(.idToken), !granted.openID { throw ProtocolFailure.openIDRequiredForIDToken }
+        if responseTypes.contains(.token), granted.resource == nil { throw ProtocolFailure.scopeNeedsResource(scopeValue) }
         // OIDC Core §3.2.2.1: nonce is required when an ID token comes back from /authorize.
-        if responseTypes.contains(.idToken), parameters.nonEmpty("nonce") == nil { throw B2CError.missingParameter("nonce") }
+        if responseTypes.contains(.idToken), parameters.nonEmpty("nonce") == nil { throw ProtocolFailure.missingParameter("nonce") }
 
         var challenge = parameters.nonEmpty("code_challenge")
         var method: CodeChallengeMethod?
         if let given = challenge {
             let named = parameters.nonEmpty("code_challenge_method") ?? CodeChallengeMethod.plain.rawValue
             guard let chosen = CodeChallengeMethod(rawValue: named), chosen == .s256 || client.allowPlainPKCE else {
-                throw B2CError.challengeMethodNotSupported(named)
+                throw ProtocolFailure.challengeMethodNotSupported(named)
             }
             guard PKCE.isWellFormedChallenge(given, method: chosen) else {
-                throw B2CError.malformedRequest("The code_challenge is not well formed (RFC 7636 §4.2).")
+                throw ProtocolFailure.malformedRequest("The code_challenge is not well formed (RFC 7636 §4.2).")
             }
             method = chosen
         } else {
@@ -116,7 +116,7 @@ struct AuthorizeEndpoint: Sendable {
             // As B2C has it: PKCE is optional for native and web apps, unless the registration
             // requires it (AADB2C99059). A public client without it is told once, in the log.
             if responseTypes.contains(.code) {
-                if client.requirePKCE { throw B2CError.codeChallengeRequired }
+                if client.requirePKCE { throw ProtocolFailure.codeChallengeRequired }
                 if client.kind == .public, Self.warnedWithoutPKCE.withLock({ $0.insert(client.clientID).inserted }) {
                     logger.warning(
                         "a public client signs in without PKCE: accepted as B2C does, but RFC 9700 §2.1.1 says public clients must use it",
@@ -130,18 +130,18 @@ struct AuthorizeEndpoint: Sendable {
             let words = Set([String].scopes(value))
             let values = Set(words.compactMap(Prompt.init(rawValue:)))
             guard !values.isEmpty, values.count == words.count, !(values.contains(.silent) && values.count > 1) else {
-                throw B2CError.invalidPrompt
+                throw ProtocolFailure.invalidPrompt
             }
             // Precedence when several are given: the order of the cases.
             prompt = Prompt.allCases.first { values.contains($0) }
         }
         var maxAge: Int?
         if let value = parameters.nonEmpty("max_age") {
-            guard let parsed = Int(value), parsed >= 0 else { throw B2CError.invalidMaxAge(value) }
+            guard let parsed = Int(value), parsed >= 0 else { throw ProtocolFailure.invalidMaxAge(value) }
             maxAge = parsed
         }
         guard userFlow.type != .ropc else {
-            throw B2CError.malformedRequest("The user flow '\(userFlow.name)' does not support interactive sign-in.")
+            throw ProtocolFailure.malformedRequest("The user flow '\(userFlow.name)' does not support interactive sign-in.")
         }
         return AuthorizationRequest(
             tenantID: tenant.id, tenantSegment: tenantSegment, policy: userFlow.name, clientID: client.clientIDString,

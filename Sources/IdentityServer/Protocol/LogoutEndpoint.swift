@@ -25,7 +25,7 @@ struct LogoutEndpoint: Sendable {
         // The return URI is checked first, so a bad one is refused before anything else.
         let target = parameters.nonEmpty("post_logout_redirect_uri")
         if let target, try await !isAllowed(target, parameters: parameters, tenant: tenant) {
-            throw B2CError.postLogoutRedirectInvalid(target)
+            throw ProtocolFailure.postLogoutRedirectInvalid(target)
         }
         let cookieName = TransactionCookies.singleSignOn(for: tenant)
         // The browser may hold several sessions (Entra's account picker, SPEC §2.9): signing

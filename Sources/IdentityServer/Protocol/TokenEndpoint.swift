@@ -29,8 +29,8 @@ struct TokenEndpoint: Sendable {
         let form = try await FormBody.read(request, context: context)
         let (tenant, face) = (context.tenant, context.route.face)
         let client = try await authenticateClient(request, form: form, tenant: tenant, now: now)
-        guard let named = form.nonEmpty("grant_type") else { throw B2CError.missingParameter("grant_type") }
-        guard let grantType = GrantType(rawValue: named) else { throw B2CError.grantTypeNotSupported(named) }
+        guard let named = form.nonEmpty("grant_type") else { throw ProtocolFailure.missingParameter("grant_type") }
+        guard let grantType = GrantType(rawValue: named) else { throw ProtocolFailure.grantTypeNotSupported(named) }
         let flow = face == .entra ? try await appBoundFlow(of: client, resolved: context.flow) : context.flow
         try await faults?.apply(policy: flow.name)
         let origin = hosts.origin(of: request)
@@ -62,7 +62,7 @@ struct TokenEndpoint: Sendable {
         // A bound flow that is gone fails closed, as at authorize: falling back to the tenant's
         // default could skip the bound flow's second factor.
         guard let flow = try await tenants.userFlow(tenantID: client.tenantID, name: name) else {
-            throw B2CError.unknownPolicy(name, tenant: client.tenantID.uuidString.lowercased())
+            throw ProtocolFailure.unknownPolicy(name, tenant: client.tenantID.uuidString.lowercased())
         }
         return flow
     }
@@ -76,26 +76,26 @@ struct TokenEndpoint: Sendable {
         if let basic = BasicCredentials(header: request.headers[.authorization]) {
             // RFC 6749 §2.3.1: a client must not use more than one authentication method.
             if secret != nil {
-                throw B2CError.malformedRequest("The client sent credentials in both the body and the Authorization header.")
+                throw ProtocolFailure.malformedRequest("The client sent credentials in both the body and the Authorization header.")
             }
             if let clientID, clientID.lowercased() != basic.user.lowercased() {
-                throw B2CError.malformedRequest("The client_id does not match the Authorization header.")
+                throw ProtocolFailure.malformedRequest("The client_id does not match the Authorization header.")
             }
             clientID = basic.user
             // Some libraries send `client_id:` with an empty secret for public clients.
             secret = basic.password.isEmpty ? secret : basic.password
         }
-        guard let clientID else { throw B2CError.missingClientID }
+        guard let clientID else { throw ProtocolFailure.missingClientID }
         guard let client = try await tenants.application(tenantID: tenant.id, clientID: clientID) else {
-            throw B2CError.clientNotRegistered(clientID, tenant: tenant.name)
+            throw ProtocolFailure.clientNotRegistered(clientID, tenant: tenant.name)
         }
         switch client.kind {
         case .public:
-            if secret != nil { throw B2CError.publicClientSentSecret }
+            if secret != nil { throw ProtocolFailure.publicClientSentSecret }
         case .confidential:
-            guard let secret else { throw B2CError.secretRequired }
+            guard let secret else { throw ProtocolFailure.secretRequired }
             guard try await tenants.verifySecret(clientID: client.clientID, secret: secret, now: now) else {
-                throw B2CError.secretMismatch
+                throw ProtocolFailure.secretMismatch
             }
         }
         return client
@@ -107,29 +107,29 @@ struct TokenEndpoint: Sendable {
         _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String,
         clientInfo: Bool, now: Date, face: ProtocolFace
     ) async throws -> Response {
-        guard let code = form.nonEmpty("code") else { throw B2CError.missingParameter("code") }
+        guard let code = form.nonEmpty("code") else { throw ProtocolFailure.missingParameter("code") }
         let grant: AuthorizationCodeGrant
         switch try await grants.redeemCode(code, clientID: client.clientIDString, policy: flow.name, face: face, now: now) {
-        case .unknown: throw B2CError.malformedGrant
-        case .replayed: throw B2CError.grantRevoked
-        case .expired(let expired): throw B2CError.grantExpired(now: now, issued: expired.createdAt, expires: expired.expiresAt)
+        case .unknown: throw ProtocolFailure.malformedGrant
+        case .replayed: throw ProtocolFailure.grantRevoked
+        case .expired(let expired): throw ProtocolFailure.grantExpired(now: now, issued: expired.createdAt, expires: expired.expiresAt)
         case .wrongBinding(let other):
             if other.clientID != client.clientIDString {
-                throw B2CError.grantNotForThisEndpoint(actual: client.clientIDString, expected: other.clientID)
+                throw ProtocolFailure.grantNotForThisEndpoint(actual: client.clientIDString, expected: other.clientID)
             }
-            if other.face != face { throw B2CError.grantNotForThisEndpoint(actual: face.endpointName, expected: other.face.endpointName) }
-            throw B2CError.grantNotForThisEndpoint(actual: flow.name, expected: other.policy)
+            if other.face != face { throw ProtocolFailure.grantNotForThisEndpoint(actual: face.endpointName, expected: other.face.endpointName) }
+            throw ProtocolFailure.grantNotForThisEndpoint(actual: flow.name, expected: other.policy)
         case .redeemed(let redeemed): grant = redeemed
         }
-        guard grant.tenantID == tenant.id else { throw B2CError.malformedGrant }
+        guard grant.tenantID == tenant.id else { throw ProtocolFailure.malformedGrant }
         // RFC 6749 §4.1.3: the redirect_uri must be identical to the one authorized.
-        guard let redirectURI = form.nonEmpty("redirect_uri") else { throw B2CError.missingParameter("redirect_uri") }
+        guard let redirectURI = form.nonEmpty("redirect_uri") else { throw ProtocolFailure.missingParameter("redirect_uri") }
         guard redirectURI == grant.redirectURI else {
-            throw B2CError.redirectNotRegistered(redirectURI, clientID: client.clientIDString)
+            throw ProtocolFailure.redirectNotRegistered(redirectURI, clientID: client.clientIDString)
         }
         try PKCE.verify(verifier: form["code_verifier"], challenge: grant.codeChallenge, method: grant.codeChallengeMethod)
-        guard let user = try await users.user(id: grant.userID) else { throw B2CError.accountGone }
-        guard user.accountEnabled else { throw B2CError.accountDisabled }
+        guard let user = try await users.user(id: grant.userID) else { throw ProtocolFailure.accountGone }
+        guard user.accountEnabled else { throw ProtocolFailure.accountDisabled }
         let apps = try await tenants.applications(tenantID: tenant.id)
         let scopes = try GrantedScopes.resolve(grant.scopes, client: client, tenantApps: apps)
         let issuance = IssuanceContext(
@@ -144,7 +144,7 @@ struct TokenEndpoint: Sendable {
         _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String,
         clientInfo: Bool, now: Date, face: ProtocolFace
     ) async throws -> Response {
-        guard let presented = form.nonEmpty("refresh_token") else { throw B2CError.missingParameter("refresh_token") }
+        guard let presented = form.nonEmpty("refresh_token") else { throw ProtocolFailure.missingParameter("refresh_token") }
         let replacement = Secrets.randomToken()
         let lifetime = TimeInterval(flow.lifetimes.refreshTokenSeconds)
         let clientID = client.clientIDString
@@ -174,20 +174,20 @@ struct TokenEndpoint: Sendable {
         let family: RefreshTokenFamily
         var issuedRefreshToken = replacement
         switch outcome {
-        case .unknown: throw B2CError.malformedGrant
-        case .wrongClient(let other): throw B2CError.grantNotForThisEndpoint(actual: clientID, expected: other.clientID)
+        case .unknown: throw ProtocolFailure.malformedGrant
+        case .wrongClient(let other): throw ProtocolFailure.grantNotForThisEndpoint(actual: clientID, expected: other.clientID)
         case .wrongPolicy(let other) where other.face != face:
-            throw B2CError.grantNotForThisEndpoint(actual: face.endpointName, expected: other.face.endpointName)
-        case .wrongPolicy(let other): throw B2CError.grantNotForThisEndpoint(actual: flowName, expected: other.policy)
-        case .expired(_, let issuedAt, let expiresAt): throw B2CError.grantExpired(now: now, issued: issuedAt, expires: expiresAt)
-        case .revoked, .reused: throw B2CError.grantRevoked
+            throw ProtocolFailure.grantNotForThisEndpoint(actual: face.endpointName, expected: other.face.endpointName)
+        case .wrongPolicy(let other): throw ProtocolFailure.grantNotForThisEndpoint(actual: flowName, expected: other.policy)
+        case .expired(_, let issuedAt, let expiresAt): throw ProtocolFailure.grantExpired(now: now, issued: issuedAt, expires: expiresAt)
+        case .revoked, .reused: throw ProtocolFailure.grantRevoked
         case .rotated(let rotated, _): family = rotated
         case .reissued(let rotated, let successor, _):
             family = rotated
             issuedRefreshToken = successor
         }
-        guard let user = try await users.user(id: family.userID) else { throw B2CError.accountGone }
-        guard user.accountEnabled else { throw B2CError.accountDisabled }
+        guard let user = try await users.user(id: family.userID) else { throw ProtocolFailure.accountGone }
+        guard user.accountEnabled else { throw ProtocolFailure.accountDisabled }
         // offline_access stays granted.
         var scopes = try GrantedScopes.resolve(requested.isEmpty ? family.scopes : requested, client: client, tenantApps: apps)
         if !scopes.offlineAccess {
@@ -209,21 +209,21 @@ struct TokenEndpoint: Sendable {
         // (research/b2c-protocol.md §5.2). On the Entra face the app's "allow public client
         // flows" decides, as in an Entra app registration, within the flow it signs in with.
         try Self.admitPasswordGrant(flow: flow, face: face)
-        guard client.allowPublicClientFlows else { throw B2CError.ropcNotEnabled }
-        guard let username = form.nonEmpty("username") else { throw B2CError.missingParameter("username") }
-        guard let password = form["password"], !password.isEmpty else { throw B2CError.missingParameter("password") }
+        guard client.allowPublicClientFlows else { throw ProtocolFailure.ropcNotEnabled }
+        guard let username = form.nonEmpty("username") else { throw ProtocolFailure.missingParameter("username") }
+        guard let password = form["password"], !password.isEmpty else { throw ProtocolFailure.missingParameter("password") }
         let authenticator = passwords
         let user: UserAccount
         switch try await authenticator.authenticate(
             tenantID: tenant.id, email: username, password: password, source: source, now: now, logger: logger)
         {
         case .success(let account): user = account
-        case .locked: throw B2CError.accountLocked
-        case .invalid: throw B2CError.invalidCredentials
-        case .disabled: throw B2CError.accountDisabled
+        case .locked: throw ProtocolFailure.accountLocked
+        case .invalid: throw ProtocolFailure.invalidCredentials
+        case .disabled: throw ProtocolFailure.accountDisabled
         }
         // ROPC cannot show the change-password page an operator's temporary password needs.
-        if user.forcePasswordChange { throw B2CError.passwordChangeRequired }
+        if user.forcePasswordChange { throw ProtocolFailure.passwordChangeRequired }
         let apps = try await tenants.applications(tenantID: tenant.id)
         let scopes = try GrantedScopes.resolve(.scopes(form["scope"]), client: client, tenantApps: apps)
         // Entra's ROPC shows no consent page, so it works only for what the user has consented
@@ -253,13 +253,13 @@ struct TokenEndpoint: Sendable {
     static func admitPasswordGrant(flow: UserFlow, face: ProtocolFace) throws {
         switch face {
         case .b2c:
-            guard flow.type == .ropc else { throw B2CError.grantTypeNotSupported(GrantType.password.rawValue) }
+            guard flow.type == .ropc else { throw ProtocolFailure.grantTypeNotSupported(GrantType.password.rawValue) }
         case .entra:
             guard [.signUpOrSignIn, .signIn, .ropc].contains(flow.type), flow.offersLocalAccounts else {
-                throw B2CError.grantTypeNotSupported(GrantType.password.rawValue)
+                throw ProtocolFailure.grantTypeNotSupported(GrantType.password.rawValue)
             }
         }
-        if flow.mfa.isOn { throw B2CError.multiFactorRequired }
+        if flow.mfa.isOn { throw ProtocolFailure.multiFactorRequired }
     }
 
     /// An app calling an API as itself: an access token with the app as subject and no user claims.
@@ -267,12 +267,12 @@ struct TokenEndpoint: Sendable {
         _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String, now: Date,
         face: ProtocolFace
     ) async throws -> Response {
-        guard client.kind == .confidential else { throw B2CError.grantTypeNotSupported(GrantType.clientCredentials.rawValue) }
+        guard client.kind == .confidential else { throw ProtocolFailure.grantTypeNotSupported(GrantType.clientCredentials.rawValue) }
         let apps = try await tenants.applications(tenantID: tenant.id)
         let requested = [String].scopes(form["scope"])
-        guard !requested.isEmpty else { throw B2CError.missingScope }
+        guard !requested.isEmpty else { throw ProtocolFailure.missingScope }
         let scopes = try GrantedScopes.resolve(requested, client: client, tenantApps: apps, appOnly: true)
-        guard let resource = scopes.resource else { throw B2CError.scopeNeedsResource(requested.joined(separator: " ")) }
+        guard let resource = scopes.resource else { throw ProtocolFailure.scopeNeedsResource(requested.joined(separator: " ")) }
         let lifetime = flow.lifetimes.accessTokenSeconds
         let roles = client.permission(on: resource.audience)?.roles ?? []
         let token = try await self.tokens.appToken(
@@ -302,9 +302,7 @@ struct TokenEndpoint: Sendable {
     private func requireConsent(_ scopes: GrantedScopes, userID: UUID, client: AppRegistration) async throws {
         let granted = try await consents.granted(userID: userID, clientID: client.clientIDString)
         guard scopes.consentKeys.isSubset(of: granted) else {
-            var error = B2CError.consentRequired(clientID: client.clientIDString, name: client.displayName)
-            error.oauthError = "invalid_grant"
-            throw error
+            throw ProtocolFailure.grantNotConsented(clientID: client.clientIDString, name: client.displayName)
         }
     }
 

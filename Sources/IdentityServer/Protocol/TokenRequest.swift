@@ -9,16 +9,16 @@ enum PKCE {
     static func verify(verifier: String?, challenge: String?, method: CodeChallengeMethod?) throws {
         guard let challenge else {
             // RFC 9700 §2.1.1: a verifier without a challenge is a downgrade attempt.
-            if verifier != nil { throw B2CError.verifierInvalid }
+            if verifier != nil { throw ProtocolFailure.verifierInvalid }
             return
         }
-        guard let verifier, isWellFormedVerifier(verifier) else { throw B2CError.verifierInvalid }
+        guard let verifier, isWellFormedVerifier(verifier) else { throw ProtocolFailure.verifierInvalid }
         let computed: String
         switch method ?? .plain {
         case .s256: computed = Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8))))
         case .plain: computed = verifier
         }
-        guard Secrets.constantTimeEquals(computed, challenge) else { throw B2CError.verifierMismatch }
+        guard Secrets.constantTimeEquals(computed, challenge) else { throw ProtocolFailure.verifierMismatch }
     }
 
     /// RFC 7636 §4.1: 43–128 characters of [A-Z] [a-z] [0-9] "-" "." "_" "~".
@@ -66,10 +66,10 @@ enum FormBody {
         let buffer = try await request.collectBody(upTo: context.maxUploadSize)
         let contentType = request.headers[.contentType]?.lowercased() ?? ""
         guard contentType.hasPrefix("application/x-www-form-urlencoded") || buffer.readableBytes == 0 else {
-            throw B2CError.malformedRequest("The request body must be application/x-www-form-urlencoded.")
+            throw ProtocolFailure.malformedRequest("The request body must be application/x-www-form-urlencoded.")
         }
         guard let text = buffer.getString(at: buffer.readerIndex, length: buffer.readableBytes) else {
-            throw B2CError.malformedRequest("The request body is not valid UTF-8.")
+            throw ProtocolFailure.malformedRequest("The request body is not valid UTF-8.")
         }
         let form = RequestParameters(pairs: FormEncoding.decode(text))
         try rejectRepeats(form)
@@ -78,7 +78,7 @@ enum FormBody {
 
     static func rejectRepeats(_ parameters: RequestParameters) throws {
         for name in singleValued where parameters.count(of: name) > 1 {
-            throw B2CError.repeatedParameter(name)
+            throw ProtocolFailure.repeatedParameter(name)
         }
     }
 }

@@ -98,7 +98,7 @@ enum RedirectResponder {
     /// On the Entra face the same error carries Entra's `AADSTS` description and its
     /// `error_uri` (``EntraError``), as Entra's redirects do.
     static func error(
-        _ error: B2CError, redirectURI: String, mode: ResponseMode, state: String?, correlationID: String, now: Date,
+        _ error: ProtocolFailure, redirectURI: String, mode: ResponseMode, state: String?, correlationID: String, now: Date,
         face: ProtocolFace = .b2c, origin: String = ""
     ) -> Response {
         var parameters: [(String, String)]
@@ -125,7 +125,7 @@ enum RedirectResponder {
 /// `correlation_id` and `error_uri` besides the two OAuth fields (SPEC §2.9).
 enum TokenErrorResponder {
     static func respond(
-        _ error: B2CError, correlationID: String, now: Date, face: ProtocolFace = .b2c, origin: String = ""
+        _ error: ProtocolFailure, correlationID: String, now: Date, face: ProtocolFace = .b2c, origin: String = ""
     ) -> Response {
         let body: JSONText
         switch face {

@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import Storage
 
-// One responder per wire format (SPEC §2.6). Controllers throw ``B2CError`` or ``PageError``;
+// One responder per wire format (SPEC §2.6). Controllers throw ``ProtocolFailure`` or ``PageError``;
 // the middleware of their route group writes it in the form that route's callers read:
 // - ``OAuthErrorMiddleware``: JSON `{"error","error_description"}` (discovery, keys, token);
 // - ``PageErrorMiddleware``: a page in the browser (authorize before the redirect URI is
@@ -33,7 +33,7 @@ struct OAuthErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
-        } catch let error as B2CError {
+        } catch let error as ProtocolFailure {
             context.logger.info("request refused", metadata: ["code": "\(error.code)", "error": "\(error.oauthError)"])
             return respond(error, request: request, context: context)
         } catch PasswordHasher.HasherError.busy {
@@ -44,7 +44,7 @@ struct OAuthErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
         }
     }
 
-    private func respond(_ error: B2CError, request: Request, context: Context) -> Response {
+    private func respond(_ error: ProtocolFailure, request: Request, context: Context) -> Response {
         TokenErrorResponder.respond(
             error, correlationID: context.correlationID, now: clock.now, face: placement.face(of: request),
             origin: hosts?.origin(of: request) ?? "")
@@ -72,7 +72,7 @@ struct PageErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as PageError {
             return page(error, context: context)
-        } catch let error as B2CError {
+        } catch let error as ProtocolFailure {
             context.logger.info("request refused on a page", metadata: ["code": "\(error.code)"])
             return page(PageError(error, face: placement.face(of: request)), context: context)
         } catch PasswordHasher.HasherError.busy {
@@ -106,9 +106,7 @@ struct UnhandledErrorMiddleware: RouterMiddleware {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
             return TokenErrorResponder.respond(
-                B2CError(
-                    "invalid_request", "AADB2C90037", "An error occurred while processing the request. The resource was not found.",
-                    status: .notFound),
+                .resourceNotFound,
                 correlationID: context.correlationID, now: Date())
         } catch let error as any HTTPResponseError {
             throw error

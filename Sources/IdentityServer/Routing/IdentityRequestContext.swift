@@ -101,7 +101,7 @@ struct PolicyResolver: RouterMiddleware {
         let tenant = try await tenants.resolveSegment(tenantSegment)
         let name = policy ?? tenant.defaultPolicy
         guard UserFlow.isValidName(name), let flow = try await tenants.userFlow(tenantID: tenant.id, name: name) else {
-            throw B2CError.unknownPolicy(name, tenant: tenant.name)
+            throw ProtocolFailure.unknownPolicy(name, tenant: tenant.name)
         }
         var context = context
         context.resolvedPolicy = ResolvedPolicy(
@@ -120,7 +120,7 @@ extension TenantDirectory {
         if ["common", "organizations", "consumers"].contains(segment.lowercased()), let tenant = try await defaultTenant() {
             return tenant
         }
-        guard let tenant = try await tenant(matching: segment) else { throw B2CError.unknownTenant(segment) }
+        guard let tenant = try await tenant(matching: segment) else { throw ProtocolFailure.unknownTenant(segment) }
         return tenant
     }
 }

@@ -106,18 +106,13 @@ enum ConnectorOutcome: Sendable, Equatable {
 
 /// A connector that failed: no answer in time (after one retry), or an answer that is none of
 /// B2C's three. The flow ends with AADB2C90075, naming the connector, the step, and why.
-struct ConnectorFailure: Error, Equatable {
+struct ConnectorFailure: Error, Sendable, Equatable {
     var connector: String
     var step: ConnectorStep
     var code: String
     var reason: String
 
-    var b2cError: B2CError {
-        B2CError(
-            "server_error", "AADB2C90075",
-            "The claims exchange '\(connector)' specified in step '\(step.rawValue)' returned HTTP error response with Code '\(code)' and Reason '\(reason)'."
-        )
-    }
+    var b2cError: ProtocolFailure { .connectorFailed(self) }
 }
 
 /// The user a connector is told about: B2C's body, Graph-style names.

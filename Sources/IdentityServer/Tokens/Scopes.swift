@@ -57,7 +57,7 @@ struct GrantedScopes: Equatable, Sendable {
         }
         let audiences = Set(resourceScopes.map(\.audience))
         if audiences.count > 1 {
-            throw B2CError.multipleResources(resourceScopes.map(\.original).joined(separator: " "))
+            throw ProtocolFailure.multipleResources(resourceScopes.map(\.original).joined(separator: " "))
         }
         if let audience = audiences.first {
             var names: [String] = []
@@ -68,15 +68,15 @@ struct GrantedScopes: Equatable, Sendable {
                 held.append(entry)
                 for name in granted where !names.contains(name) { names.append(name) }
             }
-            guard !held.isEmpty else { throw B2CError.insufficientPermissions }
+            guard !held.isEmpty else { throw ProtocolFailure.insufficientPermissions }
             resourceScopes = held
             result.resource = TokenResource(audience: audience, scopeNames: names)
         }
         if result.resource == nil && !result.openID {
             if let first = unknown.first {
-                throw first.contains("/") ? B2CError.scopeNotSupported(first) : B2CError.scopeNeedsResource(first)
+                throw first.contains("/") ? ProtocolFailure.scopeNotSupported(first) : ProtocolFailure.scopeNeedsResource(first)
             }
-            if result.offlineAccess { throw B2CError.codeScopeRule }
+            if result.offlineAccess { throw ProtocolFailure.codeScopeRule }
         }
         result.granted = resourceScopes.map(\.original)
         if result.openID { result.granted.append("openid") }
@@ -139,17 +139,17 @@ struct GrantedScopes: Equatable, Sendable {
             switch scope.lowercased() {
             case let name where name == "offline_access" || Self.grantNothing.contains(name): continue
             case "openid":
-                guard original.contains("openid") else { throw B2CError.scopeBeyondGrant(scope) }
+                guard original.contains("openid") else { throw ProtocolFailure.scopeBeyondGrant(scope) }
             default:
                 // B2C families, and families from before consent was recorded, repeat their own
                 // scopes only.
                 if family.face == .b2c || family.consented == nil, !original.contains(scope.lowercased()) {
-                    throw B2CError.scopeBeyondGrant(scope)
+                    throw ProtocolFailure.scopeBeyondGrant(scope)
                 }
                 do {
                     _ = try resolve([scope], client: family.consented == nil ? client : bounded, tenantApps: tenantApps)
                 } catch {
-                    throw B2CError.scopeBeyondGrant(scope)
+                    throw ProtocolFailure.scopeBeyondGrant(scope)
                 }
             }
         }

@@ -54,9 +54,7 @@ struct IdentityChoiceStep: OrchestrationStep {
             // "Forgot your password?" does not reset in place: B2C returns AADB2C90118 to the app,
             // which starts its reset flow (research/b2c-protocol.md §5.1).
             guard run.flow.type.offersForgotPassword else { return .interact(.redirecting(to: run.url(.signIn))) }
-            var error = B2CError.forgotPassword
-            error.loginHint = run.authorization.loginHint
-            return .fail(error)
+            return .fail(.forgotPassword(loginHint: run.authorization.loginHint))
         default:
             let name = RequestParameters(query: run.request.uri.query)["provider"]
             guard let name, name == IdentityProviderKind.facebook.rawValue ? run.flow.offersFacebook : offers(name, run) else {
@@ -123,9 +121,9 @@ struct IdentityChoiceStep: OrchestrationStep {
         case .invalid:
             return .interact(try signInPage(run, error: run.text("error_credentials"), email: email, status: .badRequest))
         case .locked:
-            return .interact(try signInPage(run, error: B2CError.accountLocked.message, email: email, status: .badRequest))
+            return .interact(try signInPage(run, error: ProtocolFailure.accountLocked.message, email: email, status: .badRequest))
         case .disabled:
-            return .interact(try signInPage(run, error: B2CError.accountDisabled.message, email: email, status: .forbidden))
+            return .interact(try signInPage(run, error: ProtocolFailure.accountDisabled.message, email: email, status: .forbidden))
         case .success(let user):
             run.claims.authenticated(user, by: .local, at: run.now)
             run.user = user
