@@ -29,8 +29,8 @@ public enum RS256 {
         }
 
         /// The claims, for a token whose signature checked out.
-        public func claims() throws(JWSError) -> [String: Any] {
-            guard let claims = try? JSONSerialization.jsonObject(with: payload) as? [String: Any] else { throw .malformed("payload") }
+        public func claims() throws(JWSError) -> JWTClaims {
+            guard let claims = JWTClaims(payload: payload) else { throw .malformed("payload") }
             return claims
         }
     }

@@ -568,6 +568,24 @@ struct LogoutConfirmationTests {
     }
 }
 
+extension LogoutConfirmationTests {
+    @Test(
+        "an ID token from the tenant's Entra face is a hint too: it signs its own session out and vouches for its app's return URI",
+        arguments: TestDatabase.engines)
+    func entraHint(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let idToken = try #require(try await EntraFaceTests.consentedTokens(h, driver)["id_token"] as? String)
+            // Before: one of the hint's two checks knew only B2C's issuer, and the return URI was
+            // refused (AADB2C90067) for an Entra hint that the other check accepted.
+            let logout = "/\(h.tenant.guid)/oauth2/v2.0/logout?post_logout_redirect_uri=\(IdentityHarness.redirect)&id_token_hint="
+            let done = try await driver.get(logout + idToken)
+            #expect(done.location == IdentityHarness.redirect, "\(done.status) \(done.text.prefix(300))")
+            #expect(done.headers[values: .setCookie].contains { $0.hasPrefix("x-ms-cpim-sso-") && $0.contains("Max-Age=0") }, "\(done.headers)")
+        }
+    }
+}
+
 @Suite("Stored sign-in transactions are bounded")
 struct TransactionBoundTests {
     @Test("an oversized value is refused before anything is stored", arguments: TestDatabase.engines)

@@ -101,32 +101,33 @@ struct UpstreamOIDC: Sendable {
 
     /// The ID token's claims once every check holds (OIDC Core §3.1.3.7).
     func verifiedClaims(_ token: String, provider: UpstreamProvider, metadata: UpstreamMetadata, nonce: String, now: Date) async throws
-        -> [String: Any]
+        -> JWTClaims
     {
         let unverified: RS256.UnverifiedToken
         do { unverified = try RS256.parse(token) } catch { throw Failure(message: "the id_token is not an RS256 JWT") }
         guard let key = try await directory.key(unverified.keyID, metadata: metadata, client: client), unverified.isSigned(by: key) else {
             throw Failure(message: "the id_token's signature does not verify with the provider's keys")
         }
-        let claims: [String: Any]
+        let claims: JWTClaims
         do { claims = try unverified.claims() } catch { throw Failure(message: "the id_token's claims are not JSON") }
-        guard claims["iss"] as? String == metadata.issuer else { throw Failure(message: "the id_token's issuer is not the provider's") }
-        let audiences = (claims["aud"] as? String).map { [$0] } ?? (claims["aud"] as? [String]) ?? []
-        guard audiences.contains(provider.clientId) else { throw Failure(message: "the id_token is not for this client") }
-        if audiences.count > 1, let azp = claims["azp"] as? String, azp != provider.clientId {
+        let policy = ClaimPolicy(
+            issuers: .exactly([metadata.issuer]), audiences: [provider.clientId], leeway: 300, checksIssuedAt: true)
+        do {
+            try policy.check(claims, now: now)
+        } catch {
+            switch error {
+            case .untrustedIssuer: throw Failure(message: "the id_token's issuer is not the provider's")
+            case .wrongAudience: throw Failure(message: "the id_token is not for this client")
+            case .expired: throw Failure(message: "the id_token has expired")
+            case .issuedInTheFuture: throw Failure(message: "the id_token was issued in the future")
+            case .notYetValid: throw Failure(message: "the id_token is not valid yet")
+            case .malformed(let what): throw Failure(message: "the id_token is malformed (\(what))")
+            }
+        }
+        if claims.audience.count > 1, let azp = claims.string("azp"), azp != provider.clientId {
             throw Failure(message: "the id_token's azp is another client")
         }
-        let skew: TimeInterval = 300
-        guard let exp = (claims["exp"] as? NSNumber)?.doubleValue, exp + skew > now.timeIntervalSince1970 else {
-            throw Failure(message: "the id_token has expired")
-        }
-        if let iat = (claims["iat"] as? NSNumber)?.doubleValue, iat - skew > now.timeIntervalSince1970 {
-            throw Failure(message: "the id_token was issued in the future")
-        }
-        if let nbf = (claims["nbf"] as? NSNumber)?.doubleValue, nbf - skew > now.timeIntervalSince1970 {
-            throw Failure(message: "the id_token is not valid yet")
-        }
-        guard let sent = claims["nonce"] as? String, Secrets.constantTimeEquals(sent, nonce) else {
+        guard let sent = claims.string("nonce"), Secrets.constantTimeEquals(sent, nonce) else {
             throw Failure(message: "the id_token's nonce is not this sign-in's")
         }
         return claims
@@ -134,20 +135,20 @@ struct UpstreamOIDC: Sendable {
 
     /// The account details the claims mapping names (defaults: `sub`, `name`, `given_name`,
     /// `family_name`, `email`), each checked as the pages check typed ones.
-    func identity(from claims: [String: Any], provider: UpstreamProvider) throws -> FederatedIdentity {
+    func identity(from claims: JWTClaims, provider: UpstreamProvider) throws -> FederatedIdentity {
         let mapping = provider.claimsMapping ?? .init()
         func text(_ name: String?, _ fallback: String) -> String? {
-            (claims[name ?? fallback] as? String).flatMap { try? TextRules.name($0, maximumLength: 256).get() }
+            claims.string(name ?? fallback).flatMap { try? TextRules.name($0, maximumLength: 256).get() }
         }
         // The user id exactly as sent: a value the name rules would rewrite is refused rather than
         // folded into another (two subjects must never become one account).
-        guard let rawSubject = claims[mapping.userId ?? "sub"] as? String, let subject = text(mapping.userId, "sub"), subject == rawSubject
+        guard let rawSubject = claims.string(mapping.userId ?? "sub"), let subject = text(mapping.userId, "sub"), subject == rawSubject
         else { throw Failure(message: "the id_token has no usable user id") }
         let email = text(mapping.email, "email").flatMap(EmailAddress.init)
         let name = text(mapping.displayName, "name") ?? email.map { String($0.display.split(separator: "@").first ?? "") } ?? subject
         // The address counts as proven only when the provider says so (OIDC Core §5.1
         // `email_verified`); otherwise it is kept unproven and tokens do not assert it.
-        let verified = (claims["email_verified"] as? Bool) == true || (claims["email_verified"] as? String)?.lowercased() == "true"
+        let verified = claims["email_verified"]?.bool == true || claims.string("email_verified")?.lowercased() == "true"
         return FederatedIdentity(
             provider: provider.kind, subject: subject, email: email?.display, displayName: name,
             givenName: text(mapping.givenName, "given_name"), surname: text(mapping.surname, "family_name"), emailVerified: verified)

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import JOSE
 import WireCoding
 
 /// A Graph bearer token this service issued, checked: signed by a published key, in its
@@ -21,20 +22,19 @@ struct GraphCaller: Sendable {
         let hosts: HostPolicy
 
         /// The verified claims of the request's Graph token, or Graph's 401.
-        private func graphClaims(of request: Request) async throws -> [String: Any] {
+        private func graphClaims(of request: Request) async throws -> JWTClaims {
             guard let header = request.headers[.authorization], header.count > 7, header.prefix(7).lowercased() == "bearer " else {
                 throw GraphError.emptyToken
             }
             let token = String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
             // Only keys still published verify: a withdrawn key (keys revoke) is no longer ours.
             let published = try await keys.publishedKeys()
-            let now = clock.now.epochSeconds
-            guard let claims = JSONWebToken.verify(token, keys: published),
-                let exp = (claims["exp"] as? NSNumber)?.int64Value, exp > now - 300,
-                ((claims["nbf"] as? NSNumber)?.int64Value ?? 0) <= now + 300,
-                let issuer = claims["iss"] as? String, hosts.isOwnIssuer(issuer)
-            else { throw GraphError.invalidToken }
-            guard claims["aud"] as? String == APIPermission.graphResource else { throw GraphError.insufficientPrivileges }
+            let hosts = self.hosts
+            let policy = ClaimPolicy(issuers: .matching { hosts.isOwnIssuer($0) }, leeway: 300)
+            guard let claims = JSONWebToken.verify(token, keys: published, policy: policy, now: clock.now) else {
+                throw GraphError.invalidToken
+            }
+            guard claims.audience == [APIPermission.graphResource] else { throw GraphError.insufficientPrivileges }
             return claims
         }
 
@@ -42,13 +42,13 @@ struct GraphCaller: Sendable {
         /// token, 403 without `scope`, 404 for an account that is gone.
         func caller(of request: Request, requiring scope: String?) async throws -> GraphCaller {
             let claims = try await graphClaims(of: request)
-            let scopes = ((claims["scp"] as? String) ?? "").split(separator: " ").map { $0.lowercased() }
+            let scopes = (claims.string("scp") ?? "").split(separator: " ").map { $0.lowercased() }
             if let scope, !scopes.contains(scope.lowercased()) { throw GraphError.insufficientPrivileges }
-            guard let oid = claims["oid"] as? String, let id = UUID(uuidString: oid), let user = try await users.user(id: id) else {
+            guard let oid = claims.string("oid"), let id = UUID(uuidString: oid), let user = try await users.user(id: id) else {
                 throw GraphError.resourceNotFound
             }
             return GraphCaller(
-                subject: claims["sub"] as? String, user: user, tenant: try await tenants.tenant(matching: user.tenantID.uuidString),
+                subject: claims.subject, user: user, tenant: try await tenants.tenant(matching: user.tenantID.uuidString),
                 scopes: scopes)
         }
 
@@ -57,11 +57,11 @@ struct GraphCaller: Sendable {
         /// tenant is the issuer's (`{base}/{tenant GUID}/v2.0`), so an app manages only its own.
         func application(of request: Request, anyOf roles: [String]) async throws -> Tenant {
             let claims = try await graphClaims(of: request)
-            let held = Set(((claims["roles"] as? [String]) ?? []).map { $0.lowercased() })
-            guard claims["idtyp"] as? String == "app", roles.contains(where: { held.contains($0.lowercased()) }) else {
+            let held = Set((claims.strings("roles") ?? []).map { $0.lowercased() })
+            guard claims.string("idtyp") == "app", roles.contains(where: { held.contains($0.lowercased()) }) else {
                 throw GraphError.insufficientPrivileges
             }
-            guard let issuer = (claims["iss"] as? String).flatMap(URLComponents.init(string:)),
+            guard let issuer = claims.issuer.flatMap(URLComponents.init(string:)),
                 let guid = issuer.path.split(separator: "/").first, let tenant = try await tenants.tenant(matching: String(guid))
             else { throw GraphError.invalidToken }
             return tenant

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import JOSE
 import Logging
 import WireCoding
 
@@ -57,16 +58,22 @@ struct LogoutEndpoint: Sendable {
         return response
     }
 
+    /// Which `id_token_hint`s count: this tenant's, from either face (B2C's issuer ends `/v2.0/`,
+    /// Entra's `/v2.0`), expired or not (a hint at logout normally is): only the signature and
+    /// the issuer matter. One rule for both uses of the hint.
+    static func hintPolicy(_ tenant: Tenant) -> ClaimPolicy {
+        let guid = tenant.guid
+        return ClaimPolicy(issuers: .matching { $0.hasSuffix("/\(guid)/v2.0/") || $0.hasSuffix("/\(guid)/v2.0") }, checksExpiry: false)
+    }
+
     /// The `sub` of a valid `id_token_hint` issued by this tenant, else nil.
     private func hintSubject(_ parameters: RequestParameters, tenant: Tenant) async throws -> String? {
         guard let hint = parameters.nonEmpty("id_token_hint") else { return nil }
         let keys = try await keys.publishedKeys()
-        // B2C's issuer ends `/v2.0/`, Entra's `/v2.0`; Entra's `sub` is pairwise, so the user
-        // is its `oid` (which B2C's tokens carry too, equal to `sub`).
-        guard let claims = JSONWebToken.verify(hint, keys: keys), let issuer = claims["iss"] as? String,
-            issuer.hasSuffix("/\(tenant.guid)/v2.0/") || issuer.hasSuffix("/\(tenant.guid)/v2.0")
-        else { return nil }
-        return ((claims["oid"] ?? claims["sub"]) as? String)?.lowercased()
+        guard let claims = JSONWebToken.verify(hint, keys: keys, policy: Self.hintPolicy(tenant), now: clock.now) else { return nil }
+        // Entra's `sub` is pairwise, so the user is its `oid` (which B2C's tokens carry too,
+        // equal to `sub`).
+        return (claims.string("oid") ?? claims.subject)?.lowercased()
     }
 
     private func confirmation(_ request: Request, parameters: RequestParameters, tenant: Tenant) throws -> Response {
@@ -83,13 +90,12 @@ struct LogoutEndpoint: Sendable {
     private func isAllowed(_ target: String, parameters: RequestParameters, tenant: Tenant) async throws -> Bool {
         var clientID = parameters.nonEmpty("client_id")
         if let hint = parameters.nonEmpty("id_token_hint") {
-            // The hint may be expired (that is normal at logout); only its signature and issuer matter.
             // Only keys still published verify: a withdrawn key (keys revoke) is no longer ours.
             let keys = try await keys.publishedKeys()
-            guard let claims = JSONWebToken.verify(hint, keys: keys), let audience = claims["aud"] as? String,
-                let issuer = claims["iss"] as? String, issuer.hasSuffix("/\(tenant.guid)/v2.0/")
+            guard let claims = JSONWebToken.verify(hint, keys: keys, policy: Self.hintPolicy(tenant), now: clock.now),
+                claims.audience.count == 1
             else { return false }
-            clientID = audience
+            clientID = claims.audience[0]
         }
         if let clientID {
             guard let app = try await tenants.application(tenantID: tenant.id, clientID: clientID) else { return false }

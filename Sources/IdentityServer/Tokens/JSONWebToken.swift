@@ -8,12 +8,12 @@ enum JSONWebToken {
         try RS256.sign(claims: claims.utf8, keyID: key.kid, with: key.signer)
     }
 
-    /// Verifies an RS256 token against `keys` and returns its claims. Used for our own tokens
-    /// only (`id_token_hint` at logout and Graph `/me` bearer tokens); time checks are the caller's.
-    static func verify(_ token: String, keys: [SigningKey]) -> [String: Any]? {
+    /// Verifies an RS256 token against `keys` and checks its claims against `policy`: the
+    /// claims, or nil. For our own tokens (`id_token_hint` at logout, Graph bearer tokens).
+    static func verify(_ token: String, keys: [SigningKey], policy: ClaimPolicy, now: Date) -> JWTClaims? {
         guard let parsed = try? RS256.parse(token), let key = keys.first(where: { $0.kid == parsed.keyID }),
-            parsed.isSigned(by: key.privateKey.publicKey)
+            parsed.isSigned(by: key.privateKey.publicKey), let claims = try? parsed.claims(), (try? policy.check(claims, now: now)) != nil
         else { return nil }
-        return try? parsed.claims()
+        return claims
     }
 }

@@ -213,41 +213,45 @@ public final class BearerValidator: Sendable {
         guard let claims = try? parsed.claims() else { throw .malformed("payload") }
         // The key's own authority must be the issuer, so one trusted authority cannot mint
         // tokens in another's name.
-        guard let issuer = claims["iss"] as? String, verifiedIssuers.contains(issuer) else { throw .untrustedIssuer }
-        let audiences: [String] = (claims["aud"] as? String).map { [$0] } ?? (claims["aud"] as? [String] ?? [])
-        guard audiences.contains(where: { policy.audiences.contains($0) }) else { throw .wrongAudience }
-        guard let exp = (claims["exp"] as? NSNumber)?.doubleValue else { throw .malformed("no exp") }
-        guard Date(timeIntervalSince1970: exp).addingTimeInterval(policy.clockSkew) > now else { throw .expired }
-        if let value = claims["nbf"] {
-            guard let nbf = (value as? NSNumber)?.doubleValue else { throw .malformed("nbf is not a number") }
-            if Date(timeIntervalSince1970: nbf) > now.addingTimeInterval(policy.clockSkew) { throw .notYetValid }
+        let claimPolicy = ClaimPolicy(
+            issuers: .exactly(Set(verifiedIssuers)), audiences: Set(policy.audiences), leeway: policy.clockSkew)
+        do {
+            try claimPolicy.check(claims, now: now)
+        } catch {
+            switch error {
+            case .untrustedIssuer: throw .untrustedIssuer
+            case .wrongAudience: throw .wrongAudience
+            case .expired: throw .expired
+            case .notYetValid, .issuedInTheFuture: throw .notYetValid
+            case .malformed(let what): throw .malformed(what)
+            }
         }
+        guard let issuer = claims.issuer, let expiresAt = claims.expiresAt else { throw .malformed("no exp") }
         // B2C gives ID and access tokens the same `aud` and `typ`; only access tokens carry
         // `scp`/`azp` (SPEC §3).
         guard claims["scp"] != nil || claims["azp"] != nil else { throw .notAnAccessToken }
-        let scopes = (claims["scp"] as? String)?.split(separator: " ").map(String.init) ?? []
+        let scopes = claims.string("scp")?.split(separator: " ").map(String.init) ?? []
         if !policy.requiredScopes.isEmpty, !scopes.contains(where: { policy.requiredScopes.contains($0) }) {
             throw .insufficientScope(required: policy.requiredScopes)
         }
-        guard let owner = (claims["oid"] as? String) ?? (claims["sub"] as? String), !owner.isEmpty else {
+        guard let owner = claims.string("oid") ?? claims.subject, !owner.isEmpty else {
             throw .malformed("no oid or sub")
         }
         if Self.isAppOnly(claims, objectID: owner) { throw .appOnly }
         let user = AuthenticatedUser(
             ownerID: AuthenticatedUser.ownerKey(issuer: issuer, objectID: owner), objectID: owner,
             // The token's name is stored with each task: controls become visible escapes, never stored raw.
-            name: (claims["name"] as? String).map(TextRules.printable), scopes: scopes, issuer: issuer,
-            expiresAt: Date(timeIntervalSince1970: exp))
+            name: claims.string("name").map(TextRules.printable), scopes: scopes, issuer: issuer, expiresAt: expiresAt)
         return (user, kid)
     }
 
     /// An app-only token: Entra's `idtyp: app` (optional claim), application `roles` without
     /// delegated `scp`, or a subject that is the calling app itself (`oid` = `azp`, as this
     /// system's client-credentials tokens have it).
-    static func isAppOnly(_ claims: [String: Any], objectID: String) -> Bool {
-        if (claims["idtyp"] as? String)?.lowercased() == "app" { return true }
+    static func isAppOnly(_ claims: JWTClaims, objectID: String) -> Bool {
+        if claims.string("idtyp")?.lowercased() == "app" { return true }
         if claims["scp"] == nil, claims["roles"] != nil { return true }
-        if let azp = (claims["azp"] as? String) ?? (claims["appid"] as? String), azp.lowercased() == objectID.lowercased() { return true }
+        if let azp = claims.string("azp") ?? claims.string("appid"), azp.lowercased() == objectID.lowercased() { return true }
         return false
     }
 
