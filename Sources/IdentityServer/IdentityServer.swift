@@ -12,11 +12,11 @@ import Storage
 public final class IdentityServer: Sendable {
     public let configuration: IdentityServerConfiguration
     public let clock: any IdentityClock
-    public let tenants: any TenantDirectory
-    public let users: any UserDirectory
+    let tenants: any TenantDirectory
+    let users: any UserDirectory
     let grants: any GrantStore
-    public let keys: SigningKeyRing
-    public let hasher: PasswordHasher
+    let keys: SigningKeyRing
+    let hasher: PasswordHasher
     let service: IdentityService
     let logger: Logger
     /// For work that must run once across instances sharing it (seeding).

@@ -135,7 +135,7 @@ public struct TodoSystem: Sendable {
         ).write(to: URL(fileURLWithPath: store.dataDirectory))
 
         // Trust every user flow of the default tenant (the dev tenant's seven, or a declared tenant's).
-        let flows = try await identity.tenants.userFlows(tenantID: seed.tenant.id).map(\.name)
+        let flows = try await identity.administration.userFlows(tenantID: seed.tenant.id).map(\.name)
         let tasks = try await taskServer(
             configuration, database: database,
             defaults: (

@@ -12,7 +12,7 @@ func withDefaultTenant<T>(
 ) async throws -> T {
     try await withIdentity(store) { server in
         let tenant: Tenant
-        if let existing = try await server.tenants.defaultTenant() {
+        if let existing = try await server.administration.defaultTenant() {
             tenant = existing
         } else {
             tenant = try await server.seedDevelopmentTenant(apiPort: 3000).tenant

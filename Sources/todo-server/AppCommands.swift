@@ -15,7 +15,9 @@ struct Apps: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
 
         func run() async throws {
-            let apps = try await withDefaultTenant(store) { server, tenant in try await server.tenants.applications(tenantID: tenant.id) }
+            let apps = try await withDefaultTenant(store) { server, tenant in
+                try await server.administration.applications(tenantID: tenant.id)
+            }
             for app in apps {
                 print("\(app.clientIDString)  \(app.kind.rawValue)  \(TextRules.printable(app.displayName))")
                 for uri in app.redirectURIs { print("    redirect \(uri)") }
@@ -51,44 +53,17 @@ struct Apps: AsyncParsableCommand {
 
         func run() async throws {
             guard let clientKind = ClientKind(rawValue: kind) else { throw CommandFailure("--kind must be public or confidential") }
-            // Checked before anything is written.
-            for permission in graphPermissions
-            where !APIPermission.graphRoles.contains(where: { $0.lowercased() == permission.lowercased() }) {
-                throw CommandFailure(
-                    "--graph-permission '\(TextRules.printable(permission))' is not served here (\(APIPermission.graphRoles.joined(separator: ", ")) are)"
-                )
-            }
-            if !graphPermissions.isEmpty, clientKind != .confidential {
-                throw CommandFailure("--graph-permission needs --kind confidential (app-only tokens are for confidential apps)")
-            }
-            guard (try? TextRules.name(name, maximumLength: 256).get()) == name else {
-                throw CommandFailure("--name must be 1 to 256 characters without controls, invisible characters or extra spaces")
-            }
+            var draft = IdentityAdministration.NewApplication(name: name, kind: clientKind)
+            draft.redirectURIs = redirectURIs
+            draft.allowPublicClientFlows = allowRopc
+            draft.requirePKCE = requirePkce
+            draft.appIDURI = appIDURI
+            draft.exposedScopes = scopes
+            draft.userFlow = userFlow
+            draft.graphPermissions = graphPermissions
+            // The registration's rules are the administration's: checked before anything is written.
             let (app, secret) = try await withDefaultTenant(store) { server, tenant in
-                var flowName: String?
-                if let userFlow {
-                    guard let flow = try await server.tenants.userFlow(tenantID: tenant.id, name: userFlow) else {
-                        throw CommandFailure("--user-flow '\(TextRules.printable(userFlow))' is not a user flow of \(tenant.name)")
-                    }
-                    flowName = flow.name
-                }
-                let app = AppRegistration(
-                    clientID: UUID(), tenantID: tenant.id, displayName: name, kind: clientKind, redirectURIs: redirectURIs,
-                    allowPublicClientFlows: allowRopc, requirePKCE: requirePkce, appIDURI: appIDURI, exposedScopes: scopes,
-                    userFlow: flowName)
-                try await server.tenants.save(app, now: Date())
-                if !graphPermissions.isEmpty {
-                    _ = try await server.grantPermission(
-                        tenantID: tenant.id, clientID: app.clientID, api: "https://graph.microsoft.com", scopes: [], roles: graphPermissions
-                    )
-                }
-                var secret: String?
-                if clientKind == .confidential {
-                    let value = "s" + UUID().uuidString.replacingOccurrences(of: "-", with: "") + UUID().uuidString.prefix(8)
-                    try await server.tenants.addSecret(clientID: app.clientID, secret: value, now: Date(), expiresAt: nil)
-                    secret = value
-                }
-                return (app, secret)
+                try await server.administration.register(draft, tenantID: tenant.id)
             }
             if json {
                 var object = ["clientId": app.clientIDString]
@@ -117,7 +92,7 @@ struct Apps: AsyncParsableCommand {
         func run() async throws {
             guard let id = UUID(uuidString: clientID) else { throw CommandFailure("'\(clientID)' is not a client id (a GUID)") }
             let app = try await withDefaultTenant(store) { server, tenant in
-                try await server.grantPermission(tenantID: tenant.id, clientID: id, api: api, scopes: scopes, roles: roles)
+                try await server.administration.grantPermission(tenantID: tenant.id, clientID: id, api: api, scopes: scopes, roles: roles)
             }
             for permission in app.apiPermissions {
                 print(
@@ -135,7 +110,7 @@ struct Apps: AsyncParsableCommand {
         func run() async throws {
             guard let id = UUID(uuidString: clientID) else { throw CommandFailure("'\(clientID)' is not a client id (a GUID)") }
             let removed = try await withDefaultTenant(store) { server, tenant in
-                try await server.tenants.removeApplication(tenantID: tenant.id, clientID: id)
+                try await server.administration.removeApplication(tenantID: tenant.id, clientID: id)
             }
             guard removed else { throw CommandFailure("no app with client id \(clientID)") }
             print("removed \(clientID)")
@@ -152,7 +127,7 @@ struct Keys: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
 
         func run() async throws {
-            let keys = try await withDefaultTenant(store) { server, _ in try await server.keys.allKeys() }
+            let keys = try await withDefaultTenant(store) { server, _ in try await server.administration.signingKeys() }
             let formatter = ISO8601DateFormatter()
             let now = Date()
             for key in keys {
@@ -194,7 +169,9 @@ struct Keys: AsyncParsableCommand {
 
         func run() async throws {
             let delay = now ? 0 : activateAfter.map(TimeInterval.init) ?? SigningKeyRing.propagationDelay
-            let key = try await withDefaultTenant(store) { server, _ in try await server.keys.rotate(activateAfter: delay) }
+            let key = try await withDefaultTenant(store) { server, _ in
+                try await server.administration.rotateSigningKey(activateAfter: delay)
+            }
             if delay == 0 {
                 print("new active key \(key.kid)")
             } else {
@@ -214,7 +191,7 @@ struct Keys: AsyncParsableCommand {
         @Option(name: .long, parsing: .unconditional, help: "The key's kid (see keys list).") var kid: String
 
         func run() async throws {
-            let replacement = try await withDefaultTenant(store) { server, _ in try await server.keys.revoke(kid: kid) }
+            let replacement = try await withDefaultTenant(store) { server, _ in try await server.administration.revokeSigningKey(kid: kid) }
             print("revoked \(kid)")
             if let replacement { print("new active key \(replacement.kid)") }
         }

@@ -24,7 +24,7 @@ struct Users: AsyncParsableCommand {
         func run() async throws {
             let password = passwordStdin ? try readPasswordFromStdin() : "Aa1!" + UUID().uuidString.prefix(12)
             let user = try await withDefaultTenant(store) { server, tenant in
-                try await server.createLocalUser(tenantID: tenant.id, email: email, displayName: name, password: password)
+                try await server.administration.createLocalUser(tenantID: tenant.id, email: email, displayName: name, password: password)
             }
             print("created \(user.email ?? "") oid \(user.objectID)")
             if !passwordStdin { print("password: \(password)") }
@@ -36,7 +36,7 @@ struct Users: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
 
         func run() async throws {
-            let users = try await withDefaultTenant(store) { server, tenant in try await server.users.users(tenantID: tenant.id) }
+            let users = try await withDefaultTenant(store) { server, tenant in try await server.administration.users(tenantID: tenant.id) }
             let now = Date()
             for user in users {
                 let locked = (user.lockout.isLocked(at: now) ? "  locked" : "") + (user.accountEnabled ? "" : "  disabled")
@@ -56,8 +56,8 @@ struct Users: AsyncParsableCommand {
 
         func run() async throws {
             try await withDefaultTenant(store) { server, tenant in
-                let user = try await server.findUser(tenantID: tenant.id, emailOrID: account)
-                _ = try await server.users.delete(id: user.id)
+                let user = try await server.administration.findUser(tenantID: tenant.id, emailOrID: account)
+                try await server.administration.deleteUser(user)
                 print("deleted \(user.email ?? user.objectID)")
             }
         }
@@ -70,8 +70,8 @@ struct Users: AsyncParsableCommand {
 
         func run() async throws {
             try await withDefaultTenant(store) { server, tenant in
-                let user = try await server.findUser(tenantID: tenant.id, emailOrID: account)
-                try await server.users.clearLockout(id: user.id)
+                let user = try await server.administration.findUser(tenantID: tenant.id, emailOrID: account)
+                try await server.administration.clearLockout(user)
                 print("unlocked \(user.email ?? user.objectID)")
             }
         }
@@ -87,8 +87,8 @@ extension Users {
 
         func run() async throws {
             try await withDefaultTenant(store) { server, tenant in
-                let user = try await server.findUser(tenantID: tenant.id, emailOrID: account)
-                let had = try await server.resetSecondFactor(userID: user.id)
+                let user = try await server.administration.findUser(tenantID: tenant.id, emailOrID: account)
+                let had = try await server.administration.resetSecondFactor(userID: user.id)
                 print(
                     had ? "authenticator removed for \(user.email ?? user.objectID)" : "\(user.email ?? user.objectID) had no authenticator"
                 )
@@ -122,8 +122,8 @@ extension Users {
 
         func run() async throws {
             try await withDefaultTenant(store) { server, tenant in
-                let user = try await server.findUser(tenantID: tenant.id, emailOrID: account)
-                try await server.users.revokeSessions(id: user.id, now: Date())
+                let user = try await server.administration.findUser(tenantID: tenant.id, emailOrID: account)
+                try await server.administration.revokeSessions(user)
                 print("revoked the sessions of \(TextRules.printable(user.email ?? user.objectID))")
             }
         }
@@ -131,10 +131,10 @@ extension Users {
 
     static func setEnabled(_ enabled: Bool, account: String, store: StoreOptions) async throws {
         try await withDefaultTenant(store) { server, tenant in
-            let user = try await server.findUser(tenantID: tenant.id, emailOrID: account)
+            let user = try await server.administration.findUser(tenantID: tenant.id, emailOrID: account)
             var changes = AccountChanges()
             changes.accountEnabled = enabled
-            try await server.updateUser(user, changes)
+            try await server.administration.updateUser(user, changes)
             print("\(enabled ? "enabled" : "disabled") \(TextRules.printable(user.email ?? user.objectID))")
         }
     }

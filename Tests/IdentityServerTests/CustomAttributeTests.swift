@@ -213,7 +213,7 @@ struct CustomAttributeTests {
     func olderDeclaration() async throws {
         try await IdentityHarness.run(.sqlite) { h, driver in
             try await Self.declare(h)
-            let user = try await h.server.createUser(
+            let user = try await h.server.administration.createUser(
                 tenantID: h.tenant.id,
                 {
                     var account = NewAccount(identity: .email("old@example.com"), displayName: "Old", password: "Passw0rd!")
@@ -233,7 +233,7 @@ struct CustomAttributeTests {
             #expect(claims["extension_memberLevel"] == nil && claims["extension_loyaltyNumber"] == nil)
             var rename = AccountChanges()
             rename.displayName = "Renamed"
-            try await h.server.updateUser(user, rename)
+            try await h.server.administration.updateUser(user, rename)
             #expect(try await h.server.users.user(id: user.id)?.displayName == "Renamed")
             let exported = try await h.server.exportTenant(tenantID: tenant.id, withUsers: true)
             let users = try #require(exported.range(of: "\nusers:")).upperBound

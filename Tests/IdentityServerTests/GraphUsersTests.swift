@@ -17,7 +17,7 @@ struct GraphUsersTests {
             clientID: UUID(), tenantID: h.tenant.id, displayName: "Daemon", kind: .confidential, redirectURIs: [])
         try await h.server.tenants.save(app, now: Date())
         try await h.server.tenants.addSecret(clientID: app.clientID, secret: "daemon-secret", now: Date(), expiresAt: nil)
-        _ = try await h.server.grantPermission(
+        _ = try await h.server.administration.grantPermission(
             tenantID: h.tenant.id, clientID: app.clientID, api: "https://graph.microsoft.com", scopes: [], roles: roles)
         let response = try await driver.post(
             "/\(h.tenant.name)/oauth2/v2.0/token",
@@ -153,7 +153,7 @@ struct GraphUsersTests {
             let patchUnknown = try await driver.request(
                 .patch, "/v1.0/users/dup@example.com", headers: Self.json("", auth), body: #"{"displayName":"New","shoeSize":9}"#)
             #expect(patchUnknown.status == .badRequest)
-            #expect(try await h.server.findUser(tenantID: h.tenant.id, emailOrID: "dup@example.com").displayName == "Gail Graph")
+            #expect(try await h.server.administration.findUser(tenantID: h.tenant.id, emailOrID: "dup@example.com").displayName == "Gail Graph")
         }
     }
 
@@ -176,8 +176,8 @@ struct GraphUsersTests {
             let anonymous = try await driver.get("/v1.0/users")
             #expect(anonymous.status == .unauthorized && Self.errorCode(anonymous) == "InvalidAuthenticationToken")
             // A role the service does not serve cannot be granted.
-            await #expect(throws: IdentityServer.AdministrationError.self) {
-                _ = try await h.server.grantPermission(
+            await #expect(throws: IdentityAdministration.AdministrationError.self) {
+                _ = try await h.server.administration.grantPermission(
                     tenantID: h.tenant.id, clientID: h.seed.webApp.clientID, api: "https://graph.microsoft.com", scopes: [],
                     roles: ["Directory.ReadWrite.All"])
             }
@@ -263,7 +263,7 @@ struct GraphUsersTests {
             let code = try #require(try await driver.signIn(h, attempt: attempt, email: "alice@example.com").redirectParameters["code"])
             var changes = AccountChanges()
             changes.accountEnabled = false
-            try await h.server.updateUser(user, changes)
+            try await h.server.administration.updateUser(user, changes)
 
             #expect(b2cCode(try await driver.redeem(h, attempt: attempt, code: code)) == "AADB2C90111")
             // The reset flow proves the address, and ends there: nothing is done for a disabled
@@ -291,7 +291,7 @@ struct GraphUsersTests {
             let app = AppRegistration(clientID: UUID(), tenantID: h.tenant.id, displayName: "Daemon", kind: .confidential, redirectURIs: [])
             try await h.server.tenants.save(app, now: Date())
             try await h.server.tenants.addSecret(clientID: app.clientID, secret: "daemon-secret", now: Date(), expiresAt: nil)
-            _ = try await h.server.grantPermission(
+            _ = try await h.server.administration.grantPermission(
                 tenantID: h.tenant.id, clientID: app.clientID, api: "https://graph.microsoft.com", scopes: [], roles: ["User.Read.All"])
             let token =
                 try await driver.post(

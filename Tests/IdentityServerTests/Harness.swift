@@ -53,7 +53,7 @@ struct IdentityHarness: Sendable {
 
     func addUser(_ email: String = "alice@example.com", password: String = "Passw0rd!", name: String = "Alice") async throws -> UserAccount
     {
-        try await server.createLocalUser(tenantID: tenant.id, email: email, displayName: name, password: password)
+        try await server.administration.createLocalUser(tenantID: tenant.id, email: email, displayName: name, password: password)
     }
 
     /// The code in the newest outbox message.

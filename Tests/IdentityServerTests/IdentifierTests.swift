@@ -60,16 +60,16 @@ struct IdentifierRuleTests {
     @Test("the admin commands' account creation applies the same rules")
     func administration() async throws {
         try await IdentityHarness.run(.sqlite) { h, _ in
-            await #expect(throws: IdentityServer.AdministrationError.invalidEmail("eve@example.com\u{0}")) {
+            await #expect(throws: IdentityAdministration.AdministrationError.invalidEmail("eve@example.com\u{0}")) {
                 _ = try await h.addUser("eve@example.com\u{0}")
             }
-            await #expect(throws: IdentityServer.AdministrationError.self) {
+            await #expect(throws: IdentityAdministration.AdministrationError.self) {
                 _ = try await h.addUser("eve@example.com", name: "Eve\u{1B}[2J")
             }
             let user = try await h.addUser("Eve@Example.com", name: " Eve  Adams ")
             #expect(user.signInName == "eve@example.com")
             #expect(user.displayName == "Eve Adams")
-            await #expect(throws: IdentityServer.AdministrationError.duplicate("ｅｖｅ@example.com")) {
+            await #expect(throws: IdentityAdministration.AdministrationError.duplicate("ｅｖｅ@example.com")) {
                 _ = try await h.addUser("ｅｖｅ@example.com")
             }
         }
@@ -117,7 +117,7 @@ struct IdentifierFlowTests {
             for variant in ["al\u{131}ce@example.com", "\u{251}lice@example.com", "a\u{1C0}ice@example.com", "\u{261}lory@example.com"] {
                 let address = try #require(EmailAddress(variant), "\(variant) is a well-formed address")
                 #expect(address.canonical != "alice@example.com" && address.canonical != "glory@example.com")
-                await #expect(throws: IdentityServer.AdministrationError.self, "\(variant)") { _ = try await h.addUser(variant) }
+                await #expect(throws: IdentityAdministration.AdministrationError.self, "\(variant)") { _ = try await h.addUser(variant) }
             }
             // Through the sign-up page, with its verified code: the page's "already exists".
             let page = try await driver.signUp(
@@ -152,7 +152,7 @@ struct IdentifierFlowTests {
             let filled = try skeletons.map { (try $0.text("id"), try $0.optionalText("sign_in_skeleton")) }
             #expect(filled.filter { $0.1 == "alice@example.com" }.count == 1)
             #expect(filled.contains { $0.0 == first.objectID } && filled.count == 2)
-            await #expect(throws: IdentityServer.AdministrationError.self) { _ = try await h.addUser("\u{251}lice@example.com") }
+            await #expect(throws: IdentityAdministration.AdministrationError.self) { _ = try await h.addUser("\u{251}lice@example.com") }
         }
     }
 

@@ -184,7 +184,7 @@ struct InteractiveFlowTests {
             edit.pkce = PKCEPair()
             _ = edit
             #expect(code.count > 20)
-            let user = try await h.server.findUser(tenantID: h.tenant.id, emailOrID: "alice@example.com")
+            let user = try await h.server.administration.findUser(tenantID: h.tenant.id, emailOrID: "alice@example.com")
             #expect(user.displayName == "Alice Renamed")
             #expect(user.attributes["city"] == "Oslo")
 

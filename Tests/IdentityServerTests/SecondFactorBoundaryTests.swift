@@ -114,7 +114,7 @@ struct SecondFactorBoundaryTests {
             let secret = try SecondFactorTests.secret(from: page)
             let done = try await driver.submit(page, [("step", "verify"), ("code", SecondFactorTests.code(secret, at: h.clock.now))])
             #expect(done.redirectParameters["code"] != nil)
-            #expect(try await h.server.resetSecondFactor(userID: dora.id))
+            #expect(try await h.server.administration.resetSecondFactor(userID: dora.id))
             driver.cookies = [:]
             let again = try await driver.signIn(
                 h, attempt: AuthorizationAttempt(harness: h, policy: "B2C_1_susi_mfa"), email: "dora@example.com")

@@ -235,7 +235,7 @@ struct SecurityTests {
             let css = try await driver.get("/static/tenants/\(tenant.guid)/style.css")
             #expect(css.text.contains("rebeccapurple"))
             // Applying the declaration again (every restart does) keeps the tenant's accounts.
-            let user = try await h.server.createLocalUser(
+            let user = try await h.server.administration.createLocalUser(
                 tenantID: tenant.id, email: "kept@fabrikam.com", displayName: "Kept", password: "Kept-Pass1")
             try await h.server.service.consents.grant(["openid"], userID: user.id, clientID: clientID.uuidString, now: Date())
             _ = try await declaration.apply(to: h.server, baseDirectory: directory)

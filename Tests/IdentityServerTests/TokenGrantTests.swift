@@ -514,7 +514,7 @@ struct APIPermissionFlowTests {
             #expect(
                 try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!", scope: "openid \(h.clientID)").status == .ok)
 
-            _ = try await h.server.grantPermission(
+            _ = try await h.server.administration.grantPermission(
                 tenantID: h.tenant.id, clientID: app.clientID, api: "https://\(h.tenant.name)/tasks", scopes: ["tasks.read"], roles: [])
             let granted = try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!", scope: scope)
             #expect(granted.status == .ok)

@@ -1,5 +1,5 @@
 import Foundation
-import IdentityServer
+@testable import IdentityServer
 import Storage
 import TaskService
 import TestSupport
@@ -37,7 +37,7 @@ struct BackupTests {
             let server = try await IdentityServer.make(
                 configuration: .init(passwordHashCost: 4), database: source, dataKey: dataKey, logger: logger)
             let seed = try await server.seedDevelopmentTenant(apiPort: 3000)
-            let user = try await server.createLocalUser(
+            let user = try await server.administration.createLocalUser(
                 tenantID: seed.tenant.id, email: "kept@example.com", displayName: "Kept", password: "Kept-Pass1")
             let tasks = SQLTaskRepository(database: source)
             for title in ["one", "two'; DROP TABLE tasks;--", "ünïcødé ✓"] {
@@ -63,7 +63,7 @@ struct BackupTests {
             let server = try await IdentityServer.make(
                 configuration: .init(passwordHashCost: 4), database: database, dataKey: dataKey, logger: logger)
             let tenant = try #require(try await server.tenants.defaultTenant())
-            let user = try await server.findUser(tenantID: tenant.id, emailOrID: "kept@example.com")
+            let user = try await server.administration.findUser(tenantID: tenant.id, emailOrID: "kept@example.com")
             #expect(user.passwordHash == hash, "the sealed hash restored as it was")
             _ = try await server.keys.activeKey()
             let page = try await SQLTaskRepository(database: database).list(owner: user.objectID, completed: nil, limit: 10, after: nil)
@@ -80,7 +80,7 @@ struct BackupTests {
             let server = try await IdentityServer.make(
                 configuration: .init(passwordHashCost: 4), database: database, dataKey: dataKey, logger: TestDatabase.logger)
             let seed = try await server.seedDevelopmentTenant(apiPort: 3000)
-            _ = try await server.createLocalUser(
+            _ = try await server.administration.createLocalUser(
                 tenantID: seed.tenant.id, email: "stays@example.com", displayName: "Stays", password: "Stay-Pass1")
             let before = try Self.contents(try await DatabaseBackup.write(database, dataKey: dataKey))
             var other = try #require(

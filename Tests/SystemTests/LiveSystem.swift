@@ -103,7 +103,7 @@ struct LiveSystem: Sendable {
     }
 
     func addUser(_ email: String, password: String = "Passw0rd!", name: String = "Alice") async throws {
-        _ = try await identity.createLocalUser(tenantID: seed.tenant.id, email: email, displayName: name, password: password)
+        _ = try await identity.administration.createLocalUser(tenantID: seed.tenant.id, email: email, displayName: name, password: password)
     }
 
     /// A public client over its own in-memory store (or the one given), with an adjustable clock.

@@ -17,9 +17,9 @@ struct EndToEndTests {
             let identity = try await IdentityServer.make(
                 configuration: .init(passwordHashCost: 4), database: database, dataKey: .generate(), logger: TestDatabase.logger)
             let seed = try await identity.seedDevelopmentTenant(apiPort: 3000)
-            _ = try await identity.createLocalUser(
+            _ = try await identity.administration.createLocalUser(
                 tenantID: seed.tenant.id, email: "ann@example.com", displayName: "Ann", password: "Ann-Pass1")
-            _ = try await identity.createLocalUser(
+            _ = try await identity.administration.createLocalUser(
                 tenantID: seed.tenant.id, email: "ben@example.com", displayName: "Ben", password: "Ben-Pass1")
             let identityApp = Application(
                 router: identity.buildRouter(), configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: TestDatabase.logger)

@@ -275,13 +275,3 @@ struct SQLSecondFactorStore: SecondFactorStore {
         } != nil
     }
 }
-
-extension IdentityServer {
-    /// Removes the account's authenticator (a lost phone): its next sign-in in a flow with TOTP
-    /// enrols anew. The admin command `users reset-mfa`.
-    public func resetSecondFactor(userID: UUID) async throws -> Bool {
-        let had = try await service.secondFactors.hasAuthenticator(userID: userID)
-        try await service.secondFactors.removeAuthenticator(userID: userID)
-        return had
-    }
-}

@@ -32,7 +32,7 @@ extension IdentityServer {
         do {
             return try await mint(tenantID: tenantID, request, origin: origin)
         } catch let error as ProtocolFailure {
-            throw AdministrationError.refused("\(error.code): \(error.message)")
+            throw IdentityAdministration.AdministrationError.refused("\(error.code): \(error.message)")
         }
     }
 
@@ -42,7 +42,7 @@ extension IdentityServer {
         guard let tenant = try await tenants.tenant(matching: tenantID.uuidString) else {
             throw ProtocolFailure.unknownTenant(tenantID.uuidString)
         }
-        let user = try await findUser(tenantID: tenantID, emailOrID: request.user)
+        let user = try await administration.findUser(tenantID: tenantID, emailOrID: request.user)
         guard user.accountEnabled else { throw ProtocolFailure.accountDisabled }
         let name = request.policy ?? tenant.defaultPolicy
         guard let flow = try await tenants.userFlow(tenantID: tenantID, name: name) else {
@@ -170,7 +170,7 @@ struct DevelopmentEndpoints: Sendable {
         let mint = try await Self.body(TokenMintRequest.self, request, context: context)
         do {
             return .json(try await server.mint(tenantID: tenant.id, mint, origin: service.origin(of: request)), noStore: true)
-        } catch let error as IdentityServer.AdministrationError {
+        } catch let error as IdentityAdministration.AdministrationError {
             throw ProtocolFailure.malformedRequest(error.description)
         }
     }

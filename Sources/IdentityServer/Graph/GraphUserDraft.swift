@@ -188,7 +188,7 @@ extension GraphError {
     }
 
     /// The admin rules' refusals in Graph's words.
-    init(_ error: IdentityServer.AdministrationError) {
+    init(_ error: IdentityAdministration.AdministrationError) {
         switch error {
         case .duplicate:
             self = .badRequest("Another object with the same value for property identities already exists.")

@@ -60,8 +60,8 @@ struct GraphUsers: Sendable {
         let account = try GraphUserDraft.newAccount(from: body, tenant: tenant)
         let user: UserAccount
         do {
-            user = try await server.createUser(tenantID: tenant.id, account)
-        } catch let error as IdentityServer.AdministrationError {
+            user = try await server.administration.createUser(tenantID: tenant.id, account)
+        } catch let error as IdentityAdministration.AdministrationError {
             throw GraphError(error)
         }
         context.logger.info("user created through Graph", metadata: ["oid": "\(user.objectID)"])
@@ -76,8 +76,8 @@ struct GraphUsers: Sendable {
         let body = try await GraphBody.object(request, context: context)
         let changes = try GraphUserDraft.changes(from: body, tenant: tenant)
         do {
-            try await server.updateUser(user, changes)
-        } catch let error as IdentityServer.AdministrationError {
+            try await server.administration.updateUser(user, changes)
+        } catch let error as IdentityAdministration.AdministrationError {
             throw GraphError(error)
         }
         return Response(status: .noContent)
@@ -86,7 +86,7 @@ struct GraphUsers: Sendable {
     @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
         let user = try await self.user(context, tenant: tenant)
-        _ = try await server.users.delete(id: user.id)
+        try await server.administration.deleteUser(user)
         context.logger.info("user deleted through Graph", metadata: ["oid": "\(user.objectID)"])
         return Response(status: .noContent)
     }
@@ -95,7 +95,7 @@ struct GraphUsers: Sendable {
     @Sendable func revokeSignInSessions(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
         let user = try await self.user(context, tenant: tenant)
-        try await server.users.revokeSessions(id: user.id, now: Date())
+        try await server.administration.revokeSessions(user)
         return .json(
             .object([("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#Edm.Boolean")), ("value", .bool(true))]))
     }
@@ -112,8 +112,8 @@ struct GraphUsers: Sendable {
         }
         let found: UserAccount?
         do {
-            found = try await server.findUser(tenantID: tenant.id, emailOrID: lookup)
-        } catch IdentityServer.AdministrationError.noSuchUser {
+            found = try await server.administration.findUser(tenantID: tenant.id, emailOrID: lookup)
+        } catch IdentityAdministration.AdministrationError.noSuchUser {
             found = nil
         }
         guard let user = found else {

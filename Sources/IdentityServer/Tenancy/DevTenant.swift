@@ -119,7 +119,7 @@ extension IdentityServer {
             // Only a file that still holds one of the app's secrets moves in.
             secret = legacy
         } else {
-            secret = Secrets.randomToken(byteCount: 30)
+            secret = IdentityAdministration.newClientSecret()
             try await tenants.addSecret(clientID: app.clientID, secret: secret, now: now, expiresAt: nil)
             logger.notice("the web app had no stored client secret: added a new one", metadata: ["client_id": "\(app.clientIDString)"])
         }
@@ -190,7 +190,7 @@ extension IdentityServer {
             redirectURIs: DevTenant.webRedirectURIs(apiPort: apiPort) + webOrigins.map { "\($0)/auth/openid/return" },
             apiPermissions: DevTenant.permissions(taskAPI: publicApp, web: true))
         try await tenants.save(webApp, now: now)
-        let secret = Secrets.randomToken(byteCount: 30)
+        let secret = IdentityAdministration.newClientSecret()
         try await tenants.addSecret(clientID: webApp.clientID, secret: secret, now: now, expiresAt: nil)
         _ = try await keys.activeKey()
         return DevTenantSeed(tenant: tenant, publicApp: publicApp, webApp: webApp, webAppSecret: secret, created: true)

@@ -8,7 +8,7 @@ extension IdentityServer {
     /// key. Applying the result to the same installation changes nothing.
     public func exportTenant(tenantID: UUID, withUsers: Bool) async throws -> String {
         guard let tenant = try await tenants.tenant(matching: tenantID.uuidString) else {
-            throw AdministrationError.refused("no tenant \(tenantID.uuidString.lowercased())")
+            throw IdentityAdministration.AdministrationError.refused("no tenant \(tenantID.uuidString.lowercased())")
         }
         let flows = try await tenants.userFlows(tenantID: tenantID)
         let apps = try await tenants.applications(tenantID: tenantID)

@@ -59,8 +59,8 @@ public struct AccountChanges: Sendable {
     public init() {}
 }
 
-/// Account administration shared by the admin commands, Graph's users API and tests.
-extension IdentityServer {
+/// The rules of accounts and permissions, shared by the admin commands, Graph, the YAML and tests.
+extension IdentityAdministration {
     public enum AdministrationError: Error, CustomStringConvertible, Equatable {
         case invalidEmail(String)
         case invalidName(String)
