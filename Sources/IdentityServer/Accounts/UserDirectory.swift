@@ -3,12 +3,12 @@ import SQLKit
 import Storage
 
 /// Errors the account store reports as domain conditions.
-public enum UserDirectoryError: Error, Equatable {
+enum UserDirectoryError: Error, Equatable {
     case duplicate
 }
 
 /// Consumer accounts.
-public protocol UserDirectory: Sendable {
+protocol UserDirectory: Sendable {
     func create(_ user: UserAccount) async throws
     func user(id: UUID) async throws -> UserAccount?
     func user(tenantID: UUID, provider: IdentityProviderKind, signInName: String) async throws -> UserAccount?
@@ -51,7 +51,7 @@ public protocol UserDirectory: Sendable {
 struct SQLUserDirectory: UserDirectory {
     let database: any Database
 
-    public init(database: any Database) { self.database = database }
+    init(database: any Database) { self.database = database }
 
     struct Row: Codable {
         var id: String
@@ -150,7 +150,7 @@ struct SQLUserDirectory: UserDirectory {
         }
     }
 
-    public func create(_ user: UserAccount) async throws {
+    func create(_ user: UserAccount) async throws {
         let row = Row(user)
         do {
             try await database.transaction { sql in
@@ -161,12 +161,12 @@ struct SQLUserDirectory: UserDirectory {
         }
     }
 
-    public func user(id: UUID) async throws -> UserAccount? {
+    func user(id: UUID) async throws -> UserAccount? {
         try await database.rows("SELECT * FROM users WHERE id = ?", [.text(id.uuidString.lowercased())]).first
             .map(Row.init(stored:))?.user
     }
 
-    public func user(tenantID: UUID, provider: IdentityProviderKind, signInName: String) async throws -> UserAccount? {
+    func user(tenantID: UUID, provider: IdentityProviderKind, signInName: String) async throws -> UserAccount? {
         let tenant = tenantID.uuidString.lowercased()
         return try await database.read { sql in
             try await sql.select().columns("*").from("users")
@@ -176,7 +176,7 @@ struct SQLUserDirectory: UserDirectory {
         }?.user
     }
 
-    public func users(tenantID: UUID) async throws -> [UserAccount] {
+    func users(tenantID: UUID) async throws -> [UserAccount] {
         let tenant = tenantID.uuidString.lowercased()
         return try await database.read { sql in
             try await sql.select().columns("*").from("users").where("tenant_id", .equal, tenant)
@@ -184,7 +184,7 @@ struct SQLUserDirectory: UserDirectory {
         }.compactMap(\.user)
     }
 
-    public func delete(id: UUID) async throws -> Bool {
+    func delete(id: UUID) async throws -> Bool {
         let key = id.uuidString.lowercased()
         return try await database.transaction { sql in
             let exists = try await sql.select().column("id").from("users").where("id", .equal, key).first()
@@ -199,7 +199,7 @@ struct SQLUserDirectory: UserDirectory {
         }
     }
 
-    public func updateProfile(id: UUID, displayName: String, attributes: [String: String], now: Date) async throws {
+    func updateProfile(id: UUID, displayName: String, attributes: [String: String], now: Date) async throws {
         let key = id.uuidString.lowercased()
         let encoded = StoredJSON.encode(attributes)
         try await database.transaction { sql in
@@ -208,7 +208,7 @@ struct SQLUserDirectory: UserDirectory {
         }
     }
 
-    public func setPassword(id: UUID, hash: String, emailProven: Bool, forceChange: Bool, now: Date) async throws {
+    func setPassword(id: UUID, hash: String, emailProven: Bool, forceChange: Bool, now: Date) async throws {
         let key = id.uuidString.lowercased()
         try await database.transaction { sql in
             if emailProven { try await sql.update("users").set("email_verified", to: true).where("id", .equal, key).run() }
@@ -220,7 +220,7 @@ struct SQLUserDirectory: UserDirectory {
         }
     }
 
-    public func setAccountState(id: UUID, enabled: Bool?, passwordPolicies: String??, now: Date) async throws {
+    func setAccountState(id: UUID, enabled: Bool?, passwordPolicies: String??, now: Date) async throws {
         let key = id.uuidString.lowercased()
         try await database.transaction { sql in
             var update = sql.update("users").set("updated_at", to: now.epochSeconds)
@@ -232,7 +232,7 @@ struct SQLUserDirectory: UserDirectory {
         }
     }
 
-    public func replace(_ user: UserAccount) async throws {
+    func replace(_ user: UserAccount) async throws {
         let row = Row(user)
         // The skeleton follows a new name; an unchanged name keeps its own (none, for the younger
         // of two accounts that looked alike before skeletons existed).
@@ -254,7 +254,7 @@ struct SQLUserDirectory: UserDirectory {
         }
     }
 
-    public func revokeSessions(id: UUID, now: Date) async throws {
+    func revokeSessions(id: UUID, now: Date) async throws {
         let key = id.uuidString.lowercased()
         try await database.transaction { sql in try await Self.endSessions(key, reason: "sessions revoked", now: now, sql: sql) }
     }
@@ -266,7 +266,7 @@ struct SQLUserDirectory: UserDirectory {
             .where("user_id", .equal, key).where("revoked_at", .is, SQLLiteral.null).run()
     }
 
-    public func upgradeHash(id: UUID, hash: String) async throws {
+    func upgradeHash(id: UUID, hash: String) async throws {
         let key = id.uuidString.lowercased()
         try await database.transaction { sql in
             try await sql.update("users").set("password_hash", to: hash).where("id", .equal, key).run()
@@ -286,7 +286,7 @@ struct SQLUserDirectory: UserDirectory {
         }
     }
 
-    public func updateLockout<Decision: Sendable>(
+    func updateLockout<Decision: Sendable>(
         id: UUID, source: String,
         _ transition: @escaping @Sendable (LockoutState, LockoutState) -> (LockoutState, LockoutState, Decision)
     ) async throws -> Decision? {
@@ -316,7 +316,7 @@ struct SQLUserDirectory: UserDirectory {
         }
     }
 
-    public func clearLockout(id: UUID) async throws {
+    func clearLockout(id: UUID) async throws {
         let key = id.uuidString.lowercased()
         try await database.transaction { sql in try await Self.clearLockout(key, sql: sql) }
     }

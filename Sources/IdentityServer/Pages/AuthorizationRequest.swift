@@ -4,29 +4,29 @@ import WireCoding
 /// What the app asked for at `/authorize`, kept server-side while the user walks through the
 /// hosted pages (B2C does the same with its `tx` state). Pages carry only the opaque id.
 struct AuthorizationRequest: Sendable, Codable, Equatable {
-    public var tenantID: UUID
-    public var tenantSegment: String
-    public var policy: String
-    public var clientID: String
-    public var redirectURI: String
-    public var responseTypes: [ResponseType]
-    public var responseMode: ResponseMode
-    public var scopes: [String]
-    public var state: String?
-    public var nonce: String?
-    public var codeChallenge: String?
-    public var codeChallengeMethod: CodeChallengeMethod?
-    public var prompt: Prompt?
-    public var loginHint: String?
-    public var domainHint: String?
-    public var maxAge: Int?
+    var tenantID: UUID
+    var tenantSegment: String
+    var policy: String
+    var clientID: String
+    var redirectURI: String
+    var responseTypes: [ResponseType]
+    var responseMode: ResponseMode
+    var scopes: [String]
+    var state: String?
+    var nonce: String?
+    var codeChallenge: String?
+    var codeChallengeMethod: CodeChallengeMethod?
+    var prompt: Prompt?
+    var loginHint: String?
+    var domainHint: String?
+    var maxAge: Int?
     /// `scheme://host[:port]` the request came in on; page and issuer URLs are built from it.
-    public var origin: String
+    var origin: String
     /// B2C or Entra (SPEC §2.9): decides the tokens' shape, the errors' form and whether consent
     /// is asked. Absent in transactions stored before the Entra face, which were all B2C's.
-    public var face: ProtocolFace?
+    var face: ProtocolFace?
     /// `ui_locales` as the app sent it (checked tags), for the pages' language and connectors.
-    public var uiLocales: String? = nil
+    var uiLocales: String? = nil
 
     var protocolFace: ProtocolFace { face ?? .b2c }
     var wantsCode: Bool { responseTypes.contains(.code) }
@@ -88,12 +88,12 @@ struct SSOSession: Sendable, Equatable {
 public struct OutboxMessage: Sendable, Equatable {
     /// Sorts by when the message was written, finer than `createdAt`'s seconds: the outbox
     /// lists the newest first even when several arrive within one second.
-    public var id: String
-    public var tenantID: UUID
-    public var recipient: String
-    public var subject: String
-    public var body: String
-    public var createdAt: Date
+    var id: String
+    var tenantID: UUID
+    var recipient: String
+    var subject: String
+    var body: String
+    var createdAt: Date
 }
 
 extension OutboxMessage {

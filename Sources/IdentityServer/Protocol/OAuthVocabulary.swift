@@ -16,7 +16,7 @@ enum ResponseType: String, Sendable, Codable, Comparable {
     case idToken = "id_token"
     case token
 
-    public static func < (lhs: ResponseType, rhs: ResponseType) -> Bool { lhs.rawValue < rhs.rawValue }
+    static func < (lhs: ResponseType, rhs: ResponseType) -> Bool { lhs.rawValue < rhs.rawValue }
 
     /// The components of a `response_type` value's words, or nil when one is not known.
     static func parse(_ words: Set<String>) -> Set<ResponseType>? {

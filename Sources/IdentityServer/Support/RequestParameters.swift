@@ -5,10 +5,10 @@ import WireCoding
 struct RequestParameters: Sendable {
     public private(set) var pairs: [(String, String)]
 
-    public init(pairs: [(String, String)]) { self.pairs = pairs }
+    init(pairs: [(String, String)]) { self.pairs = pairs }
     init(query: String?) { self.pairs = FormEncoding.decode(query ?? "") }
 
-    public subscript(_ name: String) -> String? {
+    subscript(_ name: String) -> String? {
         pairs.first { $0.0 == name }?.1
     }
 

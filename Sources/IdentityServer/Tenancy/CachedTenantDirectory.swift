@@ -21,7 +21,7 @@ final class CachedTenantDirectory: TenantDirectory {
         var generation = 0
     }
 
-    public init(_ base: any TenantDirectory, timeToLive: Duration = .seconds(5)) {
+    init(_ base: any TenantDirectory, timeToLive: Duration = .seconds(5)) {
         self.base = base
         self.timeToLive = timeToLive
     }
@@ -55,65 +55,65 @@ final class CachedTenantDirectory: TenantDirectory {
         }
     }
 
-    public func tenant(matching segment: String) async throws -> Tenant? {
+    func tenant(matching segment: String) async throws -> Tenant? {
         try await cached("tenant:\(segment.lowercased())") { try await base.tenant(matching: segment) }
     }
 
-    public func defaultTenant() async throws -> Tenant? {
+    func defaultTenant() async throws -> Tenant? {
         try await cached("default-tenant") { try await base.defaultTenant() }
     }
 
-    public func tenants() async throws -> [Tenant] { try await base.tenants() }
+    func tenants() async throws -> [Tenant] { try await base.tenants() }
 
-    public func userFlow(tenantID: UUID, name: String) async throws -> UserFlow? {
+    func userFlow(tenantID: UUID, name: String) async throws -> UserFlow? {
         try await cached("flow:\(tenantID):\(name.lowercased())") { try await base.userFlow(tenantID: tenantID, name: name) }
     }
 
-    public func userFlows(tenantID: UUID) async throws -> [UserFlow] { try await base.userFlows(tenantID: tenantID) }
+    func userFlows(tenantID: UUID) async throws -> [UserFlow] { try await base.userFlows(tenantID: tenantID) }
 
-    public func application(tenantID: UUID, clientID: String) async throws -> AppRegistration? {
+    func application(tenantID: UUID, clientID: String) async throws -> AppRegistration? {
         try await cached("app:\(tenantID):\(clientID.lowercased())") { try await base.application(tenantID: tenantID, clientID: clientID) }
     }
 
-    public func applications(tenantID: UUID) async throws -> [AppRegistration] {
+    func applications(tenantID: UUID) async throws -> [AppRegistration] {
         try await cached("apps:\(tenantID)") { try await base.applications(tenantID: tenantID) }
     }
 
     /// Never cached: a revoked secret must stop working at once.
-    public func verifySecret(clientID: UUID, secret: String, now: Date) async throws -> Bool {
+    func verifySecret(clientID: UUID, secret: String, now: Date) async throws -> Bool {
         try await base.verifySecret(clientID: clientID, secret: secret, now: now)
     }
 
-    public func save(_ tenant: Tenant, now: Date) async throws {
+    func save(_ tenant: Tenant, now: Date) async throws {
         defer { invalidate() }
         try await base.save(tenant, now: now)
     }
 
-    public func save(_ flow: UserFlow) async throws {
+    func save(_ flow: UserFlow) async throws {
         defer { invalidate() }
         try await base.save(flow)
     }
 
-    public func save(_ application: AppRegistration, now: Date) async throws {
+    func save(_ application: AppRegistration, now: Date) async throws {
         defer { invalidate() }
         try await base.save(application, now: now)
     }
 
-    public func addSecret(clientID: UUID, secret: String, now: Date, expiresAt: Date?) async throws {
+    func addSecret(clientID: UUID, secret: String, now: Date, expiresAt: Date?) async throws {
         try await base.addSecret(clientID: clientID, secret: secret, now: now, expiresAt: expiresAt)
     }
 
-    public func secretHashes(clientID: UUID) async throws -> [String] { try await base.secretHashes(clientID: clientID) }
+    func secretHashes(clientID: UUID) async throws -> [String] { try await base.secretHashes(clientID: clientID) }
 
-    public func addSecretHash(clientID: UUID, hash: String, now: Date) async throws {
+    func addSecretHash(clientID: UUID, hash: String, now: Date) async throws {
         try await base.addSecretHash(clientID: clientID, hash: hash, now: now)
     }
 
-    public func removeSecrets(clientID: UUID) async throws {
+    func removeSecrets(clientID: UUID) async throws {
         try await base.removeSecrets(clientID: clientID)
     }
 
-    public func removeApplication(tenantID: UUID, clientID: UUID) async throws -> Bool {
+    func removeApplication(tenantID: UUID, clientID: UUID) async throws -> Bool {
         defer { invalidate() }
         return try await base.removeApplication(tenantID: tenantID, clientID: clientID)
     }

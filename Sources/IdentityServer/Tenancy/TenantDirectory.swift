@@ -4,7 +4,7 @@ import Storage
 import WireCoding
 
 /// Tenants, app registrations and user flows.
-public protocol TenantDirectory: Sendable {
+protocol TenantDirectory: Sendable {
     /// Finds a tenant by its name (case-insensitive) or its GUID, the two forms B2C URLs use.
     func tenant(matching segment: String) async throws -> Tenant?
     func defaultTenant() async throws -> Tenant?
@@ -44,7 +44,7 @@ struct TenantSettings: Codable, Equatable {
 struct SQLTenantDirectory: TenantDirectory {
     let database: any Database
 
-    public init(database: any Database) { self.database = database }
+    init(database: any Database) { self.database = database }
 
     struct TenantRow: Codable {
         var id: String
@@ -122,7 +122,7 @@ struct SQLTenantDirectory: TenantDirectory {
         }
     }
 
-    public func tenant(matching segment: String) async throws -> Tenant? {
+    func tenant(matching segment: String) async throws -> Tenant? {
         let lowered = segment.lowercased()
         return try await database.read { sql in
             try await sql.select().columns("*").from("tenants")
@@ -131,20 +131,20 @@ struct SQLTenantDirectory: TenantDirectory {
         }?.tenant
     }
 
-    public func defaultTenant() async throws -> Tenant? {
+    func defaultTenant() async throws -> Tenant? {
         try await database.read { sql in
             try await sql.select().columns("*").from("tenants").where("is_default", .equal, true)
                 .first(decoding: TenantRow.self, with: .snakeCase)
         }?.tenant
     }
 
-    public func tenants() async throws -> [Tenant] {
+    func tenants() async throws -> [Tenant] {
         try await database.read { sql in
             try await sql.select().columns("*").from("tenants").orderBy("name_lower").all(decoding: TenantRow.self, with: .snakeCase)
         }.compactMap(\.tenant)
     }
 
-    public func userFlow(tenantID: UUID, name: String) async throws -> UserFlow? {
+    func userFlow(tenantID: UUID, name: String) async throws -> UserFlow? {
         let tenant = tenantID.uuidString.lowercased()
         let lowered = name.lowercased()
         return try await database.read { sql in
@@ -154,7 +154,7 @@ struct SQLTenantDirectory: TenantDirectory {
         }?.flow
     }
 
-    public func userFlows(tenantID: UUID) async throws -> [UserFlow] {
+    func userFlows(tenantID: UUID) async throws -> [UserFlow] {
         let tenant = tenantID.uuidString.lowercased()
         return try await database.read { sql in
             try await sql.select().columns("*").from("user_flows").where("tenant_id", .equal, tenant)
@@ -162,7 +162,7 @@ struct SQLTenantDirectory: TenantDirectory {
         }.compactMap(\.flow)
     }
 
-    public func application(tenantID: UUID, clientID: String) async throws -> AppRegistration? {
+    func application(tenantID: UUID, clientID: String) async throws -> AppRegistration? {
         guard let id = UUID(uuidString: clientID) else { return nil }
         let tenant = tenantID.uuidString.lowercased()
         let client = id.uuidString.lowercased()
@@ -173,7 +173,7 @@ struct SQLTenantDirectory: TenantDirectory {
         }?.application
     }
 
-    public func applications(tenantID: UUID) async throws -> [AppRegistration] {
+    func applications(tenantID: UUID) async throws -> [AppRegistration] {
         let tenant = tenantID.uuidString.lowercased()
         return try await database.read { sql in
             try await sql.select().columns("*").from("applications").where("tenant_id", .equal, tenant)
@@ -186,7 +186,7 @@ struct SQLTenantDirectory: TenantDirectory {
         var expiresAt: Int64?
     }
 
-    public func verifySecret(clientID: UUID, secret: String, now: Date) async throws -> Bool {
+    func verifySecret(clientID: UUID, secret: String, now: Date) async throws -> Bool {
         let client = clientID.uuidString.lowercased()
         let rows = try await database.read { sql in
             try await sql.select().columns("secret_hash", "expires_at").from("application_secrets")
@@ -202,7 +202,7 @@ struct SQLTenantDirectory: TenantDirectory {
         return matched
     }
 
-    public func save(_ tenant: Tenant, now: Date) async throws {
+    func save(_ tenant: Tenant, now: Date) async throws {
         let row = TenantRow(
             id: tenant.guid, name: tenant.name, nameLower: tenant.name.lowercased(), displayName: tenant.displayName,
             defaultPolicy: tenant.defaultPolicy, pageTemplatesPath: tenant.pageTemplatesPath,
@@ -229,7 +229,7 @@ struct SQLTenantDirectory: TenantDirectory {
         }
     }
 
-    public func save(_ flow: UserFlow) async throws {
+    func save(_ flow: UserFlow) async throws {
         let definition = UserFlowDefinition(
             type: flow.type, identityProviders: flow.identityProviders, signUpAttributes: flow.signUpAttributes,
             applicationClaims: flow.applicationClaims, lifetimes: flow.lifetimes, emailVerification: flow.emailVerification,
@@ -244,7 +244,7 @@ struct SQLTenantDirectory: TenantDirectory {
         }
     }
 
-    public func save(_ application: AppRegistration, now: Date) async throws {
+    func save(_ application: AppRegistration, now: Date) async throws {
         let row = ApplicationRow(
             clientId: application.clientIDString, tenantId: application.tenantID.uuidString.lowercased(),
             displayName: application.displayName, kind: application.kind.rawValue,
@@ -272,7 +272,7 @@ struct SQLTenantDirectory: TenantDirectory {
         }
     }
 
-    public func addSecret(clientID: UUID, secret: String, now: Date, expiresAt: Date?) async throws {
+    func addSecret(clientID: UUID, secret: String, now: Date, expiresAt: Date?) async throws {
         let client = clientID.uuidString.lowercased()
         let hash = Secrets.sha256Hex(secret)
         let hint = String(secret.prefix(3))
@@ -287,7 +287,7 @@ struct SQLTenantDirectory: TenantDirectory {
         }
     }
 
-    public func secretHashes(clientID: UUID) async throws -> [String] {
+    func secretHashes(clientID: UUID) async throws -> [String] {
         let client = clientID.uuidString.lowercased()
         return try await database.read { sql in
             try await sql.select().columns("secret_hash", "expires_at").from("application_secrets")
@@ -295,7 +295,7 @@ struct SQLTenantDirectory: TenantDirectory {
         }.map(\.secretHash).sorted()
     }
 
-    public func addSecretHash(clientID: UUID, hash: String, now: Date) async throws {
+    func addSecretHash(clientID: UUID, hash: String, now: Date) async throws {
         let client = clientID.uuidString.lowercased()
         let id = UUID().uuidString.lowercased()
         try await database.transaction { sql in
@@ -305,12 +305,12 @@ struct SQLTenantDirectory: TenantDirectory {
         }
     }
 
-    public func removeSecrets(clientID: UUID) async throws {
+    func removeSecrets(clientID: UUID) async throws {
         let client = clientID.uuidString.lowercased()
         try await database.transaction { sql in try await sql.delete(from: "application_secrets").where("client_id", .equal, client).run() }
     }
 
-    public func removeApplication(tenantID: UUID, clientID: UUID) async throws -> Bool {
+    func removeApplication(tenantID: UUID, clientID: UUID) async throws -> Bool {
         let client = clientID.uuidString.lowercased()
         let tenant = tenantID.uuidString.lowercased()
         return try await database.transaction { sql in

@@ -40,7 +40,7 @@ struct SQLGrantStore: GrantStore {
     /// Seals a rotated token's successor for the reuse interval.
     let dataKey: DataKey
 
-    public init(database: any Database, dataKey: DataKey) {
+    init(database: any Database, dataKey: DataKey) {
         self.database = database
         self.dataKey = dataKey
     }
@@ -162,7 +162,7 @@ struct SQLGrantStore: GrantStore {
         var usedAt: Int64?
     }
 
-    public func saveCode(_ code: String, grant: AuthorizationCodeGrant) async throws {
+    func saveCode(_ code: String, grant: AuthorizationCodeGrant) async throws {
         let row = CodeRow(
             codeHash: Secrets.sha256Hex(code), tenantId: grant.tenantID.uuidString.lowercased(),
             clientId: grant.clientID, userId: grant.userID.uuidString.lowercased(), policy: grant.policy,
@@ -175,7 +175,7 @@ struct SQLGrantStore: GrantStore {
         try await database.transaction { sql in try await sql.insert(into: "authorization_codes").model(row, with: .snakeCase).run() }
     }
 
-    public func redeemCode(_ code: String, clientID: String, policy: String, face: ProtocolFace, now: Date) async throws -> CodeRedemption {
+    func redeemCode(_ code: String, clientID: String, policy: String, face: ProtocolFace, now: Date) async throws -> CodeRedemption {
         let hash = Secrets.sha256Hex(code)
         return try await database.transaction { sql in
             // A row lock on PostgreSQL; SQLite's dialect renders none (its single writer serialises).
@@ -201,7 +201,7 @@ struct SQLGrantStore: GrantStore {
         }
     }
 
-    public func createFamily(_ family: RefreshTokenFamily, firstToken: String, tokenExpiresAt: Date, forCode code: String?) async throws {
+    func createFamily(_ family: RefreshTokenFamily, firstToken: String, tokenExpiresAt: Date, forCode code: String?) async throws {
         let familyRow = FamilyRow(family)
         let tokenRow = TokenRow(
             tokenHash: Secrets.sha256Hex(firstToken), familyId: family.id, createdAt: family.createdAt.epochSeconds,
@@ -221,7 +221,7 @@ struct SQLGrantStore: GrantStore {
         }
     }
 
-    public func family(ofRefreshToken token: String) async throws -> RefreshTokenFamily? {
+    func family(ofRefreshToken token: String) async throws -> RefreshTokenFamily? {
         let hash = Secrets.sha256Hex(token)
         return try await database.read { sql in
             try await sql.raw(
@@ -230,7 +230,7 @@ struct SQLGrantStore: GrantStore {
         }
     }
 
-    public func revokeFamily(id: String, reason: String, now: Date) async throws {
+    func revokeFamily(id: String, reason: String, now: Date) async throws {
         try await database.transaction { sql in try await Self.revoke(family: id, reason: reason, now: now, sql: sql) }
     }
 
@@ -240,7 +240,7 @@ struct SQLGrantStore: GrantStore {
             .run()
     }
 
-    public func sweep(now: Date) async throws -> Int {
+    func sweep(now: Date) async throws -> Int {
         let cutoff = now.epochSeconds
         // Keep redeemed codes until they expire so replays are still recognised.
         return try await database.transaction { sql in

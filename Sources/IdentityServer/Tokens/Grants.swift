@@ -3,26 +3,26 @@ import Foundation
 /// A code issued at the end of an interactive sign-in: single use, 10 minutes, bound to client,
 /// redirect URI, PKCE challenge, policy and nonce (SPEC §2.4; RFC 6749 §4.1.2, RFC 7636).
 struct AuthorizationCodeGrant: Sendable, Equatable {
-    public var tenantID: UUID
-    public var clientID: String
-    public var userID: UUID
-    public var policy: String
-    public var redirectURI: String
-    public var scopes: [String]
-    public var nonce: String?
-    public var codeChallenge: String?
-    public var codeChallengeMethod: CodeChallengeMethod?
-    public var authTime: Date
-    public var newUser: Bool
-    public var identityProvider: IdentityProviderKind
-    public var createdAt: Date
-    public var expiresAt: Date
+    var tenantID: UUID
+    var clientID: String
+    var userID: UUID
+    var policy: String
+    var redirectURI: String
+    var scopes: [String]
+    var nonce: String?
+    var codeChallenge: String?
+    var codeChallengeMethod: CodeChallengeMethod?
+    var authTime: Date
+    var newUser: Bool
+    var identityProvider: IdentityProviderKind
+    var createdAt: Date
+    var expiresAt: Date
     /// The face the code was issued on: it redeems only there, so a code from B2C's authorize
     /// (which asks no consent) cannot buy Entra tokens, nor the reverse.
-    public var face: ProtocolFace = .b2c
+    var face: ProtocolFace = .b2c
     /// Values the flow's "before sending the token" connector set (account keys → text), used
     /// in every token of this sign-in, refreshes included.
-    public var claimOverrides: [String: String]? = nil
+    var claimOverrides: [String: String]? = nil
 }
 
 enum CodeRedemption: Sendable {
@@ -39,25 +39,25 @@ enum CodeRedemption: Sendable {
 /// The shared state of a chain of rotated refresh tokens. Rotation creates a new token in the
 /// same family; presenting an already-rotated token revokes the family (RFC 9700 §4.14.2).
 struct RefreshTokenFamily: Sendable, Equatable {
-    public var id: String
-    public var tenantID: UUID
-    public var clientID: String
-    public var userID: UUID
-    public var policy: String
-    public var scopes: [String]
-    public var authTime: Date
-    public var identityProvider: IdentityProviderKind
-    public var createdAt: Date
+    var id: String
+    var tenantID: UUID
+    var clientID: String
+    var userID: UUID
+    var policy: String
+    var scopes: [String]
+    var authTime: Date
+    var identityProvider: IdentityProviderKind
+    var createdAt: Date
     /// `auth_time` + the flow's sliding window; nil when unbounded.
-    public var slidingExpiresAt: Date?
-    public var revokedAt: Date?
+    var slidingExpiresAt: Date?
+    var revokedAt: Date?
     /// The app's API permissions when the user signed in: what a refresh may ask for, together
     /// with the app's current permissions (nil for families from before this was recorded).
-    public var consented: [APIPermission]? = nil
+    var consented: [APIPermission]? = nil
     /// The face the family was started on; it refreshes only there.
-    public var face: ProtocolFace = .b2c
+    var face: ProtocolFace = .b2c
     /// The sign-in's connector values (``AuthorizationCodeGrant/claimOverrides``).
-    public var claimOverrides: [String: String]? = nil
+    var claimOverrides: [String: String]? = nil
 }
 
 enum RefreshTokenRedemption: Sendable {
@@ -79,8 +79,8 @@ enum RefreshTokenRedemption: Sendable {
 
 /// Who may redeem a refresh token: the client and user flow it was issued to.
 struct RefreshTokenBinding: Sendable {
-    public var tenantID: UUID
-    public var clientID: String
-    public var policy: String
-    public var face: ProtocolFace = .b2c
+    var tenantID: UUID
+    var clientID: String
+    var policy: String
+    var face: ProtocolFace = .b2c
 }

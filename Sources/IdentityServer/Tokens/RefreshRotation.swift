@@ -13,7 +13,7 @@ extension SQLGrantStore {
     /// What a successor is sealed to: the token it replaces.
     fileprivate static func successorContext(_ hash: String) -> String { "refresh_tokens.successor:\(hash)" }
 
-    public func rotateRefreshToken(
+    func rotateRefreshToken(
         _ token: String, replacement: String, binding: RefreshTokenBinding,
         admit: @Sendable (RefreshTokenFamily) throws -> Void,
         replacementExpiresAt: @Sendable (RefreshTokenFamily) -> Date, reuseInterval: TimeInterval, now: Date
