@@ -92,7 +92,7 @@ struct SingleSignOnSessions: Sendable {
     /// Entra face a `login_hint` picks the session of that account instead, as Entra does, and
     /// none if the browser holds no session for it.
     func singleSignOn(among usable: [Held], authorization: AuthorizationRequest, request: Request, tenant: Tenant) -> Held? {
-        if authorization.protocolFace == .entra, let hint = authorization.loginHint {
+        if authorization.protocolFace.dialect.singleSignOnFollowsLoginHint, let hint = authorization.loginHint {
             let wanted = EmailAddress.canonical(hint) ?? hint.lowercased()
             return usable.first { $0.user.signInName == wanted || $0.user.email.flatMap(EmailAddress.canonical) == wanted }
         }
@@ -159,7 +159,7 @@ struct PageError: Error {
     }
 
     init(_ error: ProtocolFailure, face: ProtocolFace = .b2c) {
-        let (code, message) = face == .entra ? ("AADSTS\(error.entra.code)", error.entra.message) : (error.code, error.message)
+        let (code, message) = face.dialect.pageText(error)
         self.init(
             status: error.status == .badRequest ? .badRequest : error.status, title: "Sorry, something went wrong",
             message: message, code: code)

@@ -37,7 +37,7 @@ struct AuthorizeEndpoint: Sendable {
         }
         // A policy-less (Entra) authorization runs the app's own user flow when it names one
         // (External ID, SPEC §2.9), else the tenant's default.
-        let userFlow = face == .entra ? try await service.entraFlow(for: client, resolved: context.flow) : context.flow
+        let userFlow = face.dialect.runsAppBoundFlow ? try await service.entraFlow(for: client, resolved: context.flow) : context.flow
         guard !client.redirectURIs.isEmpty else { throw ProtocolFailure.noRedirectURIs(clientID: client.clientIDString) }
         guard let redirectURI = parameters.nonEmpty("redirect_uri") else { throw ProtocolFailure.missingParameter("redirect_uri") }
         guard parameters.count(of: "redirect_uri") == 1, client.isRegisteredRedirect(redirectURI) else {

@@ -31,7 +31,7 @@ struct TokenEndpoint: Sendable {
         let client = try await authenticateClient(request, form: form, tenant: tenant, now: now)
         guard let named = form.nonEmpty("grant_type") else { throw ProtocolFailure.missingParameter("grant_type") }
         guard let grantType = GrantType(rawValue: named) else { throw ProtocolFailure.grantTypeNotSupported(named) }
-        let flow = face == .entra ? try await appBoundFlow(of: client, resolved: context.flow) : context.flow
+        let flow = face.dialect.runsAppBoundFlow ? try await appBoundFlow(of: client, resolved: context.flow) : context.flow
         try await faults?.apply(policy: flow.name)
         let origin = hosts.origin(of: request)
         let issuer = HostPolicy.issuer(origin: origin, tenant: tenant, face: face)
@@ -117,7 +117,9 @@ struct TokenEndpoint: Sendable {
             if other.clientID != client.clientIDString {
                 throw ProtocolFailure.grantNotForThisEndpoint(actual: client.clientIDString, expected: other.clientID)
             }
-            if other.face != face { throw ProtocolFailure.grantNotForThisEndpoint(actual: face.endpointName, expected: other.face.endpointName) }
+            if other.face != face {
+                throw ProtocolFailure.grantNotForThisEndpoint(actual: face.dialect.endpointName, expected: other.face.dialect.endpointName)
+            }
             throw ProtocolFailure.grantNotForThisEndpoint(actual: flow.name, expected: other.policy)
         case .redeemed(let redeemed): grant = redeemed
         }
@@ -151,7 +153,7 @@ struct TokenEndpoint: Sendable {
         let flowName = flow.name
         let apps = try await tenants.applications(tenantID: tenant.id)
         let requested = [String].scopes(form["scope"])
-        if face == .entra, let family = try await grants.family(ofRefreshToken: presented), family.face == .entra,
+        if face.dialect.asksConsent, let family = try await grants.family(ofRefreshToken: presented), family.face == face,
             family.clientID == clientID
         {
             // Refused before the rotation, so a refresh asking beyond consent does not cost the
@@ -177,7 +179,7 @@ struct TokenEndpoint: Sendable {
         case .unknown: throw ProtocolFailure.malformedGrant
         case .wrongClient(let other): throw ProtocolFailure.grantNotForThisEndpoint(actual: clientID, expected: other.clientID)
         case .wrongPolicy(let other) where other.face != face:
-            throw ProtocolFailure.grantNotForThisEndpoint(actual: face.endpointName, expected: other.face.endpointName)
+            throw ProtocolFailure.grantNotForThisEndpoint(actual: face.dialect.endpointName, expected: other.face.dialect.endpointName)
         case .wrongPolicy(let other): throw ProtocolFailure.grantNotForThisEndpoint(actual: flowName, expected: other.policy)
         case .expired(_, let issuedAt, let expiresAt): throw ProtocolFailure.grantExpired(now: now, issued: issuedAt, expires: expiresAt)
         case .revoked, .reused: throw ProtocolFailure.grantRevoked
@@ -228,7 +230,7 @@ struct TokenEndpoint: Sendable {
         let scopes = try GrantedScopes.resolve(.scopes(form["scope"]), client: client, tenantApps: apps)
         // Entra's ROPC shows no consent page, so it works only for what the user has consented
         // to already (AADSTS65001 otherwise).
-        if face == .entra { try await requireConsent(scopes, userID: user.id, client: client) }
+        if face.dialect.asksConsent { try await requireConsent(scopes, userID: user.id, client: client) }
         // The flow's "before sending the token" connector runs here as at the end of its pages:
         // its values go into these tokens, and its failure ends the grant (AADB2C90075).
         let overrides: [String: String]
@@ -251,14 +253,7 @@ struct TokenEndpoint: Sendable {
     /// ROPC where MFA is required (AADSTS50076, suberror `basic_action`), since the password
     /// grant has no way to ask for it (the second outside attack's F-1).
     static func admitPasswordGrant(flow: UserFlow, face: ProtocolFace) throws {
-        switch face {
-        case .b2c:
-            guard flow.type == .ropc else { throw ProtocolFailure.grantTypeNotSupported(GrantType.password.rawValue) }
-        case .entra:
-            guard [.signUpOrSignIn, .signIn, .ropc].contains(flow.type), flow.offersLocalAccounts else {
-                throw ProtocolFailure.grantTypeNotSupported(GrantType.password.rawValue)
-            }
-        }
+        guard face.dialect.admitsPasswordGrant(in: flow) else { throw ProtocolFailure.grantTypeNotSupported(GrantType.password.rawValue) }
         if flow.mfa.isOn { throw ProtocolFailure.multiFactorRequired }
     }
 
@@ -277,24 +272,8 @@ struct TokenEndpoint: Sendable {
         let roles = client.permission(on: resource.audience)?.roles ?? []
         let token = try await self.tokens.appToken(
             client: client, resource: resource, roles: roles, issuer: issuer, lifetime: lifetime, now: now, face: face, tenant: tenant)
-        let iat = now.epochSeconds
-        var body = JSONObjectBuilder()
-        if face == .entra {
-            // Entra's v2 response: no v1 `not_before`/`expires_on`/`resource`.
-            body.set("token_type", "Bearer")
-            body.set("expires_in", lifetime)
-            body.set("ext_expires_in", lifetime)
-            body.set("access_token", token)
-            return .json(body.object, noStore: true)
-        }
-        body.set("access_token", token)
-        body.set("token_type", "Bearer")
-        body.set("not_before", iat)
-        body.set("expires_in", lifetime)
-        body.set("expires_on", iat + Int64(lifetime))
-        body.set("resource", resource.audience)
-        body.set("scope", scopes.granted.joined(separator: " "))
-        return .json(body.object, noStore: true)
+        let body = face.dialect.appTokenResponse(token: token, resource: resource, scopes: scopes, lifetime: lifetime, now: now)
+        return .json(body, noStore: true)
     }
 
     /// On the Entra face a grant without a page may carry only what the user consented to
@@ -341,50 +320,6 @@ struct TokenEndpoint: Sendable {
 
     private func tokenResponse(_ issuance: IssuanceContext, refreshToken: String?, clientInfo: Bool, now: Date) async throws -> JSONText {
         let tokens = try await self.tokens.issue(issuance, now: now)
-        if issuance.face == .entra { return entraResponse(issuance, tokens: tokens, refreshToken: refreshToken, clientInfo: clientInfo) }
-        let iat = now.epochSeconds
-        var body = JSONObjectBuilder()
-        body.set("access_token", tokens.accessToken)
-        body.set("id_token", tokens.idToken)
-        body.set("token_type", "Bearer")
-        body.set("not_before", iat)
-        if tokens.accessToken != nil {
-            body.set("expires_in", tokens.accessTokenLifetime)
-            body.set("expires_on", iat + Int64(tokens.accessTokenLifetime))
-            body.set("resource", issuance.scopes.resource?.audience)
-        }
-        if tokens.idToken != nil { body.set("id_token_expires_in", tokens.idTokenLifetime) }
-        body.set(
-            "profile_info",
-            TokenIssuer.profileInfo(user: issuance.user, tenant: issuance.tenant, identityProvider: issuance.identityProvider))
-        body.set("scope", issuance.scopes.granted.joined(separator: " "))
-        if let refreshToken {
-            body.set("refresh_token", refreshToken)
-            body.set("refresh_token_expires_in", issuance.flow.lifetimes.refreshTokenSeconds)
-        }
-        if clientInfo {
-            body.set("client_info", TokenIssuer.clientInfo(user: issuance.user, policy: issuance.flow.name, tenant: issuance.tenant))
-        }
-        return body.object
-    }
-}
-
-extension TokenEndpoint {
-    /// The Microsoft identity platform's v2 token response, fields in Entra's order: no v1
-    /// `not_before`/`expires_on`/`resource` and no B2C `profile_info`; `ext_expires_in` beside
-    /// `expires_in`; `client_info` without a policy (SPEC §2.9).
-    fileprivate func entraResponse(_ issuance: IssuanceContext, tokens: IssuedTokens, refreshToken: String?, clientInfo: Bool) -> JSONText {
-        var body = JSONObjectBuilder()
-        body.set("token_type", "Bearer")
-        body.set("scope", issuance.scopes.granted.joined(separator: " "))
-        if tokens.accessToken != nil {
-            body.set("expires_in", tokens.accessTokenLifetime)
-            body.set("ext_expires_in", tokens.accessTokenLifetime)
-        }
-        body.set("access_token", tokens.accessToken)
-        body.set("refresh_token", refreshToken)
-        body.set("id_token", tokens.idToken)
-        if clientInfo { body.set("client_info", TokenIssuer.entraClientInfo(user: issuance.user, tenant: issuance.tenant)) }
-        return body.object
+        return issuance.face.dialect.tokenResponse(issuance, tokens: tokens, refreshToken: refreshToken, clientInfo: clientInfo, now: now)
     }
 }

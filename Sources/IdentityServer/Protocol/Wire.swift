@@ -101,19 +101,7 @@ enum RedirectResponder {
         _ error: ProtocolFailure, redirectURI: String, mode: ResponseMode, state: String?, correlationID: String, now: Date,
         face: ProtocolFace = .b2c, origin: String = ""
     ) -> Response {
-        var parameters: [(String, String)]
-        switch face {
-        case .b2c:
-            parameters = [
-                ("error", error.oauthError), ("error_description", error.errorDescription(correlationID: correlationID, at: now)),
-            ]
-        case .entra:
-            let fields = error.entra.fields(origin: origin, correlationID: correlationID, at: now)
-            parameters = fields.compactMap { name, value in
-                guard ["error", "error_description", "error_uri"].contains(name), case .string(let text) = value else { return nil }
-                return (name, text)
-            }
-        }
+        var parameters = face.dialect.redirectParameters(error, correlationID: correlationID, now: now, origin: origin)
         if let state { parameters.append(("state", state)) }
         return respond(redirectURI: redirectURI, mode: mode, parameters: parameters)
     }
@@ -127,16 +115,7 @@ enum TokenErrorResponder {
     static func respond(
         _ error: ProtocolFailure, correlationID: String, now: Date, face: ProtocolFace = .b2c, origin: String = ""
     ) -> Response {
-        let body: JSONText
-        switch face {
-        case .b2c:
-            body = JSONText.object([
-                ("error", .string(error.oauthError)),
-                ("error_description", .string(error.errorDescription(correlationID: correlationID, at: now))),
-            ])
-        case .entra:
-            body = JSONText.object(error.entra.fields(origin: origin, correlationID: correlationID, at: now))
-        }
+        let body = face.dialect.errorBody(error, correlationID: correlationID, now: now, origin: origin)
         var response = Response.json(body, status: error.status, noStore: true)
         if error.status == .unauthorized {
             response.headers[.wwwAuthenticate] = "Basic realm=\"token\""

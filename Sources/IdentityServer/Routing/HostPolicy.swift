@@ -85,6 +85,6 @@ struct HostPolicy: Sendable {
     /// B2C's default issuer: `{origin}/{tenant GUID}/v2.0/` (research/b2c-protocol.md §1.6);
     /// Entra's v2 issuer has no trailing slash: `{origin}/{tenant GUID}/v2.0` (SPEC §2.9).
     static func issuer(origin: String, tenant: Tenant, face: ProtocolFace = .b2c) -> String {
-        face == .entra ? "\(origin)/\(tenant.guid)/v2.0" : "\(origin)/\(tenant.guid)/v2.0/"
+        face.dialect.issuer(origin: origin, tenant: tenant)
     }
 }

@@ -58,6 +58,9 @@ struct PolicyRequestContext: ChildRequestContext, IdentityContext {
     let tenant: Tenant
     let flow: UserFlow
     let route: PolicyRoute
+    /// The protocol the request speaks, from its URL's shape: B2C's with a policy, the
+    /// Microsoft identity platform's without.
+    let dialect: any ProtocolDialect
     /// Set by ``TransactionLoader`` for the hosted pages; ``PageRequestContext`` takes it.
     var transaction: LoadedTransaction?
 
@@ -70,6 +73,7 @@ struct PolicyRequestContext: ChildRequestContext, IdentityContext {
         tenant = resolved.tenant
         flow = resolved.flow
         route = resolved.route
+        dialect = resolved.route.face.dialect
     }
 
     var maxUploadSize: Int { 64 * 1024 }

@@ -24,8 +24,6 @@ enum ProtocolFace: String, Sendable, Codable {
     /// The face of a request to a shape-`placement` route: policy-less means Entra.
     init(placement: PolicyPlacement) { self = placement == .none ? .entra : .b2c }
 
-    /// How an error names the endpoints of this face.
-    var endpointName: String { self == .entra ? "the Microsoft identity platform endpoint" : "a user flow endpoint" }
 }
 
 /// The protocol endpoints served under a tenant, for writing their URLs.

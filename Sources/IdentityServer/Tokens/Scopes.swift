@@ -143,7 +143,7 @@ struct GrantedScopes: Equatable, Sendable {
             default:
                 // B2C families, and families from before consent was recorded, repeat their own
                 // scopes only.
-                if family.face == .b2c || family.consented == nil, !original.contains(scope.lowercased()) {
+                if !family.face.dialect.asksConsent || family.consented == nil, !original.contains(scope.lowercased()) {
                     throw ProtocolFailure.scopeBeyondGrant(scope)
                 }
                 do {

@@ -15,7 +15,7 @@ struct ConsentStep: OrchestrationStep {
     var pages: Set<HostedPage> { [.consent] }
     var actsForUser: Bool { true }
 
-    func applies(to run: JourneyRun) -> Bool { run.authorization.protocolFace == .entra }
+    func applies(to run: JourneyRun) -> Bool { run.authorization.protocolFace.dialect.asksConsent }
 
     private func client(_ run: JourneyRun) async throws -> (AppRegistration, GrantedScopes, [AppRegistration]) {
         guard let client = try await tenants.application(tenantID: run.tenant.id, clientID: run.authorization.clientID) else {

@@ -19,7 +19,7 @@ struct SingleSignOnStep: OrchestrationStep {
     func enter(_ run: inout JourneyRun) async throws -> StepOutcome {
         let authorization = run.authorization
         let usable = try await sessions.usable(for: authorization, flow: run.flow, request: run.request, tenant: run.tenant)
-        if authorization.prompt == .selectAccount, authorization.protocolFace == .entra, run.flow.type != .profileEdit,
+        if authorization.prompt == .selectAccount, authorization.protocolFace.dialect.offersAccountPicker, run.flow.type != .profileEdit,
             !usable.isEmpty
         {
             return .interact(.redirecting(to: run.url(.accounts)))
@@ -41,14 +41,14 @@ struct SingleSignOnStep: OrchestrationStep {
 
     /// The browser's sessions this transaction may continue with.
     private func pickable(_ run: JourneyRun) async throws -> [SingleSignOnSessions.Held] {
-        guard run.authorization.protocolFace == .entra else { return [] }
+        guard run.authorization.protocolFace.dialect.offersAccountPicker else { return [] }
         return try await sessions.usable(for: run.authorization, flow: run.flow, request: run.request, tenant: run.tenant)
     }
 
     func show(_ page: HostedPage, _ run: inout JourneyRun) async throws -> StepOutcome {
         // "Use another account": on to the sign-in page.
         if page == .signIn { return .next }
-        guard run.authorization.protocolFace == .entra else {
+        guard run.authorization.protocolFace.dialect.offersAccountPicker else {
             throw PageError(status: .notFound, title: "Not found", message: "This sign-in has no account picker.")
         }
         let action = run.url(.accounts)

@@ -98,10 +98,8 @@ struct TokenIssuanceStep: OrchestrationStep {
             if let idToken = tokens.idToken { parameters.append(("id_token", idToken)) }
         }
         if let state = authorization.state { parameters.append(("state", state)) }
-        // MSAL reads the account's home tenant from the authorize response's client_info on the
-        // Entra face (research/client-sdk.md §C.7).
-        if authorization.protocolFace == .entra, code != nil {
-            parameters.append(("client_info", TokenIssuer.entraClientInfo(user: user, tenant: tenant)))
+        if code != nil, let clientInfo = authorization.protocolFace.dialect.authorizeClientInfo(user: user, tenant: tenant) {
+            parameters.append(("client_info", clientInfo))
         }
         run.logger.info(
             "interaction completed",
