@@ -29,6 +29,7 @@ struct IdentityHarness: Sendable {
     static func run(
         _ engine: DatabaseEngine, configuration: IdentityServerConfiguration = .init(passwordHashCost: 4, simulatedFacebook: true),
         dataKey: DataKey = .generate(), logger: Logger = TestDatabase.logger,
+        journeys adapt: (@Sendable (JourneyCatalog) -> any JourneyProvider)? = nil,
         _ body: @Sendable (IdentityHarness, Driver) async throws -> Void
     ) async throws {
         try await TestDatabase.with(engine) { database in
@@ -38,7 +39,7 @@ struct IdentityHarness: Sendable {
             let seed = try await server.seedDevelopmentTenant(apiPort: 3000)
             let harness = IdentityHarness(
                 server: server, clock: clock, seed: seed, webSecret: seed.webAppSecret ?? "", database: database)
-            let app = Application(router: server.buildRouter(), logger: logger)
+            let app = Application(router: server.buildRouter(journeys: server.service.journeyEngine(adapt: adapt)), logger: logger)
             do {
                 try await app.test(.router) { client in
                     try await body(harness, Driver(client: client))

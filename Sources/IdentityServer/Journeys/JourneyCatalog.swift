@@ -1,10 +1,15 @@
 import Foundation
 
+/// Gives the journey a flow runs.
+protocol JourneyProvider: Sendable {
+    func journey(for flow: UserFlow) -> Journey
+}
+
 /// The journeys of the built-in user flows, as B2C defines them on its own engine: each flow
 /// type is an ordered list of steps, each step's preconditions deciding whether it runs for a
 /// given sign-in. The steps are made once, each with only the collaborators it uses; this is
 /// the one place that knows them all.
-struct JourneyCatalog: Sendable {
+struct JourneyCatalog: JourneyProvider {
     let singleSignOn: SingleSignOnStep
     let identityChoice: IdentityChoiceStep
     let localSignUp: LocalSignUpStep

@@ -12,7 +12,7 @@ import Logging
 /// - a page is answered only by the step the journey is at (a `?tx=` link to a later page
 ///   shows nothing), and two requests racing on one journey cannot both move it.
 struct JourneyEngine: Sendable {
-    let catalog: JourneyCatalog
+    let catalog: any JourneyProvider
     let interactions: any InteractionStore
     let users: any UserDirectory
     let clock: any IdentityClock

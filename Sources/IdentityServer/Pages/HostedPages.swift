@@ -102,12 +102,14 @@ struct PageRequestContext: ChildRequestContext, IdentityContext {
 extension IdentityService {
     /// The journey engine over this service's stores: the steps of every built-in flow, each
     /// given only what it uses.
-    func journeyEngine() -> JourneyEngine {
+    /// `adapt` lets a test change the journeys (a step added or left out).
+    func journeyEngine(adapt: (@Sendable (JourneyCatalog) -> any JourneyProvider)? = nil) -> JourneyEngine {
         let cookies = BrowserCookies(secure: configuration.secureCookies)
         let sessions = SingleSignOnSessions(
             interactions: interactions, users: users, cookies: cookies, lifetime: configuration.sessionLifetime, clock: clock)
+        let catalog = JourneyCatalog(service: self, sessions: sessions)
         return JourneyEngine(
-            catalog: JourneyCatalog(service: self, sessions: sessions), interactions: interactions, users: users, clock: clock,
+            catalog: adapt?(catalog) ?? catalog, interactions: interactions, users: users, clock: clock,
             kit: PageKit(renderer: pages, cookies: cookies, developmentMailbox: configuration.developmentMailbox))
     }
 }

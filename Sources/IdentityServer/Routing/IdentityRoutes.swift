@@ -10,7 +10,10 @@ extension IdentityServer {
     /// endpoint is registered once per URL shape B2C accepts (research/b2c-protocol.md §1.1);
     /// a ``PolicyResolver`` per shape resolves tenant and flow into a ``PolicyRequestContext``,
     /// and each group's error middleware writes failures in its callers' wire format.
-    public func buildRouter() -> Router<IdentityRequestContext> {
+    public func buildRouter() -> Router<IdentityRequestContext> { buildRouter(journeys: service.journeyEngine()) }
+
+    /// The router with `journeys` as the journey engine (a test's, with journeys of its own).
+    func buildRouter(journeys: JourneyEngine) -> Router<IdentityRequestContext> {
         let service = self.service
         let router = Router(context: IdentityRequestContext.self, options: .caseInsensitive)
         router.add(middleware: SecurityHeadersMiddleware(https: service.configuration.secureCookies))
@@ -62,7 +65,6 @@ extension IdentityServer {
 
         let browser = router.group().add(
             middleware: PageErrorMiddleware<IdentityRequestContext>(pages: service.pages, clock: service.clock))
-        let journeys = service.journeyEngine()
         let facebook = SimulatedFacebook(service: service, journeys: journeys)
         // Federation callbacks: B2C's one (the simulated Facebook's) and one per upstream provider.
         let federation = UpstreamFederation(service: service, simulatedFacebook: facebook, journeys: journeys)

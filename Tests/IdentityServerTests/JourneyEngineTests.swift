@@ -1,0 +1,117 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Storage
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import IdentityServer
+
+/// The journey engine's own rules, with journeys a test changes: a new step is one more entry
+/// in a journey; a step that acts for the account waits for the second factor whatever the
+/// journey says; every step leaves a trace without the values it saw.
+@Suite("The journey engine")
+struct JourneyEngineTests {
+    /// A step that acts for the account and remembers whom it ran for (say, "accept the terms").
+    struct RecordingStep: OrchestrationStep {
+        let seen: Recorder
+        let id = "RecordTheAccount"
+        var actsForUser: Bool { true }
+
+        func enter(_ run: inout JourneyRun) async throws -> StepOutcome {
+            if let user = run.user { seen.ids.withLock { $0.append(user.id) } }
+            return .next
+        }
+    }
+
+    final class Recorder: Sendable {
+        let ids = Mutex<[UUID]>([])
+    }
+
+    /// The catalog's journeys with `step` before the tokens, and without the second factor when
+    /// `dropSecondFactor` (a journey built wrong).
+    struct Adapted: JourneyProvider {
+        let catalog: JourneyCatalog
+        let step: RecordingStep
+        let dropSecondFactor: Bool
+
+        func journey(for flow: UserFlow) -> Journey {
+            var steps = catalog.journey(for: flow).steps
+            if dropSecondFactor { steps.removeAll { $0.id == catalog.secondFactor.id } }
+            if let last = steps.indices.last { steps.insert(step, at: last) }
+            return Journey(name: "Adapted", steps: steps)
+        }
+    }
+
+    @Test(
+        "a new step is one more entry in a journey: it runs once, in order, for the signed-in account; the trace names every step and no value",
+        arguments: TestDatabase.engines)
+    func addedStep(engine: DatabaseEngine) async throws {
+        let recorder = Recorder()
+        try await IdentityHarness.run(
+            engine, journeys: { Adapted(catalog: $0, step: RecordingStep(seen: recorder), dropSecondFactor: false) }
+        ) { h, driver in
+            let alice = try await h.addUser()
+            let done = try await driver.signIn(h, attempt: AuthorizationAttempt(harness: h), email: "alice@example.com")
+            #expect(done.redirectParameters["code"] != nil)
+            #expect(recorder.ids.withLock { $0 } == [alice.id])
+
+            let stored = try await h.database.read { sql in
+                try await sql.raw("SELECT journey FROM authorization_requests").all(decodingColumn: "journey", as: String.self)
+            }
+            let text = try #require(stored.first)
+            let state = try JSONDecoder().decode(JourneyState.self, from: Data(text.utf8))
+            let ran = state.trace.filter { $0.result != .skipped }.map { "\($0.step):\($0.result.rawValue)" }
+            #expect(
+                ran == [
+                    "SingleSignOn:completed", "CombinedSignInAndSignUp:interacting", "CombinedSignInAndSignUp:completed",
+                    "RecordTheAccount:completed", "JwtIssuer:finished",
+                ], "\(ran)")
+            #expect(state.trace.contains { $0.step == "CombinedSignInAndSignUp" && $0.claims.contains("objectId") })
+            #expect(state.trace.contains { $0.step == "MultiFactorAuthentication" && $0.result == .skipped })
+            #expect(state.correlationID != nil)
+            // Names of claims, never their values: no address, password or code is kept.
+            #expect(!text.contains("alice@example.com") && !text.contains("Passw0rd!"))
+        }
+    }
+
+    @Test(
+        "a step that acts for the account is not entered before the second factor, even in a journey built without it",
+        arguments: TestDatabase.engines)
+    func secondFactorIsTheEnginesRule(engine: DatabaseEngine) async throws {
+        let recorder = Recorder()
+        try await IdentityHarness.run(
+            engine, journeys: { Adapted(catalog: $0, step: RecordingStep(seen: recorder), dropSecondFactor: true) }
+        ) { h, driver in
+            _ = try await h.addUser()
+            let refused = try await driver.signIn(
+                h, attempt: AuthorizationAttempt(harness: h, policy: "B2C_1_susi_mfa"), email: "alice@example.com")
+            #expect(refused.status == .forbidden)
+            #expect(refused.redirectParameters["code"] == nil)
+            #expect(recorder.ids.withLock { $0 }.isEmpty)
+            // Without MFA in the flow, the same journey runs through.
+            let done = try await driver.signIn(h, attempt: AuthorizationAttempt(harness: h), email: "alice@example.com")
+            #expect(done.redirectParameters["code"] != nil)
+            #expect(recorder.ids.withLock { $0 }.count == 1)
+        }
+    }
+
+    @Test(
+        "two requests racing on one journey cannot both move it: the second is told the sign-in moved on", arguments: TestDatabase.engines)
+    func racingSaves(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let page = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_reset"), harness: h)
+            let tx = try SecondFactorBoundaryTests.transactionID(page)
+            let record = try #require(try await h.server.service.interactions.interaction(id: tx))
+            var moved = record.journey
+            moved.claims.pendingEmail = "first@example.com"
+            #expect(try await h.server.service.interactions.saveJourney(id: tx, state: moved, revision: record.journeyRevision))
+            moved.claims.pendingEmail = "second@example.com"
+            #expect(!(try await h.server.service.interactions.saveJourney(id: tx, state: moved, revision: record.journeyRevision)))
+            let kept = try #require(try await h.server.service.interactions.interaction(id: tx))
+            #expect(kept.journey.claims.pendingEmail == "first@example.com")
+        }
+    }
+}
