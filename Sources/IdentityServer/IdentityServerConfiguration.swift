@@ -37,7 +37,9 @@ public struct IdentityServerConfiguration: Sendable {
     /// How long a just-rotated refresh token may be presented again and get the same successor
     /// (a client racing itself; Okta and Auth0 keep such an interval). 0 turns it off: every
     /// reuse revokes the family (RFC 9700 §4.14.2).
-    public var refreshTokenReuseInterval: TimeInterval = 5
+    public var refreshTokenReuseInterval: TimeInterval = Self.defaultRefreshTokenReuseInterval
+    /// The one default of ``refreshTokenReuseInterval``, which `serve`'s setting shows and uses.
+    public static let defaultRefreshTokenReuseInterval: TimeInterval = 5
     /// `scheme://host[:port]` clients reach the service at, behind a load balancer or in a
     /// container (Keycloak's `hostname`): every issuer and URL the service writes uses it,
     /// whatever `Host` a request came with, so instances reached under different names agree.

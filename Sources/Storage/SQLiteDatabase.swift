@@ -26,7 +26,15 @@ public final class SQLiteDatabase: Database {
     private let readers: [SQLiteConnection]
     private let nextReader = Atomic<Int>(0)
 
-    public init(storage: Location, logger: Logger) async throws {
+    /// How a commit reaches the disk (https://sqlite.org/pragma.html#pragma_synchronous).
+    public enum Durability: String, Sendable {
+        /// Survives the process being killed, not necessarily a power cut; no fsync per commit.
+        case normal
+        /// Survives a power cut, at an fsync per commit.
+        case full
+    }
+
+    public init(storage: Location, durability: Durability = .normal, logger: Logger) async throws {
         let nioStorage: SQLiteConnection.Storage
         switch storage {
         case .memory: nioStorage = .memory
@@ -39,10 +47,9 @@ public final class SQLiteDatabase: Database {
         // WAL with synchronous=NORMAL: a committed transaction survives the process being killed
         // (kill -9: the WAL is in the OS's page cache) but not necessarily a power cut, and commits
         // need no fsync each (https://sqlite.org/pragma.html#pragma_synchronous, sqlite.org/wal.html).
-        // `SQLITE_SYNCHRONOUS=FULL` in the environment buys power-cut durability at that cost.
+        // `?synchronous=full` on the database URL buys power-cut durability at that cost.
         try await sql.raw("PRAGMA journal_mode = WAL").run()
-        let synchronous = ProcessInfo.processInfo.environment["SQLITE_SYNCHRONOUS"] == "FULL" ? "FULL" : "NORMAL"
-        try await sql.raw("PRAGMA synchronous = \(unsafeRaw: synchronous)").run()
+        try await sql.raw("PRAGMA synchronous = \(unsafeRaw: durability == .full ? "FULL" : "NORMAL")").run()
         try await sql.raw("PRAGMA foreign_keys = ON").run()
         try await sql.raw("PRAGMA busy_timeout = 5000").run()
         var readers: [SQLiteConnection] = []

@@ -1,5 +1,6 @@
 import Configuration
 import Foundation
+import IdentityServer
 
 /// One setting of the system, declared once: its configuration key, the command-line flag and
 /// `TODO_*` environment variable that set it, and the help `serve --help` prints.
@@ -40,7 +41,9 @@ extension Setting {
     public static let dataDir = Setting(
         "data.dir", "Data directory (SQLite database, TLS material, settings.json).", default: "./.todo-data")
     public static let databaseURL = Setting(
-        "database.url", "sqlite:PATH or postgres://user:pass@host:port/db.", default: "sqlite:<data-dir>/todo.sqlite")
+        "database.url",
+        "sqlite:PATH (with ?synchronous=full, commits survive a power cut, at an fsync each) or postgres://user:pass@host:port/db.",
+        default: "sqlite:<data-dir>/todo.sqlite")
     public static let logLevel = Setting(
         "log.level", "trace, debug, info, notice, warning, error, critical.", default: "info")
     /// A secret: never a flag (command lines are visible to every user of the machine).
@@ -94,7 +97,7 @@ extension Setting {
     public static let refreshReuseSeconds = Setting(
         "refresh.reuse.seconds",
         "Seconds in which a just-rotated refresh token presented again gets the same successor (a client racing itself); 0: every reuse revokes the family.",
-        default: "5")
+        default: "\(Int(IdentityServerConfiguration.defaultRefreshTokenReuseInterval))")
     public static let webAnonymousSessions = Setting(
         "web.anonymous.sessions", "Web app sessions one client address may start per hour before signing in.", default: "600")
     public static let devEndpoints = Setting(

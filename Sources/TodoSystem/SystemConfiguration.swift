@@ -1,5 +1,6 @@
 import Configuration
 import Foundation
+import IdentityServer
 import IdentityClientCore
 import Logging
 import Storage
@@ -118,7 +119,8 @@ public struct SystemConfiguration: Sendable {
         webPageSize = settings.number(.webPageSize, default: 20, in: 1...200)
         webAnonymousSessionsPerHour = settings.number(.webAnonymousSessions, default: 600, in: 1...1_000_000)
         // Short: within it a stolen token is as good as the holder's (RFC 9700 §4.14.2).
-        refreshReuseSeconds = settings.number(.refreshReuseSeconds, default: 5, in: 0...60)
+        refreshReuseSeconds = settings.number(
+            .refreshReuseSeconds, default: Int(IdentityServerConfiguration.defaultRefreshTokenReuseInterval), in: 0...60)
         publicURL = settings.text(.publicURL).flatMap { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         publicAPIURL = settings.text(.publicAPIURL).flatMap { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
 

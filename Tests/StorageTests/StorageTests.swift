@@ -267,4 +267,25 @@ struct StorageTests {
         #expect(DatabaseFactory.redacted("postgres://todo:s3cret@localhost:5432/todo") == "postgres://todo:***@localhost:5432/todo")
         #expect(DatabaseFactory.redacted("sqlite:/tmp/x.sqlite") == "sqlite:/tmp/x.sqlite")
     }
+
+    @Test("a SQLite URL's ?synchronous= sets its durability (normal by default, full on request); any other value is refused")
+    func sqliteURLDurability() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("durability-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // PRAGMA synchronous answers 1 for NORMAL, 2 for FULL (https://sqlite.org/pragma.html#pragma_synchronous).
+        for (suffix, expected) in [("", 1), ("?synchronous=full", 2), ("?synchronous=NORMAL", 1)] {
+            let database = try await DatabaseFactory.open(url: "sqlite:\(directory.path)/d.sqlite\(suffix)", logger: TestDatabase.logger)
+            // The writer's connection: the one that commits.
+            let level = try await database.transaction { sql in
+                try await sql.raw("PRAGMA synchronous").first(decodingColumn: "synchronous", as: Int.self)
+            }
+            try await database.close()
+            #expect(level == expected, "\(suffix)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/d.sqlite?synchronous=full"))
+        await #expect(throws: StorageError.self) {
+            _ = try await DatabaseFactory.open(url: "sqlite:\(directory.path)/d.sqlite?synchronous=sometimes", logger: TestDatabase.logger)
+        }
+    }
 }

@@ -20,8 +20,9 @@ struct TokenEndpoint: Sendable {
     var faults: FaultInjector?
     /// The flows' "before sending the token" connectors, for password sign-in.
     let connectors: ConnectorCaller
-    /// How long a rotated refresh token still gets its successor (a client racing itself).
-    var refreshReuseInterval: TimeInterval = 0
+    /// How long a rotated refresh token still gets its successor (a client racing itself):
+    /// ``IdentityServerConfiguration/refreshTokenReuseInterval``.
+    let refreshReuseInterval: TimeInterval
 
     /// Errors are B2C's JSON form, written by the route group's ``OAuthErrorMiddleware``.
     @Sendable func handle(_ request: Request, context: PolicyRequestContext) async throws -> Response {
