@@ -66,7 +66,8 @@ struct JourneyEngineTests {
             let ran = state.trace.filter { $0.result != .skipped }.map { "\($0.step):\($0.result.rawValue)" }
             #expect(
                 ran == [
-                    "SingleSignOn:completed", "CombinedSignInAndSignUp:interacting", "CombinedSignInAndSignUp:completed",
+                    "DevelopmentFault:completed", "SingleSignOn:completed", "CombinedSignInAndSignUp:interacting",
+                    "CombinedSignInAndSignUp:completed",
                     "RecordTheAccount:completed", "JwtIssuer:finished",
                 ], "\(ran)")
             #expect(state.trace.contains { $0.step == "CombinedSignInAndSignUp" && $0.claims.contains("objectId") })
@@ -112,6 +113,17 @@ struct JourneyEngineTests {
             #expect(!(try await h.server.service.interactions.saveJourney(id: tx, state: moved, revision: record.journeyRevision)))
             let kept = try #require(try await h.server.service.interactions.interaction(id: tx))
             #expect(kept.journey.claims.pendingEmail == "first@example.com")
+        }
+    }
+
+    @Test("the development surface's faults are a journey step only where the surface is on", arguments: [true, false])
+    func faultStepOnlyInDevelopment(development: Bool) async throws {
+        try await IdentityHarness.run(
+            .sqlite, configuration: .init(passwordHashCost: 4, developmentMailbox: development, simulatedFacebook: true)
+        ) { h, _ in
+            let flow = try #require(try await h.server.tenants.userFlow(tenantID: h.tenant.id, name: "B2C_1_susi"))
+            let steps = h.server.service.journeyEngine().catalog.journey(for: flow).steps.map(\.id)
+            #expect(steps.contains("DevelopmentFault") == development, "\(steps)")
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import Synchronization
 
 /// Faults a tester asks for on a user flow (`POST /dev/faults`): the next authorize or token
@@ -48,5 +49,18 @@ final class FaultInjector: Sendable {
         case .delay(let milliseconds): try await Task.sleep(for: .milliseconds(milliseconds))
         case nil: return
         }
+    }
+}
+
+/// Applies the fault armed on the request's flow (``FaultInjector``) before the endpoint runs:
+/// its error in the group's wire form, or its delay. Added to the token routes only where the
+/// development surface is on; the hosted pages get theirs from ``DevelopmentFaultStep``.
+struct FaultMiddleware: RouterMiddleware {
+    typealias Context = PolicyRequestContext
+    let faults: FaultInjector
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        try await faults.apply(policy: context.flow.name)
+        return try await next(request, context)
     }
 }

@@ -22,6 +22,8 @@ struct JourneyCatalog: JourneyProvider {
     let profileEdit: ProfileEditStep
     let consent: ConsentStep
     let tokenIssuance: TokenIssuanceStep
+    /// Present where the development surface is on.
+    let developmentFault: DevelopmentFaultStep?
 
     init(service: IdentityService, sessions: SingleSignOnSessions) {
         let configuration = service.configuration
@@ -42,11 +44,18 @@ struct JourneyCatalog: JourneyProvider {
         tokenIssuance = TokenIssuanceStep(
             tenants: service.tenants, interactions: service.interactions, grants: service.grants, connectors: service.connectors,
             issuer: service.issuer, sessions: sessions, codeLifetime: configuration.codeLifetime)
+        developmentFault = configuration.developmentMailbox ? DevelopmentFaultStep(faults: service.faults) : nil
     }
 
     /// The journey of `flow`'s type. Order is the rule: whoever the person turns out to be, the
     /// second factor comes before anything done for the account, and the tokens come last.
     func journey(for flow: UserFlow) -> Journey {
+        let journey = builtIn(for: flow)
+        guard let developmentFault else { return journey }
+        return Journey(name: journey.name, steps: [developmentFault] + journey.steps)
+    }
+
+    private func builtIn(for flow: UserFlow) -> Journey {
         switch flow.type {
         case .signUpOrSignIn, .signIn, .signUp:
             Journey(

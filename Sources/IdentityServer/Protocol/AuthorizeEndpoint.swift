@@ -54,8 +54,6 @@ struct AuthorizeEndpoint: Sendable {
                 parameters, tenant: tenant, userFlow: userFlow, client: client, redirectURI: redirectURI,
                 responseTypes: responseTypes, responseMode: responseMode, origin: service.origin(of: request),
                 tenantSegment: context.route.tenantSegment, face: face, logger: context.logger)
-            // A fault armed on this flow (the test-control surface) answers instead, once.
-            try await service.faults.apply(policy: userFlow.name)
             return try await begin(authorization, tenant: tenant, userFlow: userFlow, request: request, context: context)
         } catch let error as ProtocolFailure {
             context.logger.info("authorize refused", metadata: ["code": "\(error.code)", "error": "\(error.oauthError)"])

@@ -16,8 +16,6 @@ struct TokenEndpoint: Sendable {
     let passwords: PasswordAuthenticator
     let clock: any IdentityClock
     let hosts: HostPolicy
-    /// Faults armed on a flow through the test-control surface.
-    var faults: FaultInjector?
     /// The flows' "before sending the token" connectors, for password sign-in.
     let connectors: ConnectorCaller
     /// How long a rotated refresh token still gets its successor (a client racing itself):
@@ -33,7 +31,6 @@ struct TokenEndpoint: Sendable {
         guard let named = form.nonEmpty("grant_type") else { throw ProtocolFailure.missingParameter("grant_type") }
         guard let grantType = GrantType(rawValue: named) else { throw ProtocolFailure.grantTypeNotSupported(named) }
         let flow = face.dialect.runsAppBoundFlow ? try await appBoundFlow(of: client, resolved: context.flow) : context.flow
-        try await faults?.apply(policy: flow.name)
         let origin = hosts.origin(of: request)
         let issuer = HostPolicy.issuer(origin: origin, tenant: tenant, face: face)
         let wantsClientInfo = form["client_info"] == "1"

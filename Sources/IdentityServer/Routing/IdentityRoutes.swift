@@ -110,14 +110,19 @@ extension IdentityServer {
         let metadata = MetadataEndpoints(signingKeys: service.keys, hosts: service.hosts)
         let token = TokenEndpoint(
             tenants: service.tenants, users: service.users, grants: service.grants, consents: service.consents, tokens: service.issuer,
-            passwords: service.passwords, clock: service.clock, hosts: service.hosts, faults: service.faults,
+            passwords: service.passwords, clock: service.clock, hosts: service.hosts,
             connectors: service.connectors,
             refreshReuseInterval: service.configuration.refreshTokenReuseInterval)
         for path in ["v2.0/.well-known/openid-configuration", ".well-known/openid-configuration"] {
             machine.get(RouterPath(path), use: metadata.discovery)
         }
         for path in ["discovery/v2.0/keys", "discovery/keys"] { machine.get(RouterPath(path), use: metadata.jwks) }
-        for path in ["oauth2/v2.0/token", "oauth2/token"] { machine.post(RouterPath(path), use: token.handle) }
+        // The test-control surface's faults answer the token endpoint where it is on; production
+        // routes have no such middleware.
+        let tokenRoutes =
+            service.configuration.developmentMailbox
+            ? machine.group().add(middleware: FaultMiddleware(faults: service.faults)) : machine.group()
+        for path in ["oauth2/v2.0/token", "oauth2/token"] { tokenRoutes.post(RouterPath(path), use: token.handle) }
 
         // Browser-facing: errors as a page, branded once the tenant is known.
         let pages = PageErrorMiddleware<IdentityRequestContext>(pages: service.pages, clock: service.clock, placement: placement)
