@@ -66,4 +66,12 @@ extension JourneyRun {
             }
         }
     }
+
+    /// What is wrong with the posted new password (`newPassword`, repeated in
+    /// `reenterPassword`): B2C's strong-password rule, then the repeat; nil when nothing is.
+    func newPasswordProblem() -> String? {
+        let password = form["newPassword"] ?? ""
+        if let problem = PasswordPolicy.problem(with: password) { return problem }
+        return password == form["reenterPassword"] ? nil : text("error_passwordMismatch")
+    }
 }

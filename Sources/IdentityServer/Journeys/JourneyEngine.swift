@@ -61,18 +61,10 @@ struct JourneyEngine: Sendable {
         _ page: HostedPage, record: InteractionRecord, tenant: Tenant, flow: UserFlow, request: Request, form: RequestParameters,
         context: some IdentityContext
     ) async throws -> Response {
-        var run = makeRun(record, tenant: tenant, flow: flow, request: request, form: form, context: context)
-        let journey = catalog.journey(for: flow)
-        let step = try currentStep(of: journey, run, owning: page)
-        try await loadUser(&run)
-        // Checked on every request of a step, not only on entering it: an account disabled
-        // while a page is open gets nothing from posting it.
-        if let refusal = try admission(of: step, run) { return try await conclude(.fail(refusal), &run, journey, context: context) }
-        let before = run.claims
-        let started = ContinuousClock.now
-        let outcome = request.method == .post ? try await step.act(on: page, &run) : try await step.show(page, &run)
-        if case .interact = outcome {} else { trace(step, outcome, &run, before: before, since: started) }
-        return try await conclude(outcome, &run, journey, context: context)
+        let run = makeRun(record, tenant: tenant, flow: flow, request: request, form: form, context: context)
+        return try await answer(run, owning: page, context: context) { step, run in
+            request.method == .post ? try await step.act(on: page, &run) : try await step.show(page, &run)
+        }
     }
 
     /// An identity provider's answer for the step that sent the browser there.
@@ -80,15 +72,28 @@ struct JourneyEngine: Sendable {
         _ identity: FederatedIdentity, record: InteractionRecord, tenant: Tenant, flow: UserFlow, request: Request,
         context: some IdentityContext
     ) async throws -> Response {
-        var run = makeRun(record, tenant: tenant, flow: flow, request: request, form: RequestParameters(pairs: []), context: context)
-        let journey = catalog.journey(for: flow)
-        let step = try currentStep(of: journey, run, owning: nil)
+        let run = makeRun(record, tenant: tenant, flow: flow, request: request, form: RequestParameters(pairs: []), context: context)
+        return try await answer(run, owning: nil, context: context) { step, run in try await step.receive(identity, &run) }
+    }
+
+    /// Lets the step the journey is at (the owner of `page`, if one is named) act on a request,
+    /// under the engine's rules, and carries the journey on from its outcome.
+    private func answer(
+        _ run: JourneyRun, owning page: HostedPage?, context: some IdentityContext,
+        _ act: (any OrchestrationStep, inout JourneyRun) async throws -> StepOutcome
+    ) async throws -> Response {
+        var run = run
+        let journey = catalog.journey(for: run.flow)
+        let step = try currentStep(of: journey, run, owning: page)
         try await loadUser(&run)
+        // Checked on every request of a step, not only on entering it: an account disabled
+        // while a page is open gets nothing from posting it.
         if let refusal = try admission(of: step, run) { return try await conclude(.fail(refusal), &run, journey, context: context) }
         let before = run.claims
         let started = ContinuousClock.now
-        let outcome = try await step.receive(identity, &run)
-        trace(step, outcome, &run, before: before, since: started)
+        let outcome = try await act(step, &run)
+        // A page shown again is not a step's result; anything else is.
+        if case .interact = outcome {} else { trace(step, outcome, &run, before: before, since: started) }
         return try await conclude(outcome, &run, journey, context: context)
     }
 

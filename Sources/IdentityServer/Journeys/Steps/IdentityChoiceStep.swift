@@ -82,7 +82,9 @@ struct IdentityChoiceStep: OrchestrationStep {
         if let error { values["error"] = error }
         // B2C hands "forgot password" back to the app (AADB2C90118) to start its reset flow; an
         // Entra app has no such flow to start, so the Entra face does not offer the link.
-        if flow.type.offersForgotPassword, run.authorization.protocolFace.dialect.handsPasswordResetToApp { values["forgotURL"] = run.url(.forgotPassword) }
+        if flow.type.offersForgotPassword, run.authorization.protocolFace.dialect.handsPasswordResetToApp {
+            values["forgotURL"] = run.url(.forgotPassword)
+        }
         if flow.type == .signUpOrSignIn { values["signUpURL"] = run.url(.signUp) }
         var social: [[String: Any]] = []
         if flow.offersFacebook {

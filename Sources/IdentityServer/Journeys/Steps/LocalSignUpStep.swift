@@ -122,8 +122,7 @@ struct LocalSignUpStep: OrchestrationStep {
             guard let typed = EmailAddress(form["email"] ?? "") else { return try again(run, run.text("error_email"), .badRequest) }
             email = typed
         }
-        if let problem = PasswordPolicy.problem(with: password) { return try again(run, problem, .badRequest) }
-        guard password == form["reenterPassword"] else { return try again(run, run.text("error_passwordMismatch"), .badRequest) }
+        if let problem = run.newPasswordProblem() { return try again(run, problem, .badRequest) }
         let posted: (displayName: String?, attributes: [String: String])
         switch run.postedAttributes(run.flow.signUpAttributes, over: [:]) {
         case .success(let values): posted = values
