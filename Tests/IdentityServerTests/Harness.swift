@@ -74,10 +74,10 @@ struct IdentityHarness: Sendable {
         #expect(try await server.service.interactions.saveJourney(id: tx, state: state, revision: record.journeyRevision))
     }
 
-    /// The index of step `id` in the journey of `flow`.
-    func stepIndex(_ id: String, flow name: String) async throws -> Int {
+    /// The journey of `flow`.
+    func journey(flow name: String) async throws -> Journey {
         let flow = try #require(try await server.tenants.userFlow(tenantID: tenant.id, name: name))
-        return try #require(server.service.journeyEngine().catalog.journey(for: flow).index(of: id))
+        return server.service.journeyEngine().catalog.journey(for: flow)
     }
 
     /// Sign-in transactions stored.

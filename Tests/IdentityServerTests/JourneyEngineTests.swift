@@ -126,4 +126,72 @@ struct JourneyEngineTests {
             #expect(steps.contains("DevelopmentFault") == development, "\(steps)")
         }
     }
+
+    @Test(
+        "the browser's back button: after \"Sign up now\" or a provider's button, the first page's forms work again",
+        arguments: TestDatabase.engines)
+    func backToTheFirstPage(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let first = try await driver.start(AuthorizationAttempt(harness: h), harness: h)
+            // "Sign up now", then back: the cached sign-in form is posted.
+            let signUp = try await driver.follow(try await driver.get(try #require(first.link(id: "createAccount"))))
+            #expect(signUp.text.contains("email_ver_but_send"))
+            let done = try await driver.submit(first, [("email", "alice@example.com"), ("password", "Passw0rd!")])
+            #expect(done.redirectParameters["code"] != nil, "\(done.status)")
+
+            // Facebook's button, then back before answering there: the password still signs in.
+            driver.cookies = [:]
+            let again = try await driver.start(AuthorizationAttempt(harness: h), harness: h)
+            let facebookURL = try #require(again.link(id: "FacebookExchange"))
+            let toFacebook = try await driver.get(facebookURL)
+            #expect(toFacebook.location?.contains("/facebook.com/dialog/oauth") == true, "\(toFacebook.status)")
+            let viaPassword = try await driver.submit(again, [("email", "alice@example.com"), ("password", "Passw0rd!")])
+            #expect(viaPassword.redirectParameters["code"] != nil, "\(viaPassword.status)")
+        }
+    }
+
+    @Test("consent continues only a session that still exists: one revoked meanwhile gets nothing", arguments: TestDatabase.engines)
+    func consentNeedsALiveSession(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let alice = try await h.addUser()
+            let consent = try await driver.signIn(h, attempt: EntraFaceTests.attempt(h), email: "alice@example.com")
+            #expect(consent.text.contains("consentForm"))
+            // The victim resets their password (or an admin revokes the sessions) while this
+            // browser sits on the consent page.
+            try await h.server.administration.revokeSessions(alice)
+            let refused = try await driver.submit(consent, [("decision", "accept")])
+            #expect(refused.status == .forbidden && refused.redirectParameters["code"] == nil)
+            #expect(try await h.server.service.consents.granted(userID: alice.id, clientID: h.clientID).isEmpty)
+        }
+    }
+
+    @Test(
+        "a journey answers once: cancelling after it finished is refused, and the finished trace is kept", arguments: TestDatabase.engines)
+    func cancelAfterFinish(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let page = try await driver.start(AuthorizationAttempt(harness: h), harness: h)
+            let cancelAction = try #require(
+                page.text.range(of: "<form method=\"post\" action=\"", options: .backwards).map {
+                    Form.unescapeHTML(String(page.text[$0.upperBound...].prefix { $0 != "\"" }))
+                })
+            let done = try await driver.submit(page, [("email", "alice@example.com"), ("password", "Passw0rd!")])
+            #expect(done.redirectParameters["code"] != nil)
+            let late = try await driver.post(cancelAction, [("csrf_token", page.field("csrf_token") ?? "")])
+            #expect(late.status == .badRequest && late.redirectParameters["error"] == nil)
+        }
+    }
+
+    @Test(
+        "prompt=none with a provider's domain_hint fails with AADB2C90077 before anything is sent to the provider",
+        arguments: TestDatabase.engines)
+    func silentWithHint(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            var silent = AuthorizationAttempt(harness: h)
+            silent.extra = [("prompt", "none"), ("domain_hint", "facebook.com")]
+            let answer = try await driver.start(silent, harness: h)
+            #expect(b2cCode(redirect: answer) == "AADB2C90077")
+        }
+    }
 }

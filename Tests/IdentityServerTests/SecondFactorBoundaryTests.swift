@@ -38,10 +38,11 @@ struct SecondFactorBoundaryTests {
             attempt.extra.append(("prompt", "login"))
             let signIn = try await driver.start(attempt, harness: h)
             let tx = try Self.transactionID(signIn)
-            let consentStep = try await h.stepIndex("Consent", flow: "B2C_1_susi")
+            let journey = try await h.journey(flow: "B2C_1_susi")
+            let consentStep = try #require(journey.index(of: "Consent"))
             try await h.forgeJourney(tx) { state in
                 state.claims.userID = alice.id
-                state.step = consentStep
+                state.move(to: consentStep, in: journey)
             }
             let consentURL = try #require(signIn.formAction).replacingOccurrences(of: "/pages/signin", with: "/pages/consent")
             let forged = try await driver.post(consentURL, [("csrf_token", signIn.field("csrf_token") ?? ""), ("decision", "accept")])
@@ -65,8 +66,9 @@ struct SecondFactorBoundaryTests {
             // Even a journey forged to stand at the profile step for bob (as pages before the
             // factor once named a pending user) does not open the profile page without the factor:
             // the engine's rule, not the page's.
-            let profileStep = try await h.stepIndex("SelfAsserted-ProfileUpdate", flow: "B2C_1_edit_profile")
-            try await h.forgeJourney(try Self.transactionID(mfaPage)) { state in state.step = profileStep }
+            let profileJourney = try await h.journey(flow: "B2C_1_edit_profile")
+            let profileStep = try #require(profileJourney.index(of: "SelfAsserted-ProfileUpdate"))
+            try await h.forgeJourney(try Self.transactionID(mfaPage)) { state in state.move(to: profileStep, in: profileJourney) }
             #expect(try await driver.get(profileURL).status == .forbidden)
             let saved = try await driver.post(
                 profileURL, [("csrf_token", mfaPage.field("csrf_token") ?? ""), ("displayName", "Mallory")])
@@ -83,8 +85,9 @@ struct SecondFactorBoundaryTests {
             #expect(asked.text.contains("id=\"otpCode\""))
             let changeURL = try #require(asked.formAction).replacingOccurrences(of: "/pages/mfa", with: "/pages/changepassword")
             #expect(try await driver.get(changeURL).status == .forbidden)
-            let changeStep = try await h.stepIndex("ForcedPasswordChange", flow: "B2C_1_sign_in")
-            try await h.forgeJourney(try Self.transactionID(asked)) { state in state.step = changeStep }
+            let signInJourney = try await h.journey(flow: "B2C_1_sign_in")
+            let changeStep = try #require(signInJourney.index(of: "ForcedPasswordChange"))
+            try await h.forgeJourney(try Self.transactionID(asked)) { state in state.move(to: changeStep, in: signInJourney) }
             #expect(try await driver.get(changeURL).status == .forbidden)
 
             // prompt=none with a session that has no second factor behind it: no page, an error.

@@ -20,6 +20,9 @@ struct JourneyEngine: Sendable {
 
     var now: Date { clock.now }
 
+    static let alreadyCompleted = PageError(
+        status: .badRequest, title: "Already completed", message: "This sign-in has already been completed. Return to the application.")
+
     /// A page of a step the journey is not at.
     static let notThisStep = PageError(
         status: .forbidden, title: "Not available",
@@ -52,6 +55,7 @@ struct JourneyEngine: Sendable {
         var run = makeRun(record, tenant: tenant, flow: flow, request: request, form: RequestParameters(pairs: []), context: context)
         run.state.correlationID = context.correlationID
         let journey = catalog.journey(for: flow)
+        run.state.move(to: 0, in: journey)
         let outcome = try await enterCurrent(&run, journey)
         return try await conclude(outcome, &run, journey, context: context)
     }
@@ -84,7 +88,8 @@ struct JourneyEngine: Sendable {
     ) async throws -> Response {
         var run = run
         let journey = catalog.journey(for: run.flow)
-        let step = try currentStep(of: journey, run, owning: page)
+        run.state.move(to: try position(of: run.state, in: journey), in: journey)
+        let step = try currentStep(of: journey, &run, owning: page)
         try await loadUser(&run)
         // Checked on every request of a step, not only on entering it: an account disabled
         // while a page is open gets nothing from posting it.
@@ -100,7 +105,7 @@ struct JourneyEngine: Sendable {
     /// Ends the transaction with an error sent to the app (cancel, a provider's refusal, …), in
     /// the form of the transaction's face.
     func fail(_ record: InteractionRecord, with error: ProtocolFailure, context: some IdentityContext) async throws -> Response {
-        _ = try await interactions.completeInteraction(id: record.id, now: now)
+        guard try await interactions.completeInteraction(id: record.id, now: now) else { throw Self.alreadyCompleted }
         var state = record.journey
         state.trace.append(
             JourneyTraceEntry(step: "Journey", result: .failed, claims: [], milliseconds: 0, error: error.code, at: now))
@@ -119,16 +124,32 @@ struct JourneyEngine: Sendable {
             clientAddress: context.clientAddress, now: now, kit: kit)
     }
 
-    /// The step the journey is at, which must own `page`: a page no step of the journey has is
-    /// not found; a page of another step is refused.
-    private func currentStep(of journey: Journey, _ run: JourneyRun, owning page: HostedPage?) throws -> any OrchestrationStep {
+    /// Where the journey is: the step its state names, found by id when the index no longer
+    /// points at it.
+    private func position(of state: JourneyState, in journey: Journey) throws -> Int {
+        guard let id = state.stepID else { return state.step }
+        if state.step < journey.steps.count, journey.steps[state.step].id == id { return state.step }
+        guard let index = journey.index(of: id) else { throw Self.notThisStep }
+        return index
+    }
+
+    /// The step that answers `page`: the step the journey is at, when it owns the page. A page no
+    /// step of the journey has is not found; a page of a later step is refused. A page of an
+    /// earlier step, before anyone has signed in (the browser's back button after a provider
+    /// or "Sign up now" was picked), takes the journey back to that step, which answers it.
+    private func currentStep(of journey: Journey, _ run: inout JourneyRun, owning page: HostedPage?) throws -> any OrchestrationStep {
         if let page, !journey.steps.contains(where: { $0.pages.contains(page) }) {
             throw PageError(status: .notFound, title: "Not found", message: "This sign-in has no such page.")
         }
         guard run.state.step < journey.steps.count else { throw Self.notThisStep }
         let step = journey.steps[run.state.step]
-        if let page, !step.pages.contains(page) { throw Self.notThisStep }
-        return step
+        guard let page, !step.pages.contains(page) else { return step }
+        guard run.claims.userID == nil,
+            let earlier = journey.steps[..<run.state.step].lastIndex(where: { $0.pages.contains(page) })
+        else { throw Self.notThisStep }
+        run.claims.restartChoice()
+        run.state.move(to: earlier, in: journey)
+        return journey.steps[earlier]
     }
 
     /// Enters the step the journey is at, skipping those whose preconditions do not hold.
@@ -138,7 +159,7 @@ struct JourneyEngine: Sendable {
             try await loadUser(&run)
             guard step.applies(to: run) else {
                 trace(step, nil, &run, before: run.claims, since: .now)
-                run.state.step += 1
+                run.state.move(to: run.state.step + 1, in: journey)
                 continue
             }
             if let refusal = try admission(of: step, run) {
@@ -193,18 +214,20 @@ struct JourneyEngine: Sendable {
         for _ in 0...journey.steps.count {
             switch outcome {
             case .next:
-                run.state.step += 1
+                run.state.move(to: run.state.step + 1, in: journey)
                 outcome = try await enterCurrent(&run, journey)
             case .interact(let response):
                 try await save(run)
                 return applyingCookies(run, to: response)
             case .back(let id, let url):
                 guard let index = journey.index(of: id), index < run.state.step else { throw Self.notThisStep }
-                run.state.step = index
+                run.state.move(to: index, in: journey)
                 try await save(run)
                 return applyingCookies(run, to: .redirecting(to: url, status: .seeOther))
             case .fail(let error):
-                _ = try await interactions.completeInteraction(id: run.record.id, now: now)
+                // Each transaction yields one answer: a journey another request finished first
+                // gets no second one.
+                guard try await interactions.completeInteraction(id: run.record.id, now: now) else { throw Self.alreadyCompleted }
                 try await interactions.saveFinalJourney(id: run.record.id, state: run.state)
                 context.logger.info("journey ended with error", metadata: ["code": "\(error.code)", "journey": "\(journey.name)"])
                 return applyingCookies(run, to: redirect(error, record: run.record, context: context))
@@ -218,6 +241,8 @@ struct JourneyEngine: Sendable {
     }
 
     private func save(_ run: JourneyRun) async throws {
+        // A page shown again changes nothing: no write, and no race with the request that does.
+        guard run.state != run.record.journey else { return }
         guard try await interactions.saveJourney(id: run.record.id, state: run.state, revision: run.record.journeyRevision) else {
             throw PageError(
                 status: .conflict, title: "Already moved on",

@@ -5,12 +5,23 @@ import Foundation
 /// wrote, and the trace of the steps run. B2C keeps the same per transaction: the orchestration
 /// step and the claims bag of the Identity Experience Framework.
 struct JourneyState: Sendable, Codable, Equatable {
-    /// The index of the orchestration step the journey is at.
+    /// The index of the orchestration step the journey is at, and that step's id: a journey
+    /// whose steps shifted since (a server restarted with another set of steps) is found by the
+    /// id, never answered by whichever step now has the index.
     var step = 0
+    var stepID: String?
     var claims = JourneyClaims()
     var trace: [JourneyTraceEntry] = []
     /// The correlation id of the request that started the journey, which its trace is kept under.
     var correlationID: String?
+}
+
+extension JourneyState {
+    /// Moves the journey to step `index` of `journey`.
+    mutating func move(to index: Int, in journey: Journey) {
+        step = index
+        stepID = index < journey.steps.count ? journey.steps[index].id : nil
+    }
 }
 
 /// The claims bag of a journey: what its steps read and write.
@@ -46,12 +57,13 @@ struct JourneyClaims: Sendable, Codable, Equatable {
     /// What an identity provider asserted, waiting for the account step.
     var federated: FederatedSignUp?
 
-    /// Forgets who the journey is about (a step starting again, such as a reset's "change e-mail").
-    mutating func forgetUser() {
-        userID = nil
-        identityProvider = nil
-        authTime = nil
-        newUser = false
+    /// Forgets what the first page chose and any session it continued: the person is back on
+    /// it (the browser's back button).
+    mutating func restartChoice() {
+        selection = nil
+        federated = nil
+        sessionHash = nil
+        sessionHasSecondFactor = false
     }
 
     /// Sets who the journey is about, as authenticated by `provider` at `time`.

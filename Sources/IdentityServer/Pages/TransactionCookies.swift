@@ -113,6 +113,17 @@ struct SingleSignOnSessions: Sendable {
         return id
     }
 
+    /// The id of the session `hash` names, when the browser still holds it and the store still
+    /// has it, unexpired, for `user` (a session ended meanwhile, by a password reset or a
+    /// revocation, continues nothing).
+    func live(_ hash: String, for user: UserAccount, in request: Request, tenant: Tenant) async throws -> String? {
+        guard let id = id(hashed: hash, in: request, tenant: tenant),
+            let session = try await interactions.session(idHash: hash, now: clock.now), session.tenantID == tenant.id,
+            session.userID == user.id
+        else { return nil }
+        return id
+    }
+
     /// The id in the browser's SSO cookie whose hash is `hash`, if it holds it.
     func id(hashed hash: String, in request: Request, tenant: Tenant) -> String? {
         SSOCookieValue.ids(request.cookies[TransactionCookies.singleSignOn(for: tenant)]?.value).first {

@@ -8,8 +8,6 @@ struct FederationStep: OrchestrationStep {
     let upstream: UpstreamOIDC
 
     let id = "IdentityProviderExchange"
-    /// The browser's back button from the provider: the first page again.
-    var pages: Set<HostedPage> { [.signIn, .social] }
 
     func applies(to run: JourneyRun) -> Bool {
         guard run.claims.userID == nil, case .provider = run.claims.selection else { return false }
@@ -18,6 +16,8 @@ struct FederationStep: OrchestrationStep {
 
     func enter(_ run: inout JourneyRun) async throws -> StepOutcome {
         guard case .provider(let name) = run.claims.selection else { return .next }
+        // Nothing may be asked of the person: not even the provider's metadata is fetched.
+        guard run.authorization.prompt != .silent else { return .fail(.noSession) }
         if name == IdentityProviderKind.facebook.rawValue, run.flow.offersFacebook {
             return .interact(.redirecting(to: SimulatedFacebook.authorizeURL(record: run.record)))
         }
@@ -33,15 +33,6 @@ struct FederationStep: OrchestrationStep {
             run.logger.warning("upstream provider unusable", metadata: ["provider": "\(provider.name)", "reason": "\(failure.message)"])
             return .fail(failure.b2cError)
         }
-    }
-
-    func show(_ page: HostedPage, _ run: inout JourneyRun) async throws -> StepOutcome {
-        run.claims.selection = nil
-        let url =
-            page == .social
-            ? run.url(.social, extra: [("provider", RequestParameters(query: run.request.uri.query)["provider"] ?? "")])
-            : run.url(.signIn)
-        return .back(to: "CombinedSignInAndSignUp", url: url)
     }
 
     /// The provider's answer: only the provider this journey picked may answer it.

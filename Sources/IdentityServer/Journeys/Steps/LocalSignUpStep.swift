@@ -16,21 +16,14 @@ struct LocalSignUpStep: OrchestrationStep {
     let connector: ConnectorCall
 
     let id = "LocalAccountSignUpWithLogonEmail"
-    var pages: Set<HostedPage> { [.signUp, .signIn] }
+    var pages: Set<HostedPage> { [.signUp] }
 
     func applies(to run: JourneyRun) -> Bool { run.claims.userID == nil && run.claims.selection == .signUp }
 
     func enter(_ run: inout JourneyRun) async throws -> StepOutcome { .interact(.redirecting(to: run.url(.signUp))) }
 
-    func show(_ page: HostedPage, _ run: inout JourneyRun) async throws -> StepOutcome {
-        guard page == .signIn else { return .interact(try signUpPage(run)) }
-        // "Already have an account? Sign in": back to the first page, in a flow that has one.
-        guard run.flow.type == .signUpOrSignIn else {
-            throw PageError(status: .notFound, title: "Not found", message: "This flow has no sign-in page.")
-        }
-        run.claims.selection = nil
-        return .back(to: "CombinedSignInAndSignUp", url: run.url(.signIn))
-    }
+    /// "Already have an account? Sign in" is the first page's, which the engine goes back to.
+    func show(_ page: HostedPage, _ run: inout JourneyRun) async throws -> StepOutcome { .interact(try signUpPage(run)) }
 
     func signUpPage(_ run: JourneyRun, error: String? = nil, status: HTTPResponse.Status = .ok) throws -> Response {
         let form = run.form

@@ -165,6 +165,8 @@ struct ForcedPasswordChangeStep: OrchestrationStep {
             id: user.id, hash: try await hasher.hash(password), emailProven: false, forceChange: false, now: run.now)
         run.logger.info("password changed at sign-in", metadata: ["oid": "\(user.objectID)"])
         run.user?.forcePasswordChange = false
+        // The person authenticated again, with the new password.
+        run.claims.authTime = run.now
         return .next
     }
 }

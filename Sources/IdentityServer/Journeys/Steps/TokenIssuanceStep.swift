@@ -25,10 +25,15 @@ struct TokenIssuanceStep: OrchestrationStep {
     /// says so), else a new one.
     static func sessionID(for user: UserAccount, sessions: SingleSignOnSessions, _ run: inout JourneyRun) async throws -> String {
         let claims = run.claims
-        if let hash = claims.sessionHash, claims.sessionHasSecondFactor || !claims.secondFactorPassedNow,
-            let id = sessions.id(hashed: hash, in: run.request, tenant: run.tenant)
-        {
-            return id
+        if let hash = claims.sessionHash {
+            // A journey that continues a session that has ended since (a password reset, a
+            // revocation) ends here: the person signs in again.
+            guard let id = try await sessions.live(hash, for: user, in: run.request, tenant: run.tenant) else {
+                throw PageError(
+                    status: .forbidden, title: "Sign in again",
+                    message: "Your session ended while you were signing in. Return to the application and start again.")
+            }
+            if claims.sessionHasSecondFactor || !claims.secondFactorPassedNow { return id }
         }
         let id = try await sessions.start(
             user: user, identityProvider: claims.identityProvider ?? user.identityProvider, authTime: claims.authTime ?? run.now,
@@ -41,10 +46,6 @@ struct TokenIssuanceStep: OrchestrationStep {
     func enter(_ run: inout JourneyRun) async throws -> StepOutcome {
         guard let user = run.user else { throw JourneyEngine.notThisStep }
         let now = run.now
-        // Each transaction yields one result: two racing requests cannot both issue.
-        guard try await interactions.completeInteraction(id: run.record.id, now: now) else {
-            throw PageError(status: .badRequest, title: "Already completed", message: "This sign-in has already been completed.")
-        }
         let authorization = run.authorization
         let (tenant, flow) = (run.tenant, run.flow)
         guard let client = try await tenants.application(tenantID: tenant.id, clientID: authorization.clientID) else {
@@ -61,6 +62,10 @@ struct TokenIssuanceStep: OrchestrationStep {
         {
         case .success(let values): overrides = values
         case .failure(let failure): return .fail(failure.b2cError)
+        }
+        // Each transaction yields one result: two racing requests cannot both issue.
+        guard try await interactions.completeInteraction(id: run.record.id, now: now) else {
+            throw PageError(status: .badRequest, title: "Already completed", message: "This sign-in has already been completed.")
         }
         var parameters: [(String, String)] = []
         var code: String?
