@@ -62,8 +62,19 @@ struct Apps: AsyncParsableCommand {
             draft.userFlow = userFlow
             draft.graphPermissions = graphPermissions
             // The registration's rules are the administration's: checked before anything is written.
-            let (app, secret) = try await withDefaultTenant(store) { server, tenant in
-                try await server.administration.register(draft, tenantID: tenant.id)
+            let (app, secret): (AppRegistration, String?)
+            do {
+                (app, secret) = try await withDefaultTenant(store) { server, tenant in
+                    try await server.administration.register(draft, tenantID: tenant.id)
+                }
+            } catch let refusal as IdentityAdministration.AdministrationError {
+                // The administration's rule, said in the flag's words.
+                switch refusal {
+                case .invalidName(let reason): throw CommandFailure("--name: \(reason)")
+                case .roleNotServed, .needsConfidentialApp: throw CommandFailure("--graph-permission: \(refusal)")
+                case .unknownUserFlow: throw CommandFailure("--user-flow: \(refusal)")
+                default: throw refusal
+                }
             }
             if json {
                 var object = ["clientId": app.clientIDString]

@@ -71,6 +71,10 @@ extension IdentityAdministration {
         case noSuchAPI(String)
         case scopeNotExposed(api: String, scope: String)
         case roleNotServed(String)
+        /// An app-bound user flow the tenant does not have.
+        case unknownUserFlow(String)
+        /// Application permissions asked for an app that cannot hold them (a public client).
+        case needsConfidentialApp(String)
         /// A protocol refusal, in B2C's words (`AADB2C…: message`).
         case refused(String)
 
@@ -86,6 +90,8 @@ extension IdentityAdministration {
                 "no API '\(TextRules.printable(api))' in this tenant (give an Application ID URI, a client id, or https://graph.microsoft.com)"
             case .scopeNotExposed(let api, let scope): "'\(TextRules.printable(api))' exposes no scope '\(TextRules.printable(scope))'"
             case .refused(let message): message
+            case .unknownUserFlow(let name): "'\(TextRules.printable(name))' is not a user flow of this tenant"
+            case .needsConfidentialApp(let what): "\(what) needs a confidential app (app-only tokens are for confidential apps)"
             case .roleNotServed(let role):
                 "Graph permission '\(TextRules.printable(role))' is not served here (\(APIPermission.graphRoles.joined(separator: ", ")) are)"
             }

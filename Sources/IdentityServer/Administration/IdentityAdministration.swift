@@ -85,12 +85,12 @@ public struct IdentityAdministration: Sendable {
             throw AdministrationError.roleNotServed(permission)
         }
         if !draft.graphPermissions.isEmpty, draft.kind != .confidential {
-            throw AdministrationError.refused("Graph permissions need a confidential app (app-only tokens are for confidential apps).")
+            throw AdministrationError.needsConfidentialApp("a Graph permission")
         }
         var flowName: String?
         if let name = draft.userFlow {
             guard let flow = try await tenants.userFlow(tenantID: tenantID, name: name) else {
-                throw AdministrationError.refused("'\(TextRules.printable(name))' is not a user flow of this tenant.")
+                throw AdministrationError.unknownUserFlow(name)
             }
             flowName = flow.name
         }
