@@ -121,7 +121,7 @@ public struct TodoSystem: Sendable {
             apiPort: configuration.apiPort, webOrigins: configuration.publicAPIURL.map { [$0] } ?? [], legacyWebAppSecret: legacySecret)
         if legacySecret != nil { try? FileManager.default.removeItem(at: legacySecretURL) }
         if let path = configuration.tenantConfig, let declaration {
-            seed.tenant = try await declaration.apply(to: identity, baseDirectory: URL(fileURLWithPath: path).deletingLastPathComponent())
+            seed.tenant = try await declaration.apply(to: identity.administration, baseDirectory: URL(fileURLWithPath: path).deletingLastPathComponent())
             logger.info("tenant declared", metadata: ["tenant": "\(seed.tenant.name)", "file": "\(path)"])
         }
 

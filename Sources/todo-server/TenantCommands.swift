@@ -23,7 +23,7 @@ struct TenantCommand: AsyncParsableCommand {
 
         func run() async throws {
             let yaml = try await withDefaultTenant(store) { server, tenant in
-                try await server.exportTenant(tenantID: tenant.id, withUsers: withUsers)
+                try await server.administration.exportTenant(tenantID: tenant.id, withUsers: withUsers)
             }
             guard let output else {
                 print(yaml, terminator: "")
@@ -51,7 +51,7 @@ struct TenantCommand: AsyncParsableCommand {
             let changes: [String]
             do {
                 changes = try await withIdentity(store) { server in
-                    try await declaration.applyReporting(to: server, baseDirectory: URL(fileURLWithPath: file).deletingLastPathComponent())
+                    try await declaration.applyReporting(to: server.administration, baseDirectory: URL(fileURLWithPath: file).deletingLastPathComponent())
                         .changes
                 }
             } catch let error as TenantDeclaration.DeclarationError {

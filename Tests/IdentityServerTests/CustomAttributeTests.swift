@@ -196,15 +196,15 @@ struct CustomAttributeTests {
         """.write(to: good, atomically: true, encoding: .utf8)
         let declaration = try TenantDeclaration.load(path: good.path)
         try await IdentityHarness.run(.sqlite) { h, _ in
-            let applied = try await declaration.applyReporting(to: h.server, baseDirectory: directory)
+            let applied = try await declaration.applyReporting(to: h.server.administration, baseDirectory: directory)
             #expect(applied.tenant.userAttributes == [CustomAttribute(name: "shoeSize", type: .int, displayName: "Shoe size")])
             let flow = try await h.server.tenants.userFlow(tenantID: applied.tenant.id, name: "B2C_1_susi")
             #expect(flow?.signUpAttributes == [.displayName, .custom("shoeSize")])
-            let exported = try await h.server.exportTenant(tenantID: applied.tenant.id, withUsers: false)
+            let exported = try await h.server.administration.exportTenant(tenantID: applied.tenant.id, withUsers: false)
             #expect(exported.contains("shoeSize"))
             let file = directory.appendingPathComponent("exported.yaml")
             try exported.write(to: file, atomically: true, encoding: .utf8)
-            let again = try await TenantDeclaration.load(path: file.path).applyReporting(to: h.server, baseDirectory: directory)
+            let again = try await TenantDeclaration.load(path: file.path).applyReporting(to: h.server.administration, baseDirectory: directory)
             #expect(again.changes.isEmpty, "\(again.changes)")
         }
     }
@@ -235,7 +235,7 @@ struct CustomAttributeTests {
             rename.displayName = "Renamed"
             try await h.server.administration.updateUser(user, rename)
             #expect(try await h.server.users.user(id: user.id)?.displayName == "Renamed")
-            let exported = try await h.server.exportTenant(tenantID: tenant.id, withUsers: true)
+            let exported = try await h.server.administration.exportTenant(tenantID: tenant.id, withUsers: true)
             let users = try #require(exported.range(of: "\nusers:")).upperBound
             #expect(!exported[users...].contains("extension_memberLevel") && !exported.contains("L-5"), "\(exported[users...])")
         }

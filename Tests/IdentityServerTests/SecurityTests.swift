@@ -218,7 +218,7 @@ struct SecurityTests {
         """.write(to: directory.appendingPathComponent("tenant.yaml"), atomically: true, encoding: .utf8)
         try await IdentityHarness.run(engine) { h, driver in
             let declaration = try TenantDeclaration.load(path: directory.appendingPathComponent("tenant.yaml").path)
-            let tenant = try await declaration.apply(to: h.server, baseDirectory: directory)
+            let tenant = try await declaration.apply(to: h.server.administration, baseDirectory: directory)
             #expect(try await h.server.tenants.defaultTenant()?.id == tenant.id)
             let document = try await driver.get("/fabrikam.onmicrosoft.com/B2C_1_signin/v2.0/.well-known/openid-configuration")
             #expect(document.json["issuer"] as? String == "\(IdentityHarness.origin)/\(tenant.guid)/v2.0/")
@@ -238,7 +238,7 @@ struct SecurityTests {
             let user = try await h.server.administration.createLocalUser(
                 tenantID: tenant.id, email: "kept@fabrikam.com", displayName: "Kept", password: "Kept-Pass1")
             try await h.server.service.consents.grant(["openid"], userID: user.id, clientID: clientID.uuidString, now: Date())
-            _ = try await declaration.apply(to: h.server, baseDirectory: directory)
+            _ = try await declaration.apply(to: h.server.administration, baseDirectory: directory)
             #expect(try await h.server.users.user(id: user.id) != nil)
             // …and what hangs off its apps: a user's consent survives (the app is updated in place).
             #expect(try await h.server.service.consents.granted(userID: user.id, clientID: clientID.uuidString) == ["openid"])

@@ -582,7 +582,7 @@ struct DeclaredPermissionTests {
             """
         let declared = try declaration(yaml)
         try await IdentityHarness.run(engine) { h, _ in
-            let tenant = try await declared.apply(to: h.server, baseDirectory: FileManager.default.temporaryDirectory)
+            let tenant = try await declared.apply(to: h.server.administration, baseDirectory: FileManager.default.temporaryDirectory)
             let apps = try await h.server.tenants.applications(tenantID: tenant.id)
             let api = try #require(apps.first { $0.displayName == "API" })
             let app = try #require(apps.first { $0.displayName == "App" })

@@ -1,4 +1,5 @@
 import Foundation
+import Storage
 import TodoModels
 import WireCoding
 
@@ -13,6 +14,9 @@ public struct IdentityAdministration: Sendable {
     let hasher: PasswordHasher
     let secondFactors: any SecondFactorStore
     let clock: any IdentityClock
+    /// Seals what a declaration or an export carries (password hashes, connector and provider
+    /// secrets) as the database seals what it holds.
+    let dataKey: DataKey
 
     /// A new client secret: 30 random bytes as base64url (240 bits), for every secret this
     /// service makes (an app registered by the admin commands, the dev seed, a YAML app without
@@ -141,6 +145,6 @@ extension IdentityServer {
     public var administration: IdentityAdministration {
         IdentityAdministration(
             tenants: service.tenants, users: service.users, keys: service.keys, hasher: service.hasher,
-            secondFactors: service.secondFactors, clock: service.clock)
+            secondFactors: service.secondFactors, clock: service.clock, dataKey: service.dataKey)
     }
 }

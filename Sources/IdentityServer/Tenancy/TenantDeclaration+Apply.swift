@@ -7,8 +7,8 @@ import Yams
 extension TenantDeclaration {
     /// The tenant, made the default, with its flows and apps. Existing apps with the same client
     /// id are updated; their secrets are replaced by the declared ones.
-    public func apply(to server: IdentityServer, baseDirectory: URL) async throws -> Tenant {
-        try await applyReporting(to: server, baseDirectory: baseDirectory, includeUsers: false).tenant
+    public func apply(to administration: IdentityAdministration, baseDirectory: URL) async throws -> Tenant {
+        try await applyReporting(to: administration, baseDirectory: baseDirectory, includeUsers: false).tenant
     }
 
     /// ``apply(to:baseDirectory:)``, saying what changed: one line per tenant, flow, app and user
@@ -16,28 +16,29 @@ extension TenantDeclaration {
     /// - Parameter includeUsers: whether the declaration's `users` are applied. `serve
     ///   --tenant-config` leaves them out: applied at every start, they would undo what Graph
     ///   changed since (a disabled account, a new password, a deleted user).
-    public func applyReporting(to server: IdentityServer, baseDirectory: URL, includeUsers: Bool = true) async throws -> (
+    public func applyReporting(to administration: IdentityAdministration, baseDirectory: URL, includeUsers: Bool = true) async throws -> (
         tenant: Tenant, changes: [String]
     ) {
         var changes: [String] = []
         func note(_ kind: String, _ name: String, before: Bool?) {
             if let before { if !before { changes.append("\(kind) \(name) updated") } } else { changes.append("\(kind) \(name) added") }
         }
-        let now = server.clock.now
+        let now = administration.clock.now
         // By id first, then by name: a tenant of the same name keeps its id (and its issuer).
         var existing: Tenant?
-        if let id = tenant.id { existing = try await server.tenants.tenant(matching: id.uuidString) }
-        if existing == nil { existing = try await server.tenants.tenant(matching: tenant.name) }
+        if let id = tenant.id { existing = try await administration.tenants.tenant(matching: id.uuidString) }
+        if existing == nil { existing = try await administration.tenants.tenant(matching: tenant.name) }
         let tenantID = existing?.id ?? tenant.id ?? UUID()
         // Every account is prepared and checked before the first write, so a refusal (another
         // data key, an id of another tenant, a taken sign-in name) leaves the store as it was.
         var accounts: [(user: UserAccount, part: UserPart, stored: UserAccount?)] = []
         for part in includeUsers ? users ?? [] : [] {
-            let user = try part.account(tenantID: tenantID, dataKey: server.service.dataKey, now: now)
-            let stored = try await server.users.user(id: user.id)
+            let user = try part.account(tenantID: tenantID, dataKey: administration.dataKey, now: now)
+            let stored = try await administration.users.user(id: user.id)
             if let stored, stored.tenantID != tenantID { throw DeclarationError.invalid("user \(user.id) belongs to another tenant") }
             if stored == nil,
-                let holder = try await server.users.user(tenantID: tenantID, provider: user.identityProvider, signInName: user.signInName)
+                let holder = try await administration.users.user(
+                    tenantID: tenantID, provider: user.identityProvider, signInName: user.signInName)
             {
                 throw DeclarationError.invalid(
                     "user \(user.id): \(holder.objectID) already signs in as \(TextRules.printable(user.signInName))")
@@ -51,12 +52,12 @@ extension TenantDeclaration {
             id: tenantID, name: tenant.name, displayName: tenant.displayName ?? tenant.name,
             defaultPolicy: tenant.defaultPolicy ?? userFlows.first?.name ?? "B2C_1_susi", pageTemplatesPath: templates,
             isDefault: true, userAttributes: userAttributes ?? [],
-            apiConnectors: try sealedConnectors(tenantID: tenantID, existing: existing, dataKey: server.service.dataKey),
-            identityProviders: try sealedProviders(tenantID: tenantID, existing: existing, dataKey: server.service.dataKey))
+            apiConnectors: try sealedConnectors(tenantID: tenantID, existing: existing, dataKey: administration.dataKey),
+            identityProviders: try sealedProviders(tenantID: tenantID, existing: existing, dataKey: administration.dataKey))
         model.languages = languages ?? []
         model.localizedStrings = localizedStrings ?? [:]
         if existing != model {
-            try await server.tenants.save(model, now: now)
+            try await administration.tenants.save(model, now: now)
             note("tenant", model.name, before: existing.map { _ in false })
         }
         for flow in userFlows {
@@ -76,9 +77,9 @@ extension TenantDeclaration {
                 lifetimes: lifetimes, emailVerification: flow.emailVerification ?? true)
             declared.mfa = flow.mfa.flatMap { $0.isOn ? $0 : nil } ?? .off
             declared.connectors = flow.apiConnectors ?? FlowConnectors()
-            let stored = try await server.tenants.userFlow(tenantID: model.id, name: flow.name)
+            let stored = try await administration.tenants.userFlow(tenantID: model.id, name: flow.name)
             if stored != declared {
-                try await server.tenants.save(declared)
+                try await administration.tenants.save(declared)
                 note("user flow", flow.name, before: stored.map { _ in false })
             }
         }
@@ -91,7 +92,7 @@ extension TenantDeclaration {
             case nil: return nil
             }
         }
-        let storedApps = try await server.tenants.applications(tenantID: model.id)
+        let storedApps = try await administration.tenants.applications(tenantID: model.id)
         for (index, app) in (applications ?? []).enumerated() {
             let permissions = (app.permissions ?? []).compactMap { permission in
                 resource(permission.api).map { APIPermission(resource: $0, scopes: permission.scopes ?? [], roles: permission.roles ?? []) }
@@ -105,18 +106,18 @@ extension TenantDeclaration {
                 userFlow: app.userFlow.flatMap { flow in userFlows.first { $0.name.lowercased() == flow.lowercased() }?.name })
             let stored = storedApps.first { $0.clientID == registration.clientID }
             let hashes = ((app.secrets ?? []).map(Secrets.sha256Hex) + (app.secretHashes ?? []).map { $0.lowercased() }).sorted()
-            let storedHashes = stored == nil ? [] : try await server.tenants.secretHashes(clientID: registration.clientID)
+            let storedHashes = stored == nil ? [] : try await administration.tenants.secretHashes(clientID: registration.clientID)
             guard stored != registration || storedHashes != hashes else { continue }
             // Updated in place, not removed and re-added: what hangs off the app (users' consents,
             // refresh tokens) survives a restart with the same declaration.
-            try await server.tenants.save(registration, now: now)
+            try await administration.tenants.save(registration, now: now)
             if storedHashes != hashes {
-                try await server.tenants.removeSecrets(clientID: registration.clientID)
+                try await administration.tenants.removeSecrets(clientID: registration.clientID)
                 for secret in app.secrets ?? [] {
-                    try await server.tenants.addSecret(clientID: registration.clientID, secret: secret, now: now, expiresAt: nil)
+                    try await administration.tenants.addSecret(clientID: registration.clientID, secret: secret, now: now, expiresAt: nil)
                 }
                 for hash in app.secretHashes ?? [] {
-                    try await server.tenants.addSecretHash(clientID: registration.clientID, hash: hash.lowercased(), now: now)
+                    try await administration.tenants.addSecretHash(clientID: registration.clientID, hash: hash.lowercased(), now: now)
                 }
             }
             note("application", "'\(app.name)'", before: stored.map { _ in false })
@@ -125,18 +126,18 @@ extension TenantDeclaration {
             let name = TextRules.printable(user.email ?? user.signInName)
             if let stored {
                 guard !part.matches(stored, hash: user.passwordHash) else { continue }
-                try await server.users.replace(user)
+                try await administration.users.replace(user)
                 // A new password or a disabled account ends the ways in, as through Graph.
                 if stored.passwordHash != user.passwordHash || (stored.accountEnabled && !user.accountEnabled) {
-                    try await server.users.revokeSessions(id: user.id, now: now)
+                    try await administration.users.revokeSessions(id: user.id, now: now)
                 }
                 note("user", name, before: false)
             } else {
-                try await server.users.create(user)
+                try await administration.users.create(user)
                 note("user", name, before: nil)
             }
         }
-        _ = try await server.keys.activeKey()
+        _ = try await administration.keys.activeKey()
         return (model, changes)
     }
 }

@@ -1,14 +1,14 @@
 import Foundation
 import Yams
 
-extension IdentityServer {
+extension IdentityAdministration {
     /// The tenant as the YAML declaration `serve --tenant-config` and `tenant apply` read
     /// (issue 11): its flows, apps (secrets as SHA-256 hashes only, the store never had them in
     /// clear) and, with `withUsers`, its accounts with their password hashes sealed by the data
     /// key. Applying the result to the same installation changes nothing.
     public func exportTenant(tenantID: UUID, withUsers: Bool) async throws -> String {
         guard let tenant = try await tenants.tenant(matching: tenantID.uuidString) else {
-            throw IdentityAdministration.AdministrationError.refused("no tenant \(tenantID.uuidString.lowercased())")
+            throw AdministrationError.refused("no tenant \(tenantID.uuidString.lowercased())")
         }
         let flows = try await tenants.userFlows(tenantID: tenantID)
         let apps = try await tenants.applications(tenantID: tenantID)
@@ -51,7 +51,7 @@ extension IdentityServer {
                     accountEnabled: user.accountEnabled, forcePasswordChange: user.forcePasswordChange,
                     passwordPolicies: user.passwordPolicies,
                     sealedPasswordHash: try user.passwordHash.map {
-                        try service.dataKey.seal($0, context: TenantDeclaration.UserPart.sealingContext(user.id))
+                        try dataKey.seal($0, context: TenantDeclaration.UserPart.sealingContext(user.id))
                     })
             }
         }
