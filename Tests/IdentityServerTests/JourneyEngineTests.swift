@@ -37,6 +37,8 @@ struct JourneyEngineTests {
         let step: RecordingStep
         let dropSecondFactor: Bool
 
+        var passwordGrant: Journey { Journey(name: "Adapted", steps: catalog.passwordGrant.steps + [step]) }
+
         func journey(for flow: UserFlow) -> Journey {
             var steps = catalog.journey(for: flow).steps
             if dropSecondFactor { steps.removeAll { $0.id == catalog.secondFactor.id } }
@@ -192,6 +194,21 @@ struct JourneyEngineTests {
             silent.extra = [("prompt", "none"), ("domain_hint", "facebook.com")]
             let answer = try await driver.start(silent, harness: h)
             #expect(b2cCode(redirect: answer) == "AADB2C90077")
+        }
+    }
+
+    @Test("the password grant runs a journey too: its steps, the engine's rules, and what it cannot ask refused in the protocol's form", arguments: TestDatabase.engines)
+    func passwordGrantJourney(engine: DatabaseEngine) async throws {
+        let recorder = Recorder()
+        try await IdentityHarness.run(
+            engine, journeys: { Adapted(catalog: $0, step: RecordingStep(seen: recorder), dropSecondFactor: false) }
+        ) { h, driver in
+            let alice = try await h.addUser()
+            #expect(try await driver.ropc(h, username: "alice@example.com", password: "Passw0rd!").status == .ok)
+            #expect(recorder.ids.withLock { $0 } == [alice.id])
+            // A wrong password ends the journey before any step acts for the account.
+            #expect(b2cCode(try await driver.ropc(h, username: "alice@example.com", password: "wrong")) == "AADB2C90225")
+            #expect(recorder.ids.withLock { $0 }.count == 1)
         }
     }
 }

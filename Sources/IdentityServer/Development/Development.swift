@@ -60,8 +60,8 @@ extension IdentityServer {
             scopes: scopes, nonce: nil, authTime: now, newUser: false, identityProvider: user.identityProvider, face: face)
         let endpoint = TokenEndpoint(
             tenants: tenants, users: users, grants: service.grants, consents: service.consents, tokens: service.issuer,
-            passwords: service.passwords, clock: clock, hosts: service.hosts, connectors: service.connectors,
-            refreshReuseInterval: service.configuration.refreshTokenReuseInterval)
+            clock: clock, hosts: service.hosts, connectors: service.connectors,
+            journeys: service.journeyEngine(), refreshReuseInterval: service.configuration.refreshTokenReuseInterval)
         return try await endpoint.mint(issuance, now: now)
     }
 

@@ -92,6 +92,9 @@ struct JourneyRun: Sendable {
     var user: UserAccount?
     /// Cookies for whatever response the journey answers with.
     var cookies: [Cookie] = []
+    /// Whether a page can be shown at all: not for a grant without a browser (the password
+    /// grant), whose steps fail where they would ask the person something.
+    var pagesAllowed = true
 
     var claims: JourneyClaims {
         get { state.claims }

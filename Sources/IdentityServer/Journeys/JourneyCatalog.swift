@@ -3,6 +3,8 @@ import Foundation
 /// Gives the journey a flow runs.
 protocol JourneyProvider: Sendable {
     func journey(for flow: UserFlow) -> Journey
+    /// The password grant's journey.
+    var passwordGrant: Journey { get }
 }
 
 /// The journeys of the built-in user flows, as B2C defines them on its own engine: each flow
@@ -22,6 +24,7 @@ struct JourneyCatalog: JourneyProvider {
     let profileEdit: ProfileEditStep
     let consent: ConsentStep
     let tokenIssuance: TokenIssuanceStep
+    let passwordCredentials: PasswordCredentialsStep
     /// Present where the development surface is on.
     let developmentFault: DevelopmentFaultStep?
 
@@ -44,6 +47,7 @@ struct JourneyCatalog: JourneyProvider {
         tokenIssuance = TokenIssuanceStep(
             tenants: service.tenants, interactions: service.interactions, grants: service.grants, connectors: service.connectors,
             issuer: service.issuer, sessions: sessions, codeLifetime: configuration.codeLifetime)
+        passwordCredentials = PasswordCredentialsStep(passwords: service.passwords)
         developmentFault = configuration.developmentMailbox ? DevelopmentFaultStep(faults: service.faults) : nil
     }
 
@@ -53,6 +57,13 @@ struct JourneyCatalog: JourneyProvider {
         let journey = builtIn(for: flow)
         guard let developmentFault else { return journey }
         return Journey(name: journey.name, steps: [developmentFault] + journey.steps)
+    }
+
+    /// The password grant's journey: no pages, so each step that would ask the person something
+    /// fails in the protocol's form instead (a second factor, a temporary password, consent);
+    /// the token endpoint issues once it has run.
+    var passwordGrant: Journey {
+        Journey(name: "ResourceOwnerPasswordCredentials", steps: [passwordCredentials, secondFactor, forcedPasswordChange, consent])
     }
 
     private func builtIn(for flow: UserFlow) -> Journey {

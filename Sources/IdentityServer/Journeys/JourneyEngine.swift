@@ -113,6 +113,36 @@ struct JourneyEngine: Sendable {
         return redirect(error, record: record, context: context)
     }
 
+    /// Runs `journey` for a grant without a browser (the password grant): no page can be shown,
+    /// so a step that would ask the person something fails in the protocol's form instead; the
+    /// engine's rules hold as for a sign-in with pages. The run, its account established, or
+    /// the failure thrown.
+    func runWithoutPages(
+        _ journey: Journey, record: InteractionRecord, tenant: Tenant, flow: UserFlow, request: Request, form: RequestParameters,
+        context: some IdentityContext
+    ) async throws -> JourneyRun {
+        var run = makeRun(record, tenant: tenant, flow: flow, request: request, form: form, context: context)
+        run.pagesAllowed = false
+        run.state.move(to: 0, in: journey)
+        var outcome = try await nextOutcome(&run, journey)
+        for _ in 0...journey.steps.count {
+            switch outcome {
+            case nil:
+                context.logger.debug("journey without pages done", metadata: ["trace": "\(run.state.trace.map(\.step))"])
+                return run
+            case .next:
+                run.state.move(to: run.state.step + 1, in: journey)
+                outcome = try await nextOutcome(&run, journey)
+            case .fail(let failure): throw failure
+            case .interact, .back, .finish:
+                // A step that asked for a page here is a bug: fail closed.
+                context.logger.error("a journey without pages asked for one", metadata: ["journey": "\(journey.name)"])
+                throw ProtocolFailure.internalError
+            }
+        }
+        throw ProtocolFailure.internalError
+    }
+
     // MARK: The walk
 
     private func makeRun(
@@ -152,8 +182,9 @@ struct JourneyEngine: Sendable {
         return journey.steps[earlier]
     }
 
-    /// Enters the step the journey is at, skipping those whose preconditions do not hold.
-    private func enterCurrent(_ run: inout JourneyRun, _ journey: Journey) async throws -> StepOutcome {
+    /// Enters the step the journey is at, skipping those whose preconditions do not hold; nil
+    /// when no step is left.
+    private func nextOutcome(_ run: inout JourneyRun, _ journey: Journey) async throws -> StepOutcome? {
         while run.state.step < journey.steps.count {
             let step = journey.steps[run.state.step]
             try await loadUser(&run)
@@ -174,8 +205,13 @@ struct JourneyEngine: Sendable {
             trace(step, outcome, &run, before: before, since: started)
             return outcome
         }
-        // Every journey ends in a step that answers the app; falling off the end is a bug, and
-        // fails closed.
+        return nil
+    }
+
+    /// ``nextOutcome(_:_:)`` for a journey with pages, which always ends in a step that answers
+    /// the app: falling off its end is a bug, and fails closed.
+    private func enterCurrent(_ run: inout JourneyRun, _ journey: Journey) async throws -> StepOutcome {
+        if let outcome = try await nextOutcome(&run, journey) { return outcome }
         run.logger.error("journey ended without answering the app", metadata: ["journey": "\(journey.name)"])
         throw PageError(status: .internalServerError, title: "Sign-in failed", message: "The sign-in could not be completed.")
     }
@@ -185,11 +221,13 @@ struct JourneyEngine: Sendable {
         if let user = run.user, !user.accountEnabled { return .accountDisabled }
         guard step.actsForUser else { return nil }
         guard let user = run.user else {
+            if !run.pagesAllowed { return .invalidCredentials }
             throw PageError(
                 status: .badRequest, title: "Sign in first",
                 message: "The account this sign-in was for is not available. Return to the application and start again.")
         }
         if run.flow.mfa.isOn, run.claims.secondFactorClearedFor != user.id {
+            if !run.pagesAllowed { return .multiFactorRequired }
             run.logger.warning("a step for the account was reached before its second factor", metadata: ["step": "\(step.id)"])
             throw Self.notThisStep
         }

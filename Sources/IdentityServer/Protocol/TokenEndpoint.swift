@@ -13,11 +13,12 @@ struct TokenEndpoint: Sendable {
     /// What users granted apps on the Entra face; refresh and ROPC there stay within it.
     let consents: any ConsentStore
     let tokens: TokenIssuer
-    let passwords: PasswordAuthenticator
     let clock: any IdentityClock
     let hosts: HostPolicy
     /// The flows' "before sending the token" connectors, for password sign-in.
     let connectors: ConnectorCaller
+    /// Runs the password grant's journey (``JourneyCatalog/passwordGrant``).
+    let journeys: JourneyEngine
     /// How long a rotated refresh token still gets its successor (a client racing itself):
     /// ``IdentityServerConfiguration/refreshTokenReuseInterval``.
     let refreshReuseInterval: TimeInterval
@@ -47,7 +48,7 @@ struct TokenEndpoint: Sendable {
         case .password:
             return try await password(
                 form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now,
-                source: context.clientAddress, logger: context.logger, face: face)
+                request: request, context: context, face: face)
         case .clientCredentials:
             return try await clientCredentials(form, tenant: tenant, flow: flow, client: client, issuer: issuer, now: now, face: face)
         }
@@ -203,45 +204,41 @@ struct TokenEndpoint: Sendable {
 
     private func password(
         _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String,
-        clientInfo: Bool, now: Date, source: String, logger: Logger, face: ProtocolFace
+        clientInfo: Bool, now: Date, request: Request, context: PolicyRequestContext, face: ProtocolFace
     ) async throws -> Response {
         // ROPC runs only in a ROPC user flow, for an app that allows public client flows
         // (research/b2c-protocol.md §5.2). On the Entra face the app's "allow public client
         // flows" decides, as in an Entra app registration, within the flow it signs in with.
         try Self.admitPasswordGrant(flow: flow, face: face)
         guard client.allowPublicClientFlows else { throw ProtocolFailure.ropcNotEnabled }
-        guard let username = form.nonEmpty("username") else { throw ProtocolFailure.missingParameter("username") }
-        guard let password = form["password"], !password.isEmpty else { throw ProtocolFailure.missingParameter("password") }
-        let authenticator = passwords
-        let user: UserAccount
-        switch try await authenticator.authenticate(
-            tenantID: tenant.id, email: username, password: password, source: source, now: now, logger: logger)
-        {
-        case .success(let account): user = account
-        case .locked: throw ProtocolFailure.accountLocked
-        case .invalid: throw ProtocolFailure.invalidCredentials
-        case .disabled: throw ProtocolFailure.accountDisabled
-        }
-        // ROPC cannot show the change-password page an operator's temporary password needs.
-        if user.forcePasswordChange { throw ProtocolFailure.passwordChangeRequired }
+        let scopes = [String].scopes(form["scope"])
+        // The grant's own journey: the password, then what a sign-in with pages would ask
+        // (a second factor, a temporary password's change, consent), each refused here as the
+        // grant cannot ask it. The engine's rules hold as for the hosted pages.
+        let attempt = AuthorizationRequest(
+            tenantID: tenant.id, tenantSegment: context.route.tenantSegment, policy: flow.name, clientID: client.clientIDString,
+            redirectURI: "", responseTypes: [], responseMode: .query, scopes: scopes, state: nil, nonce: nil, codeChallenge: nil,
+            codeChallengeMethod: nil, prompt: nil, loginHint: nil, domainHint: nil, maxAge: nil, origin: hosts.origin(of: request),
+            face: face)
+        let record = InteractionRecord(id: "password-grant", request: attempt, csrfHash: "", expiresAt: now)
+        let run = try await journeys.runWithoutPages(
+            journeys.catalog.passwordGrant, record: record, tenant: tenant, flow: flow, request: request, form: form, context: context)
+        guard let user = run.user else { throw ProtocolFailure.invalidCredentials }
         let apps = try await tenants.applications(tenantID: tenant.id)
-        let scopes = try GrantedScopes.resolve(.scopes(form["scope"]), client: client, tenantApps: apps)
-        // Entra's ROPC shows no consent page, so it works only for what the user has consented
-        // to already (AADSTS65001 otherwise).
-        if face.dialect.asksConsent { try await requireConsent(scopes, userID: user.id, client: client) }
+        let granted = try GrantedScopes.resolve(scopes, client: client, tenantApps: apps)
         // The flow's "before sending the token" connector runs here as at the end of its pages:
         // its values go into these tokens, and its failure ends the grant (AADB2C90075).
         let overrides: [String: String]
         switch await connectors.tokenClaimOverrides(
-            flow: flow, user: user, tenant: tenant, clientID: client.clientIDString, uiLocales: nil, logger: logger)
+            flow: flow, user: user, tenant: tenant, clientID: client.clientIDString, uiLocales: nil, logger: context.logger)
         {
         case .success(let values): overrides = values
         case .failure(let failure): throw failure.b2cError
         }
         let issuance = IssuanceContext(
-            tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: nil,
+            tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: granted, nonce: nil,
             authTime: now, newUser: false, identityProvider: .local, face: face, claimOverrides: overrides)
-        let refreshToken = scopes.offlineAccess ? try await startFamily(issuance, now: now, forCode: nil) : nil
+        let refreshToken = granted.offlineAccess ? try await startFamily(issuance, now: now, forCode: nil) : nil
         return try await respond(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now)
     }
 

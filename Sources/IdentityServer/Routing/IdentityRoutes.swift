@@ -110,9 +110,9 @@ extension IdentityServer {
         let metadata = MetadataEndpoints(signingKeys: service.keys, hosts: service.hosts)
         let token = TokenEndpoint(
             tenants: service.tenants, users: service.users, grants: service.grants, consents: service.consents, tokens: service.issuer,
-            passwords: service.passwords, clock: service.clock, hosts: service.hosts,
+            clock: service.clock, hosts: service.hosts,
             connectors: service.connectors,
-            refreshReuseInterval: service.configuration.refreshTokenReuseInterval)
+            journeys: journeys, refreshReuseInterval: service.configuration.refreshTokenReuseInterval)
         for path in ["v2.0/.well-known/openid-configuration", ".well-known/openid-configuration"] {
             machine.get(RouterPath(path), use: metadata.discovery)
         }

@@ -31,6 +31,8 @@ struct ConsentStep: OrchestrationStep {
         let granted = try await consents.granted(userID: user.id, clientID: client.clientIDString)
         guard run.authorization.prompt == .consent || !scopes.consentKeys.isSubset(of: granted) else { return .next }
         if run.authorization.prompt == .silent { return .fail(.consentRequired(clientID: client.clientIDString, name: client.displayName)) }
+        // A grant without pages works only for what the user consented to already (AADSTS65001).
+        guard run.pagesAllowed else { return .fail(.grantNotConsented(clientID: client.clientIDString, name: client.displayName)) }
         // The person has authenticated: the session starts now.
         let id = try await TokenIssuanceStep.sessionID(for: user, sessions: sessions, &run)
         run.cookies.append(sessions.cookie(current: id, request: run.request, tenant: run.tenant))

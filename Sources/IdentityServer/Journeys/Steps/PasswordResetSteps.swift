@@ -140,7 +140,12 @@ struct ForcedPasswordChangeStep: OrchestrationStep {
 
     func applies(to run: JourneyRun) -> Bool { run.user?.forcePasswordChange == true }
 
-    func enter(_ run: inout JourneyRun) async throws -> StepOutcome { .interact(.redirecting(to: run.url(.changePassword))) }
+    func enter(_ run: inout JourneyRun) async throws -> StepOutcome {
+        // A grant without pages cannot show the change-password page (B2C: AADB2C90225,
+        // Entra: AADSTS50055).
+        guard run.pagesAllowed else { return .fail(.passwordChangeRequired) }
+        return .interact(.redirecting(to: run.url(.changePassword)))
+    }
 
     func show(_ page: HostedPage, _ run: inout JourneyRun) async throws -> StepOutcome { .interact(try changePage(run)) }
 

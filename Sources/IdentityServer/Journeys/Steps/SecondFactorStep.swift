@@ -26,6 +26,8 @@ struct SecondFactorStep: OrchestrationStep {
             return .next
         }
         guard run.authorization.prompt != .silent else { return .fail(.noSession) }
+        // A grant without pages cannot ask for it: Entra's AADSTS50076 (`basic_action`).
+        guard run.pagesAllowed else { return .fail(.multiFactorRequired) }
         var secret: String?
         if method == .totp, !(try await secondFactors.hasAuthenticator(userID: user.id)) {
             // 20 random bytes as base64url text: the HMAC key is that text's bytes (160 bits of
