@@ -197,7 +197,9 @@ struct JourneyEngineTests {
         }
     }
 
-    @Test("the password grant runs a journey too: its steps, the engine's rules, and what it cannot ask refused in the protocol's form", arguments: TestDatabase.engines)
+    @Test(
+        "the password grant runs a journey too: its steps, the engine's rules, and what it cannot ask refused in the protocol's form",
+        arguments: TestDatabase.engines)
     func passwordGrantJourney(engine: DatabaseEngine) async throws {
         let recorder = Recorder()
         try await IdentityHarness.run(
@@ -209,6 +211,38 @@ struct JourneyEngineTests {
             // A wrong password ends the journey before any step acts for the account.
             #expect(b2cCode(try await driver.ropc(h, username: "alice@example.com", password: "wrong")) == "AADB2C90225")
             #expect(recorder.ids.withLock { $0 }.count == 1)
+        }
+    }
+
+    @Test("a profile edit that continues an SSO session saves nothing once that session has ended", arguments: TestDatabase.engines)
+    func profileNeedsALiveSession(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let alice = try await h.addUser()
+            #expect(
+                try await driver.signIn(h, attempt: AuthorizationAttempt(harness: h), email: "alice@example.com").redirectParameters["code"]
+                    != nil)
+            // Single sign-on straight to the profile page.
+            let profile = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_edit_profile"), harness: h)
+            #expect(profile.text.contains("value=\"Alice\""), "\(profile.status)")
+            try await h.server.administration.revokeSessions(alice)
+            let refused = try await driver.submit(profile, [("displayName", "Mallory")])
+            #expect(refused.status == .forbidden && refused.redirectParameters["code"] == nil)
+            #expect(try await h.server.users.user(id: alice.id)?.displayName == "Alice")
+        }
+    }
+
+    @Test(
+        "once an account has signed in, the first page's form no longer answers: the journey is not taken back",
+        arguments: TestDatabase.engines)
+    func noReturnAfterSignIn(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            _ = try await h.addUser("bob@example.com", name: "Bob")
+            let first = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_susi_mfa"), harness: h)
+            let mfa = try await driver.submit(first, [("email", "alice@example.com"), ("password", "Passw0rd!")])
+            #expect(mfa.text.contains("id=\"otpCode\""))
+            let again = try await driver.submit(first, [("email", "bob@example.com"), ("password", "Passw0rd!")])
+            #expect(again.status == .forbidden && again.redirectParameters["code"] == nil)
         }
     }
 }

@@ -113,6 +113,16 @@ public struct UpstreamProvider: Sendable, Codable, Equatable {
 }
 
 extension Tenant {
+    /// The upstream provider a `domain_hint` names (its name, or its issuer's host), if `flow`
+    /// offers it: the sign-in goes straight there, as B2C's domain hints do.
+    func hintedProvider(_ hint: String?, in flow: UserFlow) -> UpstreamProvider? {
+        guard let hint = hint?.lowercased() else { return nil }
+        return identityProviders.first { provider in
+            flow.identityProviders.contains(provider.kind)
+                && (provider.name.lowercased() == hint || URLComponents(string: provider.issuer)?.host?.lowercased() == hint)
+        }
+    }
+
     func upstreamProvider(named name: String) -> UpstreamProvider? {
         identityProviders.first { $0.name.lowercased() == name.lowercased() }
     }

@@ -7,7 +7,9 @@ import Logging
 /// - a step that does something for the account (``OrchestrationStep/actsForUser``) is entered,
 ///   and its pages answered, only for a known, enabled account that has cleared the flow's
 ///   second factor: "nothing is done for the user before the second factor" (SPEC §2.11);
-/// - an account disabled at any point ends the journey (AADB2C90236 on B2C's face);
+/// - an account disabled at any point ends the journey (AADB2C90111 on B2C's face);
+/// - a journey that continues an SSO session acts for the account only while that session
+///   lives (in the browser and in the store): one ended meanwhile continues nothing;
 /// - under `prompt=none` a step that would ask the person anything fails with AADB2C90077;
 /// - a page is answered only by the step the journey is at (a `?tx=` link to a later page
 ///   shows nothing), and two requests racing on one journey cannot both move it.
@@ -17,6 +19,7 @@ struct JourneyEngine: Sendable {
     let users: any UserDirectory
     let clock: any IdentityClock
     let kit: PageKit
+    let sessions: SingleSignOnSessions
 
     var now: Date { clock.now }
 
@@ -38,11 +41,7 @@ struct JourneyEngine: Sendable {
                 status: .badRequest, title: "Session expired",
                 message: "This sign-in page has expired or is not valid. Return to the application and start again.")
         }
-        if record.completedAt != nil {
-            throw PageError(
-                status: .badRequest, title: "Already completed",
-                message: "This sign-in has already been completed. Return to the application.")
-        }
+        if record.completedAt != nil { throw Self.alreadyCompleted }
         return record
     }
 
@@ -93,7 +92,7 @@ struct JourneyEngine: Sendable {
         try await loadUser(&run)
         // Checked on every request of a step, not only on entering it: an account disabled
         // while a page is open gets nothing from posting it.
-        if let refusal = try admission(of: step, run) { return try await conclude(.fail(refusal), &run, journey, context: context) }
+        if let refusal = try await admission(of: step, run) { return try await conclude(.fail(refusal), &run, journey, context: context) }
         let before = run.claims
         let started = ContinuousClock.now
         let outcome = try await act(step, &run)
@@ -193,7 +192,7 @@ struct JourneyEngine: Sendable {
                 run.state.move(to: run.state.step + 1, in: journey)
                 continue
             }
-            if let refusal = try admission(of: step, run) {
+            if let refusal = try await admission(of: step, run) {
                 trace(step, .fail(refusal), &run, before: run.claims, since: .now)
                 return .fail(refusal)
             }
@@ -217,7 +216,7 @@ struct JourneyEngine: Sendable {
     }
 
     /// Why `step` may not run for the journey's account, or nil.
-    private func admission(of step: any OrchestrationStep, _ run: JourneyRun) throws -> ProtocolFailure? {
+    private func admission(of step: any OrchestrationStep, _ run: JourneyRun) async throws -> ProtocolFailure? {
         if let user = run.user, !user.accountEnabled { return .accountDisabled }
         guard step.actsForUser else { return nil }
         guard let user = run.user else {
@@ -230,6 +229,14 @@ struct JourneyEngine: Sendable {
             if !run.pagesAllowed { return .multiFactorRequired }
             run.logger.warning("a step for the account was reached before its second factor", metadata: ["step": "\(step.id)"])
             throw Self.notThisStep
+        }
+        // A session this journey continues (single sign-on, or the one consent started) must
+        // still be the browser's and the store's: a password reset or a revocation meanwhile
+        // ends it, and nothing more is done on its strength.
+        if let hash = run.claims.sessionHash, try await sessions.live(hash, for: user, in: run.request, tenant: run.tenant) == nil {
+            throw PageError(
+                status: .forbidden, title: "Sign in again",
+                message: "Your session ended while you were signing in. Return to the application and start again.")
         }
         return nil
     }

@@ -110,6 +110,6 @@ extension IdentityService {
         let catalog = JourneyCatalog(service: self, sessions: sessions)
         return JourneyEngine(
             catalog: adapt?(catalog) ?? catalog, interactions: interactions, users: users, clock: clock,
-            kit: PageKit(renderer: pages, cookies: cookies, developmentMailbox: configuration.developmentMailbox))
+            kit: PageKit(renderer: pages, cookies: cookies, developmentMailbox: configuration.developmentMailbox), sessions: sessions)
     }
 }

@@ -149,16 +149,6 @@ struct AuthorizeEndpoint: Sendable {
             maxAge: maxAge, origin: origin, face: face, uiLocales: Self.uiLocales(parameters["ui_locales"]))
     }
 
-    /// The upstream provider a `domain_hint` names (its name, or its issuer's host), if the flow
-    /// offers it: the sign-in goes straight there, as B2C's domain hints do.
-    static func hinted(_ hint: String?, tenant: Tenant, userFlow: UserFlow) -> UpstreamProvider? {
-        guard let hint = hint?.lowercased() else { return nil }
-        return tenant.identityProviders.first { provider in
-            userFlow.identityProviders.contains(provider.kind)
-                && (provider.name.lowercased() == hint || URLComponents(string: provider.issuer)?.host?.lowercased() == hint)
-        }
-    }
-
     /// `ui_locales` (OIDC Core §3.1.2.1): space-separated BCP 47 tags, kept only when each is
     /// letters, digits and hyphens (at most five tags), so nothing else reaches pages or connectors.
     static func uiLocales(_ raw: String?) -> String? {

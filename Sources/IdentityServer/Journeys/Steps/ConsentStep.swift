@@ -39,18 +39,16 @@ struct ConsentStep: OrchestrationStep {
         return .interact(.redirecting(to: run.url(.consent)))
     }
 
-    /// The consent page finishes with the session this journey started only: never one the
-    /// browser got elsewhere.
-    private func requireSession(_ run: JourneyRun) async throws {
-        guard let hash = run.claims.sessionHash, let user = run.user,
-            try await sessions.live(hash, for: user, in: run.request, tenant: run.tenant) != nil
-        else {
+    /// The consent page finishes with the session this journey holds only (the engine checks
+    /// it is still the browser's and the store's): never one the browser got elsewhere.
+    private func requireSession(_ run: JourneyRun) throws {
+        guard run.claims.sessionHash != nil else {
             throw PageError(status: .forbidden, title: "Sign in first", message: "Sign in before granting permissions to the app.")
         }
     }
 
     func show(_ page: HostedPage, _ run: inout JourneyRun) async throws -> StepOutcome {
-        try await requireSession(run)
+        try requireSession(run)
         guard let user = run.user else { throw JourneyEngine.notThisStep }
         let (client, scopes, apps) = try await client(run)
         return .interact(
@@ -65,7 +63,7 @@ struct ConsentStep: OrchestrationStep {
     /// Accept records the grant and goes on; a refusal is Cancel's `access_denied`
     /// (AADSTS65004 on this face).
     func act(on page: HostedPage, _ run: inout JourneyRun) async throws -> StepOutcome {
-        try await requireSession(run)
+        try requireSession(run)
         guard let user = run.user else { throw JourneyEngine.notThisStep }
         guard run.form["decision"] == "accept" else { return .fail(.consentDeclined) }
         let (client, scopes, _) = try await client(run)

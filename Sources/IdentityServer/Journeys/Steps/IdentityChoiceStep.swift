@@ -28,7 +28,7 @@ struct IdentityChoiceStep: OrchestrationStep {
                 run.claims.selection = .provider(IdentityProviderKind.facebook.rawValue)
                 return .next
             }
-            if let upstream = AuthorizeEndpoint.hinted(authorization.domainHint, tenant: run.tenant, userFlow: flow) {
+            if let upstream = run.tenant.hintedProvider(authorization.domainHint, in: flow) {
                 run.claims.selection = .provider(upstream.name)
                 return .next
             }

@@ -26,9 +26,8 @@ struct TokenIssuanceStep: OrchestrationStep {
     static func sessionID(for user: UserAccount, sessions: SingleSignOnSessions, _ run: inout JourneyRun) async throws -> String {
         let claims = run.claims
         if let hash = claims.sessionHash {
-            // A journey that continues a session that has ended since (a password reset, a
-            // revocation) ends here: the person signs in again.
-            guard let id = try await sessions.live(hash, for: user, in: run.request, tenant: run.tenant) else {
+            // The engine entered this step only while the session lives; its id is the cookie's.
+            guard let id = sessions.id(hashed: hash, in: run.request, tenant: run.tenant) else {
                 throw PageError(
                     status: .forbidden, title: "Sign in again",
                     message: "Your session ended while you were signing in. Return to the application and start again.")
@@ -64,9 +63,7 @@ struct TokenIssuanceStep: OrchestrationStep {
         case .failure(let failure): return .fail(failure.b2cError)
         }
         // Each transaction yields one result: two racing requests cannot both issue.
-        guard try await interactions.completeInteraction(id: run.record.id, now: now) else {
-            throw PageError(status: .badRequest, title: "Already completed", message: "This sign-in has already been completed.")
-        }
+        guard try await interactions.completeInteraction(id: run.record.id, now: now) else { throw JourneyEngine.alreadyCompleted }
         var parameters: [(String, String)] = []
         var code: String?
         if authorization.wantsCode {
