@@ -9,6 +9,8 @@ public struct IdentityServerConfiguration: Sendable {
     public var defaultAuthority: String
     /// bcrypt cost for new hashes; older hashes with a lower cost are upgraded at sign-in.
     public var passwordHashCost: UInt8
+    /// The one default of ``passwordHashCost`` (OWASP: at least 10), which `serve`'s setting shows and uses.
+    public static let defaultPasswordHashCost: UInt8 = 10
     public var lockout: LockoutPolicy
     /// RFC 6749 §4.1.2 recommends at most 10 minutes.
     public var codeLifetime: TimeInterval
@@ -51,7 +53,7 @@ public struct IdentityServerConfiguration: Sendable {
     public var codeLimits = CodeLimits.default
 
     public init(
-        scheme: String = "http", defaultAuthority: String = "127.0.0.1:5080", passwordHashCost: UInt8 = 10,
+        scheme: String = "http", defaultAuthority: String = "127.0.0.1:5080", passwordHashCost: UInt8 = defaultPasswordHashCost,
         lockout: LockoutPolicy = .default, codeLifetime: TimeInterval = 600, sessionLifetime: TimeInterval = 86_400,
         interactionLifetime: TimeInterval = 3600, signingKeyBits: Int = 2048, developmentMailbox: Bool = true,
         allowedHosts: Set<String> = ["localhost", "127.0.0.1", "::1"], simulatedFacebook: Bool = false, listenPort: Int? = nil

@@ -1,6 +1,7 @@
 import Configuration
 import Foundation
 import IdentityServer
+import WebApp
 
 /// One setting of the system, declared once: its configuration key, the command-line flag and
 /// `TODO_*` environment variable that set it, and the help `serve --help` prints.
@@ -14,13 +15,29 @@ public struct Setting: Sendable {
     let summary: String
     let defaultText: String?
     let isSecret: Bool
+    /// A whole-number setting's default and bounds, declared here once: the reader applies them
+    /// and the help prints them, so the two cannot disagree.
+    let number: (default: Int, range: ClosedRange<Int>)?
 
     init(_ key: String, flag: String? = "", _ summary: String, default defaultText: String? = nil, secret: Bool = false) {
+        self.init(key, flag: flag, summary, defaultText: defaultText, secret: secret, number: nil)
+    }
+
+    private init(
+        _ key: String, flag: String?, _ summary: String, defaultText: String?, secret: Bool, number: (default: Int, range: ClosedRange<Int>)?
+    ) {
         self.key = key
         self.flag = flag.map { $0.isEmpty ? key.replacingOccurrences(of: ".", with: "-") : $0 }
         self.summary = summary
         self.defaultText = defaultText
         self.isSecret = secret
+        self.number = number
+    }
+
+    /// A whole number from `range`, `value` when unset; `defaultText` when the help should say
+    /// more than the number (a default that depends on the machine).
+    static func number(_ key: String, _ summary: String, default value: Int, in range: ClosedRange<Int>, defaultText: String? = nil) -> Setting {
+        Setting(key, flag: "", summary, defaultText: defaultText ?? "\(value)", secret: false, number: (value, range))
     }
 
     public var variable: String { "TODO_" + key.replacingOccurrences(of: ".", with: "_").uppercased() }
@@ -53,7 +70,7 @@ extension Setting {
     public static let host = Setting(
         "host", "Address to listen on (a non-loopback address needs --tls).", default: "127.0.0.1")
     public static let identityPort = Setting("identity.port", "Identity service port.", default: "5080, or 5443 with --tls")
-    public static let apiPort = Setting("api.port", "Task API and web app port.", default: "3000")
+    public static let apiPort = Setting.number("api.port", "Task API and web app port.", default: 3000, in: 1...65535)
     public static let tls = Setting(
         "tls", "Serve over HTTPS with a CA generated into <data-dir>/tls (the variable takes 1).")
     public static let tenantConfig = Setting("tenant.config", "A tenant declared in YAML; it becomes the default tenant.")
@@ -75,17 +92,20 @@ extension Setting {
         "only", "Run one part only: identity or api (the API then needs --authority and --audience).", default: "all")
     public static let authorityCA = Setting(
         "authority.ca", "An extra CA certificate (PEM) to trust when fetching authority metadata.")
-    public static let passwordHashCost = Setting(
-        "password.hash.cost", "bcrypt cost for new password hashes (OWASP: at least 10).", default: "10")
-    public static let maxConnections = Setting(
+    /// OWASP: bcrypt cost 10 at least; 4 is bcrypt's floor, for tests.
+    public static let passwordHashCost = Setting.number(
+        "password.hash.cost", "bcrypt cost for new password hashes (OWASP: at least 10).",
+        default: Int(IdentityServerConfiguration.defaultPasswordHashCost), in: 4...31)
+    public static let maxConnections = Setting.number(
         "max.connections",
         "Open connections each listener accepts at most; more wait in the kernel's queue. Kept under the process's descriptor limit, so idle or slow clients cannot exhaust it.",
-        default: "4096, or less if the descriptor limit is lower")
-    public static let idleTimeout = Setting(
+        default: 4096, in: 1...1_000_000, defaultText: "4096, or less if the descriptor limit is lower")
+    public static let idleTimeout = Setting.number(
         "idle.timeout",
         "Seconds a connection may sit idle, or take to send a request's header or its next body part, before it is closed (slow or idle clients cannot hold the ports).",
-        default: "30")
-    public static let webPageSize = Setting("web.page.size", "Tasks per page of the web app.", default: "20")
+        default: 30, in: 1...86_400)
+    public static let webPageSize = Setting.number(
+        "web.page.size", "Tasks per page of the web app.", default: WebAppConfiguration.defaultPageSize, in: 1...200)
     public static let publicURL = Setting(
         "public.url",
         "The identity service's origin as clients reach it (https://id.example.com behind a load balancer): every issuer and URL it writes uses it, so all instances agree.",
@@ -94,12 +114,14 @@ extension Setting {
         "public.api.url",
         "The Task API's and web app's origin as clients reach it behind a load balancer: settings.json and the web app's reply URL use it.",
         default: "the listener's address")
-    public static let refreshReuseSeconds = Setting(
+    /// Short: within it a stolen token is as good as the holder's (RFC 9700 §4.14.2).
+    public static let refreshReuseSeconds = Setting.number(
         "refresh.reuse.seconds",
         "Seconds in which a just-rotated refresh token presented again gets the same successor (a client racing itself); 0: every reuse revokes the family.",
-        default: "\(Int(IdentityServerConfiguration.defaultRefreshTokenReuseInterval))")
-    public static let webAnonymousSessions = Setting(
-        "web.anonymous.sessions", "Web app sessions one client address may start per hour before signing in.", default: "600")
+        default: Int(IdentityServerConfiguration.defaultRefreshTokenReuseInterval), in: 0...60)
+    public static let webAnonymousSessions = Setting.number(
+        "web.anonymous.sessions", "Web app sessions one client address may start per hour before signing in.",
+        default: WebAppConfiguration.defaultAnonymousSessionsPerHour, in: 1...1_000_000)
     public static let devEndpoints = Setting(
         "dev.endpoints",
         "Serve the test-control surface (/dev/outbox as JSON, /dev/tokens, /dev/reset, /dev/faults) on a non-loopback address too: it mints tokens for any user, so only for test deployments. Always on for a loopback address (the variable takes 1)."
@@ -125,6 +147,12 @@ struct SettingsReader {
 
     func list(_ setting: Setting) -> [String] {
         reader.stringArray(forKey: setting.configKey).map { $0.filter { !$0.isEmpty } } ?? text(setting).map { [$0] } ?? []
+    }
+
+    /// A number setting's value: its declared default when unset.
+    mutating func number(_ setting: Setting) -> Int {
+        guard let (value, range) = setting.number else { preconditionFailure("\(setting.key) is not a number setting") }
+        return number(setting, default: value, in: range)
     }
 
     mutating func number(_ setting: Setting, default value: Int, in range: ClosedRange<Int>) -> Int {

@@ -101,7 +101,7 @@ public struct SystemConfiguration: Sendable {
         host = settings.text(.host) ?? "127.0.0.1"
         tls = settings.flag(.tls)
         identityPort = settings.number(.identityPort, default: tls ? 5443 : 5080, in: 1...65535)
-        apiPort = settings.number(.apiPort, default: 3000, in: 1...65535)
+        apiPort = settings.number(.apiPort)
         tenantConfig = settings.text(.tenantConfig)
         authorities = settings.list(.authorities)
         audiences = settings.list(.audiences)
@@ -110,17 +110,14 @@ public struct SystemConfiguration: Sendable {
         trustedProxies = settings.list(.trustedProxies)
         parts = settings.choice(.only, default: .all, "must be identity or api")
         authorityCA = settings.text(.authorityCA)
-        // OWASP: bcrypt cost 10 at least; 4 is bcrypt's floor, for tests.
-        passwordHashCost = settings.number(.passwordHashCost, default: 10, in: 4...31)
-        idleTimeout = settings.number(.idleTimeout, default: 30, in: 1...86_400)
-        maxConnections = settings.number(.maxConnections, default: 4096, in: 1...1_000_000)
+        passwordHashCost = settings.number(.passwordHashCost)
+        idleTimeout = settings.number(.idleTimeout)
+        maxConnections = settings.number(.maxConnections)
         simulatedFacebook = settings.flag(.simulatedFacebook)
         devEndpoints = settings.flag(.devEndpoints)
-        webPageSize = settings.number(.webPageSize, default: 20, in: 1...200)
-        webAnonymousSessionsPerHour = settings.number(.webAnonymousSessions, default: 600, in: 1...1_000_000)
-        // Short: within it a stolen token is as good as the holder's (RFC 9700 §4.14.2).
-        refreshReuseSeconds = settings.number(
-            .refreshReuseSeconds, default: Int(IdentityServerConfiguration.defaultRefreshTokenReuseInterval), in: 0...60)
+        webPageSize = settings.number(.webPageSize)
+        webAnonymousSessionsPerHour = settings.number(.webAnonymousSessions)
+        refreshReuseSeconds = settings.number(.refreshReuseSeconds)
         publicURL = settings.text(.publicURL).flatMap { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         publicAPIURL = settings.text(.publicAPIURL).flatMap { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
 

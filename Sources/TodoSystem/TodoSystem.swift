@@ -94,23 +94,8 @@ public struct TodoSystem: Sendable {
             return system
         }
 
-        // The public origins' hosts too: a balancer forwards the name clients used.
-        let publicHosts = [configuration.publicURL, configuration.publicAPIURL].compactMap { $0.flatMap { URL(string: $0)?.host } }
-        var identityConfiguration = IdentityServerConfiguration(
-            scheme: configuration.scheme, defaultAuthority: "\(configuration.displayHost):\(configuration.identityPort)",
-            passwordHashCost: UInt8(configuration.passwordHashCost),
-            // The outbox shows password-reset codes: only on a machine-local server that no
-            // balancer publishes (a trusted proxy or a public URL elsewhere), unless asked for.
-            developmentMailbox: configuration.devEndpoints || configuration.isMachineLocal,
-            allowedHosts: Set(
-                ["localhost", "127.0.0.1", "::1", configuration.host.lowercased(), configuration.displayHostName.lowercased()]
-                    + publicHosts.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]")) }),
-            simulatedFacebook: configuration.simulatedFacebook, listenPort: configuration.identityPort)
-        identityConfiguration.refreshTokenReuseInterval = TimeInterval(configuration.refreshReuseSeconds)
-        identityConfiguration.publicOrigin = configuration.publicURL
-        identityConfiguration.trustedProxies = configuration.trustedProxies
         let identity = try await IdentityServer.make(
-            configuration: identityConfiguration, database: database, dataKey: dataKey, logger: logger)
+            configuration: configuration.identityServer, database: database, dataKey: dataKey, logger: logger)
         teardown.add("password hasher") { try await identity.shutdown() }
 
         // Older versions kept the web app's secret in the data dir: it moves into the database
@@ -192,12 +177,7 @@ public struct TodoSystem: Sendable {
         let fetcher = try HTTPMetadataFetcher(additionalCACertificatePath: configuration.authorityCA ?? caPath)
         teardown.add("metadata fetcher") { try await fetcher.shutdown() }
         return try await TaskServer.make(
-            configuration: {
-                var tasks = TaskServiceConfiguration(
-                    policy: policy, corsAllowedOrigins: configuration.corsOrigins, https: configuration.tls)
-                tasks.trustedProxies = configuration.trustedProxies
-                return tasks
-            }(),
+            configuration: configuration.taskService(policy: policy),
             database: database, fetcher: fetcher, logger: logger)
     }
 
@@ -214,15 +194,9 @@ public struct TodoSystem: Sendable {
         // Pooled connections, and the development CA under --tls.
         let transport = try AsyncHTTPClientTransport(additionalCACertificatePath: caPath)
         teardown.add("web app HTTP client") { try await transport.shutdown() }
-        var web = WebAppConfiguration(
-            clientID: seed.webApp.clientIDString, clientSecret: secret,
-            authority: "\(identityBase)/\(seed.tenant.name)/", apiBaseURL: apiURL,
-            apiScopes: seed.apiScopes)
-        web.secure = configuration.tls
-        web.pageSize = configuration.webPageSize
-        web.anonymousSessionsPerAddressPerHour = configuration.webAnonymousSessionsPerHour
-        web.replyURLs = seed.webApp.redirectURIs
-        if configuration.simulatedFacebook { web.facebookPolicy = "B2C_1_facebook" }
+        let web = configuration.webApp(
+            clientID: seed.webApp.clientIDString, clientSecret: secret, authority: "\(identityBase)/\(seed.tenant.name)/",
+            apiBaseURL: apiURL, apiScopes: seed.apiScopes, replyURLs: seed.webApp.redirectURIs)
         return try await WebApp.make(configuration: web, database: database, dataKey: dataKey, transport: transport, logger: logger)
     }
 }

@@ -34,8 +34,11 @@ public struct WebAppConfiguration: Sendable {
     /// A session started before sign-in lives as long as a sign-in may take at the identity
     /// service (an hour), and one client address starts at most this many an hour (L-4).
     public var anonymousSessionLifetime: TimeInterval = 3600
-    public var anonymousSessionsPerAddressPerHour = 600
-    public var pageSize = 20
+    public var anonymousSessionsPerAddressPerHour = Self.defaultAnonymousSessionsPerHour
+    public var pageSize = Self.defaultPageSize
+    /// The defaults, which `serve`'s settings show and use.
+    public static let defaultAnonymousSessionsPerHour = 600
+    public static let defaultPageSize = 20
 
     public init(clientID: String, clientSecret: String, authority: String, apiBaseURL: URL, apiScopes: [String]) {
         self.clientID = clientID

@@ -1,7 +1,9 @@
 import Configuration
 import Foundation
+import IdentityServer
 import Testing
 import TodoSystem
+import WebApp
 
 @Suite("serve's settings: flags, then TODO_* variables, then the --config file, then defaults")
 struct SystemConfigurationTests {
@@ -22,6 +24,23 @@ struct SystemConfigurationTests {
         #expect(configuration.store.logLevel == .info)
         #expect(configuration.store.databaseURL == "sqlite:\(configuration.store.dataDirectory)/todo.sqlite")
         #expect(try await self.configuration(flags: [Setting.tls.key: text("true")]).identityPort == 5443, "TLS moves the default port")
+    }
+
+    @Test("a number setting's help shows the default the reader applies, and the part's own default is that one")
+    func oneDefault() async throws {
+        let configuration = try await configuration()
+        let read: [(Setting, Int)] = [
+            (.passwordHashCost, configuration.passwordHashCost), (.idleTimeout, configuration.idleTimeout),
+            (.webPageSize, configuration.webPageSize), (.webAnonymousSessions, configuration.webAnonymousSessionsPerHour),
+            (.refreshReuseSeconds, configuration.refreshReuseSeconds), (.apiPort, configuration.apiPort),
+        ]
+        for (setting, value) in read {
+            #expect(setting.help.hasSuffix("Default: \(value)."), "\(setting.key): \(setting.help)")
+        }
+        #expect(configuration.identityServer.passwordHashCost == IdentityServerConfiguration().passwordHashCost)
+        #expect(configuration.identityServer.refreshTokenReuseInterval == IdentityServerConfiguration().refreshTokenReuseInterval)
+        #expect(configuration.webPageSize == WebAppConfiguration.defaultPageSize)
+        #expect(configuration.webAnonymousSessionsPerHour == WebAppConfiguration.defaultAnonymousSessionsPerHour)
     }
 
     @Test(
