@@ -48,6 +48,7 @@ public final class IdentityServer: Sendable {
             users: SQLUserDirectory(database: database), grants: SQLGrantStore(database: database, dataKey: dataKey),
             interactions: SQLInteractionStore(database: database, dataKey: dataKey), consents: SQLConsentStore(database: database),
             secondFactors: SQLSecondFactorStore(database: database, dataKey: dataKey),
+            customPolicies: CustomPolicyLibrary(database: database, clock: clock),
             connectors: ConnectorCaller(dataKey: dataKey),
             upstream: UpstreamOIDC(
                 directory: UpstreamDirectory(),

@@ -14,6 +14,8 @@ struct IdentityService: Sendable {
     let interactions: any InteractionStore
     let consents: any ConsentStore
     let secondFactors: any SecondFactorStore
+    /// The tenants' custom policies (SPEC §2.12).
+    let customPolicies: CustomPolicyLibrary
     /// Calls the tenants' API connectors.
     let connectors: ConnectorCaller
     /// Federation with the tenants' upstream OpenID Connect providers.

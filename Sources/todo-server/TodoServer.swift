@@ -10,7 +10,8 @@ struct TodoServer: AsyncParsableCommand {
         commandName: "todo-server",
         abstract: "TodoB2C: an Azure AD B2C-compatible identity service and a to-do API on one machine.",
         subcommands: [
-            Serve.self, Users.self, Apps.self, Keys.self, TenantCommand.self, Token.self, Backup.self, Restore.self, CryptoCost.self,
+            Serve.self, Users.self, Apps.self, Keys.self, TenantCommand.self, Policies.self, Token.self, Backup.self, Restore.self,
+            CryptoCost.self,
         ],
         defaultSubcommand: Serve.self)
 

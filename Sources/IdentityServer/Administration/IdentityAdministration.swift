@@ -13,6 +13,7 @@ public struct IdentityAdministration: Sendable {
     let keys: SigningKeyRing
     let hasher: PasswordHasher
     let secondFactors: any SecondFactorStore
+    let customPolicies: CustomPolicyLibrary
     let clock: any IdentityClock
     /// Seals what a declaration or an export carries (password hashes, connector and provider
     /// secrets) as the database seals what it holds.
@@ -138,6 +139,28 @@ public struct IdentityAdministration: Sendable {
 
     /// Withdraws key `kid` at once (a leaked key); the replacement, if one was made.
     public func revokeSigningKey(kid: String) async throws -> SigningKey? { try await keys.revoke(kid: kid) }
+
+    // MARK: Custom policies
+
+    /// The tenant's custom policies, by id.
+    public func customPolicies(tenantID: UUID) async throws -> [CustomPolicy] { try await customPolicies.policies(tenantID: tenantID) }
+
+    public func customPolicy(tenantID: UUID, id: String) async throws -> CustomPolicy? {
+        try await customPolicies.policy(tenantID: tenantID, id: id)
+    }
+
+    /// Checks policies whole, together, and stores them all (bases and the policies built on
+    /// them in any order); throws ``PolicyRejection`` naming every problem of the first policy
+    /// refused, and stores none. Each result says whether the policy is new.
+    @discardableResult
+    public func uploadCustomPolicies(_ files: [Data], tenant: Tenant) async throws -> [(CustomPolicy, created: Bool)] {
+        try await customPolicies.upload(files.map { ($0, nil) }, tenant: tenant)
+    }
+
+    /// Deletes a policy no other builds on (``PolicyRejection`` otherwise); false when there was none.
+    public func deleteCustomPolicy(tenant: Tenant, id: String) async throws -> Bool {
+        try await customPolicies.delete(tenant: tenant, id: id)
+    }
 }
 
 extension IdentityServer {
@@ -145,6 +168,7 @@ extension IdentityServer {
     public var administration: IdentityAdministration {
         IdentityAdministration(
             tenants: service.tenants, users: service.users, keys: service.keys, hasher: service.hasher,
-            secondFactors: service.secondFactors, clock: service.clock, dataKey: service.dataKey)
+            secondFactors: service.secondFactors, customPolicies: service.customPolicies, clock: service.clock,
+            dataKey: service.dataKey)
     }
 }

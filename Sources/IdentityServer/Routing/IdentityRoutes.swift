@@ -51,6 +51,15 @@ extension IdentityServer {
         graph.patch("users/:id", use: users.update)
         graph.delete("users/:id", use: users.delete)
         graph.post("users/:id/revokeSignInSessions", use: users.revokeSignInSessions)
+        // Graph beta: the tenant's custom policies (SPEC §2.12).
+        let beta = router.group("beta").add(middleware: GraphErrorMiddleware<IdentityRequestContext>(clock: service.clock))
+        let policies = GraphTrustFramework(authenticator: graphCallers, administration: administration)
+        beta.get("trustFramework/policies", use: policies.list)
+        beta.post("trustFramework/policies", use: policies.create)
+        beta.get("trustFramework/policies/:id", use: policies.get)
+        beta.delete("trustFramework/policies/:id", use: policies.delete)
+        beta.get("trustFramework/policies/:id/$value", use: policies.value)
+        beta.put("trustFramework/policies/:id/$value", use: policies.put)
         // The Microsoft identity platform face (SPEC §2.9): UserInfo (served by Graph in the
         // cloud), instance discovery, and the page every AADSTS error's `error_uri` names.
         let userInfo = router.group("oidc").add(middleware: GraphErrorMiddleware<IdentityRequestContext>(clock: service.clock))

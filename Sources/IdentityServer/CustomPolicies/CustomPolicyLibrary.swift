@@ -1,0 +1,206 @@
+import Foundation
+import Storage
+
+/// A tenant's custom policy as uploaded: its id, the base it names, and its XML exactly as sent
+/// (Graph's `$value` gives back what was put).
+public struct CustomPolicy: Sendable, Equatable {
+    public var id: String
+    public var baseID: String?
+    public var body: String
+    public var uploadedAt: Date
+}
+
+/// A refused upload or delete, with every problem found: Graph answers it as B2C does, one
+/// message naming the policy and the tenant, then each problem.
+public struct PolicyRejection: Error, Equatable, CustomStringConvertible {
+    public var policyID: String
+    public var tenantName: String
+    public var problems: [String]
+
+    public var description: String {
+        "Validation failed: \(problems.count) validation error(s) found in policy \"\(policyID.uppercased())\" of tenant \"\(tenantName)\". "
+            + problems.joined(separator: " ")
+    }
+}
+
+/// The tenants' custom policies (SPEC §2.12): upload checks a policy whole (its file, its base
+/// chain merged, and every stored policy built on it) and stores it only when all pass; delete
+/// refuses a policy others are built on. Writes of one tenant's policies run one at a time, so
+/// two concurrent uploads cannot each pass against the other's old state.
+struct CustomPolicyLibrary: Sendable {
+    let database: any Database
+    let clock: any IdentityClock
+
+    /// B2C's limit on policies per tenant ("Azure AD B2C service limits").
+    static let maximumPolicies = 200
+
+    func policies(tenantID: UUID) async throws -> [CustomPolicy] {
+        let rows = try await database.rows(
+            "SELECT policy_id, base_policy_id, body, uploaded_at FROM custom_policies WHERE tenant_id = ? ORDER BY policy_id_lower",
+            [.text(tenantID.uuidString.lowercased())])
+        return try rows.map { row in
+            CustomPolicy(
+                id: try row.text("policy_id"), baseID: try row.optionalText("base_policy_id"), body: try row.text("body"),
+                uploadedAt: Date(timeIntervalSince1970: TimeInterval(try row.integer("uploaded_at"))))
+        }
+    }
+
+    func policy(tenantID: UUID, id: String) async throws -> CustomPolicy? {
+        try await policies(tenantID: tenantID).first { $0.id.lowercased() == id.lowercased() }
+    }
+
+    /// Checks and stores `body` as the policy `expectedID` (the URL's id, when there is one).
+    /// Returns the policy and whether it is new.
+    func upload(_ body: Data, tenant: Tenant, expectedID: String? = nil) async throws -> (CustomPolicy, created: Bool) {
+        try await upload([(body, expectedID)], tenant: tenant)[0]
+    }
+
+    /// Checks and stores a set of policies together (a directory of them, bases and relying
+    /// parties in any order): all of them, or none when any problem is found.
+    func upload(_ files: [(body: Data, expectedID: String?)], tenant: Tenant) async throws -> [(CustomPolicy, created: Bool)] {
+        var incoming: [(policy: CustomPolicy, root: PolicyElement)] = []
+        for (body, expectedID) in files {
+            let root: PolicyElement
+            do {
+                root = try PolicyXML.parse(body)
+            } catch let failure as PolicyXML.Failure {
+                throw PolicyRejection(policyID: expectedID ?? "", tenantName: tenant.name, problems: [failure.message])
+            }
+            let id = root["PolicyId"] ?? ""
+            guard let text = String(data: body, encoding: .utf8) else {
+                throw PolicyRejection(policyID: id, tenantName: tenant.name, problems: ["The policy is not UTF-8 text."])
+            }
+            var problems = PolicyCheck.file(root, tenantName: tenant.name)
+            if let expectedID, expectedID.lowercased() != id.lowercased() {
+                problems.append("The PolicyId '\(id)' differs from the id in the request, '\(expectedID)'.")
+            }
+            if incoming.contains(where: { $0.policy.id.lowercased() == id.lowercased() }) {
+                problems.append("The policy '\(id)' is given twice.")
+            }
+            guard problems.isEmpty else { throw PolicyRejection(policyID: id, tenantName: tenant.name, problems: problems) }
+            let policy = CustomPolicy(id: id, baseID: root.child("BasePolicy")?.child("PolicyId")?.text, body: text, uploadedAt: clock.now)
+            incoming.append((policy, root))
+        }
+        let batch = incoming
+        return try await database.exclusively(key: Self.lockKey(tenantID: tenant.id)) {
+            var stored = try await parsedPolicies(tenantID: tenant.id)
+            let results = batch.map { ($0.policy, created: stored[$0.policy.id.lowercased()] == nil) }
+            for (policy, root) in batch { stored[policy.id.lowercased()] = root }
+            if stored.count > Self.maximumPolicies {
+                throw PolicyRejection(
+                    policyID: batch[0].policy.id, tenantName: tenant.name,
+                    problems: ["A tenant may have at most \(Self.maximumPolicies) policies."])
+            }
+            // Every new policy, and every stored one whose chain runs through one, must check.
+            for (policy, _) in batch {
+                let id = policy.id.lowercased()
+                var problems: [String] = []
+                for key in stored.keys.sorted() {
+                    let chain: [PolicyElement]
+                    do {
+                        chain = try Self.chain(of: key, in: stored)
+                    } catch let broken as ChainProblem {
+                        if key == id || broken.passesThrough(id) { problems.append(broken.message) }
+                        continue
+                    }
+                    guard chain.contains(where: { $0["PolicyId"]?.lowercased() == id }) else { continue }
+                    let found = PolicyCheck.effective(PolicyMerge.effective(chain))
+                    problems += key == id ? found : found.map { "Policy '\(chain.last?["PolicyId"] ?? key)', built on it: \($0)" }
+                }
+                guard problems.isEmpty else { throw PolicyRejection(policyID: policy.id, tenantName: tenant.name, problems: problems) }
+            }
+            try await database.transaction { sql in
+                let tenantKey = tenant.id.uuidString.lowercased()
+                for (policy, _) in batch {
+                    let key = policy.id.lowercased()
+                    try await sql.raw(
+                        "DELETE FROM custom_policies WHERE tenant_id = \(bind: tenantKey) AND policy_id_lower = \(bind: key)"
+                    ).run()
+                    try await sql.raw(
+                        """
+                        INSERT INTO custom_policies (tenant_id, policy_id_lower, policy_id, base_policy_id, body, uploaded_at)
+                        VALUES (\(bind: tenantKey), \(bind: key), \(bind: policy.id), \(bind: policy.baseID), \(bind: policy.body), \(bind: Int64(policy.uploadedAt.timeIntervalSince1970)))
+                        """
+                    ).run()
+                }
+            }
+            return results
+        }
+    }
+
+    /// Deletes a policy no other policy names as its base; false when there was none.
+    func delete(tenant: Tenant, id: String) async throws -> Bool {
+        try await database.exclusively(key: Self.lockKey(tenantID: tenant.id)) {
+            let all = try await policies(tenantID: tenant.id)
+            let dependents = all.filter { $0.baseID?.lowercased() == id.lowercased() }.map(\.id)
+            guard dependents.isEmpty else {
+                throw PolicyRejection(
+                    policyID: id, tenantName: tenant.name,
+                    problems: ["The policy is the base of \(dependents.joined(separator: ", ")); delete those first."])
+            }
+            return try await database.transaction { sql in
+                let tenantKey = tenant.id.uuidString.lowercased()
+                let existed = try await sql.raw(
+                    "SELECT policy_id FROM custom_policies WHERE tenant_id = \(bind: tenantKey) AND policy_id_lower = \(bind: id.lowercased())"
+                ).all()
+                try await sql.raw(
+                    "DELETE FROM custom_policies WHERE tenant_id = \(bind: tenantKey) AND policy_id_lower = \(bind: id.lowercased())"
+                ).run()
+                return !existed.isEmpty
+            }
+        }
+    }
+
+    /// The effective (merged) policy of a relying-party policy, for running it.
+    func effectivePolicy(tenantID: UUID, id: String) async throws -> PolicyElement? {
+        let stored = try await parsedPolicies(tenantID: tenantID)
+        guard stored[id.lowercased()] != nil else { return nil }
+        return PolicyMerge.effective(try Self.chain(of: id.lowercased(), in: stored))
+    }
+
+    private func parsedPolicies(tenantID: UUID) async throws -> [String: PolicyElement] {
+        var parsed: [String: PolicyElement] = [:]
+        for policy in try await policies(tenantID: tenantID) {
+            parsed[policy.id.lowercased()] = try PolicyXML.parse(Data(policy.body.utf8))
+        }
+        return parsed
+    }
+
+    /// A base chain that cannot be built: a missing base, a cycle, or too many levels.
+    struct ChainProblem: Error {
+        var message: String
+        var visited: [String]
+        func passesThrough(_ id: String) -> Bool { visited.contains(id) }
+    }
+
+    /// The chain of `id`, root first and `id` last.
+    static func chain(of id: String, in policies: [String: PolicyElement]) throws -> [PolicyElement] {
+        var chain: [PolicyElement] = []
+        var visited: [String] = []
+        var next: String? = id
+        while let current = next {
+            guard !visited.contains(current) else {
+                throw ChainProblem(message: "The base policies of '\(id)' form a cycle through '\(current)'.", visited: visited)
+            }
+            guard let policy = policies[current] else {
+                throw ChainProblem(
+                    message: "The base policy '\(current)' of '\(visited.last ?? id)' was not found in the tenant; upload it first.",
+                    visited: visited)
+            }
+            visited.append(current)
+            guard visited.count <= PolicyCheck.maximumChainLength else {
+                throw ChainProblem(
+                    message: "The policy '\(id)' has more than \(PolicyCheck.maximumChainLength) levels of base policies.", visited: visited)
+            }
+            chain.insert(policy, at: 0)
+            next = policy.child("BasePolicy")?.child("PolicyId")?.text.lowercased()
+        }
+        return chain
+    }
+
+    /// The advisory-lock key of a tenant's policy writes (PostgreSQL; SQLite has one writer).
+    static func lockKey(tenantID: UUID) -> Int64 {
+        let bytes = withUnsafeBytes(of: tenantID.uuid) { Array($0) }
+        return bytes.prefix(8).reduce(Int64(0x1A)) { ($0 << 8) | Int64($1) } ^ 0x4346_5054  // "CFPT"
+    }
+}

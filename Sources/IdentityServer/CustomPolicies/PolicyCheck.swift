@@ -1,0 +1,187 @@
+import Foundation
+
+/// The checks a policy passes at upload, as B2C makes them: each file on its own (its root, its
+/// tenant, only elements of the supported set), then the effective policy of its base chain
+/// (every reference resolvable, every step type, handler and transformation one this service
+/// runs). Each problem names the element, its id and its line.
+enum PolicyCheck {
+    /// B2C's limit on levels of inheritance ("Azure AD B2C service limits").
+    static let maximumChainLength = 10
+
+    /// What is wrong with one file: its root attributes and the elements it uses.
+    static func file(_ root: PolicyElement, tenantName: String) -> [String] {
+        var problems: [String] = []
+        guard root.name == "TrustFrameworkPolicy" else {
+            return ["The root element is '\(root.name)'; a policy's root is TrustFrameworkPolicy."]
+        }
+        if root["PolicySchemaVersion"] != "0.3.0.0" {
+            problems.append("PolicySchemaVersion is '\(root["PolicySchemaVersion"] ?? "")'; it must be 0.3.0.0.")
+        }
+        let id = root["PolicyId"] ?? ""
+        if !CustomPolicyID.isValid(id) {
+            problems.append("PolicyId '\(id)' must start with B2C_1A_ and use letters, digits and underscores only.")
+        }
+        for (element, tenant) in [("TrustFrameworkPolicy", root["TenantId"]), ("BasePolicy", root.child("BasePolicy")?.child("TenantId")?.text)]
+        where tenant != nil && tenant?.lowercased() != tenantName.lowercased() {
+            problems.append("The \(element)'s TenantId '\(tenant ?? "")' is not this tenant, '\(tenantName)'.")
+        }
+        if root["TenantId"] == nil { problems.append("TrustFrameworkPolicy has no TenantId.") }
+        if let base = root.child("BasePolicy"), base.child("PolicyId")?.text.isEmpty ?? true {
+            problems.append("BasePolicy has no PolicyId.")
+        }
+        walk(root) { element, parent in
+            guard let parent, let allowed = PolicySchema.children[parent.name] else { return }
+            if !allowed.contains(element.name) {
+                problems.append(
+                    "The element '\(element.name)' in '\(parent.name)' (line \(element.line)) is not supported by this service.")
+            }
+        }
+        return problems
+    }
+
+    /// What is wrong with an effective (merged) policy: references that lead nowhere, and step
+    /// types, protocols, handlers, transformations or data types outside the supported set.
+    static func effective(_ policy: PolicyElement) -> [String] {
+        var problems: [String] = []
+        let blocks = policy.child("BuildingBlocks")
+        let claimTypes = ids(blocks?.items("ClaimsSchema", "ClaimType"))
+        let transformations = ids(blocks?.items("ClaimsTransformations", "ClaimsTransformation"))
+        let contentDefinitions = ids(blocks?.items("ContentDefinitions", "ContentDefinition"))
+        let predicates = ids(blocks?.items("Predicates", "Predicate"))
+        let predicateValidations = ids(blocks?.items("PredicateValidations", "PredicateValidation"))
+        let profiles = (policy.child("ClaimsProviders")?.children("ClaimsProvider") ?? []).flatMap { $0.items("TechnicalProfiles", "TechnicalProfile") }
+        let profileIDs = ids(profiles)
+        let journeys = ids(policy.items("UserJourneys", "UserJourney"))
+
+        func missing(_ kind: String, _ id: String?, in known: Set<String>, at element: PolicyElement) {
+            guard let id, !known.contains(id.lowercased()) else { return }
+            problems.append(
+                "Policy '\(policy["PolicyId"] ?? "")' makes a reference to \(kind) with id '\(id)' (line \(element.line)) but neither the policy nor any of its base policies contain such an element."
+            )
+        }
+
+        for claimType in blocks?.items("ClaimsSchema", "ClaimType") ?? [] {
+            let type = claimType.child("DataType")?.text ?? ""
+            if !PolicySchema.dataTypes.contains(type) {
+                problems.append("ClaimType '\(claimType["Id"] ?? "")' has the DataType '\(type)', which is not supported by this service.")
+            }
+            for reference in claimType.children("PredicateValidationReference") {
+                missing("PredicateValidation", reference["Id"], in: predicateValidations, at: reference)
+            }
+        }
+        for validation in blocks?.items("PredicateValidations", "PredicateValidation") ?? [] {
+            walk(validation) { element, _ in
+                if element.name == "PredicateReference" { missing("Predicate", element["Id"], in: predicates, at: element) }
+            }
+        }
+        for transformation in blocks?.items("ClaimsTransformations", "ClaimsTransformation") ?? [] {
+            let method = transformation["TransformationMethod"] ?? ""
+            if !PolicySchema.transformations.contains(method) {
+                problems.append(
+                    "ClaimsTransformation '\(transformation["Id"] ?? "")' uses the method '\(method)', which is not supported by this service.")
+            }
+            for claim in transformation.items("InputClaims", "InputClaim") + transformation.items("OutputClaims", "OutputClaim") {
+                missing("ClaimType", claim["ClaimTypeReferenceId"], in: claimTypes, at: claim)
+            }
+        }
+        for profile in profiles {
+            let id = profile["Id"] ?? ""
+            let protocolElement = profile.child("Protocol")
+            if let name = protocolElement?["Name"] {
+                if !PolicySchema.protocols.contains(name) {
+                    problems.append("TechnicalProfile '\(id)' uses the protocol '\(name)', which is not supported by this service.")
+                } else if name == "Proprietary" {
+                    let handler = Self.handlerName(protocolElement?["Handler"])
+                    if !PolicySchema.handlers.contains(handler) {
+                        problems.append(
+                            "TechnicalProfile '\(id)' uses the handler '\(protocolElement?["Handler"] ?? "")', which is not supported by this service.")
+                    }
+                }
+            }
+            for container in ["InputClaims", "OutputClaims", "PersistedClaims"] {
+                for claim in profile.child(container)?.children ?? [] {
+                    missing("ClaimType", claim["ClaimTypeReferenceId"], in: claimTypes, at: claim)
+                }
+            }
+            for container in ["InputClaimsTransformations", "OutputClaimsTransformations"] {
+                for reference in profile.child(container)?.children ?? [] {
+                    missing("ClaimsTransformation", reference["ReferenceId"], in: transformations, at: reference)
+                }
+            }
+            for reference in profile.items("ValidationTechnicalProfiles", "ValidationTechnicalProfile")
+                + profile.children("IncludeTechnicalProfile") + profile.children("UseTechnicalProfileForSessionManagement")
+            {
+                missing("TechnicalProfile", reference["ReferenceId"], in: profileIDs, at: reference)
+            }
+            for item in profile.items("Metadata", "Item") where item["Key"] == "ContentDefinitionReferenceId" {
+                missing("ContentDefinition", item.text, in: contentDefinitions, at: item)
+            }
+        }
+        for journey in policy.items("UserJourneys", "UserJourney") {
+            for step in journey.items("OrchestrationSteps", "OrchestrationStep") {
+                let type = step["Type"] ?? ""
+                if !PolicySchema.stepTypes.contains(type) {
+                    problems.append(
+                        "OrchestrationStep \(step["Order"] ?? "?") of UserJourney '\(journey["Id"] ?? "")' has the type '\(type)', which is not supported by this service.")
+                }
+                missing("ContentDefinition", step["ContentDefinitionReferenceId"], in: contentDefinitions, at: step)
+                missing("TechnicalProfile", step["CpimIssuerTechnicalProfileReferenceId"], in: profileIDs, at: step)
+                for exchange in step.items("ClaimsExchanges", "ClaimsExchange") {
+                    missing("TechnicalProfile", exchange["TechnicalProfileReferenceId"], in: profileIDs, at: exchange)
+                }
+                for precondition in step.items("Preconditions", "Precondition") {
+                    if !PolicySchema.preconditionTypes.contains(precondition["Type"] ?? "") {
+                        problems.append("A Precondition (line \(precondition.line)) has the type '\(precondition["Type"] ?? "")', which is not supported by this service.")
+                    }
+                    if let action = precondition.child("Action")?.text, !PolicySchema.preconditionActions.contains(action) {
+                        problems.append("A Precondition (line \(precondition.line)) has the action '\(action)', which is not supported by this service.")
+                    }
+                    if let claim = precondition.children("Value").first?.text { missing("ClaimType", claim, in: claimTypes, at: precondition) }
+                }
+            }
+        }
+        if let party = policy.child("RelyingParty") {
+            missing("UserJourney", party.child("DefaultUserJourney")?["ReferenceId"], in: journeys, at: party)
+            for endpoint in party.items("Endpoints", "Endpoint") {
+                missing("UserJourney", endpoint["UserJourneyReferenceId"], in: journeys, at: endpoint)
+            }
+            for claim in party.child("TechnicalProfile")?.items("OutputClaims", "OutputClaim") ?? [] {
+                missing("ClaimType", claim["ClaimTypeReferenceId"], in: claimTypes, at: claim)
+            }
+        }
+        return problems
+    }
+
+    /// `Web.TPEngine.Providers.SelfAssertedAttributeProvider, Web.TPEngine, Version=…` → `SelfAssertedAttributeProvider`.
+    static func handlerName(_ handler: String?) -> String {
+        let type = handler?.split(separator: ",").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        return type.split(separator: ".").last.map(String.init) ?? ""
+    }
+
+    /// Ids lower-cased: B2C resolves references without regard to case (Microsoft's own starter
+    /// pack refers to the claim type `surname` as `surName`).
+    private static func ids(_ elements: [PolicyElement]?) -> Set<String> { Set((elements ?? []).compactMap { $0["Id"]?.lowercased() }) }
+
+    /// Visits every element under `root` with its parent, depth first.
+    static func walk(_ root: PolicyElement, _ visit: (PolicyElement, PolicyElement?) -> Void) {
+        var pending: [(PolicyElement, PolicyElement?)] = [(root, nil)]
+        while let (element, parent) = pending.popLast() {
+            visit(element, parent)
+            for child in element.children.reversed() { pending.append((child, element)) }
+        }
+    }
+}
+
+/// A custom policy's id: `B2C_1A_` and letters, digits and underscores (B2C adds the prefix in
+/// the portal and requires it in the XML).
+enum CustomPolicyID {
+    static let prefix = "B2C_1A_"
+
+    static func isValid(_ id: String) -> Bool {
+        id.count <= 128 && id.uppercased().hasPrefix(prefix) && id.count > prefix.count
+            && id.unicodeScalars.allSatisfy { ($0.isASCII && CharacterSet.alphanumerics.contains($0)) || $0 == "_" }
+    }
+
+    /// Whether a policy path segment (`B2C_1A_…`, any case) names a custom policy.
+    static func names(_ segment: String) -> Bool { segment.uppercased().hasPrefix(prefix) }
+}

@@ -1,0 +1,108 @@
+/// The part of the IEF schema (`TrustFrameworkPolicy_0.3.0.0.xsd`) this service runs: which
+/// children each element may have, and the step types, technical-profile handlers, claims
+/// transformations and data types it knows. An element outside the set fails the upload with its
+/// name (SPEC §2.12), never silently at run time.
+enum PolicySchema {
+    /// Allowed child elements by parent element name.
+    static let children: [String: Set<String>] = [
+        "TrustFrameworkPolicy": ["BasePolicy", "BuildingBlocks", "ClaimsProviders", "UserJourneys", "RelyingParty"],
+        "BasePolicy": ["TenantId", "PolicyId"],
+        "BuildingBlocks": [
+            "ClaimsSchema", "Predicates", "PredicateValidations", "ClaimsTransformations", "ClientDefinitions", "ContentDefinitions",
+            "Localization",
+        ],
+        "ClaimsSchema": ["ClaimType"],
+        "ClaimType": [
+            "DisplayName", "DataType", "DefaultPartnerClaimTypes", "UserHelpText", "AdminHelpText", "UserInputType", "Restriction",
+            "PredicateValidationReference",
+        ],
+        "DefaultPartnerClaimTypes": ["Protocol"],
+        "Restriction": ["Pattern", "Enumeration"],
+        "Predicates": ["Predicate"],
+        "Predicate": ["Parameters", "UserHelpText"],
+        "Parameters": ["Parameter"],
+        "PredicateValidations": ["PredicateValidation"],
+        "PredicateValidation": ["PredicateGroups"],
+        "PredicateGroups": ["PredicateGroup"],
+        "PredicateGroup": ["UserHelpText", "PredicateReferences"],
+        "PredicateReferences": ["PredicateReference"],
+        "ClaimsTransformations": ["ClaimsTransformation"],
+        "ClaimsTransformation": ["InputClaims", "InputParameters", "OutputClaims"],
+        "InputParameters": ["InputParameter"],
+        "ClientDefinitions": ["ClientDefinition"],
+        "ClientDefinition": ["ClientUIFilterFlags"],
+        "ContentDefinitions": ["ContentDefinition"],
+        "ContentDefinition": ["LoadUri", "RecoveryUri", "DataUri", "Metadata", "LocalizedResourcesReferences"],
+        "LocalizedResourcesReferences": ["LocalizedResourcesReference"],
+        "Localization": ["SupportedLanguages", "LocalizedResources"],
+        "SupportedLanguages": ["SupportedLanguage"],
+        "LocalizedResources": ["LocalizedStrings", "LocalizedCollections"],
+        "LocalizedStrings": ["LocalizedString"],
+        "LocalizedCollections": ["LocalizedCollection"],
+        "LocalizedCollection": ["Item"],
+        "Metadata": ["Item"],
+        "ClaimsProviders": ["ClaimsProvider"],
+        "ClaimsProvider": ["Domain", "DisplayName", "TechnicalProfiles"],
+        "TechnicalProfiles": ["TechnicalProfile"],
+        "TechnicalProfile": [
+            "Domain", "DisplayName", "Description", "Protocol", "InputTokenFormat", "OutputTokenFormat", "Metadata", "CryptographicKeys",
+            "InputClaimsTransformations", "InputClaims", "PersistedClaims", "OutputClaims", "OutputClaimsTransformations",
+            "ValidationTechnicalProfiles", "SubjectNamingInfo", "IncludeInSso", "IncludeClaimsFromTechnicalProfile",
+            "IncludeTechnicalProfile", "UseTechnicalProfileForSessionManagement", "EnabledForUserJourneys",
+        ],
+        "CryptographicKeys": ["Key"],
+        "InputClaimsTransformations": ["InputClaimsTransformation"],
+        "OutputClaimsTransformations": ["OutputClaimsTransformation"],
+        "InputClaims": ["InputClaim"],
+        "OutputClaims": ["OutputClaim"],
+        "PersistedClaims": ["PersistedClaim"],
+        "ValidationTechnicalProfiles": ["ValidationTechnicalProfile"],
+        "ValidationTechnicalProfile": ["Preconditions"],
+        "Preconditions": ["Precondition"],
+        "Precondition": ["Value", "Action"],
+        "UserJourneys": ["UserJourney"],
+        "UserJourney": ["OrchestrationSteps", "ClientDefinition", "PreserveOriginalAssertion"],
+        "OrchestrationSteps": ["OrchestrationStep"],
+        "OrchestrationStep": ["Preconditions", "ClaimsProviderSelections", "ClaimsExchanges"],
+        "ClaimsProviderSelections": ["ClaimsProviderSelection"],
+        "ClaimsExchanges": ["ClaimsExchange"],
+        "RelyingParty": ["DefaultUserJourney", "UserJourneyBehaviors", "Endpoints", "TechnicalProfile"],
+        "UserJourneyBehaviors": [
+            "SingleSignOn", "SessionExpiryType", "SessionExpiryInSeconds", "JourneyInsights", "ContentDefinitionParameters",
+            "ScriptExecution", "JourneyFraming",
+        ],
+        "ContentDefinitionParameters": ["Parameter"],
+        "Endpoints": ["Endpoint"],
+    ]
+
+    /// The orchestration step types this service runs.
+    static let stepTypes: Set<String> = ["CombinedSignInAndSignUp", "ClaimsProviderSelection", "ClaimsExchange", "SendClaims"]
+
+    /// `Protocol Name="Proprietary"` handlers, by the short name B2C's full type names end with.
+    static let handlers: Set<String> = [
+        "SelfAssertedAttributeProvider", "AzureActiveDirectoryProvider", "ClaimsTransformationProtocolProvider",
+        "NoopSSOSessionProvider", "DefaultSSOSessionProvider", "ExternalLoginSSOSessionProvider", "OAuthSSOSessionProvider",
+    ]
+
+    /// Technical-profile protocols.
+    static let protocols: Set<String> = ["Proprietary", "OpenIdConnect", "OAuth2", "None"]
+
+    /// Claims transformations (SPEC §2.12's list).
+    static let transformations: Set<String> = [
+        "CopyClaim", "CompareClaimToValue", "CompareClaims", "CreateStringClaim", "FormatStringClaim", "FormatStringMultipleClaims",
+        "ChangeCase", "StringReplace", "StringSplit", "SetClaimIfEqual", "SetClaimsIfStringsAreEqual", "CreateRandomString", "Hash",
+        "AssertBooleanClaimIsEqualToValue", "AndClaims", "OrClaims", "NotClaims", "CompareBooleanClaimToValue",
+        "AddItemToStringCollection", "GetSingleItemFromStringCollection", "StringCollectionContains", "GetCurrentDateTime",
+        "DateTimeComparison", "GetClaimFromJson", "GenerateJson", "AssertStringClaimsAreEqual", "CreateAlternativeSecurityId",
+        "AddParameterToStringCollection", "CreateOtherMailsFromEmail", "AssertDateTimeIsGreaterThan",
+    ]
+
+    /// Claim data types.
+    static let dataTypes: Set<String> = [
+        "string", "boolean", "int", "long", "date", "dateTime", "stringCollection", "alternativeSecurityId",
+    ]
+
+    /// Precondition types and the actions they take.
+    static let preconditionTypes: Set<String> = ["ClaimsExist", "ClaimEquals"]
+    static let preconditionActions: Set<String> = ["SkipThisOrchestrationStep", "SkipThisValidationTechnicalProfile"]
+}

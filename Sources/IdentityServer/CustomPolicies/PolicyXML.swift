@@ -1,0 +1,148 @@
+import Foundation
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
+
+/// One element of a custom policy's XML: its local name (the IEF namespace stripped), its
+/// attributes, its child elements and its text, with the line it started on for error messages.
+struct PolicyElement: Sendable, Equatable {
+    var name: String
+    var attributes: [String: String]
+    var children: [PolicyElement]
+    /// The element's own text, whitespace at both ends trimmed.
+    var text: String
+    var line: Int
+
+    init(name: String, attributes: [String: String] = [:], children: [PolicyElement] = [], text: String = "", line: Int = 0) {
+        self.name = name
+        self.attributes = attributes
+        self.children = children
+        self.text = text
+        self.line = line
+    }
+
+    subscript(attribute: String) -> String? { attributes[attribute] }
+
+    /// The first child named `name`.
+    func child(_ name: String) -> PolicyElement? { children.first { $0.name == name } }
+
+    /// Every child named `name`.
+    func children(_ name: String) -> [PolicyElement] { children.filter { $0.name == name } }
+
+    /// The children of the child `container` named `name` (`InputClaims/InputClaim`).
+    func items(_ container: String, _ name: String) -> [PolicyElement] { child(container)?.children(name) ?? [] }
+}
+
+/// Reads a custom policy's XML into ``PolicyElement``s, with the limits a parser of outside input
+/// needs: a size cap (B2C's service limits cap a policy file), no document type declaration (so
+/// no entity expansion and no external entity: an IEF policy never has one), a depth cap and an
+/// element-count cap. Elements outside the IEF namespace are refused.
+enum PolicyXML {
+    /// The IEF schema's namespace (`TrustFrameworkPolicy_0.3.0.0.xsd`).
+    static let namespace = "http://schemas.microsoft.com/online/cpim/schemas/2013/06"
+    /// B2C's documented limit is 400 KB to 1 MB per file, depending on the page's date; the
+    /// larger, so every policy B2C takes is taken here.
+    static let maximumBytes = 1_048_576
+    static let maximumDepth = 32
+    static let maximumElements = 50_000
+
+    struct Failure: Error, Equatable, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+
+    /// The root element of `data`, or a ``Failure`` saying what is wrong and where.
+    static func parse(_ data: Data) throws -> PolicyElement {
+        guard data.count <= maximumBytes else {
+            throw Failure(message: "The policy is \(data.count) bytes; a policy file may have at most \(maximumBytes).")
+        }
+        // A document type declaration is the door to entity expansion ("billion laughs") and
+        // external entities; libxml2 would expand internal entities, so none is accepted at all.
+        if data.range(of: Data("<!DOCTYPE".utf8)) != nil || data.range(of: Data("<!doctype".utf8)) != nil
+            || data.range(of: Data("<!ENTITY".utf8)) != nil
+        {
+            throw Failure(message: "The policy has a document type declaration (<!DOCTYPE>); policies may not declare one.")
+        }
+        let reader = TreeBuilder()
+        let parser = XMLParser(data: data)
+        parser.shouldProcessNamespaces = true
+        parser.shouldResolveExternalEntities = false
+        parser.delegate = reader
+        let parsed = parser.parse()
+        if let failure = reader.failure { throw failure }
+        guard parsed, let root = reader.root else {
+            let line = parser.lineNumber
+            let reason = parser.parserError.map { ($0 as NSError).localizedDescription } ?? "not well-formed"
+            throw Failure(message: "The policy is not well-formed XML (line \(line)): \(reason).")
+        }
+        return root
+    }
+
+    /// Builds the tree as the parser reports it; stops the parser at the first broken limit.
+    private final class TreeBuilder: NSObject, XMLParserDelegate {
+        var stack: [PolicyElement] = []
+        var texts: [String] = []
+        var root: PolicyElement?
+        var failure: Failure?
+        var count = 0
+
+        func fail(_ parser: XMLParser, _ message: String) {
+            if failure == nil { failure = Failure(message: message) }
+            parser.abortParsing()
+        }
+
+        func parser(
+            _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
+            guard failure == nil else { return }
+            count += 1
+            guard count <= PolicyXML.maximumElements else {
+                return fail(parser, "The policy has more than \(PolicyXML.maximumElements) elements.")
+            }
+            guard stack.count < PolicyXML.maximumDepth else {
+                return fail(parser, "The policy nests elements deeper than \(PolicyXML.maximumDepth) levels (line \(parser.lineNumber)).")
+            }
+            guard namespaceURI == PolicyXML.namespace else {
+                return fail(
+                    parser,
+                    "The element '\(qualifiedName ?? elementName)' (line \(parser.lineNumber)) is not in the namespace \(PolicyXML.namespace).")
+            }
+            // Namespace declarations are not attributes of the policy.
+            let own = attributes.filter { !$0.key.hasPrefix("xmlns") }
+            stack.append(PolicyElement(name: elementName, attributes: own, line: parser.lineNumber))
+            texts.append("")
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) {
+            guard failure == nil, !texts.isEmpty else { return }
+            texts[texts.count - 1] += string
+        }
+
+        func parser(_ parser: XMLParser, foundCDATA block: Data) {
+            guard failure == nil, !texts.isEmpty else { return }
+            texts[texts.count - 1] += String(decoding: block, as: UTF8.self)
+        }
+
+        func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName: String?) {
+            guard failure == nil, var element = stack.popLast(), let text = texts.popLast() else { return }
+            element.text = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            if stack.isEmpty {
+                root = element
+            } else {
+                stack[stack.count - 1].children.append(element)
+            }
+        }
+
+        func parser(_ parser: XMLParser, foundInternalEntityDeclarationWithName name: String, value: String?) {
+            fail(parser, "The policy declares the entity '\(name)'; policies may not declare entities.")
+        }
+
+        func parser(_ parser: XMLParser, foundExternalEntityDeclarationWithName name: String, publicID: String?, systemID: String?) {
+            fail(parser, "The policy declares the entity '\(name)'; policies may not declare entities.")
+        }
+
+        func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? { nil }
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import Testing
+
+@testable import IdentityServer
+
+/// Custom policies' reading, merging and checking (SPEC §2.12), on policies written for these
+/// tests (``PolicyFixtures``): no database.
+@Suite("Custom policies: the XML reader, the inheritance merge and the upload checks")
+struct CustomPolicyTests {
+    func parse(_ text: String) throws -> PolicyElement { try PolicyXML.parse(Data(text.utf8)) }
+
+    func effective(_ texts: [String]) throws -> PolicyElement {
+        var parsed: [String: PolicyElement] = [:]
+        for text in texts {
+            let root = try parse(text)
+            parsed[root["PolicyId"]!.lowercased()] = root
+        }
+        let leaf = try parse(texts[0])["PolicyId"]!.lowercased()
+        return PolicyMerge.effective(try CustomPolicyLibrary.chain(of: leaf, in: parsed))
+    }
+
+    func profile(_ policy: PolicyElement, _ id: String) -> PolicyElement? {
+        policy.child("ClaimsProviders")?.children("ClaimsProvider").flatMap { $0.items("TechnicalProfiles", "TechnicalProfile") }
+            .first { $0["Id"]?.lowercased() == id.lowercased() }
+    }
+
+    @Test("the reader keeps elements, attributes, text and lines, and strips the IEF namespace")
+    func reads() throws {
+        let root = try parse(PolicyFixtures.base())
+        #expect(root.name == "TrustFrameworkPolicy" && root["PolicyId"] == "B2C_1A_TestBase")
+        #expect(root.attributes["xmlns"] == nil, "namespace declarations are not attributes")
+        let email = root.child("BuildingBlocks")?.items("ClaimsSchema", "ClaimType").first { $0["Id"] == "email" }
+        #expect(email?.child("UserInputType")?.text == "TextBox")
+        #expect(email?.child("Restriction")?.child("Pattern")?["RegularExpression"] == "^[^@]+@[^@]+$")
+        #expect((email?.line ?? 0) > 5)
+    }
+
+    @Test("a document type declaration, entities, deep nesting, a huge file, a foreign namespace and broken XML are refused")
+    func readerLimits() throws {
+        let laughs = """
+            <?xml version="1.0"?>
+            <!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>
+            <TrustFrameworkPolicy xmlns="\(PolicyXML.namespace)">&lol2;</TrustFrameworkPolicy>
+            """
+        #expect(throws: PolicyXML.Failure.self) { try parse(laughs) }
+        let external = """
+            <?xml version="1.0"?><!DOCTYPE x SYSTEM "file:///etc/passwd"><TrustFrameworkPolicy xmlns="\(PolicyXML.namespace)"/>
+            """
+        #expect(throws: PolicyXML.Failure.self) { try parse(external) }
+        let deep = "<TrustFrameworkPolicy xmlns=\"\(PolicyXML.namespace)\">" + String(repeating: "<A>", count: 40)
+            + String(repeating: "</A>", count: 40) + "</TrustFrameworkPolicy>"
+        do {
+            _ = try parse(deep)
+            Issue.record("a 41-level document was read")
+        } catch let failure as PolicyXML.Failure {
+            #expect(failure.message.contains("deeper than 32"))
+        }
+        let huge = "<TrustFrameworkPolicy xmlns=\"\(PolicyXML.namespace)\">" + String(repeating: " ", count: PolicyXML.maximumBytes)
+            + "</TrustFrameworkPolicy>"
+        #expect(throws: PolicyXML.Failure.self) { try parse(huge) }
+        #expect(throws: PolicyXML.Failure.self) { try parse("<TrustFrameworkPolicy xmlns=\"urn:other\"/>") }
+        do {
+            _ = try parse("<TrustFrameworkPolicy xmlns=\"\(PolicyXML.namespace)\">\n<BasePolicy></TrustFrameworkPolicy>")
+            Issue.record("broken XML was read")
+        } catch let failure as PolicyXML.Failure {
+            #expect(failure.message.contains("not well-formed"))
+        }
+    }
+
+    @Test("the merge changes a base profile from another provider by id in any case, metadata by key, and adds claims")
+    func mergesProfiles() throws {
+        let merged = try effective(PolicyFixtures.set)
+        #expect(merged["PolicyId"] == "B2C_1A_test_signup", "the relying party's root attributes win")
+        let form = try #require(profile(merged, "Form-SignUp"))
+        let metadata = Dictionary(uniqueKeysWithValues: form.items("Metadata", "Item").map { ($0["Key"]!, $0.text) })
+        #expect(metadata["setting.showCancelButton"] == "false", "the child's item wins")
+        #expect(metadata["EnforceEmailVerification"] == "false", "a new item is added")
+        #expect(metadata["ContentDefinitionReferenceId"] == "page.form", "the base's other items stay")
+        #expect(form.items("OutputClaims", "OutputClaim").map { $0["ClaimTypeReferenceId"]! } == ["email", "password", "DisplayName"])
+        #expect(form.child("Protocol")?["Name"] == "Proprietary", "what the child does not restate stays")
+        let providers = merged.child("ClaimsProviders")?.children("ClaimsProvider") ?? []
+        #expect(providers.count == 2, "a changed profile stays in its base provider: \(providers.map { $0.child("DisplayName")?.text ?? "" })")
+        #expect(merged.child("RelyingParty")?.child("DefaultUserJourney")?["ReferenceId"] == "SignUp")
+        #expect(PolicyCheck.effective(merged).isEmpty, "\(PolicyCheck.effective(merged))")
+    }
+
+    @Test("an orchestration step of the same order is replaced whole; ReplaceAll replaces a list; a new profile joins a new provider")
+    func mergesSteps() throws {
+        let child = PolicyFixtures.policy(
+            "B2C_1A_Child", base: "B2C_1A_TestBase",
+            body: """
+                  <ClaimsProviders><ClaimsProvider><DisplayName>Mine</DisplayName><TechnicalProfiles>
+                    <TechnicalProfile Id="Form-Other"><Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.SelfAssertedAttributeProvider, Web.TPEngine" />
+                      <Metadata MergeBehavior="ReplaceAll"><Item Key="ContentDefinitionReferenceId">page.signin</Item></Metadata></TechnicalProfile>
+                    <TechnicalProfile Id="Form-SignUp"><Metadata MergeBehavior="ReplaceAll"><Item Key="ContentDefinitionReferenceId">page.signin</Item></Metadata></TechnicalProfile>
+                  </TechnicalProfiles></ClaimsProvider></ClaimsProviders>
+                  <UserJourneys><UserJourney Id="SignUp"><OrchestrationSteps>
+                    <OrchestrationStep Order="2" Type="ClaimsExchange">
+                      <ClaimsExchanges><ClaimsExchange Id="Other" TechnicalProfileReferenceId="Form-Other" /></ClaimsExchanges>
+                    </OrchestrationStep>
+                  </OrchestrationSteps></UserJourney></UserJourneys>
+                """)
+        let merged = try effective([child, PolicyFixtures.base()])
+        let steps = merged.child("UserJourneys")?.child("UserJourney")?.items("OrchestrationSteps", "OrchestrationStep") ?? []
+        #expect(steps.map { $0["Order"]! } == ["1", "2", "3"])
+        #expect(steps[1].child("Preconditions") == nil, "the replaced step keeps none of the base step's parts")
+        #expect(steps[1].child("ClaimsExchanges")?.child("ClaimsExchange")?["TechnicalProfileReferenceId"] == "Form-Other")
+        let form = try #require(profile(merged, "Form-SignUp"))
+        #expect(form.items("Metadata", "Item").map { $0["Key"]! } == ["ContentDefinitionReferenceId"])
+        #expect(form.items("Metadata", "Item").first?.text == "page.signin")
+        #expect(merged.child("ClaimsProviders")?.children("ClaimsProvider").map { $0.child("DisplayName")?.text } == [
+            "Local accounts", "Token issuer", "Mine",
+        ])
+        #expect(PolicyCheck.effective(merged).isEmpty, "\(PolicyCheck.effective(merged))")
+    }
+
+    @Test("references that lead nowhere are named with the kind, the id and the line")
+    func danglingReferences() throws {
+        let broken = PolicyFixtures.extensions(
+            extra: """
+                <TechnicalProfile Id="Broken">
+                  <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.ClaimsTransformationProtocolProvider, Web.TPEngine" />
+                  <Metadata><Item Key="ContentDefinitionReferenceId">page.missing</Item></Metadata>
+                  <InputClaims><InputClaim ClaimTypeReferenceId="shoeSize" /></InputClaims>
+                  <OutputClaimsTransformations><OutputClaimsTransformation ReferenceId="NoSuchTransformation" /></OutputClaimsTransformations>
+                  <ValidationTechnicalProfiles><ValidationTechnicalProfile ReferenceId="NoSuchProfile" /></ValidationTechnicalProfiles>
+                </TechnicalProfile>
+                """)
+        let problems = PolicyCheck.effective(try effective([broken, PolicyFixtures.base()]))
+        for expected in [
+            "ClaimType with id 'shoeSize'", "ClaimsTransformation with id 'NoSuchTransformation'", "TechnicalProfile with id 'NoSuchProfile'",
+            "ContentDefinition with id 'page.missing'",
+        ] {
+            #expect(problems.contains { $0.contains(expected) && $0.contains("(line ") }, "\(expected) in \(problems)")
+        }
+        #expect(problems.count == 4, "\(problems)")
+        let party = PolicyCheck.effective(try effective([PolicyFixtures.relyingParty(journey: "Nowhere"), PolicyFixtures.extensions(), PolicyFixtures.base()]))
+        #expect(party.count == 1 && party[0].contains("UserJourney with id 'Nowhere'"), "\(party)")
+    }
+
+    @Test("step types, protocols, handlers, transformations, data types and elements outside the supported set are named")
+    func unsupported() throws {
+        let base = PolicyFixtures.base(
+            claimsProviderExtra: """
+                <TechnicalProfile Id="Saml"><Protocol Name="SAML2" /></TechnicalProfile>
+                <TechnicalProfile Id="Odd"><Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.PhoneFactorProtocolProvider, Web.TPEngine" /></TechnicalProfile>
+                """,
+            stepExtra: #"<OrchestrationStep Order="9" Type="InvokeSubJourney" />"#)
+            .replacingOccurrences(of: "TransformationMethod=\"FormatStringClaim\"", with: "TransformationMethod=\"ConvertNumberToStringClaim\"")
+            .replacingOccurrences(of: "<DataType>boolean</DataType>", with: "<DataType>phoneNumberish</DataType>")
+        let problems = PolicyCheck.effective(try parse(base))
+        for expected in ["'SAML2'", "PhoneFactorProtocolProvider", "'InvokeSubJourney'", "'ConvertNumberToStringClaim'", "'phoneNumberish'"] {
+            #expect(problems.contains { $0.contains(expected) && $0.contains("not supported") }, "\(expected) in \(problems)")
+        }
+        let withDisplayControl = PolicyFixtures.base().replacingOccurrences(
+            of: "<ClaimsSchema>", with: "<DisplayControls><DisplayControl Id=\"x\" UserInterfaceControlType=\"VerificationControl\"/></DisplayControls><ClaimsSchema>")
+        let fileProblems = PolicyCheck.file(try parse(withDisplayControl), tenantName: PolicyFixtures.tenant)
+        #expect(fileProblems.count == 1 && fileProblems[0].contains("'DisplayControls' in 'BuildingBlocks'"), "\(fileProblems)")
+    }
+
+    @Test("a policy of another tenant, a bad id or schema version is refused at the file")
+    func fileChecks() throws {
+        let other = PolicyFixtures.base().replacingOccurrences(of: PolicyFixtures.tenant, with: "contoso.onmicrosoft.com")
+        #expect(PolicyCheck.file(try parse(other), tenantName: PolicyFixtures.tenant).contains { $0.contains("'contoso.onmicrosoft.com' is not this tenant") })
+        #expect(PolicyCheck.file(try parse(PolicyFixtures.base()), tenantName: "TODOB2C.onmicrosoft.com").isEmpty, "tenant names ignore case")
+        let badID = PolicyFixtures.base(id: "MyPolicy")
+        #expect(PolicyCheck.file(try parse(badID), tenantName: PolicyFixtures.tenant).contains { $0.contains("must start with B2C_1A_") })
+        let version = PolicyFixtures.base().replacingOccurrences(of: "PolicySchemaVersion=\"0.3.0.0\"", with: "PolicySchemaVersion=\"9\"")
+        #expect(PolicyCheck.file(try parse(version), tenantName: PolicyFixtures.tenant).contains { $0.contains("PolicySchemaVersion") })
+    }
+
+    @Test("a missing base, a cycle and more than ten levels of bases are refused")
+    func chains() throws {
+        var policies: [String: PolicyElement] = [:]
+        let orphan = try parse(PolicyFixtures.relyingParty(base: "B2C_1A_Missing"))
+        policies["b2c_1a_test_signup"] = orphan
+        #expect(throws: CustomPolicyLibrary.ChainProblem.self) { try CustomPolicyLibrary.chain(of: "b2c_1a_test_signup", in: policies) }
+        policies = [
+            "b2c_1a_a": try parse(PolicyFixtures.policy("B2C_1A_A", base: "B2C_1A_B", body: "")),
+            "b2c_1a_b": try parse(PolicyFixtures.policy("B2C_1A_B", base: "B2C_1A_A", body: "")),
+        ]
+        do {
+            _ = try CustomPolicyLibrary.chain(of: "b2c_1a_a", in: policies)
+            Issue.record("a cycle was followed")
+        } catch let problem as CustomPolicyLibrary.ChainProblem {
+            #expect(problem.message.contains("cycle"))
+        }
+        policies = ["b2c_1a_l0": try parse(PolicyFixtures.policy("B2C_1A_L0", body: ""))]
+        for level in 1...10 {
+            policies["b2c_1a_l\(level)"] = try parse(PolicyFixtures.policy("B2C_1A_L\(level)", base: "B2C_1A_L\(level - 1)", body: ""))
+        }
+        #expect(try CustomPolicyLibrary.chain(of: "b2c_1a_l9", in: policies).count == 10)
+        #expect(throws: CustomPolicyLibrary.ChainProblem.self) { try CustomPolicyLibrary.chain(of: "b2c_1a_l10", in: policies) }
+    }
+}
