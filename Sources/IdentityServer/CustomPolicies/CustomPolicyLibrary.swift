@@ -1,4 +1,5 @@
 import Foundation
+import SQLKit
 import Storage
 
 /// A tenant's custom policy as uploaded: its id, the base it names, and its XML exactly as sent
@@ -82,40 +83,26 @@ struct CustomPolicyLibrary: Sendable {
             incoming.append((policy, root))
         }
         let batch = incoming
+        // The read, the checks and the write in one transaction (SQLite's one writer) under the
+        // tenant's advisory lock (PostgreSQL): a concurrent upload cannot slip in between.
         return try await database.exclusively(key: Self.lockKey(tenantID: tenant.id)) {
-            var stored = try await parsedPolicies(tenantID: tenant.id)
-            let results = batch.map { ($0.policy, created: stored[$0.policy.id.lowercased()] == nil) }
-            for (policy, root) in batch { stored[policy.id.lowercased()] = root }
-            if stored.count > Self.maximumPolicies {
-                throw PolicyRejection(
-                    policyID: batch[0].policy.id, tenantName: tenant.name,
-                    problems: ["A tenant may have at most \(Self.maximumPolicies) policies."])
-            }
-            // Every new policy, and every stored one whose chain runs through one, must check.
-            for (policy, _) in batch {
-                let id = policy.id.lowercased()
-                var problems: [String] = []
-                for key in stored.keys.sorted() {
-                    let chain: [PolicyElement]
-                    do {
-                        chain = try Self.chain(of: key, in: stored)
-                    } catch let broken as ChainProblem {
-                        if key == id || broken.passesThrough(id) { problems.append(broken.message) }
-                        continue
-                    }
-                    guard chain.contains(where: { $0["PolicyId"]?.lowercased() == id }) else { continue }
-                    let found = PolicyCheck.effective(PolicyMerge.effective(chain))
-                    problems += key == id ? found : found.map { "Policy '\(chain.last?["PolicyId"] ?? key)', built on it: \($0)" }
-                }
-                guard problems.isEmpty else { throw PolicyRejection(policyID: policy.id, tenantName: tenant.name, problems: problems) }
-            }
             try await database.transaction { sql in
                 let tenantKey = tenant.id.uuidString.lowercased()
+                var stored = try Self.parsed(try await Self.policies(sql, tenantKey: tenantKey))
+                let results = batch.map { ($0.policy, created: stored[$0.policy.id.lowercased()] == nil) }
+                for (policy, root) in batch { stored[policy.id.lowercased()] = root }
+                if stored.count > Self.maximumPolicies {
+                    throw PolicyRejection(
+                        policyID: batch[0].policy.id, tenantName: tenant.name,
+                        problems: ["A tenant may have at most \(Self.maximumPolicies) policies."])
+                }
+                for (policy, _) in batch {
+                    let problems = Self.problems(introducing: policy.id.lowercased(), in: stored)
+                    guard problems.isEmpty else { throw PolicyRejection(policyID: policy.id, tenantName: tenant.name, problems: problems) }
+                }
                 for (policy, _) in batch {
                     let key = policy.id.lowercased()
-                    try await sql.raw(
-                        "DELETE FROM custom_policies WHERE tenant_id = \(bind: tenantKey) AND policy_id_lower = \(bind: key)"
-                    ).run()
+                    try await sql.raw("DELETE FROM custom_policies WHERE tenant_id = \(bind: tenantKey) AND policy_id_lower = \(bind: key)").run()
                     try await sql.raw(
                         """
                         INSERT INTO custom_policies (tenant_id, policy_id_lower, policy_id, base_policy_id, body, uploaded_at)
@@ -123,30 +110,66 @@ struct CustomPolicyLibrary: Sendable {
                         """
                     ).run()
                 }
+                return results
             }
-            return results
         }
+    }
+
+    /// The problems of policy `id` in `stored` and of every stored policy whose chain runs through it.
+    static func problems(introducing id: String, in stored: [String: PolicyElement]) -> [String] {
+        var problems: [String] = []
+        for key in stored.keys.sorted() {
+            let chain: [PolicyElement]
+            do {
+                chain = try Self.chain(of: key, in: stored)
+            } catch let broken as ChainProblem {
+                if key == id || broken.passesThrough(id) { problems.append(broken.message) }
+                continue
+            } catch {
+                continue
+            }
+            guard chain.contains(where: { $0["PolicyId"]?.lowercased() == id }) else { continue }
+            let found = PolicyCheck.effective(PolicyMerge.effective(chain))
+            problems += key == id ? found : found.map { "Policy '\(chain.last?["PolicyId"] ?? key)', built on it: \($0)" }
+        }
+        return problems
+    }
+
+    /// A tenant's stored policies, read in `sql` (a transaction's connection).
+    static func policies(_ sql: any SQLDatabase, tenantKey: String) async throws -> [CustomPolicy] {
+        try await sql.raw(
+            "SELECT policy_id, base_policy_id, body, uploaded_at FROM custom_policies WHERE tenant_id = \(bind: tenantKey) ORDER BY policy_id_lower"
+        ).all().map { row in
+            CustomPolicy(
+                id: try row.decode(column: "policy_id", as: String.self), baseID: try row.decode(column: "base_policy_id", as: String?.self),
+                body: try row.decode(column: "body", as: String.self),
+                uploadedAt: Date(timeIntervalSince1970: TimeInterval(try row.decode(column: "uploaded_at", as: Int64.self))))
+        }
+    }
+
+    static func parsed(_ policies: [CustomPolicy]) throws -> [String: PolicyElement] {
+        var parsed: [String: PolicyElement] = [:]
+        for policy in policies { parsed[policy.id.lowercased()] = try PolicyXML.parse(Data(policy.body.utf8)) }
+        return parsed
     }
 
     /// Deletes a policy no other policy names as its base; false when there was none.
     func delete(tenant: Tenant, id: String) async throws -> Bool {
         try await database.exclusively(key: Self.lockKey(tenantID: tenant.id)) {
-            let all = try await policies(tenantID: tenant.id)
-            let dependents = all.filter { $0.baseID?.lowercased() == id.lowercased() }.map(\.id)
-            guard dependents.isEmpty else {
-                throw PolicyRejection(
-                    policyID: id, tenantName: tenant.name,
-                    problems: ["The policy is the base of \(dependents.joined(separator: ", ")); delete those first."])
-            }
-            return try await database.transaction { sql in
+            try await database.transaction { sql in
                 let tenantKey = tenant.id.uuidString.lowercased()
-                let existed = try await sql.raw(
-                    "SELECT policy_id FROM custom_policies WHERE tenant_id = \(bind: tenantKey) AND policy_id_lower = \(bind: id.lowercased())"
-                ).all()
+                let all = try await Self.policies(sql, tenantKey: tenantKey)
+                let dependents = all.filter { $0.baseID?.lowercased() == id.lowercased() }.map(\.id)
+                guard dependents.isEmpty else {
+                    throw PolicyRejection(
+                        policyID: id, tenantName: tenant.name,
+                        problems: ["The policy is the base of \(dependents.joined(separator: ", ")); delete those first."])
+                }
+                guard all.contains(where: { $0.id.lowercased() == id.lowercased() }) else { return false }
                 try await sql.raw(
                     "DELETE FROM custom_policies WHERE tenant_id = \(bind: tenantKey) AND policy_id_lower = \(bind: id.lowercased())"
                 ).run()
-                return !existed.isEmpty
+                return true
             }
         }
     }
@@ -159,11 +182,7 @@ struct CustomPolicyLibrary: Sendable {
     }
 
     private func parsedPolicies(tenantID: UUID) async throws -> [String: PolicyElement] {
-        var parsed: [String: PolicyElement] = [:]
-        for policy in try await policies(tenantID: tenantID) {
-            parsed[policy.id.lowercased()] = try PolicyXML.parse(Data(policy.body.utf8))
-        }
-        return parsed
+        try Self.parsed(try await policies(tenantID: tenantID))
     }
 
     /// A base chain that cannot be built: a missing base, a cycle, or too many levels.
