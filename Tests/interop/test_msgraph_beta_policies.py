@@ -1,0 +1,89 @@
+"""Microsoft's Graph beta SDK for Python (msgraph-beta-sdk) managing custom policies here (SPEC
+§2.12), changed only in its base URL and authority host: upload a base and a relying party with
+`PUT …/$value`, read one back, list them, see a broken one refused in Graph's error shape, and
+delete. The policies are this project's own (Tests/interop/policies)."""
+
+import asyncio
+import json
+import os
+import subprocess
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from azure.identity.aio import ClientSecretCredential
+from kiota_authentication_azure.azure_identity_authentication_provider import AzureIdentityAuthenticationProvider
+from msgraph_beta import GraphRequestAdapter, GraphServiceClient
+from msgraph_beta.generated.models.o_data_errors.o_data_error import ODataError
+
+POLICIES = Path(__file__).parent / "policies"
+
+
+def policy_app(settings_path):
+    """A confidential app holding Graph's Policy.ReadWrite.TrustFramework, registered with the admin command."""
+    result = subprocess.run(
+        [os.environ["TODO_SERVER_BIN"], "apps", "add", "--data-dir", str(Path(settings_path).parent), "--name", "IEF deployer",
+         "--kind", "confidential", "--graph-permission", "Policy.ReadWrite.TrustFramework", "--json"],
+        capture_output=True, text=True, check=True, timeout=60,
+    )
+    return json.loads(result.stdout)
+
+
+def beta_client(tls_server, app):
+    os.environ["REQUESTS_CA_BUNDLE"] = tls_server.ca
+    os.environ["SSL_CERT_FILE"] = tls_server.ca
+    credential = ClientSecretCredential(
+        tls_server.settings["tenantId"], app["clientId"], app["clientSecret"], authority=tls_server.base,
+        disable_instance_discovery=True,
+    )
+    graph = tls_server.settings["graphBaseURL"]
+    auth = AzureIdentityAuthenticationProvider(
+        credential, scopes=["https://graph.microsoft.com/.default"], allowed_hosts=[urlparse(graph).hostname]
+    )
+    adapter = GraphRequestAdapter(auth)
+    adapter.base_url = f"{graph}/beta"
+    return GraphServiceClient(request_adapter=adapter), credential
+
+
+def policy_xml(name, tenant):
+    return (POLICIES / f"{name}.xml").read_text().replace("TENANT", tenant).encode()
+
+
+def test_msgraph_beta_sdk_uploads_reads_lists_and_deletes_custom_policies(tls_server):
+    app = policy_app(os.environ["TODO_TLS_SETTINGS"])
+    tenant = tls_server.tenant
+
+    async def scenario():
+        client, credential = beta_client(tls_server, app)
+        try:
+            policies = client.trust_framework.policies
+            # The relying party before its base: refused, in Graph's shape, naming the missing base.
+            with pytest.raises(ODataError) as orphan:
+                await policies.by_trust_framework_policy_id("B2C_1A_interop_rp").content.put(policy_xml("B2C_1A_interop_rp", tenant))
+            assert orphan.value.response_status_code == 400 and orphan.value.error.code == "AADB2C"
+            assert "b2c_1a_interopbase" in orphan.value.error.message.lower() and "not found" in orphan.value.error.message
+
+            for name in ["B2C_1A_InteropBase", "B2C_1A_interop_rp"]:
+                answer = await policies.by_trust_framework_policy_id(name).content.put(policy_xml(name, tenant))
+                assert b"TrustFrameworkPolicy" in answer
+            back = await policies.by_trust_framework_policy_id("B2C_1A_interop_rp").content.get()
+            assert back == policy_xml("B2C_1A_interop_rp", tenant)
+            listed = await policies.get()
+            assert {"B2C_1A_InteropBase", "B2C_1A_interop_rp"} <= {policy.id for policy in listed.value}
+
+            # A base change that would break the relying party built on it is refused; the base stays.
+            broken = policy_xml("B2C_1A_InteropBase", tenant).replace(b'Id="subject"', b'Id="subjectRenamed"')
+            with pytest.raises(ODataError) as refused:
+                await policies.by_trust_framework_policy_id("B2C_1A_InteropBase").content.put(broken)
+            assert refused.value.error.code == "AADB2C" and "'subject'" in refused.value.error.message
+            assert await policies.by_trust_framework_policy_id("B2C_1A_InteropBase").content.get() == policy_xml("B2C_1A_InteropBase", tenant)
+
+            await policies.by_trust_framework_policy_id("B2C_1A_interop_rp").delete()
+            await policies.by_trust_framework_policy_id("B2C_1A_InteropBase").delete()
+            with pytest.raises(ODataError) as gone:
+                await policies.by_trust_framework_policy_id("B2C_1A_interop_rp").get()
+            assert gone.value.response_status_code == 404
+        finally:
+            await credential.close()
+
+    asyncio.run(scenario())
