@@ -170,4 +170,52 @@ struct CustomPolicyUploadTests {
             }
         }
     }
+
+    @Test("a declaration's policies directory: uploaded with the tenant, unchanged on a second apply, a broken one refused before any write")
+    func declaredPolicies() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("declared-policies-\(UUID().uuidString)")
+        let policies = directory.appendingPathComponent("policies")
+        try FileManager.default.createDirectory(at: policies, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let tenant = "declared.onmicrosoft.com"
+        @Sendable func write(_ text: String, _ name: String) throws {
+            try text.replacingOccurrences(of: PolicyFixtures.tenant, with: tenant).write(
+                to: policies.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        }
+        try write(PolicyFixtures.base(), "base.xml")
+        try write(PolicyFixtures.extensions(), "extensions.xml")
+        try write(PolicyFixtures.relyingParty(), "signup.xml")
+        let file = directory.appendingPathComponent("tenant.yaml")
+        try """
+        tenant: { name: \(tenant), defaultPolicy: B2C_1_susi }
+        userFlows:
+          - { name: B2C_1_susi, type: signUpOrSignIn }
+        policies: ./policies
+        """.write(to: file, atomically: true, encoding: .utf8)
+        try await IdentityHarness.run(.sqlite) { h, _ in
+            let applied = try await TenantDeclaration.load(path: file.path).applyReporting(to: h.server.administration, baseDirectory: directory)
+            #expect(applied.changes.filter { $0.hasPrefix("custom policy") }.count == 3, "\(applied.changes)")
+            #expect(try await h.server.administration.customPolicies(tenantID: applied.tenant.id).count == 3)
+            let again = try await TenantDeclaration.load(path: file.path).applyReporting(to: h.server.administration, baseDirectory: directory)
+            #expect(again.changes.isEmpty, "\(again.changes)")
+
+            // A broken relying party and a new flow: refused whole, the flow is not written either.
+            try write(PolicyFixtures.relyingParty(journey: "Nowhere"), "signup.xml")
+            try """
+            tenant: { name: \(tenant), defaultPolicy: B2C_1_susi }
+            userFlows:
+              - { name: B2C_1_susi, type: signUpOrSignIn }
+              - { name: B2C_1_other, type: signUpOrSignIn }
+            policies: ./policies
+            """.write(to: file, atomically: true, encoding: .utf8)
+            do {
+                _ = try await TenantDeclaration.load(path: file.path).applyReporting(to: h.server.administration, baseDirectory: directory)
+                Issue.record("a broken policy was applied")
+            } catch let error as TenantDeclaration.DeclarationError {
+                #expect("\(error)".contains("'Nowhere'"), "\(error)")
+            }
+            #expect(try await h.server.tenants.userFlow(tenantID: applied.tenant.id, name: "B2C_1_other") == nil)
+            #expect(try await h.server.administration.customPolicy(tenantID: applied.tenant.id, id: "B2C_1A_test_signup")?.body.contains("SignUp") == true)
+        }
+    }
 }

@@ -370,3 +370,33 @@ def test_backup_and_restore_carry_accounts_and_tasks(tmp_path):
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+def test_policies_commands(admin, tmp_path):
+    """`todo-server policies`: a directory of this project's own policies uploads in any order;
+    list, show and delete; a broken one is one line on standard error, a non-zero exit, nothing stored."""
+    source = os.path.join(os.path.dirname(__file__), "policies")
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    for name in os.listdir(source):
+        with open(os.path.join(source, name)) as handle:
+            (folder / name).write_text(handle.read().replace("TENANT", "todob2c.onmicrosoft.com"))
+    uploaded = admin("policies", "upload", str(folder))
+    assert uploaded.stdout.split() == ["created", "B2C_1A_InteropBase", "created", "B2C_1A_interop_rp"]
+    listed = admin("policies", "list").stdout.splitlines()
+    assert listed == ["B2C_1A_interop_rp  (base B2C_1A_InteropBase)", "B2C_1A_InteropBase"]
+    assert admin("policies", "show", "b2c_1a_interop_rp").stdout == (folder / "B2C_1A_interop_rp.xml").read_text()
+
+    broken = tmp_path / "broken.xml"
+    broken.write_text((folder / "B2C_1A_interop_rp.xml").read_text().replace('ReferenceId="Interop"', 'ReferenceId="Elsewhere"'))
+    refused = admin("policies", "upload", str(broken), check=False)
+    assert refused.returncode != 0
+    assert len(refused.stderr.strip().splitlines()) == 1 and "'Elsewhere'" in refused.stderr
+    assert admin("policies", "show", "B2C_1A_interop_rp").stdout == (folder / "B2C_1A_interop_rp.xml").read_text()
+
+    base_first = admin("policies", "delete", "B2C_1A_InteropBase", check=False)
+    assert base_first.returncode != 0 and "B2C_1A_interop_rp" in base_first.stderr
+    assert admin("policies", "delete", "B2C_1A_interop_rp").stdout.strip() == "deleted B2C_1A_interop_rp"
+    assert admin("policies", "list").stdout.splitlines() == ["B2C_1A_InteropBase"]
+    missing = admin("policies", "show", "B2C_1A_nothing", check=False)
+    assert missing.returncode != 0 and "no custom policy" in missing.stderr

@@ -58,7 +58,10 @@ struct CustomPolicyLibrary: Sendable {
 
     /// Checks and stores a set of policies together (a directory of them, bases and relying
     /// parties in any order): all of them, or none when any problem is found.
-    func upload(_ files: [(body: Data, expectedID: String?)], tenant: Tenant) async throws -> [(CustomPolicy, created: Bool)] {
+    /// With `dryRun`, only checks (a declaration checks its policies before writing anything).
+    func upload(_ files: [(body: Data, expectedID: String?)], tenant: Tenant, dryRun: Bool = false) async throws -> [(
+        CustomPolicy, created: Bool
+    )] {
         var incoming: [(policy: CustomPolicy, root: PolicyElement)] = []
         for (body, expectedID) in files {
             let root: PolicyElement
@@ -100,6 +103,7 @@ struct CustomPolicyLibrary: Sendable {
                     let problems = Self.problems(introducing: policy.id.lowercased(), in: stored)
                     guard problems.isEmpty else { throw PolicyRejection(policyID: policy.id, tenantName: tenant.name, problems: problems) }
                 }
+                guard !dryRun else { return results }
                 for (policy, _) in batch {
                     let key = policy.id.lowercased()
                     try await sql.raw("DELETE FROM custom_policies WHERE tenant_id = \(bind: tenantKey) AND policy_id_lower = \(bind: key)").run()

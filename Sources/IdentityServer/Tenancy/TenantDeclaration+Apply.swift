@@ -56,6 +56,15 @@ extension TenantDeclaration {
             identityProviders: try sealedProviders(tenantID: tenantID, existing: existing, dataKey: administration.dataKey))
         model.languages = languages ?? []
         model.localizedStrings = localizedStrings ?? [:]
+        // The custom policies that differ from the stored ones, checked whole before the first write.
+        let policyFiles = try await changedPolicies(tenantID: tenantID, administration: administration, baseDirectory: baseDirectory)
+        if !policyFiles.isEmpty {
+            do {
+                _ = try await administration.customPolicies.upload(policyFiles.map { ($0, nil) }, tenant: model, dryRun: true)
+            } catch let rejection as PolicyRejection {
+                throw DeclarationError.invalid(rejection.description)
+            }
+        }
         if existing != model {
             try await administration.tenants.save(model, now: now)
             note("tenant", model.name, before: existing.map { _ in false })
@@ -81,6 +90,15 @@ extension TenantDeclaration {
             if stored != declared {
                 try await administration.tenants.save(declared)
                 note("user flow", flow.name, before: stored.map { _ in false })
+            }
+        }
+        if !policyFiles.isEmpty {
+            do {
+                for (policy, created) in try await administration.customPolicies.upload(policyFiles.map { ($0, nil) }, tenant: model) {
+                    note("custom policy", policy.id, before: created ? nil : false)
+                }
+            } catch let rejection as PolicyRejection {
+                throw DeclarationError.invalid(rejection.description)
             }
         }
         // Client ids first: permissions name their APIs by them.
@@ -220,5 +238,30 @@ extension TenantDeclaration {
         }
         if let stored, (try? dataKey.open(stored, context: context))?.value == value { return stored }
         return try dataKey.seal(value, context: context)
+    }
+}
+
+extension TenantDeclaration {
+    /// The `*.xml` files of the `policies` directory whose text differs from the stored policy of
+    /// the same id (so applying a declaration again changes nothing).
+    func changedPolicies(tenantID: UUID, administration: IdentityAdministration, baseDirectory: URL) async throws -> [Data] {
+        guard let policies else { return [] }
+        let directory = policies.hasPrefix("/") ? URL(fileURLWithPath: policies) : baseDirectory.appendingPathComponent(policies)
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.lowercased().hasSuffix(".xml") }.sorted()
+        } catch {
+            throw DeclarationError.invalid("policies: cannot read the directory \(directory.path)")
+        }
+        let stored = Dictionary(
+            try await administration.customPolicies(tenantID: tenantID).map { ($0.id.lowercased(), $0.body) }, uniquingKeysWith: { a, _ in a })
+        var changed: [Data] = []
+        for name in names {
+            let data = try Data(contentsOf: directory.appendingPathComponent(name))
+            let id = (try? PolicyXML.parse(data))?["PolicyId"]?.lowercased()
+            if let id, let body = stored[id], Data(body.utf8) == data { continue }
+            changed.append(data)
+        }
+        return changed
     }
 }

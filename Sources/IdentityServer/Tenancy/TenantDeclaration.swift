@@ -19,6 +19,7 @@ import Yams
 ///       lifetimes: { accessTokenMinutes: 60, refreshTokenDays: 14, slidingWindowDays: 90 },
 ///       emailVerification: true, mfa: { methods: [totp, email], enforcement: conditional },
 ///       apiConnectors: { beforeCreatingUser: checkLoyalty } }
+/// policies: ./policies      # custom policies (B2C_1A_…), every *.xml of the directory
 /// applications:
 ///   - { name: Contoso app, clientId: 1b2c…, kind: public, redirectUris: [http://localhost],
 ///       allowPublicClientFlows: true, appIdUri: https://contoso.onmicrosoft.com/api, scopes: [tasks.read],
@@ -120,6 +121,9 @@ public struct TenantDeclaration: Codable, Sendable {
     /// Per-language overrides of the pages' strings: `{es: {signin_submit: Entrar}}`.
     var localizedStrings: [String: [String: String]]?
     var userFlows: [FlowPart]
+    /// A directory of custom policies (`*.xml`, SPEC §2.12), relative to the file: uploaded
+    /// together, checked whole before anything of the declaration is written.
+    var policies: String?
     var applications: [ApplicationPart]?
     var users: [UserPart]?
 
