@@ -364,6 +364,24 @@ enum IdentityMigrations {
                         PRIMARY KEY (tenant_id, policy_id_lower))
                     """
                 ]),
+            // Policy key sets (Graph beta trustFramework/keySets): a generated RSA key's private
+            // part or an uploaded secret, sealed with the data key; the public parts beside it.
+            Migration(
+                version: 33, name: "policy key sets",
+                [
+                    """
+                    CREATE TABLE trust_framework_key_sets (
+                        tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE, key_set_id_lower TEXT NOT NULL,
+                        key_set_id TEXT NOT NULL, created_at BIGINT NOT NULL, PRIMARY KEY (tenant_id, key_set_id_lower))
+                    """,
+                    """
+                    CREATE TABLE trust_framework_keys (
+                        tenant_id TEXT NOT NULL, key_set_id_lower TEXT NOT NULL, kid TEXT NOT NULL, use TEXT NOT NULL, kty TEXT NOT NULL,
+                        sealed_secret TEXT NOT NULL, n TEXT, e TEXT, nbf BIGINT, exp BIGINT, created_at BIGINT NOT NULL,
+                        PRIMARY KEY (tenant_id, key_set_id_lower, kid),
+                        FOREIGN KEY (tenant_id, key_set_id_lower) REFERENCES trust_framework_key_sets (tenant_id, key_set_id_lower) ON DELETE CASCADE)
+                    """,
+                ]),
         ])
 }
 

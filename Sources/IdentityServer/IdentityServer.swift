@@ -49,6 +49,7 @@ public final class IdentityServer: Sendable {
             interactions: SQLInteractionStore(database: database, dataKey: dataKey), consents: SQLConsentStore(database: database),
             secondFactors: SQLSecondFactorStore(database: database, dataKey: dataKey),
             customPolicies: CustomPolicyLibrary(database: database, clock: clock),
+            policyKeySets: PolicyKeySetLibrary(database: database, dataKey: dataKey, clock: clock),
             connectors: ConnectorCaller(dataKey: dataKey),
             upstream: UpstreamOIDC(
                 directory: UpstreamDirectory(),

@@ -16,6 +16,8 @@ struct IdentityService: Sendable {
     let secondFactors: any SecondFactorStore
     /// The tenants' custom policies (SPEC §2.12).
     let customPolicies: CustomPolicyLibrary
+    /// The tenants' policy key sets.
+    let policyKeySets: PolicyKeySetLibrary
     /// Calls the tenants' API connectors.
     let connectors: ConnectorCaller
     /// Federation with the tenants' upstream OpenID Connect providers.

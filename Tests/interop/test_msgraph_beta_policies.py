@@ -15,15 +15,24 @@ from azure.identity.aio import ClientSecretCredential
 from kiota_authentication_azure.azure_identity_authentication_provider import AzureIdentityAuthenticationProvider
 from msgraph_beta import GraphRequestAdapter, GraphServiceClient
 from msgraph_beta.generated.models.o_data_errors.o_data_error import ODataError
+from msgraph_beta.generated.models.trust_framework_key_set import TrustFrameworkKeySet
+from msgraph_beta.generated.trust_framework.key_sets.item.generate_key.generate_key_post_request_body import (
+    GenerateKeyPostRequestBody,
+)
+from msgraph_beta.generated.trust_framework.key_sets.item.upload_secret.upload_secret_post_request_body import (
+    UploadSecretPostRequestBody,
+)
 
 POLICIES = Path(__file__).parent / "policies"
 
 
 def policy_app(settings_path):
-    """A confidential app holding Graph's Policy.ReadWrite.TrustFramework, registered with the admin command."""
+    """A confidential app holding Graph's Policy.ReadWrite.TrustFramework and TrustFrameworkKeySet.ReadWrite.All,
+    registered with the admin command."""
     result = subprocess.run(
         [os.environ["TODO_SERVER_BIN"], "apps", "add", "--data-dir", str(Path(settings_path).parent), "--name", "IEF deployer",
-         "--kind", "confidential", "--graph-permission", "Policy.ReadWrite.TrustFramework", "--json"],
+         "--kind", "confidential", "--graph-permission", "Policy.ReadWrite.TrustFramework",
+         "--graph-permission", "TrustFrameworkKeySet.ReadWrite.All", "--json"],
         capture_output=True, text=True, check=True, timeout=60,
     )
     return json.loads(result.stdout)
@@ -82,6 +91,39 @@ def test_msgraph_beta_sdk_uploads_reads_lists_and_deletes_custom_policies(tls_se
             await policies.by_trust_framework_policy_id("B2C_1A_InteropBase").delete()
             with pytest.raises(ODataError) as gone:
                 await policies.by_trust_framework_policy_id("B2C_1A_interop_rp").get()
+            assert gone.value.response_status_code == 404
+        finally:
+            await credential.close()
+
+    asyncio.run(scenario())
+
+
+def test_msgraph_beta_sdk_makes_key_sets(tls_server):
+    """The IEF setup steps: a signing key set with a generated RSA key, a secret uploaded, the active key read back."""
+    app = policy_app(os.environ["TODO_TLS_SETTINGS"])
+
+    async def scenario():
+        client, credential = beta_client(tls_server, app)
+        try:
+            key_sets = client.trust_framework.key_sets
+            name = f"InteropSigning{os.getpid()}"
+            created = await key_sets.post(TrustFrameworkKeySet(id=name))
+            assert created.id == f"B2C_1A_{name}"
+            generated = await key_sets.by_trust_framework_key_set_id(created.id).generate_key.post(
+                GenerateKeyPostRequestBody(use="sig", kty="RSA"))
+            assert generated.kty == "RSA" and generated.n and generated.e == "AQAB" and generated.d is None
+            active = await key_sets.by_trust_framework_key_set_id(created.id).get_active_key.get()
+            assert active.kid == generated.kid
+
+            secret = await key_sets.by_trust_framework_key_set_id(created.id).upload_secret.post(
+                UploadSecretPostRequestBody(use="sig", k="interop-secret"))
+            assert secret.kty == "oct" and secret.k is None
+            listed = await key_sets.get()
+            assert created.id in {key_set.id for key_set in listed.value}
+
+            await key_sets.by_trust_framework_key_set_id(created.id).delete()
+            with pytest.raises(ODataError) as gone:
+                await key_sets.by_trust_framework_key_set_id(created.id).get()
             assert gone.value.response_status_code == 404
         finally:
             await credential.close()

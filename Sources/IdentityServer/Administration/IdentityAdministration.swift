@@ -14,6 +14,7 @@ public struct IdentityAdministration: Sendable {
     let hasher: PasswordHasher
     let secondFactors: any SecondFactorStore
     let customPolicies: CustomPolicyLibrary
+    let policyKeySets: PolicyKeySetLibrary
     let clock: any IdentityClock
     /// Seals what a declaration or an export carries (password hashes, connector and provider
     /// secrets) as the database seals what it holds.
@@ -168,7 +169,8 @@ extension IdentityServer {
     public var administration: IdentityAdministration {
         IdentityAdministration(
             tenants: service.tenants, users: service.users, keys: service.keys, hasher: service.hasher,
-            secondFactors: service.secondFactors, customPolicies: service.customPolicies, clock: service.clock,
+            secondFactors: service.secondFactors, customPolicies: service.customPolicies,
+            policyKeySets: service.policyKeySets, clock: service.clock,
             dataKey: service.dataKey)
     }
 }

@@ -60,6 +60,16 @@ extension IdentityServer {
         beta.delete("trustFramework/policies/:id", use: policies.delete)
         beta.get("trustFramework/policies/:id/$value", use: policies.value)
         beta.put("trustFramework/policies/:id/$value", use: policies.put)
+        let keySets = GraphKeySets(authenticator: graphCallers, keySets: service.policyKeySets)
+        beta.get("trustFramework/keySets", use: keySets.list)
+        beta.post("trustFramework/keySets", use: keySets.create)
+        beta.get("trustFramework/keySets/:id", use: keySets.get)
+        beta.delete("trustFramework/keySets/:id", use: keySets.delete)
+        beta.post("trustFramework/keySets/:id/generateKey", use: keySets.generateKey)
+        beta.post("trustFramework/keySets/:id/uploadSecret", use: keySets.uploadSecret)
+        // An OData function: Microsoft's SDKs call it with its parentheses.
+        beta.get("trustFramework/keySets/:id/getActiveKey()", use: keySets.activeKey)
+        beta.get("trustFramework/keySets/:id/getActiveKey", use: keySets.activeKey)
         // The Microsoft identity platform face (SPEC §2.9): UserInfo (served by Graph in the
         // cloud), instance discovery, and the page every AADSTS error's `error_uri` names.
         let userInfo = router.group("oidc").add(middleware: GraphErrorMiddleware<IdentityRequestContext>(clock: service.clock))

@@ -160,7 +160,10 @@ public struct APIPermission: Sendable, Codable, Equatable {
     /// The delegated Graph scopes this service serves.
     static let graphScopes = ["User.Read"]
     /// The Graph application permissions this service serves (`roles` of app-only tokens).
-    public static let graphRoles = ["User.Read.All", "User.ReadWrite.All", "Policy.Read.All", "Policy.ReadWrite.TrustFramework"]
+    public static let graphRoles = [
+        "User.Read.All", "User.ReadWrite.All", "Policy.Read.All", "Policy.ReadWrite.TrustFramework", "TrustFrameworkKeySet.Read.All",
+        "TrustFrameworkKeySet.ReadWrite.All",
+    ]
 
     /// How a permission may name its API (admin command, YAML): Microsoft Graph, or an app by its
     /// Application ID URI or client id; case and a trailing slash do not matter.
