@@ -90,11 +90,11 @@ enum PolicySchema {
     /// Claims transformations (SPEC §2.12's list).
     static let transformations: Set<String> = [
         "CopyClaim", "CompareClaimToValue", "CompareClaims", "CreateStringClaim", "FormatStringClaim", "FormatStringMultipleClaims",
-        "ChangeCase", "StringReplace", "StringSplit", "SetClaimIfEqual", "SetClaimsIfStringsAreEqual", "CreateRandomString", "Hash",
+        "ChangeCase", "StringReplace", "StringSplit", "SetClaimsIfStringsMatch", "SetClaimsIfStringsAreEqual", "CreateRandomString", "Hash",
         "AssertBooleanClaimIsEqualToValue", "AndClaims", "OrClaims", "NotClaims", "CompareBooleanClaimToValue",
         "AddItemToStringCollection", "GetSingleItemFromStringCollection", "StringCollectionContains", "GetCurrentDateTime",
         "DateTimeComparison", "GetClaimFromJson", "GenerateJson", "AssertStringClaimsAreEqual", "CreateAlternativeSecurityId",
-        "AddParameterToStringCollection", "CreateOtherMailsFromEmail", "AssertDateTimeIsGreaterThan",
+        "AddParameterToStringCollection", "AssertDateTimeIsGreaterThan",
     ]
 
     /// Claim data types.

@@ -1,0 +1,150 @@
+import Foundation
+
+/// A relying-party policy compiled from its effective (merged, checked) XML into the typed
+/// values the journey engine runs: claim types, claims transformations, technical profiles with
+/// their `IncludeTechnicalProfile` chains folded in, user journeys and the relying party. Made
+/// once per upload and cached, so a sign-in never parses XML (SPEC §2.12's speed rule).
+struct CompiledPolicy: Sendable {
+    let id: String
+    let claimTypes: [String: PolicyClaimType]
+    let transformations: [String: PolicyTransformation]
+    let contentDefinitions: [String: PolicyContentDefinition]
+    let profiles: [String: PolicyTechnicalProfile]
+    let journeys: [String: PolicyUserJourney]
+    let relyingParty: PolicyRelyingParty?
+
+    func claimType(_ id: String) -> PolicyClaimType? { claimTypes[id.lowercased()] }
+    func profile(_ id: String) -> PolicyTechnicalProfile? { profiles[id.lowercased()] }
+    func transformation(_ id: String) -> PolicyTransformation? { transformations[id.lowercased()] }
+    func journey(_ id: String) -> PolicyUserJourney? { journeys[id.lowercased()] }
+
+    /// Compiles an effective policy that ``PolicyCheck/effective(_:)`` passed.
+    init(_ policy: PolicyElement) {
+        id = policy["PolicyId"] ?? ""
+        let blocks = policy.child("BuildingBlocks")
+        claimTypes = Self.keyed((blocks?.items("ClaimsSchema", "ClaimType") ?? []).map(PolicyClaimType.init))
+        transformations = Self.keyed((blocks?.items("ClaimsTransformations", "ClaimsTransformation") ?? []).map(PolicyTransformation.init))
+        contentDefinitions = Self.keyed((blocks?.items("ContentDefinitions", "ContentDefinition") ?? []).map(PolicyContentDefinition.init))
+        let elements = (policy.child("ClaimsProviders")?.children("ClaimsProvider") ?? []).flatMap { $0.items("TechnicalProfiles", "TechnicalProfile") }
+        var byID: [String: PolicyElement] = [:]
+        for element in elements { if let id = element["Id"] { byID[id.lowercased()] = element } }
+        profiles = Self.keyed(elements.map { PolicyTechnicalProfile(Self.including($0, from: byID, depth: 0)) })
+        journeys = Self.keyed((policy.child("UserJourneys")?.children("UserJourney") ?? []).map(PolicyUserJourney.init))
+        relyingParty = policy.child("RelyingParty").map(PolicyRelyingParty.init)
+    }
+
+    /// A profile with the profile it includes (`IncludeTechnicalProfile`) as its base, as B2C
+    /// folds them: the including profile's elements win. Ten levels at most.
+    private static func including(_ profile: PolicyElement, from all: [String: PolicyElement], depth: Int) -> PolicyElement {
+        guard depth < 10, let reference = profile.child("IncludeTechnicalProfile")?["ReferenceId"],
+            let included = all[reference.lowercased()]
+        else { return profile }
+        let base = including(included, from: all, depth: depth + 1)
+        var merged = PolicyMerge.merge(base, profile, at: ["TechnicalProfiles"])
+        merged.attributes["Id"] = profile["Id"]
+        return merged
+    }
+
+    private static func keyed<T: PolicyIdentified>(_ values: [T]) -> [String: T] {
+        Dictionary(values.map { ($0.id.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
+    }
+}
+
+protocol PolicyIdentified { var id: String { get } }
+
+/// A claim type of the claims schema.
+struct PolicyClaimType: Sendable, PolicyIdentified {
+    enum DataType: String, Sendable { case string, boolean, int, long, date, dateTime, stringCollection, alternativeSecurityId }
+    let id: String
+    let displayName: String
+    let dataType: DataType
+    let userInputType: String?
+    let userHelpText: String?
+    /// `Restriction/Pattern`: the value must match it; `helpText` says how.
+    let pattern: (expression: String, helpText: String?)?
+    /// `Restriction/Enumeration`: the allowed values and their texts.
+    let enumeration: [(text: String, value: String)]
+    /// `DefaultPartnerClaimTypes`: the claim's name per protocol (`OpenIdConnect` → `name`).
+    let partnerClaimTypes: [String: String]
+    let predicateValidation: String?
+
+    init(_ element: PolicyElement) {
+        id = element["Id"] ?? ""
+        displayName = element.child("DisplayName")?.text ?? id
+        dataType = DataType(rawValue: element.child("DataType")?.text ?? "") ?? .string
+        userInputType = element.child("UserInputType")?.text
+        userHelpText = element.child("UserHelpText")?.text
+        pattern = element.child("Restriction")?.child("Pattern").map { ($0["RegularExpression"] ?? "", $0["HelpText"]) }
+        enumeration = element.child("Restriction")?.children("Enumeration").map { ($0["Text"] ?? $0["Value"] ?? "", $0["Value"] ?? "") } ?? []
+        var partners: [String: String] = [:]
+        for protocolElement in element.items("DefaultPartnerClaimTypes", "Protocol") {
+            if let name = protocolElement["Name"], let partner = protocolElement["PartnerClaimType"] { partners[name] = partner }
+        }
+        partnerClaimTypes = partners
+        predicateValidation = element.child("PredicateValidationReference")?["Id"]
+    }
+}
+
+/// A claim a profile, transformation or relying party takes or gives.
+struct PolicyClaimReference: Sendable {
+    let claimType: String
+    let partnerClaimType: String?
+    let transformationClaimType: String?
+    let defaultValue: String?
+    let alwaysUseDefaultValue: Bool
+    let required: Bool
+
+    init(_ element: PolicyElement) {
+        claimType = element["ClaimTypeReferenceId"] ?? ""
+        partnerClaimType = element["PartnerClaimType"]
+        transformationClaimType = element["TransformationClaimType"]
+        defaultValue = element["DefaultValue"]
+        alwaysUseDefaultValue = element["AlwaysUseDefaultValue"]?.lowercased() == "true"
+        required = element["Required"]?.lowercased() == "true"
+    }
+
+    static func list(_ element: PolicyElement, _ container: String, _ name: String) -> [PolicyClaimReference] {
+        element.items(container, name).map(PolicyClaimReference.init)
+    }
+}
+
+/// A claims transformation: its method, input claims and parameters, output claims.
+struct PolicyTransformation: Sendable, PolicyIdentified {
+    let id: String
+    let method: String
+    let inputClaims: [PolicyClaimReference]
+    /// Parameters by id: their data type and value.
+    let parameters: [String: (dataType: String, value: String)]
+    let outputClaims: [PolicyClaimReference]
+
+    init(_ element: PolicyElement) {
+        id = element["Id"] ?? ""
+        method = element["TransformationMethod"] ?? ""
+        inputClaims = PolicyClaimReference.list(element, "InputClaims", "InputClaim")
+        var parameters: [String: (String, String)] = [:]
+        for parameter in element.items("InputParameters", "InputParameter") {
+            if let id = parameter["Id"] { parameters[id] = (parameter["DataType"] ?? "string", parameter["Value"] ?? "") }
+        }
+        self.parameters = parameters
+        outputClaims = PolicyClaimReference.list(element, "OutputClaims", "OutputClaim")
+    }
+}
+
+/// A content definition: which hosted page a step shows (by its data URI's contract).
+struct PolicyContentDefinition: Sendable, PolicyIdentified {
+    let id: String
+    let dataURI: String
+
+    init(_ element: PolicyElement) {
+        id = element["Id"] ?? ""
+        dataURI = element.child("DataUri")?.text ?? ""
+    }
+
+    /// `urn:com:microsoft:aad:b2c:elements:contract:unifiedssp:2.1.5` → `unifiedssp`.
+    var pageContract: String {
+        let parts = dataURI.lowercased().split(separator: ":")
+        if let index = parts.firstIndex(of: "contract"), index + 1 < parts.count { return String(parts[index + 1]) }
+        // The older form: `urn:com:microsoft:aad:b2c:elements:unifiedssp:1.0.0`.
+        return parts.count >= 2 ? String(parts[parts.count - 2]) : ""
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+
+/// A technical profile, its `IncludeTechnicalProfile` chain folded in.
+struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
+    /// What runs it: B2C's protocol and, for `Proprietary`, its handler.
+    enum Kind: Sendable, Equatable {
+        /// `SelfAssertedAttributeProvider`: a page that collects claims.
+        case selfAsserted
+        /// `AzureActiveDirectoryProvider`: reads or writes the directory.
+        case directory
+        /// `ClaimsTransformationProtocolProvider`: runs its output transformations only.
+        case claimsTransformation
+        /// `Protocol Name="None"` with a JWT output: the token issuer.
+        case jwtIssuer
+        /// `OpenIdConnect` or `OAuth2`: an identity provider; `login-NonInteractive`'s password
+        /// check (`response_types` `id_token` with a `username`/`password` pair) is one too.
+        case identityProvider(protocol: String)
+        /// One of B2C's session providers (`NoopSSOSessionProvider`, `DefaultSSOSessionProvider`…).
+        case session(String)
+    }
+
+    let id: String
+    let displayName: String?
+    let kind: Kind
+    let metadata: [String: String]
+    let inputClaims: [PolicyClaimReference]
+    let outputClaims: [PolicyClaimReference]
+    let persistedClaims: [PolicyClaimReference]
+    let inputTransformations: [String]
+    let outputTransformations: [String]
+    let validationProfiles: [PolicyValidationReference]
+    let sessionManagement: String?
+    /// `CryptographicKeys`: key id → key set (`issuer_secret` → `B2C_1A_TokenSigningKeyContainer`).
+    let keys: [String: String]
+
+    init(_ element: PolicyElement) {
+        id = element["Id"] ?? ""
+        displayName = element.child("DisplayName")?.text
+        let protocolElement = element.child("Protocol")
+        switch protocolElement?["Name"] ?? "" {
+        case "Proprietary":
+            switch PolicyCheck.handlerName(protocolElement?["Handler"]) {
+            case "SelfAssertedAttributeProvider": kind = .selfAsserted
+            case "AzureActiveDirectoryProvider": kind = .directory
+            case "ClaimsTransformationProtocolProvider": kind = .claimsTransformation
+            case let session: kind = .session(session)
+            }
+        case "OpenIdConnect", "OAuth2": kind = .identityProvider(protocol: protocolElement?["Name"] ?? "")
+        default: kind = element.child("OutputTokenFormat") != nil ? .jwtIssuer : .claimsTransformation
+        }
+        var metadata: [String: String] = [:]
+        for item in element.items("Metadata", "Item") { if let key = item["Key"] { metadata[key] = item.text } }
+        self.metadata = metadata
+        inputClaims = PolicyClaimReference.list(element, "InputClaims", "InputClaim")
+        outputClaims = PolicyClaimReference.list(element, "OutputClaims", "OutputClaim")
+        persistedClaims = PolicyClaimReference.list(element, "PersistedClaims", "PersistedClaim")
+        inputTransformations = element.items("InputClaimsTransformations", "InputClaimsTransformation").compactMap { $0["ReferenceId"] }
+        outputTransformations = element.items("OutputClaimsTransformations", "OutputClaimsTransformation").compactMap { $0["ReferenceId"] }
+        validationProfiles = element.items("ValidationTechnicalProfiles", "ValidationTechnicalProfile").map(PolicyValidationReference.init)
+        sessionManagement = element.child("UseTechnicalProfileForSessionManagement")?["ReferenceId"]
+        var keys: [String: String] = [:]
+        for key in element.items("CryptographicKeys", "Key") { if let id = key["Id"] { keys[id] = key["StorageReferenceId"] ?? "" } }
+        self.keys = keys
+    }
+
+    /// A metadata item read as a boolean (`true`/`false`, any case), `fallback` when absent.
+    func flag(_ key: String, default fallback: Bool) -> Bool {
+        metadata[key].map { $0.lowercased() == "true" } ?? fallback
+    }
+}
+
+/// A validation technical profile a self-asserted profile runs on submit, with its preconditions.
+struct PolicyValidationReference: Sendable {
+    let profile: String
+    let continueOnError: Bool
+    let continueOnSuccess: Bool
+    let preconditions: [PolicyPrecondition]
+
+    init(_ element: PolicyElement) {
+        profile = element["ReferenceId"] ?? ""
+        continueOnError = element["ContinueOnError"]?.lowercased() == "true"
+        continueOnSuccess = element["ContinueOnSuccess"]?.lowercased() != "false"
+        preconditions = element.items("Preconditions", "Precondition").map(PolicyPrecondition.init)
+    }
+}
+
+/// A precondition: `ClaimsExist` (the first value names a claim) or `ClaimEquals` (a claim and
+/// the value it is compared with); its action runs when the test is `executeActionsIf`.
+struct PolicyPrecondition: Sendable {
+    enum Test: String, Sendable { case claimsExist = "ClaimsExist", claimEquals = "ClaimEquals" }
+    let test: Test
+    let executeActionsIf: Bool
+    let values: [String]
+    let action: String
+
+    init(_ element: PolicyElement) {
+        test = Test(rawValue: element["Type"] ?? "") ?? .claimsExist
+        executeActionsIf = element["ExecuteActionsIf"]?.lowercased() != "false"
+        values = element.children("Value").map(\.text)
+        action = element.child("Action")?.text ?? ""
+    }
+
+    /// Whether the action runs for `claims`.
+    func holds(in claims: PolicyClaims) -> Bool {
+        let result: Bool
+        switch test {
+        case .claimsExist: result = values.first.map { claims.has($0) } ?? false
+        case .claimEquals:
+            guard values.count >= 2 else { return false }
+            result = claims.text(values[0]) == values[1]
+        }
+        return result == executeActionsIf
+    }
+}
+
+/// A user journey's orchestration steps, in order.
+struct PolicyUserJourney: Sendable, PolicyIdentified {
+    let id: String
+    let steps: [PolicyOrchestrationStep]
+
+    init(_ element: PolicyElement) {
+        id = element["Id"] ?? ""
+        steps = element.items("OrchestrationSteps", "OrchestrationStep").map(PolicyOrchestrationStep.init)
+            .sorted { $0.order < $1.order }
+    }
+}
+
+struct PolicyOrchestrationStep: Sendable {
+    enum Kind: String, Sendable {
+        case combinedSignInAndSignUp = "CombinedSignInAndSignUp", claimsProviderSelection = "ClaimsProviderSelection"
+        case claimsExchange = "ClaimsExchange", sendClaims = "SendClaims"
+    }
+    let order: Int
+    let kind: Kind
+    let contentDefinition: String?
+    let issuerProfile: String?
+    let preconditions: [PolicyPrecondition]
+    /// `ClaimsExchange Id` → technical profile.
+    let exchanges: [(id: String, profile: String)]
+    /// `ClaimsProviderSelection`s: the exchange a button starts (`TargetClaimsExchangeId`) or the
+    /// one the page's own form validates with (`ValidationClaimsExchangeId`).
+    let selections: [(target: String?, validation: String?)]
+
+    init(_ element: PolicyElement) {
+        order = Int(element["Order"] ?? "") ?? 0
+        kind = Kind(rawValue: element["Type"] ?? "") ?? .claimsExchange
+        contentDefinition = element["ContentDefinitionReferenceId"]
+        issuerProfile = element["CpimIssuerTechnicalProfileReferenceId"]
+        preconditions = element.items("Preconditions", "Precondition").map(PolicyPrecondition.init)
+        exchanges = element.items("ClaimsExchanges", "ClaimsExchange").map { ($0["Id"] ?? "", $0["TechnicalProfileReferenceId"] ?? "") }
+        selections = element.items("ClaimsProviderSelections", "ClaimsProviderSelection").map {
+            ($0["TargetClaimsExchangeId"], $0["ValidationClaimsExchangeId"])
+        }
+    }
+
+    /// Whether a precondition skips this step for `claims`.
+    func skipped(for claims: PolicyClaims) -> Bool {
+        preconditions.contains { $0.action == "SkipThisOrchestrationStep" && $0.holds(in: claims) }
+    }
+}
+
+/// The relying party: the journey it runs, the refresh journey, and the claims the app gets.
+struct PolicyRelyingParty: Sendable {
+    let defaultJourney: String
+    /// `Endpoint Id="Token" UserJourneyReferenceId=…`: the journey a refresh runs.
+    let tokenJourney: String?
+    let outputClaims: [PolicyClaimReference]
+    /// `SubjectNamingInfo ClaimType`: the token claim that is the subject.
+    let subjectClaim: String
+    /// `JourneyInsights DeploymentMode="Development"`: keep the developer trace.
+    let developmentTrace: Bool
+
+    init(_ element: PolicyElement) {
+        defaultJourney = element.child("DefaultUserJourney")?["ReferenceId"] ?? ""
+        tokenJourney = element.items("Endpoints", "Endpoint").first { $0["Id"] == "Token" }?["UserJourneyReferenceId"]
+        let profile = element.child("TechnicalProfile")
+        outputClaims = profile.map { PolicyClaimReference.list($0, "OutputClaims", "OutputClaim") } ?? []
+        subjectClaim = profile?.child("SubjectNamingInfo")?["ClaimType"] ?? "sub"
+        developmentTrace = element.child("UserJourneyBehaviors")?.child("JourneyInsights")?["DeploymentMode"]?.lowercased() == "development"
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+
+/// A claim's value in a custom policy's claims bag, by the claim type's data type.
+enum PolicyClaimValue: Sendable, Codable, Equatable {
+    case string(String)
+    case boolean(Bool)
+    case integer(Int64)
+    case collection([String])
+
+    /// The value as text, as B2C writes a claim into a string (`True`/`False` for booleans, as .NET does).
+    var text: String {
+        switch self {
+        case .string(let value): value
+        case .boolean(let value): value ? "True" : "False"
+        case .integer(let value): String(value)
+        case .collection(let values): values.joined(separator: ",")
+        }
+    }
+
+    /// Reads `text` as a value of `type`; nil when it is not one.
+    static func parse(_ text: String, as type: PolicyClaimType.DataType) -> PolicyClaimValue? {
+        switch type {
+        case .boolean:
+            switch text.lowercased() {
+            case "true": return .boolean(true)
+            case "false": return .boolean(false)
+            default: return nil
+            }
+        case .int, .long: return Int64(text).map(PolicyClaimValue.integer)
+        case .stringCollection: return .collection([text])
+        case .string, .date, .dateTime, .alternativeSecurityId: return .string(text)
+        }
+    }
+}
+
+/// A custom policy's claims bag: what its steps and technical profiles read and write, by
+/// claim type id (case-insensitive, as B2C resolves them). Kept with the journey's state.
+struct PolicyClaims: Sendable, Codable, Equatable {
+    private(set) var values: [String: PolicyClaimValue] = [:]
+
+    init(_ values: [String: PolicyClaimValue] = [:]) {
+        for (key, value) in values { self.values[key.lowercased()] = value }
+    }
+
+    subscript(_ claim: String) -> PolicyClaimValue? {
+        get { values[claim.lowercased()] }
+        set { values[claim.lowercased()] = newValue }
+    }
+
+    /// Whether the claim has a value: an empty string or collection counts as none, as B2C's
+    /// `ClaimsExist` precondition treats them.
+    func has(_ claim: String) -> Bool {
+        switch self[claim] {
+        case nil: false
+        case .string(let value)?: !value.isEmpty
+        case .collection(let values)?: !values.isEmpty
+        default: true
+        }
+    }
+
+    func text(_ claim: String) -> String? { self[claim]?.text }
+
+    func bool(_ claim: String) -> Bool? {
+        if case .boolean(let value)? = self[claim] { return value }
+        return self[claim].flatMap { PolicyClaimValue.parse($0.text, as: .boolean) }.flatMap { if case .boolean(let b) = $0 { b } else { nil } }
+    }
+
+    mutating func remove(_ claim: String) { values[claim.lowercased()] = nil }
+
+    /// The names of the claims whose values differ between `self` and `other` (for the trace).
+    func changedNames(from other: PolicyClaims) -> [String] {
+        Set(values.keys).union(other.values.keys).filter { values[$0] != other.values[$0] }.sorted()
+    }
+}
