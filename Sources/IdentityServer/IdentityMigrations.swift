@@ -353,7 +353,8 @@ enum IdentityMigrations {
                     "ALTER TABLE authorization_requests DROP COLUMN pending_sign_up",
                 ]),
             // A tenant's custom policies (SPEC §2.12): the XML as uploaded, keyed by the id in
-            // any case, with the base it names (so a delete can refuse a policy others build on).
+            // any case, with the base it names (so a delete can refuse a policy others build on)
+            // and a revision each write changes (so every instance knows when to compile again).
             Migration(
                 version: 32, name: "custom policies",
                 [
@@ -361,7 +362,7 @@ enum IdentityMigrations {
                     CREATE TABLE custom_policies (
                         tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE, policy_id_lower TEXT NOT NULL,
                         policy_id TEXT NOT NULL, base_policy_id TEXT, body TEXT NOT NULL, uploaded_at BIGINT NOT NULL,
-                        PRIMARY KEY (tenant_id, policy_id_lower))
+                        revision TEXT NOT NULL, PRIMARY KEY (tenant_id, policy_id_lower))
                     """
                 ]),
             // Policy key sets (Graph beta trustFramework/keySets): a generated RSA key's private

@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import Synchronization
 import Storage
 
 /// A tenant's custom policy as uploaded: its id, the base it names, and its XML exactly as sent
@@ -31,6 +32,8 @@ public struct PolicyRejection: Error, Equatable, CustomStringConvertible {
 struct CustomPolicyLibrary: Sendable {
     let database: any Database
     let clock: any IdentityClock
+    /// Compiled relying parties, by tenant and id, with the revisions of their chains.
+    let compiled = CompiledPolicyCache()
 
     /// B2C's limit on policies per tenant ("Azure AD B2C service limits").
     static let maximumPolicies = 200
@@ -109,8 +112,8 @@ struct CustomPolicyLibrary: Sendable {
                     try await sql.raw("DELETE FROM custom_policies WHERE tenant_id = \(bind: tenantKey) AND policy_id_lower = \(bind: key)").run()
                     try await sql.raw(
                         """
-                        INSERT INTO custom_policies (tenant_id, policy_id_lower, policy_id, base_policy_id, body, uploaded_at)
-                        VALUES (\(bind: tenantKey), \(bind: key), \(bind: policy.id), \(bind: policy.baseID), \(bind: policy.body), \(bind: Int64(policy.uploadedAt.timeIntervalSince1970)))
+                        INSERT INTO custom_policies (tenant_id, policy_id_lower, policy_id, base_policy_id, body, uploaded_at, revision)
+                        VALUES (\(bind: tenantKey), \(bind: key), \(bind: policy.id), \(bind: policy.baseID), \(bind: policy.body), \(bind: Int64(policy.uploadedAt.timeIntervalSince1970)), \(bind: UUID().uuidString.lowercased()))
                         """
                     ).run()
                 }
@@ -225,5 +228,45 @@ struct CustomPolicyLibrary: Sendable {
     static func lockKey(tenantID: UUID) -> Int64 {
         let bytes = withUnsafeBytes(of: tenantID.uuid) { Array($0) }
         return bytes.prefix(8).reduce(Int64(0x1A)) { ($0 << 8) | Int64($1) } ^ 0x4346_5054  // "CFPT"
+    }
+
+    /// The compiled relying-party policy `id`, compiled again only when a policy of its chain
+    /// changed (one query of the tenant's revisions per call); nil when there is no such policy
+    /// or it is not a relying party (a base cannot be run).
+    func program(tenantID: UUID, id: String) async throws -> CompiledPolicy? {
+        let rows = try await database.rows(
+            "SELECT policy_id_lower, base_policy_id, revision FROM custom_policies WHERE tenant_id = ?",
+            [.text(tenantID.uuidString.lowercased())])
+        var revisions: [String: (base: String?, revision: String)] = [:]
+        for row in rows {
+            revisions[try row.text("policy_id_lower")] = (try row.optionalText("base_policy_id")?.lowercased(), try row.text("revision"))
+        }
+        var fingerprint: [String] = []
+        var next: String? = id.lowercased()
+        while let current = next, let entry = revisions[current], fingerprint.count <= PolicyCheck.maximumChainLength {
+            fingerprint.append("\(current)@\(entry.revision)")
+            next = entry.base
+        }
+        guard !fingerprint.isEmpty else { return nil }
+        let key = "\(tenantID.uuidString.lowercased())/\(id.lowercased())"
+        let print = fingerprint.joined(separator: ",")
+        if let cached = compiled.get(key, fingerprint: print) { return cached }
+        guard let effective = try await effectivePolicy(tenantID: tenantID, id: id), effective.child("RelyingParty") != nil else { return nil }
+        let program = CompiledPolicy(effective)
+        compiled.put(key, fingerprint: print, program)
+        return program
+    }
+}
+
+/// Compiled policies by key and the fingerprint of the chain they were compiled from.
+final class CompiledPolicyCache: Sendable {
+    private let entries = Mutex<[String: (fingerprint: String, policy: CompiledPolicy)]>([:])
+
+    func get(_ key: String, fingerprint: String) -> CompiledPolicy? {
+        entries.withLock { $0[key].flatMap { $0.fingerprint == fingerprint ? $0.policy : nil } }
+    }
+
+    func put(_ key: String, fingerprint: String, _ policy: CompiledPolicy) {
+        entries.withLock { $0[key] = (fingerprint, policy) }
     }
 }

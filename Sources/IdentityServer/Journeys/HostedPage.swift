@@ -20,6 +20,10 @@ enum HostedPage: String, CaseIterable, Sendable, Codable {
     /// The attribute page of a first federated sign-in.
     case federated
     case secondFactor = "mfa"
+    /// A custom policy's combined sign-in and sign-up page (content definition `unifiedssp`).
+    case unified
+    /// A custom policy's self-asserted page (content definition `selfasserted`).
+    case selfAsserted = "selfasserted"
 
     /// Whether the page answers GET (shows) and POST (acts).
     var methods: (get: Bool, post: Bool) {
@@ -43,6 +47,9 @@ enum PageTemplate: String, CaseIterable, Sendable {
     case accounts
     case federated
     case secondFactor = "mfa"
+    /// A custom policy's pages, with B2C's element ids.
+    case unified
+    case selfAsserted = "selfasserted"
     /// An API connector's block page.
     case blocked
     /// The code shown to a person when the app's redirect URI is `urn:ietf:wg:oauth:2.0:oob`.

@@ -25,6 +25,8 @@ struct JourneyCatalog: JourneyProvider {
     let consent: ConsentStep
     let tokenIssuance: TokenIssuanceStep
     let passwordCredentials: PasswordCredentialsStep
+    /// Runs custom policies' technical profiles.
+    let policyProfiles: PolicyProfileRunner
     /// Present where the development surface is on.
     let developmentFault: DevelopmentFaultStep?
 
@@ -48,6 +50,8 @@ struct JourneyCatalog: JourneyProvider {
             tenants: service.tenants, interactions: service.interactions, grants: service.grants, connectors: service.connectors,
             issuer: service.issuer, sessions: sessions, codeLifetime: configuration.codeLifetime)
         passwordCredentials = PasswordCredentialsStep(passwords: service.passwords)
+        policyProfiles = PolicyProfileRunner(
+            directory: PolicyDirectoryProvider(users: service.users, hasher: service.hasher, passwords: service.passwords), mailer: mailer)
         developmentFault = configuration.developmentMailbox ? DevelopmentFaultStep(faults: service.faults) : nil
     }
 
@@ -67,7 +71,8 @@ struct JourneyCatalog: JourneyProvider {
     }
 
     private func builtIn(for flow: UserFlow) -> Journey {
-        switch flow.type {
+        if let program = flow.customPolicy { return custom(program.policy) }
+        return switch flow.type {
         case .signUpOrSignIn, .signIn, .signUp:
             Journey(
                 name: "SignUpOrSignIn",
@@ -88,5 +93,19 @@ struct JourneyCatalog: JourneyProvider {
             // The password grant runs at the token endpoint, not through pages.
             Journey(name: "ResourceOwnerPasswordCredentials", steps: [])
         }
+    }
+
+    /// A custom policy's default user journey: each orchestration step on the engine, its
+    /// `SendClaims` the token issuance (with the relying party's claims). The engine's rules
+    /// hold as for every journey: tokens only for a known, enabled account.
+    private func custom(_ policy: CompiledPolicy) -> Journey {
+        guard let party = policy.relyingParty, let journey = policy.journey(party.defaultJourney) else {
+            return Journey(name: policy.id, steps: [])
+        }
+        let steps: [any OrchestrationStep] = journey.steps.map { step -> any OrchestrationStep in
+            if step.kind == .sendClaims { return tokenIssuance }
+            return PolicyStep(policy: policy, journey: journey.id, step: step, profiles: policyProfiles)
+        }
+        return Journey(name: journey.id, steps: steps)
     }
 }

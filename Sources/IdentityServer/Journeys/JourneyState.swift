@@ -11,6 +11,10 @@ struct JourneyState: Sendable, Codable, Equatable {
     var step = 0
     var stepID: String?
     var claims = JourneyClaims()
+    /// A custom policy's claims bag (SPEC §2.12), by claim type.
+    var policyClaims: PolicyClaims?
+    /// The claims exchange a custom policy's page chose (its `SignUpTarget`, a provider button).
+    var policyExchange: String?
     var trace: [JourneyTraceEntry] = []
     /// The correlation id of the request that started the journey, which its trace is kept under.
     var correlationID: String?

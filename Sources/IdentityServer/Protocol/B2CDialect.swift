@@ -144,6 +144,12 @@ struct B2CDialect: ProtocolDialect {
 
     /// The flow's application claims that this user has values for.
     private func appendUserClaims(_ context: IssuanceContext, into claims: inout JSONObjectBuilder) {
+        if let program = context.flow.customPolicy {
+            // A custom policy's claims are its relying party's, as the sign-in's bag had them.
+            claims.set("oid", context.user.objectID)
+            PolicyTokenClaims.append(context.claimOverrides, program.policy, into: &claims)
+            return
+        }
         let user = TokenIssuer.withConnectorValues(context)
         let selected = Set(context.flow.applicationClaims)
         // oid is always present: the Task API and MSAL's client_info depend on it

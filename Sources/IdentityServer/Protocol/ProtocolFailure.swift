@@ -72,6 +72,8 @@ enum ProtocolFailure: Error, Sendable, Equatable {
     case connectorFailed(ConnectorFailure)
     /// An upstream identity provider's answer that could not be used.
     case upstreamFailed(String)
+    /// A custom policy asks for something this service does not run (named in the text).
+    case policyNotRunnable(String)
     // Conditions only the Entra face has.
     /// Consent was refused on the consent page.
     case consentDeclined
@@ -249,6 +251,7 @@ extension ProtocolFailure {
                 "The claims exchange '\(failure.connector)' specified in step '\(failure.step.rawValue)' returned HTTP error response with Code '\(failure.code)' and Reason '\(failure.reason)'."
             )
         case .upstreamFailed(let message): return text("server_error", "90273", "An invalid response was received : '\(message)'")
+        case .policyNotRunnable(let detail): return processing(detail, error: "server_error")
         case .consentDeclined: return entraOnly("access_denied")
         case .consentRequired: return entraOnly("consent_required")
         case .grantNotConsented: return entraOnly("invalid_grant")

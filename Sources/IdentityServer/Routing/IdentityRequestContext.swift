@@ -88,6 +88,7 @@ struct PolicyRequestContext: ChildRequestContext, IdentityContext {
 struct PolicyResolver: RouterMiddleware {
     typealias Context = IdentityRequestContext
     let tenants: any TenantDirectory
+    let customPolicies: CustomPolicyLibrary
     let offered: @Sendable (UserFlow) -> UserFlow
     /// `.path` or `.tfp` for groups with a `:policy` capture, `.query` for the others.
     let placement: PolicyPlacement
@@ -104,7 +105,7 @@ struct PolicyResolver: RouterMiddleware {
         }
         let tenant = try await tenants.resolveSegment(tenantSegment)
         let name = policy ?? tenant.defaultPolicy
-        guard UserFlow.isValidName(name), let flow = try await tenants.userFlow(tenantID: tenant.id, name: name) else {
+        guard UserFlow.isValidName(name), let flow = try await flow(named: name, tenant: tenant) else {
             throw ProtocolFailure.unknownPolicy(name, tenant: tenant.name)
         }
         var context = context
@@ -115,6 +116,13 @@ struct PolicyResolver: RouterMiddleware {
 
     /// A captured path segment, percent-decoded as the protocol URLs are.
     static func decoded(_ segment: String) -> String { segment.removingPercentEncoding ?? segment }
+
+    /// A user flow, or a custom policy (`B2C_1A_…`) that is a relying party, as a flow.
+    private func flow(named name: String, tenant: Tenant) async throws -> UserFlow? {
+        if let flow = try await tenants.userFlow(tenantID: tenant.id, name: name) { return flow }
+        guard CustomPolicyID.names(name), let policy = try await customPolicies.program(tenantID: tenant.id, id: name) else { return nil }
+        return UserFlow(customPolicy: policy, tenantID: tenant.id)
+    }
 }
 
 extension TenantDirectory {

@@ -119,7 +119,8 @@ extension IdentityServer {
     /// served too: B2C answers both (research/b2c-protocol.md §1.1).
     private func addProtocolRoutes(to shape: RouterGroup<IdentityRequestContext>, placement: PolicyPlacement, journeys: JourneyEngine) {
         let service = self.service
-        let resolver = PolicyResolver(tenants: service.tenants, offered: { service.offered($0) }, placement: placement)
+        let resolver = PolicyResolver(
+            tenants: service.tenants, customPolicies: service.customPolicies, offered: { service.offered($0) }, placement: placement)
 
         // Machine-facing: errors as B2C's JSON.
         let machine = shape.group()

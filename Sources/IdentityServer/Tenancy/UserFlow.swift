@@ -169,6 +169,9 @@ public struct UserFlow: Sendable, Equatable {
     public var mfa: MFAPolicy = .off
     /// The tenant's API connectors this flow calls, by step (SPEC §2.11).
     public var connectors = FlowConnectors()
+    /// The compiled custom policy, when this "flow" is one (`B2C_1A_…`, SPEC §2.12): its journey
+    /// and token claims come from the policy, not from the fields above.
+    var customPolicy: CustomPolicyProgram?
 
     public init(
         tenantID: UUID, name: String, type: UserFlowType, identityProviders: [IdentityProviderKind] = [.local],

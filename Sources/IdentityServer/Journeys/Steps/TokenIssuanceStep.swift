@@ -54,13 +54,20 @@ struct TokenIssuanceStep: OrchestrationStep {
         let authTime = run.claims.authTime ?? now
         let newUser = run.claims.newUser
         // B2C's "Before sending the token" connector: its values go into this sign-in's tokens.
-        let overrides: [String: String]
-        switch await connectors.tokenClaimOverrides(
+        var overrides: [String: String] = [:]
+        if let program = flow.customPolicy {
+            let resolver = PolicyClaimResolver(
+                policyID: program.policy.id, tenant: tenant, language: run.language, correlationID: run.state.correlationID ?? "",
+                clientAddress: run.clientAddress, host: run.request.head.authority ?? "", now: now, authorization: authorization)
+            overrides = PolicyTokenClaims.values(program.policy, claims: run.state.policyClaims ?? PolicyClaims(), resolver: resolver)
+        } else {
+            switch await connectors.tokenClaimOverrides(
             flow: flow, user: user, tenant: tenant, clientID: authorization.clientID, uiLocales: authorization.uiLocales,
             logger: run.logger)
-        {
-        case .success(let values): overrides = values
-        case .failure(let failure): return .fail(failure.b2cError)
+            {
+            case .success(let values): overrides = values
+            case .failure(let failure): return .fail(failure.b2cError)
+            }
         }
         // Each transaction yields one result: two racing requests cannot both issue.
         guard try await interactions.completeInteraction(id: run.record.id, now: now) else { throw JourneyEngine.alreadyCompleted }

@@ -1,0 +1,168 @@
+import Foundation
+import Logging
+
+/// Why a technical profile stopped: a message for the page it was validating (B2C shows it on
+/// the form), or a failure for the app.
+enum PolicyProfileFailure: Error, Equatable {
+    case userMessage(String)
+    case protocolFailure(ProtocolFailure)
+}
+
+/// B2C's `AzureActiveDirectoryProvider` on this service's directory (SPEC §2.12): `Read` and
+/// `Write` of a local account found by `objectId` or `signInNames.emailAddress`, with
+/// `RaiseErrorIfClaimsPrincipalDoesNotExist` / `AlreadyExists` and their `UserMessageIf…`
+/// texts; and the `login-NonInteractive` password check B2C makes against
+/// login.microsoftonline.com, answered in-process by the same password rules (lockout included).
+struct PolicyDirectoryProvider: Sendable {
+    let users: any UserDirectory
+    let hasher: PasswordHasher
+    let passwords: PasswordAuthenticator
+
+    /// The directory property a claim reference names (its partner claim type, else its claim type).
+    static func property(_ reference: PolicyClaimReference) -> String { reference.partnerClaimType ?? reference.claimType }
+
+    /// Runs a directory profile on `claims`; returns the account it read or wrote.
+    func run(_ profile: PolicyTechnicalProfile, claims: inout PolicyClaims, tenant: Tenant, now: Date) async throws -> UserAccount? {
+        let operation = profile.metadata["Operation"] ?? "Read"
+        guard let key = profile.inputClaims.first else { return nil }
+        let keyValue = claims.text(key.claimType) ?? key.defaultValue ?? ""
+        let found = try await account(property: Self.property(key), value: keyValue, tenant: tenant)
+        switch operation {
+        case "Read":
+            guard let user = found else {
+                if profile.flag("RaiseErrorIfClaimsPrincipalDoesNotExist", default: false) {
+                    throw PolicyProfileFailure.userMessage(
+                        profile.metadata["UserMessageIfClaimsPrincipalDoesNotExist"] ?? "An account could not be found for the provided user ID.")
+                }
+                return nil
+            }
+            write(user, into: &claims, profile.outputClaims, tenant: tenant, created: false)
+            return user
+        case "Write":
+            if let user = found {
+                if profile.flag("RaiseErrorIfClaimsPrincipalAlreadyExists", default: false) {
+                    throw PolicyProfileFailure.userMessage(
+                        profile.metadata["UserMessageIfClaimsPrincipalAlreadyExists"] ?? "A user with the specified ID already exists. Please choose a different one.")
+                }
+                let updated = try await update(user, from: claims, profile.persistedClaims, now: now)
+                write(updated, into: &claims, profile.outputClaims, tenant: tenant, created: false)
+                return updated
+            }
+            let user = try await create(from: claims, profile.persistedClaims, tenant: tenant, now: now)
+            write(user, into: &claims, profile.outputClaims, tenant: tenant, created: true)
+            return user
+        default:
+            throw PolicyProfileFailure.protocolFailure(.policyNotRunnable("The directory operation '\(operation)' of '\(profile.id)' is not supported by this service."))
+        }
+    }
+
+    /// `login-NonInteractive`: the `username` and `password` input claims checked as a sign-in.
+    func checkPassword(_ profile: PolicyTechnicalProfile, claims: inout PolicyClaims, tenant: Tenant, source: String, now: Date, logger: Logger)
+        async throws -> UserAccount
+    {
+        let username = profile.inputClaims.first { Self.property($0) == "username" }.flatMap { claims.text($0.claimType) } ?? ""
+        let password = profile.inputClaims.first { Self.property($0) == "password" }.flatMap { claims.text($0.claimType) } ?? ""
+        switch try await passwords.authenticate(tenantID: tenant.id, email: username, password: password, source: source, now: now, logger: logger) {
+        case .invalid:
+            // B2C's texts for the sign-in page (UserMessageIfInvalidPassword and friends).
+            throw PolicyProfileFailure.userMessage("Your password is incorrect.")
+        case .locked: throw PolicyProfileFailure.userMessage(ProtocolFailure.accountLocked.message)
+        case .disabled: throw PolicyProfileFailure.userMessage(ProtocolFailure.accountDisabled.message)
+        case .success(let user):
+            // The id token B2C gets back, by its claim names.
+            let values: [String: String] = [
+                "oid": user.objectID, "sub": user.objectID, "tid": tenant.guid, "name": user.displayName,
+                "given_name": user.attributes[UserAttribute.givenName.rawValue] ?? "",
+                "family_name": user.attributes[UserAttribute.surname.rawValue] ?? "", "upn": "\(user.objectID)@\(tenant.name)",
+                "email": user.email ?? "",
+            ]
+            for reference in profile.outputClaims {
+                if let value = values[Self.property(reference)], !value.isEmpty {
+                    claims[reference.claimType] = .string(value)
+                } else if let value = reference.defaultValue {
+                    claims[reference.claimType] = .string(value)
+                }
+            }
+            return user
+        }
+    }
+
+    private func account(property: String, value: String, tenant: Tenant) async throws -> UserAccount? {
+        guard !value.isEmpty else { return nil }
+        switch property {
+        case "objectId":
+            guard let id = UUID(uuidString: value), let user = try await users.user(id: id), user.tenantID == tenant.id else { return nil }
+            return user
+        case "signInNames.emailAddress", "email", "signInNames.userName":
+            guard let email = EmailAddress(value) else { return nil }
+            return try await users.user(tenantID: tenant.id, provider: .local, signInName: email.canonical)
+        default: return nil
+        }
+    }
+
+    private func create(from claims: PolicyClaims, _ persisted: [PolicyClaimReference], tenant: Tenant, now: Date) async throws -> UserAccount {
+        var values: [String: String] = [:]
+        for reference in persisted {
+            if let value = claims.text(reference.claimType) ?? reference.defaultValue { values[Self.property(reference)] = value }
+        }
+        guard let email = EmailAddress(values["signInNames.emailAddress"] ?? values["email"] ?? "") else {
+            throw PolicyProfileFailure.userMessage("Please enter a valid email address.")
+        }
+        guard let password = values["password"], !password.isEmpty else {
+            throw PolicyProfileFailure.userMessage("Please enter a password.")
+        }
+        let hash = try await hasher.hash(password)
+        let user = UserAccount(
+            tenantID: tenant.id, identityProvider: .local, signInName: email.canonical, email: email.display,
+            displayName: values["displayName"] ?? String(email.display.split(separator: "@").first ?? ""),
+            attributes: Self.attributes(values), passwordHash: hash, createdAt: now, emailVerified: true)
+        do {
+            try await users.create(user)
+        } catch UserDirectoryError.duplicate {
+            throw PolicyProfileFailure.userMessage("A user with the specified ID already exists. Please choose a different one.")
+        }
+        return user
+    }
+
+    private func update(_ user: UserAccount, from claims: PolicyClaims, _ persisted: [PolicyClaimReference], now: Date) async throws -> UserAccount {
+        var values: [String: String] = [:]
+        for reference in persisted { if let value = claims.text(reference.claimType) { values[Self.property(reference)] = value } }
+        var updated = user
+        if let name = values["displayName"] { updated.displayName = name }
+        updated.attributes.merge(Self.attributes(values)) { _, new in new }
+        try await users.updateProfile(id: user.id, displayName: updated.displayName, attributes: updated.attributes, now: now)
+        if let password = values["password"], !password.isEmpty {
+            try await users.setPassword(id: user.id, hash: try await hasher.hash(password), emailProven: true, forceChange: false, now: now)
+        }
+        return updated
+    }
+
+    /// The directory's optional properties as this service's account attributes.
+    private static func attributes(_ values: [String: String]) -> [String: String] {
+        var attributes: [String: String] = [:]
+        for attribute in UserAttribute.allCases where attribute != .displayName {
+            if let value = values[attribute.rawValue], !value.isEmpty { attributes[attribute.rawValue] = value }
+        }
+        for (key, value) in values where key.hasPrefix("extension_") { attributes[key] = value }
+        return attributes
+    }
+
+    /// The account's properties into the profile's output claims.
+    private func write(_ user: UserAccount, into claims: inout PolicyClaims, _ outputs: [PolicyClaimReference], tenant: Tenant, created: Bool) {
+        for reference in outputs {
+            let property = Self.property(reference)
+            let value: PolicyClaimValue? =
+                switch property {
+                case "objectId": .string(user.objectID)
+                case "newClaimsPrincipalCreated": .boolean(created)
+                case "signInNames.emailAddress", "email", "mail": user.email.map(PolicyClaimValue.string)
+                case "otherMails": .collection(user.email.map { [$0] } ?? [])
+                case "displayName": .string(user.displayName)
+                case "userPrincipalName": .string("\(user.objectID)@\(tenant.name)")
+                case "accountEnabled": .boolean(user.accountEnabled)
+                default: user.attributes[property].map(PolicyClaimValue.string)
+                }
+            if let value { claims[reference.claimType] = value } else if let fallback = reference.defaultValue { claims[reference.claimType] = .string(fallback) }
+        }
+    }
+}

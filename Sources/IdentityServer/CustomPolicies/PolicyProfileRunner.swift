@@ -1,0 +1,139 @@
+import Foundation
+import Hummingbird
+
+/// Runs a custom policy's technical profiles on a journey's claims bag (SPEC §2.12): directory
+/// reads and writes, the in-process password check, claims transformations, and what a
+/// self-asserted page collects with its validation profiles.
+struct PolicyProfileRunner: Sendable {
+    let directory: PolicyDirectoryProvider
+    let mailer: VerificationMailer
+
+    func resolver(_ run: JourneyRun, _ policy: CompiledPolicy) -> PolicyClaimResolver {
+        PolicyClaimResolver(
+            policyID: policy.id, tenant: run.tenant, language: run.language, correlationID: run.state.correlationID ?? "",
+            clientAddress: run.clientAddress, host: run.request.head.authority ?? "", now: run.now, authorization: run.authorization)
+    }
+
+    func context(_ run: JourneyRun, profile: String) -> ClaimsTransformationContext {
+        ClaimsTransformationContext(now: run.now, tenantName: run.tenant.name, technicalProfileID: profile)
+    }
+
+    /// Runs transformations by id on the bag; an assertion's message comes from `messages`
+    /// (the metadata of the profiles running it), else B2C's default.
+    func transform(_ ids: [String], _ policy: CompiledPolicy, _ claims: inout PolicyClaims, _ run: JourneyRun, profile: String,
+        messages: [String: String]) throws(PolicyProfileFailure)
+    {
+        for id in ids {
+            guard let transformation = policy.transformation(id) else { continue }
+            do {
+                try ClaimsTransformations.run(transformation, on: &claims, context: context(run, profile: profile))
+            } catch {
+                switch error {
+                case .assertion(let key, let message): throw .userMessage(messages[key] ?? message)
+                case .invalidInput(let message): throw .protocolFailure(.policyNotRunnable("Claims transformation '\(id)': \(message)"))
+                }
+            }
+        }
+    }
+
+    /// Runs a profile that shows no page (a claims exchange step's, or a validation profile);
+    /// returns the account it found, wrote or signed in.
+    func runWithoutPage(_ profile: PolicyTechnicalProfile, _ policy: CompiledPolicy, _ claims: inout PolicyClaims, _ run: JourneyRun,
+        messages: [String: String] = [:]) async throws -> UserAccount?
+    {
+        let resolver = resolver(run, policy)
+        resolver.applyDefaults(profile.inputClaims, to: &claims)
+        let messages = messages.merging(profile.metadata) { outer, _ in outer }
+        try transform(profile.inputTransformations, policy, &claims, run, profile: profile.id, messages: messages)
+        var account: UserAccount?
+        switch profile.kind {
+        case .directory: account = try await directory.run(profile, claims: &claims, tenant: run.tenant, now: run.now)
+        case .identityProvider where Self.isPasswordCheck(profile):
+            account = try await directory.checkPassword(
+                profile, claims: &claims, tenant: run.tenant, source: run.clientAddress, now: run.now, logger: run.logger)
+        case .identityProvider(let name):
+            throw PolicyProfileFailure.protocolFailure(
+                .policyNotRunnable("The \(name) identity provider profile '\(profile.id)' cannot run here yet."))
+        case .claimsTransformation, .jwtIssuer, .session, .selfAsserted: break
+        }
+        resolver.applyDefaults(profile.outputClaims, to: &claims)
+        try transform(profile.outputTransformations, policy, &claims, run, profile: profile.id, messages: messages)
+        return account
+    }
+
+    /// `login-NonInteractive` and its like: an OpenID Connect profile that sends a `username`
+    /// and a `password`, the resource-owner call B2C makes to check a local account's password.
+    static func isPasswordCheck(_ profile: PolicyTechnicalProfile) -> Bool {
+        let partners = Set(profile.inputClaims.map(PolicyDirectoryProvider.property))
+        return partners.contains("username") && partners.contains("password")
+    }
+
+    /// What a self-asserted profile collects: its output claims that a person types (a claim
+    /// type with a `UserInputType`), without the verified email, which has its own control.
+    static func fields(_ profile: PolicyTechnicalProfile, _ policy: CompiledPolicy) -> [(PolicyClaimReference, PolicyClaimType)] {
+        profile.outputClaims.compactMap { reference in
+            guard reference.partnerClaimType != "Verified.Email", let type = policy.claimType(reference.claimType), type.userInputType != nil
+            else { return nil }
+            return (reference, type)
+        }
+    }
+
+    /// The claim a self-asserted profile proves with a code (`PartnerClaimType="Verified.Email"`).
+    static func verifiedEmailClaim(_ profile: PolicyTechnicalProfile) -> String? {
+        profile.outputClaims.first { $0.partnerClaimType == "Verified.Email" }?.claimType
+    }
+
+    /// A self-asserted page's submission: the typed claims checked against their claim types,
+    /// the verified email, the passwords, then the validation profiles in order. Returns the
+    /// account a validation profile signed in or wrote.
+    func submit(_ profile: PolicyTechnicalProfile, _ policy: CompiledPolicy, _ claims: inout PolicyClaims, _ run: JourneyRun) async throws
+        -> UserAccount?
+    {
+        let fields = Self.fields(profile, policy)
+        for (reference, type) in fields {
+            let raw = (run.form[type.id] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            if type.userInputType == "Readonly" || type.userInputType == "Paragraph" { continue }
+            if raw.isEmpty {
+                if reference.required { throw PolicyProfileFailure.userMessage("\(type.displayName) is required.") }
+                claims.remove(type.id)
+                continue
+            }
+            guard raw.count <= 1024 else { throw PolicyProfileFailure.userMessage("\(type.displayName) is too long.") }
+            if let pattern = type.pattern, raw.range(of: "^(?:\(pattern.expression))$", options: .regularExpression) == nil {
+                throw PolicyProfileFailure.userMessage(pattern.helpText ?? "Please enter a valid \(type.displayName).")
+            }
+            if !type.enumeration.isEmpty, !type.enumeration.contains(where: { $0.value == raw }) {
+                throw PolicyProfileFailure.userMessage("Please choose a value for \(type.displayName).")
+            }
+            guard let value = PolicyClaimValue.parse(raw, as: type.dataType) else {
+                throw PolicyProfileFailure.userMessage("Please enter a valid \(type.displayName).")
+            }
+            claims[type.id] = value
+        }
+        if let claim = Self.verifiedEmailClaim(profile) {
+            guard let proven = run.claims.verifiedEmail else { throw PolicyProfileFailure.userMessage("Verify your email address first.") }
+            claims[claim] = .string(proven)
+        }
+        // B2C's self-asserted provider checks the new password pair itself (and its complexity
+        // here, where the password rules are the service's).
+        if fields.contains(where: { $0.1.id.lowercased() == "newpassword" }), let problem = run.newPasswordProblem() {
+            throw PolicyProfileFailure.userMessage(problem)
+        }
+        resolver(run, policy).applyDefaults(profile.outputClaims, to: &claims)
+        try transform(profile.outputTransformations, policy, &claims, run, profile: profile.id, messages: profile.metadata)
+        var account: UserAccount?
+        for validation in profile.validationProfiles {
+            if validation.preconditions.contains(where: { $0.action == "SkipThisValidationTechnicalProfile" && $0.holds(in: claims) }) {
+                continue
+            }
+            guard let validator = policy.profile(validation.profile) else { continue }
+            do {
+                if let found = try await runWithoutPage(validator, policy, &claims, run, messages: profile.metadata) { account = found }
+            } catch let failure as PolicyProfileFailure where validation.continueOnError {
+                run.logger.debug("validation profile failed, continuing", metadata: ["profile": "\(validator.id)", "failure": "\(failure)"])
+            }
+            if !validation.continueOnSuccess { break }
+        }
+        return account
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import Hummingbird
+
+/// The pages of a custom policy's steps, with B2C's element ids (`signInName`, `password`,
+/// `next`, `createAccount`, `email_ver_but_send`, `email_ver_input`, `email_ver_but_verify`,
+/// `continue`, and each claim type's id for its input).
+extension PolicyStep {
+    func unifiedPage(_ run: JourneyRun, error: String? = nil, status: HTTPResponse.Status = .ok) throws -> Response {
+        let claims = run.state.policyClaims ?? PolicyClaims()
+        var values: [String: Any] = [
+            "title": run.text("signin_title"), "action": run.url(.unified),
+            "signInName": claims.text("signInName") ?? run.authorization.loginHint ?? "",
+            "signInNameLabel": policy.claimType("signInName")?.displayName ?? run.text("email"),
+            "signUp": signInProfileOffersSignUp,
+        ]
+        if let error { values["error"] = error }
+        if run.authorization.protocolFace.dialect.handsPasswordResetToApp { values["forgotURL"] = run.url(.forgotPassword) }
+        return try run.page(.unified, values, status: status)
+    }
+
+    private var signInProfileOffersSignUp: Bool {
+        step.exchanges.contains { policy.profile($0.profile)?.metadata["SignUpTarget"] != nil }
+    }
+
+    func selfAssertedPage(_ profile: PolicyTechnicalProfile, _ run: JourneyRun, error: String? = nil, status: HTTPResponse.Status = .ok)
+        throws -> Response
+    {
+        let claims = run.state.policyClaims ?? PolicyClaims()
+        var values: [String: Any] = ["title": profile.displayName ?? run.text("signup_title"), "action": run.url(.selfAsserted)]
+        if let error { values["error"] = error }
+        if let claim = PolicyProfileRunner.verifiedEmailClaim(profile) {
+            let label = policy.claimType(claim)?.displayName ?? run.text("email")
+            if let verified = run.claims.verifiedEmail {
+                values["verifiedEmail"] = ["claim": claim, "label": label, "email": verified]
+                values["showForm"] = true
+            } else {
+                var verification: [String: Any] = ["claim": claim, "label": label]
+                if let pending = run.claims.pendingEmail {
+                    verification["stepCode"] = true
+                    verification["email"] = pending
+                    if let outbox = run.outboxURL { verification["outboxURL"] = outbox }
+                } else {
+                    verification["stepEmail"] = true
+                    verification["email"] = claims.text(claim) ?? ""
+                }
+                values["verification"] = verification
+            }
+        } else {
+            values["showForm"] = true
+        }
+        values["fields"] = PolicyProfileRunner.fields(profile, policy).map { reference, type in
+            field(type, required: reference.required, value: claims)
+        }
+        return try run.page(.selfAsserted, values, status: status)
+    }
+
+    /// A claim type's input, by its `UserInputType`.
+    private func field(_ type: PolicyClaimType, required: Bool, value claims: PolicyClaims) -> [String: Any] {
+        let secret = type.userInputType == "Password"
+        let current = secret ? "" : (claims.text(type.id) ?? "")
+        var field: [String: Any] = ["id": type.id, "label": type.displayName, "required": required, "value": current]
+        if let help = type.userHelpText { field["help"] = help }
+        switch type.userInputType {
+        case "Paragraph": field["paragraph"] = true
+        case "DropdownSingleSelect", "RadioSingleSelect", "CheckboxMultiSelect" where !type.enumeration.isEmpty:
+            field["select"] = true
+            field["options"] = type.enumeration.map { ["text": $0.text, "value": $0.value, "selected": $0.value == current] }
+        case _ where type.dataType == .boolean:
+            field["checkbox"] = true
+            field["checked"] = claims.bool(type.id) == true
+        default:
+            field["input"] = true
+            field["readonly"] = type.userInputType == "Readonly"
+            field["inputType"] =
+                switch type.userInputType {
+                case "Password": "password"
+                case "EmailBox": "email"
+                case "DateTimeDropdown": "date"
+                default: "text"
+                }
+            field["autocomplete"] = secret ? "new-password" : "off"
+        }
+        return field
+    }
+}

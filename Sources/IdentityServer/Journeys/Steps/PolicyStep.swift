@@ -1,0 +1,152 @@
+import Foundation
+import Hummingbird
+
+/// One orchestration step of a custom policy's user journey, run by the same engine as the
+/// built-in flows (SPEC §2.12): `CombinedSignInAndSignUp` shows the unified page and validates
+/// with its claims exchange's profile; `ClaimsExchange` runs its technical profile (a
+/// self-asserted page, a directory read or write, a transformation); preconditions on the
+/// claims bag skip it. `SendClaims` is the token issuance step (``JourneyCatalog``).
+struct PolicyStep: OrchestrationStep {
+    let policy: CompiledPolicy
+    let journey: String
+    let step: PolicyOrchestrationStep
+    let profiles: PolicyProfileRunner
+
+    var id: String { "\(journey)#\(step.order)" }
+
+    var pages: Set<HostedPage> {
+        switch step.kind {
+        case .combinedSignInAndSignUp: [.unified, .forgotPassword]
+        case .claimsExchange, .claimsProviderSelection: [.selfAsserted]
+        case .sendClaims: []
+        }
+    }
+
+    func applies(to run: JourneyRun) -> Bool { !step.skipped(for: run.state.policyClaims ?? PolicyClaims()) }
+
+    /// The profile this step runs: the exchange a page chose (a sign-up target), else its first.
+    private func profile(_ run: JourneyRun) -> PolicyTechnicalProfile? {
+        let chosen = step.exchanges.first { $0.id.lowercased() == run.state.policyExchange?.lowercased() } ?? step.exchanges.first
+        return chosen.flatMap { policy.profile($0.profile) }
+    }
+
+    /// The combined page's own profile: the exchange its `ValidationClaimsExchangeId` names.
+    private var signInProfile: PolicyTechnicalProfile? {
+        let exchange = step.selections.compactMap(\.validation).first
+        return (step.exchanges.first { $0.id == exchange } ?? step.exchanges.first).flatMap { policy.profile($0.profile) }
+    }
+
+    func enter(_ run: inout JourneyRun) async throws -> StepOutcome {
+        var claims = run.state.policyClaims ?? PolicyClaims()
+        defer { run.state.policyClaims = claims }
+        switch step.kind {
+        case .sendClaims: return .next
+        case .combinedSignInAndSignUp:
+            if let profile = signInProfile { profiles.resolver(run, policy).applyDefaults(profile.inputClaims, to: &claims) }
+            return .interact(.redirecting(to: run.url(.unified)))
+        case .claimsExchange, .claimsProviderSelection:
+            guard let profile = profile(run) else { return .next }
+            if profile.kind == .selfAsserted {
+                profiles.resolver(run, policy).applyDefaults(profile.inputClaims, to: &claims)
+                do {
+                    try profiles.transform(profile.inputTransformations, policy, &claims, run, profile: profile.id, messages: profile.metadata)
+                } catch {
+                    switch error {
+                    case .userMessage(let message): throw PageError(status: .badRequest, title: "Something went wrong", message: message)
+                    case .protocolFailure(let failure): return .fail(failure)
+                    }
+                }
+                return .interact(.redirecting(to: run.url(.selfAsserted)))
+            }
+            do {
+                let account = try await profiles.runWithoutPage(profile, policy, &claims, run)
+                signIn(account, &run, claims: claims)
+            } catch PolicyProfileFailure.userMessage(let message) {
+                throw PageError(status: .badRequest, title: "Something went wrong", message: message)
+            } catch PolicyProfileFailure.protocolFailure(let failure) {
+                return .fail(failure)
+            }
+            return .next
+        }
+    }
+
+    func show(_ page: HostedPage, _ run: inout JourneyRun) async throws -> StepOutcome {
+        switch page {
+        case .unified: return .interact(try unifiedPage(run))
+        case .forgotPassword:
+            guard run.authorization.protocolFace.dialect.handsPasswordResetToApp else { return .interact(.redirecting(to: run.url(.unified))) }
+            return .fail(.forgotPassword(loginHint: run.authorization.loginHint))
+        default:
+            guard let profile = profile(run), profile.kind == .selfAsserted else { throw JourneyEngine.notThisStep }
+            return .interact(try selfAssertedPage(profile, run))
+        }
+    }
+
+    func act(on page: HostedPage, _ run: inout JourneyRun) async throws -> StepOutcome {
+        var claims = run.state.policyClaims ?? PolicyClaims()
+        defer { run.state.policyClaims = claims }
+        if page == .unified {
+            if run.form["action"] == "signup" {
+                // "Sign up now": the exchange the sign-in profile names as its `SignUpTarget`.
+                run.state.policyExchange = signInProfile?.metadata["SignUpTarget"]
+                return .next
+            }
+            guard let profile = signInProfile else { throw JourneyEngine.notThisStep }
+            claims["signInName"] = (run.form["signInName"]).map(PolicyClaimValue.string)
+            claims["password"] = (run.form["password"]).map(PolicyClaimValue.string)
+            do {
+                let account = try await profiles.submit(profile, policy, &claims, run)
+                claims.remove("password")
+                signIn(account, &run, claims: claims)
+                return .next
+            } catch PolicyProfileFailure.userMessage(let message) {
+                claims.remove("password")
+                return .interact(try unifiedPage(run, error: message, status: .badRequest))
+            } catch PolicyProfileFailure.protocolFailure(let failure) {
+                return .fail(failure)
+            }
+        }
+        guard page == .selfAsserted, let profile = profile(run), profile.kind == .selfAsserted else { throw JourneyEngine.notThisStep }
+        let reload = StepOutcome.interact(.redirecting(to: run.url(.selfAsserted), status: .seeOther))
+        switch run.form["action"] {
+        case "send":
+            guard let claim = PolicyProfileRunner.verifiedEmailClaim(profile), let email = EmailAddress(run.form[claim] ?? "") else {
+                return .interact(try selfAssertedPage(profile, run, error: run.text("error_email"), status: .badRequest))
+            }
+            run.claims.pendingEmail = email.canonical
+            run.claims.verifiedEmail = nil
+            let current = run
+            guard try await VerificationMailer.takingTheSameTime({ try await profiles.mailer.send(to: email.display, for: email.canonical, account: nil, current) })
+            else { return .interact(try selfAssertedPage(profile, run, error: run.text("error_throttled"), status: .tooManyRequests)) }
+            return reload
+        case "verify":
+            guard let claim = PolicyProfileRunner.verifiedEmailClaim(profile), let email = run.claims.pendingEmail else { return reload }
+            switch try await profiles.mailer.check(run.form["\(claim)_ver_input"] ?? "", for: email, run) {
+            case .proves(account: nil): run.claims.verifiedEmail = email
+            case .throttled: return .interact(try selfAssertedPage(profile, run, error: run.text("error_tooManyCodes"), status: .tooManyRequests))
+            case .proves, .refused: return .interact(try selfAssertedPage(profile, run, error: run.text("error_codeMismatch"), status: .badRequest))
+            }
+            return reload
+        default:
+            do {
+                let account = try await profiles.submit(profile, policy, &claims, run)
+                for secret in ["password", "newPassword", "reenterPassword"] { claims.remove(secret) }
+                signIn(account, &run, claims: claims)
+                return .next
+            } catch PolicyProfileFailure.userMessage(let message) {
+                return .interact(try selfAssertedPage(profile, run, error: message, status: .badRequest))
+            } catch PolicyProfileFailure.protocolFailure(let failure) {
+                return .fail(failure)
+            }
+        }
+    }
+
+    /// An account a profile signed in, wrote or read becomes the journey's user.
+    private func signIn(_ account: UserAccount?, _ run: inout JourneyRun, claims: PolicyClaims) {
+        guard let account, run.claims.userID == nil || run.claims.userID == account.id else { return }
+        if run.claims.userID == nil {
+            run.claims.authenticated(account, by: .local, at: run.now, newUser: claims.bool("newUser") ?? false)
+        }
+        run.user = account
+    }
+}
