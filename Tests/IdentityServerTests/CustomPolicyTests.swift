@@ -192,4 +192,20 @@ struct CustomPolicyTests {
         #expect(try CustomPolicyLibrary.chain(of: "b2c_1a_l9", in: policies).count == 10)
         #expect(throws: CustomPolicyLibrary.ChainProblem.self) { try CustomPolicyLibrary.chain(of: "b2c_1a_l10", in: policies) }
     }
+
+    @Test("a .NET pattern runs under ICU: '[' and '&' in a class are literal; a pattern that backtracks badly stops at its deadline")
+    func patterns() {
+        #expect(PolicyPattern.icu(#"^[A-Z[\]{}&]+$"#) == #"^[A-Z\[\]{}\&]+$"#)
+        #expect(PolicyPattern.icu(#"[^[]"#) == #"[^\[]"#)
+        // The shape of the starter pack's password rule: lookaheads, then a class with `[\]{}`.
+        let password = #"^((?=.*[a-z])(?=.*[A-Z])(?=.*\d))([A-Za-z\d@#$%^&*\-_+=[\]{}|\\:',?/`~"();!]|\.(?!@)){8,16}$"#
+        #expect(PolicyPattern.matches("Starter-Pass1", password))
+        #expect(PolicyPattern.matches("Has[Bracket]9", password))
+        #expect(!PolicyPattern.matches("short1A", password))
+        #expect(!PolicyPattern.matches("no-upper-case-1", password))
+        #expect(!PolicyPattern.matches(String(repeating: "A", count: PolicyPattern.maximumInput + 1), "A*"), "too long to try")
+        // Exponential backtracking: without the deadline this would not finish.
+        #expect(!PolicyPattern.matches(String(repeating: "a", count: 60) + "!", "(a+)+$"))
+        #expect(PolicyPattern.compile("(unclosed") == nil)
+    }
 }

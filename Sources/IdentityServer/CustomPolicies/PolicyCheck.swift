@@ -65,6 +65,9 @@ enum PolicyCheck {
             if !PolicySchema.dataTypes.contains(type) {
                 problems.append("ClaimType '\(claimType["Id"] ?? "")' has the DataType '\(type)', which is not supported by this service.")
             }
+            if let pattern = claimType.child("Restriction")?.child("Pattern")?["RegularExpression"], PolicyPattern.compile(pattern) == nil {
+                problems.append("ClaimType '\(claimType["Id"] ?? "")' has a Restriction Pattern that is not a valid regular expression.")
+            }
             for reference in claimType.children("PredicateValidationReference") {
                 missing("PredicateValidation", reference["Id"], in: predicateValidations, at: reference)
             }

@@ -98,8 +98,8 @@ struct PolicyProfileRunner: Sendable {
                 claims.remove(type.id)
                 continue
             }
-            guard raw.count <= 1024 else { throw PolicyProfileFailure.userMessage("\(type.displayName) is too long.") }
-            if let pattern = type.pattern, raw.range(of: "^(?:\(pattern.expression))$", options: .regularExpression) == nil {
+            guard raw.count <= PolicyPattern.maximumInput else { throw PolicyProfileFailure.userMessage("\(type.displayName) is too long.") }
+            if let pattern = type.pattern, !PolicyPattern.matches(raw, pattern.expression) {
                 throw PolicyProfileFailure.userMessage(pattern.helpText ?? "Please enter a valid \(type.displayName).")
             }
             if !type.enumeration.isEmpty, !type.enumeration.contains(where: { $0.value == raw }) {
