@@ -15,7 +15,7 @@ struct CustomPolicyRunTests {
     static let policy = "B2C_1A_test_susi"
 
     static func upload(_ h: IdentityHarness) async throws {
-        try await h.server.administration.uploadCustomPolicies([Data(PolicyFixtures.localAccounts().utf8)], tenant: h.tenant)
+        try await h.server.administration.uploadCustomPolicies(try PolicyFixtures.localAccounts(), tenant: h.tenant)
     }
 
     @Test("discovery answers on the policy's URL; a base policy is not a relying party", arguments: TestDatabase.engines)
@@ -90,6 +90,38 @@ struct CustomPolicyRunTests {
             second = try await driver.submit(second, [("action", "verify"), ("email_ver_input", try await h.latestCode())])
             let taken = try await driver.submit(second, [("action", "continue"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", "Twin")])
             #expect(taken.status == .badRequest && taken.text.contains("already exists"), "\(taken.text)")
+        }
+    }
+
+    @Test("password reset: the address proven, the account found by it, the new password written; an unknown address is told so", arguments: TestDatabase.engines)
+    func passwordReset(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            try await Self.upload(h)
+            _ = try await h.addUser("gina@example.com", name: "Gina")
+            let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_reset")
+            var page = try await driver.start(attempt, harness: h)
+            page = try await driver.submit(page, [("action", "send"), ("email", "nobody@example.com")])
+            page = try await driver.submit(page, [("action", "verify"), ("email_ver_input", try await h.latestCode())])
+            let unknown = try await driver.submit(page, [("action", "continue")])
+            #expect(unknown.status == .badRequest && unknown.text.contains("No account uses this email address."), "\(unknown.text)")
+
+            let again = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_reset")
+            page = try await driver.start(again, harness: h)
+            page = try await driver.submit(page, [("action", "send"), ("email", "gina@example.com")])
+            page = try await driver.submit(page, [("action", "verify"), ("email_ver_input", "000000")])
+            #expect(page.status == .badRequest, "a wrong code proves nothing")
+            page = try await driver.submit(page, [("action", "verify"), ("email_ver_input", try await h.latestCode())])
+            page = try await driver.submit(page, [("action", "continue")])
+            #expect(page.text.contains("newPassword"), "\(page.text)")
+            let done = try await driver.submit(page, [("action", "continue"), ("newPassword", "Reset-Passw0rd"), ("reenterPassword", "Reset-Passw0rd")])
+            #expect(done.redirectParameters["code"] != nil, "\(done.status) \(done.text)")
+
+            let signIn = AuthorizationAttempt(harness: h, policy: Self.policy)
+            let form = try await driver.start(signIn, harness: h)
+            let old = try await driver.submit(form, [("signInName", "gina@example.com"), ("password", "Passw0rd!")])
+            #expect(old.status == .badRequest, "the old password no longer works")
+            let new = try await driver.submit(old, [("signInName", "gina@example.com"), ("password", "Reset-Passw0rd")])
+            #expect(new.redirectParameters["code"] != nil)
         }
     }
 }

@@ -1,0 +1,95 @@
+"""authlib's OpenID Connect client signing up, signing in, refreshing and resetting a password on
+custom policies (B2C_1A_…) this project wrote in the IEF schema (Tests/interop/policies/local),
+uploaded with `todo-server policies upload` to the running server, through the hosted pages."""
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from urllib.parse import urljoin
+
+import requests
+
+from authlib.jose import JsonWebKey
+from authlib.jose import jwt as jose_jwt
+
+from conftest import Page, outbox_code, unique_email
+from test_authlib_and_pyjwt import authorize, new_client, validate_id_token
+
+LOCAL = Path(__file__).parent / "policies" / "local"
+
+
+def upload_local_policies(server):
+    """The local-accounts policies, for the server's tenant, through the admin command."""
+    with tempfile.TemporaryDirectory() as folder:
+        for file in LOCAL.glob("*.xml"):
+            (Path(folder) / file.name).write_text(file.read_text().replace("TENANT", server.tenant))
+        command = [os.environ["TODO_SERVER_BIN"], "policies", "upload", folder, "--data-dir", str(Path(os.environ["TODO_SETTINGS"]).parent)]
+        if os.environ.get("TODO_SERVER_DATABASE_URL"):
+            command += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+
+
+def verified_claims(meta, token, client_id):
+    """A token's claims, its signature, issuer and audience checked (a refreshed ID token has no nonce to check)."""
+    jwks = JsonWebKey.import_key_set(requests.get(meta["jwks_uri"]).json())
+    claims = jose_jwt.decode(token, jwks, claims_options={"iss": {"essential": True, "value": meta["issuer"]},
+                                                          "aud": {"essential": True, "value": client_id}})
+    claims.validate()
+    return claims
+
+
+def step(session, page, form_id, values):
+    response = page.submit(session, form_id, values)
+    assert response.status_code in (302, 303), response.text[:500]
+    return Page(session.get(urljoin(page.response.url, response.headers["Location"])))
+
+
+def test_authlib_signs_up_in_refreshes_and_resets_on_custom_policies(server):
+    upload_local_policies(server)
+    meta = server.discovery("B2C_1A_test_susi")
+    assert "B2C_1A_test_susi" in meta["authorization_endpoint"]
+    email, password = unique_email("ief"), "Custom-Pass1"
+    browser = requests.Session()
+
+    def sign_up(page):
+        form = Page(page.submit(browser, "createAccountForm", {}))
+        page = Page(browser.get(urljoin(page.response.url, form.response.headers["Location"])))
+        page = step(browser, page, "emailVerificationControl", {"email": email})
+        page = step(browser, page, "emailVerificationCodeForm", {"email_ver_input": outbox_code(browser, page.response.url, email)})
+        assert "email_success" in page.response.text
+        return page.submit(browser, "attributeVerification", {"newPassword": password, "reenterPassword": password, "displayName": "Ivy"})
+
+    client = new_client(server)
+    token, nonce = authorize(server, meta, client, browser, sign_up)
+    claims = validate_id_token(meta, token["id_token"], server.client_id, nonce)
+    assert claims["tfp"] == "B2C_1A_test_susi" and claims["newUser"] is True
+    assert claims["name"] == "Ivy" and claims["greeting"] == "Hello Ivy" and claims["email"] == email.lower()
+
+    refreshed = client.refresh_token(meta["token_endpoint"], refresh_token=token["refresh_token"])
+    again = verified_claims(meta, refreshed["id_token"], server.client_id)
+    assert again["sub"] == claims["sub"] and again["greeting"] == "Hello Ivy", "a refresh keeps the sign-in's claims"
+
+    # Reset on the reset policy, then sign in with the new password in a fresh browser.
+    reset_meta = server.discovery("B2C_1A_test_reset")
+    new_password = "Custom-Pass2"
+
+    def reset(page):
+        page = step(browser, page, "emailVerificationControl", {"email": email})
+        page = step(browser, page, "emailVerificationCodeForm", {"email_ver_input": outbox_code(browser, page.response.url, email)})
+        page = step(browser, page, "attributeVerification", {})
+        return page.submit(browser, "attributeVerification", {"newPassword": new_password, "reenterPassword": new_password})
+
+    reset_token, reset_nonce = authorize(server, reset_meta, new_client(server), browser, reset)
+    assert validate_id_token(reset_meta, reset_token["id_token"], server.client_id, reset_nonce)["sub"] == claims["sub"]
+
+    fresh = requests.Session()
+
+    def sign_in(page):
+        refused = page.submit(fresh, "localAccountForm", {"signInName": email, "password": password})
+        assert refused.status_code == 400 and "Your password is incorrect." in refused.text
+        return page.submit(fresh, "localAccountForm", {"signInName": email, "password": new_password})
+
+    signed_in, nonce = authorize(server, meta, new_client(server), fresh, sign_in)
+    assert validate_id_token(meta, signed_in["id_token"], server.client_id, nonce)["sub"] == claims["sub"]
