@@ -352,38 +352,7 @@ enum IdentityMigrations {
                     "ALTER TABLE authorization_requests DROP COLUMN second_factor_user_id",
                     "ALTER TABLE authorization_requests DROP COLUMN pending_sign_up",
                 ]),
-            // A tenant's custom policies (SPEC §2.12): the XML as uploaded, keyed by the id in
-            // any case, with the base it names (so a delete can refuse a policy others build on)
-            // and a revision each write changes (so every instance knows when to compile again).
-            Migration(
-                version: 32, name: "custom policies",
-                [
-                    """
-                    CREATE TABLE custom_policies (
-                        tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE, policy_id_lower TEXT NOT NULL,
-                        policy_id TEXT NOT NULL, base_policy_id TEXT, body TEXT NOT NULL, uploaded_at BIGINT NOT NULL,
-                        revision TEXT NOT NULL, PRIMARY KEY (tenant_id, policy_id_lower))
-                    """
-                ]),
-            // Policy key sets (Graph beta trustFramework/keySets): a generated RSA key's private
-            // part or an uploaded secret, sealed with the data key; the public parts beside it.
-            Migration(
-                version: 33, name: "policy key sets",
-                [
-                    """
-                    CREATE TABLE trust_framework_key_sets (
-                        tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE, key_set_id_lower TEXT NOT NULL,
-                        key_set_id TEXT NOT NULL, created_at BIGINT NOT NULL, PRIMARY KEY (tenant_id, key_set_id_lower))
-                    """,
-                    """
-                    CREATE TABLE trust_framework_keys (
-                        tenant_id TEXT NOT NULL, key_set_id_lower TEXT NOT NULL, kid TEXT NOT NULL, use TEXT NOT NULL, kty TEXT NOT NULL,
-                        sealed_secret TEXT NOT NULL, n TEXT, e TEXT, nbf BIGINT, exp BIGINT, created_at BIGINT NOT NULL,
-                        PRIMARY KEY (tenant_id, key_set_id_lower, kid),
-                        FOREIGN KEY (tenant_id, key_set_id_lower) REFERENCES trust_framework_key_sets (tenant_id, key_set_id_lower) ON DELETE CASCADE)
-                    """,
-                ]),
-        ])
+        ] + policyMigrations)
 }
 
 extension IdentityMigrations {
