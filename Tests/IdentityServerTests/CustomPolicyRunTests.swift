@@ -54,6 +54,16 @@ struct CustomPolicyRunTests {
             #expect(claims["email"] as? String == "carol@example.com")
             #expect(claims["newUser"] == nil, "no new user on a sign-in")
             #expect(tokens.json["expires_in"] as? Int == 1800, "the issuer's token_lifetime_secs")
+            // The journey's trace names each orchestration step and the policy claims it changed (never their values).
+            let journeys = try await h.database.rows("SELECT journey FROM authorization_requests WHERE journey IS NOT NULL", [])
+            let stored = try journeys.map { try $0.text("journey") }
+            let traces = try stored.map { text in
+                let state = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+                return String(decoding: try JSONSerialization.data(withJSONObject: state?["trace"] ?? []), as: UTF8.self)
+            }.joined()
+            #expect(traces.contains("SignUpOrSignIn#3") && traces.contains("greeting"), "\(traces)")
+            #expect(!traces.contains("Hello Carol"), "names, never values, in the trace")
+            #expect(!stored.joined().contains("wrong-Passw0rd") && !stored.joined().contains("Passw0rd!"), "no typed password is stored with the journey")
         }
     }
 
@@ -72,6 +82,8 @@ struct CustomPolicyRunTests {
             #expect(page.text.contains("email_success"), "\(page.text)")
             let mismatch = try await driver.submit(page, [("action", "continue"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Other-Passw0rd"), ("displayName", "Dave")])
             #expect(mismatch.status == .badRequest)
+            let kept = try await h.database.rows("SELECT journey FROM authorization_requests WHERE journey IS NOT NULL", [])
+            #expect(try kept.allSatisfy { try !$0.text("journey").contains("Other-Passw0rd") }, "a refused form's passwords are not stored")
             let done = try await driver.submit(mismatch, [("action", "continue"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", "Dave")])
             let code = try #require(done.redirectParameters["code"], "\(done.status) \(done.text)")
             let tokens = try await driver.redeem(h, attempt: attempt, code: code)

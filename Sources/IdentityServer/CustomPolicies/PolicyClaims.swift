@@ -71,4 +71,13 @@ struct PolicyClaims: Sendable, Codable, Equatable {
     func changedNames(from other: PolicyClaims) -> [String] {
         Set(values.keys).union(other.values.keys).filter { values[$0] != other.values[$0] }.sorted()
     }
+
+    /// The bag without the values a person typed as secrets (claim types whose input is a
+    /// `Password`): they are used within the request that carries them and never stored with
+    /// the journey.
+    func removingSecrets(of policy: CompiledPolicy) -> PolicyClaims {
+        var kept = self
+        for key in values.keys where policy.claimType(key)?.userInputType == "Password" { kept.values[key] = nil }
+        return kept
+    }
 }

@@ -93,7 +93,7 @@ struct JourneyEngine: Sendable {
         // Checked on every request of a step, not only on entering it: an account disabled
         // while a page is open gets nothing from posting it.
         if let refusal = try await admission(of: step, run) { return try await conclude(.fail(refusal), &run, journey, context: context) }
-        let before = run.claims
+        let before = run.snapshot
         let started = ContinuousClock.now
         let outcome = try await act(step, &run)
         // A page shown again is not a step's result; anything else is.
@@ -188,15 +188,15 @@ struct JourneyEngine: Sendable {
             let step = journey.steps[run.state.step]
             try await loadUser(&run)
             guard step.applies(to: run) else {
-                trace(step, nil, &run, before: run.claims, since: .now)
+                trace(step, nil, &run, before: run.snapshot, since: .now)
                 run.state.move(to: run.state.step + 1, in: journey)
                 continue
             }
             if let refusal = try await admission(of: step, run) {
-                trace(step, .fail(refusal), &run, before: run.claims, since: .now)
+                trace(step, .fail(refusal), &run, before: run.snapshot, since: .now)
                 return .fail(refusal)
             }
-            let before = run.claims
+            let before = run.snapshot
             let started = ContinuousClock.now
             var outcome = try await step.enter(&run)
             // `prompt=none`: nothing may be asked of the person (OIDC Core §3.1.2.1).
@@ -309,7 +309,7 @@ struct JourneyEngine: Sendable {
 
     /// Adds `step`'s entry to the trace (`outcome` nil: skipped), and logs it.
     private func trace(
-        _ step: any OrchestrationStep, _ outcome: StepOutcome?, _ run: inout JourneyRun, before: JourneyClaims,
+        _ step: any OrchestrationStep, _ outcome: StepOutcome?, _ run: inout JourneyRun, before: JourneyRun.ClaimsSnapshot,
         since started: ContinuousClock.Instant
     ) {
         let result: JourneyTraceEntry.Result
@@ -327,7 +327,10 @@ struct JourneyEngine: Sendable {
         let elapsed = ContinuousClock.now - started
         let milliseconds = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
         let entry = JourneyTraceEntry(
-            step: step.id, result: result, claims: run.claims.changedNames(from: before), milliseconds: milliseconds, error: error,
+            step: step.id, result: result,
+            claims: run.claims.changedNames(from: before.claims)
+                + (run.state.policyClaims ?? PolicyClaims()).changedNames(from: before.policyClaims ?? PolicyClaims()),
+            milliseconds: milliseconds, error: error,
             at: now)
         run.state.trace.append(entry)
         if run.state.trace.count > JourneyTraceEntry.limit { run.state.trace.removeFirst(run.state.trace.count - JourneyTraceEntry.limit) }
@@ -336,4 +339,14 @@ struct JourneyEngine: Sendable {
                 "journey step", metadata: ["step": "\(step.id)", "result": "\(result.rawValue)", "claims": "\(entry.claims)"])
         }
     }
+}
+
+extension JourneyRun {
+    /// The claims before a step, to name in the trace what it changed.
+    struct ClaimsSnapshot {
+        let claims: JourneyClaims
+        let policyClaims: PolicyClaims?
+    }
+
+    var snapshot: ClaimsSnapshot { ClaimsSnapshot(claims: claims, policyClaims: state.policyClaims) }
 }

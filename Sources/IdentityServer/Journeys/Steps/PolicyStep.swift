@@ -84,7 +84,8 @@ struct PolicyStep: OrchestrationStep {
 
     func act(on page: HostedPage, _ run: inout JourneyRun) async throws -> StepOutcome {
         var claims = run.state.policyClaims ?? PolicyClaims()
-        defer { run.state.policyClaims = claims }
+        // Whatever the outcome, what was typed as a password is not kept with the journey.
+        defer { run.state.policyClaims = claims.removingSecrets(of: policy) }
         if page == .unified {
             if run.form["action"] == "signup" {
                 // "Sign up now": the exchange the sign-in profile names as its `SignUpTarget`.
@@ -96,11 +97,9 @@ struct PolicyStep: OrchestrationStep {
             claims["password"] = (run.form["password"]).map(PolicyClaimValue.string)
             do {
                 let account = try await profiles.submit(profile, policy, &claims, run)
-                claims.remove("password")
                 signIn(account, &run, claims: claims)
                 return .next
             } catch PolicyProfileFailure.userMessage(let message) {
-                claims.remove("password")
                 return .interact(try unifiedPage(run, error: message, status: .badRequest))
             } catch PolicyProfileFailure.protocolFailure(let failure) {
                 return .fail(failure)
@@ -130,7 +129,6 @@ struct PolicyStep: OrchestrationStep {
         default:
             do {
                 let account = try await profiles.submit(profile, policy, &claims, run)
-                for secret in ["password", "newPassword", "reenterPassword"] { claims.remove(secret) }
                 signIn(account, &run, claims: claims)
                 return .next
             } catch PolicyProfileFailure.userMessage(let message) {
