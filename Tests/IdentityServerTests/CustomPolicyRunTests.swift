@@ -137,3 +137,108 @@ struct CustomPolicyRunTests {
         }
     }
 }
+
+/// What an end user must not be able to do with a policy's pages, whatever the policy's shape.
+@Suite("Custom policies: an end user cannot sign in as someone else")
+struct CustomPolicyBoundaryTests {
+    /// The local-accounts base with its sign-in page reading the account by the typed name
+    /// before the password check (a common shape), and a relying party on it.
+    static func readThenCheck(_ h: IdentityHarness) async throws {
+        var files = try PolicyFixtures.localAccounts()
+        var base = String(decoding: files[0], as: UTF8.self)
+        base = base.replacingOccurrences(
+            of: #"<ValidationTechnicalProfiles><ValidationTechnicalProfile ReferenceId="Password-Check" /></ValidationTechnicalProfiles>"#,
+            with: #"<ValidationTechnicalProfiles><ValidationTechnicalProfile ReferenceId="Directory-ReadByName" /><ValidationTechnicalProfile ReferenceId="Password-Check" /></ValidationTechnicalProfiles>"#)
+        base = base.replacingOccurrences(
+            of: #"<TechnicalProfile Id="Issuer">"#,
+            with: """
+                <TechnicalProfile Id="Directory-ReadByName">
+                  <Metadata><Item Key="Operation">Read</Item></Metadata>
+                  <InputClaims><InputClaim ClaimTypeReferenceId="signInName" PartnerClaimType="signInNames.emailAddress" /></InputClaims>
+                  <OutputClaims><OutputClaim ClaimTypeReferenceId="objectId" /></OutputClaims>
+                  <IncludeTechnicalProfile ReferenceId="Directory-Common" />
+                </TechnicalProfile>
+                <TechnicalProfile Id="Form-SetPassword">
+                  <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.SelfAssertedAttributeProvider, Web.TPEngine" />
+                  <OutputClaims>
+                    <OutputClaim ClaimTypeReferenceId="signInName" Required="true" />
+                    <OutputClaim ClaimTypeReferenceId="newPassword" Required="true" />
+                    <OutputClaim ClaimTypeReferenceId="reenterPassword" Required="true" />
+                  </OutputClaims>
+                  <ValidationTechnicalProfiles><ValidationTechnicalProfile ReferenceId="Directory-WriteByName" /></ValidationTechnicalProfiles>
+                </TechnicalProfile>
+                <TechnicalProfile Id="Directory-WriteByName">
+                  <Metadata><Item Key="Operation">Write</Item></Metadata>
+                  <InputClaims><InputClaim ClaimTypeReferenceId="signInName" PartnerClaimType="signInNames.emailAddress" /></InputClaims>
+                  <PersistedClaims><PersistedClaim ClaimTypeReferenceId="newPassword" PartnerClaimType="password" /></PersistedClaims>
+                  <IncludeTechnicalProfile ReferenceId="Directory-Common" />
+                </TechnicalProfile>
+                <TechnicalProfile Id="Issuer">
+                """)
+        base = base.replacingOccurrences(
+            of: "</UserJourneys>",
+            with: """
+                <UserJourney Id="SetPassword">
+                  <OrchestrationSteps>
+                    <OrchestrationStep Order="1" Type="ClaimsExchange">
+                      <ClaimsExchanges><ClaimsExchange Id="SetExchange" TechnicalProfileReferenceId="Form-SetPassword" /></ClaimsExchanges>
+                    </OrchestrationStep>
+                    <OrchestrationStep Order="2" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />
+                  </OrchestrationSteps>
+                </UserJourney>
+                </UserJourneys>
+                """)
+        files[0] = Data(base.utf8)
+        let setPassword = String(decoding: files[2], as: UTF8.self).replacingOccurrences(of: "B2C_1A_test_reset", with: "B2C_1A_test_set")
+            .replacingOccurrences(of: #"ReferenceId="PasswordReset""#, with: #"ReferenceId="SetPassword""#)
+        files.append(Data(setPassword.utf8))
+        try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
+    }
+
+    @Test("a failed sign-in keeps nothing it read: 'Sign up now' after a wrong password for someone else is a sign-up, not their session")
+    func failedSubmitKeepsNothing() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            try await Self.readThenCheck(h)
+            _ = try await h.addUser("victim@example.com", name: "Victim")
+            let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_susi")
+            let page = try await driver.start(attempt, harness: h)
+            let wrong = try await driver.submit(page, [("signInName", "victim@example.com"), ("password", "not-their-Passw0rd")])
+            #expect(wrong.status == .badRequest)
+            let next = try await driver.follow(
+                try await driver.post(wrong.formAction ?? "", [("csrf_token", wrong.field("csrf_token") ?? ""), ("action", "signup")]))
+            #expect(next.redirectParameters["code"] == nil, "no tokens for the victim: \(next.status)")
+            #expect(next.text.contains("email_ver_but_send"), "the sign-up page: \(next.status) \(next.text.prefix(300))")
+        }
+    }
+
+    @Test("a directory write keyed by what a person typed cannot change another account's password")
+    func writeToUnprovenAccount() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            try await Self.readThenCheck(h)
+            _ = try await h.addUser("victim@example.com", name: "Victim")
+            let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_set")
+            let page = try await driver.start(attempt, harness: h)
+            let answer = try await driver.submit(
+                page, [("action", "continue"), ("signInName", "victim@example.com"), ("newPassword", "Taken-Over9"), ("reenterPassword", "Taken-Over9")])
+            #expect(answer.redirectParameters["code"] == nil)
+            #expect(answer.redirectParameters["error"] == "server_error", "\(answer.status) \(answer.redirectParameters)")
+            let still = try await driver.ropc(h, username: "victim@example.com", password: "Passw0rd!")
+            #expect(still.status == .ok, "the victim's password is unchanged")
+        }
+    }
+
+    @Test("an operator's temporary password is replaced before a custom policy issues tokens")
+    func forcedPasswordChange() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            try await CustomPolicyRunTests.upload(h)
+            let user = try await h.addUser("temp@example.com", name: "Temp")
+            try await h.server.users.setPassword(
+                id: user.id, hash: try await h.server.service.hasher.hash("Passw0rd!"), emailProven: true, forceChange: true, now: h.clock.now)
+            let attempt = AuthorizationAttempt(harness: h, policy: CustomPolicyRunTests.policy)
+            let page = try await driver.start(attempt, harness: h)
+            let next = try await driver.submit(page, [("signInName", "temp@example.com"), ("password", "Passw0rd!")])
+            #expect(next.redirectParameters["code"] == nil)
+            #expect(next.text.contains("newPassword"), "the change-password page: \(next.status)")
+        }
+    }
+}

@@ -209,3 +209,54 @@ struct CustomPolicyTests {
         #expect(PolicyPattern.compile("(unclosed") == nil)
     }
 }
+
+/// Limits on what a policy or a claim value can make the service do.
+@Suite("Custom policies: limits on outside input")
+struct CustomPolicyLimitTests {
+    @Test("a tag with too many attributes is refused before libxml2 reads it; '=' inside values does not count")
+    func attributes() throws {
+        let many = (0...PolicyXML.maximumAttributes).map { "a\($0)=\"x\"" }.joined(separator: " ")
+        #expect(throws: PolicyXML.Failure.self) {
+            try PolicyXML.parse(Data("<TrustFrameworkPolicy xmlns=\"\(PolicyXML.namespace)\" \(many)/>".utf8))
+        }
+        let equals = String(repeating: "(?=a)", count: 200)
+        let element = try PolicyXML.parse(Data("<TrustFrameworkPolicy xmlns=\"\(PolicyXML.namespace)\" p=\"\(equals)\"><!-- a=b c=d --></TrustFrameworkPolicy>".utf8))
+        #expect(element["p"] == equals)
+        #expect(PolicyXML.attributesOverLimit(Data("<a\n b=\"1\"/>".utf8)) == nil)
+        #expect(throws: PolicyXML.Failure.self, "UTF-16 is refused") {
+            try PolicyXML.parse("<TrustFrameworkPolicy xmlns=\"\(PolicyXML.namespace)\"/>".data(using: .utf16)!)
+        }
+    }
+
+    @Test("numbers and paths from claim values cannot crash or blow up a transformation")
+    func transformationInputs() throws {
+        func transformation(_ method: String, _ inputs: [(String, String)], _ parameters: [(String, String, String)]) -> PolicyTransformation {
+            PolicyTransformation(
+                PolicyElement(
+                    name: "ClaimsTransformation", attributes: ["Id": "T", "TransformationMethod": method],
+                    children: [
+                        PolicyElement(
+                            name: "InputClaims",
+                            children: inputs.map { PolicyElement(name: "InputClaim", attributes: ["TransformationClaimType": $0.0, "ClaimTypeReferenceId": $0.1]) }),
+                        PolicyElement(
+                            name: "InputParameters",
+                            children: parameters.map { PolicyElement(name: "InputParameter", attributes: ["Id": $0.0, "DataType": $0.1, "Value": $0.2]) }),
+                        PolicyElement(
+                            name: "OutputClaims",
+                            children: [PolicyElement(name: "OutputClaim", attributes: ["TransformationClaimType": method == "GenerateJson" ? "outputClaim" : "extractedClaim", "ClaimTypeReferenceId": "out"])]),
+                    ]))
+        }
+        let context = ClaimsTransformationContext(now: Date(), tenantName: "t")
+        var claims = PolicyClaims(["json": .string(#"{"n": 1e300, "m": -99999999999999999999, "i": 42}"#)])
+        for (name, expected) in [("n", "1e+300"), ("i", "42")] {
+            try ClaimsTransformations.run(transformation("GetClaimFromJson", [("inputJson", "json")], [("claimToExtract", "string", name)]), on: &claims, context: context)
+            #expect(claims.text("out") == expected)
+        }
+        try ClaimsTransformations.run(transformation("GetClaimFromJson", [("inputJson", "json")], [("claimToExtract", "string", "m")]), on: &claims, context: context)
+        #expect(claims.text("out") != nil)
+        claims["v"] = .string("x")
+        try ClaimsTransformations.run(transformation("GenerateJson", [("a.-1", "v"), ("b.100000000", "v")], []), on: &claims, context: context)
+        #expect(claims.text("out") == #"{"a":{"-1":"x"},"b":{"100000000":"x"}}"#, "an index out of range is a key")
+        #expect(ClaimsTransformations.format("{0} and {1}", ["{1}", "B"]) == "{1} and B", "a value is not formatted again")
+    }
+}

@@ -94,19 +94,26 @@ struct CustomPolicyUploadTests {
         }
     }
 
-    @Test("Graph's roles: Policy.Read.All reads but does not write; User.ReadWrite.All does neither")
+    @Test("Graph's roles: only Policy.ReadWrite.TrustFramework reads or writes policies, as in Graph")
     func permissions() async throws {
         try await IdentityHarness.run(.sqlite) { h, driver in
             try await h.server.administration.uploadCustomPolicies([Data(PolicyFixtures.base().utf8)], tenant: h.tenant)
-            let reader = try await GraphUsersTests.appToken(h, driver, roles: ["Policy.Read.All"])
-            #expect(try await driver.get("/beta/trustFramework/policies/B2C_1A_TestBase/$value", headers: reader).status == .ok)
-            let write = try await driver.request(
-                .put, "/beta/trustFramework/policies/B2C_1A_TestBase/$value", headers: Self.xml(reader), body: PolicyFixtures.base())
-            #expect(write.status == .forbidden && Self.graphError(write).code == "Authorization_RequestDenied")
-            #expect(try await driver.request(.delete, "/beta/trustFramework/policies/B2C_1A_TestBase", headers: reader).status == .forbidden)
-            let users = try await GraphUsersTests.appToken(h, driver, roles: ["User.ReadWrite.All"])
-            #expect(try await driver.get("/beta/trustFramework/policies", headers: users).status == .forbidden)
+            let writer = try await GraphUsersTests.appToken(h, driver, roles: ["Policy.ReadWrite.TrustFramework"])
+            #expect(try await driver.get("/beta/trustFramework/policies/B2C_1A_TestBase/$value", headers: writer).status == .ok)
+            for roles in [["TrustFrameworkKeySet.ReadWrite.All"], ["User.ReadWrite.All"]] {
+                let other = try await GraphUsersTests.appToken(h, driver, roles: roles)
+                let read = try await driver.get("/beta/trustFramework/policies", headers: other)
+                #expect(read.status == .forbidden && Self.graphError(read).code == "Authorization_RequestDenied", "\(roles)")
+                let write = try await driver.request(
+                    .put, "/beta/trustFramework/policies/B2C_1A_TestBase/$value", headers: Self.xml(other), body: PolicyFixtures.base())
+                #expect(write.status == .forbidden, "\(roles)")
+                #expect(try await driver.request(.delete, "/beta/trustFramework/policies/B2C_1A_TestBase", headers: other).status == .forbidden)
+            }
             #expect(try await driver.get("/beta/trustFramework/policies").status == .unauthorized)
+            let typed = try await driver.request(
+                .put, "/beta/trustFramework/policies/B2C_1A_TestBase/$value", headers: Self.xml(writer, type: "application/xml-bogus"),
+                body: PolicyFixtures.base())
+            #expect(typed.status == .unsupportedMediaType, "the media type is matched whole")
         }
     }
 

@@ -62,7 +62,9 @@ struct PolicyKeySetTests {
         try await IdentityHarness.run(.sqlite) { h, driver in
             let auth = try await GraphUsersTests.appToken(h, driver, roles: ["TrustFrameworkKeySet.ReadWrite.All"])
             _ = try await driver.request(.post, "/beta/trustFramework/keySets", headers: Self.json(auth), body: #"{"id":"Keys"}"#)
-            for body in [#"{"use":"sig","kty":"EC"}"#, #"{"use":"other","kty":"RSA"}"#, #"{"use":"sig","kty":"RSA","nbf":100,"exp":50}"#, #"{"use":"sig"}"#] {
+            for body in [#"{"use":"sig","kty":"EC"}"#, #"{"use":"other","kty":"RSA"}"#, #"{"use":"sig","kty":"RSA","nbf":100,"exp":50}"#, #"{"use":"sig"}"#,
+                #"{"use":"sig","kty":"RSA","nbf":1e300}"#, #"{"use":"sig","kty":"RSA","exp":-5}"#,
+            ] {
                 let refused = try await driver.request(.post, "/beta/trustFramework/keySets/B2C_1A_Keys/generateKey", headers: Self.json(auth), body: body)
                 #expect(refused.status == .badRequest, "\(body): \(refused.text)")
                 #expect(refused.json["error"] as? [String: Any] != nil)

@@ -124,9 +124,21 @@ enum ClaimsTransformations {
 
     /// .NET `String.Format` for `{0}`, `{1}`… (no format specifiers in B2C's uses).
     static func format(_ template: String, _ values: [String]) -> String {
-        var result = template
-        for (index, value) in values.enumerated() { result = result.replacingOccurrences(of: "{\(index)}", with: value) }
-        return result
+        // One pass over the template: a value that contains `{1}` is not formatted again.
+        var result = ""
+        var rest = Substring(template)
+        while let open = rest.firstIndex(of: "{") {
+            result += rest[..<open]
+            let after = rest[rest.index(after: open)...]
+            if let close = after.firstIndex(of: "}"), let index = Int(after[..<close]), values.indices.contains(index) {
+                result += values[index]
+                rest = after[after.index(after: close)...]
+            } else {
+                result.append("{")
+                rest = after
+            }
+        }
+        return result + rest
     }
 
     static func equals(_ a: String, _ b: String, ignoreCase: Bool) -> Bool { ignoreCase ? a.lowercased() == b.lowercased() : a == b }

@@ -91,8 +91,7 @@ struct CustomPolicyLibrary: Sendable {
         let batch = incoming
         // The read, the checks and the write in one transaction (SQLite's one writer) under the
         // tenant's advisory lock (PostgreSQL): a concurrent upload cannot slip in between.
-        return try await database.exclusively(key: Self.lockKey(tenantID: tenant.id)) {
-            try await database.transaction { sql in
+        return try await lockedTransaction(tenantID: tenant.id) { sql in
                 let tenantKey = tenant.id.uuidString.lowercased()
                 var stored = try Self.parsed(try await Self.policies(sql, tenantKey: tenantKey))
                 let results = batch.map { ($0.policy, created: stored[$0.policy.id.lowercased()] == nil) }
@@ -118,7 +117,6 @@ struct CustomPolicyLibrary: Sendable {
                     ).run()
                 }
                 return results
-            }
         }
     }
 
@@ -162,8 +160,7 @@ struct CustomPolicyLibrary: Sendable {
 
     /// Deletes a policy no other policy names as its base; false when there was none.
     func delete(tenant: Tenant, id: String) async throws -> Bool {
-        try await database.exclusively(key: Self.lockKey(tenantID: tenant.id)) {
-            try await database.transaction { sql in
+        try await lockedTransaction(tenantID: tenant.id) { sql in
                 let tenantKey = tenant.id.uuidString.lowercased()
                 let all = try await Self.policies(sql, tenantKey: tenantKey)
                 let dependents = all.filter { $0.baseID?.lowercased() == id.lowercased() }.map(\.id)
@@ -177,7 +174,20 @@ struct CustomPolicyLibrary: Sendable {
                     "DELETE FROM custom_policies WHERE tenant_id = \(bind: tenantKey) AND policy_id_lower = \(bind: id.lowercased())"
                 ).run()
                 return true
-            }
+        }
+    }
+
+    /// A transaction holding the tenant's policy lock: on PostgreSQL a transaction-scoped
+    /// advisory lock taken as its first statement, on the transaction's own connection (no
+    /// second connection is waited for while it is held); SQLite has one writer at a time.
+    private func lockedTransaction<T: Sendable>(tenantID: UUID, _ body: @escaping @Sendable (any SQLDatabase) async throws -> T)
+        async throws -> T
+    {
+        let key = Self.lockKey(tenantID: tenantID)
+        let postgres = database.engine == .postgres
+        return try await database.transaction { sql in
+            if postgres { try await sql.raw("SELECT pg_advisory_xact_lock(\(bind: key))").run() }
+            return try await body(sql)
         }
     }
 
@@ -250,9 +260,17 @@ struct CustomPolicyLibrary: Sendable {
         guard !fingerprint.isEmpty else { return nil }
         let key = "\(tenantID.uuidString.lowercased())/\(id.lowercased())"
         let print = fingerprint.joined(separator: ",")
+        // A miss is cached too: asking for a base policy's metadata again and again parses nothing.
         if let cached = compiled.get(key, fingerprint: print) { return cached }
-        guard let effective = try await effectivePolicy(tenantID: tenantID, id: id), effective.child("RelyingParty") != nil else { return nil }
-        let program = CompiledPolicy(effective)
+        // Only the chain's files are parsed.
+        let chainIDs = Set(fingerprint.map { String($0.split(separator: "@")[0]) })
+        var parsed: [String: PolicyElement] = [:]
+        for policy in try await policies(tenantID: tenantID) where chainIDs.contains(policy.id.lowercased()) {
+            parsed[policy.id.lowercased()] = try PolicyXML.parse(Data(policy.body.utf8))
+        }
+        let chain = try? Self.chain(of: id.lowercased(), in: parsed)
+        let effective = chain.map(PolicyMerge.effective)
+        let program = effective.flatMap { $0.child("RelyingParty") != nil ? CompiledPolicy($0) : nil }
         compiled.put(key, fingerprint: print, program)
         return program
     }
@@ -260,13 +278,19 @@ struct CustomPolicyLibrary: Sendable {
 
 /// Compiled policies by key and the fingerprint of the chain they were compiled from.
 final class CompiledPolicyCache: Sendable {
-    private let entries = Mutex<[String: (fingerprint: String, policy: CompiledPolicy)]>([:])
+    private let entries = Mutex<[String: (fingerprint: String, policy: CompiledPolicy?)]>([:])
+    /// Entries kept at most (a tenant has at most 200 policies; a few tenants fit).
+    static let capacity = 1000
 
-    func get(_ key: String, fingerprint: String) -> CompiledPolicy? {
-        entries.withLock { $0[key].flatMap { $0.fingerprint == fingerprint ? $0.policy : nil } }
+    /// The cached compilation: `.some(nil)` is a cached "not a relying party".
+    func get(_ key: String, fingerprint: String) -> CompiledPolicy?? {
+        entries.withLock { entries in entries[key].flatMap { $0.fingerprint == fingerprint ? .some($0.policy) : nil } }
     }
 
-    func put(_ key: String, fingerprint: String, _ policy: CompiledPolicy) {
-        entries.withLock { $0[key] = (fingerprint, policy) }
+    func put(_ key: String, fingerprint: String, _ policy: CompiledPolicy?) {
+        entries.withLock { entries in
+            if entries.count >= Self.capacity, entries[key] == nil { entries.removeAll() }
+            entries[key] = (fingerprint, policy)
+        }
     }
 }

@@ -47,7 +47,8 @@ enum DateAndJSONTransformations {
             }
             switch object[name] {
             case .string(let value)?: return [("extractedClaim", .string(value))]
-            case .number(let value)?: return [("extractedClaim", .string(value == value.rounded() ? String(Int64(value)) : String(value)))]
+            case .number(let value)?:
+                return [("extractedClaim", .string(Int64(exactly: value).map(String.init) ?? String(value)))]
             case .bool(let value)?: return [("extractedClaim", .boolean(value))]
             default: return [("extractedClaim", nil)]
             }
@@ -114,6 +115,8 @@ enum DateAndJSONTransformations {
 
 /// A JSON document built by paths, keeping the order members were first set in.
 private indirect enum JSONTree {
+    /// Array indexes above it are object keys, so a path cannot make a huge array.
+    static let maximumIndex = 100
     case leaf(JSONText)
     case object([(String, JSONTree)])
     case array([JSONTree])
@@ -124,7 +127,7 @@ private indirect enum JSONTree {
             return
         }
         let rest = Array(path.dropFirst())
-        if let index = Int(head) {
+        if let index = Int(head), (0...JSONTree.maximumIndex).contains(index) {
             var items: [JSONTree] = if case .array(let existing) = self { existing } else { [] }
             while items.count <= index { items.append(.object([])) }
             items[index].set(rest, value)

@@ -77,7 +77,7 @@ struct PolicyClaims: Sendable, Codable, Equatable {
     /// the journey.
     func removingSecrets(of policy: CompiledPolicy) -> PolicyClaims {
         var kept = self
-        for key in values.keys where policy.claimType(key)?.userInputType == "Password" { kept.values[key] = nil }
+        for key in values.keys where key == "password" || policy.claimType(key)?.userInputType == "Password" { kept.values[key] = nil }
         return kept
     }
 }

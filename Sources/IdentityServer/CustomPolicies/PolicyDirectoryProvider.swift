@@ -21,36 +21,57 @@ struct PolicyDirectoryProvider: Sendable {
     /// The directory property a claim reference names (its partner claim type, else its claim type).
     static func property(_ reference: PolicyClaimReference) -> String { reference.partnerClaimType ?? reference.claimType }
 
-    /// Runs a directory profile on `claims`; returns the account it read or wrote.
-    func run(_ profile: PolicyTechnicalProfile, claims: inout PolicyClaims, tenant: Tenant, now: Date) async throws -> UserAccount? {
+    /// What a directory profile did, and whether it proves who the person is: an account it
+    /// created (sign-up) or one found by the email address this journey proved with a code does;
+    /// one found by anything else a person typed (a name, an id) only reads it.
+    struct Outcome {
+        var account: UserAccount
+        var proves: Bool
+        var created = false
+    }
+
+    /// Runs a directory profile on `claims`. A `Write` changes only the journey's own account
+    /// (`journeyUser`) or the one whose address the journey proved (`provenEmail`), never
+    /// another found by what a person typed.
+    func run(
+        _ profile: PolicyTechnicalProfile, claims: inout PolicyClaims, tenant: Tenant, now: Date, journeyUser: UUID?, provenEmail: String?
+    ) async throws -> Outcome? {
         let operation = profile.metadata["Operation"] ?? "Read"
         guard let key = profile.inputClaims.first else { return nil }
         let keyValue = claims.text(key.claimType) ?? key.defaultValue ?? ""
         let found = try await account(property: Self.property(key), value: keyValue, tenant: tenant)
+        let byProvenEmail = found.map { user in provenEmail != nil && user.signInName == provenEmail && user.identityProvider == .local } ?? false
+        let missing = {
+            PolicyProfileFailure.userMessage(
+                profile.metadata["UserMessageIfClaimsPrincipalDoesNotExist"] ?? "An account could not be found for the provided user ID.")
+        }
         switch operation {
         case "Read":
             guard let user = found else {
-                if profile.flag("RaiseErrorIfClaimsPrincipalDoesNotExist", default: false) {
-                    throw PolicyProfileFailure.userMessage(
-                        profile.metadata["UserMessageIfClaimsPrincipalDoesNotExist"] ?? "An account could not be found for the provided user ID.")
-                }
+                if profile.flag("RaiseErrorIfClaimsPrincipalDoesNotExist", default: false) { throw missing() }
                 return nil
             }
             write(user, into: &claims, profile.outputClaims, tenant: tenant, created: false)
-            return user
+            return Outcome(account: user, proves: byProvenEmail)
         case "Write":
             if let user = found {
                 if profile.flag("RaiseErrorIfClaimsPrincipalAlreadyExists", default: false) {
                     throw PolicyProfileFailure.userMessage(
                         profile.metadata["UserMessageIfClaimsPrincipalAlreadyExists"] ?? "A user with the specified ID already exists. Please choose a different one.")
                 }
-                let updated = try await update(user, from: claims, profile.persistedClaims, now: now)
+                guard user.id == journeyUser || byProvenEmail else {
+                    throw PolicyProfileFailure.protocolFailure(
+                        .policyNotRunnable("'\(profile.id)' would change an account this sign-in has not proven."))
+                }
+                let updated = try await update(user, from: claims, profile.persistedClaims, now: now, provenEmail: provenEmail)
                 write(updated, into: &claims, profile.outputClaims, tenant: tenant, created: false)
-                return updated
+                return Outcome(account: updated, proves: byProvenEmail)
             }
-            let user = try await create(from: claims, profile.persistedClaims, tenant: tenant, now: now)
+            if profile.flag("RaiseErrorIfClaimsPrincipalDoesNotExist", default: false) { throw missing() }
+            guard !keyValue.isEmpty else { throw PolicyProfileFailure.userMessage("Please enter a valid email address.") }
+            let user = try await create(from: claims, profile.persistedClaims, tenant: tenant, now: now, provenEmail: provenEmail)
             write(user, into: &claims, profile.outputClaims, tenant: tenant, created: true)
-            return user
+            return Outcome(account: user, proves: true, created: true)
         default:
             throw PolicyProfileFailure.protocolFailure(.policyNotRunnable("The directory operation '\(operation)' of '\(profile.id)' is not supported by this service."))
         }
@@ -100,7 +121,9 @@ struct PolicyDirectoryProvider: Sendable {
         }
     }
 
-    private func create(from claims: PolicyClaims, _ persisted: [PolicyClaimReference], tenant: Tenant, now: Date) async throws -> UserAccount {
+    private func create(from claims: PolicyClaims, _ persisted: [PolicyClaimReference], tenant: Tenant, now: Date, provenEmail: String?)
+        async throws -> UserAccount
+    {
         var values: [String: String] = [:]
         for reference in persisted {
             if let value = claims.text(reference.claimType) ?? reference.defaultValue { values[Self.property(reference)] = value }
@@ -111,11 +134,13 @@ struct PolicyDirectoryProvider: Sendable {
         guard let password = values["password"], !password.isEmpty else {
             throw PolicyProfileFailure.userMessage("Please enter a password.")
         }
+        // The service's password rules hold wherever a policy writes a password.
+        if let problem = PasswordPolicy.problem(with: password) { throw PolicyProfileFailure.userMessage(problem) }
         let hash = try await hasher.hash(password)
         let user = UserAccount(
             tenantID: tenant.id, identityProvider: .local, signInName: email.canonical, email: email.display,
             displayName: values["displayName"] ?? String(email.display.split(separator: "@").first ?? ""),
-            attributes: Self.attributes(values), passwordHash: hash, createdAt: now, emailVerified: true)
+            attributes: Self.attributes(values), passwordHash: hash, createdAt: now, emailVerified: email.canonical == provenEmail)
         do {
             try await users.create(user)
         } catch UserDirectoryError.duplicate {
@@ -124,7 +149,9 @@ struct PolicyDirectoryProvider: Sendable {
         return user
     }
 
-    private func update(_ user: UserAccount, from claims: PolicyClaims, _ persisted: [PolicyClaimReference], now: Date) async throws -> UserAccount {
+    private func update(_ user: UserAccount, from claims: PolicyClaims, _ persisted: [PolicyClaimReference], now: Date, provenEmail: String?)
+        async throws -> UserAccount
+    {
         var values: [String: String] = [:]
         for reference in persisted { if let value = claims.text(reference.claimType) { values[Self.property(reference)] = value } }
         var updated = user
@@ -132,7 +159,9 @@ struct PolicyDirectoryProvider: Sendable {
         updated.attributes.merge(Self.attributes(values)) { _, new in new }
         try await users.updateProfile(id: user.id, displayName: updated.displayName, attributes: updated.attributes, now: now)
         if let password = values["password"], !password.isEmpty {
-            try await users.setPassword(id: user.id, hash: try await hasher.hash(password), emailProven: true, forceChange: false, now: now)
+            if let problem = PasswordPolicy.problem(with: password) { throw PolicyProfileFailure.userMessage(problem) }
+            try await users.setPassword(
+                id: user.id, hash: try await hasher.hash(password), emailProven: provenEmail == user.signInName, forceChange: false, now: now)
         }
         return updated
     }

@@ -160,7 +160,7 @@ struct PolicyKeySetLibrary: Sendable {
                 """
                 INSERT INTO trust_framework_keys (tenant_id, key_set_id_lower, kid, use, kty, sealed_secret, n, e, nbf, exp, created_at)
                 VALUES (\(bind: tenantID.uuidString.lowercased()), \(bind: set.id.lowercased()), \(bind: kid), \(bind: use), \(bind: kty), \(bind: sealed), \(bind: n), \(bind: e),
-                        \(bind: notBefore.map { Int64($0.timeIntervalSince1970) }), \(bind: expires.map { Int64($0.timeIntervalSince1970) }), \(bind: Int64(now.timeIntervalSince1970)))
+                        \(bind: notBefore.map { Int64(exactly: $0.timeIntervalSince1970.rounded()) ?? 0 }), \(bind: expires.map { Int64(exactly: $0.timeIntervalSince1970.rounded()) ?? 0 }), \(bind: Int64(now.timeIntervalSince1970)))
                 """
             ).run()
         }

@@ -37,20 +37,24 @@ struct PolicyProfileRunner: Sendable {
     }
 
     /// Runs a profile that shows no page (a claims exchange step's, or a validation profile);
-    /// returns the account it found, wrote or signed in.
+    /// returns the account it found, wrote or signed in, and whether that proves the person.
     func runWithoutPage(_ profile: PolicyTechnicalProfile, _ policy: CompiledPolicy, _ claims: inout PolicyClaims, _ run: JourneyRun,
-        messages: [String: String] = [:]) async throws -> UserAccount?
+        messages: [String: String] = [:]) async throws -> PolicyDirectoryProvider.Outcome?
     {
         let resolver = resolver(run, policy)
         resolver.applyDefaults(profile.inputClaims, to: &claims)
         let messages = messages.merging(profile.metadata) { outer, _ in outer }
         try transform(profile.inputTransformations, policy, &claims, run, profile: profile.id, messages: messages)
-        var account: UserAccount?
+        var account: PolicyDirectoryProvider.Outcome?
         switch profile.kind {
-        case .directory: account = try await directory.run(profile, claims: &claims, tenant: run.tenant, now: run.now)
+        case .directory:
+            account = try await directory.run(
+                profile, claims: &claims, tenant: run.tenant, now: run.now, journeyUser: run.claims.userID,
+                provenEmail: run.claims.verifiedEmail)
         case .identityProvider where Self.isPasswordCheck(profile):
-            account = try await directory.checkPassword(
+            let user = try await directory.checkPassword(
                 profile, claims: &claims, tenant: run.tenant, source: run.clientAddress, now: run.now, logger: run.logger)
+            account = PolicyDirectoryProvider.Outcome(account: user, proves: true)
         case .identityProvider(let name):
             throw PolicyProfileFailure.protocolFailure(
                 .policyNotRunnable("The \(name) identity provider profile '\(profile.id)' cannot run here yet."))
@@ -72,7 +76,7 @@ struct PolicyProfileRunner: Sendable {
     /// type with a `UserInputType`), without the verified email, which has its own control.
     static func fields(_ profile: PolicyTechnicalProfile, _ policy: CompiledPolicy) -> [(PolicyClaimReference, PolicyClaimType)] {
         profile.outputClaims.compactMap { reference in
-            guard reference.partnerClaimType != "Verified.Email", let type = policy.claimType(reference.claimType), type.userInputType != nil
+            guard reference.partnerClaimType?.lowercased() != "verified.email", let type = policy.claimType(reference.claimType), type.userInputType != nil
             else { return nil }
             return (reference, type)
         }
@@ -80,14 +84,24 @@ struct PolicyProfileRunner: Sendable {
 
     /// The claim a self-asserted profile proves with a code (`PartnerClaimType="Verified.Email"`).
     static func verifiedEmailClaim(_ profile: PolicyTechnicalProfile) -> String? {
-        profile.outputClaims.first { $0.partnerClaimType == "Verified.Email" }?.claimType
+        profile.outputClaims.first { $0.partnerClaimType?.lowercased() == "verified.email" }?.claimType
     }
 
     /// A self-asserted page's submission: the typed claims checked against their claim types,
     /// the verified email, the passwords, then the validation profiles in order. Returns the
-    /// account a validation profile signed in or wrote.
+    /// account a validation profile signed in or wrote. The claims change only when the whole
+    /// submission succeeds, as in B2C: a failed one leaves nothing a validation profile read.
     func submit(_ profile: PolicyTechnicalProfile, _ policy: CompiledPolicy, _ claims: inout PolicyClaims, _ run: JourneyRun) async throws
-        -> UserAccount?
+        -> PolicyDirectoryProvider.Outcome?
+    {
+        var working = claims
+        let outcome = try await submitting(profile, policy, &working, run)
+        claims = working
+        return outcome
+    }
+
+    private func submitting(_ profile: PolicyTechnicalProfile, _ policy: CompiledPolicy, _ claims: inout PolicyClaims, _ run: JourneyRun)
+        async throws -> PolicyDirectoryProvider.Outcome?
     {
         let fields = Self.fields(profile, policy)
         for (reference, type) in fields {
@@ -98,7 +112,7 @@ struct PolicyProfileRunner: Sendable {
                 claims.remove(type.id)
                 continue
             }
-            guard raw.count <= PolicyPattern.maximumInput else { throw PolicyProfileFailure.userMessage("\(type.displayName) is too long.") }
+            guard raw.count <= PolicyPattern.maximumInput, raw.utf8.count <= 4 * PolicyPattern.maximumInput else { throw PolicyProfileFailure.userMessage("\(type.displayName) is too long.") }
             if let pattern = type.pattern, !PolicyPattern.matches(raw, pattern.expression) {
                 throw PolicyProfileFailure.userMessage(pattern.helpText ?? "Please enter a valid \(type.displayName).")
             }
@@ -121,14 +135,20 @@ struct PolicyProfileRunner: Sendable {
         }
         resolver(run, policy).applyDefaults(profile.outputClaims, to: &claims)
         try transform(profile.outputTransformations, policy, &claims, run, profile: profile.id, messages: profile.metadata)
-        var account: UserAccount?
+        var account: PolicyDirectoryProvider.Outcome?
         for validation in profile.validationProfiles {
             if validation.preconditions.contains(where: { $0.action == "SkipThisValidationTechnicalProfile" && $0.holds(in: claims) }) {
                 continue
             }
             guard let validator = policy.profile(validation.profile) else { continue }
             do {
-                if let found = try await runWithoutPage(validator, policy, &claims, run, messages: profile.metadata) { account = found }
+                if let found = try await runWithoutPage(validator, policy, &claims, run, messages: profile.metadata) {
+                    // Two profiles of one submission proving two different people is no sign-in.
+                    if let earlier = account, earlier.proves, found.proves, earlier.account.id != found.account.id {
+                        throw PolicyProfileFailure.protocolFailure(.policyNotRunnable("'\(profile.id)' proved two different accounts."))
+                    }
+                    if account?.proves != true || found.proves { account = found }
+                }
             } catch let failure as PolicyProfileFailure where validation.continueOnError {
                 run.logger.debug("validation profile failed, continuing", metadata: ["profile": "\(validator.id)", "failure": "\(failure)"])
             }

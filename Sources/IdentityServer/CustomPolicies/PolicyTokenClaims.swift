@@ -23,9 +23,11 @@ enum PolicyTokenClaims {
         var values: [String: String] = [:]
         for reference in party.outputClaims {
             let name = name(reference, policy)
-            guard !protocolClaims.contains(name), let value = claims[reference.claimType] else { continue }
-            switch value {
-            case .collection(let items): values[name] = JSONText.array(items.map(JSONText.string)).serialized
+            guard !protocolClaims.contains(name.lowercased()), let value = claims[reference.claimType] else { continue }
+            switch (value, policy.claimType(reference.claimType)?.dataType) {
+            case (.collection(let items), _): values[name] = JSONText.array(items.map(JSONText.string)).serialized
+            // A collection claim holding one string (a default, a copy) is a one-item collection.
+            case (_, .stringCollection?): values[name] = JSONText.array([.string(value.text)]).serialized
             default: values[name] = value.text
             }
         }
@@ -36,7 +38,7 @@ enum PolicyTokenClaims {
     static func append(_ values: [String: String], _ policy: CompiledPolicy, into claims: inout JSONObjectBuilder) {
         for reference in policy.relyingParty?.outputClaims ?? [] {
             let name = name(reference, policy)
-            guard !protocolClaims.contains(name), let text = values[name] else { continue }
+            guard !protocolClaims.contains(name.lowercased()), let text = values[name] else { continue }
             switch policy.claimType(reference.claimType)?.dataType {
             case .boolean?: claims.set(name, json: .bool(text.lowercased() == "true"))
             case .int?, .long?: claims.set(name, json: Int64(text).map(JSONText.int) ?? .string(text))

@@ -46,6 +46,9 @@ enum PolicyXML {
     static let maximumBytes = 1_048_576
     static let maximumDepth = 32
     static let maximumElements = 50_000
+    /// Attributes one element may have: libxml2 2.9 checks duplicates in quadratic time, so a
+    /// tag with 100,000 attributes would take seconds before any limit of the delegate applies.
+    static let maximumAttributes = 64
 
     struct Failure: Error, Equatable, CustomStringConvertible {
         var message: String
@@ -57,12 +60,18 @@ enum PolicyXML {
         guard data.count <= maximumBytes else {
             throw Failure(message: "The policy is \(data.count) bytes; a policy file may have at most \(maximumBytes).")
         }
+        // UTF-8 only (a byte-order mark allowed): the checks below read bytes as UTF-8, and a
+        // UTF-16 document could hide a declaration from them.
+        guard String(data: data, encoding: .utf8) != nil else { throw Failure(message: "The policy is not UTF-8 text.") }
         // A document type declaration is the door to entity expansion ("billion laughs") and
         // external entities; libxml2 would expand internal entities, so none is accepted at all.
         if data.range(of: Data("<!DOCTYPE".utf8)) != nil || data.range(of: Data("<!doctype".utf8)) != nil
             || data.range(of: Data("<!ENTITY".utf8)) != nil
         {
             throw Failure(message: "The policy has a document type declaration (<!DOCTYPE>); policies may not declare one.")
+        }
+        if let tooMany = attributesOverLimit(data) {
+            throw Failure(message: "An element of the policy (line \(tooMany)) has more than \(maximumAttributes) attributes.")
         }
         let reader = TreeBuilder()
         let parser = XMLParser(data: data)
@@ -77,6 +86,62 @@ enum PolicyXML {
             throw Failure(message: "The policy is not well-formed XML (line \(line)): \(reason).")
         }
         return root
+    }
+
+    /// The line of the first tag with more than ``maximumAttributes`` attributes, found in one
+    /// pass over the bytes before libxml2 sees them: `=` outside quotes inside a tag, comments,
+    /// CDATA sections and processing instructions skipped.
+    static func attributesOverLimit(_ data: Data) -> Int? {
+        let bytes = [UInt8](data)
+        var index = 0
+        var line = 1
+        func starts(_ text: String, at position: Int) -> Bool {
+            let pattern = Array(text.utf8)
+            return position + pattern.count <= bytes.count && Array(bytes[position..<position + pattern.count]) == pattern
+        }
+        func skip(to end: String) {
+            while index < bytes.count, !starts(end, at: index) {
+                if bytes[index] == UInt8(ascii: "\n") { line += 1 }
+                index += 1
+            }
+            index += end.utf8.count
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\n") { line += 1 }
+            guard byte == UInt8(ascii: "<") else {
+                index += 1
+                continue
+            }
+            if starts("<!--", at: index) {
+                skip(to: "-->")
+            } else if starts("<![CDATA[", at: index) {
+                skip(to: "]]>")
+            } else if starts("<?", at: index) {
+                skip(to: "?>")
+            } else {
+                var quote: UInt8?
+                var attributes = 0
+                index += 1
+                while index < bytes.count {
+                    let current = bytes[index]
+                    if current == UInt8(ascii: "\n") { line += 1 }
+                    if let open = quote {
+                        if current == open { quote = nil }
+                    } else if current == UInt8(ascii: "\"") || current == UInt8(ascii: "'") {
+                        quote = current
+                    } else if current == UInt8(ascii: "=") {
+                        attributes += 1
+                        if attributes > maximumAttributes { return line }
+                    } else if current == UInt8(ascii: ">") {
+                        break
+                    }
+                    index += 1
+                }
+                index += 1
+            }
+        }
+        return nil
     }
 
     /// Builds the tree as the parser reports it; stops the parser at the first broken limit.

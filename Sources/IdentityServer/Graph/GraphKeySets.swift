@@ -99,7 +99,8 @@ struct GraphKeySets: Sendable {
         func date(_ name: String) throws -> Date? {
             switch body[name] {
             case nil, .null?: return nil
-            case .number(let seconds)?: return Date(timeIntervalSince1970: seconds)
+            // Unix seconds from 1970 to 9999, as a date can be.
+            case .number(let seconds)? where (0...253_402_300_799).contains(seconds): return Date(timeIntervalSince1970: seconds.rounded())
             default: throw GraphError.badRequest("\(name) must be a number of seconds since 1970.", code: "BadRequest")
             }
         }

@@ -3,7 +3,7 @@ import Hummingbird
 import WireCoding
 
 /// Graph beta's custom-policy API (`/beta/trustFramework/policies`, SPEC §2.12), for app-only
-/// tokens holding `Policy.ReadWrite.TrustFramework` (or `Policy.Read.All` to read): upload with
+/// tokens holding `Policy.ReadWrite.TrustFramework` (reads too, as in Graph): upload with
 /// `PUT …/{id}/$value` or `POST`, read the XML back with `GET …/{id}/$value`, list, delete.
 /// A policy is checked whole at upload; a refused one answers Graph's error shape with B2C's
 /// "Validation failed" message naming every problem, and nothing is stored.
@@ -11,7 +11,8 @@ struct GraphTrustFramework: Sendable {
     let authenticator: GraphCaller.Authenticator
     let administration: IdentityAdministration
 
-    static let readRoles = ["Policy.Read.All", "Policy.ReadWrite.TrustFramework"]
+    /// Graph serves policies to `Policy.ReadWrite.TrustFramework` only, reads included.
+    static let readRoles = ["Policy.ReadWrite.TrustFramework"]
     static let writeRoles = ["Policy.ReadWrite.TrustFramework"]
     static let context = "https://graph.microsoft.com/beta/$metadata#trustFramework/policies"
 
@@ -62,9 +63,9 @@ struct GraphTrustFramework: Sendable {
     }
 
     private func upload(_ request: Request, context: IdentityRequestContext, tenant: Tenant, expectedID: String?) async throws -> Response {
-        let contentType = request.headers[.contentType]?.lowercased() ?? ""
+        let contentType = (request.headers[.contentType] ?? "").split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
         // Microsoft's SDKs send application/octet-stream to `$value`; the reference says application/xml.
-        guard ["application/xml", "text/xml", "application/octet-stream"].contains(where: { contentType.hasPrefix($0) }) else {
+        guard ["application/xml", "text/xml", "application/octet-stream"].contains(contentType) else {
             throw GraphError(status: .unsupportedMediaType, code: "BadRequest", message: "The request body must be application/xml.")
         }
         var request = request

@@ -106,6 +106,8 @@ struct JourneyCatalog: JourneyProvider {
             if step.kind == .sendClaims { return tokenIssuance }
             return PolicyStep(policy: policy, journey: journey.id, step: step, profiles: policyProfiles)
         }
-        return Journey(name: journey.id, steps: steps)
+        // An operator's temporary password is replaced before any token, as in every flow.
+        let beforeTokens = steps.firstIndex { $0.id == tokenIssuance.id } ?? steps.count
+        return Journey(name: journey.id, steps: Array(steps[..<beforeTokens]) + [forcedPasswordChange] + Array(steps[beforeTokens...]))
     }
 }

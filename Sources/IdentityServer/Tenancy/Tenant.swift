@@ -161,7 +161,7 @@ public struct APIPermission: Sendable, Codable, Equatable {
     static let graphScopes = ["User.Read"]
     /// The Graph application permissions this service serves (`roles` of app-only tokens).
     public static let graphRoles = [
-        "User.Read.All", "User.ReadWrite.All", "Policy.Read.All", "Policy.ReadWrite.TrustFramework", "TrustFrameworkKeySet.Read.All",
+        "User.Read.All", "User.ReadWrite.All", "Policy.ReadWrite.TrustFramework", "TrustFrameworkKeySet.Read.All",
         "TrustFrameworkKeySet.ReadWrite.All",
     ]
 

@@ -59,8 +59,8 @@ struct PolicyStep: OrchestrationStep {
                 return .interact(.redirecting(to: run.url(.selfAsserted)))
             }
             do {
-                let account = try await profiles.runWithoutPage(profile, policy, &claims, run)
-                signIn(account, &run, claims: claims)
+                let outcome = try await profiles.runWithoutPage(profile, policy, &claims, run)
+                if let failure = signIn(outcome, &run) { return .fail(failure) }
             } catch PolicyProfileFailure.userMessage(let message) {
                 throw PageError(status: .badRequest, title: "Something went wrong", message: message)
             } catch PolicyProfileFailure.protocolFailure(let failure) {
@@ -88,16 +88,20 @@ struct PolicyStep: OrchestrationStep {
         defer { run.state.policyClaims = claims.removingSecrets(of: policy) }
         if page == .unified {
             if run.form["action"] == "signup" {
-                // "Sign up now": the exchange the sign-in profile names as its `SignUpTarget`.
-                run.state.policyExchange = signInProfile?.metadata["SignUpTarget"]
+                // "Sign up now": the exchange the sign-in profile names as its `SignUpTarget`,
+                // and only that; what a failed sign-in read is gone with it.
+                guard let target = signInProfile?.metadata["SignUpTarget"] else {
+                    return .interact(try unifiedPage(run, error: "This page does not offer sign-up.", status: .badRequest))
+                }
+                run.state.policyExchange = target
                 return .next
             }
             guard let profile = signInProfile else { throw JourneyEngine.notThisStep }
             claims["signInName"] = (run.form["signInName"]).map(PolicyClaimValue.string)
             claims["password"] = (run.form["password"]).map(PolicyClaimValue.string)
             do {
-                let account = try await profiles.submit(profile, policy, &claims, run)
-                signIn(account, &run, claims: claims)
+                let outcome = try await profiles.submit(profile, policy, &claims, run)
+                if let failure = signIn(outcome, &run) { return .fail(failure) }
                 return .next
             } catch PolicyProfileFailure.userMessage(let message) {
                 return .interact(try unifiedPage(run, error: message, status: .badRequest))
@@ -128,8 +132,8 @@ struct PolicyStep: OrchestrationStep {
             return reload
         default:
             do {
-                let account = try await profiles.submit(profile, policy, &claims, run)
-                signIn(account, &run, claims: claims)
+                let outcome = try await profiles.submit(profile, policy, &claims, run)
+                if let failure = signIn(outcome, &run) { return .fail(failure) }
                 return .next
             } catch PolicyProfileFailure.userMessage(let message) {
                 return .interact(try selfAssertedPage(profile, run, error: message, status: .badRequest))
@@ -139,12 +143,22 @@ struct PolicyStep: OrchestrationStep {
         }
     }
 
-    /// An account a profile signed in, wrote or read becomes the journey's user.
-    private func signIn(_ account: UserAccount?, _ run: inout JourneyRun, claims: PolicyClaims) {
-        guard let account, run.claims.userID == nil || run.claims.userID == account.id else { return }
-        if run.claims.userID == nil {
-            run.claims.authenticated(account, by: .local, at: run.now, newUser: claims.bool("newUser") ?? false)
+    /// The journey's user from what a profile did: an account it proved (the password check,
+    /// a sign-up, the address proven with a code) signs the person in; an account it only read
+    /// (by a name or id someone typed) is the journey's user only if it already was. A proof of
+    /// another account than the one signed in ends the journey.
+    private func signIn(_ outcome: PolicyDirectoryProvider.Outcome?, _ run: inout JourneyRun) -> ProtocolFailure? {
+        guard let outcome else { return nil }
+        let account = outcome.account
+        if let current = run.claims.userID {
+            guard current == account.id else {
+                return outcome.proves ? .policyNotRunnable("The policy proved another account than the one signed in.") : nil
+            }
+            run.user = account
+        } else if outcome.proves {
+            run.claims.authenticated(account, by: .local, at: run.now, newUser: outcome.created)
+            run.user = account
         }
-        run.user = account
+        return nil
     }
 }

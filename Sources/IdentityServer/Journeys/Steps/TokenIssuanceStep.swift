@@ -56,6 +56,10 @@ struct TokenIssuanceStep: OrchestrationStep {
         // B2C's "Before sending the token" connector: its values go into this sign-in's tokens.
         var overrides: [String: String] = [:]
         if let program = flow.customPolicy {
+            // The subject the policy's claims name must be the account signed in.
+            if let subject = run.state.policyClaims?.text("objectId"), subject != user.objectID {
+                return .fail(.policyNotRunnable("The policy's objectId is not the account signed in."))
+            }
             let resolver = PolicyClaimResolver(
                 policyID: program.policy.id, tenant: tenant, language: run.language, correlationID: run.state.correlationID ?? "",
                 clientAddress: run.clientAddress, host: run.request.head.authority ?? "", now: now, authorization: authorization)
