@@ -8,11 +8,8 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
-from azure.identity.aio import ClientSecretCredential
-from kiota_authentication_azure.azure_identity_authentication_provider import AzureIdentityAuthenticationProvider
 from msgraph_beta import GraphRequestAdapter, GraphServiceClient
 from msgraph_beta.generated.models.o_data_errors.o_data_error import ODataError
 from msgraph_beta.generated.models.trust_framework_key_set import TrustFrameworkKeySet
@@ -22,6 +19,8 @@ from msgraph_beta.generated.trust_framework.key_sets.item.generate_key.generate_
 from msgraph_beta.generated.trust_framework.key_sets.item.upload_secret.upload_secret_post_request_body import (
     UploadSecretPostRequestBody,
 )
+
+from test_msgraph_sdk import graph_client
 
 POLICIES = Path(__file__).parent / "policies"
 
@@ -39,19 +38,7 @@ def policy_app(settings_path):
 
 
 def beta_client(tls_server, app):
-    os.environ["REQUESTS_CA_BUNDLE"] = tls_server.ca
-    os.environ["SSL_CERT_FILE"] = tls_server.ca
-    credential = ClientSecretCredential(
-        tls_server.settings["tenantId"], app["clientId"], app["clientSecret"], authority=tls_server.base,
-        disable_instance_discovery=True,
-    )
-    graph = tls_server.settings["graphBaseURL"]
-    auth = AzureIdentityAuthenticationProvider(
-        credential, scopes=["https://graph.microsoft.com/.default"], allowed_hosts=[urlparse(graph).hostname]
-    )
-    adapter = GraphRequestAdapter(auth)
-    adapter.base_url = f"{graph}/beta"
-    return GraphServiceClient(request_adapter=adapter), credential
+    return graph_client(tls_server, app, sdk=(GraphRequestAdapter, GraphServiceClient), version="beta")
 
 
 def policy_xml(name, tenant):

@@ -38,7 +38,10 @@ def daemon_app(settings_path):
     return app
 
 
-def graph_client(tls_server, app):
+def graph_client(tls_server, app, sdk=(GraphRequestAdapter, GraphServiceClient), version="v1.0"):
+    """A Graph SDK client (msgraph-sdk's, or `sdk` given as its adapter and client classes) for the
+    app's client-credentials token, changed only in its authority and base URL."""
+    adapter_class, client_class = sdk
     os.environ["REQUESTS_CA_BUNDLE"] = tls_server.ca
     os.environ["SSL_CERT_FILE"] = tls_server.ca
     credential = ClientSecretCredential(
@@ -49,9 +52,9 @@ def graph_client(tls_server, app):
     auth = AzureIdentityAuthenticationProvider(
         credential, scopes=["https://graph.microsoft.com/.default"], allowed_hosts=[urlparse(graph).hostname]
     )
-    adapter = GraphRequestAdapter(auth)
-    adapter.base_url = f"{graph}/v1.0"
-    return GraphServiceClient(request_adapter=adapter), credential
+    adapter = adapter_class(auth)
+    adapter.base_url = f"{graph}/{version}"
+    return client_class(request_adapter=adapter), credential
 
 
 def jwt_claims(token):
