@@ -7,7 +7,14 @@ import IdentityServer
 struct Policies: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Upload, list, show or delete the tenant's custom policies (B2C_1A_…, Identity Experience Framework XML).",
-        subcommands: [Upload.self, List.self, Show.self, Delete.self])
+        subcommands: [Upload.self, List.self, Show.self, Delete.self, Schema.self])
+
+    struct Schema: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the supported part of the IEF schema as JSON: each element's children, step types, handlers, protocols, transformations, data types.")
+
+        func run() throws { print(CustomPolicySchema.json()) }
+    }
 
     struct Upload: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -1,3 +1,5 @@
+import WireCoding
+
 /// The part of the IEF schema (`TrustFrameworkPolicy_0.3.0.0.xsd`) this service runs: which
 /// children each element may have, and the step types, technical-profile handlers, claims
 /// transformations and data types it knows. An element outside the set fails the upload with its
@@ -105,4 +107,19 @@ enum PolicySchema {
     /// Precondition types and the actions they take.
     static let preconditionTypes: Set<String> = ["ClaimsExist", "ClaimEquals"]
     static let preconditionActions: Set<String> = ["SkipThisOrchestrationStep", "SkipThisValidationTechnicalProfile"]
+}
+
+/// The supported set as JSON (`todo-server policies schema`), so tools outside this service — the
+/// interop suite's `lxml` check of the project's own policy files — test against the same rules.
+public enum CustomPolicySchema {
+    public static func json() -> String {
+        func list(_ values: Set<String>) -> JSONText { .array(values.sorted().map(JSONText.string)) }
+        return JSONText.object([
+            ("namespace", .string(PolicyXML.namespace)),
+            ("children", .object(PolicySchema.children.sorted { $0.key < $1.key }.map { ($0.key, list($0.value)) })),
+            ("stepTypes", list(PolicySchema.stepTypes)), ("handlers", list(PolicySchema.handlers)),
+            ("protocols", list(PolicySchema.protocols)), ("transformations", list(PolicySchema.transformations)),
+            ("dataTypes", list(PolicySchema.dataTypes)),
+        ]).serialized
+    }
 }
