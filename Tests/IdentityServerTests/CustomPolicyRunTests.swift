@@ -105,6 +105,32 @@ struct CustomPolicyRunTests {
         }
     }
 
+    @Test("the developer trace: /dev/journeys/{correlationId} lists each step the sign-in ran, the claim names it changed, and how it ended")
+    func developerTrace() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            try await Self.upload(h)
+            _ = try await h.addUser("hana@example.com", name: "Hana")
+            let attempt = AuthorizationAttempt(harness: h, policy: Self.policy)
+            let started = try await driver.get(attempt.url(harness: h))
+            let correlation = try #require(started.headers[HTTPField.Name("client-request-id")!])
+            let page = try await driver.follow(started)
+            let done = try await driver.submit(page, [("signInName", "hana@example.com"), ("password", "Passw0rd!")])
+            #expect(done.redirectParameters["code"] != nil)
+            let trace = try await driver.get("/dev/journeys/\(correlation)", headers: [.accept: "application/json"])
+            #expect(trace.status == .ok, "\(trace.text)")
+            let journeys = try #require(trace.json["journeys"] as? [[String: Any]])
+            let steps = try #require(journeys.first?["steps"] as? [[String: Any]])
+            #expect(steps.compactMap { $0["step"] as? String }.contains("SignUpOrSignIn#3"))
+            #expect(steps.contains { ($0["claims"] as? [String])?.contains("greeting") == true })
+            #expect(steps.last?["result"] as? String == "finished")
+            #expect(!trace.text.contains("Hello Hana") && !trace.text.contains("Passw0rd"), "names, never values")
+            let html = try await driver.get("/dev/journeys/\(correlation)", headers: [.accept: "text/html"])
+            #expect(html.text.contains("journeyTrace") && html.text.contains("SignUpOrSignIn#1"))
+            #expect(try await driver.get("/dev/journeys/\(UUID().uuidString)").status == .notFound)
+            #expect(try await driver.get("/dev/journeys/%25").status == .notFound, "no wildcard")
+        }
+    }
+
     @Test("password reset: the address proven, the account found by it, the new password written; an unknown address is told so", arguments: TestDatabase.engines)
     func passwordReset(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in

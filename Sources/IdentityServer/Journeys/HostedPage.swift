@@ -57,6 +57,8 @@ enum PageTemplate: String, CaseIterable, Sendable {
     case error
     case facebook
     case outbox
+    /// The developer trace of a sign-in (`/dev/journeys/{correlationId}`).
+    case journeyTrace = "journeytrace"
     case signOut = "signout"
     case signedOut = "signedout"
 }

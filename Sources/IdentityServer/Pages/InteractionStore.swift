@@ -20,6 +20,9 @@ protocol InteractionStore: Sendable {
     func saveJourney(id: String, state: JourneyState, revision: Int64) async throws -> Bool
     /// Keeps the final state (its trace) of a completed transaction.
     func saveFinalJourney(id: String, state: JourneyState) async throws
+    /// The journeys of `tenantID` that a request with `correlationID` started: their policy and
+    /// state, newest first (the developer trace, `/dev/journeys/{correlationId}`).
+    func journeys(tenantID: UUID, correlationID: String) async throws -> [(policy: String, startedAt: Date, state: JourneyState)]
 
     func saveSession(idHash: String, session: SSOSession, now: Date) async throws
     func session(idHash: String, now: Date) async throws -> SSOSession?

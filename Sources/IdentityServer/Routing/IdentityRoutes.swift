@@ -99,6 +99,7 @@ extension IdentityServer {
             let dev = router.group("dev").add(middleware: SameOriginOnly(hosts: service.hosts))
                 .add(middleware: OAuthErrorMiddleware<IdentityRequestContext>(clock: service.clock))
             dev.get("outbox", use: development.outbox)
+            dev.get("journeys/:correlationId", use: development.journeyTrace)
             dev.post("tokens", use: development.tokens)
             dev.post("reset", use: development.reset)
             dev.post("faults", use: development.arm)
