@@ -158,6 +158,21 @@ struct CustomPolicyTests {
         #expect(fileProblems.count == 1 && fileProblems[0].contains("'DisplayControls' in 'BuildingBlocks'"), "\(fileProblems)")
     }
 
+    @Test("a transformation declared against its method's signature is refused: an unknown or missing claim, a wrong type, a missing parameter")
+    func transformationSignatures() throws {
+        let wrongName = PolicyFixtures.base().replacingOccurrences(of: #"TransformationClaimType="inputClaim""#, with: #"TransformationClaimType="inputClaimX""#)
+        let problems = PolicyCheck.effective(try parse(wrongName))
+        #expect(problems.contains { $0.contains("The InputClaims mismatched in ClaimsTransformation with id \"MakeGreeting\"") && $0.contains("'inputClaimX'") })
+        #expect(problems.contains { $0.contains("'inputClaim' the method needs is not declared") })
+        let noParameter = PolicyFixtures.base().replacingOccurrences(of: #"<InputParameter Id="stringFormat" DataType="string" Value="Hello {0}" />"#, with: "")
+        #expect(PolicyCheck.effective(try parse(noParameter)).contains { $0.contains("needs the input parameter 'stringFormat'") })
+        let wrongType = PolicyFixtures.base().replacingOccurrences(of: #"TransformationMethod="FormatStringClaim""#, with: #"TransformationMethod="NotClaims""#)
+            .replacingOccurrences(of: #"<InputParameters><InputParameter Id="stringFormat" DataType="string" Value="Hello {0}" /></InputParameters>"#, with: "")
+        let typed = PolicyCheck.effective(try parse(wrongType))
+        #expect(typed.contains { $0.contains("needs a boolean claim; 'displayName' is string") }, "\(typed)")
+        #expect(PolicyCheck.effective(try parse(PolicyFixtures.base())).isEmpty)
+    }
+
     @Test("a policy of another tenant, a bad id or schema version is refused at the file")
     func fileChecks() throws {
         let other = PolicyFixtures.base().replacingOccurrences(of: PolicyFixtures.tenant, with: "contoso.onmicrosoft.com")

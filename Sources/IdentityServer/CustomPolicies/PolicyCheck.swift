@@ -45,6 +45,12 @@ enum PolicyCheck {
         var problems: [String] = []
         let blocks = policy.child("BuildingBlocks")
         let claimTypes = ids(blocks?.items("ClaimsSchema", "ClaimType"))
+        var dataTypes: [String: PolicyClaimType.DataType] = [:]
+        for claimType in blocks?.items("ClaimsSchema", "ClaimType") ?? [] {
+            if let id = claimType["Id"], let type = PolicyClaimType.DataType(rawValue: claimType.child("DataType")?.text ?? "") {
+                dataTypes[id.lowercased()] = type
+            }
+        }
         let transformations = ids(blocks?.items("ClaimsTransformations", "ClaimsTransformation"))
         let contentDefinitions = ids(blocks?.items("ContentDefinitions", "ContentDefinition"))
         let predicates = ids(blocks?.items("Predicates", "Predicate"))
@@ -85,6 +91,9 @@ enum PolicyCheck {
             }
             for claim in transformation.items("InputClaims", "InputClaim") + transformation.items("OutputClaims", "OutputClaim") {
                 missing("ClaimType", claim["ClaimTypeReferenceId"], in: claimTypes, at: claim)
+            }
+            problems += TransformationSignatures.problems(transformation) { id in
+                dataTypes[id.lowercased()]
             }
         }
         for profile in profiles {
