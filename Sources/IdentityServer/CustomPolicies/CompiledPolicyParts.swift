@@ -15,6 +15,8 @@ struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
         /// `OpenIdConnect` or `OAuth2`: an identity provider; `login-NonInteractive`'s password
         /// check (`response_types` `id_token` with a `username`/`password` pair) is one too.
         case identityProvider(protocol: String)
+        /// `RestfulProvider`: a call to a REST service.
+        case restful
         /// One of B2C's session providers (`NoopSSOSessionProvider`, `DefaultSSOSessionProvider`…).
         case session(String)
     }
@@ -43,6 +45,7 @@ struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
             case "SelfAssertedAttributeProvider": kind = .selfAsserted
             case "AzureActiveDirectoryProvider": kind = .directory
             case "ClaimsTransformationProtocolProvider": kind = .claimsTransformation
+            case "RestfulProvider": kind = .restful
             case let session: kind = .session(session)
             }
         case "OpenIdConnect", "OAuth2": kind = .identityProvider(protocol: protocolElement?["Name"] ?? "")

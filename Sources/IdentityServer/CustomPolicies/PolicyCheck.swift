@@ -110,6 +110,18 @@ enum PolicyCheck {
                     }
                 }
             }
+            if Self.handlerName(protocolElement?["Handler"]) == "RestfulProvider" {
+                let metadata = Dictionary(profile.items("Metadata", "Item").compactMap { item in item["Key"].map { ($0, item.text) } }) { a, _ in a }
+                if !OutboundURL.isAllowed(metadata["ServiceUrl"] ?? "") {
+                    problems.append("TechnicalProfile '\(id)' needs a ServiceUrl that is https (or http on loopback) without credentials.")
+                }
+                if !["none", "basic", "bearer"].contains((metadata["AuthenticationType"] ?? "None").lowercased()) {
+                    problems.append("TechnicalProfile '\(id)' uses the AuthenticationType '\(metadata["AuthenticationType"] ?? "")', which is not supported by this service.")
+                }
+                if !["body", "form", "querystring"].contains((metadata["SendClaimsIn"] ?? "Body").lowercased()) {
+                    problems.append("TechnicalProfile '\(id)' sends claims in '\(metadata["SendClaimsIn"] ?? "")', which is not supported by this service.")
+                }
+            }
             for container in ["InputClaims", "OutputClaims", "PersistedClaims"] {
                 for claim in profile.child(container)?.children ?? [] {
                     missing("ClaimType", claim["ClaimTypeReferenceId"], in: claimTypes, at: claim)

@@ -141,6 +141,17 @@ struct PolicyKeySetLibrary: Sendable {
         return set.keys.filter { ($0.notBefore ?? .distantPast) <= now && now < ($0.expires ?? .distantFuture) }.last
     }
 
+    /// The active key's secret, opened (an uploaded secret's value, or a generated key's PEM).
+    func activeSecret(tenantID: UUID, keySet: String) async throws -> String? {
+        guard let key = try? await activeKey(tenantID: tenantID, keySet: keySet), let set = try await self.keySet(tenantID: tenantID, id: keySet)
+        else { return nil }
+        let rows = try await database.rows(
+            "SELECT sealed_secret FROM trust_framework_keys WHERE tenant_id = ? AND key_set_id_lower = ? AND kid = ?",
+            [.text(tenantID.uuidString.lowercased()), .text(set.id.lowercased()), .text(key.kid)])
+        guard let sealed = try rows.first?.text("sealed_secret") else { return nil }
+        return try dataKey.open(sealed, context: Self.sealingContext(tenantID: tenantID, keySet: set.id, kid: key.kid)).value
+    }
+
     private func add(
         tenantID: UUID, keySet: String, kid: String, use: String, kty: String, secret: String, n: String?, e: String?, notBefore: Date?,
         expires: Date?

@@ -6,6 +6,7 @@ import Hummingbird
 /// self-asserted page collects with its validation profiles.
 struct PolicyProfileRunner: Sendable {
     let directory: PolicyDirectoryProvider
+    let restful: PolicyRestfulProvider
     let mailer: VerificationMailer
 
     func resolver(_ run: JourneyRun, _ policy: CompiledPolicy) -> PolicyClaimResolver {
@@ -58,6 +59,10 @@ struct PolicyProfileRunner: Sendable {
         case .identityProvider(let name):
             throw PolicyProfileFailure.protocolFailure(
                 .policyNotRunnable("The \(name) identity provider profile '\(profile.id)' cannot run here yet."))
+        case .restful:
+            // The orchestration step's order, as B2C's AADB2C90075 names it.
+            let step = run.state.stepID.flatMap { $0.split(separator: "#").last.map(String.init) } ?? ""
+            try await restful.call(profile, claims: &claims, policy: policy, tenant: run.tenant, step: step)
         case .claimsTransformation, .jwtIssuer, .session, .selfAsserted: break
         }
         resolver.applyDefaults(profile.outputClaims, to: &claims)

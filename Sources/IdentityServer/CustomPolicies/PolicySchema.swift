@@ -84,6 +84,7 @@ enum PolicySchema {
     static let handlers: Set<String> = [
         "SelfAssertedAttributeProvider", "AzureActiveDirectoryProvider", "ClaimsTransformationProtocolProvider",
         "NoopSSOSessionProvider", "DefaultSSOSessionProvider", "ExternalLoginSSOSessionProvider", "OAuthSSOSessionProvider",
+        "RestfulProvider",
     ]
 
     /// Technical-profile protocols.

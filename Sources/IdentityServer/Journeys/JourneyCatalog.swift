@@ -51,7 +51,8 @@ struct JourneyCatalog: JourneyProvider {
             issuer: service.issuer, sessions: sessions, codeLifetime: configuration.codeLifetime)
         passwordCredentials = PasswordCredentialsStep(passwords: service.passwords)
         policyProfiles = PolicyProfileRunner(
-            directory: PolicyDirectoryProvider(users: service.users, hasher: service.hasher, passwords: service.passwords), mailer: mailer)
+            directory: PolicyDirectoryProvider(users: service.users, hasher: service.hasher, passwords: service.passwords),
+            restful: PolicyRestfulProvider(keySets: service.policyKeySets), mailer: mailer)
         developmentFault = configuration.developmentMailbox ? DevelopmentFaultStep(faults: service.faults) : nil
     }
 

@@ -129,7 +129,7 @@ extension ProtocolFailure {
         // No code of Entra's own for these.
         case .responseModeNotSupported, .missingPostLogoutRedirect, .unknownPolicy, .resourceNotFound, .invalidPrompt,
             .postLogoutRedirectInvalid, .openIDRequiredForIDToken, .tooManySecondFactorTries, .forgotPassword, .invalidMaxAge,
-            .challengeMethodNotSupported, .repeatedParameter, .malformedRequest, .upstreamFailed, .policyNotRunnable:
+            .challengeMethodNotSupported, .repeatedParameter, .malformedRequest, .upstreamFailed, .policyNotRunnable, .restfulFailed:
             return invalidRequest()
         }
     }

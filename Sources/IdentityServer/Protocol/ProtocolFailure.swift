@@ -74,6 +74,8 @@ enum ProtocolFailure: Error, Sendable, Equatable {
     case upstreamFailed(String)
     /// A custom policy asks for something this service does not run (named in the text).
     case policyNotRunnable(String)
+    /// A custom policy's REST technical profile that failed (B2C's AADB2C90075 for a claims exchange).
+    case restfulFailed(profile: String, step: String, code: String, reason: String)
     // Conditions only the Entra face has.
     /// Consent was refused on the consent page.
     case consentDeclined
@@ -252,6 +254,10 @@ extension ProtocolFailure {
             )
         case .upstreamFailed(let message): return text("server_error", "90273", "An invalid response was received : '\(message)'")
         case .policyNotRunnable(let detail): return processing(detail, error: "server_error")
+        case .restfulFailed(let profile, let step, let code, let reason):
+            return text(
+                "server_error", "90075",
+                "The claims exchange '\(profile)' specified in step '\(step)' returned HTTP error response with Code '\(code)' and Reason '\(reason)'.")
         case .consentDeclined: return entraOnly("access_denied")
         case .consentRequired: return entraOnly("consent_required")
         case .grantNotConsented: return entraOnly("invalid_grant")

@@ -1,0 +1,127 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import WireCoding
+
+/// B2C's `RestfulProvider` technical profile (SPEC §2.12) over the service's outbound HTTP client:
+/// `ServiceUrl`, `AuthenticationType` `None`/`Basic`/`Bearer` with the credentials in policy key
+/// sets (`BasicAuthenticationUsername`, `BasicAuthenticationPassword`,
+/// `BearerAuthenticationToken`), `SendClaimsIn` `Body` (JSON), `Form` or `QueryString`. A 200
+/// answer's members fill the output claims (by partner claim type; dotted paths with
+/// `ResolveJsonPathsInJsonTokens`); a 4xx answer's `userMessage` (B2C's error contract
+/// `version`/`status`/`userMessage`) is shown on the page; anything else, or no answer within
+/// the timeout, ends the journey with AADB2C90075.
+struct PolicyRestfulProvider: Sendable {
+    let keySets: PolicyKeySetLibrary
+
+    static let timeoutSeconds = 20
+    static let maximumResponseBytes = 64 * 1024
+
+    func call(_ profile: PolicyTechnicalProfile, claims: inout PolicyClaims, policy: CompiledPolicy, tenant: Tenant, step: String)
+        async throws -> Void
+    {
+        func failure(_ code: String, _ reason: String) -> PolicyProfileFailure {
+            .protocolFailure(.restfulFailed(profile: profile.id, step: step, code: code, reason: reason))
+        }
+        guard let url = profile.metadata["ServiceUrl"], OutboundURL.isAllowed(url) else { throw failure("Configuration", "ServiceUrl") }
+        var values: [(String, PolicyClaimValue)] = []
+        for reference in profile.inputClaims {
+            if let value = claims[reference.claimType] { values.append((reference.partnerClaimType ?? reference.claimType, value)) }
+        }
+        var target = url
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "Accept", value: "application/json")
+        switch profile.metadata["SendClaimsIn"]?.lowercased() ?? "body" {
+        case "form":
+            request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+            request.body = .bytes(ByteBuffer(string: FormEncoding.encode(values.map { ($0.0, $0.1.text) })))
+        case "querystring":
+            request.method = .GET
+            target += (url.contains("?") ? "&" : "?") + FormEncoding.encode(values.map { ($0.0, $0.1.text) })
+            request.url = target
+        default:
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: JSONText.object(values.map { ($0.0, Self.json($0.1)) }).serialized))
+        }
+        switch profile.metadata["AuthenticationType"]?.lowercased() ?? "none" {
+        case "none": break
+        case "basic":
+            let user = try await secret(profile, "BasicAuthenticationUsername", tenant)
+            let password = try await secret(profile, "BasicAuthenticationPassword", tenant)
+            guard let user, let password else { throw failure("Configuration", "the basic credentials' key sets have no active secret") }
+            request.headers.add(name: "Authorization", value: "Basic \(Data("\(user):\(password)".utf8).base64EncodedString())")
+        case "bearer":
+            guard let token = try await secret(profile, "BearerAuthenticationToken", tenant) else {
+                throw failure("Configuration", "the bearer token's key set has no active secret")
+            }
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        default: throw failure("Configuration", "AuthenticationType")
+        }
+        let answer: (status: Int, body: ByteBuffer)
+        do {
+            let outgoing = request
+            let client = OutboundURL.client
+            answer = try await OutboundURL.withDeadline(seconds: Self.timeoutSeconds) {
+                let response = try await client.execute(outgoing, timeout: .seconds(Int64(Self.timeoutSeconds)))
+                return (Int(response.status.code), try await response.body.collect(upTo: Self.maximumResponseBytes))
+            }
+        } catch {
+            throw failure("RequestTimeout", "no answer within \(Self.timeoutSeconds) seconds")
+        }
+        let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer: answer.body))
+        switch answer.status {
+        case 200..<300:
+            guard let object else { throw failure("InvalidResponse", "the answer is not a JSON object") }
+            let paths = profile.flag("ResolveJsonPathsInJsonTokens", default: false)
+            for reference in profile.outputClaims {
+                let name = reference.partnerClaimType ?? reference.claimType
+                guard let value = paths ? Self.value(at: name, in: object) : object[name] else { continue }
+                if let claim = Self.claimValue(value, as: policy.claimType(reference.claimType)?.dataType ?? .string) {
+                    claims[reference.claimType] = claim
+                }
+            }
+        case 400..<500:
+            // B2C's error contract: the message is the person's to read, on the page.
+            if case .string(let message)? = object?["userMessage"] { throw PolicyProfileFailure.userMessage(message) }
+            throw failure("\(answer.status)", "the answer has no userMessage")
+        default:
+            throw failure("\(answer.status)", "the service answered \(answer.status)")
+        }
+    }
+
+    private func secret(_ profile: PolicyTechnicalProfile, _ key: String, _ tenant: Tenant) async throws -> String? {
+        guard let keySet = profile.keys[key] else { return nil }
+        return try await keySets.activeSecret(tenantID: tenant.id, keySet: keySet)
+    }
+
+    static func json(_ value: PolicyClaimValue) -> JSONText {
+        switch value {
+        case .string(let text): .string(text)
+        case .boolean(let flag): .bool(flag)
+        case .integer(let number): .int(number)
+        case .collection(let items): .array(items.map(JSONText.string))
+        }
+    }
+
+    static func value(at path: String, in object: [String: JSONValue]) -> JSONValue? {
+        var current: JSONValue = .object(object)
+        for part in path.split(separator: ".") {
+            guard case .object(let members) = current, let next = members[String(part)] else { return nil }
+            current = next
+        }
+        return current
+    }
+
+    static func claimValue(_ value: JSONValue, as type: PolicyClaimType.DataType) -> PolicyClaimValue? {
+        switch (value, type) {
+        case (.array(let items), _):
+            return .collection(items.compactMap { if case .string(let text) = $0 { text } else { nil } })
+        case (.bool(let flag), _): return .boolean(flag)
+        case (.number(let number), .int), (.number(let number), .long): return Int64(exactly: number).map(PolicyClaimValue.integer)
+        case (.number(let number), _): return .string(Int64(exactly: number).map(String.init) ?? String(number))
+        case (.string(let text), _): return PolicyClaimValue.parse(text, as: type)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import Storage
+import TestSupport
+import Testing
+
+@testable import IdentityServer
+
+/// A custom policy's REST technical profile (`RestfulProvider`) as a validation profile of the
+/// sign-up page, against a live endpoint on loopback: its claims sent as JSON with a bearer token
+/// from a policy key set, its answer in the token, its `userMessage` on the page, its failure as
+/// AADB2C90075.
+@Suite("Custom policies: REST technical profiles")
+struct CustomPolicyRestTests {
+    actor Calls {
+        var bodies: [(path: String, authorization: String?, body: String)] = []
+        func add(_ path: String, _ authorization: String?, _ body: String) { bodies.append((path, authorization, body)) }
+        func all() -> [(path: String, authorization: String?, body: String)] { bodies }
+    }
+
+    static func endpoint(_ calls: Calls) -> some ApplicationProtocol {
+        let router = Router()
+        router.post("{kind}") { request, context -> Response in
+            let kind = context.parameters.get("kind") ?? ""
+            let body = try await request.body.collect(upTo: 1 << 16)
+            await calls.add(kind, request.headers[.authorization], String(buffer: body))
+            func reply(_ status: HTTPResponse.Status, _ text: String) -> Response {
+                Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
+            }
+            switch kind {
+            case "ok": return reply(.ok, #"{"loyaltyNumber":"L-42","extra":{"tier":"gold"}}"#)
+            case "refuse": return reply(.conflict, #"{"version":"1.0.0","status":409,"userMessage":"Sign-ups from this domain are closed."}"#)
+            default: return reply(.internalServerError, #"{"error":"boom"}"#)
+            }
+        }
+        return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: Logger(label: "rest"))
+    }
+
+    /// The local-accounts policies with a REST check before the directory write, to `kind`.
+    static func upload(_ h: IdentityHarness, port: Int, kind: String) async throws {
+        var files = try PolicyFixtures.localAccounts()
+        var base = String(decoding: files[0], as: UTF8.self)
+        base = base.replacingOccurrences(
+            of: #"<ClaimType Id="greeting">"#,
+            with: #"<ClaimType Id="loyaltyNumber"><DisplayName>Loyalty number</DisplayName><DataType>string</DataType></ClaimType><ClaimType Id="greeting">"#)
+        base = base.replacingOccurrences(
+            of: #"<ValidationTechnicalProfiles><ValidationTechnicalProfile ReferenceId="Directory-Write" /></ValidationTechnicalProfiles>"#,
+            with: #"<ValidationTechnicalProfiles><ValidationTechnicalProfile ReferenceId="REST-Check" /><ValidationTechnicalProfile ReferenceId="Directory-Write" /></ValidationTechnicalProfiles>"#)
+        base = base.replacingOccurrences(
+            of: #"<TechnicalProfile Id="Issuer">"#,
+            with: """
+                <TechnicalProfile Id="REST-Check">
+                  <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.RestfulProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
+                  <Metadata>
+                    <Item Key="ServiceUrl">http://127.0.0.1:\(port)/\(kind)</Item>
+                    <Item Key="AuthenticationType">Bearer</Item>
+                    <Item Key="SendClaimsIn">Body</Item>
+                  </Metadata>
+                  <CryptographicKeys><Key Id="BearerAuthenticationToken" StorageReferenceId="B2C_1A_RestToken" /></CryptographicKeys>
+                  <InputClaims>
+                    <InputClaim ClaimTypeReferenceId="email" />
+                    <InputClaim ClaimTypeReferenceId="displayName" PartnerClaimType="name" />
+                  </InputClaims>
+                  <OutputClaims><OutputClaim ClaimTypeReferenceId="loyaltyNumber" /></OutputClaims>
+                </TechnicalProfile>
+                <TechnicalProfile Id="Issuer">
+                """)
+        files[0] = Data(base.utf8)
+        files[1] = Data(
+            String(decoding: files[1], as: UTF8.self).replacingOccurrences(
+                of: #"<OutputClaim ClaimTypeReferenceId="greeting" />"#,
+                with: #"<OutputClaim ClaimTypeReferenceId="greeting" /><OutputClaim ClaimTypeReferenceId="loyaltyNumber" />"#).utf8)
+        try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
+        _ = try await h.server.service.policyKeySets.create(tenantID: h.tenant.id, id: "RestToken")
+        _ = try await h.server.service.policyKeySets.uploadSecret(
+            tenantID: h.tenant.id, keySet: "B2C_1A_RestToken", use: "sig", value: "rest-token", notBefore: nil, expires: nil)
+    }
+
+    static func signUp(_ h: IdentityHarness, _ driver: Driver, email: String) async throws -> (TestResponse, AuthorizationAttempt) {
+        let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_susi")
+        var page = try await driver.start(attempt, harness: h)
+        page = try await driver.follow(try await driver.post(page.formAction ?? "", [("csrf_token", page.field("csrf_token") ?? ""), ("action", "signup")]))
+        page = try await driver.submit(page, [("action", "send"), ("email", email)])
+        page = try await driver.submit(page, [("action", "verify"), ("email_ver_input", try await h.latestCode())])
+        let done = try await driver.submit(
+            page, [("action", "continue"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", "Rita")])
+        return (done, attempt)
+    }
+
+    @Test("the REST answer's claims reach the token; the request carried the claims and the key set's bearer token")
+    func continues() async throws {
+        let calls = Calls()
+        try await Self.endpoint(calls).test(.live) { endpoint in
+            let port = try #require(endpoint.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                try await Self.upload(h, port: port, kind: "ok")
+                let (done, attempt) = try await Self.signUp(h, driver, email: "rita@example.com")
+                let code = try #require(done.redirectParameters["code"], "\(done.status) \(done.text.prefix(400))")
+                let claims = DecodedJWT(try #require(try await driver.redeem(h, attempt: attempt, code: code).json["id_token"] as? String)).claims
+                #expect(claims["loyaltyNumber"] as? String == "L-42")
+                let call = try #require(await calls.all().first)
+                #expect(call.authorization == "Bearer rest-token")
+                let body = try JSONSerialization.jsonObject(with: Data(call.body.utf8)) as? [String: Any]
+                #expect(body?["email"] as? String == "rita@example.com" && body?["name"] as? String == "Rita")
+            }
+        }
+    }
+
+    @Test("a 409 with a userMessage shows it on the form and writes nothing; a 500 ends the sign-up with AADB2C90075")
+    func refusals() async throws {
+        let calls = Calls()
+        try await Self.endpoint(calls).test(.live) { endpoint in
+            let port = try #require(endpoint.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                try await Self.upload(h, port: port, kind: "refuse")
+                let (refused, _) = try await Self.signUp(h, driver, email: "sam@example.com")
+                #expect(refused.status == .badRequest && refused.text.contains("Sign-ups from this domain are closed."), "\(refused.text.prefix(300))")
+                #expect(try await h.server.users.user(tenantID: h.tenant.id, provider: .local, signInName: "sam@example.com") == nil)
+            }
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                try await Self.upload(h, port: port, kind: "boom")
+                let (failed, _) = try await Self.signUp(h, driver, email: "tom@example.com")
+                #expect(failed.redirectParameters["error"] == "server_error")
+                #expect(failed.redirectParameters["error_description"]?.hasPrefix("AADB2C90075") == true, "\(failed.redirectParameters)")
+                #expect(try await h.server.users.user(tenantID: h.tenant.id, provider: .local, signInName: "tom@example.com") == nil)
+            }
+        }
+    }
+
+    @Test("a ServiceUrl that is not https or loopback http is refused at upload")
+    func serviceURL() async throws {
+        try await IdentityHarness.run(.sqlite) { h, _ in
+            do {
+                try await Self.upload(h, port: 1, kind: "ok")
+            } catch {
+                Issue.record("loopback http is allowed: \(error)")
+            }
+            let files = try PolicyFixtures.localAccounts()
+            let remote = String(decoding: files[0], as: UTF8.self).replacingOccurrences(
+                of: #"<TechnicalProfile Id="Issuer">"#,
+                with: #"<TechnicalProfile Id="REST-Remote"><Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.RestfulProvider, Web.TPEngine" /><Metadata><Item Key="ServiceUrl">http://api.example.com/check</Item></Metadata></TechnicalProfile><TechnicalProfile Id="Issuer">"#)
+            await #expect(throws: PolicyRejection.self) {
+                try await h.server.administration.uploadCustomPolicies([Data(remote.utf8)], tenant: h.tenant)
+            }
+        }
+    }
+}
