@@ -32,6 +32,8 @@ struct PolicyRestfulProvider: Sendable {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers.add(name: "Accept", value: "application/json")
+        // One call per step of a sign-in: no idle connection is kept to a service that may go away.
+        request.headers.add(name: "Connection", value: "close")
         switch profile.metadata["SendClaimsIn"]?.lowercased() ?? "body" {
         case "form":
             request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
