@@ -12,12 +12,15 @@ public struct StoreConfiguration: Sendable {
     public var logLevel: Logger.Level
     /// Seals keys and secrets at rest; nil: `<data-dir>/data-key`.
     public var dataKey: String?
+    /// The bcrypt cost of new password hashes: the admin commands make them at serve's cost.
+    public var passwordHashCost: Int
 
     init(_ settings: inout SettingsReader) {
         dataDirectory = URL(fileURLWithPath: settings.text(.dataDir) ?? "./.todo-data").standardizedFileURL.path
         databaseURL = settings.text(.databaseURL) ?? "sqlite:\(dataDirectory)/todo.sqlite"
         logLevel = settings.choice(.logLevel, default: .info, "must be one of trace, debug, info, notice, warning, error, critical")
         dataKey = settings.text(.dataKey)
+        passwordHashCost = settings.number(.passwordHashCost)
     }
 
     /// Reads the store settings alone (the admin commands).
@@ -110,7 +113,7 @@ public struct SystemConfiguration: Sendable {
         trustedProxies = settings.list(.trustedProxies)
         parts = settings.choice(.only, default: .all, "must be identity or api")
         authorityCA = settings.text(.authorityCA)
-        passwordHashCost = settings.number(.passwordHashCost)
+        passwordHashCost = store.passwordHashCost
         idleTimeout = settings.number(.idleTimeout)
         maxConnections = settings.number(.maxConnections)
         simulatedFacebook = settings.flag(.simulatedFacebook)

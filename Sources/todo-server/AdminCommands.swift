@@ -24,8 +24,10 @@ func withDefaultTenant<T>(
 /// Runs `body` with the store's identity service (no tenant seeded), closing everything after.
 func withIdentity<T>(_ store: StoreOptions, _ body: (IdentityServer) async throws -> T) async throws -> T {
     try await StoreSession.with(store) { database, logger in
+        let settings = try await store.configuration()
         let server = try await IdentityServer.make(
-            configuration: .init(), database: database, dataKey: try await store.configuration().loadDataKey(), logger: logger)
+            configuration: .init(passwordHashCost: UInt8(settings.passwordHashCost)), database: database, dataKey: try settings.loadDataKey(),
+            logger: logger)
         do {
             let result = try await body(server)
             try await server.shutdown()

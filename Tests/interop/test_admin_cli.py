@@ -400,3 +400,18 @@ def test_policies_commands(admin, tmp_path):
     assert admin("policies", "list").stdout.splitlines() == ["B2C_1A_InteropBase"]
     missing = admin("policies", "show", "B2C_1A_nothing", check=False)
     assert missing.returncode != 0 and "no custom policy" in missing.stderr
+
+
+def test_admin_commands_hash_at_the_configured_cost(tmp_path):
+    """`users add` makes its hash at the cost `serve` is told (TODO_PASSWORD_HASH_COST), not a cost of its own."""
+    import sqlite3
+    data = tmp_path / "data"
+    for cost, email in [("4", "cheap@example.com"), ("11", "dear@example.com")]:
+        result = subprocess.run(
+            [os.environ["TODO_SERVER_BIN"], "users", "add", "--data-dir", str(data), "--email", email, "--name", "Cost", "--password-stdin"],
+            input="Cost-Pass1\n", capture_output=True, text=True, timeout=120, env={**os.environ, "TODO_PASSWORD_HASH_COST": cost},
+        )
+        assert result.returncode == 0, result.stderr
+    with sqlite3.connect(data / "todo.sqlite") as db:
+        hashes = dict(db.execute("SELECT sign_in_name, password_hash FROM users").fetchall())
+    assert hashes["cheap@example.com"].startswith("$2b$04$") and hashes["dear@example.com"].startswith("$2b$11$"), hashes

@@ -10,7 +10,7 @@ source "$(dirname "$0")/../lib.sh"
 COST=${COST:-4}
 bench_setup --password-hash-cost "$COST"
 PASSWORD='Bench-Passw0rd'
-echo "$PASSWORD" | "$SERVER" users add --data-dir "$WORK/data" "${DB_ARGS[@]}" --email bench@example.com --name Bench --password-stdin >/dev/null
+echo "$PASSWORD" | TODO_PASSWORD_HASH_COST=$COST "$SERVER" users add --data-dir "$WORK/data" "${DB_ARGS[@]}" --email bench@example.com --name Bench --password-stdin >/dev/null
 mkdir -p "$WORK/policies"
 for file in "$ROOT"/Tests/interop/policies/local/*.xml; do
   sed "s/TENANT/$TENANT/g" "$file" >"$WORK/policies/$(basename "$file")"
