@@ -131,6 +131,44 @@ struct CustomPolicyRunTests {
         }
     }
 
+    @Test("a page whose profile keeps its session (DefaultSSOSessionProvider) is skipped for a browser with a live session; prompt=login asks again")
+    func singleSignOn() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            var files = try PolicyFixtures.localAccounts()
+            let base = String(decoding: files[0], as: UTF8.self)
+                .replacingOccurrences(
+                    of: #"<ValidationTechnicalProfiles><ValidationTechnicalProfile ReferenceId="Password-Check" /></ValidationTechnicalProfiles>"#,
+                    with: #"<ValidationTechnicalProfiles><ValidationTechnicalProfile ReferenceId="Password-Check" /></ValidationTechnicalProfiles><UseTechnicalProfileForSessionManagement ReferenceId="SM-Session" />"#)
+                .replacingOccurrences(
+                    of: #"<TechnicalProfile Id="Issuer">"#,
+                    with: #"<TechnicalProfile Id="SM-Session"><Protocol Name="Proprietary" Handler="Web.TPEngine.SSO.DefaultSSOSessionProvider, Web.TPEngine" /></TechnicalProfile><TechnicalProfile Id="Issuer">"#)
+            files[0] = Data(base.utf8)
+            try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
+            let user = try await h.addUser("ines@example.com", name: "Ines")
+            let first = AuthorizationAttempt(harness: h, policy: Self.policy)
+            let page = try await driver.start(first, harness: h)
+            let signedIn = try await driver.submit(page, [("signInName", "ines@example.com"), ("password", "Passw0rd!")])
+            #expect(signedIn.redirectParameters["code"] != nil)
+
+            var silent = AuthorizationAttempt(harness: h, policy: Self.policy)
+            silent.extra = [("prompt", "none")]
+            let again = try await driver.start(silent, harness: h)
+            let code = try #require(again.redirectParameters["code"], "no page with a live session: \(again.status) \(again.text.prefix(200))")
+            let claims = DecodedJWT(try #require(try await driver.redeem(h, attempt: silent, code: code).json["id_token"] as? String)).claims
+            #expect(claims["sub"] as? String == user.objectID && claims["greeting"] as? String == "Hello Ines")
+
+            var login = AuthorizationAttempt(harness: h, policy: Self.policy)
+            login.extra = [("prompt", "login")]
+            let asked = try await driver.start(login, harness: h)
+            #expect(asked.text.contains("id=\"signInName\""), "prompt=login shows the sign-in page")
+
+            // The shipped policies keep no session: a second sign-in asks again.
+            try await h.server.administration.uploadCustomPolicies(try PolicyFixtures.localAccounts(), tenant: h.tenant)
+            let plain = try await driver.start(AuthorizationAttempt(harness: h, policy: Self.policy), harness: h)
+            #expect(plain.text.contains("id=\"signInName\""))
+        }
+    }
+
     @Test("password reset: the address proven, the account found by it, the new password written; an unknown address is told so", arguments: TestDatabase.engines)
     func passwordReset(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in

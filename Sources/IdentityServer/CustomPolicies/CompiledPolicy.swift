@@ -18,6 +18,14 @@ struct CompiledPolicy: Sendable {
     func transformation(_ id: String) -> PolicyTransformation? { transformations[id.lowercased()] }
     func journey(_ id: String) -> PolicyUserJourney? { journeys[id.lowercased()] }
 
+    /// Whether `profile`'s session is kept for single sign-on: its session management profile is
+    /// one of B2C's remembering providers (`DefaultSSOSessionProvider` and the like), not
+    /// `NoopSSOSessionProvider`.
+    func remembersSession(_ profile: PolicyTechnicalProfile) -> Bool {
+        guard let manager = profile.sessionManagement.flatMap(self.profile), case .session(let handler) = manager.kind else { return false }
+        return handler != "NoopSSOSessionProvider"
+    }
+
     /// Compiles an effective policy that ``PolicyCheck/effective(_:)`` passed.
     init(_ policy: PolicyElement) {
         id = policy["PolicyId"] ?? ""

@@ -109,6 +109,13 @@ struct JourneyCatalog: JourneyProvider {
         }
         // An operator's temporary password is replaced before any token, as in every flow.
         let beforeTokens = steps.firstIndex { $0.id == tokenIssuance.id } ?? steps.count
-        return Journey(name: journey.id, steps: Array(steps[..<beforeTokens]) + [forcedPasswordChange] + Array(steps[beforeTokens...]))
+        var ordered = Array(steps[..<beforeTokens]) + [forcedPasswordChange] + Array(steps[beforeTokens...])
+        // A policy whose pages keep their session (B2C's session providers) signs a browser with a
+        // live session in without asking, as B2C replays a session's claims.
+        let remembers = journey.steps.contains { step in
+            step.exchanges.contains { exchange in policy.profile(exchange.profile).map(policy.remembersSession) ?? false }
+        }
+        if remembers { ordered.insert(singleSignOn, at: 0) }
+        return Journey(name: journey.id, steps: ordered)
     }
 }

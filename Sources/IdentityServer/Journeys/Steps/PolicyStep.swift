@@ -39,6 +39,16 @@ struct PolicyStep: OrchestrationStep {
     func enter(_ run: inout JourneyRun) async throws -> StepOutcome {
         var claims = run.state.policyClaims ?? PolicyClaims()
         defer { run.state.policyClaims = claims }
+        // Signed in by a live session: a page whose profile keeps its session is not asked again;
+        // its session's claims (the account's object id) are replayed, as B2C replays them.
+        if run.claims.sessionHash != nil, let user = run.user {
+            let profile = step.kind == .combinedSignInAndSignUp ? signInProfile : profile(run)
+            if let profile, profile.kind == .selfAsserted, policy.remembersSession(profile) {
+                claims["objectId"] = .string(user.objectID)
+                claims["authenticationSource"] = .string("localAccountAuthentication")
+                return .next
+            }
+        }
         switch step.kind {
         case .sendClaims: return .next
         case .combinedSignInAndSignUp:
