@@ -169,6 +169,50 @@ struct CustomPolicyRunTests {
         }
     }
 
+    @Test("predicates: a claim type's PredicateValidation refuses a value with its group's help text; a value that meets it goes through")
+    func predicates() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            var files = try PolicyFixtures.localAccounts()
+            let base = String(decoding: files[0], as: UTF8.self)
+                .replacingOccurrences(
+                    of: #"<ClaimType Id="newPassword"><DisplayName>New password</DisplayName><DataType>string</DataType><UserInputType>Password</UserInputType></ClaimType>"#,
+                    with: #"<ClaimType Id="newPassword"><DisplayName>New password</DisplayName><DataType>string</DataType><UserInputType>Password</UserInputType><PredicateValidationReference Id="LongPassword" /></ClaimType>"#)
+                .replacingOccurrences(
+                    of: "<ClaimsTransformations>",
+                    with: """
+                        <Predicates>
+                          <Predicate Id="Long" Method="IsLengthRange" HelpText="12 to 64 characters."><Parameters><Parameter Id="Minimum">12</Parameter><Parameter Id="Maximum">64</Parameter></Parameters></Predicate>
+                          <Predicate Id="Lower" Method="IncludesCharacters"><Parameters><Parameter Id="CharacterSet">a-z</Parameter></Parameters></Predicate>
+                          <Predicate Id="Digit" Method="IncludesCharacters"><Parameters><Parameter Id="CharacterSet">0-9</Parameter></Parameters></Predicate>
+                          <Predicate Id="Symbol" Method="IncludesCharacters"><Parameters><Parameter Id="CharacterSet">@#$%^&amp;*\\-_+=!</Parameter></Parameters></Predicate>
+                        </Predicates>
+                        <PredicateValidations>
+                          <PredicateValidation Id="LongPassword">
+                            <PredicateGroups>
+                              <PredicateGroup Id="Length"><UserHelpText>Use at least 12 characters.</UserHelpText><PredicateReferences><PredicateReference Id="Long" /></PredicateReferences></PredicateGroup>
+                              <PredicateGroup Id="Kinds"><UserHelpText>Use two of: lowercase, digits, symbols.</UserHelpText>
+                                <PredicateReferences MatchAtLeast="2"><PredicateReference Id="Lower" /><PredicateReference Id="Digit" /><PredicateReference Id="Symbol" /></PredicateReferences></PredicateGroup>
+                            </PredicateGroups>
+                          </PredicateValidation>
+                        </PredicateValidations>
+                        <ClaimsTransformations>
+                        """)
+            files[0] = Data(base.utf8)
+            try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
+            let attempt = AuthorizationAttempt(harness: h, policy: Self.policy)
+            var page = try await driver.start(attempt, harness: h)
+            page = try await driver.follow(try await driver.post(page.formAction ?? "", [("csrf_token", page.field("csrf_token") ?? ""), ("action", "signup")]))
+            page = try await driver.submit(page, [("action", "send"), ("email", "pia@example.com")])
+            page = try await driver.submit(page, [("action", "verify"), ("email_ver_input", try await h.latestCode())])
+            let short = try await driver.submit(page, [("action", "continue"), ("newPassword", "Passw0rd!"), ("reenterPassword", "Passw0rd!"), ("displayName", "Pia")])
+            #expect(short.status == .badRequest && short.text.contains("Use at least 12 characters."), "\(short.text.prefix(300))")
+            let done = try await driver.submit(
+                short, [("action", "continue"), ("newPassword", "Longer-Passw0rd"), ("reenterPassword", "Longer-Passw0rd"), ("displayName", "Pia")])
+            #expect(done.redirectParameters["code"] != nil, "\(done.status) \(done.text.prefix(300))")
+            #expect(PolicyPredicates.characters(in: #"a-c\-_"#) == Set("abc-_".unicodeScalars))
+        }
+    }
+
     @Test("password reset: the address proven, the account found by it, the new password written; an unknown address is told so", arguments: TestDatabase.engines)
     func passwordReset(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in

@@ -12,6 +12,7 @@ struct CompiledPolicy: Sendable {
     let profiles: [String: PolicyTechnicalProfile]
     let journeys: [String: PolicyUserJourney]
     let relyingParty: PolicyRelyingParty?
+    let predicates: PolicyPredicates
 
     func claimType(_ id: String) -> PolicyClaimType? { claimTypes[id.lowercased()] }
     func profile(_ id: String) -> PolicyTechnicalProfile? { profiles[id.lowercased()] }
@@ -39,6 +40,7 @@ struct CompiledPolicy: Sendable {
         profiles = Self.keyed(elements.map { PolicyTechnicalProfile(Self.including($0, from: byID, depth: 0)) })
         journeys = Self.keyed((policy.child("UserJourneys")?.children("UserJourney") ?? []).map(PolicyUserJourney.init))
         relyingParty = policy.child("RelyingParty").map(PolicyRelyingParty.init)
+        predicates = PolicyPredicates(blocks)
     }
 
     /// A profile with the profile it includes (`IncludeTechnicalProfile`) as its base, as B2C

@@ -78,6 +78,9 @@ enum PolicyCheck {
                 missing("PredicateValidation", reference["Id"], in: predicateValidations, at: reference)
             }
         }
+        for predicate in blocks?.items("Predicates", "Predicate") ?? [] where !PolicyPredicates.methods.contains(predicate["Method"] ?? "") {
+            problems.append("Predicate '\(predicate["Id"] ?? "")' uses the method '\(predicate["Method"] ?? "")', which is not supported by this service.")
+        }
         for validation in blocks?.items("PredicateValidations", "PredicateValidation") ?? [] {
             walk(validation) { element, _ in
                 if element.name == "PredicateReference" { missing("Predicate", element["Id"], in: predicates, at: element) }

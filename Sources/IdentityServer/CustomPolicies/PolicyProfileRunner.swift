@@ -121,6 +121,9 @@ struct PolicyProfileRunner: Sendable {
             if let pattern = type.pattern, !PolicyPattern.matches(raw, pattern.expression) {
                 throw PolicyProfileFailure.userMessage(pattern.helpText ?? "Please enter a valid \(type.displayName).")
             }
+            if let validation = type.predicateValidation, let problem = policy.predicates.problem(with: raw, validation: validation) {
+                throw PolicyProfileFailure.userMessage(problem)
+            }
             if !type.enumeration.isEmpty, !type.enumeration.contains(where: { $0.value == raw }) {
                 throw PolicyProfileFailure.userMessage("Please choose a value for \(type.displayName).")
             }

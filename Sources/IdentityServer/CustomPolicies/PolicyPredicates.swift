@@ -1,0 +1,99 @@
+import Foundation
+
+/// B2C's `Predicates` and `PredicateValidations` (SPEC §2.12): the rules a claim type names with
+/// `PredicateValidationReference`, as custom policies state password complexity. A validation
+/// passes when every group does; a group when at least `MatchAtLeast` of its predicates do (all
+/// by default). Methods: `IsLengthRange` (`Minimum`, `Maximum`), `MatchesRegex`
+/// (`RegularExpression`, .NET syntax as in ``PolicyPattern``), `IncludesCharacters`
+/// (`CharacterSet`, with ranges such as `a-z`).
+struct PolicyPredicates: Sendable {
+    static let methods: Set<String> = ["IsLengthRange", "MatchesRegex", "IncludesCharacters"]
+
+    struct Predicate: Sendable {
+        var method: String
+        var helpText: String?
+        var parameters: [String: String]
+    }
+
+    struct Group: Sendable {
+        var helpText: String?
+        var predicates: [String]
+        var matchAtLeast: Int?
+    }
+
+    let predicates: [String: Predicate]
+    let validations: [String: [Group]]
+
+    init(_ blocks: PolicyElement?) {
+        var predicates: [String: Predicate] = [:]
+        for element in blocks?.items("Predicates", "Predicate") ?? [] {
+            guard let id = element["Id"] else { continue }
+            var parameters: [String: String] = [:]
+            for parameter in element.items("Parameters", "Parameter") { if let id = parameter["Id"] { parameters[id] = parameter.text } }
+            predicates[id.lowercased()] = Predicate(
+                method: element["Method"] ?? "", helpText: element["HelpText"] ?? element.child("UserHelpText")?.text, parameters: parameters)
+        }
+        var validations: [String: [Group]] = [:]
+        for element in blocks?.items("PredicateValidations", "PredicateValidation") ?? [] {
+            guard let id = element["Id"] else { continue }
+            validations[id.lowercased()] = element.items("PredicateGroups", "PredicateGroup").map { group in
+                let references = group.child("PredicateReferences")
+                return Group(
+                    helpText: group.child("UserHelpText")?.text, predicates: (references?.children("PredicateReference") ?? []).compactMap { $0["Id"] },
+                    matchAtLeast: references?["MatchAtLeast"].flatMap(Int.init))
+            }
+        }
+        self.predicates = predicates
+        self.validations = validations
+    }
+
+    /// The message of the first group `value` fails in `validation`, or nil when it passes.
+    func problem(with value: String, validation: String) -> String? {
+        for group in validations[validation.lowercased()] ?? [] {
+            let results = group.predicates.map { id in predicates[id.lowercased()].map { Self.holds($0, value) } ?? false }
+            let needed = min(group.matchAtLeast ?? results.count, results.count)
+            if results.filter({ $0 }).count < needed {
+                let failing = zip(group.predicates, results).first { !$0.1 }.flatMap { predicates[$0.0.lowercased()]?.helpText }
+                return group.helpText ?? failing ?? "The value does not meet the requirements."
+            }
+        }
+        return nil
+    }
+
+    static func holds(_ predicate: Predicate, _ value: String) -> Bool {
+        switch predicate.method {
+        case "IsLengthRange":
+            let minimum = predicate.parameters["Minimum"].flatMap(Int.init) ?? 0
+            let maximum = predicate.parameters["Maximum"].flatMap(Int.init) ?? Int.max
+            return (minimum...max(minimum, maximum)).contains(value.count)
+        case "MatchesRegex": return PolicyPattern.matches(value, predicate.parameters["RegularExpression"] ?? "")
+        case "IncludesCharacters":
+            let set = characters(in: predicate.parameters["CharacterSet"] ?? "")
+            return value.unicodeScalars.contains { set.contains($0) }
+        default: return false
+        }
+    }
+
+    /// `a-z`, `A-Z`, `0-9` and literal characters (backslash escapes one) as a set.
+    static func characters(in text: String) -> Set<Unicode.Scalar> {
+        var set = Set<Unicode.Scalar>()
+        let scalars = Array(text.unicodeScalars)
+        var index = 0
+        while index < scalars.count {
+            var current = scalars[index]
+            if current == "\\", index + 1 < scalars.count {
+                index += 1
+                current = scalars[index]
+            } else if index + 2 < scalars.count, scalars[index + 1] == "-", current.value <= scalars[index + 2].value,
+                scalars[index + 2].value - current.value < 128
+            {
+                for value in current.value...scalars[index + 2].value { if let scalar = Unicode.Scalar(value) { set.insert(scalar) } }
+                index += 3
+                continue
+            }
+            set.insert(current)
+            index += 1
+        }
+        return set
+    }
+}
