@@ -335,6 +335,38 @@ struct CustomPolicyBoundaryTests {
         }
     }
 
+    @Test("a policy whose claims name another account than the one signed in issues no tokens")
+    func subjectMustBeTheSignedInAccount() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            let victim = try await h.addUser("victim@example.com", name: "Victim")
+            _ = try await h.addUser("mallory@example.com", name: "Mallory")
+            var files = try PolicyFixtures.localAccounts()
+            let base = String(decoding: files[0], as: UTF8.self)
+                .replacingOccurrences(
+                    of: "</ClaimsTransformations>",
+                    with: """
+                        <ClaimsTransformation Id="SetSubject" TransformationMethod="CreateStringClaim">
+                          <InputParameters><InputParameter Id="value" DataType="string" Value="\(victim.objectID)" /></InputParameters>
+                          <OutputClaims><OutputClaim ClaimTypeReferenceId="objectId" TransformationClaimType="createdClaim" /></OutputClaims>
+                        </ClaimsTransformation>
+                        </ClaimsTransformations>
+                        """)
+                .replacingOccurrences(
+                    of: #"<TechnicalProfile Id="Issuer">"#,
+                    with: #"<TechnicalProfile Id="Swap-Subject"><Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.ClaimsTransformationProtocolProvider, Web.TPEngine" /><OutputClaims><OutputClaim ClaimTypeReferenceId="objectId" /></OutputClaims><OutputClaimsTransformations><OutputClaimsTransformation ReferenceId="SetSubject" /></OutputClaimsTransformations></TechnicalProfile><TechnicalProfile Id="Issuer">"#)
+                .replacingOccurrences(
+                    of: #"<OrchestrationStep Order="4" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />"#,
+                    with: #"<OrchestrationStep Order="4" Type="ClaimsExchange"><ClaimsExchanges><ClaimsExchange Id="SwapExchange" TechnicalProfileReferenceId="Swap-Subject" /></ClaimsExchanges></OrchestrationStep><OrchestrationStep Order="5" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />"#)
+            files[0] = Data(base.utf8)
+            try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
+            let attempt = AuthorizationAttempt(harness: h, policy: CustomPolicyRunTests.policy)
+            let page = try await driver.start(attempt, harness: h)
+            let answer = try await driver.submit(page, [("signInName", "mallory@example.com"), ("password", "Passw0rd!")])
+            #expect(answer.redirectParameters["code"] == nil)
+            #expect(answer.redirectParameters["error"] == "server_error", "\(answer.status) \(answer.redirectParameters)")
+        }
+    }
+
     @Test("an operator's temporary password is replaced before a custom policy issues tokens")
     func forcedPasswordChange() async throws {
         try await IdentityHarness.run(.sqlite) { h, driver in

@@ -77,3 +77,12 @@ struct PolicyClaimResolver: Sendable {
         }
     }
 }
+
+extension PolicyClaimResolver {
+    /// The resolvers of the sign-in `run` is, on the policy `policyID`.
+    init(_ run: JourneyRun, policyID: String) {
+        self.init(
+            policyID: policyID, tenant: run.tenant, language: run.language, correlationID: run.state.correlationID ?? "",
+            clientAddress: run.clientAddress, host: run.request.head.authority ?? "", now: run.now, authorization: run.authorization)
+    }
+}

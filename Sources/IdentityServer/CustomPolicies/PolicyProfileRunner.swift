@@ -9,11 +9,7 @@ struct PolicyProfileRunner: Sendable {
     let restful: PolicyRestfulProvider
     let mailer: VerificationMailer
 
-    func resolver(_ run: JourneyRun, _ policy: CompiledPolicy) -> PolicyClaimResolver {
-        PolicyClaimResolver(
-            policyID: policy.id, tenant: run.tenant, language: run.language, correlationID: run.state.correlationID ?? "",
-            clientAddress: run.clientAddress, host: run.request.head.authority ?? "", now: run.now, authorization: run.authorization)
-    }
+    func resolver(_ run: JourneyRun, _ policy: CompiledPolicy) -> PolicyClaimResolver { PolicyClaimResolver(run, policyID: policy.id) }
 
     func context(_ run: JourneyRun, profile: String) -> ClaimsTransformationContext {
         ClaimsTransformationContext(now: run.now, tenantName: run.tenant.name, technicalProfileID: profile)

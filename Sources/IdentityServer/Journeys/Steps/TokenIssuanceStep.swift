@@ -60,9 +60,7 @@ struct TokenIssuanceStep: OrchestrationStep {
             if let subject = run.state.policyClaims?.text("objectId"), subject != user.objectID {
                 return .fail(.policyNotRunnable("The policy's objectId is not the account signed in."))
             }
-            let resolver = PolicyClaimResolver(
-                policyID: program.policy.id, tenant: tenant, language: run.language, correlationID: run.state.correlationID ?? "",
-                clientAddress: run.clientAddress, host: run.request.head.authority ?? "", now: now, authorization: authorization)
+            let resolver = PolicyClaimResolver(run, policyID: program.policy.id)
             overrides = PolicyTokenClaims.values(program.policy, claims: run.state.policyClaims ?? PolicyClaims(), resolver: resolver)
         } else {
             switch await connectors.tokenClaimOverrides(
