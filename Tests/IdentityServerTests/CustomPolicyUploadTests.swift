@@ -144,8 +144,8 @@ struct CustomPolicyUploadTests {
                 try await administration.uploadCustomPolicies(fresh.map { Data($0.utf8) }, tenant: h.tenant)
             }
             #expect(try await administration.customPolicies(tenantID: h.tenant.id).count == 3)
-            let effective = try await h.server.service.customPolicies.effectivePolicy(tenantID: h.tenant.id, id: "b2c_1a_TEST_signup")
-            #expect(effective?.child("RelyingParty")?.child("DefaultUserJourney")?["ReferenceId"] == "SignUp")
+            let compiled = try await h.server.service.customPolicies.program(tenantID: h.tenant.id, id: "b2c_1a_TEST_signup")
+            #expect(compiled?.relyingParty?.defaultJourney == "SignUp")
         }
     }
 

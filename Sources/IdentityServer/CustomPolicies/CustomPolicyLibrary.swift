@@ -191,17 +191,6 @@ struct CustomPolicyLibrary: Sendable {
         }
     }
 
-    /// The effective (merged) policy of a relying-party policy, for running it.
-    func effectivePolicy(tenantID: UUID, id: String) async throws -> PolicyElement? {
-        let stored = try await parsedPolicies(tenantID: tenantID)
-        guard stored[id.lowercased()] != nil else { return nil }
-        return PolicyMerge.effective(try Self.chain(of: id.lowercased(), in: stored))
-    }
-
-    private func parsedPolicies(tenantID: UUID) async throws -> [String: PolicyElement] {
-        try Self.parsed(try await policies(tenantID: tenantID))
-    }
-
     /// A base chain that cannot be built: a missing base, a cycle, or too many levels.
     struct ChainProblem: Error {
         var message: String
