@@ -49,6 +49,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // B2C's Identity Experience Framework policy language: the XML reader with its limits,
+        // inheritance and merge, the whole-policy checks, the compiled policy and the claims
+        // transformations. Pure: no server, no store, no journey (ARCHITECTURE.md).
+        .target(
+            name: "TrustFramework",
+            dependencies: ["WireCoding", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
         // Server-side pieces every HTTP part shares (response headers).
         .target(
             name: "ServerSupport",
@@ -158,6 +166,7 @@ let package = Package(
             name: "IdentityServer",
             dependencies: [
                 "JOSE",
+                "TrustFramework",
                 "Storage",
                 "ServerSupport",
                 "TodoModels",
@@ -205,6 +214,7 @@ let package = Package(
             name: "todo-server",
             dependencies: [
                 "TodoSystem",
+                "TrustFramework",
                 "ServerSupport",
                 .product(name: "Logging", package: "swift-log"),
                 "IdentityServer",
@@ -283,6 +293,7 @@ let package = Package(
             name: "IdentityServerTests",
             dependencies: [
                 "IdentityServer",
+                "TrustFramework",
                 "ServerSupport",
                 "TodoModels",
                 "WireCoding",

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import IdentityServer
+import TrustFramework
 
 /// `todo-server policies upload|list|show|delete`: the default tenant's custom policies (SPEC
 /// §2.12), through the same checks as Graph's `trustFramework/policies`.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import IdentityServer
+@testable import TrustFramework
 
 /// The claims transformations, each with the inputs and outputs of the worked examples in B2C's
 /// claims-transformation reference (string, boolean, string collection, date, JSON, social).

@@ -1,4 +1,5 @@
 import Foundation
+@testable import TrustFramework
 
 /// Custom policies written for these tests in the IEF schema: a base, an extension that changes
 /// it, and a relying party, each small enough to read, together using every element the checks

@@ -6,6 +6,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import TrustFramework
 
 /// A custom policy run by the journey engine (SPEC §2.12): sign in through the combined page,
 /// sign up with a verified email through a self-asserted page, tokens with the relying party's

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import IdentityServer
+@testable import TrustFramework
 
 /// Custom policies' reading, merging and checking (SPEC §2.12), on policies written for these
 /// tests (``PolicyFixtures``): no database.

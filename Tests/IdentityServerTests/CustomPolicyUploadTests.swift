@@ -6,6 +6,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import TrustFramework
 
 /// Uploading custom policies through Graph beta's `trustFramework/policies` and the
 /// administration facade (SPEC §2.12): checked whole, stored whole or not at all.

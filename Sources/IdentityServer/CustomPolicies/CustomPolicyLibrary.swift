@@ -2,6 +2,7 @@ import Foundation
 import SQLKit
 import Synchronization
 import Storage
+import TrustFramework
 
 /// A tenant's custom policy as uploaded: its id, the base it names, and its XML exactly as sent
 /// (Graph's `$value` gives back what was put).

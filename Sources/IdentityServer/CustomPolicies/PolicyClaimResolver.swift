@@ -1,4 +1,5 @@
 import Foundation
+import TrustFramework
 
 /// B2C's claim resolvers (`claim-resolver-overview.md`): `{Culture:…}`, `{Policy:…}`,
 /// `{Context:…}`, `{Claim:…}`, `{OIDC:…}` and `{OAUTH-KV:…}` in a claim's `DefaultValue`,

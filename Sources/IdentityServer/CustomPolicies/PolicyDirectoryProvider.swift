@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TrustFramework
 
 /// Why a technical profile stopped: a message for the page it was validating (B2C shows it on
 /// the form), or a failure for the app.

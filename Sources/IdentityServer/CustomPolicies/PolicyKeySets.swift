@@ -4,6 +4,7 @@ import Foundation
 import JOSE
 import SQLKit
 import Storage
+import TrustFramework
 import WireCoding
 
 /// A key of a policy key set (Graph's `trustFrameworkKey`): what may be shown of it. The private

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import TrustFramework
 
 /// Runs a custom policy's technical profiles on a journey's claims bag (SPEC §2.12): directory
 /// reads and writes, the in-process password check, claims transformations, and what a

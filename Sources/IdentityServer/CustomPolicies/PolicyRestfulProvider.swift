@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import TrustFramework
 import WireCoding
 
 /// B2C's `RestfulProvider` technical profile (SPEC §2.12) over the service's outbound HTTP client:

@@ -1,4 +1,5 @@
 import Foundation
+import TrustFramework
 import WireCoding
 
 /// The claims a custom policy's relying party sends the app (its technical profile's output

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Storage
+import WireCoding
 
 /// Microsoft Graph's error form: `{"error":{"code","message","innerError":{"date","request-id",
 /// "client-request-id"}}}` (Graph REST API reference, "Microsoft Graph error responses").

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import TrustFramework
 import WireCoding
 
 /// Graph beta's custom-policy API (`/beta/trustFramework/policies`, SPEC §2.12), for app-only

@@ -1,4 +1,5 @@
 import Foundation
+import TrustFramework
 
 /// Gives the journey a flow runs.
 protocol JourneyProvider: Sendable {

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import TrustFramework
 
 /// Runs the journeys of interactive sign-ins: it owns the order of the steps, keeps the
 /// journey's state with its transaction, and holds the rules no step may forget:

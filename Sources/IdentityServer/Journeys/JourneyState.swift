@@ -1,4 +1,5 @@
 import Foundation
+import TrustFramework
 
 /// Everything a sign-in has established so far, in one typed value kept with its transaction
 /// (one column, `authorization_requests.journey`): where the journey is, the claims its steps

@@ -1,4 +1,5 @@
 import Foundation
+import TrustFramework
 import WireCoding
 
 /// Azure AD B2C's protocol (research/b2c-protocol.md): a discovery document per user flow,

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import ServerSupport
+import TrustFramework
 
 /// What every identity-service handler may ask of its request context.
 protocol IdentityContext: RequestContext {

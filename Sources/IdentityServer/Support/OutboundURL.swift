@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import ServerSupport
+import WireCoding
 
 #if canImport(Glibc)
     import Glibc
@@ -10,21 +11,11 @@ import ServerSupport
     import Darwin
 #endif
 
-/// The rule for URLs this service calls out to (connectors, upstream providers and their
-/// endpoints): https anywhere, plain http only on loopback (a local endpoint in development,
-/// which the issue allows), never credentials in the URL or another scheme.
+/// The checks on URLs this service calls out to (connectors, upstream providers and their
+/// endpoints): the scheme and host rule (`OutboundURLRule`, shared with the policy checks) and,
+/// below, the address checks that need the resolver.
 enum OutboundURL {
-    static func isAllowed(_ text: String) -> Bool {
-        guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(),
-            !host.isEmpty,
-            url.user == nil, url.password == nil
-        else { return false }
-        switch scheme {
-        case "https": return true
-        case "http": return ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host) || host.hasPrefix("127.")
-        default: return false
-        }
-    }
+    static func isAllowed(_ text: String) -> Bool { OutboundURLRule.isAllowed(text) }
 
     /// The first of `urls` (endpoints the server itself calls, named by a provider's metadata)
     /// that points at this machine or its link-local network while the provider was declared

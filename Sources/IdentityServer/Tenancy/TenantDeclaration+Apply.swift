@@ -1,6 +1,7 @@
 import Foundation
 import Storage
 import TodoModels
+import TrustFramework
 import WireCoding
 import Yams
 

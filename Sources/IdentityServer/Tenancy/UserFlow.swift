@@ -1,5 +1,6 @@
 import Foundation
 import TodoModels
+import TrustFramework
 
 /// The kinds of user flow B2C offers (research/b2c-protocol.md §5.1).
 public enum UserFlowType: String, Sendable, Codable, CaseIterable {

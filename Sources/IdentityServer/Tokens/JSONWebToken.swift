@@ -1,5 +1,6 @@
 import Foundation
 import JOSE
+import WireCoding
 
 /// The identity service's own tokens, signed and checked with the system's one JOSE
 /// implementation (``RS256``).

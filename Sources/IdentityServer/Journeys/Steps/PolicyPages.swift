@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import TrustFramework
 
 /// The pages of a custom policy's steps, with B2C's element ids (`signInName`, `password`,
 /// `next`, `createAccount`, `email_ver_but_send`, `email_ver_input`, `email_ver_but_verify`,

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import TrustFramework
 
 /// One orchestration step of a custom policy's user journey, run by the same engine as the
 /// built-in flows (SPEC §2.12): `CombinedSignInAndSignUp` shows the unified page and validates

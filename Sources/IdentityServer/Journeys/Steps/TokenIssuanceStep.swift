@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import TrustFramework
 import WireCoding
 
 /// The journey's last step (B2C's `SendClaims` with its `JwtIssuer`): the flow's "before sending

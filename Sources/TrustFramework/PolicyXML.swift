@@ -6,12 +6,12 @@ import Foundation
 
 /// One element of a custom policy's XML: its local name (the IEF namespace stripped), its
 /// attributes, its child elements and its text, with the line it started on for error messages.
-struct PolicyElement: Sendable, Equatable {
+package struct PolicyElement: Sendable, Equatable {
     var name: String
     var attributes: [String: String]
     var children: [PolicyElement]
     /// The element's own text, whitespace at both ends trimmed.
-    var text: String
+    package var text: String
     var line: Int
 
     init(name: String, attributes: [String: String] = [:], children: [PolicyElement] = [], text: String = "", line: Int = 0) {
@@ -22,10 +22,10 @@ struct PolicyElement: Sendable, Equatable {
         self.line = line
     }
 
-    subscript(attribute: String) -> String? { attributes[attribute] }
+    package subscript(attribute: String) -> String? { attributes[attribute] }
 
     /// The first child named `name`.
-    func child(_ name: String) -> PolicyElement? { children.first { $0.name == name } }
+    package func child(_ name: String) -> PolicyElement? { children.first { $0.name == name } }
 
     /// Every child named `name`.
     func children(_ name: String) -> [PolicyElement] { children.filter { $0.name == name } }
@@ -38,25 +38,25 @@ struct PolicyElement: Sendable, Equatable {
 /// needs: a size cap (B2C's service limits cap a policy file), no document type declaration (so
 /// no entity expansion and no external entity: an IEF policy never has one), a depth cap and an
 /// element-count cap. Elements outside the IEF namespace are refused.
-enum PolicyXML {
+package enum PolicyXML {
     /// The IEF schema's namespace (`TrustFrameworkPolicy_0.3.0.0.xsd`).
     static let namespace = "http://schemas.microsoft.com/online/cpim/schemas/2013/06"
     /// B2C's documented limit is 400 KB to 1 MB per file, depending on the page's date; the
     /// larger, so every policy B2C takes is taken here.
-    static let maximumBytes = 1_048_576
+    package static let maximumBytes = 1_048_576
     static let maximumDepth = 32
     static let maximumElements = 50_000
     /// Attributes one element may have: libxml2 2.9 checks duplicates in quadratic time, so a
     /// tag with 100,000 attributes would take seconds before any limit of the delegate applies.
     static let maximumAttributes = 64
 
-    struct Failure: Error, Equatable, CustomStringConvertible {
-        var message: String
-        var description: String { message }
+    package struct Failure: Error, Equatable, CustomStringConvertible {
+        package var message: String
+        package var description: String { message }
     }
 
     /// The root element of `data`, or a ``Failure`` saying what is wrong and where.
-    static func parse(_ data: Data) throws -> PolicyElement {
+    package static func parse(_ data: Data) throws -> PolicyElement {
         guard data.count <= maximumBytes else {
             throw Failure(message: "The policy is \(data.count) bytes; a policy file may have at most \(maximumBytes).")
         }

@@ -1,14 +1,14 @@
 import Foundation
 
 /// A claim's value in a custom policy's claims bag, by the claim type's data type.
-enum PolicyClaimValue: Sendable, Codable, Equatable {
+package enum PolicyClaimValue: Sendable, Codable, Equatable {
     case string(String)
     case boolean(Bool)
     case integer(Int64)
     case collection([String])
 
     /// The value as text, as B2C writes a claim into a string (`True`/`False` for booleans, as .NET does).
-    var text: String {
+    package var text: String {
         switch self {
         case .string(let value): value
         case .boolean(let value): value ? "True" : "False"
@@ -18,7 +18,7 @@ enum PolicyClaimValue: Sendable, Codable, Equatable {
     }
 
     /// Reads `text` as a value of `type`; nil when it is not one.
-    static func parse(_ text: String, as type: PolicyClaimType.DataType) -> PolicyClaimValue? {
+    package static func parse(_ text: String, as type: PolicyClaimType.DataType) -> PolicyClaimValue? {
         switch type {
         case .boolean:
             switch text.lowercased() {
@@ -35,21 +35,21 @@ enum PolicyClaimValue: Sendable, Codable, Equatable {
 
 /// A custom policy's claims bag: what its steps and technical profiles read and write, by
 /// claim type id (case-insensitive, as B2C resolves them). Kept with the journey's state.
-struct PolicyClaims: Sendable, Codable, Equatable {
-    private(set) var values: [String: PolicyClaimValue] = [:]
+package struct PolicyClaims: Sendable, Codable, Equatable {
+    package private(set) var values: [String: PolicyClaimValue] = [:]
 
-    init(_ values: [String: PolicyClaimValue] = [:]) {
+    package init(_ values: [String: PolicyClaimValue] = [:]) {
         for (key, value) in values { self.values[key.lowercased()] = value }
     }
 
-    subscript(_ claim: String) -> PolicyClaimValue? {
+    package subscript(_ claim: String) -> PolicyClaimValue? {
         get { values[claim.lowercased()] }
         set { values[claim.lowercased()] = newValue }
     }
 
     /// Whether the claim has a value: an empty string or collection counts as none, as B2C's
     /// `ClaimsExist` precondition treats them.
-    func has(_ claim: String) -> Bool {
+    package func has(_ claim: String) -> Bool {
         switch self[claim] {
         case nil: false
         case .string(let value)?: !value.isEmpty
@@ -58,24 +58,24 @@ struct PolicyClaims: Sendable, Codable, Equatable {
         }
     }
 
-    func text(_ claim: String) -> String? { self[claim]?.text }
+    package func text(_ claim: String) -> String? { self[claim]?.text }
 
-    func bool(_ claim: String) -> Bool? {
+    package func bool(_ claim: String) -> Bool? {
         if case .boolean(let value)? = self[claim] { return value }
         return self[claim].flatMap { PolicyClaimValue.parse($0.text, as: .boolean) }.flatMap { if case .boolean(let b) = $0 { b } else { nil } }
     }
 
-    mutating func remove(_ claim: String) { values[claim.lowercased()] = nil }
+    package mutating func remove(_ claim: String) { values[claim.lowercased()] = nil }
 
     /// The names of the claims whose values differ between `self` and `other` (for the trace).
-    func changedNames(from other: PolicyClaims) -> [String] {
+    package func changedNames(from other: PolicyClaims) -> [String] {
         Set(values.keys).union(other.values.keys).filter { values[$0] != other.values[$0] }.sorted()
     }
 
     /// The bag without the values a person typed as secrets (claim types whose input is a
     /// `Password`): they are used within the request that carries them and never stored with
     /// the journey.
-    func removingSecrets(of policy: CompiledPolicy) -> PolicyClaims {
+    package func removingSecrets(of policy: CompiledPolicy) -> PolicyClaims {
         var kept = self
         for key in values.keys where key == "password" || policy.claimType(key)?.userInputType == "Password" { kept.values[key] = nil }
         return kept

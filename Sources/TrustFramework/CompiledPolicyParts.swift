@@ -1,9 +1,9 @@
 import Foundation
 
 /// A technical profile, its `IncludeTechnicalProfile` chain folded in.
-struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
+package struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
     /// What runs it: B2C's protocol and, for `Proprietary`, its handler.
-    enum Kind: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// `SelfAssertedAttributeProvider`: a page that collects claims.
         case selfAsserted
         /// `AzureActiveDirectoryProvider`: reads or writes the directory.
@@ -21,19 +21,19 @@ struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
         case session(String)
     }
 
-    let id: String
-    let displayName: String?
-    let kind: Kind
-    let metadata: [String: String]
-    let inputClaims: [PolicyClaimReference]
-    let outputClaims: [PolicyClaimReference]
-    let persistedClaims: [PolicyClaimReference]
-    let inputTransformations: [String]
-    let outputTransformations: [String]
-    let validationProfiles: [PolicyValidationReference]
+    package let id: String
+    package let displayName: String?
+    package let kind: Kind
+    package let metadata: [String: String]
+    package let inputClaims: [PolicyClaimReference]
+    package let outputClaims: [PolicyClaimReference]
+    package let persistedClaims: [PolicyClaimReference]
+    package let inputTransformations: [String]
+    package let outputTransformations: [String]
+    package let validationProfiles: [PolicyValidationReference]
     let sessionManagement: String?
     /// `CryptographicKeys`: key id → key set (`issuer_secret` → `B2C_1A_TokenSigningKeyContainer`).
-    let keys: [String: String]
+    package let keys: [String: String]
 
     init(_ element: PolicyElement) {
         id = element["Id"] ?? ""
@@ -67,17 +67,17 @@ struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
     }
 
     /// A metadata item read as a boolean (`true`/`false`, any case), `fallback` when absent.
-    func flag(_ key: String, default fallback: Bool) -> Bool {
+    package func flag(_ key: String, default fallback: Bool) -> Bool {
         metadata[key].map { $0.lowercased() == "true" } ?? fallback
     }
 }
 
 /// A validation technical profile a self-asserted profile runs on submit, with its preconditions.
-struct PolicyValidationReference: Sendable {
-    let profile: String
-    let continueOnError: Bool
-    let continueOnSuccess: Bool
-    let preconditions: [PolicyPrecondition]
+package struct PolicyValidationReference: Sendable {
+    package let profile: String
+    package let continueOnError: Bool
+    package let continueOnSuccess: Bool
+    package let preconditions: [PolicyPrecondition]
 
     init(_ element: PolicyElement) {
         profile = element["ReferenceId"] ?? ""
@@ -89,12 +89,12 @@ struct PolicyValidationReference: Sendable {
 
 /// A precondition: `ClaimsExist` (the first value names a claim) or `ClaimEquals` (a claim and
 /// the value it is compared with); its action runs when the test is `executeActionsIf`.
-struct PolicyPrecondition: Sendable {
+package struct PolicyPrecondition: Sendable {
     enum Test: String, Sendable { case claimsExist = "ClaimsExist", claimEquals = "ClaimEquals" }
     let test: Test
     let executeActionsIf: Bool
     let values: [String]
-    let action: String
+    package let action: String
 
     init(_ element: PolicyElement) {
         test = Test(rawValue: element["Type"] ?? "") ?? .claimsExist
@@ -104,7 +104,7 @@ struct PolicyPrecondition: Sendable {
     }
 
     /// Whether the action runs for `claims`.
-    func holds(in claims: PolicyClaims) -> Bool {
+    package func holds(in claims: PolicyClaims) -> Bool {
         let result: Bool
         switch test {
         case .claimsExist: result = values.first.map { claims.has($0) } ?? false
@@ -117,9 +117,9 @@ struct PolicyPrecondition: Sendable {
 }
 
 /// A user journey's orchestration steps, in order.
-struct PolicyUserJourney: Sendable, PolicyIdentified {
-    let id: String
-    let steps: [PolicyOrchestrationStep]
+package struct PolicyUserJourney: Sendable, PolicyIdentified {
+    package let id: String
+    package let steps: [PolicyOrchestrationStep]
 
     init(_ element: PolicyElement) {
         id = element["Id"] ?? ""
@@ -128,21 +128,21 @@ struct PolicyUserJourney: Sendable, PolicyIdentified {
     }
 }
 
-struct PolicyOrchestrationStep: Sendable {
-    enum Kind: String, Sendable {
+package struct PolicyOrchestrationStep: Sendable {
+    package enum Kind: String, Sendable {
         case combinedSignInAndSignUp = "CombinedSignInAndSignUp", claimsProviderSelection = "ClaimsProviderSelection"
         case claimsExchange = "ClaimsExchange", sendClaims = "SendClaims"
     }
-    let order: Int
-    let kind: Kind
+    package let order: Int
+    package let kind: Kind
     let contentDefinition: String?
-    let issuerProfile: String?
+    package let issuerProfile: String?
     let preconditions: [PolicyPrecondition]
     /// `ClaimsExchange Id` → technical profile.
-    let exchanges: [(id: String, profile: String)]
+    package let exchanges: [(id: String, profile: String)]
     /// `ClaimsProviderSelection`s: the exchange a button starts (`TargetClaimsExchangeId`) or the
     /// one the page's own form validates with (`ValidationClaimsExchangeId`).
-    let selections: [(target: String?, validation: String?)]
+    package let selections: [(target: String?, validation: String?)]
 
     init(_ element: PolicyElement) {
         order = Int(element["Order"] ?? "") ?? 0
@@ -157,17 +157,17 @@ struct PolicyOrchestrationStep: Sendable {
     }
 
     /// Whether a precondition skips this step for `claims`.
-    func skipped(for claims: PolicyClaims) -> Bool {
+    package func skipped(for claims: PolicyClaims) -> Bool {
         preconditions.contains { $0.action == "SkipThisOrchestrationStep" && $0.holds(in: claims) }
     }
 }
 
 /// The relying party: the journey it runs, the refresh journey, and the claims the app gets.
-struct PolicyRelyingParty: Sendable {
-    let defaultJourney: String
+package struct PolicyRelyingParty: Sendable {
+    package let defaultJourney: String
     /// `Endpoint Id="Token" UserJourneyReferenceId=…`: the journey a refresh runs.
     let tokenJourney: String?
-    let outputClaims: [PolicyClaimReference]
+    package let outputClaims: [PolicyClaimReference]
     /// `SubjectNamingInfo ClaimType`: the token claim that is the subject.
     let subjectClaim: String
     /// `JourneyInsights DeploymentMode="Development"`: keep the developer trace.

@@ -4,28 +4,37 @@ import WireCoding
 
 /// Why a claims transformation stopped the journey: an assertion that failed (the page shows the
 /// message the technical profile's metadata names, or B2C's default), or an input it cannot use.
-enum ClaimsTransformationFailure: Error, Equatable {
+package enum ClaimsTransformationFailure: Error, Equatable {
     case assertion(messageKey: String, defaultMessage: String)
     case invalidInput(String)
 }
 
 /// What a transformation may need beyond the claims: the clock, the tenant names its string
 /// expressions stand for, a policy key's secret (`Hash`).
-struct ClaimsTransformationContext: Sendable {
-    var now: Date
+package struct ClaimsTransformationContext: Sendable {
+    package var now: Date
     /// `{RelyingPartyTenantId}` and `{TrustFrameworkTenantId}`: the tenant's name.
-    var tenantName: String
+    package var tenantName: String
     /// `{TechnicalProfileId}`: the profile running the transformation.
-    var technicalProfileID: String = ""
-    var secret: @Sendable (String) -> String? = { _ in nil }
+    package var technicalProfileID: String
+    package var secret: @Sendable (String) -> String?
+
+    package init(
+        now: Date, tenantName: String, technicalProfileID: String = "", secret: @escaping @Sendable (String) -> String? = { _ in nil }
+    ) {
+        self.now = now
+        self.tenantName = tenantName
+        self.technicalProfileID = technicalProfileID
+        self.secret = secret
+    }
 }
 
 /// The claims transformations of B2C's reference (string, boolean, string collection, date,
 /// JSON, social), run on a claims bag. Names and semantics follow the reference pages
 /// (`string-transformations.md` and its siblings); where a page contradicts itself, the
 /// choice is said at the method.
-enum ClaimsTransformations {
-    static func run(
+package enum ClaimsTransformations {
+    package static func run(
         _ transformation: PolicyTransformation, on claims: inout PolicyClaims, context: ClaimsTransformationContext
     ) throws(ClaimsTransformationFailure) {
         let io = TransformationIO(transformation: transformation, context: context)

@@ -6,8 +6,8 @@ import Foundation
 /// (Microsoft's starter pack's password pattern has `[\]{}` in a class). Matching has limits:
 /// at most ``maximumInput`` characters, and a deadline checked as ICU reports progress, so a
 /// pattern that backtracks badly cannot hold a request.
-enum PolicyPattern {
-    static let maximumInput = 256
+package enum PolicyPattern {
+    package static let maximumInput = 256
     static let deadline: TimeInterval = 0.05
 
     /// The ICU form of a .NET pattern.
@@ -58,7 +58,7 @@ enum PolicyPattern {
 
     /// Whether `value` matches the whole pattern; false for a value that is too long or a
     /// match that runs past the deadline.
-    static func matches(_ value: String, _ pattern: String) -> Bool {
+    package static func matches(_ value: String, _ pattern: String) -> Bool {
         guard value.count <= maximumInput, let expression = compile(pattern) else { return false }
         let started = Date()
         var matched = false

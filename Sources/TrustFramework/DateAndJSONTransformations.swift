@@ -3,7 +3,7 @@ import WireCoding
 
 /// The date, JSON and social claims transformations of B2C's reference (`date-transformations.md`,
 /// `json-transformations.md`, `social-transformations.md`).
-enum DateAndJSONTransformations {
+package enum DateAndJSONTransformations {
     static func evaluate(_ method: String, _ io: TransformationIO, _ claims: PolicyClaims) throws(ClaimsTransformationFailure) -> [(
         String, PolicyClaimValue?
     )] {
@@ -65,7 +65,7 @@ enum DateAndJSONTransformations {
     }
 
     /// `2022-01-14T11:40:35.0000000Z`, as B2C writes a dateTime claim.
-    static func format(_ date: Date) -> String {
+    package static func format(_ date: Date) -> String {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
         let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second, .nanosecond], from: date)

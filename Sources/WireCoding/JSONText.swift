@@ -1,5 +1,4 @@
 import Foundation
-import WireCoding
 
 /// A JSON value with object keys kept in insertion order, so tokens and responses come out with
 /// B2C's field order (humans compare them side by side with real captures).
@@ -52,17 +51,19 @@ public indirect enum JSONText: Sendable, Equatable {
 }
 
 /// Builds an ordered JSON object, skipping absent values.
-struct JSONObjectBuilder {
-    private(set) var members: [(String, JSONText)] = []
+package struct JSONObjectBuilder {
+    package private(set) var members: [(String, JSONText)] = []
 
-    mutating func set(_ key: String, _ value: String?) { if let value { members.append((key, .string(value))) } }
-    mutating func set(_ key: String, _ value: Int64?) { if let value { members.append((key, .int(value))) } }
-    mutating func set(_ key: String, _ value: Int?) { if let value { members.append((key, .int(Int64(value)))) } }
-    mutating func set(_ key: String, _ value: Bool?) { if let value { members.append((key, .bool(value))) } }
-    mutating func set(_ key: String, _ value: [String]?) {
+    package init() {}
+
+    package mutating func set(_ key: String, _ value: String?) { if let value { members.append((key, .string(value))) } }
+    package mutating func set(_ key: String, _ value: Int64?) { if let value { members.append((key, .int(value))) } }
+    package mutating func set(_ key: String, _ value: Int?) { if let value { members.append((key, .int(Int64(value)))) } }
+    package mutating func set(_ key: String, _ value: Bool?) { if let value { members.append((key, .bool(value))) } }
+    package mutating func set(_ key: String, _ value: [String]?) {
         if let value { members.append((key, .array(value.map(JSONText.string)))) }
     }
-    mutating func set(_ key: String, json value: JSONText?) { if let value { members.append((key, value)) } }
+    package mutating func set(_ key: String, json value: JSONText?) { if let value { members.append((key, value)) } }
 
-    var object: JSONText { .object(members) }
+    package var object: JSONText { .object(members) }
 }

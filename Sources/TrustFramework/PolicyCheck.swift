@@ -1,15 +1,16 @@
 import Foundation
+import WireCoding
 
 /// The checks a policy passes at upload, as B2C makes them: each file on its own (its root, its
 /// tenant, only elements of the supported set), then the effective policy of its base chain
 /// (every reference resolvable, every step type, handler and transformation one this service
 /// runs). Each problem names the element, its id and its line.
-enum PolicyCheck {
+package enum PolicyCheck {
     /// B2C's limit on levels of inheritance ("Azure AD B2C service limits").
-    static let maximumChainLength = 10
+    package static let maximumChainLength = 10
 
     /// What is wrong with one file: its root attributes and the elements it uses.
-    static func file(_ root: PolicyElement, tenantName: String) -> [String] {
+    package static func file(_ root: PolicyElement, tenantName: String) -> [String] {
         var problems: [String] = []
         guard root.name == "TrustFrameworkPolicy" else {
             return ["The root element is '\(root.name)'; a policy's root is TrustFrameworkPolicy."]
@@ -41,7 +42,7 @@ enum PolicyCheck {
 
     /// What is wrong with an effective (merged) policy: references that lead nowhere, and step
     /// types, protocols, handlers, transformations or data types outside the supported set.
-    static func effective(_ policy: PolicyElement) -> [String] {
+    package static func effective(_ policy: PolicyElement) -> [String] {
         var problems: [String] = []
         let blocks = policy.child("BuildingBlocks")
         let claimTypes = ids(blocks?.items("ClaimsSchema", "ClaimType"))
@@ -115,7 +116,7 @@ enum PolicyCheck {
             }
             if Self.handlerName(protocolElement?["Handler"]) == "RestfulProvider" {
                 let metadata = Dictionary(profile.items("Metadata", "Item").compactMap { item in item["Key"].map { ($0, item.text) } }) { a, _ in a }
-                if !OutboundURL.isAllowed(metadata["ServiceUrl"] ?? "") {
+                if !OutboundURLRule.isAllowed(metadata["ServiceUrl"] ?? "") {
                     problems.append("TechnicalProfile '\(id)' needs a ServiceUrl that is https (or http on loopback) without credentials.")
                 }
                 if !["none", "basic", "bearer"].contains((metadata["AuthenticationType"] ?? "None").lowercased()) {
@@ -201,14 +202,14 @@ enum PolicyCheck {
 
 /// A custom policy's id: `B2C_1A_` and letters, digits and underscores (B2C adds the prefix in
 /// the portal and requires it in the XML).
-enum CustomPolicyID {
+package enum CustomPolicyID {
     static let prefix = "B2C_1A_"
 
-    static func isValid(_ id: String) -> Bool {
+    package static func isValid(_ id: String) -> Bool {
         id.count <= 128 && id.uppercased().hasPrefix(prefix) && id.count > prefix.count
             && id.unicodeScalars.allSatisfy { ($0.isASCII && CharacterSet.alphanumerics.contains($0)) || $0 == "_" }
     }
 
     /// Whether a policy path segment (`B2C_1A_…`, any case) names a custom policy.
-    static func names(_ segment: String) -> Bool { segment.uppercased().hasPrefix(prefix) }
+    package static func names(_ segment: String) -> Bool { segment.uppercased().hasPrefix(prefix) }
 }

@@ -7,9 +7,9 @@ import Foundation
 /// attributes and text win, its children merge the same way; anything new is added
 /// ("Custom policy overview: inheritance model"). Technical profiles are one set across all
 /// claims providers, so an extension can change a base profile from any `ClaimsProvider`.
-enum PolicyMerge {
+package enum PolicyMerge {
     /// The effective policy of `chain`, root first (the base of everything) and the relying party last.
-    static func effective(_ chain: [PolicyElement]) -> PolicyElement {
+    package static func effective(_ chain: [PolicyElement]) -> PolicyElement {
         guard var merged = chain.first else { return PolicyElement(name: "TrustFrameworkPolicy") }
         for child in chain.dropFirst() { merged = merge(merged, child, at: []) }
         return merged

@@ -4,31 +4,31 @@ import Foundation
 /// values the journey engine runs: claim types, claims transformations, technical profiles with
 /// their `IncludeTechnicalProfile` chains folded in, user journeys and the relying party. Made
 /// once per upload and cached, so a sign-in never parses XML (SPEC §2.12's speed rule).
-struct CompiledPolicy: Sendable {
-    let id: String
+package struct CompiledPolicy: Sendable {
+    package let id: String
     let claimTypes: [String: PolicyClaimType]
     let transformations: [String: PolicyTransformation]
     let contentDefinitions: [String: PolicyContentDefinition]
     let profiles: [String: PolicyTechnicalProfile]
     let journeys: [String: PolicyUserJourney]
-    let relyingParty: PolicyRelyingParty?
-    let predicates: PolicyPredicates
+    package let relyingParty: PolicyRelyingParty?
+    package let predicates: PolicyPredicates
 
-    func claimType(_ id: String) -> PolicyClaimType? { claimTypes[id.lowercased()] }
-    func profile(_ id: String) -> PolicyTechnicalProfile? { profiles[id.lowercased()] }
-    func transformation(_ id: String) -> PolicyTransformation? { transformations[id.lowercased()] }
-    func journey(_ id: String) -> PolicyUserJourney? { journeys[id.lowercased()] }
+    package func claimType(_ id: String) -> PolicyClaimType? { claimTypes[id.lowercased()] }
+    package func profile(_ id: String) -> PolicyTechnicalProfile? { profiles[id.lowercased()] }
+    package func transformation(_ id: String) -> PolicyTransformation? { transformations[id.lowercased()] }
+    package func journey(_ id: String) -> PolicyUserJourney? { journeys[id.lowercased()] }
 
     /// Whether `profile`'s session is kept for single sign-on: its session management profile is
     /// one of B2C's remembering providers (`DefaultSSOSessionProvider` and the like), not
     /// `NoopSSOSessionProvider`.
-    func remembersSession(_ profile: PolicyTechnicalProfile) -> Bool {
+    package func remembersSession(_ profile: PolicyTechnicalProfile) -> Bool {
         guard let manager = profile.sessionManagement.flatMap(self.profile), case .session(let handler) = manager.kind else { return false }
         return handler != "NoopSSOSessionProvider"
     }
 
     /// Compiles an effective policy that ``PolicyCheck/effective(_:)`` passed.
-    init(_ policy: PolicyElement) {
+    package init(_ policy: PolicyElement) {
         id = policy["PolicyId"] ?? ""
         let blocks = policy.child("BuildingBlocks")
         claimTypes = Self.keyed((blocks?.items("ClaimsSchema", "ClaimType") ?? []).map(PolicyClaimType.init))
@@ -63,20 +63,20 @@ struct CompiledPolicy: Sendable {
 protocol PolicyIdentified { var id: String { get } }
 
 /// A claim type of the claims schema.
-struct PolicyClaimType: Sendable, PolicyIdentified {
-    enum DataType: String, Sendable { case string, boolean, int, long, date, dateTime, stringCollection, alternativeSecurityId }
-    let id: String
-    let displayName: String
-    let dataType: DataType
-    let userInputType: String?
-    let userHelpText: String?
+package struct PolicyClaimType: Sendable, PolicyIdentified {
+    package enum DataType: String, Sendable { case string, boolean, int, long, date, dateTime, stringCollection, alternativeSecurityId }
+    package let id: String
+    package let displayName: String
+    package let dataType: DataType
+    package let userInputType: String?
+    package let userHelpText: String?
     /// `Restriction/Pattern`: the value must match it; `helpText` says how.
-    let pattern: (expression: String, helpText: String?)?
+    package let pattern: (expression: String, helpText: String?)?
     /// `Restriction/Enumeration`: the allowed values and their texts.
-    let enumeration: [(text: String, value: String)]
+    package let enumeration: [(text: String, value: String)]
     /// `DefaultPartnerClaimTypes`: the claim's name per protocol (`OpenIdConnect` → `name`).
-    let partnerClaimTypes: [String: String]
-    let predicateValidation: String?
+    package let partnerClaimTypes: [String: String]
+    package let predicateValidation: String?
 
     init(_ element: PolicyElement) {
         id = element["Id"] ?? ""
@@ -96,13 +96,13 @@ struct PolicyClaimType: Sendable, PolicyIdentified {
 }
 
 /// A claim a profile, transformation or relying party takes or gives.
-struct PolicyClaimReference: Sendable {
-    let claimType: String
-    let partnerClaimType: String?
+package struct PolicyClaimReference: Sendable {
+    package let claimType: String
+    package let partnerClaimType: String?
     let transformationClaimType: String?
-    let defaultValue: String?
-    let alwaysUseDefaultValue: Bool
-    let required: Bool
+    package let defaultValue: String?
+    package let alwaysUseDefaultValue: Bool
+    package let required: Bool
 
     init(_ element: PolicyElement) {
         claimType = element["ClaimTypeReferenceId"] ?? ""
@@ -119,7 +119,7 @@ struct PolicyClaimReference: Sendable {
 }
 
 /// A claims transformation: its method, input claims and parameters, output claims.
-struct PolicyTransformation: Sendable, PolicyIdentified {
+package struct PolicyTransformation: Sendable, PolicyIdentified {
     let id: String
     let method: String
     let inputClaims: [PolicyClaimReference]
@@ -160,33 +160,8 @@ struct PolicyContentDefinition: Sendable, PolicyIdentified {
 }
 
 /// A compiled policy as a flow carries it; two are the same when they are the same policy.
-struct CustomPolicyProgram: Sendable, Equatable {
-    let policy: CompiledPolicy
-    static func == (a: Self, b: Self) -> Bool { a.policy.id == b.policy.id }
-}
-
-extension UserFlow {
-    /// A custom policy as the flow the protocol endpoints resolve: its name, its token
-    /// lifetimes from the JWT issuer's metadata (`token_lifetime_secs`,
-    /// `id_token_lifetime_secs`, `refresh_token_lifetime_secs`,
-    /// `rolling_refresh_token_lifetime_secs`, B2C's defaults otherwise); everything else comes
-    /// from the policy as it runs.
-    init(customPolicy policy: CompiledPolicy, tenantID: UUID) {
-        let issuer = policy.relyingParty.flatMap { policy.journey($0.defaultJourney) }?.steps
-            .first { $0.kind == .sendClaims }?.issuerProfile.flatMap(policy.profile)
-        var lifetimes = TokenLifetimes.default
-        func seconds(_ key: String, in range: ClosedRange<Int>) -> Int? {
-            issuer?.metadata[key].flatMap(Int.init).map { min(max($0, range.lowerBound), range.upperBound) }
-        }
-        if let value = seconds("token_lifetime_secs", in: 300...86_400) { lifetimes.accessTokenSeconds = value }
-        if let value = seconds("id_token_lifetime_secs", in: 300...86_400) { lifetimes.idTokenSeconds = value }
-        if let value = seconds("refresh_token_lifetime_secs", in: 86_400...7_776_000) { lifetimes.refreshTokenSeconds = value }
-        if let value = issuer?.metadata["rolling_refresh_token_lifetime_secs"].flatMap(Int.init) {
-            lifetimes.slidingWindowSeconds = value == 0 ? nil : min(max(value, 86_400), 31_536_000)
-        }
-        self.init(
-            tenantID: tenantID, name: policy.id, type: .signUpOrSignIn, identityProviders: [.local], signUpAttributes: [],
-            applicationClaims: [], lifetimes: lifetimes, emailVerification: true)
-        customPolicy = CustomPolicyProgram(policy: policy)
-    }
+package struct CustomPolicyProgram: Sendable, Equatable {
+    package let policy: CompiledPolicy
+    package init(policy: CompiledPolicy) { self.policy = policy }
+    package static func == (a: Self, b: Self) -> Bool { a.policy.id == b.policy.id }
 }

@@ -6,7 +6,7 @@ import Foundation
 /// by default). Methods: `IsLengthRange` (`Minimum`, `Maximum`), `MatchesRegex`
 /// (`RegularExpression`, .NET syntax as in ``PolicyPattern``), `IncludesCharacters`
 /// (`CharacterSet`, with ranges such as `a-z`).
-struct PolicyPredicates: Sendable {
+package struct PolicyPredicates: Sendable {
     static let methods: Set<String> = ["IsLengthRange", "MatchesRegex", "IncludesCharacters"]
 
     struct Predicate: Sendable {
@@ -48,7 +48,7 @@ struct PolicyPredicates: Sendable {
     }
 
     /// The message of the first group `value` fails in `validation`, or nil when it passes.
-    func problem(with value: String, validation: String) -> String? {
+    package func problem(with value: String, validation: String) -> String? {
         for group in validations[validation.lowercased()] ?? [] {
             let results = group.predicates.map { id in predicates[id.lowercased()].map { Self.holds($0, value) } ?? false }
             let needed = min(group.matchAtLeast ?? results.count, results.count)
