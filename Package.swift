@@ -162,9 +162,37 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The identity service's directory and stores: tenants and their declarations, accounts,
+        // passwords and second factors, grants and signing keys, stored custom policies and key
+        // sets, the administration facade, and the failure vocabulary every layer above speaks.
+        // Journeys and protocol endpoints build on it; it knows neither (ARCHITECTURE.md).
+        .target(
+            name: "IdentityDirectory",
+            dependencies: [
+                "JOSE",
+                "TrustFramework",
+                "Storage",
+                "ServerSupport",
+                "TodoModels",
+                "WireCoding",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "IdentityServer",
             dependencies: [
+                "IdentityDirectory",
                 "JOSE",
                 "TrustFramework",
                 "Storage",
@@ -188,6 +216,7 @@ let package = Package(
         .target(
             name: "TodoSystem",
             dependencies: [
+                "IdentityDirectory",
                 "HTTPClientTransport",
                 "IdentityServer",
                 "TaskService",
@@ -213,6 +242,7 @@ let package = Package(
         .executableTarget(
             name: "todo-server",
             dependencies: [
+                "IdentityDirectory",
                 "TodoSystem",
                 "TrustFramework",
                 "ServerSupport",
@@ -243,6 +273,7 @@ let package = Package(
         .testTarget(
             name: "TaskServiceTests",
             dependencies: [
+                "IdentityDirectory",
                 "TaskService",
                 "TodoModels",
                 "WireCoding",
@@ -271,6 +302,7 @@ let package = Package(
         .testTarget(
             name: "SystemTests",
             dependencies: [
+                "IdentityDirectory",
                 "TodoSystem",
                 "IdentityClient",
                 "WebApp",
@@ -292,6 +324,7 @@ let package = Package(
         .testTarget(
             name: "IdentityServerTests",
             dependencies: [
+                "IdentityDirectory",
                 "IdentityServer",
                 "TrustFramework",
                 "ServerSupport",

@@ -1,6 +1,7 @@
 import CryptoExtras
 import Foundation
 import Hummingbird
+import IdentityDirectory
 import JOSE
 import Logging
 import Storage

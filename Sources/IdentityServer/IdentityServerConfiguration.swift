@@ -1,4 +1,5 @@
 import Foundation
+import IdentityDirectory
 import ServerSupport
 
 /// Settings of the identity service. Defaults are the embedded development setup.

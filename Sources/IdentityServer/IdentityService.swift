@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 import Logging
 import Storage
 

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
 import IdentityClientCore
+import IdentityDirectory
 import IdentityServer
 import Logging
 import NIOSSL

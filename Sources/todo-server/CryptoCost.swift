@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import IdentityDirectory
 import IdentityServer
 
 /// Measures this machine's crypto: how long one bcrypt hash takes (to choose

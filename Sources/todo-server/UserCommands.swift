@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import IdentityDirectory
 import IdentityServer
 import Logging
 import Storage

@@ -6,6 +6,7 @@ import Storage
 import TestSupport
 import Testing
 
+@testable import IdentityDirectory
 @testable import IdentityServer
 
 /// Rules of the protocol and the hosted pages that an audit of the tests found unasserted

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import IdentityDirectory
 @testable import IdentityServer
 @testable import TrustFramework
 

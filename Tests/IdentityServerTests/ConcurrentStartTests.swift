@@ -1,4 +1,5 @@
 import Foundation
+@testable import IdentityDirectory
 import SQLKit
 import Storage
 import TestSupport

@@ -1,4 +1,5 @@
 import Foundation
+@testable import IdentityDirectory
 @testable import TrustFramework
 
 /// Custom policies written for these tests in the IEF schema: a base, an extension that changes

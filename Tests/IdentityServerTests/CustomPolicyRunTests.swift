@@ -5,6 +5,7 @@ import Storage
 import TestSupport
 import Testing
 
+@testable import IdentityDirectory
 @testable import IdentityServer
 @testable import TrustFramework
 

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+@testable import IdentityDirectory
 @testable import IdentityServer
 import Storage
 import TestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+@testable import IdentityDirectory
 import Storage
 import TestSupport
 import Testing

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+@testable import IdentityDirectory
 import Logging
 import Storage
 import TestSupport

@@ -1,5 +1,6 @@
 import Foundation
 import HummingbirdTesting
+@testable import IdentityDirectory
 import Storage
 import TestSupport
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+@testable import IdentityDirectory
 import Testing
 
 @testable import IdentityServer

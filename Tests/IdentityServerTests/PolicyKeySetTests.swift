@@ -5,6 +5,7 @@ import Storage
 import TestSupport
 import Testing
 
+@testable import IdentityDirectory
 @testable import IdentityServer
 
 /// Graph beta's policy key sets (SPEC §2.12): the keys custom policies name, made or uploaded

@@ -2,6 +2,7 @@ import CryptoExtras
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+@testable import IdentityDirectory
 import Storage
 import TestSupport
 import Testing

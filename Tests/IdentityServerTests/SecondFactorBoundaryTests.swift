@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+@testable import IdentityDirectory
 import Storage
 import TestSupport
 import Testing

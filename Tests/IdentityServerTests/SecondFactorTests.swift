@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdOTP
 import HummingbirdTesting
+@testable import IdentityDirectory
 import Storage
 import TestSupport
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import HummingbirdTesting
+@testable import IdentityDirectory
 import SQLKit
 import Storage
 import TestSupport

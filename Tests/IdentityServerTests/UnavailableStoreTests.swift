@@ -5,6 +5,7 @@ import Storage
 import TestSupport
 import Testing
 
+@testable import IdentityDirectory
 @testable import IdentityServer
 
 /// The identity service while its database cannot take writes (issue 14): B2C's

@@ -1,5 +1,6 @@
 import CryptoExtras
 import Foundation
+@testable import IdentityDirectory
 import Storage
 import TestSupport
 import Testing

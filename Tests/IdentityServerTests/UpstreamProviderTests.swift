@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+@testable import IdentityDirectory
 import JOSE
 import Logging
 import NIOCore

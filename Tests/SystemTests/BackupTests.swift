@@ -1,4 +1,5 @@
 import Foundation
+@testable import IdentityDirectory
 @testable import IdentityServer
 import Storage
 import TaskService

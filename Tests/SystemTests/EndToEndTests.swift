@@ -1,5 +1,6 @@
 import Foundation
 import IdentityClient
+@testable import IdentityDirectory
 import Synchronization
 import TaskClient
 import Testing

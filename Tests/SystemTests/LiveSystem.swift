@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import IdentityClient
+@testable import IdentityDirectory
 import IdentityServer
 import Logging
 import ServiceLifecycle

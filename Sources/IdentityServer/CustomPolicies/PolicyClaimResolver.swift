@@ -1,4 +1,5 @@
 import Foundation
+import IdentityDirectory
 import TrustFramework
 
 /// B2C's claim resolvers (`claim-resolver-overview.md`): `{Culture:…}`, `{Policy:…}`,

@@ -1,4 +1,5 @@
 import Foundation
+import IdentityDirectory
 import Logging
 import TrustFramework
 

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import IdentityDirectory
 import NIOCore
 import TrustFramework
 import WireCoding

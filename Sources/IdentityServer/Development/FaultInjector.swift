@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 import Synchronization
 
 /// Faults a tester asks for on a user flow (`POST /dev/faults`): the next authorize or token

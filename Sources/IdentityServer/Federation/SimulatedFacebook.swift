@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
+import IdentityDirectory
 import Logging
 import ServerSupport
 import WireCoding

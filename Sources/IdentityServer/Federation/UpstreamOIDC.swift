@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Crypto
 import CryptoExtras
 import Foundation
+import IdentityDirectory
 import JOSE
 import NIOCore
 import SQLKit
@@ -153,18 +154,6 @@ struct UpstreamOIDC: Sendable {
             provider: provider.kind, subject: subject, email: email?.display, displayName: name,
             givenName: text(mapping.givenName, "given_name"), surname: text(mapping.surname, "family_name"), emailVerified: verified)
     }
-}
-
-/// A provider's discovery document, the parts used.
-struct UpstreamMetadata: Sendable, Equatable {
-    var issuer: String
-    var authorizationEndpoint: String
-    var tokenEndpoint: String
-    var jwksURI: String
-    /// `token_endpoint_auth_methods_supported`, when the provider lists it.
-    var tokenEndpointAuthMethods: [String]? = nil
-    /// `authorization_response_iss_parameter_supported` (RFC 9207 §3): its answers carry `iss`.
-    var issuerInResponse = false
 }
 
 /// Providers' metadata and keys, fetched on first use and kept for five minutes; an unknown

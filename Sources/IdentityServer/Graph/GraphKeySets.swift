@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 import WireCoding
 
 /// Graph beta's policy key sets (`/beta/trustFramework/keySets`, SPEC §2.12), for app-only

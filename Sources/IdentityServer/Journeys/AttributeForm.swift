@@ -1,4 +1,5 @@
 import Foundation
+import IdentityDirectory
 
 /// The attribute fields of the sign-up, profile and federated sign-up pages: shown with their
 /// current values, and read back validated.

@@ -1,4 +1,5 @@
 import Foundation
+import IdentityDirectory
 import TrustFramework
 
 /// Gives the journey a flow runs.

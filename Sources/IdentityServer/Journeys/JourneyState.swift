@@ -1,4 +1,5 @@
 import Foundation
+import IdentityDirectory
 import TrustFramework
 
 /// Everything a sign-in has established so far, in one typed value kept with its transaction

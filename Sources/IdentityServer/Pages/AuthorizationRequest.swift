@@ -1,4 +1,5 @@
 import Foundation
+import IdentityDirectory
 import WireCoding
 
 /// What the app asked for at `/authorize`, kept server-side while the user walks through the
@@ -82,18 +83,6 @@ struct SSOSession: Sendable, Equatable {
     var expiresAt: Date
     /// The sign-in that started it passed a second factor (SPEC §2.11).
     var secondFactor = false
-}
-
-/// A message the service would have mailed; shown on the dev outbox page and in the log.
-public struct OutboxMessage: Sendable, Equatable {
-    /// Sorts by when the message was written, finer than `createdAt`'s seconds: the outbox
-    /// lists the newest first even when several arrive within one second.
-    var id: String
-    var tenantID: UUID
-    var recipient: String
-    var subject: String
-    var body: String
-    var createdAt: Date
 }
 
 extension OutboxMessage {

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 import Logging
 
 /// The hosted pages of a transaction: `…/{tenant}/{policy}/pages/{page}?tx=…` (SPEC §2.3).

@@ -1,11 +1,12 @@
 import Foundation
+import IdentityDirectory
 import SQLKit
 import Storage
 import WireCoding
 
 /// Server-side state of interactive sign-ins: transactions, SSO sessions, email verification
 /// codes, the dev outbox, the simulated provider's codes and server-held keys.
-protocol InteractionStore: Sendable {
+protocol InteractionStore: ServerSecrets {
     /// Stores a new transaction unless `clientAddress` started `limitPerHour` in the last hour
     /// already; false then.
     func saveInteraction(
@@ -49,9 +50,6 @@ protocol InteractionStore: Sendable {
     func saveFederationCode(_ code: String, interactionID: String, identity: FederatedIdentity, expiresAt: Date) async throws
     func takeFederationCode(_ code: String, now: Date) async throws -> (interactionID: String, identity: FederatedIdentity)?
 
-    /// A random secret kept in the database under `name`, created on first use, so every
-    /// instance shares it.
-    func serverSecret(named name: String, now: Date) async throws -> String
     func sweep(now: Date) async throws
     /// Forgets the tenant's transient state: transactions and their codes, the outbox, and the
     /// lockout of names without an account (the test-control surface's reset).
@@ -190,24 +188,6 @@ struct SQLInteractionStore: InteractionStore {
     func deleteSession(idHash: String) async throws {
         try await database.transaction { sql in
             try await sql.delete(from: "sso_sessions").where("id_hash", .equal, idHash).run()
-        }
-    }
-
-    struct OutboxRow: Codable {
-        var id: String
-        var tenantId: String
-        var recipient: String
-        var subject: String
-        var body: String
-        var createdAt: Int64
-
-        init(_ message: OutboxMessage) {
-            id = message.id
-            tenantId = message.tenantID.uuidString.lowercased()
-            recipient = message.recipient
-            subject = message.subject
-            body = message.body
-            createdAt = message.createdAt.epochSeconds
         }
     }
 

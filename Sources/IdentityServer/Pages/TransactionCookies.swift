@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 import WireCoding
 
 /// The cookies that bind a sign-in to the browser that started it: B2C's CSRF cookie

@@ -1,4 +1,5 @@
 import Foundation
+import IdentityDirectory
 import TrustFramework
 import WireCoding
 
@@ -8,7 +9,6 @@ import WireCoding
 struct B2CDialect: ProtocolDialect {
     var face: ProtocolFace { .b2c }
     var endpointName: String { "a user flow endpoint" }
-    var asksConsent: Bool { false }
     var runsAppBoundFlow: Bool { false }
     var offersAccountPicker: Bool { false }
     var singleSignOnFollowsLoginHint: Bool { false }

@@ -1,4 +1,5 @@
 import Foundation
+import IdentityDirectory
 import WireCoding
 
 /// The Microsoft identity platform's protocol (Entra ID v2, External ID; SPEC §2.9): one
@@ -8,7 +9,6 @@ import WireCoding
 struct EntraDialect: ProtocolDialect {
     var face: ProtocolFace { .entra }
     var endpointName: String { "the Microsoft identity platform endpoint" }
-    var asksConsent: Bool { true }
     var runsAppBoundFlow: Bool { true }
     var offersAccountPicker: Bool { true }
     var singleSignOnFollowsLoginHint: Bool { true }

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 import WireCoding
 
 /// `GET {base}/{tenant}/discovery/instance?api-version=1.1&authorization_endpoint=…`: Entra's

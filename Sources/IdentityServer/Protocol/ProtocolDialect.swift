@@ -1,4 +1,5 @@
 import Foundation
+import IdentityDirectory
 import WireCoding
 
 /// How one face of the identity service speaks OpenID Connect (SPEC §2.9): B2C's
@@ -14,8 +15,6 @@ protocol ProtocolDialect: Sendable {
 
     // What the product does differently, beyond the wire.
 
-    /// Consent is per user and app, asked on a page and required of grants without one (Entra).
-    var asksConsent: Bool { get }
     /// A policy-less request runs the app's own user flow when it names one (External ID).
     var runsAppBoundFlow: Bool { get }
     /// `prompt=select_account` shows the browser's accounts (Entra); B2C uses the current session.

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Hummingbird
+import IdentityDirectory
 import Logging
 import WireCoding
 
@@ -152,7 +153,7 @@ struct TokenEndpoint: Sendable {
         let flowName = flow.name
         let apps = try await tenants.applications(tenantID: tenant.id)
         let requested = [String].scopes(form["scope"])
-        if face.dialect.asksConsent, let family = try await grants.family(ofRefreshToken: presented), family.face == face,
+        if face.asksConsent, let family = try await grants.family(ofRefreshToken: presented), family.face == face,
             family.clientID == clientID
         {
             // Refused before the rotation, so a refresh asking beyond consent does not cost the

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 import Storage
 
 // One responder per wire format (SPEC §2.6). Controllers throw ``ProtocolFailure`` or ``PageError``;

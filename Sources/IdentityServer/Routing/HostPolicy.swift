@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 
 /// Which `Host` the service trusts to write URLs and issuers with: B2C's issuer and endpoints
 /// follow the host that served the request (research/b2c-protocol.md §1.6), but only a plain

@@ -1,4 +1,5 @@
 import Foundation
+import IdentityDirectory
 import WireCoding
 
 /// Where a request put the policy: B2C accepts three interchangeable URL shapes
@@ -14,16 +15,9 @@ enum PolicyPlacement: Equatable, Sendable {
     case none
 }
 
-/// Which product's protocol a request speaks. B2C's URLs name a user flow; an authority without
-/// one is the Microsoft identity platform's (Entra ID v2, Entra External ID; SPEC §2.9), with its
-/// own discovery document, v2 token shapes and `AADSTS` errors.
-enum ProtocolFace: String, Sendable, Codable {
-    case b2c
-    case entra
-
+extension ProtocolFace {
     /// The face of a request to a shape-`placement` route: policy-less means Entra.
     init(placement: PolicyPlacement) { self = placement == .none ? .entra : .b2c }
-
 }
 
 /// The protocol endpoints served under a tenant, for writing their URLs.

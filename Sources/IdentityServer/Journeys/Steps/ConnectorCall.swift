@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 
 /// A flow's API connector at one step of a journey (SPEC §2.11): the step goes on with the
 /// connector's overrides, shows its block page, shows the form again with its message, or ends

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 import WireCoding
 
 /// The Microsoft identity platform's consent (SPEC §2.9): the first time a user signs in to an
@@ -15,7 +16,7 @@ struct ConsentStep: OrchestrationStep {
     var pages: Set<HostedPage> { [.consent] }
     var actsForUser: Bool { true }
 
-    func applies(to run: JourneyRun) -> Bool { run.authorization.protocolFace.dialect.asksConsent }
+    func applies(to run: JourneyRun) -> Bool { run.authorization.protocolFace.asksConsent }
 
     private func client(_ run: JourneyRun) async throws -> (AppRegistration, GrantedScopes, [AppRegistration]) {
         guard let client = try await tenants.application(tenantID: run.tenant.id, clientID: run.authorization.clientID) else {

@@ -1,4 +1,5 @@
 import Foundation
+import IdentityDirectory
 
 /// The test-control surface's faults (`POST /dev/faults`) at the start of a journey: an error
 /// armed on the flow ends the sign-in in the protocol's own form, a delay holds it, once. Only

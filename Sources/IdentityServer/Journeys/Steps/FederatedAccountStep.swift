@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 
 /// The account of a provider's identity (B2C's `AAD-UserReadUsingAlternativeSecurityId`, then
 /// its write): the existing one, or, on first sign-in, a new one with its own object id

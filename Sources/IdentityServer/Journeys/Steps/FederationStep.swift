@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 
 /// The identity provider the person picked (B2C's `FacebookExchange` or an OpenID Connect
 /// provider's claims exchange): the browser goes to the provider, and its answer comes back to

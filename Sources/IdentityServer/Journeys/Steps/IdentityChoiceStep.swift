@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 
 /// The first page of a sign-in (B2C's `CombinedSignInAndSignUp` step): the local account's
 /// email and password, "Sign up now", and a button per identity provider the flow offers. A

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 import WireCoding
 
 /// The sign-up page (B2C's `LocalAccountSignUpWithLogonEmail`). With email verification (B2C's

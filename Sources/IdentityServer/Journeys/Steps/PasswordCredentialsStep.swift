@@ -1,4 +1,5 @@
 import Foundation
+import IdentityDirectory
 
 /// The password grant's sign-in (B2C's `login-NonInteractive`): the `username` and `password`
 /// of the token request, checked as the sign-in page checks them (lockout included). Its

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 
 /// The first half of a password reset (B2C's `LocalAccountDiscoveryUsingEmailAddress`): a code
 /// to the address, proven on the same page. The page says the same whether or not an account

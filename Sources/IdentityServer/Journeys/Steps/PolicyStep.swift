@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 import TrustFramework
 
 /// One orchestration step of a custom policy's user journey, run by the same engine as the

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 
 /// The profile page of a profile-edit flow (B2C's `SelfAsserted-ProfileUpdate`): the flow's
 /// attributes (the display name when it names none), saved for the account.

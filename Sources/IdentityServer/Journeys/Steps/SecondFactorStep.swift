@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdOTP
+import IdentityDirectory
 import TodoModels
 import WireCoding
 

@@ -1,4 +1,5 @@
 import Foundation
+import IdentityDirectory
 
 /// Sends the 6-digit codes that prove an address (sign-up and password reset), through the
 /// outbox, within the per-address limits (``CodeLimits``).

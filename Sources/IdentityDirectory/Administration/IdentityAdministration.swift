@@ -1,0 +1,187 @@
+import Foundation
+import Storage
+import TodoModels
+import WireCoding
+
+/// The one door for changing a tenant's directory: accounts, app registrations and their
+/// secrets and permissions, signing keys. The admin commands, Graph, the tenant YAML and the
+/// dev seed all come through it, so each rule is written once (the sign-up page's rules for
+/// accounts, B2C's for app registrations) and there is one secret generator.
+public struct IdentityAdministration: Sendable {
+    let tenants: any TenantDirectory
+    let users: any UserDirectory
+    let keys: SigningKeyRing
+    let hasher: PasswordHasher
+    let secondFactors: any SecondFactorStore
+    package let customPolicies: CustomPolicyLibrary
+    package let policyKeySets: PolicyKeySetLibrary
+    let clock: any IdentityClock
+    /// Seals what a declaration or an export carries (password hashes, connector and provider
+    /// secrets) as the database seals what it holds.
+    let dataKey: DataKey
+
+    /// A new client secret: 30 random bytes as base64url (240 bits), for every secret this
+    /// service makes (an app registered by the admin commands, the dev seed, a YAML app without
+    /// one).
+    public static func newClientSecret() -> String { Secrets.randomToken(byteCount: 30) }
+
+    // MARK: Tenants
+
+    /// The tenant `serve` seeds and the admin commands manage.
+    public func defaultTenant() async throws -> Tenant? { try await tenants.defaultTenant() }
+
+    public func userFlows(tenantID: UUID) async throws -> [UserFlow] { try await tenants.userFlows(tenantID: tenantID) }
+
+    // MARK: Accounts
+
+    public func users(tenantID: UUID) async throws -> [UserAccount] { try await users.users(tenantID: tenantID) }
+
+    /// Deletes the account: its sessions, refresh tokens, authenticator and tasks' owner with it
+    /// (the store's cascades). False when there was none.
+    @discardableResult
+    public func deleteUser(_ user: UserAccount) async throws -> Bool { try await users.delete(id: user.id) }
+
+    /// Lifts a smart lockout of the account.
+    public func clearLockout(_ user: UserAccount) async throws { try await users.clearLockout(id: user.id) }
+
+    /// Ends every SSO session and refresh token of the account (Graph's `revokeSignInSessions`).
+    public func revokeSessions(_ user: UserAccount) async throws { try await users.revokeSessions(id: user.id, now: clock.now) }
+
+    /// Removes the account's authenticator (a lost phone): its next sign-in in a flow with TOTP
+    /// enrols anew. The admin command `users reset-mfa`.
+    public func resetSecondFactor(userID: UUID) async throws -> Bool {
+        let had = try await secondFactors.hasAuthenticator(userID: userID)
+        try await secondFactors.removeAuthenticator(userID: userID)
+        return had
+    }
+
+    // MARK: App registrations
+
+    /// An app registration to make.
+    public struct NewApplication: Sendable {
+        public var name: String
+        public var kind: ClientKind
+        public var redirectURIs: [String] = []
+        public var allowPublicClientFlows = false
+        public var requirePKCE = false
+        public var appIDURI: String?
+        public var exposedScopes: [String] = []
+        /// External ID's app-bound user flow.
+        public var userFlow: String?
+        /// Microsoft Graph application permissions (`User.Read.All`, `User.ReadWrite.All`).
+        public var graphPermissions: [String] = []
+
+        public init(name: String, kind: ClientKind) {
+            self.name = name
+            self.kind = kind
+        }
+    }
+
+    /// Registers an app with B2C's rules, checked before anything is written: a name of 1 to
+    /// 256 characters without controls, an app-bound flow that exists, Graph permissions this
+    /// service serves and only for confidential apps. A confidential app gets a secret,
+    /// returned once.
+    public func register(_ draft: NewApplication, tenantID: UUID) async throws -> (AppRegistration, secret: String?) {
+        guard (try? TextRules.name(draft.name, maximumLength: 256).get()) == draft.name else {
+            throw AdministrationError.invalidName(
+                "An app's name must be 1 to 256 characters without controls, invisible characters or extra spaces.")
+        }
+        for permission in draft.graphPermissions
+        where !APIPermission.graphRoles.contains(where: { $0.lowercased() == permission.lowercased() }) {
+            throw AdministrationError.roleNotServed(permission)
+        }
+        if !draft.graphPermissions.isEmpty, draft.kind != .confidential {
+            throw AdministrationError.needsConfidentialApp("a Graph permission")
+        }
+        var flowName: String?
+        if let name = draft.userFlow {
+            guard let flow = try await tenants.userFlow(tenantID: tenantID, name: name) else {
+                throw AdministrationError.unknownUserFlow(name)
+            }
+            flowName = flow.name
+        }
+        let app = AppRegistration(
+            clientID: UUID(), tenantID: tenantID, displayName: draft.name, kind: draft.kind, redirectURIs: draft.redirectURIs,
+            allowPublicClientFlows: draft.allowPublicClientFlows, requirePKCE: draft.requirePKCE, appIDURI: draft.appIDURI,
+            exposedScopes: draft.exposedScopes, userFlow: flowName)
+        try await tenants.save(app, now: clock.now)
+        var registered = app
+        if !draft.graphPermissions.isEmpty {
+            registered = try await grantPermission(
+                tenantID: tenantID, clientID: app.clientID, api: APIPermission.graphResource, scopes: [], roles: draft.graphPermissions)
+        }
+        var secret: String?
+        if draft.kind == .confidential { secret = try await addSecret(to: app) }
+        return (registered, secret)
+    }
+
+    /// A new secret for `app`, returned once; the store keeps its hash.
+    public func addSecret(to app: AppRegistration, expiresAt: Date? = nil) async throws -> String {
+        let secret = Self.newClientSecret()
+        try await tenants.addSecret(clientID: app.clientID, secret: secret, now: clock.now, expiresAt: expiresAt)
+        return secret
+    }
+
+    public func applications(tenantID: UUID) async throws -> [AppRegistration] { try await tenants.applications(tenantID: tenantID) }
+
+    /// Removes an app registration; false when there was none.
+    public func removeApplication(tenantID: UUID, clientID: UUID) async throws -> Bool {
+        try await tenants.removeApplication(tenantID: tenantID, clientID: clientID)
+    }
+
+    // MARK: Signing keys
+
+    public func signingKeys() async throws -> [SigningKey] { try await keys.allKeys() }
+
+    /// A new signing key, published now and signing after `activateAfter`.
+    public func rotateSigningKey(activateAfter: TimeInterval = SigningKeyRing.propagationDelay) async throws -> SigningKey {
+        try await keys.rotate(activateAfter: activateAfter)
+    }
+
+    /// Withdraws key `kid` at once (a leaked key); the replacement, if one was made.
+    public func revokeSigningKey(kid: String) async throws -> SigningKey? { try await keys.revoke(kid: kid) }
+
+    // MARK: Custom policies
+
+    /// The tenant's custom policies, by id.
+    public func customPolicies(tenantID: UUID) async throws -> [CustomPolicy] { try await customPolicies.policies(tenantID: tenantID) }
+
+    public func customPolicy(tenantID: UUID, id: String) async throws -> CustomPolicy? {
+        try await customPolicies.policy(tenantID: tenantID, id: id)
+    }
+
+    /// Checks policies whole, together, and stores them all (bases and the policies built on
+    /// them in any order); throws ``PolicyRejection`` naming every problem of the first policy
+    /// refused, and stores none. Each result says whether the policy is new.
+    @discardableResult
+    public func uploadCustomPolicies(_ files: [Data], tenant: Tenant) async throws -> [(CustomPolicy, created: Bool)] {
+        try await customPolicies.upload(files.map { ($0, nil) }, tenant: tenant)
+    }
+
+    /// Deletes a policy no other builds on (``PolicyRejection`` otherwise); false when there was none.
+    public func deleteCustomPolicy(tenant: Tenant, id: String) async throws -> Bool {
+        try await customPolicies.delete(tenant: tenant, id: id)
+    }
+
+    package init(
+        tenants: any TenantDirectory,
+        users: any UserDirectory,
+        keys: SigningKeyRing,
+        hasher: PasswordHasher,
+        secondFactors: any SecondFactorStore,
+        customPolicies: CustomPolicyLibrary,
+        policyKeySets: PolicyKeySetLibrary,
+        clock: any IdentityClock,
+        dataKey: DataKey
+    ) {
+        self.tenants = tenants
+        self.users = users
+        self.keys = keys
+        self.hasher = hasher
+        self.secondFactors = secondFactors
+        self.customPolicies = customPolicies
+        self.policyKeySets = policyKeySets
+        self.clock = clock
+        self.dataKey = dataKey
+    }
+}

@@ -1,0 +1,131 @@
+import Crypto
+import Foundation
+import IdentityDirectory
+import WireCoding
+
+/// Everything a token needs to know about one issuance.
+struct IssuanceContext: Sendable {
+    var tenant: Tenant
+    var flow: UserFlow
+    var client: AppRegistration
+    var user: UserAccount
+    var issuer: String
+    var scopes: GrantedScopes
+    var nonce: String?
+    var authTime: Date
+    var newUser: Bool
+    var identityProvider: IdentityProviderKind
+    /// B2C's v1.0 claims or the Microsoft identity platform's v2.0 ones (SPEC §2.9).
+    var face: ProtocolFace = .b2c
+    /// The "before sending the token" connector's values for this sign-in (account keys).
+    var claimOverrides: [String: String] = [:]
+}
+
+/// The signed tokens of one issuance.
+struct IssuedTokens: Sendable {
+    var accessToken: String?
+    var idToken: String?
+    var issuedAt: Date
+    var accessTokenLifetime: Int
+    var idTokenLifetime: Int
+}
+
+/// The one place that builds claims and signs tokens (SPEC §2.5, research/b2c-protocol.md §2.2).
+struct TokenIssuer: Sendable {
+    let keys: SigningKeyRing
+    let signer: SigningThreads
+
+    /// Signs an ID token (when `openid` was granted) and an access token (when a resource was).
+    /// `code` and `accessTokenHash` add `c_hash`/`at_hash` where OIDC Core §3.3.2.11 requires them.
+    func issue(_ context: IssuanceContext, now: Date, code: String? = nil, hashAccessToken: Bool = false) async throws -> IssuedTokens {
+        let key = try await keys.activeKey()
+        let lifetimes = context.flow.lifetimes
+        // Both tokens in one hand-over: the ID token's at_hash needs the access token.
+        return try await signer.run { [self] in
+            var accessToken: String?
+            if let resource = context.scopes.resource {
+                let claims = accessTokenClaims(context, resource: resource, now: now, lifetime: lifetimes.accessTokenSeconds)
+                accessToken = try JSONWebToken.sign(claims: claims, with: key)
+            }
+            var idToken: String?
+            if context.scopes.openID {
+                let claims = idTokenClaims(
+                    context, now: now, lifetime: lifetimes.idTokenSeconds, code: code,
+                    accessToken: hashAccessToken ? accessToken : nil)
+                idToken = try JSONWebToken.sign(claims: claims, with: key)
+            }
+            return IssuedTokens(
+                accessToken: accessToken, idToken: idToken, issuedAt: now,
+                accessTokenLifetime: lifetimes.accessTokenSeconds, idTokenLifetime: lifetimes.idTokenSeconds)
+        }
+    }
+
+    /// The ID token's claims, as the issuance's dialect writes them.
+    func idTokenClaims(_ context: IssuanceContext, now: Date, lifetime: Int, code: String?, accessToken: String?) -> JSONText {
+        context.face.dialect.idTokenClaims(context, now: now, lifetime: lifetime, code: code, accessToken: accessToken)
+    }
+
+    /// The access token's claims, as the issuance's dialect writes them.
+    func accessTokenClaims(_ context: IssuanceContext, resource: TokenResource, now: Date, lifetime: Int) -> JSONText {
+        context.face.dialect.accessTokenClaims(context, resource: resource, now: now, lifetime: lifetime)
+    }
+
+    /// An app-only access token (client credentials): the app is the subject; no user claims.
+    func appToken(
+        client: AppRegistration, resource: TokenResource, roles: [String], issuer: String, lifetime: Int, now: Date,
+        face: ProtocolFace = .b2c, tenant: Tenant? = nil
+    ) async throws -> String {
+        var claims = JSONObjectBuilder()
+        let iat = now.epochSeconds
+        claims.set("iss", issuer)
+        claims.set("exp", iat + Int64(lifetime))
+        claims.set("nbf", iat)
+        claims.set("aud", resource.audience)
+        claims.set("sub", client.clientIDString)
+        claims.set("oid", client.clientIDString)
+        let scopeNames = resource.scopeNames.filter { !$0.isEmpty }
+        if !scopeNames.isEmpty { claims.set("scp", scopeNames.joined(separator: " ")) }
+        claims.set("azp", client.clientIDString)
+        if !roles.isEmpty { claims.set("roles", roles) }
+        // Entra's marker of an app-only token (the `idtyp` optional claim), so resource servers
+        // can refuse tokens that carry no user.
+        claims.set("idtyp", "app")
+        face.dialect.appTokenClaims(client: client, tenant: tenant, into: &claims)
+        claims.set("iat", iat)
+        let key = try await keys.activeKey()
+        let object = claims.object
+        return try await signer.run { try JSONWebToken.sign(claims: object, with: key) }
+    }
+
+    /// The user as the "before sending the token" connector answered: its values win over the
+    /// directory's, in the token only (B2C's "Before sending the token" step).
+    static func withConnectorValues(_ context: IssuanceContext) -> UserAccount {
+        var user = context.user
+        for (key, value) in context.claimOverrides {
+            if key == UserAttribute.displayName.rawValue { user.displayName = value } else { user.attributes[key] = value }
+        }
+        return user
+    }
+
+    /// Entra's `sub` is pairwise: the same user has a different one in each app, so two apps
+    /// cannot join their users on it. base64url of SHA-256 over tenant, app and object id.
+    static func pairwiseSubject(_ user: UserAccount, clientID: String, tenant: Tenant) -> String {
+        let digest = SHA256.hash(data: Data("\(tenant.guid)|\(clientID.lowercased())|\(user.objectID)".utf8))
+        return Base64URL.encode(Data(digest))
+    }
+
+    /// The name the user signs in with: the account's email (a federated account without one
+    /// gets `{oid}@{tenant}`, as Entra writes a UPN).
+    static func preferredUsername(_ user: UserAccount, tenant: Tenant) -> String {
+        user.presentableEmail ?? "\(user.objectID)@\(tenant.name)"
+    }
+
+    /// `uti`: a per-token id (Entra's is 22 base64url characters).
+    static func uniqueTokenID() -> String { Secrets.randomToken(byteCount: 16) }
+
+    /// OIDC Core §3.3.2.11: base64url of the left half of SHA-256 of the value.
+    static func halfHash(_ value: String) -> String {
+        let digest = Data(SHA256.hash(data: Data(value.utf8)))
+        return Base64URL.encode(digest.prefix(digest.count / 2))
+    }
+}
