@@ -189,10 +189,38 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The journey engine and its steps: the hosted pages, the dialects of the two faces, token
+        // issuance, federation with upstream providers, and custom policies as they run. Built on
+        // the directory; the protocol endpoints, Graph and the routes build on it (ARCHITECTURE.md).
+        .target(
+            name: "UserJourneys",
+            dependencies: [
+                "IdentityDirectory",
+                "TrustFramework",
+                "JOSE",
+                "Storage",
+                "ServerSupport",
+                "TodoModels",
+                "WireCoding",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdOTP", package: "hummingbird-auth"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SQLKit", package: "sql-kit"),
+            ],
+            resources: [.copy("Resources")],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "IdentityServer",
             dependencies: [
                 "IdentityDirectory",
+                "UserJourneys",
                 "JOSE",
                 "TrustFramework",
                 "Storage",
@@ -209,13 +237,13 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
             ],
-            resources: [.copy("Resources")],
             swiftSettings: swiftSettings
         ),
         // The composition root: configuration and wiring of every part, for `serve` and the system tests.
         .target(
             name: "TodoSystem",
             dependencies: [
+                "UserJourneys",
                 "IdentityDirectory",
                 "HTTPClientTransport",
                 "IdentityServer",
@@ -242,6 +270,7 @@ let package = Package(
         .executableTarget(
             name: "todo-server",
             dependencies: [
+                "UserJourneys",
                 "IdentityDirectory",
                 "TodoSystem",
                 "TrustFramework",
@@ -302,6 +331,7 @@ let package = Package(
         .testTarget(
             name: "SystemTests",
             dependencies: [
+                "UserJourneys",
                 "IdentityDirectory",
                 "TodoSystem",
                 "IdentityClient",
@@ -324,6 +354,7 @@ let package = Package(
         .testTarget(
             name: "IdentityServerTests",
             dependencies: [
+                "UserJourneys",
                 "IdentityDirectory",
                 "IdentityServer",
                 "TrustFramework",

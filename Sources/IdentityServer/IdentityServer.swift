@@ -5,6 +5,7 @@ import IdentityDirectory
 import JOSE
 import Logging
 import Storage
+import UserJourneys
 
 /// The identity service: an Azure AD B2C-compatible OpenID Connect provider.
 ///

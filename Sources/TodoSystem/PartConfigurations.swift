@@ -1,6 +1,7 @@
 import Foundation
 import IdentityServer
 import TaskService
+import UserJourneys
 import WebApp
 
 /// Each part's own configuration, made from the settings in one place per part: what a setting

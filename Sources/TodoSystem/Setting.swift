@@ -1,6 +1,7 @@
 import Configuration
 import Foundation
 import IdentityServer
+import UserJourneys
 import WebApp
 
 /// One setting of the system, declared once: its configuration key, the command-line flag and

@@ -9,6 +9,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// API connectors (SPEC §2.11): a real HTTP endpoint on loopback is called before the account
 /// is created, with B2C's body; its three answers and its failures each do what B2C does, and a

@@ -8,6 +8,7 @@ import Testing
 
 @testable import IdentityDirectory
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// Rules of the protocol and the hosted pages that an audit of the tests found unasserted
 /// (issue 14): each test here fails when its rule is taken out of the source.

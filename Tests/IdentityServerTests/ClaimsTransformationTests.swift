@@ -3,6 +3,7 @@ import Testing
 
 @testable import IdentityDirectory
 @testable import IdentityServer
+@testable import UserJourneys
 @testable import TrustFramework
 
 /// The claims transformations, each with the inputs and outputs of the worked examples in B2C's

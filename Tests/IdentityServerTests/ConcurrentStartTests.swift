@@ -6,6 +6,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// Instances started together on one PostgreSQL (issue 14): migrations and the dev tenant's
 /// seeding run once, one instance after the other, and every instance comes up with the same

@@ -7,6 +7,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// A tenant's own user attributes (SPEC §2.11, issue 11's `extension_` properties): declared per
 /// tenant, collected by flows with typed inputs, returned as typed `extension_…` claims, and

@@ -1,6 +1,7 @@
 import Foundation
 @testable import IdentityDirectory
 @testable import TrustFramework
+@testable import UserJourneys
 
 /// Custom policies written for these tests in the IEF schema: a base, an extension that changes
 /// it, and a relying party, each small enough to read, together using every element the checks

@@ -9,6 +9,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// A custom policy's REST technical profile (`RestfulProvider`) as a validation profile of the
 /// sign-up page, against a live endpoint on loopback: its claims sent as JSON with a bearer token

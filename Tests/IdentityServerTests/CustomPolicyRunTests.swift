@@ -8,6 +8,7 @@ import Testing
 @testable import IdentityDirectory
 @testable import IdentityServer
 @testable import TrustFramework
+@testable import UserJourneys
 
 /// A custom policy run by the journey engine (SPEC §2.12): sign in through the combined page,
 /// sign up with a verified email through a self-asserted page, tokens with the relying party's

@@ -4,6 +4,7 @@ import Testing
 
 @testable import IdentityServer
 @testable import TrustFramework
+@testable import UserJourneys
 
 /// Custom policies' reading, merging and checking (SPEC §2.12), on policies written for these
 /// tests (``PolicyFixtures``): no database.

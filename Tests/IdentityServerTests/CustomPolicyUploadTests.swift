@@ -7,6 +7,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 @testable import TrustFramework
 
 /// Uploading custom policies through Graph beta's `trustFramework/policies` and the

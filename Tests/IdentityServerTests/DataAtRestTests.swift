@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 @testable import IdentityDirectory
 @testable import IdentityServer
+@testable import UserJourneys
 import SQLKit
 import Storage
 import TestSupport

@@ -7,6 +7,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// The test-control surface (issue 11): the outbox as data, token minting through the real
 /// issuer, reset, and fault injection; none of it where development is off.

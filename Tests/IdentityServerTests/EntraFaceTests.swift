@@ -5,6 +5,7 @@ import HummingbirdTesting
 import Storage
 import TestSupport
 import Testing
+@testable import UserJourneys
 import WireCoding
 
 @testable import IdentityServer

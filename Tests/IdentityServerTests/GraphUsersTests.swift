@@ -7,6 +7,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// Microsoft Graph's users API (SPEC §2.10): app-only tokens, OData queries, B2C's create body,
 /// the account semantics behind it, and Graph's error shape for every refusal.

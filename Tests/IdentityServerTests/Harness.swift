@@ -9,6 +9,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// A dev-tenant identity service on a real database with a manual clock, driven over
 /// Hummingbird's in-process router client.

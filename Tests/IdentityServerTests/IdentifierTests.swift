@@ -7,6 +7,7 @@ import Testing
 import TodoModels
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 @Suite("Identifiers: one canonical form, no controls or look-alikes")
 struct IdentifierRuleTests {

@@ -7,6 +7,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 @Suite("Authorize, hosted pages and the authorization-code grant")
 struct InteractiveFlowTests {

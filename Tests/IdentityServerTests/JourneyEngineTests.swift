@@ -9,6 +9,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// The journey engine's own rules, with journeys a test changes: a new step is one more entry
 /// in a journey; a step that acts for the account waits for the second factor whatever the

@@ -6,6 +6,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 @Suite("Smart lockout under parallel guessing")
 struct LockoutRaceTests {

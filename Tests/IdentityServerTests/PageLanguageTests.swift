@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// The pages' languages (SPEC §2.11): `ui_locales` picks among the tenant's declared languages,
 /// English by default; a tenant's per-string overrides win; the dev tenant ships English and

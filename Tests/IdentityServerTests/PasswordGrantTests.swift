@@ -7,6 +7,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// Password sign-in (ROPC) on the Entra face runs inside the flow the app signs in with: no
 /// tokens where that flow asks for a second factor, its token connector runs, its type and

@@ -7,6 +7,7 @@ import Testing
 
 @testable import IdentityDirectory
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// Graph beta's policy key sets (SPEC §2.12): the keys custom policies name, made or uploaded
 /// through Graph, shown by their public parts only, sealed at rest.

@@ -8,6 +8,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 @Suite("Endpoints in every URL shape, discovery and JWKS")
 struct ProtocolShapeTests {

@@ -8,6 +8,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// The ways around a second factor a red team tried (SPEC §2.11), each shut: the consent page,
 /// the profile and password pages reached before the factor, `prompt=none`, the enrolment page

@@ -9,6 +9,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// Multi-factor authentication in user flows (SPEC §2.11): TOTP enrolment and sign-in, a code
 /// used once, ±1 step, too many tries (AADB2C90151) counted even when guesses run in parallel,

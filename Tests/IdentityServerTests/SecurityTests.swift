@@ -11,6 +11,7 @@ import TestSupport
 import Testing
 
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// Collects every log line (message and metadata) so a test can search them.
 final class LogRecorder: Sendable {

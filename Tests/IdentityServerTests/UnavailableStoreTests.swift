@@ -7,6 +7,7 @@ import Testing
 
 @testable import IdentityDirectory
 @testable import IdentityServer
+@testable import UserJourneys
 
 /// The identity service while its database cannot take writes (issue 14): B2C's
 /// `temporarily_unavailable` (AADB2C90035) with 503 and `Retry-After`, never a 500, and

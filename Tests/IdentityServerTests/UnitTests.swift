@@ -4,6 +4,7 @@ import Foundation
 import Storage
 import TestSupport
 import Testing
+@testable import UserJourneys
 import WireCoding
 
 @testable import IdentityServer

@@ -11,6 +11,7 @@ import NIOCore
 import Storage
 import TestSupport
 import Testing
+@testable import UserJourneys
 import WireCoding
 
 @testable import IdentityServer

@@ -1,6 +1,7 @@
 import Foundation
 @testable import IdentityDirectory
 @testable import IdentityServer
+@testable import UserJourneys
 import Storage
 import TaskService
 import TestSupport

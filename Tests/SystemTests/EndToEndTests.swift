@@ -5,6 +5,7 @@ import Synchronization
 import TaskClient
 import Testing
 import TodoModels
+@testable import UserJourneys
 
 /// The SDK against the live identity service and Task API: what an app built on it does.
 @Suite("SDK end to end against the live identity service and Task API")

@@ -1,5 +1,6 @@
 import Foundation
 import IdentityClient
+@testable import UserJourneys
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -3,6 +3,7 @@ import Foundation
 import IdentityServer
 import Testing
 import TodoSystem
+@testable import UserJourneys
 import WebApp
 
 @Suite("serve's settings: flags, then TODO_* variables, then the --config file, then defaults")

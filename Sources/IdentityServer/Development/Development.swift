@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import IdentityDirectory
 import TodoModels
+import UserJourneys
 import WireCoding
 
 /// What a tester asks to be minted: the user (email or object id), the app, optionally the user

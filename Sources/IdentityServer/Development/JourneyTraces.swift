@@ -2,24 +2,8 @@ import Foundation
 import Hummingbird
 import IdentityDirectory
 import Storage
+import UserJourneys
 import WireCoding
-
-extension SQLInteractionStore {
-    func journeys(tenantID: UUID, correlationID: String) async throws -> [(policy: String, startedAt: Date, state: JourneyState)] {
-        // A correlation id is this service's: 36 characters of hex and dashes, nothing a LIKE
-        // pattern could read as a wildcard.
-        guard UUID(uuidString: correlationID) != nil else { return [] }
-        let rows = try await database.rows(
-            "SELECT policy, created_at, journey FROM authorization_requests WHERE tenant_id = ? AND journey LIKE ? ORDER BY created_at DESC LIMIT 20",
-            [.text(tenantID.uuidString.lowercased()), .text("%\"correlationID\":\"\(correlationID.lowercased())\"%")])
-        return try rows.compactMap { row in
-            guard let text = try row.optionalText("journey"), let state = StoredJSON.decode(JourneyState.self, text),
-                state.correlationID == correlationID.lowercased()
-            else { return nil }
-            return (try row.text("policy"), Date(timeIntervalSince1970: TimeInterval(try row.integer("created_at"))), state)
-        }
-    }
-}
 
 extension DevelopmentEndpoints {
     /// `GET /dev/journeys/{correlationId}`: the developer trace of the sign-ins a request started

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import IdentityDirectory
 import Storage
+import UserJourneys
 import WireCoding
 
 /// Microsoft Graph's error form: `{"error":{"code","message","innerError":{"date","request-id",

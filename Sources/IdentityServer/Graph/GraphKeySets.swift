@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import IdentityDirectory
+import UserJourneys
 import WireCoding
 
 /// Graph beta's policy key sets (`/beta/trustFramework/keySets`, SPEC §2.12), for app-only

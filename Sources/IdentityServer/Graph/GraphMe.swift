@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import IdentityDirectory
 import JOSE
+import UserJourneys
 import WireCoding
 
 /// A Graph bearer token this service issued, checked: signed by a published key, in its

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import IdentityDirectory
 import TrustFramework
+import UserJourneys
 import WireCoding
 
 /// Graph beta's custom-policy API (`/beta/trustFramework/policies`, SPEC §2.12), for app-only

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import IdentityDirectory
 import TodoModels
+import UserJourneys
 import WireCoding
 
 // MARK: - Request bodies

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import IdentityDirectory
 import TodoModels
+import UserJourneys
 import WireCoding
 
 /// Microsoft Graph's users API as B2C tenants are managed with it (SPEC §2.10): list, create,

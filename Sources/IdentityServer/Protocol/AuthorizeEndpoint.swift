@@ -3,6 +3,7 @@ import Hummingbird
 import IdentityDirectory
 import Logging
 import Synchronization
+import UserJourneys
 import WireCoding
 
 /// `GET|POST …/oauth2/v2.0/authorize` (SPEC §2.3). Problems with the client or redirect URI are

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import IdentityDirectory
+import UserJourneys
 import WireCoding
 
 /// `GET {base}/{tenant}/discovery/instance?api-version=1.1&authorization_endpoint=…`: Entra's

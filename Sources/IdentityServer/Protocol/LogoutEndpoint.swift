@@ -3,6 +3,7 @@ import Hummingbird
 import IdentityDirectory
 import JOSE
 import Logging
+import UserJourneys
 import WireCoding
 
 /// `GET …/oauth2/v2.0/logout` (research/b2c-protocol.md §5.7): ends the SSO session and returns

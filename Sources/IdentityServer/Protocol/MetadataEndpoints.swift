@@ -3,6 +3,7 @@ import Hummingbird
 import IdentityDirectory
 import JOSE
 import Logging
+import UserJourneys
 import WireCoding
 
 /// Discovery and JWKS (SPEC §2.2).

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import IdentityDirectory
 import Logging
+import UserJourneys
 import WireCoding
 
 /// `POST …/oauth2/v2.0/token` (SPEC §2.4): the four grants, client authentication and the

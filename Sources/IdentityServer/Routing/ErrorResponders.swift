@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import IdentityDirectory
 import Storage
+import UserJourneys
 
 // One responder per wire format (SPEC §2.6). Controllers throw ``ProtocolFailure`` or ``PageError``;
 // the middleware of their route group writes it in the form that route's callers read:

@@ -3,6 +3,7 @@ import Hummingbird
 import IdentityDirectory
 import ServerSupport
 import Storage
+import UserJourneys
 
 extension IdentityServer {
     /// Every route of the identity service (SPEC §2.2): this function is the table of contents.

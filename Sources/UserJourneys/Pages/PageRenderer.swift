@@ -6,14 +6,14 @@ import Synchronization
 /// Renders the hosted pages from Mustache templates. The built-in templates live in the
 /// module's `Resources/templates`; a tenant with `pageTemplatesPath` overrides any of them (and
 /// `style.css`) with files of the same name, B2C's "custom page content".
-final class PageRenderer: Sendable {
+package final class PageRenderer: Sendable {
     private let builtIn: [String: String]
     private let builtInStylesheet: String
     private let libraries = Mutex<[String: MustacheLibrary]>([:])
 
     enum RenderError: Error { case missingTemplate(String) }
 
-    init() throws {
+    package init() throws {
         guard
             let directory = Bundle.module.url(forResource: "templates", withExtension: nil, subdirectory: "Resources")
                 ?? Bundle.module.url(forResource: "templates", withExtension: nil)
@@ -47,7 +47,7 @@ final class PageRenderer: Sendable {
         return library
     }
 
-    func render(_ template: PageTemplate, _ values: [String: Any], tenant: Tenant?) throws -> String {
+    package func render(_ template: PageTemplate, _ values: [String: Any], tenant: Tenant?) throws -> String {
         let name = template.rawValue
         var context = values
         context["tenantName"] = tenant?.displayName ?? "TodoB2C"
@@ -58,7 +58,7 @@ final class PageRenderer: Sendable {
         return html
     }
 
-    func stylesheet(for tenant: Tenant?) -> String {
+    package func stylesheet(for tenant: Tenant?) -> String {
         if let path = tenant?.pageTemplatesPath,
             let css = try? String(contentsOfFile: URL(fileURLWithPath: path).appendingPathComponent("style.css").path, encoding: .utf8)
         {

@@ -8,7 +8,7 @@ import WireCoding
 /// its built-in user flows and custom policies (the Identity Experience Framework's
 /// `UserJourney` of `OrchestrationStep`s). ``JourneyEngine`` walks it; ``JourneyCatalog`` builds
 /// one per flow type from the tenant's declaration.
-struct Journey: Sendable {
+package struct Journey: Sendable {
     /// The journey's name in traces (B2C's journey ids: `SignUpOrSignIn`, `PasswordReset`, …).
     let name: String
     let steps: [any OrchestrationStep]
@@ -77,7 +77,7 @@ struct PageKit: Sendable {
 /// One request's view of a journey: the transaction, its typed state, the tenant and flow, the
 /// browser's request and form, and the account once known. Steps change ``state`` and
 /// ``cookies``; the engine saves the one and sets the other on the response.
-struct JourneyRun: Sendable {
+package struct JourneyRun: Sendable {
     let record: InteractionRecord
     var state: JourneyState
     let tenant: Tenant
@@ -90,7 +90,7 @@ struct JourneyRun: Sendable {
     let now: Date
     let kit: PageKit
     /// The account ``JourneyClaims/userID`` names, as the engine read it before this step.
-    var user: UserAccount?
+    package var user: UserAccount?
     /// Cookies for whatever response the journey answers with.
     var cookies: [Cookie] = []
     /// Whether a page can be shown at all: not for a grant without a browser (the password

@@ -6,14 +6,14 @@ import IdentityDirectory
 /// follow the host that served the request (research/b2c-protocol.md §1.6), but only a plain
 /// host[:port] naming an allowed host (and this service's port) is taken, so nothing odd
 /// reaches a URL, a page or a token, and DNS rebinding gets nowhere.
-struct HostPolicy: Sendable {
+package struct HostPolicy: Sendable {
     let scheme: String
     let defaultAuthority: String
-    let allowedHosts: Set<String>
+    package let allowedHosts: Set<String>
     let listenPort: Int?
     let publicOrigin: String?
 
-    init(configuration: IdentityServerConfiguration) {
+    package init(configuration: IdentityServerConfiguration) {
         publicOrigin = configuration.publicOrigin
         scheme = configuration.scheme
         defaultAuthority = configuration.defaultAuthority
@@ -24,7 +24,7 @@ struct HostPolicy: Sendable {
     /// `scheme://host[:port]` of the request. The host comes from the request (B2C's issuer and
     /// endpoints follow the host that served the request; research/b2c-protocol.md §1.6) but
     /// only if it is a plain host[:port], so nothing odd reaches a URL, a page or a token.
-    func origin(of request: Request) -> String {
+    package func origin(of request: Request) -> String {
         if let publicOrigin { return publicOrigin }
         let authority = request.head.authority ?? ""
         return "\(scheme)://\(isAllowedHost(request) ? authority : defaultAuthority)"
@@ -32,7 +32,7 @@ struct HostPolicy: Sendable {
 
     /// Whether the request's `Host` is a plain host[:port] naming one of the allowed hosts on
     /// this service's port, or is exactly the public origin's (a balancer's port, issue 14).
-    func isAllowedHost(_ request: Request) -> Bool { isAllowedHost(authority: request.head.authority ?? "") }
+    package func isAllowedHost(_ request: Request) -> Bool { isAllowedHost(authority: request.head.authority ?? "") }
 
     func isAllowedHost(authority: String) -> Bool {
         if let publicOrigin, let url = URLComponents(string: publicOrigin), let host = url.percentEncodedHost,
@@ -76,7 +76,7 @@ struct HostPolicy: Sendable {
     }
 
     /// Whether `issuer` names this service: its scheme and an allowed host on its port.
-    func isOwnIssuer(_ issuer: String) -> Bool {
+    package func isOwnIssuer(_ issuer: String) -> Bool {
         if let publicOrigin { return issuer.hasPrefix(publicOrigin + "/") }
         guard let url = URLComponents(string: issuer), url.scheme == scheme, let host = url.percentEncodedHost else { return false }
         let authority = url.port.map { "\(host):\($0)" } ?? host
@@ -85,7 +85,7 @@ struct HostPolicy: Sendable {
 
     /// B2C's default issuer: `{origin}/{tenant GUID}/v2.0/` (research/b2c-protocol.md §1.6);
     /// Entra's v2 issuer has no trailing slash: `{origin}/{tenant GUID}/v2.0` (SPEC §2.9).
-    static func issuer(origin: String, tenant: Tenant, face: ProtocolFace = .b2c) -> String {
+    package static func issuer(origin: String, tenant: Tenant, face: ProtocolFace = .b2c) -> String {
         face.dialect.issuer(origin: origin, tenant: tenant)
     }
 }

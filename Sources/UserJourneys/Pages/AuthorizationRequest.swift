@@ -4,7 +4,7 @@ import WireCoding
 
 /// What the app asked for at `/authorize`, kept server-side while the user walks through the
 /// hosted pages (B2C does the same with its `tx` state). Pages carry only the opaque id.
-struct AuthorizationRequest: Sendable, Codable, Equatable {
+package struct AuthorizationRequest: Sendable, Codable, Equatable {
     var tenantID: UUID
     var tenantSegment: String
     var policy: String
@@ -33,11 +33,53 @@ struct AuthorizationRequest: Sendable, Codable, Equatable {
     var wantsCode: Bool { responseTypes.contains(.code) }
     var wantsIDToken: Bool { responseTypes.contains(.idToken) }
     var wantsAccessToken: Bool { responseTypes.contains(.token) }
+
+    package init(
+        tenantID: UUID,
+        tenantSegment: String,
+        policy: String,
+        clientID: String,
+        redirectURI: String,
+        responseTypes: [ResponseType],
+        responseMode: ResponseMode,
+        scopes: [String],
+        state: String? = nil,
+        nonce: String? = nil,
+        codeChallenge: String? = nil,
+        codeChallengeMethod: CodeChallengeMethod? = nil,
+        prompt: Prompt? = nil,
+        loginHint: String? = nil,
+        domainHint: String? = nil,
+        maxAge: Int? = nil,
+        origin: String,
+        face: ProtocolFace? = nil,
+        uiLocales: String? = nil
+    ) {
+        self.tenantID = tenantID
+        self.tenantSegment = tenantSegment
+        self.policy = policy
+        self.clientID = clientID
+        self.redirectURI = redirectURI
+        self.responseTypes = responseTypes
+        self.responseMode = responseMode
+        self.scopes = scopes
+        self.state = state
+        self.nonce = nonce
+        self.codeChallenge = codeChallenge
+        self.codeChallengeMethod = codeChallengeMethod
+        self.prompt = prompt
+        self.loginHint = loginHint
+        self.domainHint = domainHint
+        self.maxAge = maxAge
+        self.origin = origin
+        self.face = face
+        self.uiLocales = uiLocales
+    }
 }
 
 /// How the result goes back to the app (OAuth 2.0 Multiple Response Type Encoding Practices;
 /// OAuth 2.0 Form Post Response Mode).
-enum ResponseMode: String, Sendable, Codable {
+package enum ResponseMode: String, Sendable, Codable {
     case query
     case fragment
     case formPost = "form_post"
@@ -45,16 +87,34 @@ enum ResponseMode: String, Sendable, Codable {
 
 /// One stored interactive transaction: what the app asked for, the browser it is bound to, and
 /// its journey's state.
-struct InteractionRecord: Sendable {
+package struct InteractionRecord: Sendable {
     var id: String
     var request: AuthorizationRequest
     var csrfHash: String
     var expiresAt: Date
     var completedAt: Date?
-    var journey = JourneyState()
+    package var journey = JourneyState()
     /// Counts the journey's saves: a save names the revision it read, so two requests racing
     /// on one journey cannot both move it (``InteractionStore/saveJourney(id:state:revision:)``).
     var journeyRevision: Int64 = 0
+
+    package init(
+        id: String,
+        request: AuthorizationRequest,
+        csrfHash: String,
+        expiresAt: Date,
+        completedAt: Date? = nil,
+        journey: JourneyState = JourneyState(),
+        journeyRevision: Int64 = 0
+    ) {
+        self.id = id
+        self.request = request
+        self.csrfHash = csrfHash
+        self.expiresAt = expiresAt
+        self.completedAt = completedAt
+        self.journey = journey
+        self.journeyRevision = journeyRevision
+    }
 }
 
 /// A federated identity met for the first time in a sign-up flow: what the provider (and the
@@ -75,9 +135,9 @@ struct FederatedSignUp: Sendable, Codable, Equatable {
 
 /// A single-sign-on session at the identity service (the cookie holds a random id; the store
 /// holds its hash).
-struct SSOSession: Sendable, Equatable {
+package struct SSOSession: Sendable, Equatable {
     var tenantID: UUID
-    var userID: UUID
+    package var userID: UUID
     var identityProvider: IdentityProviderKind
     var authTime: Date
     var expiresAt: Date
@@ -98,7 +158,7 @@ extension OutboxMessage {
 }
 
 /// What the simulated upstream provider asserted about a user.
-struct FederatedIdentity: Sendable, Equatable {
+package struct FederatedIdentity: Sendable, Equatable {
     var provider: IdentityProviderKind
     var subject: String
     var email: String?

@@ -8,10 +8,10 @@ import Logging
 /// step answers (``JourneyEngine``). ``TransactionLoader`` loads the transaction first, so a
 /// handler starts from a ``PageRequestContext``. Errors are pages, written by the group's
 /// ``PageErrorMiddleware``.
-struct HostedPages: Sendable {
+package struct HostedPages: Sendable {
     let journeys: JourneyEngine
 
-    func addRoutes(to group: RouterGroup<PolicyRequestContext>) {
+    package func addRoutes(to group: RouterGroup<PolicyRequestContext>) {
         let pages = group.group("pages").add(middleware: TransactionLoader(journeys: journeys)).group(context: PageRequestContext.self)
         let journeys = self.journeys
         for page in HostedPage.allCases {
@@ -28,6 +28,10 @@ struct HostedPages: Sendable {
             if page.methods.get { pages.get(path, use: handler) }
             if page.methods.post { pages.post(path, use: handler) }
         }
+    }
+
+    package init(journeys: JourneyEngine) {
+        self.journeys = journeys
     }
 }
 
@@ -104,7 +108,7 @@ extension IdentityService {
     /// The journey engine over this service's stores: the steps of every built-in flow, each
     /// given only what it uses.
     /// `adapt` lets a test change the journeys (a step added or left out).
-    func journeyEngine(adapt: (@Sendable (JourneyCatalog) -> any JourneyProvider)? = nil) -> JourneyEngine {
+    package func journeyEngine(adapt: (@Sendable (JourneyCatalog) -> any JourneyProvider)? = nil) -> JourneyEngine {
         let cookies = BrowserCookies(secure: configuration.secureCookies)
         let sessions = SingleSignOnSessions(
             interactions: interactions, users: users, cookies: cookies, lifetime: configuration.sessionLifetime, clock: clock)

@@ -6,7 +6,7 @@ import WireCoding
 
 extension Response {
     /// A JSON response from ordered JSON text.
-    static func json(_ body: JSONText, status: HTTPResponse.Status = .ok, noStore: Bool = false) -> Response {
+    package static func json(_ body: JSONText, status: HTTPResponse.Status = .ok, noStore: Bool = false) -> Response {
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         if noStore {
             // RFC 6749 §5.1: token responses must not be cached.
@@ -17,7 +17,7 @@ extension Response {
     }
 
     /// An HTML page. Pages are never cached, never framed and load nothing from elsewhere.
-    static func html(_ body: String, status: HTTPResponse.Status = .ok, scriptNonce: String? = nil) -> Response {
+    package static func html(_ body: String, status: HTTPResponse.Status = .ok, scriptNonce: String? = nil) -> Response {
         let script = scriptNonce.map { "'nonce-\($0)'" } ?? "'none'"
         let headers: HTTPFields = [
             .contentType: "text/html; charset=utf-8",
@@ -31,14 +31,14 @@ extension Response {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
     }
 
-    static func redirecting(to location: String, status: HTTPResponse.Status = .found) -> Response {
+    package static func redirecting(to location: String, status: HTTPResponse.Status = .found) -> Response {
         Response(status: status, headers: [.location: location, .cacheControl: "no-store"])
     }
 }
 
 /// HTML text escaping for the few strings written without a template.
-enum HTMLText {
-    static func escape(_ text: String) -> String {
+package enum HTMLText {
+    package static func escape(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.count)
         for character in text {
@@ -57,7 +57,7 @@ enum HTMLText {
 
 /// Sends protocol results to an app's redirect URI in the requested response mode. Errors and
 /// successes share it, so a code and an `access_denied` travel exactly the same way.
-enum RedirectResponder {
+package enum RedirectResponder {
     static func respond(
         redirectURI: String, mode: ResponseMode, parameters: [(String, String)]
     ) -> Response {
@@ -98,29 +98,12 @@ enum RedirectResponder {
     ///
     /// On the Entra face the same error carries Entra's `AADSTS` description and its
     /// `error_uri` (``EntraError``), as Entra's redirects do.
-    static func error(
+    package static func error(
         _ error: ProtocolFailure, redirectURI: String, mode: ResponseMode, state: String?, correlationID: String, now: Date,
         face: ProtocolFace = .b2c, origin: String = ""
     ) -> Response {
         var parameters = face.dialect.redirectParameters(error, correlationID: correlationID, now: now, origin: origin)
         if let state { parameters.append(("state", state)) }
         return respond(redirectURI: redirectURI, mode: mode, parameters: parameters)
-    }
-}
-
-/// The token endpoint's error form: HTTP 400 (401 for client authentication) with
-/// `{"error", "error_description"}` (research/b2c-protocol.md §4.2).
-/// On the Entra face the body is Entra's: `error_codes`, `timestamp`, `trace_id`,
-/// `correlation_id` and `error_uri` besides the two OAuth fields (SPEC §2.9).
-enum TokenErrorResponder {
-    static func respond(
-        _ error: ProtocolFailure, correlationID: String, now: Date, face: ProtocolFace = .b2c, origin: String = ""
-    ) -> Response {
-        let body = face.dialect.errorBody(error, correlationID: correlationID, now: now, origin: origin)
-        var response = Response.json(body, status: error.status, noStore: true)
-        if error.status == .unauthorized {
-            response.headers[.wwwAuthenticate] = "Basic realm=\"token\""
-        }
-        return response
     }
 }

@@ -3,7 +3,7 @@ import IdentityDirectory
 import TrustFramework
 
 /// Gives the journey a flow runs.
-protocol JourneyProvider: Sendable {
+package protocol JourneyProvider: Sendable {
     func journey(for flow: UserFlow) -> Journey
     /// The password grant's journey.
     var passwordGrant: Journey { get }
@@ -13,7 +13,7 @@ protocol JourneyProvider: Sendable {
 /// type is an ordered list of steps, each step's preconditions deciding whether it runs for a
 /// given sign-in. The steps are made once, each with only the collaborators it uses; this is
 /// the one place that knows them all.
-struct JourneyCatalog: JourneyProvider {
+package struct JourneyCatalog: JourneyProvider {
     let singleSignOn: SingleSignOnStep
     let identityChoice: IdentityChoiceStep
     let localSignUp: LocalSignUpStep
@@ -60,7 +60,7 @@ struct JourneyCatalog: JourneyProvider {
 
     /// The journey of `flow`'s type. Order is the rule: whoever the person turns out to be, the
     /// second factor comes before anything done for the account, and the tokens come last.
-    func journey(for flow: UserFlow) -> Journey {
+    package func journey(for flow: UserFlow) -> Journey {
         let journey = builtIn(for: flow)
         guard let developmentFault else { return journey }
         return Journey(name: journey.name, steps: [developmentFault] + journey.steps)
@@ -69,7 +69,7 @@ struct JourneyCatalog: JourneyProvider {
     /// The password grant's journey: no pages, so each step that would ask the person something
     /// fails in the protocol's form instead (a second factor, a temporary password, consent);
     /// the token endpoint issues once it has run.
-    var passwordGrant: Journey {
+    package var passwordGrant: Journey {
         Journey(name: "ResourceOwnerPasswordCredentials", steps: [passwordCredentials, secondFactor, forcedPasswordChange, consent])
     }
 

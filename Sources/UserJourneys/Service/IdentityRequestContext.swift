@@ -7,7 +7,7 @@ import ServerSupport
 import TrustFramework
 
 /// What every identity-service handler may ask of its request context.
-protocol IdentityContext: RequestContext {
+package protocol IdentityContext: RequestContext {
     /// The id every B2C error description and log line carries (SPEC §2.6).
     var correlationID: String { get }
     /// Where the request came from, for per-source limits: the peer's IP address ("unknown"
@@ -41,7 +41,7 @@ public struct IdentityRequestContext: RequestContext, IdentityContext, Identifie
     /// Forms and JSON bodies are small; anything bigger is refused with 413.
     public var maxUploadSize: Int { 64 * 1024 }
 
-    var brandingTenant: Tenant? { nil }
+    package var brandingTenant: Tenant? { nil }
 }
 
 /// The tenant and user flow a protocol URL names.
@@ -53,20 +53,20 @@ struct ResolvedPolicy: Sendable {
 
 /// The context of every route under `/{tenant}`: the identity context plus the resolved tenant,
 /// flow and URL shape, so a controller never looks them up itself.
-struct PolicyRequestContext: ChildRequestContext, IdentityContext {
-    var coreContext: CoreRequestContextStorage
-    let correlationID: String
-    let clientAddress: String
-    let tenant: Tenant
-    let flow: UserFlow
-    let route: PolicyRoute
+package struct PolicyRequestContext: ChildRequestContext, IdentityContext {
+    package var coreContext: CoreRequestContextStorage
+    package let correlationID: String
+    package let clientAddress: String
+    package let tenant: Tenant
+    package let flow: UserFlow
+    package let route: PolicyRoute
     /// The protocol the request speaks, from its URL's shape: B2C's with a policy, the
     /// Microsoft identity platform's without.
-    let dialect: any ProtocolDialect
+    package let dialect: any ProtocolDialect
     /// Set by ``TransactionLoader`` for the hosted pages; ``PageRequestContext`` takes it.
     var transaction: LoadedTransaction?
 
-    init(context: IdentityRequestContext) throws {
+    package init(context: IdentityRequestContext) throws {
         // The group's PolicyResolver always runs first; reaching here without it is a wiring bug.
         guard let resolved = context.resolvedPolicy else { throw HTTPError(.internalServerError) }
         coreContext = context.coreContext
@@ -78,8 +78,8 @@ struct PolicyRequestContext: ChildRequestContext, IdentityContext {
         dialect = resolved.route.face.dialect
     }
 
-    var maxUploadSize: Int { 64 * 1024 }
-    var brandingTenant: Tenant? { tenant }
+    package var maxUploadSize: Int { 64 * 1024 }
+    package var brandingTenant: Tenant? { tenant }
 }
 
 /// Resolves the `{tenant}` and policy of a protocol URL once, before any controller runs
@@ -87,15 +87,15 @@ struct PolicyRequestContext: ChildRequestContext, IdentityContext {
 /// path segment (`/{tenant}/{policy}/…`, `/tfp/{tenant}/{policy}/…`), or the query's `p`, or,
 /// with neither, the tenant's default flow (Microsoft-identity-platform URLs). A path-form URL
 /// may also carry `p=` (passport-azure-ad always appends it; §6.3): the path's policy wins.
-struct PolicyResolver: RouterMiddleware {
-    typealias Context = IdentityRequestContext
+package struct PolicyResolver: RouterMiddleware {
+    package typealias Context = IdentityRequestContext
     let tenants: any TenantDirectory
     let customPolicies: CustomPolicyLibrary
     let offered: @Sendable (UserFlow) -> UserFlow
     /// `.path` or `.tfp` for groups with a `:policy` capture, `.query` for the others.
     let placement: PolicyPlacement
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let tenantSegment = Self.decoded(context.parameters.get("tenant") ?? "")
         var policy: String?
         var placement = self.placement
@@ -117,13 +117,25 @@ struct PolicyResolver: RouterMiddleware {
     }
 
     /// A captured path segment, percent-decoded as the protocol URLs are.
-    static func decoded(_ segment: String) -> String { segment.removingPercentEncoding ?? segment }
+    package static func decoded(_ segment: String) -> String { segment.removingPercentEncoding ?? segment }
 
     /// A user flow, or a custom policy (`B2C_1A_…`) that is a relying party, as a flow.
     private func flow(named name: String, tenant: Tenant) async throws -> UserFlow? {
         if let flow = try await tenants.userFlow(tenantID: tenant.id, name: name) { return flow }
         guard CustomPolicyID.names(name), let policy = try await customPolicies.program(tenantID: tenant.id, id: name) else { return nil }
         return UserFlow(customPolicy: policy, tenantID: tenant.id)
+    }
+
+    package init(
+        tenants: any TenantDirectory,
+        customPolicies: CustomPolicyLibrary,
+        offered: @escaping @Sendable (UserFlow) -> UserFlow,
+        placement: PolicyPlacement
+    ) {
+        self.tenants = tenants
+        self.customPolicies = customPolicies
+        self.offered = offered
+        self.placement = placement
     }
 }
 
@@ -142,19 +154,23 @@ extension TenantDirectory {
 extension RequestIDConvention {
     /// MSAL sends a `client-request-id` GUID; B2C echoes it and quotes it as the correlation id
     /// of every error description (SPEC §2.6). Anything else gets an id of our own.
-    static let identityService = RequestIDConvention(
+    package static let identityService = RequestIDConvention(
         headers: [HTTPField.Name("client-request-id")!], echo: HTTPField.Name("client-request-id")!, metadataKey: "correlation_id",
         isUsable: { UUID(uuidString: $0) != nil })
 }
 
 /// Behind a trusted balancer, the client is the one its `X-Forwarded-For` names (issue 14).
-struct ForwardedClientMiddleware: RouterMiddleware {
-    typealias Context = IdentityRequestContext
+package struct ForwardedClientMiddleware: RouterMiddleware {
+    package typealias Context = IdentityRequestContext
     let proxies: TrustedProxies
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         if let client = proxies.clientAddress(peer: context.clientAddress, fields: request.headers) { context.clientAddress = client }
         return try await next(request, context)
+    }
+
+    package init(proxies: TrustedProxies) {
+        self.proxies = proxies
     }
 }

@@ -7,8 +7,8 @@ import Synchronization
 /// call on that flow fails as B2C would fail it, or is delayed, once. This lets an app's error
 /// handling be tested against the real wire forms without breaking anything for real. Kept in
 /// memory: a fault is armed on the instance that received it.
-final class FaultInjector: Sendable {
-    enum Fault: Sendable, Equatable {
+package final class FaultInjector: Sendable {
+    package enum Fault: Sendable, Equatable {
         /// An error in B2C's (or Entra's) form.
         case error(ProtocolFailure)
         /// The call waits this long, then proceeds normally.
@@ -16,7 +16,7 @@ final class FaultInjector: Sendable {
     }
 
     /// The errors a tester may ask for, by the name B2C's documentation gives them.
-    static let errors: [String: ProtocolFailure] = [
+    package static let errors: [String: ProtocolFailure] = [
         "AADB2C90118": .forgotPassword(loginHint: nil), "AADB2C90091": .userCancelled, "server_error": .internalError,
         "AADB2C90077": .noSession, "AADB2C90129": .grantRevoked, "temporarily_unavailable": .temporarilyUnavailable,
     ]
@@ -24,7 +24,7 @@ final class FaultInjector: Sendable {
     private let armed = Mutex<[String: [Fault]]>([:])
 
     /// Arms `fault` for the next call on `policy` (case-insensitive), after any armed before it.
-    func arm(_ fault: Fault, policy: String) {
+    package func arm(_ fault: Fault, policy: String) {
         // At most 100 armed per flow: a loop in a test script cannot grow this without bound.
         armed.withLock { faults in
             if faults[policy.lowercased(), default: []].count < 100 { faults[policy.lowercased(), default: []].append(fault) }
@@ -32,7 +32,7 @@ final class FaultInjector: Sendable {
     }
 
     /// The fault for this call, if one is armed; it is used up.
-    func take(policy: String) -> Fault? {
+    package func take(policy: String) -> Fault? {
         armed.withLock { faults in
             guard var queue = faults[policy.lowercased()], !queue.isEmpty else { return nil }
             let fault = queue.removeFirst()
@@ -41,7 +41,7 @@ final class FaultInjector: Sendable {
         }
     }
 
-    func clear() { armed.withLock { $0.removeAll() } }
+    package func clear() { armed.withLock { $0.removeAll() } }
 
     /// Applies the fault armed for `policy`, if any: throws its error or waits its delay.
     func apply(policy: String) async throws {
@@ -56,12 +56,16 @@ final class FaultInjector: Sendable {
 /// Applies the fault armed on the request's flow (``FaultInjector``) before the endpoint runs:
 /// its error in the group's wire form, or its delay. Added to the token routes only where the
 /// development surface is on; the hosted pages get theirs from ``DevelopmentFaultStep``.
-struct FaultMiddleware: RouterMiddleware {
-    typealias Context = PolicyRequestContext
+package struct FaultMiddleware: RouterMiddleware {
+    package typealias Context = PolicyRequestContext
     let faults: FaultInjector
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         try await faults.apply(policy: context.flow.name)
         return try await next(request, context)
+    }
+
+    package init(faults: FaultInjector) {
+        self.faults = faults
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 /// The hosted pages of a sign-in, `…/{tenant}/{policy}/pages/{page}?tx=…` (SPEC §2.3): one
 /// enum both registers the routes (``HostedPages``) and writes the links (``PageLinks``), as
 /// SwiftPackageIndex-Server's `SiteURL` does, so a page cannot be linked that is not routed.
-enum HostedPage: String, CaseIterable, Sendable, Codable {
+package enum HostedPage: String, CaseIterable, Sendable, Codable {
     case signIn = "signin"
     case signUp = "signup"
     /// "Forgot your password?": hands the reset back to the app (AADB2C90118).
@@ -37,7 +37,7 @@ enum HostedPage: String, CaseIterable, Sendable, Codable {
 
 /// The Mustache templates of the identity service (`Resources/templates/{name}.mustache`); a
 /// tenant's custom page content overrides them by the same names.
-enum PageTemplate: String, CaseIterable, Sendable {
+package enum PageTemplate: String, CaseIterable, Sendable {
     case signIn = "signin"
     case signUp = "signup"
     case reset

@@ -6,7 +6,7 @@ import TrustFramework
 /// (one column, `authorization_requests.journey`): where the journey is, the claims its steps
 /// wrote, and the trace of the steps run. B2C keeps the same per transaction: the orchestration
 /// step and the claims bag of the Identity Experience Framework.
-struct JourneyState: Sendable, Codable, Equatable {
+package struct JourneyState: Sendable, Codable, Equatable {
     /// The index of the orchestration step the journey is at, and that step's id: a journey
     /// whose steps shifted since (a server restarted with another set of steps) is found by the
     /// id, never answered by whichever step now has the index.
@@ -17,7 +17,7 @@ struct JourneyState: Sendable, Codable, Equatable {
     var policyClaims: PolicyClaims?
     /// The claims exchange a custom policy's page chose (its `SignUpTarget`, a provider button).
     var policyExchange: String?
-    var trace: [JourneyTraceEntry] = []
+    package var trace: [JourneyTraceEntry] = []
     /// The correlation id of the request that started the journey, which its trace is kept under.
     var correlationID: String?
 }
@@ -83,8 +83,8 @@ struct JourneyClaims: Sendable, Codable, Equatable {
 
 /// One step of a journey as it ran: the step's profile, the claims it wrote (names, never
 /// values: no address, code or password is kept here), its result and how long it took.
-struct JourneyTraceEntry: Sendable, Codable, Equatable {
-    enum Result: String, Sendable, Codable {
+package struct JourneyTraceEntry: Sendable, Codable, Equatable {
+    package enum Result: String, Sendable, Codable {
         /// Preconditions not met: not run.
         case skipped
         /// Done; the journey went on.
@@ -99,14 +99,14 @@ struct JourneyTraceEntry: Sendable, Codable, Equatable {
         case finished
     }
 
-    var step: String
-    var result: Result
+    package var step: String
+    package var result: Result
     /// Names of the claims the step changed.
-    var claims: [String]
-    var milliseconds: Int
+    package var claims: [String]
+    package var milliseconds: Int
     /// The error code a failure ended with.
-    var error: String?
-    var at: Date
+    package var error: String?
+    package var at: Date
 
     /// The journey keeps the last this many entries: a person going back and forth cannot grow
     /// the transaction's row without bound.

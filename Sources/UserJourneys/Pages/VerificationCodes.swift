@@ -16,7 +16,7 @@ extension SQLInteractionStore {
         var userId: String?
     }
 
-    func saveVerificationCode(
+    package func saveVerificationCode(
         interactionID: String, tenantID: UUID, email: String, userID: UUID?, code: String, expiresAt: Date, mail: OutboxMessage?,
         limits: CodeLimits, now: Date
     ) async throws -> Bool {
@@ -62,7 +62,7 @@ extension SQLInteractionStore {
         ).first(decodingColumn: column, as: Int64.self) ?? 0
     }
 
-    func checkVerificationCode(
+    package func checkVerificationCode(
         interactionID: String, tenantID: UUID, email: String, code: String, limits: CodeLimits, now: Date
     ) async throws -> CodeCheck {
         let presented = Secrets.sha256Hex(code.trimmingCharacters(in: .whitespaces))

@@ -73,13 +73,13 @@ public struct IdentityServerConfiguration: Sendable {
         self.listenPort = listenPort
     }
 
-    var secureCookies: Bool { scheme == "https" }
+    package var secureCookies: Bool { scheme == "https" }
 
     /// Whether the simulated Facebook is served: asked for, and on a server nothing but this
     /// machine reaches — no trusted balancer, no public origin elsewhere (the second outside
     /// attack's F-2: behind a balancer anyone could sign in as any federated user). Its pages
     /// also answer loopback `Host`s only (``SimulatedFacebook``).
-    var servesSimulatedFacebook: Bool {
+    package var servesSimulatedFacebook: Bool {
         simulatedFacebook && trustedProxies.isEmpty
             && (publicOrigin.map { URLComponents(string: $0)?.host.map(Loopback.isHost) ?? false } ?? true)
     }

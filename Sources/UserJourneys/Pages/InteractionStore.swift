@@ -6,7 +6,7 @@ import WireCoding
 
 /// Server-side state of interactive sign-ins: transactions, SSO sessions, email verification
 /// codes, the dev outbox, the simulated provider's codes and server-held keys.
-protocol InteractionStore: ServerSecrets {
+package protocol InteractionStore: ServerSecrets {
     /// Stores a new transaction unless `clientAddress` started `limitPerHour` in the last hour
     /// already; false then.
     func saveInteraction(
@@ -57,7 +57,7 @@ protocol InteractionStore: ServerSecrets {
 }
 
 /// What a presented verification code proved.
-enum CodeCheck: Equatable {
+package enum CodeCheck: Equatable {
     /// Wrong, expired, void after too many tries, or for another address.
     case refused
     /// Too many wrong codes for this address lately, in any transaction: not even checked.
@@ -66,7 +66,7 @@ enum CodeCheck: Equatable {
     case proves(account: UUID?)
 }
 
-struct SQLInteractionStore: InteractionStore {
+package struct SQLInteractionStore: InteractionStore {
     let database: any Database
     /// Seals `server_secrets` values (the security issue's M-6).
     let dataKey: DataKey
@@ -81,11 +81,11 @@ struct SQLInteractionStore: InteractionStore {
         var expiresAt: Int64
         var completedAt: Int64?
         var clientAddress: String?
-        var journey: String?
+        package var journey: String?
         var journeyRevision: Int64
     }
 
-    func saveInteraction(
+    package func saveInteraction(
         id: String, request: AuthorizationRequest, csrfHash: String, clientAddress: String, limitPerHour: Int, now: Date,
         expiresAt: Date
     ) async throws -> Bool {
@@ -105,7 +105,7 @@ struct SQLInteractionStore: InteractionStore {
         }
     }
 
-    func interaction(id: String) async throws -> InteractionRecord? {
+    package func interaction(id: String) async throws -> InteractionRecord? {
         guard
             let row = try await database.read({ sql in
                 try await sql.select().columns("*").from("authorization_requests").where("id", .equal, id)
@@ -120,7 +120,7 @@ struct SQLInteractionStore: InteractionStore {
             journeyRevision: row.journeyRevision)
     }
 
-    func completeInteraction(id: String, now: Date) async throws -> Bool {
+    package func completeInteraction(id: String, now: Date) async throws -> Bool {
         // One conditional UPDATE, so two concurrent submissions cannot both complete it.
         try await database.transaction { sql in
             let rows = try await sql.raw(
@@ -130,7 +130,7 @@ struct SQLInteractionStore: InteractionStore {
         }
     }
 
-    func saveJourney(id: String, state: JourneyState, revision: Int64) async throws -> Bool {
+    package func saveJourney(id: String, state: JourneyState, revision: Int64) async throws -> Bool {
         let text = StoredJSON.encode(state)
         return try await database.transaction { sql in
             let rows = try await sql.raw(
@@ -143,7 +143,7 @@ struct SQLInteractionStore: InteractionStore {
         }
     }
 
-    func saveFinalJourney(id: String, state: JourneyState) async throws {
+    package func saveFinalJourney(id: String, state: JourneyState) async throws {
         let text = StoredJSON.encode(state)
         try await database.transaction { sql in
             try await sql.update("authorization_requests").set("journey", to: text).where("id", .equal, id)
@@ -162,7 +162,7 @@ struct SQLInteractionStore: InteractionStore {
         var mfa: Bool
     }
 
-    func saveSession(idHash: String, session: SSOSession, now: Date) async throws {
+    package func saveSession(idHash: String, session: SSOSession, now: Date) async throws {
         let row = SessionRow(
             idHash: idHash, tenantId: session.tenantID.uuidString.lowercased(),
             userId: session.userID.uuidString.lowercased(), identityProvider: session.identityProvider.rawValue,
@@ -171,7 +171,7 @@ struct SQLInteractionStore: InteractionStore {
         try await database.transaction { sql in try await sql.insert(into: "sso_sessions").model(row, with: .snakeCase).run() }
     }
 
-    func session(idHash: String, now: Date) async throws -> SSOSession? {
+    package func session(idHash: String, now: Date) async throws -> SSOSession? {
         guard
             let row = try await database.read({ sql in
                 try await sql.select().columns("*").from("sso_sessions").where("id_hash", .equal, idHash)
@@ -185,13 +185,13 @@ struct SQLInteractionStore: InteractionStore {
             expiresAt: Date(epoch: row.expiresAt), secondFactor: row.mfa)
     }
 
-    func deleteSession(idHash: String) async throws {
+    package func deleteSession(idHash: String) async throws {
         try await database.transaction { sql in
             try await sql.delete(from: "sso_sessions").where("id_hash", .equal, idHash).run()
         }
     }
 
-    func outbox(tenantID: UUID, limit: Int) async throws -> [OutboxMessage] {
+    package func outbox(tenantID: UUID, limit: Int) async throws -> [OutboxMessage] {
         let tenant = tenantID.uuidString.lowercased()
         return try await database.read { sql in
             try await sql.select().columns("*").from("outbox").where("tenant_id", .equal, tenant)
@@ -215,7 +215,7 @@ struct SQLInteractionStore: InteractionStore {
         var expiresAt: Int64
     }
 
-    func saveFederationCode(_ code: String, interactionID: String, identity: FederatedIdentity, expiresAt: Date) async throws {
+    package func saveFederationCode(_ code: String, interactionID: String, identity: FederatedIdentity, expiresAt: Date) async throws {
         let row = FederationRow(
             codeHash: Secrets.sha256Hex(code), requestId: interactionID, provider: identity.provider.rawValue,
             subject: identity.subject, email: identity.email, displayName: identity.displayName,
@@ -223,7 +223,7 @@ struct SQLInteractionStore: InteractionStore {
         try await database.transaction { sql in try await sql.insert(into: "federation_codes").model(row, with: .snakeCase).run() }
     }
 
-    func takeFederationCode(_ code: String, now: Date) async throws -> (interactionID: String, identity: FederatedIdentity)? {
+    package func takeFederationCode(_ code: String, now: Date) async throws -> (interactionID: String, identity: FederatedIdentity)? {
         let hash = Secrets.sha256Hex(code)
         return try await database.transaction { sql -> (String, FederatedIdentity)? in
             guard
@@ -243,7 +243,7 @@ struct SQLInteractionStore: InteractionStore {
         }
     }
 
-    func serverSecret(named name: String, now: Date) async throws -> String {
+    package func serverSecret(named name: String, now: Date) async throws -> String {
         struct Row: Codable {
             var name: String
             var value: String
@@ -277,7 +277,7 @@ struct SQLInteractionStore: InteractionStore {
         return try dataKey.open(winner, context: context).value
     }
 
-    func clearTenantState(tenantID: UUID) async throws {
+    package func clearTenantState(tenantID: UUID) async throws {
         let tenant = tenantID.uuidString.lowercased()
         try await database.transaction { sql in
             try await sql.raw(
@@ -293,7 +293,7 @@ struct SQLInteractionStore: InteractionStore {
         }
     }
 
-    func sweep(now: Date) async throws {
+    package func sweep(now: Date) async throws {
         let cutoff = now.epochSeconds
         try await database.transaction { sql in
             try await sql.delete(from: "authorization_requests").where("expires_at", .lessThan, cutoff).run()
@@ -308,6 +308,28 @@ struct SQLInteractionStore: InteractionStore {
             // Counters of names without an account, a day after their last attempt (unless locked).
             try await sql.delete(from: "lockout_unknown_names").where("updated_at", .lessThan, cutoff - 86_400)
                 .where { $0.where("locked_until", .is, SQLLiteral.null).orWhere("locked_until", .lessThan, cutoff) }.run()
+        }
+    }
+
+    package init(database: any Database, dataKey: DataKey) {
+        self.database = database
+        self.dataKey = dataKey
+    }
+}
+
+extension SQLInteractionStore {
+    package func journeys(tenantID: UUID, correlationID: String) async throws -> [(policy: String, startedAt: Date, state: JourneyState)] {
+        // A correlation id is this service's: 36 characters of hex and dashes, nothing a LIKE
+        // pattern could read as a wildcard.
+        guard UUID(uuidString: correlationID) != nil else { return [] }
+        let rows = try await database.rows(
+            "SELECT policy, created_at, journey FROM authorization_requests WHERE tenant_id = ? AND journey LIKE ? ORDER BY created_at DESC LIMIT 20",
+            [.text(tenantID.uuidString.lowercased()), .text("%\"correlationID\":\"\(correlationID.lowercased())\"%")])
+        return try rows.compactMap { row in
+            guard let text = try row.optionalText("journey"), let state = StoredJSON.decode(JourneyState.self, text),
+                state.correlationID == correlationID.lowercased()
+            else { return nil }
+            return (try row.text("policy"), Date(timeIntervalSince1970: TimeInterval(try row.integer("created_at"))), state)
         }
     }
 }

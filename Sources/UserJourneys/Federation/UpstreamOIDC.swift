@@ -14,7 +14,7 @@ import WireCoding
 /// with PKCE (S256), `state` and `nonce` to the provider, the code redeemed at its token
 /// endpoint, and its ID token accepted only when signed by a key of its JWKS (RS256), issued by
 /// its issuer, for this client, unexpired, and carrying the nonce this sign-in sent.
-struct UpstreamOIDC: Sendable {
+package struct UpstreamOIDC: Sendable {
     var client: HTTPClient { OutboundURL.client }
     let directory: UpstreamDirectory
     let requests: any UpstreamRequestStore
@@ -154,11 +154,19 @@ struct UpstreamOIDC: Sendable {
             provider: provider.kind, subject: subject, email: email?.display, displayName: name,
             givenName: text(mapping.givenName, "given_name"), surname: text(mapping.surname, "family_name"), emailVerified: verified)
     }
+
+    package init(directory: UpstreamDirectory, requests: any UpstreamRequestStore, dataKey: DataKey) {
+        self.directory = directory
+        self.requests = requests
+        self.dataKey = dataKey
+    }
 }
 
 /// Providers' metadata and keys, fetched on first use and kept for five minutes; an unknown
 /// `kid` refetches the key set at most once a minute per provider.
-actor UpstreamDirectory {
+package actor UpstreamDirectory {
+    package init() {}
+
     private var metadata: [String: (value: UpstreamMetadata, fetched: Date)] = [:]
     private var keys: [String: (value: [String: _RSA.Signing.PublicKey], fetched: Date)] = [:]
     static let lifetime: TimeInterval = 300
@@ -240,7 +248,7 @@ actor UpstreamDirectory {
 }
 
 /// One upstream authorization in flight, found again by its `state`.
-struct UpstreamRequest: Sendable, Equatable {
+package struct UpstreamRequest: Sendable, Equatable {
     var interactionID: String
     var provider: String
     var verifier: String
@@ -250,19 +258,19 @@ struct UpstreamRequest: Sendable, Equatable {
     var issuer: String?
 }
 
-protocol UpstreamRequestStore: Sendable {
+package protocol UpstreamRequestStore: Sendable {
     func save(_ request: UpstreamRequest, stateHash: String, expiresAt: Date) async throws
     /// The request of this state, once: taken from the store.
     func take(stateHash: String, now: Date) async throws -> UpstreamRequest?
 }
 
-struct SQLUpstreamRequestStore: UpstreamRequestStore {
+package struct SQLUpstreamRequestStore: UpstreamRequestStore {
     let database: any Database
     let dataKey: DataKey
 
     private static func context(_ stateHash: String) -> String { "upstream_requests.verifier:\(stateHash)" }
 
-    func save(_ request: UpstreamRequest, stateHash: String, expiresAt: Date) async throws {
+    package func save(_ request: UpstreamRequest, stateHash: String, expiresAt: Date) async throws {
         let sealed = try dataKey.seal(request.verifier, context: Self.context(stateHash))
         try await database.transaction { sql in
             try await sql.insert(into: "upstream_requests")
@@ -283,7 +291,7 @@ struct SQLUpstreamRequestStore: UpstreamRequestStore {
         var issuer: String?
     }
 
-    func take(stateHash: String, now: Date) async throws -> UpstreamRequest? {
+    package func take(stateHash: String, now: Date) async throws -> UpstreamRequest? {
         let row = try await database.transaction { sql in
             try await sql.raw(
                 """
@@ -296,5 +304,10 @@ struct SQLUpstreamRequestStore: UpstreamRequestStore {
         let verifier = try dataKey.open(row.sealedVerifier, context: Self.context(stateHash)).value
         return UpstreamRequest(
             interactionID: row.interactionId, provider: row.provider, verifier: verifier, nonce: row.nonce, issuer: row.issuer)
+    }
+
+    package init(database: any Database, dataKey: DataKey) {
+        self.database = database
+        self.dataKey = dataKey
     }
 }

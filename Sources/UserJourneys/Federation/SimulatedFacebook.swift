@@ -12,7 +12,7 @@ import WireCoding
 /// the provider's dialog, the provider redirects back to `{tenant}/oauth2/authresp` with a code,
 /// and B2C turns the asserted identity into a stub account with its own object id
 /// (research/b2c-protocol.md §5.3).
-struct SimulatedFacebook: Sendable {
+package struct SimulatedFacebook: Sendable {
     let service: IdentityService
     let journeys: JourneyEngine
 
@@ -59,7 +59,7 @@ struct SimulatedFacebook: Sendable {
 
     /// `GET|POST /facebook.com/dialog/oauth`.
     /// Errors are pages, written by the route group's ``PageErrorMiddleware``.
-    @Sendable func dialog(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+    @Sendable package func dialog(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         try Self.requireLoopback(request)
         let query = RequestParameters(query: request.uri.query)
         var form = RequestParameters(pairs: [])
@@ -134,5 +134,10 @@ struct SimulatedFacebook: Sendable {
                 status: .badRequest, title: "Sign-in failed", message: "The identity provider's answer is not valid or has expired.")
         }
         return try await journeys.receive(taken.identity, record: record, tenant: tenant, flow: userFlow, request: request, context: context)
+    }
+
+    package init(service: IdentityService, journeys: JourneyEngine) {
+        self.service = service
+        self.journeys = journeys
     }
 }

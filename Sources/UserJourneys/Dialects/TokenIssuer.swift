@@ -4,25 +4,53 @@ import IdentityDirectory
 import WireCoding
 
 /// Everything a token needs to know about one issuance.
-struct IssuanceContext: Sendable {
-    var tenant: Tenant
-    var flow: UserFlow
-    var client: AppRegistration
-    var user: UserAccount
+package struct IssuanceContext: Sendable {
+    package var tenant: Tenant
+    package var flow: UserFlow
+    package var client: AppRegistration
+    package var user: UserAccount
     var issuer: String
-    var scopes: GrantedScopes
+    package var scopes: GrantedScopes
     var nonce: String?
-    var authTime: Date
+    package var authTime: Date
     var newUser: Bool
-    var identityProvider: IdentityProviderKind
+    package var identityProvider: IdentityProviderKind
     /// B2C's v1.0 claims or the Microsoft identity platform's v2.0 ones (SPEC §2.9).
-    var face: ProtocolFace = .b2c
+    package var face: ProtocolFace = .b2c
     /// The "before sending the token" connector's values for this sign-in (account keys).
-    var claimOverrides: [String: String] = [:]
+    package var claimOverrides: [String: String] = [:]
+
+    package init(
+        tenant: Tenant,
+        flow: UserFlow,
+        client: AppRegistration,
+        user: UserAccount,
+        issuer: String,
+        scopes: GrantedScopes,
+        nonce: String? = nil,
+        authTime: Date,
+        newUser: Bool,
+        identityProvider: IdentityProviderKind,
+        face: ProtocolFace = .b2c,
+        claimOverrides: [String: String] = [:]
+    ) {
+        self.tenant = tenant
+        self.flow = flow
+        self.client = client
+        self.user = user
+        self.issuer = issuer
+        self.scopes = scopes
+        self.nonce = nonce
+        self.authTime = authTime
+        self.newUser = newUser
+        self.identityProvider = identityProvider
+        self.face = face
+        self.claimOverrides = claimOverrides
+    }
 }
 
 /// The signed tokens of one issuance.
-struct IssuedTokens: Sendable {
+package struct IssuedTokens: Sendable {
     var accessToken: String?
     var idToken: String?
     var issuedAt: Date
@@ -31,13 +59,13 @@ struct IssuedTokens: Sendable {
 }
 
 /// The one place that builds claims and signs tokens (SPEC §2.5, research/b2c-protocol.md §2.2).
-struct TokenIssuer: Sendable {
+package struct TokenIssuer: Sendable {
     let keys: SigningKeyRing
-    let signer: SigningThreads
+    package let signer: SigningThreads
 
     /// Signs an ID token (when `openid` was granted) and an access token (when a resource was).
     /// `code` and `accessTokenHash` add `c_hash`/`at_hash` where OIDC Core §3.3.2.11 requires them.
-    func issue(_ context: IssuanceContext, now: Date, code: String? = nil, hashAccessToken: Bool = false) async throws -> IssuedTokens {
+    package func issue(_ context: IssuanceContext, now: Date, code: String? = nil, hashAccessToken: Bool = false) async throws -> IssuedTokens {
         let key = try await keys.activeKey()
         let lifetimes = context.flow.lifetimes
         // Both tokens in one hand-over: the ID token's at_hash needs the access token.
@@ -71,7 +99,7 @@ struct TokenIssuer: Sendable {
     }
 
     /// An app-only access token (client credentials): the app is the subject; no user claims.
-    func appToken(
+    package func appToken(
         client: AppRegistration, resource: TokenResource, roles: [String], issuer: String, lifetime: Int, now: Date,
         face: ProtocolFace = .b2c, tenant: Tenant? = nil
     ) async throws -> String {
@@ -127,5 +155,10 @@ struct TokenIssuer: Sendable {
     static func halfHash(_ value: String) -> String {
         let digest = Data(SHA256.hash(data: Data(value.utf8)))
         return Base64URL.encode(digest.prefix(digest.count / 2))
+    }
+
+    package init(keys: SigningKeyRing, signer: SigningThreads) {
+        self.keys = keys
+        self.signer = signer
     }
 }

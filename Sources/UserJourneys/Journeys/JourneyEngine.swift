@@ -15,8 +15,8 @@ import TrustFramework
 /// - under `prompt=none` a step that would ask the person anything fails with AADB2C90077;
 /// - a page is answered only by the step the journey is at (a `?tx=` link to a later page
 ///   shows nothing), and two requests racing on one journey cannot both move it.
-struct JourneyEngine: Sendable {
-    let catalog: any JourneyProvider
+package struct JourneyEngine: Sendable {
+    package let catalog: any JourneyProvider
     let interactions: any InteractionStore
     let users: any UserDirectory
     let clock: any IdentityClock
@@ -36,7 +36,7 @@ struct JourneyEngine: Sendable {
     // MARK: Transactions
 
     /// The live transaction `id`, or an error page.
-    func transaction(_ id: String?) async throws -> InteractionRecord {
+    package func transaction(_ id: String?) async throws -> InteractionRecord {
         guard let id, !id.isEmpty, id.count <= 64, let record = try await interactions.interaction(id: id), record.expiresAt > now
         else {
             throw PageError(
@@ -50,7 +50,7 @@ struct JourneyEngine: Sendable {
     // MARK: Entry points
 
     /// Starts the journey of a new transaction: its first steps run until one asks the person.
-    func start(
+    package func start(
         _ record: InteractionRecord, tenant: Tenant, flow: UserFlow, request: Request, context: some IdentityContext
     ) async throws -> Response {
         var run = makeRun(record, tenant: tenant, flow: flow, request: request, form: RequestParameters(pairs: []), context: context)
@@ -118,7 +118,7 @@ struct JourneyEngine: Sendable {
     /// so a step that would ask the person something fails in the protocol's form instead; the
     /// engine's rules hold as for a sign-in with pages. The run, its account established, or
     /// the failure thrown.
-    func runWithoutPages(
+    package func runWithoutPages(
         _ journey: Journey, record: InteractionRecord, tenant: Tenant, flow: UserFlow, request: Request, form: RequestParameters,
         context: some IdentityContext
     ) async throws -> JourneyRun {

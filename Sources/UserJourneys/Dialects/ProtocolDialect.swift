@@ -7,7 +7,7 @@ import WireCoding
 /// discovery document, issuer, token claims, token response, `client_info` and errors; the
 /// resolver puts the request's dialect on its context, and a grant or transaction keeps the
 /// ``ProtocolFace`` it was made on, whose dialect answers for it later.
-protocol ProtocolDialect: Sendable {
+package protocol ProtocolDialect: Sendable {
     var face: ProtocolFace { get }
 
     /// How an error names this face's endpoints.
@@ -65,7 +65,7 @@ protocol ProtocolDialect: Sendable {
 
 extension ProtocolFace {
     /// The dialect this face speaks.
-    var dialect: any ProtocolDialect {
+    package var dialect: any ProtocolDialect {
         switch self {
         case .b2c: B2CDialect()
         case .entra: EntraDialect()

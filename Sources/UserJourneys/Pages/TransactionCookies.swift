@@ -6,18 +6,18 @@ import WireCoding
 /// The cookies that bind a sign-in to the browser that started it: B2C's CSRF cookie
 /// (`x-ms-cpim-csrf`), whose hash the transaction keeps, and the names of the per-tenant SSO and
 /// "known browser" cookies.
-enum TransactionCookies {
-    static let csrf = "x-ms-cpim-csrf"
+package enum TransactionCookies {
+    package static let csrf = "x-ms-cpim-csrf"
 
     /// B2C names its SSO cookie per tenant; `:` is not allowed in a cookie name, so `-` here.
-    static func singleSignOn(for tenant: Tenant) -> String { "x-ms-cpim-sso-\(tenant.guid)" }
+    package static func singleSignOn(for tenant: Tenant) -> String { "x-ms-cpim-sso-\(tenant.guid)" }
 
     /// The browser cookie of `conditional` MFA: a random token the store knows per account.
     static func knownBrowser(for tenant: Tenant) -> String { "x-ms-cpim-mfa-\(tenant.guid)" }
 
     /// The browser's CSRF token: reused when the browser already has a well-formed one (so two
     /// tabs signing in at once do not invalidate each other), else a new random one.
-    static func csrfToken(from request: Request) -> (token: String, isNew: Bool) {
+    package static func csrfToken(from request: Request) -> (token: String, isNew: Bool) {
         if let existing = request.cookies[csrf]?.value, existing.count == 43, Base64URL.decode(existing) != nil {
             return (existing, false)
         }
@@ -144,10 +144,10 @@ struct SingleSignOnSessions: Sendable {
 
 /// The SSO cookie's value: the browser's session ids (each 43 base64url characters, so `.`
 /// never occurs in one), current first, at most ``maximumSessions``.
-enum SSOCookieValue {
+package enum SSOCookieValue {
     static let maximumSessions = 5
 
-    static func ids(_ value: String?) -> [String] {
+    package static func ids(_ value: String?) -> [String] {
         guard let value, !value.isEmpty else { return [] }
         return value.split(separator: ".").prefix(maximumSessions).map(String.init).filter { $0.count == 43 && Base64URL.decode($0) != nil }
     }
@@ -157,20 +157,20 @@ enum SSOCookieValue {
 
 /// A failure shown to the person in the browser as a page, never sent to a redirect URI
 /// (unregistered clients and redirect URIs, expired transactions).
-struct PageError: Error {
-    var status: HTTPResponse.Status
-    var title: String
-    var message: String
-    var code: String?
+package struct PageError: Error {
+    package var status: HTTPResponse.Status
+    package var title: String
+    package var message: String
+    package var code: String?
 
-    init(status: HTTPResponse.Status, title: String, message: String, code: String? = nil) {
+    package init(status: HTTPResponse.Status, title: String, message: String, code: String? = nil) {
         self.status = status
         self.title = title
         self.message = message
         self.code = code
     }
 
-    init(_ error: ProtocolFailure, face: ProtocolFace = .b2c) {
+    package init(_ error: ProtocolFailure, face: ProtocolFace = .b2c) {
         let (code, message) = face.dialect.pageText(error)
         self.init(
             status: error.status == .badRequest ? .badRequest : error.status, title: "Sorry, something went wrong",
@@ -179,12 +179,16 @@ struct PageError: Error {
 }
 
 /// The identity service's cookies: HttpOnly, SameSite=Lax, whole-site, and Secure under HTTPS.
-struct BrowserCookies: Sendable {
+package struct BrowserCookies: Sendable {
     let secure: Bool
 
-    func cookie(_ name: String, value: String, maxAge: Int? = nil) -> Cookie {
+    package func cookie(_ name: String, value: String, maxAge: Int? = nil) -> Cookie {
         Cookie(name: name, value: value, maxAge: maxAge, path: "/", secure: secure, httpOnly: true, sameSite: .lax)
     }
 
-    func expired(_ name: String) -> Cookie { cookie(name, value: "", maxAge: 0) }
+    package func expired(_ name: String) -> Cookie { cookie(name, value: "", maxAge: 0) }
+
+    package init(secure: Bool) {
+        self.secure = secure
+    }
 }

@@ -7,7 +7,7 @@ import WireCoding
 /// `GET /{tenant}/oauth2/authresp`, B2C's federation callback (its redirect URI at every
 /// provider): an upstream OpenID Connect provider's answer, found by its one-time `state`, or
 /// else the simulated Facebook's.
-struct UpstreamFederation: Sendable {
+package struct UpstreamFederation: Sendable {
     let service: IdentityService
     let simulatedFacebook: SimulatedFacebook
     let journeys: JourneyEngine
@@ -19,7 +19,7 @@ struct UpstreamFederation: Sendable {
             origin: record.request.origin, for: .federationCallback(provider: provider.name))
     }
 
-    @Sendable func callback(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+    @Sendable package func callback(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let query = RequestParameters(query: request.uri.query)
         let pathProvider = context.parameters.get("provider")
         guard let state = query.nonEmpty("state"), state.count <= 128,
@@ -87,6 +87,12 @@ struct UpstreamFederation: Sendable {
             context.logger.warning("upstream answer refused", metadata: ["provider": "\(provider.name)", "reason": "\(reason)"])
         }
         return reason
+    }
+
+    package init(service: IdentityService, simulatedFacebook: SimulatedFacebook, journeys: JourneyEngine) {
+        self.service = service
+        self.simulatedFacebook = simulatedFacebook
+        self.journeys = journeys
     }
 }
 

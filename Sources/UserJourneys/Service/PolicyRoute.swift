@@ -4,7 +4,7 @@ import WireCoding
 
 /// Where a request put the policy: B2C accepts three interchangeable URL shapes
 /// (research/b2c-protocol.md §1.1) and discovery echoes the one it was fetched with.
-enum PolicyPlacement: Equatable, Sendable {
+package enum PolicyPlacement: Equatable, Sendable {
     /// `/{tenant}/{policy}/…`
     case path
     /// `/{tenant}/…?p={policy}`
@@ -17,11 +17,11 @@ enum PolicyPlacement: Equatable, Sendable {
 
 extension ProtocolFace {
     /// The face of a request to a shape-`placement` route: policy-less means Entra.
-    init(placement: PolicyPlacement) { self = placement == .none ? .entra : .b2c }
+    package init(placement: PolicyPlacement) { self = placement == .none ? .entra : .b2c }
 }
 
 /// The protocol endpoints served under a tenant, for writing their URLs.
-enum EndpointKind: Equatable, Sendable {
+package enum EndpointKind: Equatable, Sendable {
     case discovery
     case authorize
     case token
@@ -39,19 +39,19 @@ enum EndpointKind: Equatable, Sendable {
 /// The tenant segment and policy a protocol URL named, and the shape it named them in: what the
 /// router's captures and ``PolicyResolver`` found, kept so URLs written back (discovery, pages)
 /// take the same shape.
-struct PolicyRoute: Equatable, Sendable {
-    var tenantSegment: String
+package struct PolicyRoute: Equatable, Sendable {
+    package var tenantSegment: String
     var policy: String?
     var placement: PolicyPlacement
 
-    var face: ProtocolFace { ProtocolFace(placement: placement) }
+    package var face: ProtocolFace { ProtocolFace(placement: placement) }
 
     /// `common`, `organizations` and `consumers`: Entra's multi-tenant authorities, which name no
     /// tenant (their discovery's issuer is a template).
     var isMultiTenantAlias: Bool { ["common", "organizations", "consumers"].contains(tenantSegment.lowercased()) }
 
     /// The URL of `endpoint` in this route's shape.
-    func url(origin: String, for endpoint: EndpointKind) -> String {
+    package func url(origin: String, for endpoint: EndpointKind) -> String {
         let tail: String
         switch endpoint {
         case .discovery: tail = "v2.0/.well-known/openid-configuration"
@@ -75,5 +75,11 @@ struct PolicyRoute: Equatable, Sendable {
     private static func escape(_ segment: String) -> String {
         segment.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/")))
             ?? segment
+    }
+
+    package init(tenantSegment: String, policy: String? = nil, placement: PolicyPlacement) {
+        self.tenantSegment = tenantSegment
+        self.policy = policy
+        self.placement = placement
     }
 }
