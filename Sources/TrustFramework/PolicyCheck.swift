@@ -114,6 +114,15 @@ package enum PolicyCheck {
                     }
                 }
             }
+            let partners = Set(profile.items("InputClaims", "InputClaim").compactMap { $0["PartnerClaimType"] ?? $0["ClaimTypeReferenceId"] })
+            // `login-NonInteractive` (a username and a password sent) is the in-process password
+            // check, not a provider the browser goes to.
+            if protocolElement?["Name"] == "OpenIdConnect", !(partners.contains("username") && partners.contains("password")) {
+                let metadata = Dictionary(profile.items("Metadata", "Item").compactMap { item in item["Key"].map { ($0, item.text) } }) { a, _ in a }
+                // What a base may leave to the file built on it (the client id, the metadata URL)
+                // is checked when the profile runs; a value that is present is checked now.
+                if let problem = Self.openIDConnectProblem(id: id, metadata: metadata, complete: false) { problems.append(problem) }
+            }
             if Self.handlerName(protocolElement?["Handler"]) == "RestfulProvider" {
                 let metadata = Dictionary(profile.items("Metadata", "Item").compactMap { item in item["Key"].map { ($0, item.text) } }) { a, _ in a }
                 if !OutboundURLRule.isAllowed(metadata["ServiceUrl"] ?? "") {
@@ -181,6 +190,29 @@ package enum PolicyCheck {
     }
 
     /// `Web.TPEngine.Providers.SelfAssertedAttributeProvider, Web.TPEngine, Version=…` → `SelfAssertedAttributeProvider`.
+    /// Why an OpenID Connect identity provider profile cannot run here, or nil. `complete`: the
+    /// profile as it runs, whose required keys must all be there; otherwise only the values
+    /// present are checked (a base policy may leave the client id to its extension).
+    package static func openIDConnectProblem(id: String, metadata: [String: String], complete: Bool) -> String? {
+        let suffix = "/.well-known/openid-configuration"
+        if let url = metadata["METADATA"] {
+            if !OutboundURLRule.isAllowed(url) || !url.hasSuffix(suffix) {
+                return "TechnicalProfile '\(id)' needs a METADATA URL that is https (or http on loopback) and ends in \(suffix)."
+            }
+        } else if complete {
+            return "TechnicalProfile '\(id)' has no METADATA."
+        }
+        if complete, (metadata["client_id"] ?? "").isEmpty { return "TechnicalProfile '\(id)' has no client_id." }
+        // B2C's default is `id_token` (form_post): the implicit answer this service does not take.
+        if let types = metadata["response_types"] ?? (complete ? "id_token" : nil), types != "code" {
+            return "TechnicalProfile '\(id)' asks for response_types '\(types)': only code (with PKCE) is served; set response_types to code."
+        }
+        if let method = metadata["token_endpoint_auth_method"], !["client_secret_post", "client_secret_basic"].contains(method) {
+            return "TechnicalProfile '\(id)' uses the token_endpoint_auth_method '\(method)', which is not supported by this service."
+        }
+        return nil
+    }
+
     static func handlerName(_ handler: String?) -> String {
         let type = handler?.split(separator: ",").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
         return type.split(separator: ".").last.map(String.init) ?? ""

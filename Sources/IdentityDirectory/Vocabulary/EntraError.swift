@@ -1,5 +1,4 @@
 import Foundation
-import IdentityDirectory
 import WireCoding
 
 /// An error as the Microsoft identity platform reports it (SPEC §2.9): an OAuth `error`, an

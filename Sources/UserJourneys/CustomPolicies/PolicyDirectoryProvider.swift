@@ -33,16 +33,24 @@ struct PolicyDirectoryProvider: Sendable {
     }
 
     /// Runs a directory profile on `claims`. A `Write` changes only the journey's own account
-    /// (`journeyUser`) or the one whose address the journey proved (`provenEmail`), never
-    /// another found by what a person typed.
+    /// (`journeyUser`), the one whose address the journey proved (`provenEmail`) or the one of
+    /// the provider identity it verified (`provenAlternativeSecurityIds`), never another found
+    /// by what a person typed.
     func run(
-        _ profile: PolicyTechnicalProfile, claims: inout PolicyClaims, tenant: Tenant, now: Date, journeyUser: UUID?, provenEmail: String?
+        _ profile: PolicyTechnicalProfile, claims: inout PolicyClaims, tenant: Tenant, now: Date, journeyUser: UUID?, provenEmail: String?,
+        provenAlternativeSecurityIds: [String] = []
     ) async throws -> Outcome? {
         let operation = profile.metadata["Operation"] ?? "Read"
         guard let key = profile.inputClaims.first else { return nil }
         let keyValue = claims.text(key.claimType) ?? key.defaultValue ?? ""
+        let byAlternativeSecurityId = Self.property(key).lowercased() == "alternativesecurityid"
         let found = try await account(property: Self.property(key), value: keyValue, tenant: tenant)
-        let byProvenEmail = found.map { user in provenEmail != nil && user.signInName == provenEmail && user.identityProvider == .local } ?? false
+        // An identity the provider step verified proves its account; the same text from anywhere
+        // else (a page, a default) only reads it.
+        let byProvenIdentity = byAlternativeSecurityId && provenAlternativeSecurityIds.contains(keyValue)
+        let byProvenEmail =
+            byProvenIdentity
+            || found.map { user in provenEmail != nil && user.signInName == provenEmail && user.identityProvider == .local } ?? false
         let missing = {
             PolicyProfileFailure.userMessage(
                 profile.metadata["UserMessageIfClaimsPrincipalDoesNotExist"] ?? "An account could not be found for the provided user ID.")
@@ -70,6 +78,15 @@ struct PolicyDirectoryProvider: Sendable {
                 return Outcome(account: updated, proves: byProvenEmail)
             }
             if profile.flag("RaiseErrorIfClaimsPrincipalDoesNotExist", default: false) { throw missing() }
+            if byAlternativeSecurityId {
+                guard byProvenIdentity, let identity = PolicyFederation.decodeAlternativeSecurityId(keyValue) else {
+                    throw PolicyProfileFailure.protocolFailure(
+                        .policyNotRunnable("'\(profile.id)' would create an account for a provider identity this sign-in has not verified."))
+                }
+                let user = try await createFederated(identity, from: claims, profile.persistedClaims, tenant: tenant, now: now)
+                write(user, into: &claims, profile.outputClaims, tenant: tenant, created: true)
+                return Outcome(account: user, proves: true, created: true)
+            }
             guard !keyValue.isEmpty else { throw PolicyProfileFailure.userMessage("Please enter a valid email address.") }
             let user = try await create(from: claims, profile.persistedClaims, tenant: tenant, now: now, provenEmail: provenEmail)
             write(user, into: &claims, profile.outputClaims, tenant: tenant, created: true)
@@ -119,6 +136,9 @@ struct PolicyDirectoryProvider: Sendable {
         case "signInNames.emailAddress", "email", "signInNames.userName":
             guard let email = EmailAddress(value) else { return nil }
             return try await users.user(tenantID: tenant.id, provider: .local, signInName: email.canonical)
+        case let name where name.lowercased() == "alternativesecurityid":
+            guard let identity = PolicyFederation.decodeAlternativeSecurityId(value) else { return nil }
+            return try await users.user(tenantID: tenant.id, provider: identity.provider, signInName: identity.subject)
         default: return nil
         }
     }
@@ -147,6 +167,34 @@ struct PolicyDirectoryProvider: Sendable {
             try await users.create(user)
         } catch UserDirectoryError.duplicate {
             throw PolicyProfileFailure.userMessage("A user with the specified ID already exists. Please choose a different one.")
+        }
+        return user
+    }
+
+    /// An account of a provider identity (B2C's `AAD-UserWriteUsingAlternativeSecurityId`): no
+    /// password; its address, when the policy persists one, is not proven by this service.
+    private func createFederated(
+        _ identity: (provider: IdentityProviderKind, subject: String), from claims: PolicyClaims, _ persisted: [PolicyClaimReference],
+        tenant: Tenant, now: Date
+    ) async throws -> UserAccount {
+        var values: [String: String] = [:]
+        for reference in persisted {
+            if let value = claims.text(reference.claimType) ?? reference.defaultValue { values[Self.property(reference)] = value }
+        }
+        let email = EmailAddress(values["otherMails"] ?? values["email"] ?? values["mail"] ?? "")
+        let user = UserAccount(
+            tenantID: tenant.id, identityProvider: identity.provider, signInName: identity.subject, email: email?.display,
+            displayName: values["displayName"].flatMap { $0.isEmpty ? nil : $0 } ?? email.map { String($0.display.split(separator: "@").first ?? "") }
+                ?? "unknown",
+            attributes: Self.attributes(values), createdAt: now, emailVerified: false)
+        do {
+            try await users.create(user)
+        } catch UserDirectoryError.duplicate {
+            // The same person finished another sign-in first: that account.
+            guard let existing = try await users.user(tenantID: tenant.id, provider: identity.provider, signInName: identity.subject) else {
+                throw PolicyProfileFailure.userMessage("The account could not be created.")
+            }
+            return existing
         }
         return user
     }

@@ -9,6 +9,7 @@ struct PolicyProfileRunner: Sendable {
     let directory: PolicyDirectoryProvider
     let restful: PolicyRestfulProvider
     let mailer: VerificationMailer
+    let federation: PolicyFederation
 
     func resolver(_ run: JourneyRun, _ policy: CompiledPolicy) -> PolicyClaimResolver { PolicyClaimResolver(run, policyID: policy.id) }
 
@@ -48,14 +49,16 @@ struct PolicyProfileRunner: Sendable {
         case .directory:
             account = try await directory.run(
                 profile, claims: &claims, tenant: run.tenant, now: run.now, journeyUser: run.claims.userID,
-                provenEmail: run.claims.verifiedEmail)
+                provenEmail: run.claims.verifiedEmail, provenAlternativeSecurityIds: run.state.policyProvenAlternativeSecurityIds ?? [])
         case .identityProvider where Self.isPasswordCheck(profile):
             let user = try await directory.checkPassword(
                 profile, claims: &claims, tenant: run.tenant, source: run.clientAddress, now: run.now, logger: run.logger)
             account = PolicyDirectoryProvider.Outcome(account: user, proves: true)
         case .identityProvider(let name):
+            // A provider the browser goes to runs as its orchestration step's page, never as a
+            // validation profile.
             throw PolicyProfileFailure.protocolFailure(
-                .policyNotRunnable("The \(name) identity provider profile '\(profile.id)' cannot run here yet."))
+                .policyNotRunnable("The \(name) identity provider profile '\(profile.id)' can only run as a claims exchange of its own step."))
         case .restful:
             // The orchestration step's order, as B2C's AADB2C90075 names it.
             let step = run.state.stepID.flatMap { $0.split(separator: "#").last.map(String.init) } ?? ""

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import IdentityDirectory
 import TodoModels
+import TrustFramework
 import WireCoding
 
 /// `GET /{tenant}/oauth2/authresp`, B2C's federation callback (its redirect URI at every
@@ -33,8 +34,14 @@ package struct UpstreamFederation: Sendable {
         let record = try await journeys.transaction(upstream.interactionID)
         let tenant = try await service.callbackTenant(of: record, request: request, context: context)
         let (_, userFlow) = try await service.tenantAndFlow(of: record)
-        guard let provider = tenant.upstreamProvider(named: upstream.provider), userFlow.identityProviders.contains(provider.kind) else {
-            throw PageError(status: .badRequest, title: "Not available", message: "This identity provider is not offered here.")
+        let provider: UpstreamProvider
+        do {
+            guard let offered = try await service.federationProvider(named: upstream.provider, tenant: tenant, flow: userFlow) else {
+                throw PageError(status: .badRequest, title: "Not available", message: "This identity provider is not offered here.")
+            }
+            provider = offered
+        } catch PolicyProfileFailure.protocolFailure(let failure) {
+            return try await journeys.fail(record, with: failure, context: context)
         }
         // Mix-up defence (RFC 9700 §4.4): the answer must come back on the callback of the
         // provider the state was issued for, which must still be the issuer it was sent to; and
@@ -97,12 +104,27 @@ package struct UpstreamFederation: Sendable {
 }
 
 extension IdentityService {
-    /// The tenant and flow of a transaction a provider's answer names.
+    /// The tenant and flow of a transaction a provider's answer names: a user flow, or a custom
+    /// policy (`B2C_1A_…`) as the flow it runs as.
     func tenantAndFlow(of record: InteractionRecord) async throws -> (Tenant, UserFlow) {
-        guard let tenant = try await tenants.tenant(matching: record.request.tenantID.uuidString),
-            let flow = try await tenants.userFlow(tenantID: tenant.id, name: record.request.policy)
-        else { throw PageError(status: .notFound, title: "Not found", message: "The user flow no longer exists.") }
-        return (tenant, offered(flow))
+        let gone = PageError(status: .notFound, title: "Not found", message: "The user flow no longer exists.")
+        guard let tenant = try await tenants.tenant(matching: record.request.tenantID.uuidString) else { throw gone }
+        if let flow = try await tenants.userFlow(tenantID: tenant.id, name: record.request.policy) { return (tenant, offered(flow)) }
+        guard CustomPolicyID.names(record.request.policy),
+            let policy = try await customPolicies.program(tenantID: tenant.id, id: record.request.policy)
+        else { throw gone }
+        return (tenant, UserFlow(customPolicy: policy, tenantID: tenant.id))
+    }
+
+    /// The provider `name` of `flow`: a declared provider the flow offers, or the custom policy's
+    /// OpenID Connect profile of that id. Nil when the flow offers no such provider.
+    func federationProvider(named name: String, tenant: Tenant, flow: UserFlow) async throws -> UpstreamProvider? {
+        if let program = flow.customPolicy {
+            guard let profile = program.policy.profile(name), PolicyFederation.isFederation(profile) else { return nil }
+            return try await PolicyFederation(upstream: upstream, keySets: policyKeySets, dataKey: dataKey).provider(profile, tenant: tenant)
+        }
+        guard let provider = tenant.upstreamProvider(named: name), flow.identityProviders.contains(provider.kind) else { return nil }
+        return provider
     }
 
     /// The tenant of a federation callback (`/{tenant}/oauth2/authresp`), which must be the

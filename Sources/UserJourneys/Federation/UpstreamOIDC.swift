@@ -150,9 +150,19 @@ package struct UpstreamOIDC: Sendable {
         // The address counts as proven only when the provider says so (OIDC Core §5.1
         // `email_verified`); otherwise it is kept unproven and tokens do not assert it.
         let verified = claims["email_verified"]?.bool == true || claims.string("email_verified")?.lowercased() == "true"
+        var values: [String: String] = [:]
+        for (key, value) in claims.values {
+            switch value {
+            case .string(let text): values[key] = text
+            case .number(let number): values[key] = Int64(exactly: number).map(String.init) ?? String(number)
+            case .bool(let flag): values[key] = flag ? "true" : "false"
+            case .array, .object, .null: break
+            }
+        }
         return FederatedIdentity(
             provider: provider.kind, subject: subject, email: email?.display, displayName: name,
-            givenName: text(mapping.givenName, "given_name"), surname: text(mapping.surname, "family_name"), emailVerified: verified)
+            givenName: text(mapping.givenName, "given_name"), surname: text(mapping.surname, "family_name"), emailVerified: verified,
+            claims: values)
     }
 
     package init(directory: UpstreamDirectory, requests: any UpstreamRequestStore, dataKey: DataKey) {

@@ -17,6 +17,9 @@ package struct JourneyState: Sendable, Codable, Equatable {
     var policyClaims: PolicyClaims?
     /// The claims exchange a custom policy's page chose (its `SignUpTarget`, a provider button).
     var policyExchange: String?
+    /// The `alternativeSecurityId` values a custom policy's identity provider step produced from
+    /// the ID token it verified: the only ones a directory profile may sign in or create by.
+    var policyProvenAlternativeSecurityIds: [String]?
     package var trace: [JourneyTraceEntry] = []
     /// The correlation id of the request that started the journey, which its trace is kept under.
     var correlationID: String?

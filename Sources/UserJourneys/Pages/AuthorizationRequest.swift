@@ -168,4 +168,7 @@ package struct FederatedIdentity: Sendable, Equatable {
     /// The provider vouches for `email` (the simulated Facebook always does; an OpenID Connect
     /// provider through `email_verified`).
     var emailVerified: Bool = true
+    /// The ID token's claims that are text, numbers or booleans, as text: what a custom policy's
+    /// identity provider profile maps onto its claims by `PartnerClaimType` (SPEC §2.12).
+    var claims: [String: String] = [:]
 }

@@ -16,6 +16,16 @@ extension PolicyStep {
         ]
         if let error { values["error"] = error }
         if run.authorization.protocolFace.dialect.handsPasswordResetToApp { values["forgotURL"] = run.url(.forgotPassword) }
+        // A button per provider the step's selections target, with the exchange's id as B2C's.
+        let providers: [[String: Any]] = providerExchanges.compactMap { exchange in
+            let profile = policy.journey(journey)?.steps.lazy.flatMap(\.exchanges).first { $0.id.lowercased() == exchange.lowercased() }
+                .flatMap { policy.profile($0.profile) }
+            return profile.map { ["id": exchange, "name": $0.displayName ?? $0.id] }
+        }
+        if !providers.isEmpty {
+            values["hasProviders"] = true
+            values["providers"] = providers
+        }
         return try run.page(.unified, values, status: status)
     }
 

@@ -58,6 +58,7 @@ struct PolicyStep: OrchestrationStep {
             return .interact(.redirecting(to: run.url(.unified)))
         case .claimsExchange, .claimsProviderSelection:
             guard let profile = profile(run) else { return .next }
+            if PolicyFederation.isFederation(profile) { return try await federate(with: profile, &run) }
             if profile.kind == .selfAsserted {
                 profiles.resolver(run, policy).applyDefaults(profile.inputClaims, to: &claims)
                 do {
@@ -99,6 +100,14 @@ struct PolicyStep: OrchestrationStep {
         // Whatever the outcome, what was typed as a password is not kept with the journey.
         defer { run.state.policyClaims = claims.removingSecrets(of: policy) }
         if page == .unified {
+            if run.form["action"] == "provider" {
+                // A provider button: the claims exchange its `ClaimsProviderSelection` targets,
+                // and only one this page offers.
+                guard let exchange = run.form["exchange"], let chosen = providerExchanges.first(where: { $0.lowercased() == exchange.lowercased() })
+                else { return .interact(try unifiedPage(run, error: "This identity provider is not offered here.", status: .badRequest)) }
+                run.state.policyExchange = chosen
+                return .next
+            }
             if run.form["action"] == "signup" {
                 // "Sign up now": the exchange the sign-in profile names as its `SignUpTarget`,
                 // and only that; what a failed sign-in read is gone with it.
@@ -168,9 +177,67 @@ struct PolicyStep: OrchestrationStep {
             }
             run.user = account
         } else if outcome.proves {
-            run.claims.authenticated(account, by: .local, at: run.now, newUser: outcome.created)
+            run.claims.authenticated(account, by: account.identityProvider, at: run.now, newUser: outcome.created)
             run.user = account
         }
         return nil
+    }
+
+    /// The exchanges the page's provider buttons target (`ClaimsProviderSelection`
+    /// `TargetClaimsExchangeId`s whose profile sends the browser to a provider).
+    var providerExchanges: [String] {
+        step.selections.compactMap(\.target).filter { target in
+            let exchange = policy.journey(journey)?.steps.lazy.flatMap(\.exchanges).first { $0.id.lowercased() == target.lowercased() }
+            return exchange.flatMap { policy.profile($0.profile) }.map(PolicyFederation.isFederation) ?? false
+        }
+    }
+
+    /// Sends the browser to the identity provider `profile` describes; its answer comes back
+    /// through the federation callback to ``receive(_:_:)``.
+    private func federate(with profile: PolicyTechnicalProfile, _ run: inout JourneyRun) async throws -> StepOutcome {
+        // Nothing may be asked of the person: not even the provider's metadata is fetched.
+        guard run.authorization.prompt != .silent else { return .fail(.noSession) }
+        do {
+            let provider = try await profiles.federation.provider(profile, tenant: run.tenant)
+            let url = try await profiles.federation.upstream.authorizationURL(
+                provider: provider, record: run.record, callback: UpstreamFederation.callback(for: run.record, provider: provider), now: run.now)
+            return .interact(.redirecting(to: url))
+        } catch let failure as PolicyProfileFailure {
+            if case .protocolFailure(let failure) = failure { return .fail(failure) }
+            throw failure
+        } catch let failure as UpstreamOIDC.Failure {
+            run.logger.warning("upstream provider unusable", metadata: ["profile": "\(profile.id)", "reason": "\(failure.message)"])
+            return .fail(failure.b2cError)
+        }
+    }
+
+    /// The provider's verified answer: its ID token's claims onto the profile's output claims,
+    /// then the profile's output transformations. Only the provider this step sent the browser
+    /// to may answer it. The `alternativeSecurityId` it yields is what later directory profiles
+    /// may sign in or create by.
+    func receive(_ identity: FederatedIdentity, _ run: inout JourneyRun) async throws -> StepOutcome {
+        guard step.kind == .claimsExchange || step.kind == .claimsProviderSelection, let profile = profile(run),
+            PolicyFederation.isFederation(profile), let metadata = profile.metadata["METADATA"],
+            identity.provider.rawValue == UpstreamProvider(name: profile.id, metadataUrl: metadata, clientId: "").kind.rawValue
+        else { throw JourneyEngine.notThisStep }
+        var claims = run.state.policyClaims ?? PolicyClaims()
+        defer { run.state.policyClaims = claims }
+        PolicyFederation.map(identity, profile, into: &claims, policy: policy)
+        profiles.resolver(run, policy).applyDefaults(profile.outputClaims, to: &claims)
+        do {
+            try profiles.transform(profile.outputTransformations, policy, &claims, run, profile: profile.id, messages: profile.metadata)
+        } catch {
+            switch error {
+            case .userMessage(let message): throw PageError(status: .badRequest, title: "Something went wrong", message: message)
+            case .protocolFailure(let failure): return .fail(failure)
+            }
+        }
+        let proven = claims.values.compactMap { key, value -> String? in
+            guard policy.claimType(key)?.dataType == .alternativeSecurityId || key == "alternativesecurityid", case .string(let text) = value
+            else { return nil }
+            return text
+        }
+        run.state.policyProvenAlternativeSecurityIds = proven
+        return .next
     }
 }

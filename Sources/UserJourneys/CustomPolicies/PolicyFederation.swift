@@ -1,0 +1,78 @@
+import Foundation
+import IdentityDirectory
+import Storage
+import TrustFramework
+
+/// A custom policy's OpenID Connect identity provider profile (SPEC §2.12; B2C's
+/// `Protocol Name="OpenIdConnect"` technical profile) as an upstream provider the federation
+/// machinery of the built-in flows runs: the same authorization request (code + PKCE, a nonce
+/// and a one-time state), the same callback with its mix-up defence, the same ID token checks.
+/// The metadata keys are B2C's (`openid-connect-technical-profile.md`): `METADATA`, `client_id`,
+/// `scope`, `response_types`, `token_endpoint_auth_method`; the secret is the key set its
+/// `client_secret` cryptographic key names.
+struct PolicyFederation: Sendable {
+    let upstream: UpstreamOIDC
+    let keySets: PolicyKeySetLibrary
+    let dataKey: DataKey
+
+    /// Whether `profile` sends the browser to a provider (rather than `login-NonInteractive`'s
+    /// in-process password check, which is an OpenID Connect profile too).
+    static func isFederation(_ profile: PolicyTechnicalProfile) -> Bool {
+        guard case .identityProvider = profile.kind else { return false }
+        return !PolicyProfileRunner.isPasswordCheck(profile)
+    }
+
+    /// The provider `profile` describes, its secret sealed as a declared provider's is.
+    func provider(_ profile: PolicyTechnicalProfile, tenant: Tenant) async throws(PolicyProfileFailure) -> UpstreamProvider {
+        guard case .identityProvider(let protocolName) = profile.kind, protocolName == "OpenIdConnect" else {
+            throw .protocolFailure(.policyNotRunnable("The identity provider profile '\(profile.id)' cannot run here yet: only OpenIdConnect providers run."))
+        }
+        if let problem = PolicyCheck.openIDConnectProblem(id: profile.id, metadata: profile.metadata, complete: true) {
+            throw .protocolFailure(.policyNotRunnable(problem))
+        }
+        var provider = UpstreamProvider(
+            name: profile.id, displayName: profile.displayName, metadataUrl: profile.metadata["METADATA"] ?? "",
+            clientId: profile.metadata["client_id"] ?? "", scope: profile.metadata["scope"] ?? "openid",
+            tokenEndpointAuthMethod: profile.metadata["token_endpoint_auth_method"].flatMap(UpstreamProvider.TokenEndpointAuthMethod.init)
+                ?? .clientSecretPost)
+        if let keySet = profile.keys["client_secret"] {
+            let secret: String?
+            do {
+                secret = try await keySets.activeSecret(tenantID: tenant.id, keySet: keySet)
+            } catch {
+                throw .protocolFailure(.policyNotRunnable("The key set '\(keySet)' of '\(profile.id)' could not be read."))
+            }
+            guard let secret else {
+                throw .protocolFailure(.policyNotRunnable("The key set '\(keySet)' that '\(profile.id)' names has no active secret."))
+            }
+            do {
+                provider.clientSecret = try dataKey.seal(secret, context: UpstreamProvider.sealingContext(tenantID: tenant.id, name: provider.name))
+            } catch {
+                throw .protocolFailure(.policyNotRunnable("The secret of '\(profile.id)' could not be sealed."))
+            }
+        }
+        return provider
+    }
+
+    /// The ID token's claims onto the profile's output claims: each by its `PartnerClaimType`
+    /// (else its own name), else its `DefaultValue` (applied by the caller with the resolvers).
+    static func map(_ identity: FederatedIdentity, _ profile: PolicyTechnicalProfile, into claims: inout PolicyClaims, policy: CompiledPolicy) {
+        for reference in profile.outputClaims {
+            let partner = reference.partnerClaimType ?? reference.claimType
+            guard let text = identity.claims[partner] else { continue }
+            let type = policy.claimType(reference.claimType)?.dataType ?? .string
+            if let value = PolicyClaimValue.parse(text, as: type) { claims[reference.claimType] = value }
+        }
+    }
+
+    /// The `alternativeSecurityId` B2C's `CreateAlternativeSecurityId` wrote, read back: the
+    /// provider (lower-cased) and the user's id there.
+    static func decodeAlternativeSecurityId(_ text: String) -> (provider: IdentityProviderKind, subject: String)? {
+        guard text.utf8.count <= 4096, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+            let issuer = object["issuer"] as? String, let encoded = object["issuerUserId"] as? String,
+            let data = Data(base64Encoded: encoded), let subject = String(data: data, encoding: .utf8), !subject.isEmpty,
+            let provider = IdentityProviderKind(rawValue: issuer)
+        else { return nil }
+        return (provider, subject)
+    }
+}

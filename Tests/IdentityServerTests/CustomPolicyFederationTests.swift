@@ -1,0 +1,223 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+@testable import IdentityDirectory
+import Storage
+import TestSupport
+import Testing
+@testable import TrustFramework
+
+@testable import IdentityServer
+@testable import UserJourneys
+
+/// A custom policy's OpenID Connect identity provider (SPEC §2.12): a button on the unified page
+/// sends the browser to a provider on loopback; its ID token, verified as the built-in flows
+/// verify it, becomes the profile's output claims, `CreateAlternativeSecurityId` turns it into
+/// the key the directory profiles read and write by, and only that verified key signs in.
+@Suite("Custom policies: OpenID Connect identity providers")
+struct CustomPolicyFederationTests {
+    /// The local-accounts policies with a provider button, the provider's profile and the
+    /// directory profiles by `alternativeSecurityId` (B2C's social journey, in this project's words).
+    static func upload(_ h: IdentityHarness, port: Int, extraMetadata: String = "") async throws {
+        var files = try PolicyFixtures.localAccounts()
+        var base = String(decoding: files[0], as: UTF8.self)
+        base = base.replacingOccurrences(
+            of: #"<ClaimType Id="greeting">"#,
+            with: """
+                <ClaimType Id="issuerUserId"><DisplayName>User id at the provider</DisplayName><DataType>string</DataType></ClaimType>
+                <ClaimType Id="identityProvider"><DisplayName>Provider</DisplayName><DataType>string</DataType></ClaimType>
+                <ClaimType Id="alternativeSecurityId"><DisplayName>Provider identity</DisplayName><DataType>alternativeSecurityId</DataType></ClaimType>
+                <ClaimType Id="greeting">
+                """)
+        base = base.replacingOccurrences(
+            of: #"<ClaimsTransformation Id="Greet""#,
+            with: """
+                <ClaimsTransformation Id="MakeAlternativeSecurityId" TransformationMethod="CreateAlternativeSecurityId">
+                  <InputClaims>
+                    <InputClaim ClaimTypeReferenceId="issuerUserId" TransformationClaimType="key" />
+                    <InputClaim ClaimTypeReferenceId="identityProvider" TransformationClaimType="identityProvider" />
+                  </InputClaims>
+                  <OutputClaims><OutputClaim ClaimTypeReferenceId="alternativeSecurityId" TransformationClaimType="alternativeSecurityId" /></OutputClaims>
+                </ClaimsTransformation>
+                <ClaimsTransformation Id="Greet"
+                """)
+        base = base.replacingOccurrences(
+            of: #"<TechnicalProfile Id="Issuer">"#,
+            with: """
+                <TechnicalProfile Id="Loopback-OIDC">
+                  <DisplayName>Loopback IdP</DisplayName>
+                  <Protocol Name="OpenIdConnect" />
+                  <Metadata>
+                    <Item Key="METADATA">http://127.0.0.1:\(port)/.well-known/openid-configuration</Item>
+                    <Item Key="client_id">local-client</Item>
+                    <Item Key="response_types">code</Item>
+                    <Item Key="scope">openid</Item>\(extraMetadata)
+                  </Metadata>
+                  <CryptographicKeys><Key Id="client_secret" StorageReferenceId="B2C_1A_LoopbackSecret" /></CryptographicKeys>
+                  <OutputClaims>
+                    <OutputClaim ClaimTypeReferenceId="issuerUserId" PartnerClaimType="sub" />
+                    <OutputClaim ClaimTypeReferenceId="identityProvider" PartnerClaimType="iss" />
+                    <OutputClaim ClaimTypeReferenceId="displayName" DefaultValue="Loopback Person" />
+                  </OutputClaims>
+                  <OutputClaimsTransformations><OutputClaimsTransformation ReferenceId="MakeAlternativeSecurityId" /></OutputClaimsTransformations>
+                </TechnicalProfile>
+                <TechnicalProfile Id="Directory-ReadBySecurityId">
+                  <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.AzureActiveDirectoryProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
+                  <Metadata>
+                    <Item Key="Operation">Read</Item>
+                    <Item Key="RaiseErrorIfClaimsPrincipalDoesNotExist">false</Item>
+                  </Metadata>
+                  <InputClaims><InputClaim ClaimTypeReferenceId="alternativeSecurityId" PartnerClaimType="alternativeSecurityId" Required="true" /></InputClaims>
+                  <OutputClaims><OutputClaim ClaimTypeReferenceId="objectId" /></OutputClaims>
+                </TechnicalProfile>
+                <TechnicalProfile Id="Directory-WriteBySecurityId">
+                  <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.AzureActiveDirectoryProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
+                  <Metadata>
+                    <Item Key="Operation">Write</Item>
+                    <Item Key="RaiseErrorIfClaimsPrincipalAlreadyExists">true</Item>
+                  </Metadata>
+                  <InputClaims><InputClaim ClaimTypeReferenceId="alternativeSecurityId" PartnerClaimType="alternativeSecurityId" Required="true" /></InputClaims>
+                  <PersistedClaims>
+                    <PersistedClaim ClaimTypeReferenceId="alternativeSecurityId" />
+                    <PersistedClaim ClaimTypeReferenceId="displayName" />
+                  </PersistedClaims>
+                  <OutputClaims>
+                    <OutputClaim ClaimTypeReferenceId="objectId" />
+                    <OutputClaim ClaimTypeReferenceId="newUser" PartnerClaimType="newClaimsPrincipalCreated" />
+                  </OutputClaims>
+                </TechnicalProfile>
+                <TechnicalProfile Id="Issuer">
+                """)
+        // The journey: the unified page with the provider's button, the provider, then the
+        // account by the provider identity (read, else written).
+        base = base.replacingOccurrences(
+            of: #"<ClaimsProviderSelections><ClaimsProviderSelection ValidationClaimsExchangeId="SignInExchange" /></ClaimsProviderSelections>"#,
+            with: #"<ClaimsProviderSelections><ClaimsProviderSelection TargetClaimsExchangeId="LoopbackExchange" /><ClaimsProviderSelection ValidationClaimsExchangeId="SignInExchange" /></ClaimsProviderSelections>"#
+        )
+        base = base.replacingOccurrences(
+            of: #"<ClaimsExchanges><ClaimsExchange Id="SignUpExchange" TechnicalProfileReferenceId="Form-SignUp" /></ClaimsExchanges>"#,
+            with: #"<ClaimsExchanges><ClaimsExchange Id="LoopbackExchange" TechnicalProfileReferenceId="Loopback-OIDC" /><ClaimsExchange Id="SignUpExchange" TechnicalProfileReferenceId="Form-SignUp" /></ClaimsExchanges>"#
+        )
+        base = base.replacingOccurrences(
+            of: #"<ClaimsExchanges><ClaimsExchange Id="ReadExchange" TechnicalProfileReferenceId="Directory-Read" /></ClaimsExchanges>"#,
+            with: """
+                <ClaimsExchanges><ClaimsExchange Id="SocialReadExchange" TechnicalProfileReferenceId="Directory-ReadBySecurityId" /></ClaimsExchanges>
+                </OrchestrationStep>
+                <OrchestrationStep Order="4" Type="ClaimsExchange">
+                  <Preconditions>
+                    <Precondition Type="ClaimsExist" ExecuteActionsIf="true"><Value>objectId</Value><Action>SkipThisOrchestrationStep</Action></Precondition>
+                  </Preconditions>
+                  <ClaimsExchanges><ClaimsExchange Id="SocialWriteExchange" TechnicalProfileReferenceId="Directory-WriteBySecurityId" /></ClaimsExchanges>
+                </OrchestrationStep>
+                <OrchestrationStep Order="5" Type="ClaimsExchange">
+                  <ClaimsExchanges><ClaimsExchange Id="ReadExchange" TechnicalProfileReferenceId="Directory-Read" /></ClaimsExchanges>
+                """)
+        base = base.replacingOccurrences(
+            of: #"<OrchestrationStep Order="4" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />"#,
+            with: #"<OrchestrationStep Order="6" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />"#)
+        files[0] = Data(base.utf8)
+        try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
+        _ = try await h.server.service.policyKeySets.create(tenantID: h.tenant.id, id: "LoopbackSecret")
+        _ = try await h.server.service.policyKeySets.uploadSecret(
+            tenantID: h.tenant.id, keySet: "B2C_1A_LoopbackSecret", use: "sig", value: "loopback-secret", notBefore: nil, expires: nil)
+    }
+
+    /// One sign-in through the provider: the authorize request, the button, the provider's
+    /// redirect back. Returns the last response and the state the provider was given.
+    static func signIn(_ h: IdentityHarness, _ driver: Driver, script: UpstreamProviderTests.Script, flavour: String = "good") async throws
+        -> (response: TestResponse, state: String, attempt: AuthorizationAttempt)
+    {
+        driver.cookies = [:]
+        let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_susi")
+        let unified = try await driver.follow(try await driver.start(attempt, harness: h))
+        #expect(unified.text.contains(#"id="LoopbackExchange""#), "\(unified.status) \(unified.text.prefix(400))")
+        let toProvider = try await driver.submit(unified, [("action", "provider"), ("exchange", "LoopbackExchange")])
+        let authorize = try #require(toProvider.location.flatMap(URLComponents.init(string:)), "\(toProvider.status) \(toProvider.text.prefix(300))")
+        let items = authorize.queryItems ?? []
+        #expect(items.first { $0.name == "client_id" }?.value == "local-client")
+        let state = try #require(items.first { $0.name == "state" }?.value)
+        await script.set(flavour, nonce: try #require(items.first { $0.name == "nonce" }?.value))
+        let back = try await driver.follow(
+            try await driver.get("/\(h.tenant.name)/oauth2/authresp/Loopback-OIDC?" + Form.encode([("code", "c-\(flavour)"), ("state", state)])))
+        return (back, state, attempt)
+    }
+
+    @Test("a provider button signs up a new account by its verified identity, then signs the same account in; the secret goes client_secret_post")
+    func signUpThenSignIn() async throws {
+        let script = UpstreamProviderTests.Script()
+        let box = UpstreamProviderTests.PortBox()
+        try await UpstreamProviderTests.provider(script, port: { box.value }).test(.live) { idp in
+            box.value = try #require(idp.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                try await Self.upload(h, port: box.value)
+                let first = try await Self.signIn(h, driver, script: script)
+                let code = try #require(first.response.redirectParameters["code"], "\(first.response.status) \(first.response.location ?? first.response.text.prefix(300).description)")
+                let users = try await h.server.users.users(tenantID: h.tenant.id)
+                #expect(users.count == 1)
+                let user = try #require(users.first)
+                #expect(user.identityProvider.rawValue == "http://127.0.0.1:\(box.value)" && user.signInName == "s1" && user.passwordHash == nil)
+                #expect(user.displayName == "Loopback Person")
+                let tokens = try await driver.redeem(h, attempt: first.attempt, code: code)
+                let claims = DecodedJWT(try #require(tokens.json["id_token"] as? String, "\(tokens.text)")).claims
+                #expect(claims["sub"] as? String == user.objectID && claims["newUser"] as? Bool == true)
+                // B2C's default client authentication for an OpenID Connect provider.
+                let call = try #require(await script.tokenCalls.last)
+                #expect(call.authorization == nil && call.body.contains("client_secret=loopback-secret") && call.body.contains("client_id=local-client"))
+
+                let second = try await Self.signIn(h, driver, script: script)
+                #expect(second.response.redirectParameters["code"] != nil)
+                #expect(try await h.server.users.users(tenantID: h.tenant.id).count == 1)
+            }
+        }
+    }
+
+    @Test("a forged ID token ends the sign-in with AADB2C90273 and creates nothing; the state cannot be replayed")
+    func forgedTokenRefused() async throws {
+        let script = UpstreamProviderTests.Script()
+        let box = UpstreamProviderTests.PortBox()
+        try await UpstreamProviderTests.provider(script, port: { box.value }).test(.live) { idp in
+            box.value = try #require(idp.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                try await Self.upload(h, port: box.value)
+                let (back, state, _) = try await Self.signIn(h, driver, script: script, flavour: "forged")
+                #expect(b2cCode(redirect: back) == "AADB2C90273", "\(back.status) \(back.location ?? back.text.prefix(300).description)")
+                #expect(try await h.server.users.users(tenantID: h.tenant.id).isEmpty)
+                let replay = try await driver.get(
+                    "/\(h.tenant.name)/oauth2/authresp/Loopback-OIDC?" + Form.encode([("code", "again"), ("state", state)]))
+                #expect(replay.redirectParameters["code"] == nil)
+            }
+        }
+    }
+
+    @Test("an alternativeSecurityId the journey did not verify signs no one in and creates no one")
+    func unverifiedIdentityRefused() async throws {
+        try await IdentityHarness.run(.sqlite) { h, _ in
+            try await Self.upload(h, port: 1)
+            let existing = UserAccount(
+                tenantID: h.tenant.id, identityProvider: IdentityProviderKind(rawValue: "https://idp.example")!, signInName: "victim",
+                email: nil, displayName: "Victim", createdAt: Date(), emailVerified: false)
+            try await h.server.users.create(existing)
+            let directory = PolicyDirectoryProvider(users: h.server.users, hasher: h.server.service.hasher, passwords: h.server.service.passwords)
+            let key = #"{"issuer":"https://idp.example","issuerUserId":"\#(Data("victim".utf8).base64EncodedString())"}"#
+            let policy = try #require(try await h.server.service.customPolicies.program(tenantID: h.tenant.id, id: "B2C_1A_test_susi"))
+            let read = try #require(policy.profile("Directory-ReadBySecurityId"))
+            let write = try #require(policy.profile("Directory-WriteBySecurityId"))
+            var claims = PolicyClaims(["alternativeSecurityId": .string(key)])
+            let found = try await directory.run(
+                read, claims: &claims, tenant: h.tenant, now: Date(), journeyUser: nil, provenEmail: nil, provenAlternativeSecurityIds: [])
+            #expect(found?.account.id == existing.id && found?.proves == false)
+            let proven = try await directory.run(
+                read, claims: &claims, tenant: h.tenant, now: Date(), journeyUser: nil, provenEmail: nil, provenAlternativeSecurityIds: [key])
+            #expect(proven?.proves == true)
+            let other = #"{"issuer":"https://idp.example","issuerUserId":"\#(Data("newcomer".utf8).base64EncodedString())"}"#
+            var newcomer = PolicyClaims(["alternativeSecurityId": .string(other)])
+            await #expect(throws: PolicyProfileFailure.self) {
+                _ = try await directory.run(
+                    write, claims: &newcomer, tenant: h.tenant, now: Date(),
+                    journeyUser: nil, provenEmail: nil, provenAlternativeSecurityIds: [key])
+            }
+            #expect(try await h.server.users.users(tenantID: h.tenant.id).count == 1)
+        }
+    }
+}
