@@ -220,4 +220,16 @@ struct CustomPolicyFederationTests {
             #expect(try await h.server.users.users(tenantID: h.tenant.id).count == 1)
         }
     }
+
+    @Test("an OpenID Connect profile this service cannot run is refused at upload, naming it, and nothing is stored")
+    func refusedAtUpload() async throws {
+        try await IdentityHarness.run(.sqlite) { h, _ in
+            let error = await #expect(throws: PolicyRejection.self) {
+                try await Self.upload(h, port: 1, extraMetadata: #"<Item Key="token_endpoint_auth_method">private_key_jwt</Item>"#)
+            }
+            #expect(error?.problems.contains { $0.contains("'Loopback-OIDC'") && $0.contains("private_key_jwt") } == true, "\(String(describing: error))")
+            let stored = try await h.server.service.customPolicies.policies(tenantID: h.tenant.id)
+            #expect(stored.isEmpty)
+        }
+    }
 }
