@@ -16,6 +16,8 @@ package struct CompiledPolicy: Sendable {
 
     package func claimType(_ id: String) -> PolicyClaimType? { claimTypes[id.lowercased()] }
     package func profile(_ id: String) -> PolicyTechnicalProfile? { profiles[id.lowercased()] }
+    /// Whether a profile of this policy is Facebook's OAuth2 one.
+    package var hasFacebookProfile: Bool { profiles.values.contains(where: \.isFacebook) }
     package func transformation(_ id: String) -> PolicyTransformation? { transformations[id.lowercased()] }
     package func journey(_ id: String) -> PolicyUserJourney? { journeys[id.lowercased()] }
 

@@ -24,6 +24,14 @@ package struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
     package let id: String
     package let displayName: String?
     package let kind: Kind
+
+    /// Facebook's OAuth2 profile (`ProviderName` `facebook`, or its dialog on facebook.com), the
+    /// one OAuth2 provider served here: by the simulated Facebook, where the server runs it.
+    package var isFacebook: Bool {
+        guard case .identityProvider("OAuth2") = kind else { return false }
+        let host = metadata["authorization_endpoint"].flatMap { URLComponents(string: $0)?.host?.lowercased() } ?? ""
+        return metadata["ProviderName"]?.lowercased() == "facebook" || host == "facebook.com" || host.hasSuffix(".facebook.com")
+    }
     package let metadata: [String: String]
     package let inputClaims: [PolicyClaimReference]
     package let outputClaims: [PolicyClaimReference]

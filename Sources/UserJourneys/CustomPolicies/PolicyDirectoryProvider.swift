@@ -179,7 +179,10 @@ struct PolicyDirectoryProvider: Sendable {
     ) async throws -> UserAccount {
         var values: [String: String] = [:]
         for reference in persisted {
-            if let value = claims.text(reference.claimType) ?? reference.defaultValue { values[Self.property(reference)] = value }
+            // A collection (`otherMails`) persists its first value as the account's address.
+            let value: String? =
+                if case .collection(let items)? = claims[reference.claimType] { items.first } else { claims.text(reference.claimType) }
+            if let value = value ?? reference.defaultValue { values[Self.property(reference)] = value }
         }
         let email = EmailAddress(values["otherMails"] ?? values["email"] ?? values["mail"] ?? "")
         let user = UserAccount(

@@ -22,10 +22,19 @@ struct PolicyFederation: Sendable {
         return !PolicyProfileRunner.isPasswordCheck(profile)
     }
 
+    /// The provider's answer is for `profile`: the identity came from the provider it describes.
+    static func answers(_ identity: FederatedIdentity, _ profile: PolicyTechnicalProfile) -> Bool {
+        if profile.isFacebook { return identity.provider == .facebook }
+        guard let metadata = profile.metadata["METADATA"] else { return false }
+        return identity.provider == UpstreamProvider(name: profile.id, metadataUrl: metadata, clientId: "").kind
+    }
+
     /// The provider `profile` describes, its secret sealed as a declared provider's is.
     func provider(_ profile: PolicyTechnicalProfile, tenant: Tenant) async throws(PolicyProfileFailure) -> UpstreamProvider {
         guard case .identityProvider(let protocolName) = profile.kind, protocolName == "OpenIdConnect" else {
-            throw .protocolFailure(.policyNotRunnable("The identity provider profile '\(profile.id)' cannot run here yet: only OpenIdConnect providers run."))
+            throw .protocolFailure(
+                .policyNotRunnable(
+                    "The identity provider profile '\(profile.id)' cannot run here: OpenIdConnect providers run, and Facebook's OAuth2 profile where the simulated Facebook is served."))
         }
         if let problem = PolicyCheck.openIDConnectProblem(id: profile.id, metadata: profile.metadata, complete: true) {
             throw .protocolFailure(.policyNotRunnable(problem))

@@ -25,5 +25,8 @@ extension UserFlow {
             tenantID: tenantID, name: policy.id, type: .signUpOrSignIn, identityProviders: [.local], signUpAttributes: [],
             applicationClaims: [], lifetimes: lifetimes, emailVerification: true)
         customPolicy = CustomPolicyProgram(policy: policy)
+        // A Facebook profile is answered by the simulated Facebook where the server serves it
+        // (``IdentityService/offered(_:)`` takes it away otherwise).
+        if policy.hasFacebookProfile { identityProviders.append(.facebook) }
     }
 }

@@ -133,7 +133,15 @@ package struct SimulatedFacebook: Sendable {
             throw PageError(
                 status: .badRequest, title: "Sign-in failed", message: "The identity provider's answer is not valid or has expired.")
         }
-        return try await journeys.receive(taken.identity, record: record, tenant: tenant, flow: userFlow, request: request, context: context)
+        var identity = taken.identity
+        // Graph's `/me` fields by their names (`id`, `name`, `first_name`, `last_name`, `email`),
+        // which a custom policy's Facebook profile maps by `PartnerClaimType`.
+        var graph = ["id": identity.subject, "name": identity.displayName]
+        graph["first_name"] = identity.givenName
+        graph["last_name"] = identity.surname
+        graph["email"] = identity.email
+        identity.claims = graph
+        return try await journeys.receive(identity, record: record, tenant: tenant, flow: userFlow, request: request, context: context)
     }
 
     package init(service: IdentityService, journeys: JourneyEngine) {

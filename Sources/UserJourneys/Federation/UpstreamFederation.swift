@@ -113,7 +113,7 @@ extension IdentityService {
         guard CustomPolicyID.names(record.request.policy),
             let policy = try await customPolicies.program(tenantID: tenant.id, id: record.request.policy)
         else { throw gone }
-        return (tenant, UserFlow(customPolicy: policy, tenantID: tenant.id))
+        return (tenant, offered(UserFlow(customPolicy: policy, tenantID: tenant.id)))
     }
 
     /// The provider `name` of `flow`: a declared provider the flow offers, or the custom policy's

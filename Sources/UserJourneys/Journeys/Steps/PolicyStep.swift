@@ -197,6 +197,9 @@ struct PolicyStep: OrchestrationStep {
     private func federate(with profile: PolicyTechnicalProfile, _ run: inout JourneyRun) async throws -> StepOutcome {
         // Nothing may be asked of the person: not even the provider's metadata is fetched.
         guard run.authorization.prompt != .silent else { return .fail(.noSession) }
+        if profile.isFacebook, run.flow.offersFacebook {
+            return .interact(.redirecting(to: SimulatedFacebook.authorizeURL(record: run.record)))
+        }
         do {
             let provider = try await profiles.federation.provider(profile, tenant: run.tenant)
             let url = try await profiles.federation.upstream.authorizationURL(
@@ -217,8 +220,7 @@ struct PolicyStep: OrchestrationStep {
     /// may sign in or create by.
     func receive(_ identity: FederatedIdentity, _ run: inout JourneyRun) async throws -> StepOutcome {
         guard step.kind == .claimsExchange || step.kind == .claimsProviderSelection, let profile = profile(run),
-            PolicyFederation.isFederation(profile), let metadata = profile.metadata["METADATA"],
-            identity.provider.rawValue == UpstreamProvider(name: profile.id, metadataUrl: metadata, clientId: "").kind.rawValue
+            PolicyFederation.isFederation(profile), PolicyFederation.answers(identity, profile)
         else { throw JourneyEngine.notThisStep }
         var claims = run.state.policyClaims ?? PolicyClaims()
         defer { run.state.policyClaims = claims }
