@@ -19,7 +19,26 @@ import Testing
 struct CustomPolicyFederationTests {
     /// The local-accounts policies with a provider button, the provider's profile and the
     /// directory profiles by `alternativeSecurityId` (B2C's social journey, in this project's words).
-    static func upload(_ h: IdentityHarness, port: Int, extraMetadata: String = "") async throws {
+    static func upload(_ h: IdentityHarness, port: Int, extraMetadata: String = "", facebook: Bool = false) async throws {
+        let oidcProfile = """
+                <TechnicalProfile Id="Loopback-OIDC">
+                  <DisplayName>Loopback IdP</DisplayName>
+                  <Protocol Name="OpenIdConnect" />
+                  <Metadata>
+                    <Item Key="METADATA">http://127.0.0.1:\(port)/.well-known/openid-configuration</Item>
+                    <Item Key="client_id">local-client</Item>
+                    <Item Key="response_types">code</Item>
+                    <Item Key="scope">openid</Item>\(extraMetadata)
+                  </Metadata>
+                  <CryptographicKeys><Key Id="client_secret" StorageReferenceId="B2C_1A_LoopbackSecret" /></CryptographicKeys>
+                  <OutputClaims>
+                    <OutputClaim ClaimTypeReferenceId="issuerUserId" PartnerClaimType="sub" />
+                    <OutputClaim ClaimTypeReferenceId="identityProvider" PartnerClaimType="iss" />
+                    <OutputClaim ClaimTypeReferenceId="displayName" DefaultValue="Loopback Person" />
+                  </OutputClaims>
+                  <OutputClaimsTransformations><OutputClaimsTransformation ReferenceId="MakeAlternativeSecurityId" /></OutputClaimsTransformations>
+                </TechnicalProfile>
+            """
         var files = try PolicyFixtures.localAccounts()
         var base = String(decoding: files[0], as: UTF8.self)
         base = base.replacingOccurrences(
@@ -45,23 +64,7 @@ struct CustomPolicyFederationTests {
         base = base.replacingOccurrences(
             of: #"<TechnicalProfile Id="Issuer">"#,
             with: """
-                <TechnicalProfile Id="Loopback-OIDC">
-                  <DisplayName>Loopback IdP</DisplayName>
-                  <Protocol Name="OpenIdConnect" />
-                  <Metadata>
-                    <Item Key="METADATA">http://127.0.0.1:\(port)/.well-known/openid-configuration</Item>
-                    <Item Key="client_id">local-client</Item>
-                    <Item Key="response_types">code</Item>
-                    <Item Key="scope">openid</Item>\(extraMetadata)
-                  </Metadata>
-                  <CryptographicKeys><Key Id="client_secret" StorageReferenceId="B2C_1A_LoopbackSecret" /></CryptographicKeys>
-                  <OutputClaims>
-                    <OutputClaim ClaimTypeReferenceId="issuerUserId" PartnerClaimType="sub" />
-                    <OutputClaim ClaimTypeReferenceId="identityProvider" PartnerClaimType="iss" />
-                    <OutputClaim ClaimTypeReferenceId="displayName" DefaultValue="Loopback Person" />
-                  </OutputClaims>
-                  <OutputClaimsTransformations><OutputClaimsTransformation ReferenceId="MakeAlternativeSecurityId" /></OutputClaimsTransformations>
-                </TechnicalProfile>
+                \(facebook ? Self.facebookProfile : oidcProfile)
                 <TechnicalProfile Id="Directory-ReadBySecurityId">
                   <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.AzureActiveDirectoryProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
                   <Metadata>
@@ -122,6 +125,26 @@ struct CustomPolicyFederationTests {
         _ = try await h.server.service.policyKeySets.uploadSecret(
             tenantID: h.tenant.id, keySet: "B2C_1A_LoopbackSecret", use: "sig", value: "loopback-secret", notBefore: nil, expires: nil)
     }
+
+    /// Facebook's OAuth2 profile as B2C's policies write it (Graph's field names), under the
+    /// provider exchange's profile id.
+    static let facebookProfile = """
+        <TechnicalProfile Id="Loopback-OIDC">
+          <DisplayName>Facebook</DisplayName>
+          <Protocol Name="OAuth2" />
+          <Metadata>
+            <Item Key="ProviderName">facebook</Item>
+            <Item Key="authorization_endpoint">https://www.facebook.com/dialog/oauth</Item>
+            <Item Key="AccessTokenEndpoint">https://graph.facebook.com/oauth/access_token</Item>
+          </Metadata>
+          <OutputClaims>
+            <OutputClaim ClaimTypeReferenceId="issuerUserId" PartnerClaimType="id" />
+            <OutputClaim ClaimTypeReferenceId="displayName" PartnerClaimType="name" />
+            <OutputClaim ClaimTypeReferenceId="identityProvider" DefaultValue="facebook.com" AlwaysUseDefaultValue="true" />
+          </OutputClaims>
+          <OutputClaimsTransformations><OutputClaimsTransformation ReferenceId="MakeAlternativeSecurityId" /></OutputClaimsTransformations>
+        </TechnicalProfile>
+        """
 
     /// One sign-in through the provider: the authorize request, the button, the provider's
     /// redirect back. Returns the last response and the state the provider was given.
@@ -230,6 +253,40 @@ struct CustomPolicyFederationTests {
             #expect(error?.problems.contains { $0.contains("'Loopback-OIDC'") && $0.contains("private_key_jwt") } == true, "\(String(describing: error))")
             let stored = try await h.server.service.customPolicies.policies(tenantID: h.tenant.id)
             #expect(stored.isEmpty)
+        }
+    }
+
+    @Test("Facebook's OAuth2 profile is answered by the simulated Facebook: an account by Facebook's id, the same one next time; without it, AADB2C90037")
+    func facebookProfile() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            try await Self.upload(h, port: 1, facebook: true)
+            var oids: [String] = []
+            for _ in 0..<2 {
+                driver.cookies = [:]
+                let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_susi")
+                let unified = try await driver.start(attempt, harness: h)
+                let dialog = try await driver.submit(unified, [("action", "provider"), ("exchange", "LoopbackExchange")])
+                #expect(dialog.text.contains("fbContinue"), "\(dialog.status) \(dialog.text.prefix(300))")
+                let back = try await driver.submit(
+                    dialog,
+                    [("email", "fay@example.com"), ("name", "Fay Book"), ("state", dialog.field("state") ?? ""),
+                     ("redirect_uri", dialog.field("redirect_uri") ?? "")])
+                let code = try #require(back.redirectParameters["code"], "\(back.status) \(back.location ?? back.text.prefix(300).description)")
+                let claims = DecodedJWT(try #require(try await driver.redeem(h, attempt: attempt, code: code).json["id_token"] as? String)).claims
+                #expect(claims["name"] as? String == "Fay Book")
+                oids.append(try #require(claims["sub"] as? String))
+            }
+            #expect(oids[0] == oids[1])
+            let users = try await h.server.users.users(tenantID: h.tenant.id)
+            #expect(users.count == 1 && users.first?.identityProvider == .facebook)
+        }
+        try await IdentityHarness.run(.sqlite, configuration: .init(passwordHashCost: 4)) { h, driver in
+            try await Self.upload(h, port: 1, facebook: true)
+            let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_susi")
+            let unified = try await driver.start(attempt, harness: h)
+            let refused = try await driver.submit(unified, [("action", "provider"), ("exchange", "LoopbackExchange")])
+            #expect(b2cCode(redirect: refused) == "AADB2C90037", "\(refused.status) \(refused.location ?? "")")
+            #expect(try await h.server.users.users(tenantID: h.tenant.id).isEmpty)
         }
     }
 }
