@@ -6,6 +6,7 @@ import HummingbirdTesting
 import Storage
 import TestSupport
 import Testing
+import WireCoding
 @testable import TrustFramework
 
 @testable import IdentityServer
@@ -19,14 +20,18 @@ import Testing
 struct CustomPolicyFederationTests {
     /// The local-accounts policies with a provider button, the provider's profile and the
     /// directory profiles by `alternativeSecurityId` (B2C's social journey, in this project's words).
-    static func upload(_ h: IdentityHarness, port: Int, extraMetadata: String = "", facebook: Bool = false) async throws {
+    static func upload(
+        _ h: IdentityHarness, port: Int = 1, metadata: String? = nil, clientID: String = "local-client", secret: String = "loopback-secret",
+        extraMetadata: String = "", facebook: Bool = false
+    ) async throws {
+        let metadata = metadata ?? "http://127.0.0.1:\(port)/.well-known/openid-configuration"
         let oidcProfile = """
                 <TechnicalProfile Id="Loopback-OIDC">
                   <DisplayName>Loopback IdP</DisplayName>
                   <Protocol Name="OpenIdConnect" />
                   <Metadata>
-                    <Item Key="METADATA">http://127.0.0.1:\(port)/.well-known/openid-configuration</Item>
-                    <Item Key="client_id">local-client</Item>
+                    <Item Key="METADATA">\(metadata)</Item>
+                    <Item Key="client_id">\(clientID)</Item>
                     <Item Key="response_types">code</Item>
                     <Item Key="scope">openid</Item>\(extraMetadata)
                   </Metadata>
@@ -123,7 +128,7 @@ struct CustomPolicyFederationTests {
         try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
         _ = try await h.server.service.policyKeySets.create(tenantID: h.tenant.id, id: "LoopbackSecret")
         _ = try await h.server.service.policyKeySets.uploadSecret(
-            tenantID: h.tenant.id, keySet: "B2C_1A_LoopbackSecret", use: "sig", value: "loopback-secret", notBefore: nil, expires: nil)
+            tenantID: h.tenant.id, keySet: "B2C_1A_LoopbackSecret", use: "sig", value: secret, notBefore: nil, expires: nil)
     }
 
     /// Facebook's OAuth2 profile as B2C's policies write it (Graph's field names), under the
@@ -287,6 +292,42 @@ struct CustomPolicyFederationTests {
             let refused = try await driver.submit(unified, [("action", "provider"), ("exchange", "LoopbackExchange")])
             #expect(b2cCode(redirect: refused) == "AADB2C90037", "\(refused.status) \(refused.location ?? "")")
             #expect(try await h.server.users.users(tenantID: h.tenant.id).isEmpty)
+        }
+    }
+
+    @Test("through oidc-provider-mock, a provider nobody here wrote: the button, the mock's consent, an account by its subject, the same one next time")
+    func mockProvider() async throws {
+        if ProcessInfo.processInfo.environment["TODO_REQUIRE_OIDC_MOCK"] == "1" { #expect(UpstreamProviderTests.mock != nil) }
+        guard let mock = UpstreamProviderTests.mock else { return }
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            let registration = try await UpstreamProviderTests.send(
+                "POST", "\(mock)/oauth2/clients",
+                json: #"{"redirect_uris":["\#(UpstreamProviderTests.callback(h, provider: "loopback-oidc"))"],"token_endpoint_auth_method":"client_secret_post"}"#)
+            let client = try JSONDecoder().decode([String: JSONValue].self, from: registration.body)
+            let subject = "policy-\(UUID().uuidString.prefix(8).lowercased())"
+            _ = try await UpstreamProviderTests.send("PUT", "\(mock)/users/\(subject)", json: #"{"name":"Pia Policy","email":"pia@example.com"}"#)
+            try await Self.upload(
+                h, metadata: "\(mock)/.well-known/openid-configuration", clientID: try #require(client["client_id"]?.stringValue),
+                secret: try #require(client["client_secret"]?.stringValue))
+            var oids: [String] = []
+            for _ in 0..<2 {
+                driver.cookies = [:]
+                let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_susi")
+                let unified = try await driver.start(attempt, harness: h)
+                let toProvider = try await driver.submit(unified, [("action", "provider"), ("exchange", "LoopbackExchange")])
+                let authorize = try #require(toProvider.location, "\(toProvider.status) \(toProvider.text.prefix(300))")
+                #expect(authorize.hasPrefix("\(mock)/oauth2/authorize?"))
+                let answer = try await UpstreamProviderTests.send("POST", authorize, form: "sub=\(subject)")
+                let back = try #require(answer.location, "\(authorize) -> \(String(decoding: answer.body, as: UTF8.self))")
+                let done = try await driver.follow(try await driver.get(back))
+                let code = try #require(done.redirectParameters["code"], "\(done.status) \(done.location ?? done.text.prefix(300).description)")
+                let claims = DecodedJWT(try #require(try await driver.redeem(h, attempt: attempt, code: code).json["id_token"] as? String)).claims
+                oids.append(try #require(claims["sub"] as? String))
+            }
+            #expect(oids[0] == oids[1])
+            let account = try #require(
+                try await h.server.users.user(tenantID: h.tenant.id, provider: .upstream(issuer: mock.lowercased()), signInName: subject))
+            #expect(account.objectID == oids[0] && account.passwordHash == nil)
         }
     }
 }
