@@ -22,7 +22,7 @@ struct CustomPolicyFederationTests {
     /// directory profiles by `alternativeSecurityId` (B2C's social journey, in this project's words).
     static func upload(
         _ h: IdentityHarness, port: Int = 1, metadata: String? = nil, clientID: String = "local-client", secret: String = "loopback-secret",
-        extraMetadata: String = "", facebook: Bool = false
+        extraMetadata: String = "", facebook: Bool = false, selectionPage: Bool = false
     ) async throws {
         let metadata = metadata ?? "http://127.0.0.1:\(port)/.well-known/openid-configuration"
         let oidcProfile = """
@@ -124,6 +124,22 @@ struct CustomPolicyFederationTests {
         base = base.replacingOccurrences(
             of: #"<OrchestrationStep Order="4" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />"#,
             with: #"<OrchestrationStep Order="6" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />"#)
+        if selectionPage {
+            // B2C's identity provider selection step instead of the combined page: buttons only,
+            // one for the provider and one for the local sign-up page.
+            let start = try #require(base.range(of: #"<OrchestrationStep Order="1" Type="CombinedSignInAndSignUp""#))
+            let end = try #require(base.range(of: "</OrchestrationStep>", range: start.upperBound..<base.endIndex))
+            base.replaceSubrange(
+                start.lowerBound..<end.upperBound,
+                with: """
+                    <OrchestrationStep Order="1" Type="ClaimsProviderSelection" ContentDefinitionReferenceId="unified">
+                      <ClaimsProviderSelections>
+                        <ClaimsProviderSelection TargetClaimsExchangeId="LoopbackExchange" />
+                        <ClaimsProviderSelection TargetClaimsExchangeId="SignUpExchange" />
+                      </ClaimsProviderSelections>
+                    </OrchestrationStep>
+                    """)
+        }
         files[0] = Data(base.utf8)
         try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
         _ = try await h.server.service.policyKeySets.create(tenantID: h.tenant.id, id: "LoopbackSecret")
@@ -328,6 +344,25 @@ struct CustomPolicyFederationTests {
             let account = try #require(
                 try await h.server.users.user(tenantID: h.tenant.id, provider: .upstream(issuer: mock.lowercased()), signInName: subject))
             #expect(account.objectID == oids[0] && account.passwordHash == nil)
+        }
+    }
+
+    @Test("a ClaimsProviderSelection step is a page of buttons only: one per target, the provider's and the local sign-up's, each leading to its exchange")
+    func selectionPage() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            try await Self.upload(h, facebook: true, selectionPage: true)
+            let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_susi")
+            let page = try await driver.start(attempt, harness: h)
+            #expect(page.text.contains(#"id="LoopbackExchange""#) && page.text.contains(#"id="SignUpExchange""#), "\(page.status) \(page.text.prefix(400))")
+            #expect(!page.text.contains(#"id="signInName""#) && !page.text.contains(#"id="password""#))
+            let refused = try await driver.submit(page, [("action", "provider"), ("exchange", "SomeOtherExchange")])
+            #expect(refused.status == .badRequest)
+            let signUp = try await driver.submit(page, [("action", "provider"), ("exchange", "SignUpExchange")])
+            #expect(signUp.text.contains("email_ver_but_send"), "\(signUp.status) \(signUp.text.prefix(300))")
+            driver.cookies = [:]
+            let again = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1A_test_susi"), harness: h)
+            let dialog = try await driver.submit(again, [("action", "provider"), ("exchange", "LoopbackExchange")])
+            #expect(dialog.text.contains("fbContinue"))
         }
     }
 }

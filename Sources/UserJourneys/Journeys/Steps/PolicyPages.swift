@@ -13,14 +13,14 @@ extension PolicyStep {
             "signInName": claims.text("signInName") ?? run.authorization.loginHint ?? "",
             "signInNameLabel": policy.claimType("signInName")?.displayName ?? run.text("email"),
             "signUp": signInProfileOffersSignUp,
+            // A `ClaimsProviderSelection` step is the providers' buttons and nothing else.
+            "selectionOnly": step.kind == .claimsProviderSelection,
         ]
         if let error { values["error"] = error }
         if run.authorization.protocolFace.dialect.handsPasswordResetToApp { values["forgotURL"] = run.url(.forgotPassword) }
         // A button per provider the step's selections target, with the exchange's id as B2C's.
         let providers: [[String: Any]] = providerExchanges.compactMap { exchange in
-            let profile = policy.journey(journey)?.steps.lazy.flatMap(\.exchanges).first { $0.id.lowercased() == exchange.lowercased() }
-                .flatMap { policy.profile($0.profile) }
-            return profile.map { ["id": exchange, "name": $0.displayName ?? $0.id] }
+            targetProfile(exchange).map { ["id": exchange, "name": $0.displayName ?? $0.id] }
         }
         if !providers.isEmpty {
             values["hasProviders"] = true

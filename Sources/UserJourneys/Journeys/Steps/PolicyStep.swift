@@ -19,7 +19,8 @@ struct PolicyStep: OrchestrationStep {
     var pages: Set<HostedPage> {
         switch step.kind {
         case .combinedSignInAndSignUp: [.unified, .forgotPassword]
-        case .claimsExchange, .claimsProviderSelection: [.selfAsserted]
+        case .claimsProviderSelection: [.unified]
+        case .claimsExchange: [.selfAsserted]
         case .sendClaims: []
         }
     }
@@ -56,7 +57,10 @@ struct PolicyStep: OrchestrationStep {
         case .combinedSignInAndSignUp:
             if let profile = signInProfile { profiles.resolver(run, policy).applyDefaults(profile.inputClaims, to: &claims) }
             return .interact(.redirecting(to: run.url(.unified)))
-        case .claimsExchange, .claimsProviderSelection:
+        case .claimsProviderSelection:
+            // B2C's identity provider selection page (`api.idpselections`): the buttons alone.
+            return providerExchanges.isEmpty ? .next : .interact(.redirecting(to: run.url(.unified)))
+        case .claimsExchange:
             guard let profile = profile(run) else { return .next }
             if PolicyFederation.isFederation(profile) { return try await federate(with: profile, &run) }
             if profile.kind == .selfAsserted {
@@ -107,6 +111,9 @@ struct PolicyStep: OrchestrationStep {
                 else { return .interact(try unifiedPage(run, error: "This identity provider is not offered here.", status: .badRequest)) }
                 run.state.policyExchange = chosen
                 return .next
+            }
+            if step.kind == .claimsProviderSelection {
+                return .interact(try unifiedPage(run, error: "Choose an identity provider.", status: .badRequest))
             }
             if run.form["action"] == "signup" {
                 // "Sign up now": the exchange the sign-in profile names as its `SignUpTarget`,
@@ -183,13 +190,20 @@ struct PolicyStep: OrchestrationStep {
         return nil
     }
 
-    /// The exchanges the page's provider buttons target (`ClaimsProviderSelection`
-    /// `TargetClaimsExchangeId`s whose profile sends the browser to a provider).
+    /// The exchanges the page's buttons target (`ClaimsProviderSelection`
+    /// `TargetClaimsExchangeId`s): on the combined page those whose profile sends the browser to
+    /// a provider (the local account is the form); on a selection page, every one.
     var providerExchanges: [String] {
         step.selections.compactMap(\.target).filter { target in
-            let exchange = policy.journey(journey)?.steps.lazy.flatMap(\.exchanges).first { $0.id.lowercased() == target.lowercased() }
-            return exchange.flatMap { policy.profile($0.profile) }.map(PolicyFederation.isFederation) ?? false
+            guard let profile = targetProfile(target) else { return false }
+            return step.kind == .claimsProviderSelection || PolicyFederation.isFederation(profile)
         }
+    }
+
+    /// The profile of the claims exchange `target` names, in any step of this journey.
+    func targetProfile(_ target: String) -> PolicyTechnicalProfile? {
+        let exchange = policy.journey(journey)?.steps.lazy.flatMap(\.exchanges).first { $0.id.lowercased() == target.lowercased() }
+        return exchange.flatMap { policy.profile($0.profile) }
     }
 
     /// Sends the browser to the identity provider `profile` describes; its answer comes back
@@ -219,7 +233,7 @@ struct PolicyStep: OrchestrationStep {
     /// to may answer it. The `alternativeSecurityId` it yields is what later directory profiles
     /// may sign in or create by.
     func receive(_ identity: FederatedIdentity, _ run: inout JourneyRun) async throws -> StepOutcome {
-        guard step.kind == .claimsExchange || step.kind == .claimsProviderSelection, let profile = profile(run),
+        guard step.kind == .claimsExchange, let profile = profile(run),
             PolicyFederation.isFederation(profile), PolicyFederation.answers(identity, profile)
         else { throw JourneyEngine.notThisStep }
         var claims = run.state.policyClaims ?? PolicyClaims()
