@@ -13,8 +13,9 @@ extension PolicyStep {
             "signInName": claims.text("signInName") ?? run.authorization.loginHint ?? "",
             "signInNameLabel": policy.claimType("signInName")?.displayName ?? run.text("email"),
             "signUp": signInProfileOffersSignUp,
-            // A `ClaimsProviderSelection` step is the providers' buttons and nothing else.
-            "selectionOnly": step.kind == .claimsProviderSelection,
+            // A `ClaimsProviderSelection` step, or a combined step without a local sign-in
+            // exchange (the social-only starter pack), is the providers' buttons and nothing else.
+            "selectionOnly": step.kind == .claimsProviderSelection || signInProfile == nil,
         ]
         if let error { values["error"] = error }
         if run.authorization.protocolFace.dialect.handsPasswordResetToApp { values["forgotURL"] = run.url(.forgotPassword) }

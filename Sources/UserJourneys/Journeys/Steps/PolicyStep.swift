@@ -34,7 +34,7 @@ struct PolicyStep: OrchestrationStep {
     }
 
     /// The combined page's own profile: the exchange its `ValidationClaimsExchangeId` names.
-    private var signInProfile: PolicyTechnicalProfile? {
+    var signInProfile: PolicyTechnicalProfile? {
         let exchange = step.selections.compactMap(\.validation).first
         return (step.exchanges.first { $0.id == exchange } ?? step.exchanges.first).flatMap { policy.profile($0.profile) }
     }
