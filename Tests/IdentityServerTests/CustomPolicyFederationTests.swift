@@ -167,6 +167,21 @@ struct CustomPolicyFederationTests {
         </TechnicalProfile>
         """
 
+    /// The loopback provider of ``UpstreamProviderTests`` and a harness with the policies naming it.
+    static func withLoopbackProvider(_ body: @escaping @Sendable (IdentityHarness, Driver, UpstreamProviderTests.Script, Int) async throws -> Void)
+        async throws
+    {
+        let script = UpstreamProviderTests.Script()
+        let box = UpstreamProviderTests.PortBox()
+        try await UpstreamProviderTests.provider(script, port: { box.value }).test(.live) { idp in
+            box.value = try #require(idp.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                try await Self.upload(h, port: box.value)
+                try await body(h, driver, script, box.value)
+            }
+        }
+    }
+
     /// One sign-in through the provider: the authorize request, the button, the provider's
     /// redirect back. Returns the last response and the state the provider was given.
     static func signIn(_ h: IdentityHarness, _ driver: Driver, script: UpstreamProviderTests.Script, flavour: String = "good") async throws
@@ -189,48 +204,36 @@ struct CustomPolicyFederationTests {
 
     @Test("a provider button signs up a new account by its verified identity, then signs the same account in; the secret goes client_secret_post")
     func signUpThenSignIn() async throws {
-        let script = UpstreamProviderTests.Script()
-        let box = UpstreamProviderTests.PortBox()
-        try await UpstreamProviderTests.provider(script, port: { box.value }).test(.live) { idp in
-            box.value = try #require(idp.port)
-            try await IdentityHarness.run(.sqlite) { h, driver in
-                try await Self.upload(h, port: box.value)
-                let first = try await Self.signIn(h, driver, script: script)
-                let code = try #require(first.response.redirectParameters["code"], "\(first.response.status) \(first.response.location ?? first.response.text.prefix(300).description)")
-                let users = try await h.server.users.users(tenantID: h.tenant.id)
-                #expect(users.count == 1)
-                let user = try #require(users.first)
-                #expect(user.identityProvider.rawValue == "http://127.0.0.1:\(box.value)" && user.signInName == "s1" && user.passwordHash == nil)
-                #expect(user.displayName == "Loopback Person")
-                let tokens = try await driver.redeem(h, attempt: first.attempt, code: code)
-                let claims = DecodedJWT(try #require(tokens.json["id_token"] as? String, "\(tokens.text)")).claims
-                #expect(claims["sub"] as? String == user.objectID && claims["newUser"] as? Bool == true)
-                // B2C's default client authentication for an OpenID Connect provider.
-                let call = try #require(await script.tokenCalls.last)
-                #expect(call.authorization == nil && call.body.contains("client_secret=loopback-secret") && call.body.contains("client_id=local-client"))
+        try await Self.withLoopbackProvider { h, driver, script, port in
+        let first = try await Self.signIn(h, driver, script: script)
+        let code = try #require(first.response.redirectParameters["code"], "\(first.response.status) \(first.response.location ?? first.response.text.prefix(300).description)")
+        let users = try await h.server.users.users(tenantID: h.tenant.id)
+        #expect(users.count == 1)
+        let user = try #require(users.first)
+        #expect(user.identityProvider.rawValue == "http://127.0.0.1:\(port)" && user.signInName == "s1" && user.passwordHash == nil)
+        #expect(user.displayName == "Loopback Person")
+        let tokens = try await driver.redeem(h, attempt: first.attempt, code: code)
+        let claims = DecodedJWT(try #require(tokens.json["id_token"] as? String, "\(tokens.text)")).claims
+        #expect(claims["sub"] as? String == user.objectID && claims["newUser"] as? Bool == true)
+        // B2C's default client authentication for an OpenID Connect provider.
+        let call = try #require(await script.tokenCalls.last)
+        #expect(call.authorization == nil && call.body.contains("client_secret=loopback-secret") && call.body.contains("client_id=local-client"))
 
-                let second = try await Self.signIn(h, driver, script: script)
-                #expect(second.response.redirectParameters["code"] != nil)
-                #expect(try await h.server.users.users(tenantID: h.tenant.id).count == 1)
-            }
+        let second = try await Self.signIn(h, driver, script: script)
+        #expect(second.response.redirectParameters["code"] != nil)
+        #expect(try await h.server.users.users(tenantID: h.tenant.id).count == 1)
         }
     }
 
     @Test("a forged ID token ends the sign-in with AADB2C90273 and creates nothing; the state cannot be replayed")
     func forgedTokenRefused() async throws {
-        let script = UpstreamProviderTests.Script()
-        let box = UpstreamProviderTests.PortBox()
-        try await UpstreamProviderTests.provider(script, port: { box.value }).test(.live) { idp in
-            box.value = try #require(idp.port)
-            try await IdentityHarness.run(.sqlite) { h, driver in
-                try await Self.upload(h, port: box.value)
-                let (back, state, _) = try await Self.signIn(h, driver, script: script, flavour: "forged")
-                #expect(b2cCode(redirect: back) == "AADB2C90273", "\(back.status) \(back.location ?? back.text.prefix(300).description)")
-                #expect(try await h.server.users.users(tenantID: h.tenant.id).isEmpty)
-                let replay = try await driver.get(
-                    "/\(h.tenant.name)/oauth2/authresp/Loopback-OIDC?" + Form.encode([("code", "again"), ("state", state)]))
-                #expect(replay.redirectParameters["code"] == nil)
-            }
+        try await Self.withLoopbackProvider { h, driver, script, port in
+        let (back, state, _) = try await Self.signIn(h, driver, script: script, flavour: "forged")
+        #expect(b2cCode(redirect: back) == "AADB2C90273", "\(back.status) \(back.location ?? back.text.prefix(300).description)")
+        #expect(try await h.server.users.users(tenantID: h.tenant.id).isEmpty)
+        let replay = try await driver.get(
+            "/\(h.tenant.name)/oauth2/authresp/Loopback-OIDC?" + Form.encode([("code", "again"), ("state", state)]))
+        #expect(replay.redirectParameters["code"] == nil)
         }
     }
 

@@ -65,14 +65,7 @@ struct PolicyStep: OrchestrationStep {
             if PolicyFederation.isFederation(profile) { return try await federate(with: profile, &run) }
             if profile.kind == .selfAsserted {
                 profiles.resolver(run, policy).applyDefaults(profile.inputClaims, to: &claims)
-                do {
-                    try profiles.transform(profile.inputTransformations, policy, &claims, run, profile: profile.id, messages: profile.metadata)
-                } catch {
-                    switch error {
-                    case .userMessage(let message): throw PageError(status: .badRequest, title: "Something went wrong", message: message)
-                    case .protocolFailure(let failure): return .fail(failure)
-                    }
-                }
+                if let failure = try transforming(profile.inputTransformations, of: profile, &claims, run) { return .fail(failure) }
                 return .interact(.redirecting(to: run.url(.selfAsserted)))
             }
             do {
@@ -240,14 +233,7 @@ struct PolicyStep: OrchestrationStep {
         defer { run.state.policyClaims = claims }
         PolicyFederation.map(identity, profile, into: &claims, policy: policy)
         profiles.resolver(run, policy).applyDefaults(profile.outputClaims, to: &claims)
-        do {
-            try profiles.transform(profile.outputTransformations, policy, &claims, run, profile: profile.id, messages: profile.metadata)
-        } catch {
-            switch error {
-            case .userMessage(let message): throw PageError(status: .badRequest, title: "Something went wrong", message: message)
-            case .protocolFailure(let failure): return .fail(failure)
-            }
-        }
+        if let failure = try transforming(profile.outputTransformations, of: profile, &claims, run) { return .fail(failure) }
         let proven = claims.values.compactMap { key, value -> String? in
             guard policy.claimType(key)?.dataType == .alternativeSecurityId || key == "alternativesecurityid", case .string(let text) = value
             else { return nil }
@@ -255,5 +241,21 @@ struct PolicyStep: OrchestrationStep {
         }
         run.state.policyProvenAlternativeSecurityIds = proven
         return .next
+    }
+
+    /// Runs `profile`'s transformations `ids` on `claims`: a failed assertion is shown as a page,
+    /// any other failure is returned to end the journey with.
+    private func transforming(_ ids: [String], of profile: PolicyTechnicalProfile, _ claims: inout PolicyClaims, _ run: JourneyRun)
+        throws -> ProtocolFailure?
+    {
+        do {
+            try profiles.transform(ids, policy, &claims, run, profile: profile.id, messages: profile.metadata)
+            return nil
+        } catch {
+            switch error {
+            case .userMessage(let message): throw PageError(status: .badRequest, title: "Something went wrong", message: message)
+            case .protocolFailure(let failure): return failure
+            }
+        }
     }
 }
