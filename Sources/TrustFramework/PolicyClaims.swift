@@ -72,6 +72,23 @@ package struct PolicyClaims: Sendable, Codable, Equatable {
         Set(values.keys).union(other.values.keys).filter { values[$0] != other.values[$0] }.sorted()
     }
 
+    /// The values of `names` as the developer trace shows them: each as text, cut at 256
+    /// characters; a secret a person typed (a `Password` input) as `(hidden)`; a claim the step
+    /// removed as `(removed)`.
+    package func traceValues(of names: [String], policy: CompiledPolicy) -> [String: String] {
+        var shown: [String: String] = [:]
+        for name in names {
+            if name.lowercased() == "password" || policy.claimType(name)?.userInputType == "Password" {
+                shown[name] = "(hidden)"
+            } else if let value = self[name] {
+                shown[name] = String(value.text.prefix(256))
+            } else {
+                shown[name] = "(removed)"
+            }
+        }
+        return shown
+    }
+
     /// The bag without the values a person typed as secrets (claim types whose input is a
     /// `Password`): they are used within the request that carries them and never stored with
     /// the journey.

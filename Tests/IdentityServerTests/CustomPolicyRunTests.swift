@@ -108,7 +108,7 @@ struct CustomPolicyRunTests {
         }
     }
 
-    @Test("the developer trace: /dev/journeys/{correlationId} lists each step the sign-in ran, the claim names it changed, and how it ended")
+    @Test("the developer trace: /dev/journeys/{correlationId} lists each step the sign-in ran, the claims it changed with their values (never a password), and how it ended")
     func developerTrace() async throws {
         try await IdentityHarness.run(.sqlite) { h, driver in
             try await Self.upload(h)
@@ -126,7 +126,13 @@ struct CustomPolicyRunTests {
             #expect(steps.compactMap { $0["step"] as? String }.contains("SignUpOrSignIn#3"))
             #expect(steps.contains { ($0["claims"] as? [String])?.contains("greeting") == true })
             #expect(steps.last?["result"] as? String == "finished")
-            #expect(!trace.text.contains("Hello Hana") && !trace.text.contains("Passw0rd"), "names, never values")
+            #expect(steps.contains { ($0["values"] as? [String: String])?["greeting"] == "Hello Hana" }, "the transformation's result")
+            #expect(!trace.text.contains("Passw0rd"), "a password is never shown")
+            // Whatever a step left in the bag, a secret a person typed is hidden in the trace.
+            let program = try #require(try await h.server.service.customPolicies.program(tenantID: h.tenant.id, id: Self.policy))
+            let shown = PolicyClaims(["newPassword": .string("Secret-1"), "password": .string("Secret-2"), "displayName": .string("Hana")])
+                .traceValues(of: ["newPassword", "password", "displayName", "email"], policy: program)
+            #expect(shown == ["newPassword": "(hidden)", "password": "(hidden)", "displayName": "Hana", "email": "(removed)"])
             let html = try await driver.get("/dev/journeys/\(correlation)", headers: [.accept: "text/html"])
             #expect(html.text.contains("journeyTrace") && html.text.contains("SignUpOrSignIn#1"))
             #expect(try await driver.get("/dev/journeys/\(UUID().uuidString)").status == .notFound)

@@ -328,12 +328,14 @@ package struct JourneyEngine: Sendable {
         }
         let elapsed = ContinuousClock.now - started
         let milliseconds = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
-        let entry = JourneyTraceEntry(
-            step: step.id, result: result,
-            claims: run.claims.changedNames(from: before.claims)
-                + (run.state.policyClaims ?? PolicyClaims()).changedNames(from: before.policyClaims ?? PolicyClaims()),
-            milliseconds: milliseconds, error: error,
-            at: now)
+        let policyClaims = run.state.policyClaims ?? PolicyClaims()
+        let policyChanged = policyClaims.changedNames(from: before.policyClaims ?? PolicyClaims())
+        var entry = JourneyTraceEntry(
+            step: step.id, result: result, claims: run.claims.changedNames(from: before.claims) + policyChanged,
+            milliseconds: milliseconds, error: error, at: now)
+        if let program = run.flow.customPolicy, !policyChanged.isEmpty {
+            entry.values = policyClaims.traceValues(of: policyChanged, policy: program.policy)
+        }
         run.state.trace.append(entry)
         if run.state.trace.count > JourneyTraceEntry.limit { run.state.trace.removeFirst(run.state.trace.count - JourneyTraceEntry.limit) }
         if result != .skipped {

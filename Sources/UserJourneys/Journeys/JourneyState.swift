@@ -106,6 +106,9 @@ package struct JourneyTraceEntry: Sendable, Codable, Equatable {
     package var result: Result
     /// Names of the claims the step changed.
     package var claims: [String]
+    /// A custom policy's claims the step changed, with their values as the developer trace shows
+    /// them (``PolicyClaims/traceValues(of:policy:)``: secrets hidden).
+    package var values: [String: String]? = nil
     package var milliseconds: Int
     /// The error code a failure ended with.
     package var error: String?
