@@ -4,12 +4,12 @@ import IdentityDirectory
 import IdentityServer
 import TrustFramework
 
-/// `todo-server policies upload|list|show|delete`: the default tenant's custom policies (SPEC
-/// §2.12), through the same checks as Graph's `trustFramework/policies`.
+/// `todo-server policies upload|list|show|delete|keys`: the default tenant's custom policies
+/// (SPEC §2.12), through the same checks as Graph's `trustFramework/policies`.
 struct Policies: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Upload, list, show or delete the tenant's custom policies (B2C_1A_…, Identity Experience Framework XML).",
-        subcommands: [Upload.self, List.self, Show.self, Delete.self, Schema.self])
+        abstract: "Upload, list, show or delete the tenant's custom policies (B2C_1A_…, Identity Experience Framework XML), and their key sets.",
+        subcommands: [Upload.self, List.self, Show.self, Delete.self, Schema.self, PolicyKeys.self])
 
     struct Schema: ParsableCommand {
         static let configuration = CommandConfiguration(

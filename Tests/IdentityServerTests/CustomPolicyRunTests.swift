@@ -57,7 +57,7 @@ struct CustomPolicyRunTests {
             #expect(claims["email"] as? String == "carol@example.com")
             #expect(claims["newUser"] == nil, "no new user on a sign-in")
             #expect(tokens.json["expires_in"] as? Int == 1800, "the issuer's token_lifetime_secs")
-            // The journey's trace names each orchestration step and the policy claims it changed (never their values).
+            // The journey's trace names each orchestration step and the policy claims it changed, with their values.
             let journeys = try await h.database.rows("SELECT journey FROM authorization_requests WHERE journey IS NOT NULL", [])
             let stored = try journeys.map { try $0.text("journey") }
             let traces = try stored.map { text in
@@ -65,7 +65,7 @@ struct CustomPolicyRunTests {
                 return String(decoding: try JSONSerialization.data(withJSONObject: state?["trace"] ?? []), as: UTF8.self)
             }.joined()
             #expect(traces.contains("SignUpOrSignIn#3") && traces.contains("greeting"), "\(traces)")
-            #expect(!traces.contains("Hello Carol"), "names, never values, in the trace")
+            #expect(traces.contains("Hello Carol"), "the transformation's result, for the developer trace")
             #expect(!stored.joined().contains("wrong-Passw0rd") && !stored.joined().contains("Passw0rd!"), "no typed password is stored with the journey")
         }
     }

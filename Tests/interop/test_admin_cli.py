@@ -402,6 +402,29 @@ def test_policies_commands(admin, tmp_path):
     assert missing.returncode != 0 and "no custom policy" in missing.stderr
 
 
+def test_policy_key_commands(admin):
+    """`todo-server policies keys`: key sets made, filled and listed without ever showing a secret; a bad
+    request is one line on standard error and a non-zero exit."""
+    assert admin("policies", "keys", "create", "TokenSigningKeyContainer").stdout.strip() == "created B2C_1A_TokenSigningKeyContainer"
+    assert admin("policies", "keys", "create", "B2C_1A_FacebookSecret").stdout.strip() == "created B2C_1A_FacebookSecret"
+    again = admin("policies", "keys", "create", "TokenSigningKeyContainer", check=False)
+    assert again.returncode != 0 and len(again.stderr.strip().splitlines()) == 1
+    kid = admin("policies", "keys", "generate", "B2C_1A_TokenSigningKeyContainer").stdout.strip()
+    assert len(kid) > 20
+    secret_kid = admin("policies", "keys", "upload-secret", "B2C_1A_FacebookSecret", "--secret-stdin", stdin="s3cret-value\n").stdout.strip()
+    no_stdin = admin("policies", "keys", "upload-secret", "B2C_1A_FacebookSecret", check=False)
+    assert no_stdin.returncode != 0 and "--secret-stdin" in no_stdin.stderr
+    wrong_use = admin("policies", "keys", "generate", "B2C_1A_TokenSigningKeyContainer", "--use", "other", check=False)
+    assert wrong_use.returncode != 0 and "use must be sig or enc" in wrong_use.stderr
+    listed = admin("policies", "keys", "list").stdout
+    assert f"  {kid}  sig  RSA" in listed and f"  {secret_kid}  sig  oct" in listed
+    assert "s3cret-value" not in listed
+    assert admin("policies", "keys", "delete", "B2C_1A_FacebookSecret").stdout.strip() == "deleted B2C_1A_FacebookSecret"
+    missing = admin("policies", "keys", "delete", "B2C_1A_FacebookSecret", check=False)
+    assert missing.returncode != 0 and "no key set" in missing.stderr
+    assert "B2C_1A_FacebookSecret" not in admin("policies", "keys", "list").stdout
+
+
 def test_admin_commands_hash_at_the_configured_cost(tmp_path):
     """`users add` makes its hash at the cost `serve` is told (TODO_PASSWORD_HASH_COST), not a cost of its own."""
     import sqlite3

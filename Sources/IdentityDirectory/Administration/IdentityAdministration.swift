@@ -163,6 +163,31 @@ public struct IdentityAdministration: Sendable {
         try await customPolicies.delete(tenant: tenant, id: id)
     }
 
+    // MARK: Policy key sets
+
+    /// The tenant's policy key sets, with what may be shown of their keys.
+    public func policyKeySets(tenantID: UUID) async throws -> [PolicyKeySet] { try await policyKeySets.keySets(tenantID: tenantID) }
+
+    /// A new, empty key set; its id gains B2C's `B2C_1A_` prefix when it lacks one.
+    public func createPolicyKeySet(tenantID: UUID, id: String) async throws -> PolicyKeySet {
+        try await policyKeySets.create(tenantID: tenantID, id: id)
+    }
+
+    /// A new RSA key in `keySet` (`use` `sig` or `enc`), made here; its private part never leaves.
+    public func generatePolicyKey(tenantID: UUID, keySet: String, use: String) async throws -> PolicyKey {
+        try await policyKeySets.generateKey(tenantID: tenantID, keySet: keySet, use: use, kty: "RSA", notBefore: nil, expires: nil)
+    }
+
+    /// A secret (an identity provider's client secret, a REST password) added to `keySet`.
+    public func uploadPolicySecret(tenantID: UUID, keySet: String, use: String, value: String) async throws -> PolicyKey {
+        try await policyKeySets.uploadSecret(tenantID: tenantID, keySet: keySet, use: use, value: value, notBefore: nil, expires: nil)
+    }
+
+    /// Deletes a key set and its keys; false when there was none.
+    public func deletePolicyKeySet(tenantID: UUID, id: String) async throws -> Bool {
+        try await policyKeySets.delete(tenantID: tenantID, id: id)
+    }
+
     package init(
         tenants: any TenantDirectory,
         users: any UserDirectory,
