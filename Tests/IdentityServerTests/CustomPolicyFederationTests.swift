@@ -368,4 +368,24 @@ struct CustomPolicyFederationTests {
             #expect(dialog.text.contains("fbContinue"))
         }
     }
+
+    @Test("only an alternativeSecurityId naming the verified user id is proven: not one already in the bag for someone else, not a local account, not Facebook from another provider")
+    func provenBinding() async throws {
+        try await IdentityHarness.run(.sqlite) { h, _ in
+            try await Self.upload(h)
+            let policy = try #require(try await h.server.service.customPolicies.program(tenantID: h.tenant.id, id: "B2C_1A_test_susi"))
+            func key(_ issuer: String, _ subject: String) -> String {
+                #"{"issuer":"\#(issuer)","issuerUserId":"\#(Data(subject.utf8).base64EncodedString())"}"#
+            }
+            let identity = FederatedIdentity(
+                provider: IdentityProviderKind(rawValue: "https://idp.example")!, subject: "s1", email: nil, displayName: "Someone",
+                claims: ["sub": "s1", "iss": "https://idp.example"])
+            let own = key("https://idp.example", "s1")
+            #expect(PolicyFederation.proven(PolicyClaims(["alternativeSecurityId": .string(own)]), by: identity, policy: policy) == [own])
+            let victim = key("https://idp.example", "victim")
+            #expect(PolicyFederation.proven(PolicyClaims(["alternativeSecurityId": .string(victim)]), by: identity, policy: policy).isEmpty)
+            #expect(PolicyFederation.proven(PolicyClaims(["alternativeSecurityId": .string(key("local", "s1"))]), by: identity, policy: policy).isEmpty)
+            #expect(PolicyFederation.proven(PolicyClaims(["alternativeSecurityId": .string(key("facebook.com", "s1"))]), by: identity, policy: policy).isEmpty)
+        }
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import IdentityDirectory
 import Logging
+import TodoModels
 import TrustFramework
 
 /// Why a technical profile stopped: a message for the page it was validating (B2C shows it on
@@ -187,9 +188,11 @@ struct PolicyDirectoryProvider: Sendable {
         let email = EmailAddress(values["otherMails"] ?? values["email"] ?? values["mail"] ?? "")
         let user = UserAccount(
             tenantID: tenant.id, identityProvider: identity.provider, signInName: identity.subject, email: email?.display,
-            displayName: values["displayName"].flatMap { $0.isEmpty ? nil : $0 } ?? email.map { String($0.display.split(separator: "@").first ?? "") }
-                ?? "unknown",
-            attributes: Self.attributes(values), createdAt: now, emailVerified: false)
+            // The name rules of every account, as the built-in flows apply them to a provider's names.
+            displayName: values["displayName"].flatMap { try? TextRules.name($0, maximumLength: 256).get() }.flatMap { $0.isEmpty ? nil : $0 }
+                ?? email.map { String($0.display.split(separator: "@").first ?? "") } ?? "unknown",
+            attributes: Self.attributes(values).compactMapValues { try? TextRules.name($0, maximumLength: 256).get() }, createdAt: now,
+            emailVerified: false)
         do {
             try await users.create(user)
         } catch UserDirectoryError.duplicate {

@@ -22,11 +22,28 @@ struct PolicyFederation: Sendable {
         return !PolicyProfileRunner.isPasswordCheck(profile)
     }
 
-    /// The provider's answer is for `profile`: the identity came from the provider it describes.
+    /// The provider's answer is for `profile`: it answers the request made for this very profile
+    /// (not another with the same provider) and comes from the provider the profile describes.
     static func answers(_ identity: FederatedIdentity, _ profile: PolicyTechnicalProfile) -> Bool {
-        if profile.isFacebook { return identity.provider == .facebook }
-        guard let metadata = profile.metadata["METADATA"] else { return false }
+        if profile.isFacebook { return identity.provider == .facebook && identity.via == nil }
+        guard let metadata = profile.metadata["METADATA"], identity.via?.lowercased() == profile.id.lowercased() else { return false }
         return identity.provider == UpstreamProvider(name: profile.id, metadataUrl: metadata, clientId: "").kind
+    }
+
+    /// The `alternativeSecurityId`s of `claims` that `identity`'s answer proves: those naming the
+    /// user id the verified token (or Facebook's answer) carried, from a provider other than this
+    /// service's local accounts, and Facebook only when the answer came from Facebook. A value
+    /// that was in the bag before the answer, from a page, a REST call or a default, proves
+    /// nothing unless it names that same identity.
+    static func proven(_ claims: PolicyClaims, by identity: FederatedIdentity, policy: CompiledPolicy) -> [String] {
+        claims.values.compactMap { key, value -> String? in
+            guard policy.claimType(key)?.dataType == .alternativeSecurityId || key == "alternativesecurityid", case .string(let text) = value,
+                let decoded = decodeAlternativeSecurityId(text),
+                decoded.subject == identity.subject || identity.claims.values.contains(decoded.subject),
+                decoded.provider != .facebook || identity.provider == .facebook
+            else { return nil }
+            return text
+        }
     }
 
     /// The provider `profile` describes, its secret sealed as a declared provider's is.
@@ -80,7 +97,10 @@ struct PolicyFederation: Sendable {
         guard text.utf8.count <= 4096, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
             let issuer = object["issuer"] as? String, let encoded = object["issuerUserId"] as? String,
             let data = Data(base64Encoded: encoded), let subject = String(data: data, encoding: .utf8), !subject.isEmpty,
-            let provider = IdentityProviderKind(rawValue: issuer)
+            subject.count <= 256, !subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }),
+            let provider = IdentityProviderKind(rawValue: issuer),
+            // Never this service's own local accounts: those are found by their sign-in names.
+            provider != .local
         else { return nil }
         return (provider, subject)
     }

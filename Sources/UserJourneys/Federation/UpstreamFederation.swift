@@ -70,7 +70,9 @@ package struct UpstreamFederation: Sendable {
             return try await journeys.fail(record, with: failure.b2cError, context: context)
         }
         context.logger.info("upstream sign-in", metadata: ["provider": "\(provider.name)", "idp": "\(provider.issuer)"])
-        return try await journeys.receive(identity, record: record, tenant: tenant, flow: userFlow, request: request, context: context)
+        var answer = identity
+        answer.via = upstream.provider
+        return try await journeys.receive(answer, record: record, tenant: tenant, flow: userFlow, request: request, context: context)
     }
 
     /// Why this answer cannot be the recorded provider's, or nil when it is.

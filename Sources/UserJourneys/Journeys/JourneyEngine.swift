@@ -179,6 +179,9 @@ package struct JourneyEngine: Sendable {
             let earlier = journey.steps[..<run.state.step].lastIndex(where: { $0.pages.contains(page) })
         else { throw Self.notThisStep }
         run.claims.restartChoice()
+        // Going back to choose again: what a provider proved before belongs to the old choice.
+        run.state.policyProvenAlternativeSecurityIds = nil
+        run.state.policyExchange = nil
         run.state.move(to: earlier, in: journey)
         return journey.steps[earlier]
     }

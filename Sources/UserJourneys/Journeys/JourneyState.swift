@@ -70,6 +70,7 @@ struct JourneyClaims: Sendable, Codable, Equatable {
     /// it (the browser's back button).
     mutating func restartChoice() {
         selection = nil
+        // (A custom policy's provider proof goes with the choice: ``JourneyEngine`` clears it.)
         federated = nil
         sessionHash = nil
         sessionHasSecondFactor = false

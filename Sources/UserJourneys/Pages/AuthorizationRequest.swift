@@ -171,4 +171,7 @@ package struct FederatedIdentity: Sendable, Equatable {
     /// The ID token's claims that are text, numbers or booleans, as text: what a custom policy's
     /// identity provider profile maps onto its claims by `PartnerClaimType` (SPEC §2.12).
     var claims: [String: String] = [:]
+    /// The provider (a declared provider's name, a policy profile's id) whose request this is the
+    /// answer to, as the one-time state recorded it; nil for the simulated Facebook.
+    var via: String? = nil
 }

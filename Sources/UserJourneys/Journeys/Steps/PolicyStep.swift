@@ -48,7 +48,7 @@ struct PolicyStep: OrchestrationStep {
             let profile = step.kind == .combinedSignInAndSignUp ? signInProfile : profile(run)
             if let profile, profile.kind == .selfAsserted, policy.remembersSession(profile) {
                 claims["objectId"] = .string(user.objectID)
-                claims["authenticationSource"] = .string("localAccountAuthentication")
+                claims["authenticationSource"] = .string(user.identityProvider == .local ? "localAccountAuthentication" : "socialIdpAuthentication")
                 return .next
             }
         }
@@ -231,15 +231,12 @@ struct PolicyStep: OrchestrationStep {
         else { throw JourneyEngine.notThisStep }
         var claims = run.state.policyClaims ?? PolicyClaims()
         defer { run.state.policyClaims = claims }
+        // Nothing from before the answer stands in for what the answer says.
+        for reference in profile.outputClaims { claims.remove(reference.claimType) }
         PolicyFederation.map(identity, profile, into: &claims, policy: policy)
         profiles.resolver(run, policy).applyDefaults(profile.outputClaims, to: &claims)
         if let failure = try transforming(profile.outputTransformations, of: profile, &claims, run) { return .fail(failure) }
-        let proven = claims.values.compactMap { key, value -> String? in
-            guard policy.claimType(key)?.dataType == .alternativeSecurityId || key == "alternativesecurityid", case .string(let text) = value
-            else { return nil }
-            return text
-        }
-        run.state.policyProvenAlternativeSecurityIds = proven
+        run.state.policyProvenAlternativeSecurityIds = PolicyFederation.proven(claims, by: identity, policy: policy)
         return .next
     }
 
