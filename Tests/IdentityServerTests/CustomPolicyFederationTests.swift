@@ -386,6 +386,15 @@ struct CustomPolicyFederationTests {
             #expect(PolicyFederation.proven(PolicyClaims(["alternativeSecurityId": .string(victim)]), by: identity, policy: policy).isEmpty)
             #expect(PolicyFederation.proven(PolicyClaims(["alternativeSecurityId": .string(key("local", "s1"))]), by: identity, policy: policy).isEmpty)
             #expect(PolicyFederation.proven(PolicyClaims(["alternativeSecurityId": .string(key("facebook.com", "s1"))]), by: identity, policy: policy).isEmpty)
+            // An answer counts only for the profile whose request it answers.
+            let profile = try #require(policy.profile("Loopback-OIDC"))
+            var answer = FederatedIdentity(
+                provider: IdentityProviderKind(rawValue: "http://127.0.0.1:1")!, subject: "s1", email: nil, displayName: "Someone")
+            #expect(!PolicyFederation.answers(answer, profile), "no request recorded")
+            answer.via = "Another-Profile"
+            #expect(!PolicyFederation.answers(answer, profile), "another profile's request")
+            answer.via = "loopback-oidc"
+            #expect(PolicyFederation.answers(answer, profile))
         }
     }
 }
