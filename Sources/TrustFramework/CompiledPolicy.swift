@@ -16,6 +16,10 @@ package struct CompiledPolicy: Sendable {
 
     package func claimType(_ id: String) -> PolicyClaimType? { claimTypes[id.lowercased()] }
     package func profile(_ id: String) -> PolicyTechnicalProfile? { profiles[id.lowercased()] }
+    /// Profile id → the `Domain` of its claims provider, lower-cased: what a `domain_hint` names.
+    let domains: [String: String]
+    /// The `Domain` of the claims provider `profile` belongs to, lower-cased.
+    package func domain(of profile: PolicyTechnicalProfile) -> String? { domains[profile.id.lowercased()] }
     /// Whether a profile of this policy is Facebook's OAuth2 one.
     package var hasFacebookProfile: Bool { profiles.values.contains(where: \.isFacebook) }
     package func transformation(_ id: String) -> PolicyTransformation? { transformations[id.lowercased()] }
@@ -40,6 +44,13 @@ package struct CompiledPolicy: Sendable {
         var byID: [String: PolicyElement] = [:]
         for element in elements { if let id = element["Id"] { byID[id.lowercased()] = element } }
         profiles = Self.keyed(elements.map { PolicyTechnicalProfile(Self.including($0, from: byID, depth: 0)) })
+        var domains: [String: String] = [:]
+        for provider in policy.child("ClaimsProviders")?.children("ClaimsProvider") ?? [] {
+            guard let domain = provider.child("Domain")?.text.trimmingCharacters(in: .whitespacesAndNewlines).lowercased(), !domain.isEmpty
+            else { continue }
+            for profile in provider.items("TechnicalProfiles", "TechnicalProfile") { if let id = profile["Id"] { domains[id.lowercased()] = domain } }
+        }
+        self.domains = domains
         journeys = Self.keyed((policy.child("UserJourneys")?.children("UserJourney") ?? []).map(PolicyUserJourney.init))
         relyingParty = policy.child("RelyingParty").map(PolicyRelyingParty.init)
         predicates = PolicyPredicates(blocks)

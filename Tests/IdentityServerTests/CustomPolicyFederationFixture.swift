@@ -66,7 +66,18 @@ extension CustomPolicyFederationTests {
         base = base.replacingOccurrences(
             of: #"<TechnicalProfile Id="Issuer">"#,
             with: """
+                    </TechnicalProfiles>
+                  </ClaimsProvider>
+                  <ClaimsProvider>
+                    <Domain>\(facebook ? "facebook.com" : "loopback.example")</Domain>
+                    <DisplayName>Provider</DisplayName>
+                    <TechnicalProfiles>
                 \(facebook ? Self.facebookProfile : oidcProfile)
+                    </TechnicalProfiles>
+                  </ClaimsProvider>
+                  <ClaimsProvider>
+                    <DisplayName>Provider accounts</DisplayName>
+                    <TechnicalProfiles>
                 <TechnicalProfile Id="Directory-ReadBySecurityId">
                   <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.AzureActiveDirectoryProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
                   <Metadata>

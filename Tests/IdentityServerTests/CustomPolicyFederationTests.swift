@@ -213,4 +213,21 @@ struct CustomPolicyFederationTests {
             #expect(PolicyFederation.answers(answer, profile))
         }
     }
+
+    @Test("a domain_hint naming a claims provider's Domain goes straight to its provider, on the combined page and the selection page; another hint shows the page")
+    func domainHint() async throws {
+        for selection in [false, true] {
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                try await Self.upload(h, facebook: true, selectionPage: selection)
+                var attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_susi")
+                attempt.extra = [("domain_hint", "Facebook.com")]
+                let straight = try await driver.start(attempt, harness: h)
+                #expect(straight.text.contains("fbContinue"), "\(selection): \(straight.status) \(straight.text.prefix(300))")
+                driver.cookies = [:]
+                attempt.extra = [("domain_hint", "elsewhere.example")]
+                let page = try await driver.start(attempt, harness: h)
+                #expect(page.text.contains(#"id="LoopbackExchange""#) && !page.text.contains("fbContinue"))
+            }
+        }
+    }
 }

@@ -55,10 +55,18 @@ struct PolicyStep: OrchestrationStep {
         switch step.kind {
         case .sendClaims: return .next
         case .combinedSignInAndSignUp:
+            if let hinted = hintedExchange(run) {
+                run.state.policyExchange = hinted
+                return .next
+            }
             if let profile = signInProfile { profiles.resolver(run, policy).applyDefaults(profile.inputClaims, to: &claims) }
             return .interact(.redirecting(to: run.url(.unified)))
         case .claimsProviderSelection:
             // B2C's identity provider selection page (`api.idpselections`): the buttons alone.
+            if let hinted = hintedExchange(run) {
+                run.state.policyExchange = hinted
+                return .next
+            }
             return providerExchanges.isEmpty ? .next : .interact(.redirecting(to: run.url(.unified)))
         case .claimsExchange:
             guard let profile = profile(run) else { return .next }
@@ -191,6 +199,13 @@ struct PolicyStep: OrchestrationStep {
             guard let profile = targetProfile(target) else { return false }
             return step.kind == .claimsProviderSelection || PolicyFederation.isFederation(profile)
         }
+    }
+
+    /// The button a `domain_hint` presses: the target whose profile's claims provider has that
+    /// `Domain` (B2C's direct sign-in), so the page is not shown.
+    private func hintedExchange(_ run: JourneyRun) -> String? {
+        guard let hint = run.authorization.domainHint?.lowercased(), !hint.isEmpty else { return nil }
+        return providerExchanges.first { target in targetProfile(target).flatMap(policy.domain(of:)) == hint }
     }
 
     /// The profile of the claims exchange `target` names, in any step of this journey.
