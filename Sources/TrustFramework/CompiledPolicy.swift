@@ -20,8 +20,9 @@ package struct CompiledPolicy: Sendable {
     let domains: [String: String]
     /// The `Domain` of the claims provider `profile` belongs to, lower-cased.
     package func domain(of profile: PolicyTechnicalProfile) -> String? { domains[profile.id.lowercased()] }
-    /// Whether a profile of this policy is Facebook's OAuth2 one.
-    package var hasFacebookProfile: Bool { profiles.values.contains(where: \.isFacebook) }
+    /// Whether a profile of this policy is Facebook's OAuth2 one: found once at compile time, as
+    /// every request on the policy's URL makes its flow from it.
+    package let hasFacebookProfile: Bool
     package func transformation(_ id: String) -> PolicyTransformation? { transformations[id.lowercased()] }
     package func journey(_ id: String) -> PolicyUserJourney? { journeys[id.lowercased()] }
 
@@ -51,6 +52,7 @@ package struct CompiledPolicy: Sendable {
             for profile in provider.items("TechnicalProfiles", "TechnicalProfile") { if let id = profile["Id"] { domains[id.lowercased()] = domain } }
         }
         self.domains = domains
+        hasFacebookProfile = profiles.values.contains(where: \.isFacebook)
         journeys = Self.keyed((policy.child("UserJourneys")?.children("UserJourney") ?? []).map(PolicyUserJourney.init))
         relyingParty = policy.child("RelyingParty").map(PolicyRelyingParty.init)
         predicates = PolicyPredicates(blocks)

@@ -13,12 +13,12 @@ struct PolicyKeys: AsyncParsableCommand {
         abstract: "List, create, fill or delete the tenant's policy key sets (B2C_1A_…), which custom policies name by StorageReferenceId.",
         subcommands: [List.self, Create.self, Generate.self, UploadSecret.self, Delete.self])
 
-    /// Runs `change` on the default tenant; a refused change is one line and a non-zero exit.
-    static func changing<T: Sendable>(_ store: StoreOptions, _ change: @escaping @Sendable (IdentityServer, Tenant) async throws -> T)
+    /// Runs `body` on the default tenant; a refused request is one line and a non-zero exit.
+    static func onDefaultTenant<T: Sendable>(_ store: StoreOptions, _ body: @escaping @Sendable (IdentityServer, Tenant) async throws -> T)
         async throws -> T
     {
         do {
-            return try await withDefaultTenant(store, change)
+            return try await withDefaultTenant(store, body)
         } catch let refusal as PolicyKeySetError {
             throw CommandFailure(refusal.message)
         }
@@ -29,7 +29,7 @@ struct PolicyKeys: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
 
         func run() async throws {
-            let sets = try await PolicyKeys.changing(store) { server, tenant in try await server.administration.policyKeySets(tenantID: tenant.id) }
+            let sets = try await PolicyKeys.onDefaultTenant(store) { server, tenant in try await server.administration.policyKeySets(tenantID: tenant.id) }
             for set in sets {
                 print(set.id)
                 for key in set.keys { print("  \(key.kid)  \(key.use)  \(key.kty)") }
@@ -43,7 +43,7 @@ struct PolicyKeys: AsyncParsableCommand {
         @Argument(help: "The key set's id, e.g. TokenSigningKeyContainer.") var id: String
 
         func run() async throws {
-            let set = try await PolicyKeys.changing(store) { server, tenant in
+            let set = try await PolicyKeys.onDefaultTenant(store) { server, tenant in
                 try await server.administration.createPolicyKeySet(tenantID: tenant.id, id: id)
             }
             print("created \(set.id)")
@@ -57,7 +57,7 @@ struct PolicyKeys: AsyncParsableCommand {
         @Option(help: "sig or enc.") var use = "sig"
 
         func run() async throws {
-            let key = try await PolicyKeys.changing(store) { server, tenant in
+            let key = try await PolicyKeys.onDefaultTenant(store) { server, tenant in
                 try await server.administration.generatePolicyKey(tenantID: tenant.id, keySet: id, use: use)
             }
             print(key.kid)
@@ -75,7 +75,7 @@ struct PolicyKeys: AsyncParsableCommand {
         func run() async throws {
             guard secretStdin else { throw CommandFailure("pass --secret-stdin and the secret on standard input") }
             guard let secret = readLine(strippingNewline: true), !secret.isEmpty else { throw CommandFailure("no secret on standard input") }
-            let key = try await PolicyKeys.changing(store) { server, tenant in
+            let key = try await PolicyKeys.onDefaultTenant(store) { server, tenant in
                 try await server.administration.uploadPolicySecret(tenantID: tenant.id, keySet: id, use: use, value: secret)
             }
             print(key.kid)
@@ -88,7 +88,7 @@ struct PolicyKeys: AsyncParsableCommand {
         @Argument(help: "The key set's id.") var id: String
 
         func run() async throws {
-            let deleted = try await PolicyKeys.changing(store) { server, tenant in
+            let deleted = try await PolicyKeys.onDefaultTenant(store) { server, tenant in
                 try await server.administration.deletePolicyKeySet(tenantID: tenant.id, id: id)
             }
             guard deleted else { throw CommandFailure("no key set \(id)") }

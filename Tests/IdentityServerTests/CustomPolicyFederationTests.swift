@@ -230,4 +230,18 @@ struct CustomPolicyFederationTests {
             }
         }
     }
+
+    @Test("a Facebook profile takes only the simulated Facebook's answer, never an OpenID Connect provider's")
+    func facebookAnswersOnly() async throws {
+        try await IdentityHarness.run(.sqlite) { h, _ in
+            try await Self.upload(h, facebook: true)
+            let policy = try #require(try await h.server.service.customPolicies.program(tenantID: h.tenant.id, id: "B2C_1A_test_susi"))
+            let profile = try #require(policy.profile("Loopback-OIDC"))
+            var answer = FederatedIdentity(provider: .facebook, subject: "1", email: nil, displayName: "Fay")
+            #expect(PolicyFederation.answers(answer, profile))
+            answer.via = "loopback-oidc"
+            #expect(!PolicyFederation.answers(answer, profile), "an upstream provider's answer, whatever it calls itself")
+            #expect(policy.hasFacebookProfile)
+        }
+    }
 }
