@@ -45,13 +45,14 @@ public final class IdentityServer: Sendable {
     ) async throws -> IdentityServer {
         try await migrate(database, logger: logger)
         let keys = SigningKeyRing(database: database, dataKey: dataKey, clock: clock, keyBits: configuration.signingKeyBits)
+        let policyKeySets = PolicyKeySetLibrary(database: database, dataKey: dataKey, clock: clock)
         let service = IdentityService(
             configuration: configuration, clock: clock, tenants: CachedTenantDirectory(SQLTenantDirectory(database: database)),
             users: SQLUserDirectory(database: database), grants: SQLGrantStore(database: database, dataKey: dataKey),
             interactions: SQLInteractionStore(database: database, dataKey: dataKey), consents: SQLConsentStore(database: database),
             secondFactors: SQLSecondFactorStore(database: database, dataKey: dataKey),
             customPolicies: CustomPolicyLibrary(database: database, clock: clock),
-            policyKeySets: PolicyKeySetLibrary(database: database, dataKey: dataKey, clock: clock),
+            policyKeySets: policyKeySets,
             connectors: ConnectorCaller(dataKey: dataKey),
             upstream: UpstreamOIDC(
                 directory: UpstreamDirectory(),
@@ -59,7 +60,7 @@ public final class IdentityServer: Sendable {
             dataKey: dataKey,
             keys: keys,
             hasher: PasswordHasher(cost: configuration.passwordHashCost), pages: try PageRenderer(),
-            issuer: TokenIssuer(keys: keys, signer: SigningThreads()), hosts: HostPolicy(configuration: configuration))
+            issuer: TokenIssuer(keys: keys, policyKeys: policyKeySets, signer: SigningThreads()), hosts: HostPolicy(configuration: configuration))
         return IdentityServer(service: service, database: database, logger: logger)
     }
 

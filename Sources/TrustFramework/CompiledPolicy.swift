@@ -23,6 +23,13 @@ package struct CompiledPolicy: Sendable {
     /// Whether a profile of this policy is Facebook's OAuth2 one: found once at compile time, as
     /// every request on the policy's URL makes its flow from it.
     package let hasFacebookProfile: Bool
+    /// The relying party's JWT issuer: the technical profile of its journey's `SendClaims` step.
+    package let tokenIssuer: PolicyTechnicalProfile?
+    /// The key set whose active key signs this policy's tokens: the JWT issuer's `issuer_secret`
+    /// (`B2C_1A_TokenSigningKeyContainer` in the starter pack). B2C signs a custom policy's
+    /// tokens with it, not with the tenant's user-flow key, and publishes it in the policy's
+    /// JWKS (policy-keys-overview; SPEC §2.12).
+    package var tokenSigningKeySet: String? { tokenIssuer?.keys["issuer_secret"].flatMap { $0.isEmpty ? nil : $0 } }
     package func transformation(_ id: String) -> PolicyTransformation? { transformations[id.lowercased()] }
     package func journey(_ id: String) -> PolicyUserJourney? { journeys[id.lowercased()] }
 
@@ -56,6 +63,9 @@ package struct CompiledPolicy: Sendable {
         journeys = Self.keyed((policy.child("UserJourneys")?.children("UserJourney") ?? []).map(PolicyUserJourney.init))
         relyingParty = policy.child("RelyingParty").map(PolicyRelyingParty.init)
         predicates = PolicyPredicates(blocks)
+        let (journeys, profiles) = (self.journeys, self.profiles)
+        tokenIssuer = relyingParty.flatMap { journeys[$0.defaultJourney.lowercased()] }?.steps
+            .first { $0.kind == .sendClaims }?.issuerProfile.flatMap { profiles[$0.lowercased()] }
     }
 
     /// A profile with the profile it includes (`IncludeTechnicalProfile`) as its base, as B2C

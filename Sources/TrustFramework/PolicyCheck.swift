@@ -178,6 +178,7 @@ package enum PolicyCheck {
             }
         }
         if let party = policy.child("RelyingParty") {
+            problems += unsignedIssuers(policy, profiles: profiles)
             missing("UserJourney", party.child("DefaultUserJourney")?["ReferenceId"], in: journeys, at: party)
             for endpoint in party.items("Endpoints", "Endpoint") {
                 missing("UserJourney", endpoint["UserJourneyReferenceId"], in: journeys, at: endpoint)
@@ -211,6 +212,45 @@ package enum PolicyCheck {
             return "TechnicalProfile '\(id)' uses the token_endpoint_auth_method '\(method)', which is not supported by this service."
         }
         return nil
+    }
+
+    /// The JWT issuers of a relying party's journeys without the `issuer_secret` key that signs
+    /// their tokens: B2C requires it (jwt-issuer-technical-profile, "Cryptographic keys"), and a
+    /// policy's tokens are signed with it here too. Looked for through `IncludeTechnicalProfile`.
+    static func unsignedIssuers(_ policy: PolicyElement, profiles: [PolicyElement]) -> [String] {
+        var byID: [String: PolicyElement] = [:]
+        for profile in profiles { if let id = profile["Id"] { byID[id.lowercased()] = profile } }
+        func hasSecret(_ id: String, depth: Int) -> Bool {
+            guard depth < 10, let profile = byID[id.lowercased()] else { return false }
+            if profile.items("CryptographicKeys", "Key").contains(where: { $0["Id"] == "issuer_secret" && !($0["StorageReferenceId"] ?? "").isEmpty }) {
+                return true
+            }
+            return profile.child("IncludeTechnicalProfile")?["ReferenceId"].map { hasSecret($0, depth: depth + 1) } ?? false
+        }
+        var problems: [String] = []
+        for journey in policy.items("UserJourneys", "UserJourney") {
+            for step in journey.items("OrchestrationSteps", "OrchestrationStep") where step["Type"] == "SendClaims" {
+                guard let id = step["CpimIssuerTechnicalProfileReferenceId"], byID[id.lowercased()] != nil, !hasSecret(id, depth: 0) else { continue }
+                let message = "TechnicalProfile '\(id)' issues tokens but has no CryptographicKeys Key 'issuer_secret' naming the key set that signs them."
+                if !problems.contains(message) { problems.append(message) }
+            }
+        }
+        return problems
+    }
+
+    /// Every key set a policy file names (`CryptographicKeys/Key/@StorageReferenceId` of its
+    /// technical profiles), with the profile and key id that name it. B2C refuses an upload whose
+    /// key set does not exist (its setup has the keys made before the starter pack uploads).
+    package static func keyReferences(_ root: PolicyElement) -> [(profile: String, key: String, keySet: String)] {
+        var found: [(profile: String, key: String, keySet: String)] = []
+        walk(root) { element, _ in
+            guard element.name == "TechnicalProfile" else { return }
+            for key in element.items("CryptographicKeys", "Key") {
+                guard let keySet = key["StorageReferenceId"], !keySet.isEmpty else { continue }
+                found.append((element["Id"] ?? "", key["Id"] ?? "", keySet))
+            }
+        }
+        return found
     }
 
     static func handlerName(_ handler: String?) -> String {

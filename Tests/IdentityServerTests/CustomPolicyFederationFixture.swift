@@ -149,10 +149,8 @@ extension CustomPolicyFederationTests {
                     """)
         }
         files[0] = Data(base.utf8)
+        try await PolicyFixtures.makeKeys(h.server.administration, tenantID: h.tenant.id, secrets: ["B2C_1A_LoopbackSecret": secret])
         try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
-        _ = try await h.server.service.policyKeySets.create(tenantID: h.tenant.id, id: "LoopbackSecret")
-        _ = try await h.server.service.policyKeySets.uploadSecret(
-            tenantID: h.tenant.id, keySet: "B2C_1A_LoopbackSecret", use: "sig", value: secret, notBefore: nil, expires: nil)
     }
 
     /// Facebook's OAuth2 profile as B2C's policies write it (Graph's field names), under the

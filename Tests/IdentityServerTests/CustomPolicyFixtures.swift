@@ -8,6 +8,30 @@ import Foundation
 /// and the merge know. `tenant` is the dev tenant unless a test wants another.
 enum PolicyFixtures {
     static let tenant = "todob2c.onmicrosoft.com"
+    /// The key set the base's JWT issuer signs with (`issuer_secret`).
+    static let signingKeySet = "B2C_1A_TokenSigningKeyContainer"
+
+    /// The policy key sets a tenant needs before these policies upload (B2C refuses a policy
+    /// naming a key set that is not there): the signing container with a generated RSA key, and
+    /// `secrets` (key set id → value) for the profiles that name one. Returns the signing key.
+    /// A set the tenant has already is left as it is.
+    /// The tenant's keys (``makeKeys(_:tenantID:secrets:)``), then `files` uploaded together.
+    static func upload(_ files: [Data], to h: IdentityHarness) async throws {
+        try await makeKeys(h.server.administration, tenantID: h.tenant.id)
+        try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
+    }
+
+    @discardableResult
+    static func makeKeys(_ administration: IdentityAdministration, tenantID: UUID, secrets: [String: String] = [:]) async throws -> PolicyKey {
+        let existing = try await administration.policyKeySets(tenantID: tenantID)
+        for (id, value) in secrets.sorted(by: { $0.key < $1.key }) where !existing.contains(where: { $0.id == id }) {
+            let set = try await administration.createPolicyKeySet(tenantID: tenantID, id: id)
+            _ = try await administration.uploadPolicySecret(tenantID: tenantID, keySet: set.id, use: "sig", value: value)
+        }
+        if let known = existing.first(where: { $0.id == signingKeySet })?.keys.last { return known }
+        _ = try await administration.createPolicyKeySet(tenantID: tenantID, id: signingKeySet)
+        return try await administration.generatePolicyKey(tenantID: tenantID, keySet: signingKeySet, use: "sig")
+    }
 
     static func policy(
         _ id: String, base: String? = nil, tenant: String = tenant, body: String, extraRootAttributes: String = ""

@@ -75,10 +75,8 @@ struct CustomPolicyRestTests {
             String(decoding: files[1], as: UTF8.self).replacingOccurrences(
                 of: #"<OutputClaim ClaimTypeReferenceId="greeting" />"#,
                 with: #"<OutputClaim ClaimTypeReferenceId="greeting" /><OutputClaim ClaimTypeReferenceId="loyaltyNumber" />"#).utf8)
+        try await PolicyFixtures.makeKeys(h.server.administration, tenantID: h.tenant.id, secrets: ["B2C_1A_RestToken": "rest-token"])
         try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
-        _ = try await h.server.service.policyKeySets.create(tenantID: h.tenant.id, id: "RestToken")
-        _ = try await h.server.service.policyKeySets.uploadSecret(
-            tenantID: h.tenant.id, keySet: "B2C_1A_RestToken", use: "sig", value: "rest-token", notBefore: nil, expires: nil)
     }
 
     static func signUp(_ h: IdentityHarness, _ driver: Driver, email: String) async throws -> (TestResponse, AuthorizationAttempt) {

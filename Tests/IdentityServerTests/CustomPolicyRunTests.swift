@@ -18,6 +18,7 @@ struct CustomPolicyRunTests {
     static let policy = "B2C_1A_test_susi"
 
     static func upload(_ h: IdentityHarness) async throws {
+        try await PolicyFixtures.makeKeys(h.server.administration, tenantID: h.tenant.id)
         try await h.server.administration.uploadCustomPolicies(try PolicyFixtures.localAccounts(), tenant: h.tenant)
     }
 
@@ -152,7 +153,7 @@ struct CustomPolicyRunTests {
                     of: #"<TechnicalProfile Id="Issuer">"#,
                     with: #"<TechnicalProfile Id="SM-Session"><Protocol Name="Proprietary" Handler="Web.TPEngine.SSO.DefaultSSOSessionProvider, Web.TPEngine" /></TechnicalProfile><TechnicalProfile Id="Issuer">"#)
             files[0] = Data(base.utf8)
-            try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
+            try await PolicyFixtures.upload(files, to: h)
             let user = try await h.addUser("ines@example.com", name: "Ines")
             let first = AuthorizationAttempt(harness: h, policy: Self.policy)
             let page = try await driver.start(first, harness: h)
@@ -172,7 +173,7 @@ struct CustomPolicyRunTests {
             #expect(asked.text.contains("id=\"signInName\""), "prompt=login shows the sign-in page")
 
             // The shipped policies keep no session: a second sign-in asks again.
-            try await h.server.administration.uploadCustomPolicies(try PolicyFixtures.localAccounts(), tenant: h.tenant)
+            try await PolicyFixtures.upload(try PolicyFixtures.localAccounts(), to: h)
             let plain = try await driver.start(AuthorizationAttempt(harness: h, policy: Self.policy), harness: h)
             #expect(plain.text.contains("id=\"signInName\""))
         }
@@ -207,7 +208,7 @@ struct CustomPolicyRunTests {
                         <ClaimsTransformations>
                         """)
             files[0] = Data(base.utf8)
-            try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
+            try await PolicyFixtures.upload(files, to: h)
             let attempt = AuthorizationAttempt(harness: h, policy: Self.policy)
             var page = try await driver.start(attempt, harness: h)
             page = try await driver.follow(try await driver.post(page.formAction ?? "", [("csrf_token", page.field("csrf_token") ?? ""), ("action", "signup")]))
@@ -309,7 +310,7 @@ struct CustomPolicyBoundaryTests {
         let setPassword = String(decoding: files[2], as: UTF8.self).replacingOccurrences(of: "B2C_1A_test_reset", with: "B2C_1A_test_set")
             .replacingOccurrences(of: #"ReferenceId="PasswordReset""#, with: #"ReferenceId="SetPassword""#)
         files.append(Data(setPassword.utf8))
-        try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
+        try await PolicyFixtures.upload(files, to: h)
     }
 
     @Test("a failed sign-in keeps nothing it read: 'Sign up now' after a wrong password for someone else is a sign-up, not their session")
@@ -367,7 +368,7 @@ struct CustomPolicyBoundaryTests {
                     of: #"<OrchestrationStep Order="4" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />"#,
                     with: #"<OrchestrationStep Order="4" Type="ClaimsExchange"><ClaimsExchanges><ClaimsExchange Id="SwapExchange" TechnicalProfileReferenceId="Swap-Subject" /></ClaimsExchanges></OrchestrationStep><OrchestrationStep Order="5" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />"#)
             files[0] = Data(base.utf8)
-            try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
+            try await PolicyFixtures.upload(files, to: h)
             let attempt = AuthorizationAttempt(harness: h, policy: CustomPolicyRunTests.policy)
             let page = try await driver.start(attempt, harness: h)
             let answer = try await driver.submit(page, [("signInName", "mallory@example.com"), ("password", "Passw0rd!")])

@@ -28,6 +28,7 @@ struct CustomPolicyUploadTests {
     @Test("PUT $value creates (201) then updates (200) and answers the XML; GET $value gives back the bytes; list, get and delete", arguments: TestDatabase.engines)
     func graphRoundTrip(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
+            try await PolicyFixtures.makeKeys(h.server.administration, tenantID: h.tenant.id)
             let auth = try await GraphUsersTests.appToken(h, driver, roles: ["Policy.ReadWrite.TrustFramework"])
             for (text, id) in [(PolicyFixtures.base(), "B2C_1A_TestBase"), (PolicyFixtures.extensions(), "B2C_1A_TestExtensions")] {
                 let put = try await driver.request(
@@ -75,6 +76,19 @@ struct CustomPolicyUploadTests {
             #expect(message.hasPrefix("Validation failed: 1 validation error(s) found in policy \"B2C_1A_TEST_SIGNUP\" of tenant \"\(h.tenant.name)\"."))
             #expect(message.contains("'b2c_1a_testextensions'") && message.contains("was not found"), "\(message)")
 
+            // A JWT issuer naming a key set the tenant does not have, then one with no key in it.
+            for step in ["missing", "empty"] {
+                if step == "empty" { _ = try await h.server.administration.createPolicyKeySet(tenantID: h.tenant.id, id: PolicyFixtures.signingKeySet) }
+                let keyless = try await driver.request(
+                    .put, "/beta/trustFramework/policies/B2C_1A_TestBase/$value", headers: Self.xml(auth), body: PolicyFixtures.base())
+                #expect(keyless.status == .badRequest, "\(step): \(keyless.text)")
+                #expect(
+                    Self.graphError(keyless).message.contains(
+                        "TechnicalProfile 'TokenIssuer' names the policy key set 'B2C_1A_TokenSigningKeyContainer' (key 'issuer_secret')"),
+                    "\(step): \(keyless.text)")
+            }
+            _ = try await h.server.administration.generatePolicyKey(tenantID: h.tenant.id, keySet: PolicyFixtures.signingKeySet, use: "sig")
+
             let dangling = PolicyFixtures.base().replacingOccurrences(of: "ReferenceId=\"MakeGreeting\"", with: "ReferenceId=\"MakeNothing\"")
             let broken = try await driver.request(
                 .put, "/beta/trustFramework/policies/B2C_1A_TestBase/$value", headers: Self.xml(auth), body: dangling)
@@ -100,6 +114,7 @@ struct CustomPolicyUploadTests {
     @Test("Graph's roles: only Policy.ReadWrite.TrustFramework reads or writes policies, as in Graph")
     func permissions() async throws {
         try await IdentityHarness.run(.sqlite) { h, driver in
+            try await PolicyFixtures.makeKeys(h.server.administration, tenantID: h.tenant.id)
             try await h.server.administration.uploadCustomPolicies([Data(PolicyFixtures.base().utf8)], tenant: h.tenant)
             let writer = try await GraphUsersTests.appToken(h, driver, roles: ["Policy.ReadWrite.TrustFramework"])
             #expect(try await driver.get("/beta/trustFramework/policies/B2C_1A_TestBase/$value", headers: writer).status == .ok)
@@ -124,6 +139,7 @@ struct CustomPolicyUploadTests {
     func batchesAndDependents(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, _ in
             let administration = h.server.administration
+            try await PolicyFixtures.makeKeys(administration, tenantID: h.tenant.id)
             let results = try await administration.uploadCustomPolicies(PolicyFixtures.set.map { Data($0.utf8) }, tenant: h.tenant)
             #expect(results.map(\.0.id) == ["B2C_1A_test_signup", "B2C_1A_TestExtensions", "B2C_1A_TestBase"])
             #expect(results.filter { !$0.created }.isEmpty)
@@ -156,6 +172,7 @@ struct CustomPolicyUploadTests {
     func concurrentUploads(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, _ in
             let administration = h.server.administration
+            try await PolicyFixtures.makeKeys(administration, tenantID: h.tenant.id)
             try await administration.uploadCustomPolicies([Data(PolicyFixtures.base().utf8)], tenant: h.tenant)
             let narrower = PolicyFixtures.base().replacingOccurrences(of: #"<ClaimType Id="displayName"><DisplayName>Display name</DisplayName><DataType>string</DataType></ClaimType>"#, with: "")
                 .replacingOccurrences(of: #"<InputClaims><InputClaim ClaimTypeReferenceId="displayName" TransformationClaimType="inputClaim" /></InputClaims>"#, with: "")
@@ -200,11 +217,18 @@ struct CustomPolicyUploadTests {
         tenant: { name: \(tenant), defaultPolicy: B2C_1_susi }
         userFlows:
           - { name: B2C_1_susi, type: signUpOrSignIn }
+        policyKeys:
+          - { id: TokenSigningKeyContainer, generate: sig }
+          - { id: B2C_1A_SomeSecret, secret: "not-a-real-secret" }
         policies: ./policies
         """.write(to: file, atomically: true, encoding: .utf8)
         try await IdentityHarness.run(.sqlite) { h, _ in
             let applied = try await TenantDeclaration.load(path: file.path).applyReporting(to: h.server.administration, baseDirectory: directory)
             #expect(applied.changes.filter { $0.hasPrefix("custom policy") }.count == 3, "\(applied.changes)")
+            #expect(applied.changes.filter { $0.hasPrefix("policy key set") }.count == 2, "\(applied.changes)")
+            let keySets = try await h.server.administration.policyKeySets(tenantID: applied.tenant.id)
+            #expect(keySets.map(\.id) == ["B2C_1A_SomeSecret", "B2C_1A_TokenSigningKeyContainer"])
+            #expect(keySets.map { $0.keys.map(\.kty) } == [["oct"], ["RSA"]])
             #expect(try await h.server.administration.customPolicies(tenantID: applied.tenant.id).count == 3)
             let again = try await TenantDeclaration.load(path: file.path).applyReporting(to: h.server.administration, baseDirectory: directory)
             #expect(again.changes.isEmpty, "\(again.changes)")
@@ -216,6 +240,8 @@ struct CustomPolicyUploadTests {
             userFlows:
               - { name: B2C_1_susi, type: signUpOrSignIn }
               - { name: B2C_1_other, type: signUpOrSignIn }
+            policyKeys:
+              - { id: TokenSigningKeyContainer, generate: sig }
             policies: ./policies
             """.write(to: file, atomically: true, encoding: .utf8)
             do {
@@ -226,6 +252,29 @@ struct CustomPolicyUploadTests {
             }
             #expect(try await h.server.tenants.userFlow(tenantID: applied.tenant.id, name: "B2C_1_other") == nil)
             #expect(try await h.server.administration.customPolicy(tenantID: applied.tenant.id, id: "B2C_1A_test_signup")?.body.contains("SignUp") == true)
+
+            // A tenant whose policies name a key set it does not declare is refused before it is
+            // written; a key set declared wrong is refused when the file is read.
+            let keyless = directory.appendingPathComponent("keyless")
+            try FileManager.default.createDirectory(at: keyless.appendingPathComponent("policies"), withIntermediateDirectories: true)
+            try PolicyFixtures.base().replacingOccurrences(of: PolicyFixtures.tenant, with: "keyless.onmicrosoft.com").write(
+                to: keyless.appendingPathComponent("policies/base.xml"), atomically: true, encoding: .utf8)
+            let keylessFile = keyless.appendingPathComponent("tenant.yaml")
+            for (keys, expected) in [
+                ("", "names the policy key set 'B2C_1A_TokenSigningKeyContainer'"),
+                ("policyKeys:\n  - { id: TokenSigningKeyContainer, generate: RSA }\n", "policyKeys TokenSigningKeyContainer: generate must be sig or enc"),
+                ("policyKeys:\n  - { id: Both, generate: sig, secret: x }\n", "policyKeys Both: give one of generate or secret"),
+            ] {
+                try "tenant: { name: keyless.onmicrosoft.com }\nuserFlows: []\n\(keys)policies: ./policies\n".write(
+                    to: keylessFile, atomically: true, encoding: .utf8)
+                do {
+                    _ = try await TenantDeclaration.load(path: keylessFile.path).applyReporting(to: h.server.administration, baseDirectory: keyless)
+                    Issue.record("applied: \(keys)")
+                } catch {
+                    #expect("\(error)".contains(expected), "\(error)")
+                }
+                #expect(try await h.server.tenants.tenant(matching: "keyless.onmicrosoft.com") == nil)
+            }
         }
     }
 }

@@ -381,6 +381,12 @@ def test_policies_commands(admin, tmp_path):
     for name in (n for n in os.listdir(source) if n.endswith(".xml")):
         with open(os.path.join(source, name)) as handle:
             (folder / name).write_text(handle.read().replace("TENANT", "todob2c.onmicrosoft.com"))
+    # The JWT issuer's key set first, as B2C's setup has it: without it the upload names it and stores nothing.
+    keyless = admin("policies", "upload", str(folder), check=False)
+    assert keyless.returncode != 0 and len(keyless.stderr.strip().splitlines()) == 1
+    assert "'B2C_1A_TokenSigningKeyContainer'" in keyless.stderr and admin("policies", "list").stdout.strip() == ""
+    admin("policies", "keys", "create", "TokenSigningKeyContainer")
+    admin("policies", "keys", "generate", "TokenSigningKeyContainer")
     uploaded = admin("policies", "upload", str(folder))
     assert uploaded.stdout.split() == ["created", "B2C_1A_InteropBase", "created", "B2C_1A_interop_rp"]
     listed = admin("policies", "list").stdout.splitlines()

@@ -19,16 +19,25 @@ from test_authlib_and_pyjwt import authorize, new_client, validate_id_token
 LOCAL = Path(__file__).parent / "policies" / "local"
 
 
+def policy_command(*arguments, check=True):
+    """`todo-server policies …` against the running server's store."""
+    command = [os.environ["TODO_SERVER_BIN"], "policies", *arguments, "--data-dir", str(Path(os.environ["TODO_SETTINGS"]).parent)]
+    if os.environ.get("TODO_SERVER_DATABASE_URL"):
+        command += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert not check or result.returncode == 0, result.stderr
+    return result
+
+
 def upload_local_policies(server):
-    """The local-accounts policies, for the server's tenant, through the admin command."""
+    """The local-accounts policies, for the server's tenant, through the admin commands: the signing
+    key set their JWT issuer names first (once per server), as B2C's setup makes it before the upload."""
+    if policy_command("keys", "create", "TokenSigningKeyContainer", check=False).returncode == 0:
+        policy_command("keys", "generate", "TokenSigningKeyContainer")
     with tempfile.TemporaryDirectory() as folder:
         for file in LOCAL.glob("*.xml"):
             (Path(folder) / file.name).write_text(file.read_text().replace("TENANT", server.tenant))
-        command = [os.environ["TODO_SERVER_BIN"], "policies", "upload", folder, "--data-dir", str(Path(os.environ["TODO_SETTINGS"]).parent)]
-        if os.environ.get("TODO_SERVER_DATABASE_URL"):
-            command += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
-        assert result.returncode == 0, result.stderr
+        policy_command("upload", folder)
 
 
 def verified_claims(meta, token, client_id):

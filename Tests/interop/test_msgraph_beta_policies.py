@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import requests
 from msgraph_beta import GraphRequestAdapter, GraphServiceClient
 from msgraph_beta.generated.models.o_data_errors.o_data_error import ODataError
 from msgraph_beta.generated.models.trust_framework_key_set import TrustFrameworkKeySet
@@ -59,9 +60,22 @@ def test_msgraph_beta_sdk_uploads_reads_lists_and_deletes_custom_policies(tls_se
             assert orphan.value.response_status_code == 400 and orphan.value.error.code == "AADB2C"
             assert "b2c_1a_interopbase" in orphan.value.error.message.lower() and "not found" in orphan.value.error.message
 
+            # The base names the key set its JWT issuer signs with: refused until the IEF setup's
+            # first step, the key set with a generated RSA key, is done (through the SDK too).
+            with pytest.raises(ODataError) as keyless:
+                await policies.by_trust_framework_policy_id("B2C_1A_InteropBase").content.put(policy_xml("B2C_1A_InteropBase", tenant))
+            assert keyless.value.response_status_code == 400 and "'B2C_1A_TokenSigningKeyContainer'" in keyless.value.error.message
+            signing = client.trust_framework.key_sets.by_trust_framework_key_set_id("B2C_1A_TokenSigningKeyContainer")
+            await client.trust_framework.key_sets.post(TrustFrameworkKeySet(id="TokenSigningKeyContainer"))
+            key = await signing.generate_key.post(GenerateKeyPostRequestBody(use="sig", kty="RSA"))
+
             for name in ["B2C_1A_InteropBase", "B2C_1A_interop_rp"]:
                 answer = await policies.by_trust_framework_policy_id(name).content.put(policy_xml(name, tenant))
                 assert b"TrustFrameworkPolicy" in answer
+            # The relying party publishes that key, and only it: its tokens are signed with it.
+            meta = tls_server.discovery("B2C_1A_interop_rp")
+            published = requests.get(meta["jwks_uri"], verify=tls_server.ca).json()["keys"]
+            assert [(k["kid"], k["n"], k["e"]) for k in published] == [(key.kid, key.n, key.e)], published
             back = await policies.by_trust_framework_policy_id("B2C_1A_interop_rp").content.get()
             assert back == policy_xml("B2C_1A_interop_rp", tenant)
             listed = await policies.get()
@@ -76,6 +90,7 @@ def test_msgraph_beta_sdk_uploads_reads_lists_and_deletes_custom_policies(tls_se
 
             await policies.by_trust_framework_policy_id("B2C_1A_interop_rp").delete()
             await policies.by_trust_framework_policy_id("B2C_1A_InteropBase").delete()
+            await signing.delete()
             with pytest.raises(ODataError) as gone:
                 await policies.by_trust_framework_policy_id("B2C_1A_interop_rp").get()
             assert gone.value.response_status_code == 404

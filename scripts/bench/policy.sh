@@ -16,6 +16,8 @@ mkdir -p "$WORK/policies"
 for file in "$ROOT"/Tests/interop/policies/local/*.xml; do
   sed "s/TENANT/$TENANT/g" "$file" >"$WORK/policies/$(basename "$file")"
 done
+"$SERVER" policies keys create TokenSigningKeyContainer --data-dir "$WORK/data" "${DB_ARGS[@]}" >/dev/null
+"$SERVER" policies keys generate TokenSigningKeyContainer --data-dir "$WORK/data" "${DB_ARGS[@]}" >/dev/null
 "$SERVER" policies upload "$WORK/policies" --data-dir "$WORK/data" "${DB_ARGS[@]}" >/dev/null
 log "interactive sign-ins: B2C_1_susi (built-in) and B2C_1A_test_susi (custom policy), bcrypt cost $COST"
 PYTHON=${PYTHON:-$( [ -x "$ROOT/.venv/bin/python" ] && echo "$ROOT/.venv/bin/python" || echo python3)}  # needs requests

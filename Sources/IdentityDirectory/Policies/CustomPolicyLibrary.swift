@@ -62,8 +62,11 @@ package struct CustomPolicyLibrary: Sendable {
 
     /// Checks and stores a set of policies together (a directory of them, bases and relying
     /// parties in any order): all of them, or none when any problem is found.
-    /// With `dryRun`, only checks (a declaration checks its policies before writing anything).
-    func upload(_ files: [(body: Data, expectedID: String?)], tenant: Tenant, dryRun: Bool = false) async throws -> [(
+    /// With `dryRun`, only checks (a declaration checks its policies before writing anything);
+    /// `declaredKeySets` (lower-cased) count as existing then, as the declaration makes them.
+    func upload(
+        _ files: [(body: Data, expectedID: String?)], tenant: Tenant, dryRun: Bool = false, declaredKeySets: Set<String> = []
+    ) async throws -> [(
         CustomPolicy, created: Bool
     )] {
         var incoming: [(policy: CustomPolicy, root: PolicyElement)] = []
@@ -102,8 +105,14 @@ package struct CustomPolicyLibrary: Sendable {
                         policyID: batch[0].policy.id, tenantName: tenant.name,
                         problems: ["A tenant may have at most \(Self.maximumPolicies) policies."])
                 }
-                for (policy, _) in batch {
-                    let problems = Self.problems(introducing: policy.id.lowercased(), in: stored)
+                let keySets = try await Self.filledKeySets(sql, tenantKey: tenantKey).union(dryRun ? declaredKeySets : [])
+                for (policy, root) in batch {
+                    var problems = Self.problems(introducing: policy.id.lowercased(), in: stored)
+                    for reference in PolicyCheck.keyReferences(root) where !keySets.contains(reference.keySet.lowercased()) {
+                        problems.append(
+                            "TechnicalProfile '\(reference.profile)' names the policy key set '\(reference.keySet)' (key '\(reference.key)'), "
+                                + "which does not exist in this tenant or holds no key: create it and add a key first.")
+                    }
                     guard problems.isEmpty else { throw PolicyRejection(policyID: policy.id, tenantName: tenant.name, problems: problems) }
                 }
                 guard !dryRun else { return results }
@@ -119,6 +128,14 @@ package struct CustomPolicyLibrary: Sendable {
                 }
                 return results
         }
+    }
+
+    /// The tenant's policy key sets that hold at least one key, lower-cased.
+    static func filledKeySets(_ sql: any SQLDatabase, tenantKey: String) async throws -> Set<String> {
+        let rows = try await sql.raw(
+            "SELECT DISTINCT key_set_id_lower FROM trust_framework_keys WHERE tenant_id = \(bind: tenantKey)"
+        ).all()
+        return Set(try rows.map { try $0.decode(column: "key_set_id_lower", as: String.self) })
     }
 
     /// The problems of policy `id` in `stored` and of every stored policy whose chain runs through it.

@@ -20,7 +20,7 @@ public struct PolicyKey: Sendable, Equatable {
     public var e: String?
     public var notBefore: Date?
     public var expires: Date?
-    var createdAt: Date
+    package var createdAt: Date
 }
 
 /// A tenant's policy key set (`B2C_1A_TokenSigningKeyContainer`…), by its id.
@@ -44,6 +44,7 @@ package struct PolicyKeySetLibrary: Sendable {
     let database: any Database
     let dataKey: DataKey
     let clock: any IdentityClock
+    let signers = PolicySignerCache()
 
     /// B2C prefixes a key set's id with `B2C_1A_` when the request's id lacks it.
     static func normalizedID(_ id: String) -> String { id.uppercased().hasPrefix("B2C_1A_") ? id : "B2C_1A_" + id }
@@ -133,13 +134,21 @@ package struct PolicyKeySetLibrary: Sendable {
             e: nil, notBefore: notBefore, expires: expires)
     }
 
-    /// The key in use now: the newest whose `nbf` has passed and whose `exp` has not.
+    /// The key in use now, by B2C's rollover rule (policy-keys-overview, "Key rollover"): of the
+    /// keys whose `nbf` has passed and whose `exp` has not, the one activated last; a key with no
+    /// activation date is the fallback, used only when no dated key is valid.
     package func activeKey(tenantID: UUID, keySet: String) async throws -> PolicyKey? {
-        let now = clock.now
         guard let set = try await self.keySet(tenantID: tenantID, id: keySet) else {
             throw PolicyKeySetError(kind: .notFound, message: "The key set '\(keySet)' does not exist.")
         }
-        return set.keys.filter { ($0.notBefore ?? .distantPast) <= now && now < ($0.expires ?? .distantFuture) }.last
+        return Self.active(in: set, at: clock.now)
+    }
+
+    static func active(in set: PolicyKeySet, at now: Date) -> PolicyKey? {
+        let valid = set.keys.filter { ($0.notBefore ?? .distantPast) <= now && now < ($0.expires ?? .distantFuture) }
+        let dated = valid.filter { $0.notBefore != nil }
+        // `keys` come oldest first: among equal activation dates the newer key wins.
+        return dated.max { ($0.notBefore!, $0.createdAt) < ($1.notBefore!, $1.createdAt) } ?? valid.last
     }
 
     /// The active key's secret, opened (an uploaded secret's value, or a generated key's PEM).

@@ -61,7 +61,8 @@ extension TenantDeclaration {
         let policyFiles = try await changedPolicies(tenantID: tenantID, administration: administration, baseDirectory: baseDirectory)
         if !policyFiles.isEmpty {
             do {
-                _ = try await administration.customPolicies.upload(policyFiles.map { ($0, nil) }, tenant: model, dryRun: true)
+                _ = try await administration.customPolicies.upload(
+                    policyFiles.map { ($0, nil) }, tenant: model, dryRun: true, declaredKeySets: declaredKeySets)
             } catch let rejection as PolicyRejection {
                 throw DeclarationError.invalid(rejection.description)
             }
@@ -93,6 +94,7 @@ extension TenantDeclaration {
                 note("user flow", flow.name, before: stored.map { _ in false })
             }
         }
+        try await applyPolicyKeys(tenantID: model.id, library: administration.policyKeySets, note: note)
         if !policyFiles.isEmpty {
             do {
                 for (policy, created) in try await administration.customPolicies.upload(policyFiles.map { ($0, nil) }, tenant: model) {

@@ -19,6 +19,8 @@ import Yams
 ///       lifetimes: { accessTokenMinutes: 60, refreshTokenDays: 14, slidingWindowDays: 90 },
 ///       emailVerification: true, mfa: { methods: [totp, email], enforcement: conditional },
 ///       apiConnectors: { beforeCreatingUser: checkLoyalty } }
+/// policyKeys:                # key sets the custom policies name (StorageReferenceId)
+///   - { id: TokenSigningKeyContainer, generate: sig }
 /// policies: ./policies      # custom policies (B2C_1A_…), every *.xml of the directory
 /// applications:
 ///   - { name: Contoso app, clientId: 1b2c…, kind: public, redirectUris: [http://localhost],
@@ -124,6 +126,8 @@ public struct TenantDeclaration: Codable, Sendable {
     /// A directory of custom policies (`*.xml`, SPEC §2.12), relative to the file: uploaded
     /// together, checked whole before anything of the declaration is written.
     var policies: String?
+    /// The policy key sets the policies name, made before the policies upload.
+    var policyKeys: [PolicyKeyPart]?
     var applications: [ApplicationPart]?
     var users: [UserPart]?
 
@@ -350,6 +354,7 @@ public struct TenantDeclaration: Codable, Sendable {
             }
         }
         if Set((users ?? []).map(\.id)).count != (users ?? []).count { problems.append("user ids must be unique") }
+        problems += policyKeyProblems()
         if !problems.isEmpty { throw DeclarationError.invalid(problems.joined(separator: "; ")) }
     }
 

@@ -16,6 +16,8 @@ struct LogoutEndpoint: Sendable {
     let tenants: any TenantDirectory
     let sessions: any InteractionStore
     let keys: SigningKeyRing
+    /// The tenant's custom policies sign with their own key sets: a hint they signed counts too.
+    let policyKeys: PolicyKeySetLibrary
     let pages: PageRenderer
     let cookies: BrowserCookies
     let clock: any IdentityClock
@@ -71,11 +73,18 @@ struct LogoutEndpoint: Sendable {
     /// The `sub` of a valid `id_token_hint` issued by this tenant, else nil.
     private func hintSubject(_ parameters: RequestParameters, tenant: Tenant) async throws -> String? {
         guard let hint = parameters.nonEmpty("id_token_hint") else { return nil }
-        let keys = try await keys.publishedKeys()
-        guard let claims = JSONWebToken.verify(hint, keys: keys, policy: Self.hintPolicy(tenant), now: clock.now) else { return nil }
+        guard let claims = try await verifiedHint(hint, tenant: tenant) else { return nil }
         // Entra's `sub` is pairwise, so the user is its `oid` (which B2C's tokens carry too,
         // equal to `sub`).
         return (claims.string("oid") ?? claims.subject)?.lowercased()
+    }
+
+    /// The hint's claims when one of this tenant's keys signed it: the service's published keys
+    /// (a withdrawn key, `keys revoke`, is no longer ours) or a key of the tenant's policy key sets.
+    private func verifiedHint(_ hint: String, tenant: Tenant) async throws -> JWTClaims? {
+        let published = try await keys.publishedKeys().map { (kid: $0.kid, key: $0.privateKey.publicKey) }
+        let policies = try await policyKeys.verificationKeys(tenantID: tenant.id)
+        return JSONWebToken.verify(hint, publicKeys: published + policies, policy: Self.hintPolicy(tenant), now: clock.now)
     }
 
     private func confirmation(_ request: Request, parameters: RequestParameters, tenant: Tenant) throws -> Response {
@@ -92,10 +101,7 @@ struct LogoutEndpoint: Sendable {
     private func isAllowed(_ target: String, parameters: RequestParameters, tenant: Tenant) async throws -> Bool {
         var clientID = parameters.nonEmpty("client_id")
         if let hint = parameters.nonEmpty("id_token_hint") {
-            // Only keys still published verify: a withdrawn key (keys revoke) is no longer ours.
-            let keys = try await keys.publishedKeys()
-            guard let claims = JSONWebToken.verify(hint, keys: keys, policy: Self.hintPolicy(tenant), now: clock.now),
-                claims.audience.count == 1
+            guard let claims = try await verifiedHint(hint, tenant: tenant), claims.audience.count == 1
             else { return false }
             clientID = claims.audience[0]
         }

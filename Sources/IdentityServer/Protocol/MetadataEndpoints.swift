@@ -3,12 +3,14 @@ import Hummingbird
 import IdentityDirectory
 import JOSE
 import Logging
+import TrustFramework
 import UserJourneys
 import WireCoding
 
 /// Discovery and JWKS (SPEC §2.2).
 struct MetadataEndpoints: Sendable {
     let signingKeys: SigningKeyRing
+    let policyKeys: PolicyKeySetLibrary
     let hosts: HostPolicy
 
     /// The OpenID Provider configuration of the request's dialect, echoing its host, tenant
@@ -22,18 +24,28 @@ struct MetadataEndpoints: Sendable {
     }
 
     /// `{"keys":[{"kid","nbf","use":"sig","kty":"RSA","e","n"}]}`: no `x5c`/`x5t`, like B2C
-    /// (research/b2c-protocol.md §1.5).
+    /// (research/b2c-protocol.md §1.5). A custom policy publishes its JWT issuer's key set, whose
+    /// key signs its tokens (SPEC §2.12); a user flow, the service's key ring.
     @Sendable func jwks(_ request: Request, context: PolicyRequestContext) async throws -> Response {
-        let published = try await signingKeys.publishedKeys()
+        var keys: [(kid: String, nbf: Date, n: String, e: String)]
+        if let keySet = context.flow.customPolicy?.policy.tokenSigningKeySet {
+            keys = try await policyKeys.publishedKeys(tenantID: context.tenant.id, keySet: keySet).map { key in
+                (key.kid, key.notBefore ?? key.createdAt, key.n ?? "", key.e ?? "")
+            }
+        } else {
+            keys = try await signingKeys.publishedKeys().map { key in
+                let (n, e) = JWKSet.components(of: key.privateKey.publicKey)
+                return (key.kid, key.activatedAt ?? key.createdAt, n, e)
+            }
+        }
         let jwks = JSONText.object([
             (
                 "keys",
                 .array(
-                    published.map { key in
-                        let (n, e) = JWKSet.components(of: key.privateKey.publicKey)
-                        return .object([
-                            ("kid", .string(key.kid)), ("nbf", .int((key.activatedAt ?? key.createdAt).epochSeconds)),
-                            ("use", .string("sig")), ("kty", .string("RSA")), ("e", .string(e)), ("n", .string(n)),
+                    keys.map { key in
+                        .object([
+                            ("kid", .string(key.kid)), ("nbf", .int(key.nbf.epochSeconds)), ("use", .string("sig")), ("kty", .string("RSA")),
+                            ("e", .string(key.e)), ("n", .string(key.n)),
                         ])
                     })
             )

@@ -316,7 +316,13 @@ struct TokenEndpoint: Sendable {
     }
 
     private func tokenResponse(_ issuance: IssuanceContext, refreshToken: String?, clientInfo: Bool, now: Date) async throws -> JSONText {
-        let tokens = try await self.tokens.issue(issuance, now: now)
+        let tokens: IssuedTokens
+        do {
+            tokens = try await self.tokens.issue(issuance, now: now)
+        } catch let missing as PolicyKeySetError {
+            // A custom policy whose signing key set lost its key since the sign-in: named, not a 500.
+            throw ProtocolFailure.policyNotRunnable(missing.message)
+        }
         return issuance.face.dialect.tokenResponse(issuance, tokens: tokens, refreshToken: refreshToken, clientInfo: clientInfo, now: now)
     }
 }

@@ -130,7 +130,7 @@ extension IdentityServer {
             .add(middleware: OAuthErrorMiddleware<IdentityRequestContext>(clock: service.clock, placement: placement, hosts: service.hosts))
             .add(middleware: resolver)
             .group(context: PolicyRequestContext.self)
-        let metadata = MetadataEndpoints(signingKeys: service.keys, hosts: service.hosts)
+        let metadata = MetadataEndpoints(signingKeys: service.keys, policyKeys: service.policyKeySets, hosts: service.hosts)
         let token = TokenEndpoint(
             tenants: service.tenants, users: service.users, grants: service.grants, consents: service.consents, tokens: service.issuer,
             clock: service.clock, hosts: service.hosts,
@@ -156,7 +156,8 @@ extension IdentityServer {
             .add(middleware: PageErrorMiddleware<PolicyRequestContext>(pages: service.pages, clock: service.clock, placement: placement))
         let authorize = AuthorizeEndpoint(service: service, journeys: journeys)
         let logout = LogoutEndpoint(
-            tenants: service.tenants, sessions: service.interactions, keys: service.keys, pages: service.pages,
+            tenants: service.tenants, sessions: service.interactions, keys: service.keys, policyKeys: service.policyKeySets,
+            pages: service.pages,
             cookies: BrowserCookies(secure: service.configuration.secureCookies), clock: service.clock)
         let hosted = HostedPages(journeys: journeys)
         for path in ["oauth2/v2.0/authorize", "oauth2/authorize"] {

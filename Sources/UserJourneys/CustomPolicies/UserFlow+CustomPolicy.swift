@@ -9,8 +9,7 @@ extension UserFlow {
     /// `rolling_refresh_token_lifetime_secs`, B2C's defaults otherwise); everything else comes
     /// from the policy as it runs.
     init(customPolicy policy: CompiledPolicy, tenantID: UUID) {
-        let issuer = policy.relyingParty.flatMap { policy.journey($0.defaultJourney) }?.steps
-            .first { $0.kind == .sendClaims }?.issuerProfile.flatMap(policy.profile)
+        let issuer = policy.tokenIssuer
         var lifetimes = TokenLifetimes.default
         func seconds(_ key: String, in range: ClosedRange<Int>) -> Int? {
             issuer?.metadata[key].flatMap(Int.init).map { min(max($0, range.lowerBound), range.upperBound) }

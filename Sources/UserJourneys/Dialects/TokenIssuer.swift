@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import IdentityDirectory
+import TrustFramework
 import WireCoding
 
 /// Everything a token needs to know about one issuance.
@@ -61,12 +62,14 @@ package struct IssuedTokens: Sendable {
 /// The one place that builds claims and signs tokens (SPEC §2.5, research/b2c-protocol.md §2.2).
 package struct TokenIssuer: Sendable {
     let keys: SigningKeyRing
+    /// A custom policy's tokens are signed with its own key set's active key (SPEC §2.12).
+    let policyKeys: PolicyKeySetLibrary
     package let signer: SigningThreads
 
     /// Signs an ID token (when `openid` was granted) and an access token (when a resource was).
     /// `code` and `accessTokenHash` add `c_hash`/`at_hash` where OIDC Core §3.3.2.11 requires them.
     package func issue(_ context: IssuanceContext, now: Date, code: String? = nil, hashAccessToken: Bool = false) async throws -> IssuedTokens {
-        let key = try await keys.activeKey()
+        let key = try await signingKey(for: context.flow, tenantID: context.tenant.id)
         let lifetimes = context.flow.lifetimes
         // Both tokens in one hand-over: the ID token's at_hash needs the access token.
         return try await signer.run { [self] in
@@ -86,6 +89,15 @@ package struct TokenIssuer: Sendable {
                 accessToken: accessToken, idToken: idToken, issuedAt: now,
                 accessTokenLifetime: lifetimes.accessTokenSeconds, idTokenLifetime: lifetimes.idTokenSeconds)
         }
+    }
+
+    /// The key `flow`'s tokens are signed with: a custom policy's JWT issuer names its key set
+    /// (`issuer_secret`), whose active key signs, as B2C signs them; a user flow's are signed
+    /// with the service's key ring. Throws ``PolicyKeySetError`` when the policy's key set has
+    /// no usable key.
+    package func signingKey(for flow: UserFlow, tenantID: UUID) async throws -> SigningKey {
+        guard let keySet = flow.customPolicy?.policy.tokenSigningKeySet else { return try await keys.activeKey() }
+        return try await policyKeys.signingKey(tenantID: tenantID, keySet: keySet)
     }
 
     /// The ID token's claims, as the issuance's dialect writes them.
@@ -157,8 +169,9 @@ package struct TokenIssuer: Sendable {
         return Base64URL.encode(digest.prefix(digest.count / 2))
     }
 
-    package init(keys: SigningKeyRing, signer: SigningThreads) {
+    package init(keys: SigningKeyRing, policyKeys: PolicyKeySetLibrary, signer: SigningThreads) {
         self.keys = keys
+        self.policyKeys = policyKeys
         self.signer = signer
     }
 }

@@ -62,6 +62,13 @@ struct TokenIssuanceStep: OrchestrationStep {
             if let subject = run.state.policyClaims?.text("objectId"), subject != user.objectID {
                 return .fail(.policyNotRunnable("The policy's objectId is not the account signed in."))
             }
+            // The JWT issuer's key set must hold a signing key before the journey completes, so a
+            // missing key is named on the page, not found later at the token endpoint.
+            do {
+                _ = try await issuer.signingKey(for: flow, tenantID: tenant.id)
+            } catch let missing as PolicyKeySetError {
+                return .fail(.policyNotRunnable(missing.message))
+            }
             let resolver = PolicyClaimResolver(run, policyID: program.policy.id)
             overrides = PolicyTokenClaims.values(program.policy, claims: run.state.policyClaims ?? PolicyClaims(), resolver: resolver)
         } else {
