@@ -82,7 +82,7 @@ public struct TodoSystem: Sendable {
 
         guard configuration.parts != .api else {
             let tasks = try await taskServer(
-                configuration, database: database, defaults: ([], []), caPath: nil, teardown: teardown, logger: logger)
+                configuration, database: database, defaults: ([], [], nil), caPath: nil, teardown: teardown, logger: logger)
             let box = SystemBox()
             let api = listener(
                 tasks.buildRouter(), server: server, cap: cap, configuration, port: configuration.apiPort, logger: logger,
@@ -120,13 +120,14 @@ public struct TodoSystem: Sendable {
             taskServiceBase: "\(apiBase)/taskservice", caCertificate: caPath
         ).write(to: URL(fileURLWithPath: store.dataDirectory))
 
-        // Trust every user flow of the default tenant (the dev tenant's seven, or a declared tenant's).
+        // Trust every user flow of the default tenant (the dev tenant's seven, or a declared
+        // tenant's), and its other policies as their tokens name them.
         let flows = try await identity.administration.userFlows(tenantID: seed.tenant.id).map(\.name)
         let tasks = try await taskServer(
             configuration, database: database,
             defaults: (
                 flows.map { "\(identityBase)/\(seed.tenant.name)/\($0)/v2.0/.well-known/openid-configuration" },
-                [seed.publicApp.clientIDString]
+                [seed.publicApp.clientIDString], "\(identityBase)/\(seed.tenant.name)"
             ),
             caPath: caPath, teardown: teardown, logger: logger)
         let apiRouter = tasks.buildRouter()
@@ -168,13 +169,20 @@ public struct TodoSystem: Sendable {
     /// The Task API, trusting the configured authorities and audiences or, when none are
     /// configured, `defaults` (the built-in identity service's user flows and dev client id).
     private static func taskServer(
-        _ configuration: SystemConfiguration, database: any Database, defaults: (discoveryURLs: [String], audiences: [String]),
-        caPath: String?, teardown: Teardown, logger: Logger
+        _ configuration: SystemConfiguration, database: any Database,
+        defaults: (discoveryURLs: [String], audiences: [String], tenant: String?), caPath: String?, teardown: Teardown, logger: Logger
     ) async throws -> TaskServer {
         var discovery = configuration.authorities.map(BearerPolicy.discoveryURL(forAuthority:))
-        if discovery.isEmpty { discovery = defaults.discoveryURLs }
+        // Trusting the built-in service by default is trusting its tenant: the policies uploaded
+        // after the start (custom policies, flows made later) are found as their tokens arrive.
+        var tenants: [String] = []
+        if discovery.isEmpty {
+            discovery = defaults.discoveryURLs
+            tenants = defaults.tenant.map { [$0] } ?? []
+        }
         let audiences = configuration.audiences.isEmpty ? defaults.audiences : configuration.audiences
-        let policy = BearerPolicy(discoveryURLs: discovery, audiences: audiences, requiredScopes: configuration.requiredScopes)
+        let policy = BearerPolicy(
+            discoveryURLs: discovery, audiences: audiences, requiredScopes: configuration.requiredScopes, tenantAuthorities: tenants)
         let fetcher = try HTTPMetadataFetcher(additionalCACertificatePath: configuration.authorityCA ?? caPath)
         teardown.add("metadata fetcher") { try await fetcher.shutdown() }
         return try await TaskServer.make(

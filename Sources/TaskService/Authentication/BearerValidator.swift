@@ -112,12 +112,18 @@ public struct BearerPolicy: Sendable {
     public var keyCacheLifetime: TimeInterval
     /// While an authority cannot be reached, its last key set keeps verifying up to this age.
     public var keySetMaximumAge: TimeInterval
+    /// B2C tenants whose every policy is trusted (`https://host/contoso.onmicrosoft.com`): a
+    /// token whose key no listed authority publishes is looked up under the policy its `tfp`
+    /// (or `acr`) names in one of these tenants, so a policy uploaded after the API started is
+    /// trusted without a restart. The discovery document's issuer must still be the token's.
+    public var tenantAuthorities: [String]
 
     public init(
         discoveryURLs: [String], audiences: [String], requiredScopes: [String] = [], clockSkew: TimeInterval = 300,
         keyRefreshInterval: TimeInterval = 60, newKeyFetchGap: TimeInterval = 1, keyCacheLifetime: TimeInterval = 300,
-        keySetMaximumAge: TimeInterval = 86_400
+        keySetMaximumAge: TimeInterval = 86_400, tenantAuthorities: [String] = []
     ) {
+        self.tenantAuthorities = tenantAuthorities
         self.newKeyFetchGap = newKeyFetchGap
         self.discoveryURLs = discoveryURLs
         self.audiences = audiences
@@ -154,15 +160,19 @@ public final class BearerValidator: Sendable {
         var kid: String
     }
 
-    private let policy: BearerPolicy
+    let policy: BearerPolicy
     private let fetcher: any MetadataFetcher
     private let logger: Logger
-    private let authorities = Mutex<[String: AuthorityKeys]>([:])
-    private let lastAttempt = Mutex<[String: Date]>([:])
+    let authorities = Mutex<[String: AuthorityKeys]>([:])
+    let lastAttempt = Mutex<[String: Date]>([:])
     /// When each unknown `kid` last caused a fetch (a bounded table).
     private let kidAttempts = Mutex<[String: Date]>([:])
     private let inflight = Mutex<[String: Task<AuthorityKeys?, Never>]>([:])
     private let accepted = Mutex<[String: Accepted]>([:])
+    /// The policies of ``BearerPolicy/tenantAuthorities`` found so far (discovery URLs, bounded),
+    /// and when each policy name last caused a fetch (a bounded table).
+    let policyAuthorities = Mutex<[String]>([])
+    let policyAttempts = Mutex<[String: Date]>([:])
     private static let cacheLimit = 20_000
 
     public init(policy: BearerPolicy, fetcher: any MetadataFetcher, logger: Logger) {
@@ -208,7 +218,12 @@ public final class BearerValidator: Sendable {
         let kid = parsed.keyID
         // Several trusted authorities may publish the same key (B2C policies of one tenant do);
         // the issuers whose key verifies are the ones the token may claim.
-        let verifiedIssuers = try await candidates(for: kid, now: now).filter { parsed.isSigned(by: $0.key) }.map(\.issuer)
+        // The policy the (unverified) token names only picks which trusted tenant's key set to
+        // fetch; its key must still verify and its discovery document's issuer be the token's.
+        let unverified = try? parsed.claims()
+        let policyName = unverified?.string("tfp") ?? unverified?.string("acr")
+        let verifiedIssuers = try await candidates(for: kid, policyName: policyName, now: now).filter { parsed.isSigned(by: $0.key) }
+            .map(\.issuer)
         guard !verifiedIssuers.isEmpty else { throw .badSignature }
         guard let claims = try? parsed.claims() else { throw .malformed("payload") }
         // The key's own authority must be the issuer, so one trusted authority cannot mint
@@ -257,7 +272,8 @@ public final class BearerValidator: Sendable {
 
     /// Whether a key set has outlived ``BearerPolicy/keyCacheLifetime`` (one lock, on every request).
     private func hasStaleKeys(now: Date) -> Bool {
-        authorities.withLock { all in all.values.contains { now.timeIntervalSince($0.fetchedAt) >= policy.keyCacheLifetime } }
+        let trusted = Set(trustedURLs())
+        return authorities.withLock { all in all.contains { trusted.contains($0.key) && now.timeIntervalSince($0.value.fetchedAt) >= policy.keyCacheLifetime } }
     }
 
     /// The key `kid` and its authority's issuer. Key sets past their cache lifetime are fetched
@@ -265,9 +281,12 @@ public final class BearerValidator: Sendable {
     /// most once per `newKeyFetchGap` per authority), so a rotation is picked up by the first
     /// token signed with the new key; the same unknown `kid` again waits `keyRefreshInterval`.
     /// Concurrent requests share one fetch per authority.
-    private func candidates(for kid: String, now: Date) async throws(TokenRejection) -> [(issuer: String, key: _RSA.Signing.PublicKey)] {
+    private func candidates(for kid: String, policyName: String?, now: Date) async throws(TokenRejection) -> [(
+        issuer: String, key: _RSA.Signing.PublicKey
+    )] {
+        let trusted = trustedURLs()
         let stale = authorities.withLock { all in
-            policy.discoveryURLs.filter { url in all[url].map { now.timeIntervalSince($0.fetchedAt) >= policy.keyCacheLifetime } ?? false }
+            trusted.filter { url in all[url].map { now.timeIntervalSince($0.fetchedAt) >= policy.keyCacheLifetime } ?? false }
         }
         // A failed refresh is retried after `keyRefreshInterval`; meanwhile the old set verifies
         // (up to its maximum age) without every request waiting on a dead authority.
@@ -284,20 +303,25 @@ public final class BearerValidator: Sendable {
             return true
         }
         var anyLoaded = false
-        for url in policy.discoveryURLs {
+        for url in trusted {
             let loaded = authorities.withLock { $0[url] } != nil
             let gap = !loaded ? 5 : (firstSight ? policy.newKeyFetchGap : policy.keyRefreshInterval)
             if await refresh(url, now: now, minimumGap: gap) { anyLoaded = true }
         }
         let found = lookup(kid, now: now)
         if !found.isEmpty { return found }
+        if let policyName, await discoverPolicy(policyName, now: now) {
+            let found = lookup(kid, now: now)
+            if !found.isEmpty { return found }
+            anyLoaded = true
+        }
         throw anyLoaded ? .unknownKey : .authorityUnavailable
     }
 
     /// Loads `url`'s keys unless a fetch was tried less than `minimumGap` ago; returns whether
     /// keys for it are known afterwards. A successful fetch replaces the set: keys that are no
     /// longer published stop verifying, and tokens accepted with them are forgotten.
-    private func refresh(_ url: String, now: Date, minimumGap: TimeInterval) async -> Bool {
+    func refresh(_ url: String, now: Date, minimumGap: TimeInterval) async -> Bool {
         let known = authorities.withLock { $0[url] }.map { now.timeIntervalSince($0.fetchedAt) < policy.keySetMaximumAge } ?? false
         let task = inflight.withLock { running -> Task<AuthorityKeys?, Never>? in
             if let existing = running[url] { return existing }
@@ -334,7 +358,7 @@ public final class BearerValidator: Sendable {
     }
 
     /// The keys named `kid` of key sets younger than ``BearerPolicy/keySetMaximumAge``.
-    private func lookup(_ kid: String, now: Date) -> [(issuer: String, key: _RSA.Signing.PublicKey)] {
+    func lookup(_ kid: String, now: Date) -> [(issuer: String, key: _RSA.Signing.PublicKey)] {
         authorities.withLock { all in
             all.values.compactMap { authority in
                 guard now.timeIntervalSince(authority.fetchedAt) < policy.keySetMaximumAge else { return nil }
@@ -347,7 +371,7 @@ public final class BearerValidator: Sendable {
     /// only if they share it; nil otherwise.
     public func soleIssuer() -> String? {
         authorities.withLock { all in
-            guard all.count == policy.discoveryURLs.count else { return nil }
+            guard policy.discoveryURLs.allSatisfy({ all[$0] != nil }) else { return nil }
             let issuers = Set(all.values.map(\.issuer))
             return issuers.count == 1 ? issuers.first : nil
         }
