@@ -75,6 +75,14 @@ def test_authlib_signs_up_in_refreshes_and_resets_on_custom_policies(server):
     claims = validate_id_token(meta, token["id_token"], server.client_id, nonce)
     assert claims["tfp"] == "B2C_1A_test_susi" and claims["newUser"] is True
     assert claims["name"] == "Ivy" and claims["greeting"] == "Hello Ivy" and claims["email"] == email.lower()
+    # Signed with the policy's own key set (its JWKS verified it above), not the user flows' key.
+    kid = jose_jwt.decode(token["id_token"], JsonWebKey.import_key_set(requests.get(meta["jwks_uri"]).json())).header["kid"]
+    flow_keys = requests.get(server.discovery("B2C_1_susi")["jwks_uri"]).json()["keys"]
+    assert kid not in {key["kid"] for key in flow_keys}
+    # The Task API started before the policy was uploaded: it trusts the tenant, so it finds the
+    # policy's key by the token's tfp and takes its access token.
+    tasks = requests.get(f"{server.settings['taskAPI']}/api/tasks", headers={"Authorization": f"Bearer {token['access_token']}"}, timeout=30)
+    assert tasks.status_code == 200, tasks.text
 
     refreshed = client.refresh_token(meta["token_endpoint"], refresh_token=token["refresh_token"])
     again = verified_claims(meta, refreshed["id_token"], server.client_id)
