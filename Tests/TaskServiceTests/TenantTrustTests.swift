@@ -11,11 +11,12 @@ final class ScriptedFetcher: MetadataFetcher {
     let documents: [String: String]
     private let asked = Mutex<[String]>([])
 
-    init(_ documents: [String: String]) { self.documents = documents }
+    /// URLs match without regard to case, as the identity service resolves policy ids.
+    init(_ documents: [String: String]) { self.documents = Dictionary(documents.map { ($0.key.lowercased(), $0.value) }) { a, _ in a } }
 
     func fetch(_ url: String) async throws -> Data {
         asked.withLock { $0.append(url) }
-        guard let document = documents[url] else { throw URLError(.fileDoesNotExist) }
+        guard let document = documents[url.lowercased()] else { throw URLError(.fileDoesNotExist) }
         return Data(document.utf8)
     }
 
@@ -51,7 +52,7 @@ struct TenantTrustTests {
         _ = try await validator.validate(flow.token(extra: ["tfp": "B2C_1_susi"]), now: now)
         let user = try await validator.validate(custom.token(oid: "ivy", extra: ["tfp": "B2C_1A_signup_signin"]), now: now)
         #expect(user.objectID == "ivy" && user.issuer == Self.issuer)
-        #expect(fetcher.fetched.contains(Self.discovery("B2C_1A_signup_signin")))
+        #expect(fetcher.fetched.contains(Self.discovery("b2c_1a_signup_signin")))
         // `acr` names the policy too (B2C's older claim); once found, the policy is trusted.
         _ = try await validator.validate(custom.token(oid: "jo", extra: ["acr": "b2c_1a_signup_signin"]), now: now)
 
@@ -62,13 +63,33 @@ struct TenantTrustTests {
                 try await validator.validate(stranger.token(extra: ["tfp": "B2C_1A_nothing"]), now: now)
             }
         }
-        #expect(fetcher.fetched.filter { $0 == Self.discovery("B2C_1A_nothing") }.count == 1)
+        #expect(fetcher.fetched.filter { $0 == Self.discovery("b2c_1a_nothing") }.count == 1)
 
-        // A policy whose discovery document names another issuer: its key verifies, its tokens
-        // cannot claim the tenant's issuer.
-        await #expect(throws: TokenRejection.untrustedIssuer) {
-            try await validator.validate(elsewhere.token(extra: ["iss": Self.issuer, "tfp": "B2C_1A_foreign"]), now: now)
+        // A policy whose discovery document names another issuer than the tenant's is not
+        // trusted: neither a token claiming the tenant's issuer nor one claiming its own.
+        for issuer in [Self.issuer, "https://elsewhere.test/v2.0/"] {
+            await #expect(throws: TokenRejection.unknownKey) {
+                try await validator.validate(elsewhere.token(extra: ["iss": issuer, "tfp": "B2C_1A_foreign"]), now: now)
+            }
         }
+
+        // Case variants of a trusted policy add nothing and fetch nothing new.
+        let discoveries = fetcher.fetched.filter { $0.hasSuffix("openid-configuration") }.count
+        for variant in ["b2c_1a_SIGNUP_signin", "B2C_1A_SIGNUP_SIGNIN", "b2C_1a_signup_signiN"] {
+            await #expect(throws: TokenRejection.unknownKey) {
+                try await validator.validate(stranger.token(extra: ["tfp": variant]), now: now)
+            }
+        }
+        #expect(fetcher.fetched.filter { $0.hasSuffix("openid-configuration") && $0.contains("signup_signin") }.count <= discoveries)
+        #expect(validator.trustedURLs().count == 2, "\(validator.trustedURLs())")
+
+        // Many made-up names: at most the interval's allowance of discoveries, all names together.
+        let before = fetcher.fetched.count
+        for index in 0..<40 {
+            _ = try? await validator.validate(stranger.token(extra: ["tfp": "B2C_1A_made_up_\(index)"]), now: now)
+        }
+        let made = fetcher.fetched.dropFirst(before).filter { $0.contains("made_up") }.count
+        #expect(made <= BearerValidator.discoveriesPerInterval, "\(made)")
 
         // Only a policy id extends the tenant's URL, by one segment.
         for name in ["../../evil", "B2C_1A_x/../../evil", "B2C_1A_x?p=evil", "https://evil.test/", "B2C_1A_x#evil", "evil", "B2C_1A_" + String(repeating: "x", count: 130)] {

@@ -39,7 +39,7 @@ package struct CustomPolicyLibrary: Sendable {
     /// B2C's limit on policies per tenant ("Azure AD B2C service limits").
     static let maximumPolicies = 200
 
-    func policies(tenantID: UUID) async throws -> [CustomPolicy] {
+    package func policies(tenantID: UUID) async throws -> [CustomPolicy] {
         let rows = try await database.rows(
             "SELECT policy_id, base_policy_id, body, uploaded_at FROM custom_policies WHERE tenant_id = ? ORDER BY policy_id_lower",
             [.text(tenantID.uuidString.lowercased())])
@@ -63,9 +63,10 @@ package struct CustomPolicyLibrary: Sendable {
     /// Checks and stores a set of policies together (a directory of them, bases and relying
     /// parties in any order): all of them, or none when any problem is found.
     /// With `dryRun`, only checks (a declaration checks its policies before writing anything);
-    /// `declaredKeySets` (lower-cased) count as existing then, as the declaration makes them.
+    /// `declaredKeySets` (lower-cased id → the kinds of key it will hold, ``PolicyKeyKinds``)
+    /// count as existing then, as the declaration makes them.
     func upload(
-        _ files: [(body: Data, expectedID: String?)], tenant: Tenant, dryRun: Bool = false, declaredKeySets: Set<String> = []
+        _ files: [(body: Data, expectedID: String?)], tenant: Tenant, dryRun: Bool = false, declaredKeySets: [String: Set<String>] = [:]
     ) async throws -> [(
         CustomPolicy, created: Bool
     )] {
@@ -105,13 +106,17 @@ package struct CustomPolicyLibrary: Sendable {
                         policyID: batch[0].policy.id, tenantName: tenant.name,
                         problems: ["A tenant may have at most \(Self.maximumPolicies) policies."])
                 }
-                let keySets = try await Self.filledKeySets(sql, tenantKey: tenantKey).union(dryRun ? declaredKeySets : [])
+                // A declared set that holds keys already is left as it is by the declaration.
+                let keySets = try await Self.keyKinds(sql, tenantKey: tenantKey).merging(dryRun ? declaredKeySets : [:]) { stored, _ in stored }
                 for (policy, root) in batch {
                     var problems = Self.problems(introducing: policy.id.lowercased(), in: stored)
-                    for reference in PolicyCheck.keyReferences(root) where !keySets.contains(reference.keySet.lowercased()) {
+                    for reference in PolicyCheck.keyReferences(root) {
+                        let needs = PolicyKeyKinds.needed(by: reference.key)
+                        let kinds = keySets[PolicyKeySetLibrary.normalizedID(reference.keySet).lowercased()] ?? []
+                        guard !needs.accepts(kinds) else { continue }
                         problems.append(
                             "TechnicalProfile '\(reference.profile)' names the policy key set '\(reference.keySet)' (key '\(reference.key)'), "
-                                + "which does not exist in this tenant or holds no key: create it and add a key first.")
+                                + "which does not exist in this tenant or holds no \(needs.description): make it and add one first.")
                     }
                     guard problems.isEmpty else { throw PolicyRejection(policyID: policy.id, tenantName: tenant.name, problems: problems) }
                 }
@@ -130,12 +135,17 @@ package struct CustomPolicyLibrary: Sendable {
         }
     }
 
-    /// The tenant's policy key sets that hold at least one key, lower-cased.
-    static func filledKeySets(_ sql: any SQLDatabase, tenantKey: String) async throws -> Set<String> {
+    /// The kinds of key (``PolicyKeyKinds``) each of the tenant's key sets holds, by lower-cased id.
+    static func keyKinds(_ sql: any SQLDatabase, tenantKey: String) async throws -> [String: Set<String>] {
         let rows = try await sql.raw(
-            "SELECT DISTINCT key_set_id_lower FROM trust_framework_keys WHERE tenant_id = \(bind: tenantKey)"
+            "SELECT key_set_id_lower, kty, use FROM trust_framework_keys WHERE tenant_id = \(bind: tenantKey)"
         ).all()
-        return Set(try rows.map { try $0.decode(column: "key_set_id_lower", as: String.self) })
+        var kinds: [String: Set<String>] = [:]
+        for row in rows {
+            let set = try row.decode(column: "key_set_id_lower", as: String.self)
+            kinds[set, default: []].insert(PolicyKeyKinds.kind(kty: try row.decode(column: "kty", as: String.self), use: try row.decode(column: "use", as: String.self)))
+        }
+        return kinds
     }
 
     /// The problems of policy `id` in `stored` and of every stored policy whose chain runs through it.

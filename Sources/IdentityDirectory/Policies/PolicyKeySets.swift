@@ -144,16 +144,24 @@ package struct PolicyKeySetLibrary: Sendable {
         return Self.active(in: set, at: clock.now)
     }
 
-    static func active(in set: PolicyKeySet, at now: Date) -> PolicyKey? {
-        let valid = set.keys.filter { ($0.notBefore ?? .distantPast) <= now && now < ($0.expires ?? .distantFuture) }
+    /// The active key among the set's keys that pass `usable` (a secret's set is asked for its
+    /// `oct` keys, a signing set for its RSA signing keys, so a key of another kind added to a set
+    /// never becomes the one a profile uses).
+    static func active(in set: PolicyKeySet, at now: Date, where usable: (PolicyKey) -> Bool = { _ in true }) -> PolicyKey? {
+        let valid = set.keys.filter { usable($0) && ($0.notBefore ?? .distantPast) <= now && now < ($0.expires ?? .distantFuture) }
         let dated = valid.filter { $0.notBefore != nil }
-        // `keys` come oldest first: among equal activation dates the newer key wins.
-        return dated.max { ($0.notBefore!, $0.createdAt) < ($1.notBefore!, $1.createdAt) } ?? valid.last
+        // `keys` come oldest first (by creation, in whole seconds, then kid): among equal
+        // activation dates the later in that order wins.
+        let latest = dated.compactMap(\.notBefore).max()
+        return dated.last { $0.notBefore == latest } ?? valid.last
     }
 
-    /// The active key's secret, opened (an uploaded secret's value, or a generated key's PEM).
+    /// The active secret's value (`kty` `oct`: an uploaded secret), opened; nil when the set has
+    /// none. Never an RSA key: a profile that sends its secret out (a REST password, a client
+    /// secret) must not be able to send the private key that signs the policy's tokens.
     package func activeSecret(tenantID: UUID, keySet: String) async throws -> String? {
-        guard let key = try? await activeKey(tenantID: tenantID, keySet: keySet), let set = try await self.keySet(tenantID: tenantID, id: keySet)
+        guard let set = try await self.keySet(tenantID: tenantID, id: keySet),
+            let key = Self.active(in: set, at: clock.now, where: { $0.kty == "oct" })
         else { return nil }
         let rows = try await database.rows(
             "SELECT sealed_secret FROM trust_framework_keys WHERE tenant_id = ? AND key_set_id_lower = ? AND kid = ?",

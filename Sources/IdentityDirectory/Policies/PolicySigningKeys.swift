@@ -32,12 +32,9 @@ extension PolicyKeySetLibrary {
         guard let set = try await self.keySet(tenantID: tenantID, id: keySet) else {
             throw PolicyKeySetError(kind: .notFound, message: "The key set '\(keySet)' does not exist.")
         }
-        guard let key = Self.active(in: set, at: clock.now) else {
-            throw PolicyKeySetError(kind: .notFound, message: "The key set '\(set.id)' has no active key (every key is expired or not yet valid).")
-        }
-        guard key.kty == "RSA", key.use == "sig" else {
+        guard let key = Self.active(in: set, at: clock.now, where: Self.signs) else {
             throw PolicyKeySetError(
-                kind: .invalid, message: "The active key of '\(set.id)' is \(key.kty) for \(key.use); signing tokens needs an RSA key for sig.")
+                kind: .notFound, message: "The key set '\(set.id)' has no active RSA signing key (none, or every one expired or not yet valid).")
         }
         let context = Self.sealingContext(tenantID: tenantID, keySet: set.id, kid: key.kid)
         let signer = try await cachedSigner(context) {
@@ -54,14 +51,15 @@ extension PolicyKeySetLibrary {
             publishUntil: key.expires)
     }
 
+    /// Whether a key can sign tokens: an RSA key for `sig` with its public half known.
+    static func signs(_ key: PolicyKey) -> Bool { key.kty == "RSA" && key.use == "sig" && key.n != nil && key.e != nil }
+
     /// What a policy signing with `keySet` publishes in its JWKS: every RSA signing key of the set
     /// that has not expired, the ones not yet active included, so that validators know a key
     /// before it signs (B2C's rollover).
     package func publishedKeys(tenantID: UUID, keySet: String) async throws -> [PolicyKey] {
         let now = clock.now
-        return try await self.keySet(tenantID: tenantID, id: keySet)?.keys.filter {
-            $0.kty == "RSA" && $0.use == "sig" && $0.n != nil && $0.e != nil && now < ($0.expires ?? .distantFuture)
-        } ?? []
+        return try await self.keySet(tenantID: tenantID, id: keySet)?.keys.filter { Self.signs($0) && now < ($0.expires ?? .distantFuture) } ?? []
     }
 
     private func cachedSigner(_ key: String, make: () async throws -> RS256Signer) async throws -> RS256Signer {
@@ -73,16 +71,30 @@ extension PolicyKeySetLibrary {
 }
 
 extension PolicyKeySetLibrary {
-    /// The public halves of every unexpired RSA signing key of the tenant's key sets, by kid:
-    /// what verifies a token one of the tenant's custom policies signed (an `id_token_hint`).
-    package func verificationKeys(tenantID: UUID) async throws -> [(kid: String, key: _RSA.Signing.PublicKey)] {
-        let now = clock.now
-        return try await keySets(tenantID: tenantID).flatMap(\.keys).compactMap { key in
-            guard key.kty == "RSA", key.use == "sig", now < (key.expires ?? .distantFuture),
-                let n = key.n.flatMap(Base64URL.decode), let e = key.e.flatMap(Base64URL.decode),
-                let publicKey = try? _RSA.Signing.PublicKey(n: n, e: e)
-            else { return nil }
-            return (key.kid, publicKey)
-        }
+    /// The public half of the unexpired signing key `kid` of `keySet`, if it has one: what
+    /// verifies a token the policy signing with that set issued (an `id_token_hint`).
+    package func verificationKey(tenantID: UUID, keySet: String, kid: String) async throws -> _RSA.Signing.PublicKey? {
+        guard let key = try await publishedKeys(tenantID: tenantID, keySet: keySet).first(where: { $0.kid == kid }),
+            let n = key.n.flatMap(Base64URL.decode), let e = key.e.flatMap(Base64URL.decode)
+        else { return nil }
+        return try? _RSA.Signing.PublicKey(n: n, e: e)
+    }
+}
+
+/// What a technical profile's `CryptographicKeys/Key` needs of the key set it names, by its
+/// `Id`: the JWT issuer's `issuer_secret` an RSA signing key; a secret the profile sends out
+/// (`client_secret`, a REST API's credentials) an uploaded secret, never an RSA key, whose
+/// private half must not leave; any other key, a key. A kind is written `kty:use`.
+package enum PolicyKeyKinds {
+    static let secretKeys: Set<String> = [
+        "client_secret", "BasicAuthenticationUsername", "BasicAuthenticationPassword", "BearerAuthenticationToken",
+    ]
+
+    static func kind(kty: String, use: String) -> String { "\(kty):\(use)" }
+
+    static func needed(by keyID: String) -> (accepts: (Set<String>) -> Bool, description: String) {
+        if keyID == "issuer_secret" { return ({ $0.contains("RSA:sig") }, "RSA signing key (generateKey, use sig)") }
+        if secretKeys.contains(keyID) { return ({ kinds in kinds.contains { $0.hasPrefix("oct:") } }, "secret (uploadSecret)") }
+        return ({ !$0.isEmpty }, "key")
     }
 }

@@ -60,9 +60,14 @@ extension TenantDeclaration {
         }
     }
 
-    /// The declared key sets, lower-cased with their prefix: they count as present when the
-    /// declaration's policies are checked before anything is written.
-    var declaredKeySets: Set<String> {
-        Set((policyKeys ?? []).map { $0.normalizedID.lowercased() })
+    /// The declared key sets (lower-cased, with their prefix) and the kind of key each will hold:
+    /// they count as present when the declaration's policies are checked before anything is written.
+    var declaredKeySets: [String: Set<String>] {
+        var kinds: [String: Set<String>] = [:]
+        for part in policyKeys ?? [] {
+            let kind = part.generate.map { PolicyKeyKinds.kind(kty: "RSA", use: $0) } ?? PolicyKeyKinds.kind(kty: "oct", use: part.use ?? "sig")
+            kinds[part.normalizedID.lowercased(), default: []].insert(kind)
+        }
+        return kinds
     }
 }

@@ -3,6 +3,7 @@ import Hummingbird
 import IdentityDirectory
 import JOSE
 import Logging
+import TrustFramework
 import UserJourneys
 import WireCoding
 
@@ -29,7 +30,7 @@ struct LogoutEndpoint: Sendable {
         let tenant = context.tenant
         // The return URI is checked first, so a bad one is refused before anything else.
         let target = parameters.nonEmpty("post_logout_redirect_uri")
-        if let target, try await !isAllowed(target, parameters: parameters, tenant: tenant) {
+        if let target, try await !isAllowed(target, parameters: parameters, tenant: tenant, flow: context.flow) {
             throw ProtocolFailure.postLogoutRedirectInvalid(target)
         }
         let cookieName = TransactionCookies.singleSignOn(for: tenant)
@@ -42,7 +43,7 @@ struct LogoutEndpoint: Sendable {
             // (OpenID Connect RP-Initiated Logout 1.0 §2: the OP should ask when it cannot tell
             // the request came from the user's app). The confirmation is a POST, which a
             // cross-site form cannot send with the cookie.
-            if request.method == .get, try await hintSubject(parameters, tenant: tenant) != session.userID.uuidString.lowercased() {
+            if request.method == .get, try await hintSubject(parameters, tenant: tenant, flow: context.flow) != session.userID.uuidString.lowercased() {
                 return try confirmation(request, parameters: parameters, tenant: tenant)
             }
             for id in ids { try await sessions.deleteSession(idHash: Secrets.sha256Hex(id)) }
@@ -71,20 +72,25 @@ struct LogoutEndpoint: Sendable {
     }
 
     /// The `sub` of a valid `id_token_hint` issued by this tenant, else nil.
-    private func hintSubject(_ parameters: RequestParameters, tenant: Tenant) async throws -> String? {
+    private func hintSubject(_ parameters: RequestParameters, tenant: Tenant, flow: UserFlow) async throws -> String? {
         guard let hint = parameters.nonEmpty("id_token_hint") else { return nil }
-        guard let claims = try await verifiedHint(hint, tenant: tenant) else { return nil }
+        guard let claims = try await verifiedHint(hint, tenant: tenant, flow: flow) else { return nil }
         // Entra's `sub` is pairwise, so the user is its `oid` (which B2C's tokens carry too,
         // equal to `sub`).
         return (claims.string("oid") ?? claims.subject)?.lowercased()
     }
 
     /// The hint's claims when one of this tenant's keys signed it: the service's published keys
-    /// (a withdrawn key, `keys revoke`, is no longer ours) or a key of the tenant's policy key sets.
-    private func verifiedHint(_ hint: String, tenant: Tenant) async throws -> JWTClaims? {
-        let published = try await keys.publishedKeys().map { (kid: $0.kid, key: $0.privateKey.publicKey) }
-        let policies = try await policyKeys.verificationKeys(tenantID: tenant.id)
-        return JSONWebToken.verify(hint, publicKeys: published + policies, policy: Self.hintPolicy(tenant), now: clock.now)
+    /// (a withdrawn key, `keys revoke`, is no longer ours) or, on a custom policy's URL, the key
+    /// of the policy's own key set that the hint names (its JWT issuer's `issuer_secret`).
+    private func verifiedHint(_ hint: String, tenant: Tenant, flow: UserFlow) async throws -> JWTClaims? {
+        var keys = try await self.keys.publishedKeys().map { (kid: $0.kid, key: $0.privateKey.publicKey) }
+        if let keySet = flow.customPolicy?.policy.tokenSigningKeySet, let kid = try? RS256.parse(hint).keyID,
+            let key = try await policyKeys.verificationKey(tenantID: tenant.id, keySet: keySet, kid: kid)
+        {
+            keys.append((kid, key))
+        }
+        return JSONWebToken.verify(hint, publicKeys: keys, policy: Self.hintPolicy(tenant), now: clock.now)
     }
 
     private func confirmation(_ request: Request, parameters: RequestParameters, tenant: Tenant) throws -> Response {
@@ -98,10 +104,10 @@ struct LogoutEndpoint: Sendable {
         return .html(try pages.render(.signOut, values, tenant: tenant))
     }
 
-    private func isAllowed(_ target: String, parameters: RequestParameters, tenant: Tenant) async throws -> Bool {
+    private func isAllowed(_ target: String, parameters: RequestParameters, tenant: Tenant, flow: UserFlow) async throws -> Bool {
         var clientID = parameters.nonEmpty("client_id")
         if let hint = parameters.nonEmpty("id_token_hint") {
-            guard let claims = try await verifiedHint(hint, tenant: tenant), claims.audience.count == 1
+            guard let claims = try await verifiedHint(hint, tenant: tenant, flow: flow), claims.audience.count == 1
             else { return false }
             clientID = claims.audience[0]
         }

@@ -267,8 +267,14 @@ struct TokenEndpoint: Sendable {
         guard let resource = scopes.resource else { throw ProtocolFailure.scopeNeedsResource(requested.joined(separator: " ")) }
         let lifetime = flow.lifetimes.accessTokenSeconds
         let roles = client.permission(on: resource.audience)?.roles ?? []
-        let token = try await self.tokens.appToken(
-            client: client, resource: resource, roles: roles, issuer: issuer, lifetime: lifetime, now: now, face: face, tenant: tenant)
+        let token: String
+        do {
+            token = try await self.tokens.appToken(
+                client: client, resource: resource, roles: roles, issuer: issuer, lifetime: lifetime, now: now, face: face, tenant: tenant,
+                flow: flow)
+        } catch let missing as PolicyKeySetError {
+            throw ProtocolFailure.policyNotRunnable(missing.message)
+        }
         let body = face.dialect.appTokenResponse(token: token, resource: resource, scopes: scopes, lifetime: lifetime, now: now)
         return .json(body, noStore: true)
     }

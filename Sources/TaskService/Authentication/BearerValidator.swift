@@ -169,10 +169,9 @@ public final class BearerValidator: Sendable {
     private let kidAttempts = Mutex<[String: Date]>([:])
     private let inflight = Mutex<[String: Task<AuthorityKeys?, Never>]>([:])
     private let accepted = Mutex<[String: Accepted]>([:])
-    /// The policies of ``BearerPolicy/tenantAuthorities`` found so far (discovery URLs, bounded),
-    /// and when each policy name last caused a fetch (a bounded table).
-    let policyAuthorities = Mutex<[String]>([])
-    let policyAttempts = Mutex<[String: Date]>([:])
+    /// The policies of ``BearerPolicy/tenantAuthorities`` found so far, and when each policy
+    /// name last caused a discovery (both bounded; BearerValidator+Policies.swift).
+    let policyAuthorities = Mutex(FoundPolicies())
     private static let cacheLimit = 20_000
 
     public init(policy: BearerPolicy, fetcher: any MetadataFetcher, logger: Logger) {
@@ -303,7 +302,9 @@ public final class BearerValidator: Sendable {
             return true
         }
         var anyLoaded = false
-        for url in trusted {
+        // The configured authorities, and of the tenants' policies only the one the token names:
+        // a made-up kid costs each listed authority one fetch per gap, not every policy found.
+        for url in policy.discoveryURLs + foundPolicyURL(named: policyName) {
             let loaded = authorities.withLock { $0[url] } != nil
             let gap = !loaded ? 5 : (firstSight ? policy.newKeyFetchGap : policy.keyRefreshInterval)
             if await refresh(url, now: now, minimumGap: gap) { anyLoaded = true }
@@ -359,8 +360,9 @@ public final class BearerValidator: Sendable {
 
     /// The keys named `kid` of key sets younger than ``BearerPolicy/keySetMaximumAge``.
     func lookup(_ kid: String, now: Date) -> [(issuer: String, key: _RSA.Signing.PublicKey)] {
-        authorities.withLock { all in
-            all.values.compactMap { authority in
+        let trusted = Set(trustedURLs())
+        return authorities.withLock { all in
+            all.filter { trusted.contains($0.key) }.values.compactMap { authority in
                 guard now.timeIntervalSince(authority.fetchedAt) < policy.keySetMaximumAge else { return nil }
                 return authority.keys[kid].map { (authority.issuer, $0) }
             }

@@ -70,13 +70,16 @@ package struct TokenIssuer: Sendable {
     /// `code` and `accessTokenHash` add `c_hash`/`at_hash` where OIDC Core §3.3.2.11 requires them.
     package func issue(_ context: IssuanceContext, now: Date, code: String? = nil, hashAccessToken: Bool = false) async throws -> IssuedTokens {
         let key = try await signingKey(for: context.flow, tenantID: context.tenant.id)
+        var resourceKey: SigningKey?
+        if let resource = context.scopes.resource { resourceKey = try await signingKey(for: resource, flow: context.flow, tenantID: context.tenant.id) }
+        let accessKey = resourceKey
         let lifetimes = context.flow.lifetimes
         // Both tokens in one hand-over: the ID token's at_hash needs the access token.
         return try await signer.run { [self] in
             var accessToken: String?
             if let resource = context.scopes.resource {
                 let claims = accessTokenClaims(context, resource: resource, now: now, lifetime: lifetimes.accessTokenSeconds)
-                accessToken = try JSONWebToken.sign(claims: claims, with: key)
+                accessToken = try JSONWebToken.sign(claims: claims, with: accessKey ?? key)
             }
             var idToken: String?
             if context.scopes.openID {
@@ -100,6 +103,13 @@ package struct TokenIssuer: Sendable {
         return try await policyKeys.signingKey(tenantID: tenantID, keySet: keySet)
     }
 
+    /// The key an access token for `resource` is signed with: Microsoft Graph's tokens with the
+    /// service's ring, which Graph verifies them with (Entra signs them, never a B2C policy);
+    /// any other API's with `flow`'s key.
+    func signingKey(for resource: TokenResource, flow: UserFlow, tenantID: UUID) async throws -> SigningKey {
+        resource.audience == APIPermission.graphResource ? try await keys.activeKey() : try await signingKey(for: flow, tenantID: tenantID)
+    }
+
     /// The ID token's claims, as the issuance's dialect writes them.
     func idTokenClaims(_ context: IssuanceContext, now: Date, lifetime: Int, code: String?, accessToken: String?) -> JSONText {
         context.face.dialect.idTokenClaims(context, now: now, lifetime: lifetime, code: code, accessToken: accessToken)
@@ -113,7 +123,7 @@ package struct TokenIssuer: Sendable {
     /// An app-only access token (client credentials): the app is the subject; no user claims.
     package func appToken(
         client: AppRegistration, resource: TokenResource, roles: [String], issuer: String, lifetime: Int, now: Date,
-        face: ProtocolFace = .b2c, tenant: Tenant? = nil
+        face: ProtocolFace = .b2c, tenant: Tenant, flow: UserFlow
     ) async throws -> String {
         var claims = JSONObjectBuilder()
         let iat = now.epochSeconds
@@ -132,7 +142,7 @@ package struct TokenIssuer: Sendable {
         claims.set("idtyp", "app")
         face.dialect.appTokenClaims(client: client, tenant: tenant, into: &claims)
         claims.set("iat", iat)
-        let key = try await keys.activeKey()
+        let key = try await signingKey(for: resource, flow: flow, tenantID: tenant.id)
         let object = claims.object
         return try await signer.run { try JSONWebToken.sign(claims: object, with: key) }
     }

@@ -1,0 +1,87 @@
+"""Chromium through a custom policy (B2C_1A_test_susi, this project's local-accounts policies in the
+IEF schema): the unified page with B2C's element ids, "Sign up now", the email proven with a code,
+the account written by the policy's directory profile, then a sign-in; the tokens verify with the
+policy's own JWKS. Screenshots land in artifacts/ as identity-custom-*.png."""
+
+import base64
+import hashlib
+import secrets
+from urllib.parse import urlencode
+
+import requests
+from authlib.jose import JsonWebKey
+from authlib.jose import jwt as jose_jwt
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ready
+from selenium.webdriver.support.ui import WebDriverWait
+
+from conftest import unique_email, verify_email_in_browser
+from test_browser import Receiver, browser, receiver, shot  # noqa: F401 (fixtures)
+from test_custom_policies import upload_local_policies
+
+POLICY = "B2C_1A_test_susi"
+
+
+def policy_authorize(server, redirect, meta, extra=None):
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    params = {
+        "client_id": server.client_id, "response_type": "code", "redirect_uri": redirect,
+        "scope": f"openid offline_access {server.client_id}", "state": secrets.token_urlsafe(8), "nonce": secrets.token_urlsafe(8),
+        "code_challenge": challenge, "code_challenge_method": "S256", **(extra or {}),
+    }
+    return f"{meta['authorization_endpoint']}?{urlencode(params)}", params, verifier
+
+
+def redeem_and_verify(server, meta, params, verifier):
+    code = Receiver.received[-1]["code"][0]
+    assert Receiver.received[-1]["state"] == [params["state"]]
+    tokens = requests.post(meta["token_endpoint"], data={
+        "grant_type": "authorization_code", "client_id": server.client_id, "code": code,
+        "redirect_uri": params["redirect_uri"], "code_verifier": verifier}, timeout=30)
+    assert tokens.status_code == 200, tokens.text
+    keys = JsonWebKey.import_key_set(requests.get(meta["jwks_uri"], timeout=30).json())
+    claims = jose_jwt.decode(tokens.json()["id_token"], keys, claims_options={
+        "iss": {"essential": True, "value": meta["issuer"]}, "aud": {"essential": True, "value": server.client_id}})
+    claims.validate()
+    assert claims["nonce"] == params["nonce"] and claims["tfp"] == POLICY
+    return claims
+
+
+def test_custom_policy_sign_up_then_sign_in_in_chromium(server, receiver, browser):  # noqa: F811
+    upload_local_policies(server)
+    meta = server.discovery(POLICY)
+    wait = WebDriverWait(browser, 20)
+    email, password = unique_email("chromium-ief"), "Policy-Pass1"
+
+    url, params, verifier = policy_authorize(server, receiver, meta)
+    browser.get(url)
+    wait.until(ready.presence_of_element_located((By.ID, "signInName")))
+    shot(browser, "custom-sign-in")
+    browser.find_element(By.ID, "createAccount").click()
+    wait.until(ready.presence_of_element_located((By.ID, "email_ver_but_send")))
+    verify_email_in_browser(browser, email)
+    shot(browser, "custom-sign-up-verified")
+    browser.find_element(By.ID, "newPassword").send_keys(password)
+    browser.find_element(By.ID, "reenterPassword").send_keys(password)
+    browser.find_element(By.ID, "displayName").send_keys("Chromium Ief")
+    shot(browser, "custom-sign-up")
+    browser.find_element(By.ID, "continue").click()
+    wait.until(ready.presence_of_element_located((By.ID, "done")))
+    signed_up = redeem_and_verify(server, meta, params, verifier)
+    assert signed_up["newUser"] is True and signed_up["greeting"] == "Hello Chromium Ief"
+
+    # prompt=login: the unified page asks again; a wrong password is told on the page.
+    url, params, verifier = policy_authorize(server, receiver, meta, {"prompt": "login"})
+    browser.get(url)
+    wait.until(ready.presence_of_element_located((By.ID, "signInName")))
+    browser.find_element(By.ID, "signInName").send_keys(email)
+    browser.find_element(By.ID, "password").send_keys("Wrong-Pass1")
+    browser.find_element(By.ID, "next").click()
+    wait.until(ready.text_to_be_present_in_element((By.TAG_NAME, "body"), "Your password is incorrect."))
+    browser.find_element(By.ID, "password").clear()
+    browser.find_element(By.ID, "password").send_keys(password)
+    browser.find_element(By.ID, "next").click()
+    wait.until(ready.presence_of_element_located((By.ID, "done")))
+    signed_in = redeem_and_verify(server, meta, params, verifier)
+    assert signed_in["sub"] == signed_up["sub"] and "newUser" not in signed_in
