@@ -29,8 +29,7 @@ package struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
     /// one OAuth2 provider served here: by the simulated Facebook, where the server runs it.
     package var isFacebook: Bool {
         guard case .identityProvider("OAuth2") = kind else { return false }
-        let host = metadata["authorization_endpoint"].flatMap { URLComponents(string: $0)?.host?.lowercased() } ?? ""
-        return metadata["ProviderName"]?.lowercased() == "facebook" || host == "facebook.com" || host.hasSuffix(".facebook.com")
+        return PolicyCheck.isFacebook(metadata)
     }
     package let metadata: [String: String]
     package let inputClaims: [PolicyClaimReference]

@@ -123,6 +123,10 @@ package enum PolicyCheck {
                 // is checked when the profile runs; a value that is present is checked now.
                 if let problem = Self.openIDConnectProblem(id: id, metadata: metadata, complete: false) { problems.append(problem) }
             }
+            if protocolElement?["Name"] == "OAuth2" {
+                let metadata = Dictionary(profile.items("Metadata", "Item").compactMap { item in item["Key"].map { ($0, item.text) } }) { a, _ in a }
+                if let problem = Self.oAuth2Problem(id: id, metadata: metadata, complete: false) { problems.append(problem) }
+            }
             if Self.handlerName(protocolElement?["Handler"]) == "RestfulProvider" {
                 let metadata = Dictionary(profile.items("Metadata", "Item").compactMap { item in item["Key"].map { ($0, item.text) } }) { a, _ in a }
                 if !OutboundURLRule.isAllowed(metadata["ServiceUrl"] ?? "") {
@@ -251,6 +255,38 @@ package enum PolicyCheck {
             }
         }
         return found
+    }
+
+    /// Why a plain OAuth 2.0 identity provider profile cannot run here, or nil; `complete` as for
+    /// ``openIDConnectProblem(id:metadata:complete:)``. Facebook's profile is answered by the
+    /// simulated Facebook and not checked here.
+    package static func oAuth2Problem(id: String, metadata: [String: String], complete: Bool) -> String? {
+        if isFacebook(metadata) { return nil }
+        for key in ["authorization_endpoint", "AccessTokenEndpoint", "ClaimsEndpoint"] {
+            if let url = metadata[key] {
+                if !OutboundURLRule.isAllowed(url) { return "TechnicalProfile '\(id)' needs a \(key) that is https (or http on loopback)." }
+            } else if complete {
+                return "TechnicalProfile '\(id)' has no \(key)."
+            }
+        }
+        if complete, (metadata["client_id"] ?? "").isEmpty { return "TechnicalProfile '\(id)' has no client_id." }
+        let served: [(key: String, values: Set<String>)] = [
+            ("response_types", ["code"]), ("AccessTokenResponseFormat", ["json"]), ("HttpBinding", ["get", "post"]),
+            ("BearerTokenTransmissionMethod", ["authorizationheader", "querystring"]),
+            ("token_endpoint_auth_method", ["client_secret_post", "client_secret_basic"]),
+        ]
+        for (key, values) in served {
+            if let value = metadata[key], !values.contains(value.lowercased()) {
+                return "TechnicalProfile '\(id)' sets \(key) to '\(value)', which is not supported by this service."
+            }
+        }
+        return nil
+    }
+
+    /// Whether OAuth2 metadata describes Facebook (`ProviderName` facebook or its endpoints).
+    package static func isFacebook(_ metadata: [String: String]) -> Bool {
+        let host = metadata["authorization_endpoint"].flatMap { URLComponents(string: $0)?.host?.lowercased() } ?? ""
+        return metadata["ProviderName"]?.lowercased() == "facebook" || host == "facebook.com" || host.hasSuffix(".facebook.com")
     }
 
     static func handlerName(_ handler: String?) -> String {

@@ -19,9 +19,32 @@ extension CustomPolicyFederationTests {
     /// directory profiles by `alternativeSecurityId` (B2C's social journey, in this project's words).
     static func upload(
         _ h: IdentityHarness, port: Int = 1, metadata: String? = nil, clientID: String = "local-client", secret: String = "loopback-secret",
-        extraMetadata: String = "", facebook: Bool = false, selectionPage: Bool = false
+        extraMetadata: String = "", facebook: Bool = false, oauth2: Bool = false, oauth2Endpoints: [String]? = nil, issuerUserIdClaim: String = "id",
+        scope: String = "read:user", selectionPage: Bool = false
     ) async throws {
+        let endpoints = oauth2Endpoints ?? ["authorize", "token", "me"].map { "http://127.0.0.1:\(port)/oauth2/\($0)" }
         let metadata = metadata ?? "http://127.0.0.1:\(port)/.well-known/openid-configuration"
+        let oauth2Profile = """
+                <TechnicalProfile Id="Loopback-OIDC">
+                  <DisplayName>Loopback OAuth2</DisplayName>
+                  <Protocol Name="OAuth2" />
+                  <Metadata>
+                    <Item Key="ProviderName">loopback.example</Item>
+                    <Item Key="authorization_endpoint">\(endpoints[0])</Item>
+                    <Item Key="AccessTokenEndpoint">\(endpoints[1])</Item>
+                    <Item Key="ClaimsEndpoint">\(endpoints[2])</Item>
+                    <Item Key="client_id">\(clientID)</Item>
+                    <Item Key="scope">\(scope)</Item>\(extraMetadata)
+                  </Metadata>
+                  <CryptographicKeys><Key Id="client_secret" StorageReferenceId="B2C_1A_LoopbackSecret" /></CryptographicKeys>
+                  <OutputClaims>
+                    <OutputClaim ClaimTypeReferenceId="issuerUserId" PartnerClaimType="\(issuerUserIdClaim)" />
+                    <OutputClaim ClaimTypeReferenceId="identityProvider" DefaultValue="loopback.example" AlwaysUseDefaultValue="true" />
+                    <OutputClaim ClaimTypeReferenceId="displayName" PartnerClaimType="name" />
+                  </OutputClaims>
+                  <OutputClaimsTransformations><OutputClaimsTransformation ReferenceId="MakeAlternativeSecurityId" /></OutputClaimsTransformations>
+                </TechnicalProfile>
+            """
         let oidcProfile = """
                 <TechnicalProfile Id="Loopback-OIDC">
                   <DisplayName>Loopback IdP</DisplayName>
@@ -72,7 +95,7 @@ extension CustomPolicyFederationTests {
                     <Domain>\(facebook ? "facebook.com" : "loopback.example")</Domain>
                     <DisplayName>Provider</DisplayName>
                     <TechnicalProfiles>
-                \(facebook ? Self.facebookProfile : oidcProfile)
+                \(facebook ? Self.facebookProfile : oauth2 ? oauth2Profile : oidcProfile)
                     </TechnicalProfiles>
                   </ClaimsProvider>
                   <ClaimsProvider>

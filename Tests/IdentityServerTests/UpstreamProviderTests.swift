@@ -155,6 +155,12 @@ struct UpstreamProviderTests {
         func get() -> (String, String) { (flavour, nonce) }
         func advertise(_ extras: String) { metadataExtras = extras }
         func recordToken(_ authorization: String?, _ body: String) { tokenCalls.append((authorization, body)) }
+        /// The plain OAuth 2.0 endpoints' calls: the token request's method and parameters, and
+        /// each claims request's query and Authorization header.
+        var oauth2TokenCalls: [(method: String, parameters: String)] = []
+        var claimsCalls: [(query: String, authorization: String?)] = []
+        func recordOAuth2Token(_ method: String, _ parameters: String) { oauth2TokenCalls.append((method, parameters)) }
+        func recordClaims(_ query: String, _ authorization: String?) { claimsCalls.append((query, authorization)) }
     }
 
     static func provider(_ script: Script, port: @escaping @Sendable () -> Int) throws -> Application<RouterResponder<BasicRequestContext>>
@@ -184,6 +190,25 @@ struct UpstreamProviderTests {
         router.post("blockconnector") { _, _ -> Response in
             let reply = #"{"version":"1.0.0","action":"ShowBlockPage","userMessage":"No sign-ups from this provider."}"#
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: reply)))
+        }
+        // A plain OAuth 2.0 provider on the same server (B2C's OAuth2 technical profile): its
+        // token endpoint answers an access token, its claims endpoint a JSON object for it.
+        @Sendable func oauth2Token(_ request: Request, _ method: String) async throws -> Response {
+            let parameters = method == "GET" ? (request.uri.query ?? "") : String(buffer: try await request.body.collect(upTo: 1 << 16))
+            await script.recordOAuth2Token(method, parameters)
+            let body = await script.get().0 == "noaccess" ? #"{"token_type":"bearer"}"# : #"{"access_token":"oauth2-at","token_type":"bearer"}"#
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
+        }
+        router.get("oauth2/token") { request, _ in try await oauth2Token(request, "GET") }
+        router.post("oauth2/token") { request, _ in try await oauth2Token(request, "POST") }
+        router.get("oauth2/me") { request, _ -> Response in
+            let query = request.uri.query ?? ""
+            await script.recordClaims(query, request.headers[.authorization])
+            let presented = query.contains("access_token=oauth2-at") || query.contains("token=oauth2-at")
+                || request.headers[.authorization] == "Bearer oauth2-at"
+            guard presented, await script.get().0 != "claimsfail" else { return Response(status: .unauthorized) }
+            let body = #"{"id":4242,"name":"OAuth Person","email":"oauth@example.com","verified":true}"#
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
         }
         router.post("token") { request, _ -> Response in
             let form = String(buffer: try await request.body.collect(upTo: 1 << 16))

@@ -158,8 +158,9 @@ struct AvailabilityTests {
                     try await database.read { try await $0.raw("SELECT pg_sleep(20)").run() }
                 }
             }, throws: Self.isUnavailable)
-        // Generous for a loaded CI machine: the point is the deadline, not the statement's 20 s.
-        #expect(clock.now - start < .seconds(10), "answered at the deadline (1 s) and the close's grace, not after 20 s")
+        // Generous for a loaded CI machine (11.6 s was seen with a second build running): the
+        // point is the deadline, not the statement's 20 s, which the bound still fails.
+        #expect(clock.now - start < .seconds(16), "answered at the deadline (1 s) and the close's grace, not after 20 s")
         // The pool replaces the closed connection: reads work again within moments.
         var recovered = false
         for _ in 0..<30 where !recovered {

@@ -40,6 +40,13 @@ public struct UpstreamProvider: Sendable, Codable, Equatable {
     /// `token_endpoint_auth_methods_supported` allows, `client_secret_post` first — B2C's default
     /// for an OpenID Connect provider (IEF's `token_endpoint_auth_method` metadata).
     public var tokenEndpointAuthMethod: TokenEndpointAuthMethod?
+    /// A custom policy's plain OAuth 2.0 provider (no discovery, no ID token); never declared in
+    /// YAML, so not among the coded keys. Its `metadataUrl` is its authorization endpoint.
+    package var oauth2: UpstreamOAuth2?
+
+    enum CodingKeys: String, CodingKey {
+        case name, type, displayName, metadataUrl, clientId, clientSecret, scope, responseType, claimsMapping, tokenEndpointAuthMethod
+    }
 
     /// The client authentication methods of RFC 6749 §2.3.1 served. B2C's third,
     /// `private_key_jwt`, needs a policy key the provider trusts, which a declaration cannot name
@@ -85,6 +92,8 @@ public struct UpstreamProvider: Sendable, Codable, Equatable {
     }
     package var label: String { displayName ?? name }
     package var requestedScope: String {
+        // A plain OAuth 2.0 provider gets the scope as the profile wrote it (it may know no `openid`).
+        if oauth2 != nil { return scope ?? "" }
         let scopes = (scope ?? "openid profile email").split(separator: " ").map(String.init)
         return (scopes.contains("openid") ? scopes : ["openid"] + scopes).joined(separator: " ")
     }

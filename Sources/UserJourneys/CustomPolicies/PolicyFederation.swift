@@ -3,13 +3,16 @@ import IdentityDirectory
 import Storage
 import TrustFramework
 
-/// A custom policy's OpenID Connect identity provider profile (SPEC §2.12; B2C's
-/// `Protocol Name="OpenIdConnect"` technical profile) as an upstream provider the federation
-/// machinery of the built-in flows runs: the same authorization request (code + PKCE, a nonce
-/// and a one-time state), the same callback with its mix-up defence, the same ID token checks.
-/// The metadata keys are B2C's (`openid-connect-technical-profile.md`): `METADATA`, `client_id`,
-/// `scope`, `response_types`, `token_endpoint_auth_method`; the secret is the key set its
-/// `client_secret` cryptographic key names.
+/// A custom policy's identity provider profile (SPEC §2.12; B2C's `Protocol Name="OpenIdConnect"`
+/// and `"OAuth2"` technical profiles) as an upstream provider the federation machinery of the
+/// built-in flows runs: the same authorization request (code + PKCE, a one-time state), the same
+/// callback with its mix-up defence. An OpenID Connect profile's metadata keys are B2C's
+/// (`openid-connect-technical-profile.md`): `METADATA`, `client_id`, `scope`, `response_types`,
+/// `token_endpoint_auth_method`, and its ID token is checked as a declared provider's. A plain
+/// OAuth 2.0 profile (`oauth2-technical-profile.md`) names `authorization_endpoint`,
+/// `AccessTokenEndpoint` and `ClaimsEndpoint` instead (``UpstreamOAuth2``). The secret is the key
+/// set its `client_secret` cryptographic key names. Facebook's OAuth2 profile is the simulated
+/// Facebook's.
 struct PolicyFederation: Sendable {
     let upstream: UpstreamOIDC
     let keySets: PolicyKeySetLibrary
@@ -26,7 +29,10 @@ struct PolicyFederation: Sendable {
     /// (not another with the same provider) and comes from the provider the profile describes.
     static func answers(_ identity: FederatedIdentity, _ profile: PolicyTechnicalProfile) -> Bool {
         if profile.isFacebook { return identity.provider == .facebook && identity.via == nil }
-        guard let metadata = profile.metadata["METADATA"], identity.via?.lowercased() == profile.id.lowercased() else { return false }
+        // A plain OAuth 2.0 provider stands under its authorization endpoint (``UpstreamOAuth2``).
+        guard let metadata = profile.metadata["METADATA"] ?? profile.metadata["authorization_endpoint"],
+            identity.via?.lowercased() == profile.id.lowercased()
+        else { return false }
         return identity.provider == UpstreamProvider(name: profile.id, metadataUrl: metadata, clientId: "").kind
     }
 
@@ -48,19 +54,35 @@ struct PolicyFederation: Sendable {
 
     /// The provider `profile` describes, its secret sealed as a declared provider's is.
     func provider(_ profile: PolicyTechnicalProfile, tenant: Tenant) async throws(PolicyProfileFailure) -> UpstreamProvider {
-        guard case .identityProvider(let protocolName) = profile.kind, protocolName == "OpenIdConnect" else {
+        guard case .identityProvider(let protocolName) = profile.kind, !profile.isFacebook else {
             throw .protocolFailure(
                 .policyNotRunnable(
-                    "The identity provider profile '\(profile.id)' cannot run here: OpenIdConnect providers run, and Facebook's OAuth2 profile where the simulated Facebook is served."))
+                    "The identity provider profile '\(profile.id)' cannot run here: Facebook's OAuth2 profile runs where the simulated Facebook is served (serve --simulated-facebook)."))
         }
-        if let problem = PolicyCheck.openIDConnectProblem(id: profile.id, metadata: profile.metadata, complete: true) {
-            throw .protocolFailure(.policyNotRunnable(problem))
-        }
+        let problem =
+            protocolName == "OAuth2"
+            ? PolicyCheck.oAuth2Problem(id: profile.id, metadata: profile.metadata, complete: true)
+            : PolicyCheck.openIDConnectProblem(id: profile.id, metadata: profile.metadata, complete: true)
+        if let problem { throw .protocolFailure(.policyNotRunnable(problem)) }
+        let metadata = profile.metadata
         var provider = UpstreamProvider(
-            name: profile.id, displayName: profile.displayName, metadataUrl: profile.metadata["METADATA"] ?? "",
-            clientId: profile.metadata["client_id"] ?? "", scope: profile.metadata["scope"] ?? "openid",
-            tokenEndpointAuthMethod: profile.metadata["token_endpoint_auth_method"].flatMap(UpstreamProvider.TokenEndpointAuthMethod.init)
+            name: profile.id, displayName: profile.displayName, metadataUrl: metadata["METADATA"] ?? metadata["authorization_endpoint"] ?? "",
+            clientId: metadata["client_id"] ?? "", scope: metadata["scope"] ?? (protocolName == "OAuth2" ? nil : "openid"),
+            tokenEndpointAuthMethod: metadata["token_endpoint_auth_method"].flatMap(UpstreamProvider.TokenEndpointAuthMethod.init)
                 ?? .clientSecretPost)
+        if protocolName == "OAuth2" {
+            provider.oauth2 = UpstreamOAuth2(
+                authorizationEndpoint: metadata["authorization_endpoint"] ?? "", tokenEndpoint: metadata["AccessTokenEndpoint"] ?? "",
+                claimsEndpoint: metadata["ClaimsEndpoint"] ?? "",
+                tokenInHeader: metadata["BearerTokenTransmissionMethod"]?.lowercased() == "authorizationheader",
+                tokenParameterName: metadata["ClaimsEndpointAccessTokenName"] ?? "access_token",
+                claimsFormat: metadata["ClaimsEndpointFormatName"].flatMap { name in metadata["ClaimsEndpointFormat"].map { (name, $0) } },
+                tokenByGet: metadata["HttpBinding"]?.lowercased() == "get")
+            // The user's id there: what the profile maps onto `issuerUserId` (B2C's social
+            // profiles write `id`), else OpenID Connect's `sub`.
+            let userID = profile.outputClaims.first { $0.claimType.lowercased() == "issueruserid" }?.partnerClaimType
+            provider.claimsMapping = .init(userId: userID ?? "sub")
+        }
         if let keySet = profile.keys["client_secret"] {
             let secret: String?
             do {

@@ -84,6 +84,10 @@ package struct UpstreamFederation: Sendable {
             reason = "the answer came back on another provider's callback"
         } else if recorded.issuer != provider.issuer {
             reason = "the provider's issuer changed during the sign-in"
+        } else if provider.oauth2 != nil {
+            // A plain OAuth 2.0 provider has no issuer to name (RFC 9207 needs its metadata): its
+            // own callback path and one-time state are what bind the answer to it.
+            reason = nil
         } else if let iss {
             reason = iss == provider.issuer ? nil : "the answer names issuer \(TextRules.printable(iss)), not \(provider.issuer)"
         } else if (try? await service.upstream.metadata(of: provider))?.issuerInResponse == true {

@@ -74,7 +74,14 @@ package struct UpstreamOIDC: Sendable {
         } else {
             form.append(("client_id", provider.clientId))
         }
-        exchange.body = .bytes(ByteBuffer(string: FormEncoding.encode(form)))
+        if provider.oauth2?.tokenByGet == true {
+            // `HttpBinding` GET: the same parameters in the query (B2C's OAuth2 profiles allow it).
+            exchange.method = .GET
+            exchange.url = metadata.tokenEndpoint + (metadata.tokenEndpoint.contains("?") ? "&" : "?") + FormEncoding.encode(form)
+            exchange.headers.remove(name: "Content-Type")
+        } else {
+            exchange.body = .bytes(ByteBuffer(string: FormEncoding.encode(form)))
+        }
         let answer: [String: JSONValue]
         do {
             let outgoing = exchange
@@ -94,6 +101,9 @@ package struct UpstreamOIDC: Sendable {
             throw failure
         } catch {
             throw Failure(message: "the token endpoint could not be reached")
+        }
+        if let oauth2 = provider.oauth2 {
+            return try await claimsEndpointIdentity(answer, endpoints: oauth2, provider: provider)
         }
         guard case .string(let idToken)? = answer["id_token"] else { throw Failure(message: "the token response has no id_token") }
         let claims = try await verifiedClaims(idToken, provider: provider, metadata: metadata, nonce: request.nonce, now: now)
@@ -189,6 +199,7 @@ package actor UpstreamDirectory {
     }
 
     func metadata(_ provider: UpstreamProvider, client: HTTPClient) async throws -> UpstreamMetadata {
+        if let oauth2 = provider.oauth2 { return oauth2.metadata() }
         if let cached = metadata[provider.metadataUrl], Date().timeIntervalSince(cached.fetched) < Self.lifetime { return cached.value }
         let document = try await Self.fetch(provider.metadataUrl, client: client)
         func text(_ key: String) -> String? { if case .string(let value)? = document[key] { value } else { nil } }

@@ -1,0 +1,50 @@
+import AsyncHTTPClient
+import Foundation
+import IdentityDirectory
+import JOSE
+import NIOCore
+import TodoModels
+import WireCoding
+
+extension UpstreamOIDC {
+    /// A plain OAuth 2.0 provider's answer (B2C's OAuth2 technical profile): the access token of
+    /// the token response taken to the claims endpoint, whose JSON object holds the user's claims
+    /// (top-level values; numbers, such as many providers' numeric user ids, as text). The same
+    /// account rules as an ID token's claims then apply.
+    func claimsEndpointIdentity(_ answer: [String: JSONValue], endpoints: UpstreamOAuth2, provider: UpstreamProvider) async throws
+        -> FederatedIdentity
+    {
+        guard case .string(let accessToken)? = answer["access_token"], !accessToken.isEmpty else {
+            throw Failure(message: "the token response has no access_token")
+        }
+        var query: [(String, String)] = []
+        if let format = endpoints.claimsFormat { query.append((format.name, format.value)) }
+        if !endpoints.tokenInHeader { query.append((endpoints.tokenParameterName, accessToken)) }
+        var url = endpoints.claimsEndpoint
+        if !query.isEmpty { url += (url.contains("?") ? "&" : "?") + FormEncoding.encode(query) }
+        var request = HTTPClientRequest(url: url)
+        request.headers.add(name: "Accept", value: "application/json")
+        if endpoints.tokenInHeader { request.headers.add(name: "Authorization", value: "Bearer \(accessToken)") }
+        let body: ByteBuffer
+        let status: UInt
+        do {
+            let outgoing = request
+            let client = self.client
+            (status, body) = try await OutboundURL.withDeadline(seconds: 15) {
+                let response = try await client.execute(outgoing, timeout: .seconds(10))
+                return (response.status.code, try await response.body.collect(upTo: 1 << 20))
+            }
+        } catch {
+            throw Failure(message: "the claims endpoint could not be reached")
+        }
+        guard (200..<300).contains(status), let claims = JWTClaims(payload: Data(buffer: body)) else {
+            throw Failure(message: "the claims endpoint answered HTTP \(status) without a JSON object")
+        }
+        let textual = JWTClaims(
+            values: claims.values.mapValues { value in
+                if case .number(let number) = value { return .string(Int64(exactly: number).map(String.init) ?? String(number)) }
+                return value
+            })
+        return try identity(from: textual, provider: provider)
+    }
+}
