@@ -45,6 +45,7 @@ struct CustomPolicyRunTests {
             #expect(page.status == .ok && page.text.contains("id=\"signInName\""), "\(page.text)")
             let wrong = try await driver.submit(page, [("signInName", "carol@example.com"), ("password", "wrong-Passw0rd")])
             #expect(wrong.status == .badRequest && wrong.text.contains("Your password is incorrect."))
+            #expect(wrong.field("signInName") == "carol@example.com", "the typed sign-in name stays on the page, as B2C keeps it")
             let done = try await driver.submit(wrong, [("signInName", "carol@example.com"), ("password", "Passw0rd!")])
             let code = try #require(done.redirectParameters["code"], "\(done.status) \(done.text)")
             let tokens = try await driver.redeem(h, attempt: attempt, code: code)

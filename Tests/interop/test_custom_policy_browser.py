@@ -79,6 +79,8 @@ def test_custom_policy_sign_up_then_sign_in_in_chromium(server, receiver, browse
     browser.find_element(By.ID, "password").send_keys("Wrong-Pass1")
     browser.find_element(By.ID, "next").click()
     wait.until(ready.text_to_be_present_in_element((By.TAG_NAME, "body"), "Your password is incorrect."))
+    assert browser.find_element(By.ID, "signInName").get_attribute("value") == email, "the typed address is kept"
+    shot(browser, "custom-sign-in-error")
     browser.find_element(By.ID, "password").clear()
     browser.find_element(By.ID, "password").send_keys(password)
     browser.find_element(By.ID, "next").click()

@@ -6,11 +6,13 @@ import TrustFramework
 /// `next`, `createAccount`, `email_ver_but_send`, `email_ver_input`, `email_ver_but_verify`,
 /// `continue`, and each claim type's id for its input).
 extension PolicyStep {
-    func unifiedPage(_ run: JourneyRun, error: String? = nil, status: HTTPResponse.Status = .ok) throws -> Response {
+    /// - Parameter typed: the sign-in name the person just typed, kept on the page after a refused
+    ///   sign-in as B2C keeps it (the journey itself keeps nothing a failed sign-in read).
+    func unifiedPage(_ run: JourneyRun, error: String? = nil, status: HTTPResponse.Status = .ok, typed: String? = nil) throws -> Response {
         let claims = run.state.policyClaims ?? PolicyClaims()
         var values: [String: Any] = [
             "title": run.text("signin_title"), "action": run.url(.unified),
-            "signInName": claims.text("signInName") ?? run.authorization.loginHint ?? "",
+            "signInName": typed ?? claims.text("signInName") ?? run.authorization.loginHint ?? "",
             "signInNameLabel": policy.claimType("signInName")?.displayName ?? run.text("email"),
             "signUp": signInProfileOffersSignUp,
             // A `ClaimsProviderSelection` step, or a combined step without a local sign-in

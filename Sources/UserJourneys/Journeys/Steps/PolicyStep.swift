@@ -133,7 +133,8 @@ struct PolicyStep: OrchestrationStep {
                 if let failure = signIn(outcome, &run) { return .fail(failure) }
                 return .next
             } catch PolicyProfileFailure.userMessage(let message) {
-                return .interact(try unifiedPage(run, error: message, status: .badRequest))
+                let typed = run.form["signInName"].map { String($0.prefix(256)) }
+                return .interact(try unifiedPage(run, error: message, status: .badRequest, typed: typed))
             } catch PolicyProfileFailure.protocolFailure(let failure) {
                 return .fail(failure)
             }
