@@ -9,7 +9,7 @@ public enum ClaimValue: Sendable, Equatable {
     case object([String: ClaimValue])
     case null
 
-    init(json: Any) {
+    public init(json: Any) {
         switch json {
         case let text as String: self = .string(text)
         // JSONSerialization gives booleans as NSNumber too, of type `c` (a C `BOOL`); numbers

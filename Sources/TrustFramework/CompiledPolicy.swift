@@ -89,7 +89,7 @@ protocol PolicyIdentified { var id: String { get } }
 
 /// A claim type of the claims schema.
 package struct PolicyClaimType: Sendable, PolicyIdentified {
-    package enum DataType: String, Sendable { case string, boolean, int, long, date, dateTime, stringCollection, alternativeSecurityId }
+    package enum DataType: String, Sendable { case string, boolean, int, long, date, dateTime, stringCollection, alternativeSecurityId, phoneNumber }
     package let id: String
     package let displayName: String
     package let dataType: DataType

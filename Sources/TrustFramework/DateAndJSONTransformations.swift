@@ -60,7 +60,7 @@ package enum DateAndJSONTransformations {
                 ("issuerUserId", .string(Data(io.text("key", claims).utf8).base64EncodedString())),
             ])
             return [("alternativeSecurityId", .string(json.serialized))]
-        default: throw .invalidInput("The claims transformation method '\(method)' is not supported by this service.")
+        default: return try PhoneNumbers.evaluate(method, io, claims)
         }
     }
 

@@ -262,6 +262,9 @@ package enum PolicyCheck {
     /// simulated Facebook and not checked here.
     package static func oAuth2Problem(id: String, metadata: [String: String], complete: Bool) -> String? {
         if isFacebook(metadata) { return nil }
+        if metadata["METADATA"] != nil {
+            return "TechnicalProfile '\(id)' is an OAuth2 profile with METADATA: a plain OAuth 2.0 provider is named by its endpoints (an OpenID Connect one is Protocol OpenIdConnect)."
+        }
         for key in ["authorization_endpoint", "AccessTokenEndpoint", "ClaimsEndpoint"] {
             if let url = metadata[key] {
                 if !OutboundURLRule.isAllowed(url) { return "TechnicalProfile '\(id)' needs a \(key) that is https (or http on loopback)." }

@@ -29,6 +29,7 @@ package enum PolicyClaimValue: Sendable, Codable, Equatable {
         case .int, .long: return Int64(text).map(PolicyClaimValue.integer)
         case .stringCollection: return .collection([text])
         case .string, .date, .dateTime, .alternativeSecurityId: return .string(text)
+        case .phoneNumber: return PhoneNumbers.standard(text).map(PolicyClaimValue.string)
         }
     }
 }

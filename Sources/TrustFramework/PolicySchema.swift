@@ -97,12 +97,13 @@ enum PolicySchema {
         "AssertBooleanClaimIsEqualToValue", "AndClaims", "OrClaims", "NotClaims", "CompareBooleanClaimToValue",
         "AddItemToStringCollection", "GetSingleItemFromStringCollection", "StringCollectionContains", "GetCurrentDateTime",
         "DateTimeComparison", "GetClaimFromJson", "GenerateJson", "AssertStringClaimsAreEqual", "CreateAlternativeSecurityId",
-        "AddParameterToStringCollection", "AssertDateTimeIsGreaterThan",
+        "AddParameterToStringCollection", "AssertDateTimeIsGreaterThan", "ConvertPhoneNumberClaimToString",
+        "ConvertStringToPhoneNumberClaim", "GetNationalNumberAndCountryCodeFromPhoneNumberString",
     ]
 
     /// Claim data types.
     static let dataTypes: Set<String> = [
-        "string", "boolean", "int", "long", "date", "dateTime", "stringCollection", "alternativeSecurityId",
+        "string", "boolean", "int", "long", "date", "dateTime", "stringCollection", "alternativeSecurityId", "phoneNumber",
     ]
 
     /// Precondition types and the actions they take.

@@ -13,12 +13,15 @@ enum TransformationSignatures {
         var outputs: [Claim]
         /// Any transformation claim type is an input (`GenerateJson`'s paths).
         var anyInputs = false
+        /// Exactly one of these inputs must be declared (a claim the reference renamed).
+        var oneOfInputs: [String] = []
     }
 
     private static let string: PolicyClaimType.DataType? = nil
     private static func s(_ name: String) -> Claim { (name, nil) }
     private static func b(_ name: String) -> Claim { (name, .boolean) }
     private static func c(_ name: String) -> Claim { (name, .stringCollection) }
+    private static func p(_ name: String) -> Claim { (name, .phoneNumber) }
 
     static let table: [String: Signature] = [
         "CopyClaim": Signature(inputs: [s("inputClaim")], outputs: [s("outputClaim")]),
@@ -56,6 +59,12 @@ enum TransformationSignatures {
         "GetClaimFromJson": Signature(inputs: [s("inputJson")], parameters: ["claimToExtract"], outputs: [s("extractedClaim")]),
         "GenerateJson": Signature(inputs: [], outputs: [s("outputClaim")], anyInputs: true),
         "CreateAlternativeSecurityId": Signature(inputs: [s("key"), s("identityProvider")], outputs: [s("alternativeSecurityId")]),
+        "ConvertPhoneNumberClaimToString": Signature(inputs: [p("phoneNumber")], outputs: [s("phoneNumberString")]),
+        "ConvertStringToPhoneNumberClaim": Signature(
+            inputs: [], optionalInputs: [s("phoneNumberString"), s("inputClaim"), s("country")], outputs: [p("outputClaim")],
+            oneOfInputs: ["phoneNumberString", "inputClaim"]),
+        "GetNationalNumberAndCountryCodeFromPhoneNumberString": Signature(
+            inputs: [s("phoneNumber")], outputs: [s("nationalNumber"), s("countryCode")]),
     ]
 
     /// What is wrong with a transformation's declaration; `claimType` gives a claim's data type.
@@ -84,6 +93,12 @@ enum TransformationSignatures {
         }
         check(transformation.items("InputClaims", "InputClaim"), signature.inputs, optional: signature.optionalInputs, kind: "input claim", any: signature.anyInputs)
         check(transformation.items("OutputClaims", "OutputClaim"), signature.outputs, optional: [], kind: "output claim", any: false)
+        if !signature.oneOfInputs.isEmpty {
+            let declared = transformation.items("InputClaims", "InputClaim").compactMap { $0["TransformationClaimType"] }
+            if declared.filter(signature.oneOfInputs.contains).count != 1 {
+                problems.append("\(prefix) Exactly one of the input claims \(signature.oneOfInputs.map { "'\($0)'" }.joined(separator: " or ")) is needed.")
+            }
+        }
         let parameters = Set(transformation.items("InputParameters", "InputParameter").compactMap { $0["Id"] })
         for parameter in signature.parameters where !parameters.contains(parameter) {
             problems.append("ClaimsTransformation \"\(id)\" (\(method)) needs the input parameter '\(parameter)'.")

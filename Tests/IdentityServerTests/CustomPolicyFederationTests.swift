@@ -196,14 +196,18 @@ struct CustomPolicyFederationTests {
             let identity = FederatedIdentity(
                 provider: IdentityProviderKind(rawValue: "https://idp.example")!, subject: "s1", email: nil, displayName: "Someone",
                 claims: ["sub": "s1", "iss": "https://idp.example"])
-            let own = key("https://idp.example", "s1")
-            #expect(PolicyFederation.proven(PolicyClaims(["alternativeSecurityId": .string(own)]), by: identity, policy: policy) == [own])
-            let victim = key("https://idp.example", "victim")
-            #expect(PolicyFederation.proven(PolicyClaims(["alternativeSecurityId": .string(victim)]), by: identity, policy: policy).isEmpty)
-            #expect(PolicyFederation.proven(PolicyClaims(["alternativeSecurityId": .string(key("local", "s1"))]), by: identity, policy: policy).isEmpty)
-            #expect(PolicyFederation.proven(PolicyClaims(["alternativeSecurityId": .string(key("facebook.com", "s1"))]), by: identity, policy: policy).isEmpty)
-            // An answer counts only for the profile whose request it answers.
             let profile = try #require(policy.profile("Loopback-OIDC"))
+            func proven(_ text: String, by answer: FederatedIdentity = identity) -> [String] {
+                PolicyFederation.proven(PolicyClaims(["alternativeSecurityId": .string(text)]), by: answer, policy: policy, profile: profile)
+            }
+            let own = key("https://idp.example", "s1")
+            #expect(proven(own) == [own])
+            #expect(proven(key("https://idp.example", "victim")).isEmpty)
+            #expect(proven(key("local", "s1")).isEmpty)
+            #expect(proven(key("facebook.com", "s1")).isEmpty)
+            // Another provider's users: the answer's subject under an issuer that is not its own.
+            #expect(proven(key("https://other-idp.example", "s1")).isEmpty)
+            // An answer counts only for the profile whose request it answers.
             var answer = FederatedIdentity(
                 provider: IdentityProviderKind(rawValue: "http://127.0.0.1:1")!, subject: "s1", email: nil, displayName: "Someone")
             #expect(!PolicyFederation.answers(answer, profile), "no request recorded")

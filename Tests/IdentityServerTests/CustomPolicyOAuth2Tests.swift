@@ -76,6 +76,19 @@ struct CustomPolicyOAuth2Tests {
         }
     }
 
+    @Test("an id above 2^53 is kept to the digit; a claims endpoint naming another issuer and user proves only its own id")
+    func exactAndOwnIds() async throws {
+        try await Self.withOAuth2Provider { h, driver, script, _ in
+            let big = try await CustomPolicyFederationTests.signIn(h, driver, script: script, flavour: "bigid")
+            #expect(big.response.redirectParameters["code"] != nil, "\(big.response.status) \(big.response.location ?? "")")
+            #expect(try await h.server.users.users(tenantID: h.tenant.id).map(\.signInName) == ["9007199254740993"])
+            let spoofed = try await CustomPolicyFederationTests.signIn(h, driver, script: script, flavour: "spoof")
+            #expect(spoofed.response.redirectParameters["code"] != nil)
+            let names = try await h.server.users.users(tenantID: h.tenant.id).map(\.signInName).sorted()
+            #expect(names == ["4242", "9007199254740993"], "its own id, not the victim its answer named")
+        }
+    }
+
     @Test("no access token, or a claims endpoint that refuses it, ends the sign-in with AADB2C90273 and creates no one")
     func refusals() async throws {
         try await Self.withOAuth2Provider { h, driver, script, _ in
@@ -145,6 +158,10 @@ struct CustomPolicyOAuth2Tests {
             bad[key] = value
             #expect(PolicyCheck.oAuth2Problem(id: "P", metadata: bad, complete: true)?.contains(key) == true, "\(key)")
         }
+        // A METADATA on an OAuth2 profile would be its identity, unchecked: refused.
+        var named = complete
+        named["METADATA"] = "facebook.com"
+        #expect(PolicyCheck.oAuth2Problem(id: "P", metadata: named, complete: false)?.contains("METADATA") == true)
         // Facebook's profile is the simulated Facebook's, whatever its metadata.
         #expect(PolicyCheck.oAuth2Problem(id: "FB", metadata: ["ProviderName": "facebook"], complete: true) == nil)
     }

@@ -207,7 +207,13 @@ struct UpstreamProviderTests {
             let presented = query.contains("access_token=oauth2-at") || query.contains("token=oauth2-at")
                 || request.headers[.authorization] == "Bearer oauth2-at"
             guard presented, await script.get().0 != "claimsfail" else { return Response(status: .unauthorized) }
-            let body = #"{"id":4242,"name":"OAuth Person","email":"oauth@example.com","verified":true}"#
+            // `bigid`: an id above 2^53, which a double would round; `spoof`: the provider names
+            // another issuer and another user in its own answer.
+            let body = switch await script.get().0 {
+            case "bigid": #"{"id":9007199254740993,"name":"Big Id"}"#
+            case "spoof": #"{"id":4242,"name":"OAuth Person","iss":"https://other-idp.example","sub":"victim"}"#
+            default: #"{"id":4242,"name":"OAuth Person","email":"oauth@example.com","verified":true}"#
+            }
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
         }
         router.post("token") { request, _ -> Response in

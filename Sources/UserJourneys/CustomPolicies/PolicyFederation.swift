@@ -29,11 +29,16 @@ struct PolicyFederation: Sendable {
     /// (not another with the same provider) and comes from the provider the profile describes.
     static func answers(_ identity: FederatedIdentity, _ profile: PolicyTechnicalProfile) -> Bool {
         if profile.isFacebook { return identity.provider == .facebook && identity.via == nil }
-        // A plain OAuth 2.0 provider stands under its authorization endpoint (``UpstreamOAuth2``).
-        guard let metadata = profile.metadata["METADATA"] ?? profile.metadata["authorization_endpoint"],
-            identity.via?.lowercased() == profile.id.lowercased()
-        else { return false }
+        guard let metadata = providerURL(profile), identity.via?.lowercased() == profile.id.lowercased() else { return false }
         return identity.provider == UpstreamProvider(name: profile.id, metadataUrl: metadata, clientId: "").kind
+    }
+
+    /// The URL a provider profile stands under: an OpenID Connect profile's `METADATA`, a plain
+    /// OAuth 2.0 profile's `authorization_endpoint` (``UpstreamOAuth2``) and never its `METADATA`,
+    /// which nothing checks for it (so it could not name `facebook.com` or `local`).
+    static func providerURL(_ profile: PolicyTechnicalProfile) -> String? {
+        guard case .identityProvider(let protocolName) = profile.kind else { return nil }
+        return protocolName == "OAuth2" ? profile.metadata["authorization_endpoint"] : profile.metadata["METADATA"]
     }
 
     /// The `alternativeSecurityId`s of `claims` that `identity`'s answer proves: those naming the
@@ -41,12 +46,22 @@ struct PolicyFederation: Sendable {
     /// service's local accounts, and Facebook only when the answer came from Facebook. A value
     /// that was in the bag before the answer, from a page, a REST call or a default, proves
     /// nothing unless it names that same identity.
-    static func proven(_ claims: PolicyClaims, by identity: FederatedIdentity, policy: CompiledPolicy) -> [String] {
-        claims.values.compactMap { key, value -> String? in
+    ///
+    /// The provider part must be the answer's own: the provider's kind (its issuer), or a value
+    /// the profile itself writes (an output claim's `DefaultValue`, as B2C's social profiles name
+    /// `github.com`), so a provider can never vouch for another provider's users. A plain OAuth
+    /// 2.0 provider's claims are not signed, so only its user id counts, not any value it sent.
+    static func proven(_ claims: PolicyClaims, by identity: FederatedIdentity, policy: CompiledPolicy, profile: PolicyTechnicalProfile)
+        -> [String]
+    {
+        let own = Set([identity.provider.rawValue.lowercased()] + profile.outputClaims.compactMap { $0.defaultValue?.lowercased() })
+        let signed = !(profile.kind == .identityProvider(protocol: "OAuth2"))
+        return claims.values.compactMap { key, value -> String? in
             guard policy.claimType(key)?.dataType == .alternativeSecurityId || key == "alternativesecurityid", case .string(let text) = value,
                 let decoded = decodeAlternativeSecurityId(text),
-                decoded.subject == identity.subject || identity.claims.values.contains(decoded.subject),
-                decoded.provider != .facebook || identity.provider == .facebook
+                decoded.subject == identity.subject || (signed && identity.claims.values.contains(decoded.subject)),
+                decoded.provider != .facebook || identity.provider == .facebook,
+                own.contains(decoded.provider.rawValue.lowercased())
             else { return nil }
             return text
         }
@@ -66,7 +81,7 @@ struct PolicyFederation: Sendable {
         if let problem { throw .protocolFailure(.policyNotRunnable(problem)) }
         let metadata = profile.metadata
         var provider = UpstreamProvider(
-            name: profile.id, displayName: profile.displayName, metadataUrl: metadata["METADATA"] ?? metadata["authorization_endpoint"] ?? "",
+            name: profile.id, displayName: profile.displayName, metadataUrl: Self.providerURL(profile) ?? "",
             clientId: metadata["client_id"] ?? "", scope: metadata["scope"] ?? (protocolName == "OAuth2" ? nil : "openid"),
             tokenEndpointAuthMethod: metadata["token_endpoint_auth_method"].flatMap(UpstreamProvider.TokenEndpointAuthMethod.init)
                 ?? .clientSecretPost)

@@ -37,14 +37,19 @@ extension UpstreamOIDC {
         } catch {
             throw Failure(message: "the claims endpoint could not be reached")
         }
-        guard (200..<300).contains(status), let claims = JWTClaims(payload: Data(buffer: body)) else {
+        guard (200..<300).contains(status), let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any] else {
             throw Failure(message: "the claims endpoint answered HTTP \(status) without a JSON object")
         }
-        let textual = JWTClaims(
-            values: claims.values.mapValues { value in
-                if case .number(let number) = value { return .string(Int64(exactly: number).map(String.init) ?? String(number)) }
-                return value
-            })
-        return try identity(from: textual, provider: provider)
+        // An integer is kept as its exact digits: read as a double, two ids above 2^53 could
+        // round to one, and two people to one account. A fraction stays a number, never an id.
+        let integerTypes: Set<String> = ["q", "Q", "i", "I", "l", "L", "s", "S", "C"]
+        let values = object.mapValues { value -> ClaimValue in
+            if let number = value as? NSNumber, integerTypes.contains(String(cString: number.objCType)) { return .string(number.stringValue) }
+            return ClaimValue(json: value)
+        }
+        // What the claims endpoint says of itself is not verified: `iss` is the provider's own.
+        var claims = values
+        claims["iss"] = .string(provider.issuer)
+        return try identity(from: JWTClaims(values: claims), provider: provider)
     }
 }

@@ -199,7 +199,13 @@ package actor UpstreamDirectory {
     }
 
     func metadata(_ provider: UpstreamProvider, client: HTTPClient) async throws -> UpstreamMetadata {
-        if let oauth2 = provider.oauth2 { return oauth2.metadata() }
+        if let oauth2 = provider.oauth2 {
+            // As for discovered endpoints: a provider elsewhere cannot point this server at itself.
+            if let refused = OutboundURL.localTarget(among: [oauth2.tokenEndpoint, oauth2.claimsEndpoint], declared: oauth2.authorizationEndpoint) {
+                throw UpstreamOIDC.Failure(message: "the provider's endpoints point this server at \(TextRules.printable(refused))")
+            }
+            return oauth2.metadata()
+        }
         if let cached = metadata[provider.metadataUrl], Date().timeIntervalSince(cached.fetched) < Self.lifetime { return cached.value }
         let document = try await Self.fetch(provider.metadataUrl, client: client)
         func text(_ key: String) -> String? { if case .string(let value)? = document[key] { value } else { nil } }

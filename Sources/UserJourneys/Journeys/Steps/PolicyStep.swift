@@ -252,7 +252,7 @@ struct PolicyStep: OrchestrationStep {
         PolicyFederation.map(identity, profile, into: &claims, policy: policy)
         profiles.resolver(run, policy).applyDefaults(profile.outputClaims, to: &claims)
         if let failure = try transforming(profile.outputTransformations, of: profile, &claims, run) { return .fail(failure) }
-        run.state.policyProvenAlternativeSecurityIds = PolicyFederation.proven(claims, by: identity, policy: policy)
+        run.state.policyProvenAlternativeSecurityIds = PolicyFederation.proven(claims, by: identity, policy: policy, profile: profile)
         return .next
     }
 
