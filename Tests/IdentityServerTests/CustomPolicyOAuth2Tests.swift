@@ -139,6 +139,37 @@ struct CustomPolicyOAuth2Tests {
         }
     }
 
+    @Test("a multi-tenant OpenID Connect provider (Entra's common metadata): a token of an accepted tenant signs in; another tenant's, or a tid that is not its issuer's, is AADB2C90273")
+    func multiTenant() async throws {
+        let script = UpstreamProviderTests.Script()
+        let box = UpstreamProviderTests.PortBox()
+        try await UpstreamProviderTests.provider(script, port: { box.value }).test(.live) { idp in
+            box.value = try #require(idp.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                let accepted = "http://127.0.0.1:\(box.value)/\(UpstreamProviderTests.tenantA)"
+                try await CustomPolicyFederationTests.upload(
+                    h, metadata: "http://127.0.0.1:\(box.value)/common/v2.0/.well-known/openid-configuration",
+                    extraMetadata: #"<Item Key="DiscoverMetadataByTokenIssuer">true</Item><Item Key="ValidTokenIssuerPrefixes">\#(accepted)</Item>"#)
+                let good = try await CustomPolicyFederationTests.signIn(h, driver, script: script, flavour: "mt-a")
+                #expect(good.response.redirectParameters["code"] != nil, "\(good.response.status) \(good.response.location ?? good.response.text.prefix(300).description)")
+                let user = try #require(try await h.server.users.users(tenantID: h.tenant.id).first)
+                #expect(user.signInName == "s-aaaa")
+                for flavour in ["mt-b", "mt-mismatch"] {
+                    let refused = try await CustomPolicyFederationTests.signIn(h, driver, script: script, flavour: flavour)
+                    #expect(b2cCode(redirect: refused.response) == "AADB2C90273", "\(flavour): \(refused.response.location ?? "")")
+                }
+                #expect(try await h.server.users.users(tenantID: h.tenant.id).count == 1)
+            }
+        }
+        // Without ValidTokenIssuerPrefixes the template issuer is not the metadata URL's: refused.
+        var single = UpstreamProvider(name: "p", metadataUrl: "https://idp.example/common/v2.0/.well-known/openid-configuration", clientId: "c")
+        #expect(!single.isIssuerTemplate("https://idp.example/{tenantid}/v2.0"))
+        single.validIssuerPrefixes = ["https://idp.example/"]
+        #expect(single.isIssuerTemplate("https://idp.example/{tenantid}/v2.0"))
+        #expect(!single.isIssuerTemplate("https://elsewhere.example/{tenantid}/v2.0"))
+        #expect(single.tenantIssuer(template: "https://idp.example/{tenantid}/v2.0", tenantID: "t/../x", claimed: "https://idp.example/t/../x/v2.0") == nil)
+    }
+
     @Test("an OAuth2 profile this service cannot run is refused at upload, naming what it lacks")
     func uploadChecks() {
         let complete = [

@@ -175,6 +175,13 @@ struct UpstreamProviderTests {
                 #"{"issuer":"\#(base)","authorization_endpoint":"\#(base)/authorize","token_endpoint":"\#(base)/token","jwks_uri":"\#(base)/jwks"\#(extras)}"#
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
         }
+        // Entra's multi-tenant metadata (`common`): one template issuer for every tenant.
+        router.get("common/v2.0/.well-known/openid-configuration") { _, _ -> Response in
+            let base = "http://127.0.0.1:\(port())"
+            let body =
+                #"{"issuer":"\#(base)/{tenantid}/v2.0","authorization_endpoint":"\#(base)/authorize","token_endpoint":"\#(base)/token","jwks_uri":"\#(base)/jwks"}"#
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
+        }
         router.get("jwks") { _, _ -> Response in
             let (n, e) = JWKSet.components(of: key.publicKey)
             let body = #"{"keys":[{"kty":"RSA","kid":"k1","use":"sig","alg":"RS256","n":"\#(n)","e":"\#(e)"}]}"#
@@ -231,6 +238,11 @@ struct UpstreamProviderTests {
                 claims = #"{"iss":"\#(issuer)","aud":"local-client","sub":"s1","nonce":"other","iat":\#(now),"exp":\#(now + 600)}"#
             case "audience":
                 claims = #"{"iss":"\#(issuer)","aud":"someone-else","sub":"s1","nonce":"\#(nonce)","iat":\#(now),"exp":\#(now + 600)}"#
+            case "mt-a", "mt-b", "mt-mismatch":
+                // A tenant's user through the multi-tenant metadata: its own tenant's issuer and `tid`.
+                let (named, tid) = flavour == "mt-b" ? (Self.tenantB, Self.tenantB) : (Self.tenantA, flavour == "mt-a" ? Self.tenantA : Self.tenantB)
+                claims =
+                    #"{"iss":"\#(issuer)/\#(named)/v2.0","tid":"\#(tid)","aud":"local-client","sub":"s-\#(tid.prefix(4))","oid":"o-\#(tid.prefix(4))","nonce":"\#(nonce)","iat":\#(now),"exp":\#(now + 600)}"#
             default: claims = #"{"iss":"\#(issuer)","aud":"local-client","sub":"s1","nonce":"\#(nonce)","iat":\#(now),"exp":\#(now + 600)}"#
             }
             let signer = flavour == "forged" ? other : key
@@ -240,6 +252,10 @@ struct UpstreamProviderTests {
         }
         return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: Logger(label: "idp"))
     }
+
+    /// The tenants of the loopback provider's multi-tenant metadata.
+    static let tenantA = "aaaaaaaa-0000-4000-8000-000000000001"
+    static let tenantB = "bbbbbbbb-0000-4000-8000-000000000002"
 
     final class PortBox: @unchecked Sendable {
         // Set once before the first request arrives.

@@ -43,6 +43,11 @@ public struct UpstreamProvider: Sendable, Codable, Equatable {
     /// A custom policy's plain OAuth 2.0 provider (no discovery, no ID token); never declared in
     /// YAML, so not among the coded keys. Its `metadataUrl` is its authorization endpoint.
     package var oauth2: UpstreamOAuth2?
+    /// A multi-tenant OpenID Connect provider's accepted token issuers (a custom policy's
+    /// `ValidTokenIssuerPrefixes`): its metadata names a template issuer (Entra's
+    /// `…/{tenantid}/v2.0`) and each token the issuer of its own tenant, which must begin with one
+    /// of these. Nil for a provider with one issuer. Not declared in YAML.
+    package var validIssuerPrefixes: [String]?
 
     enum CodingKeys: String, CodingKey {
         case name, type, displayName, metadataUrl, clientId, clientSecret, scope, responseType, claimsMapping, tokenEndpointAuthMethod
@@ -82,6 +87,25 @@ public struct UpstreamProvider: Sendable, Codable, Equatable {
     }
 
     package var kind: IdentityProviderKind { .upstream(issuer: issuer) }
+
+    /// Whether `named`, the issuer a multi-tenant provider's metadata gives, is this provider's
+    /// template: its own issuer with one path segment standing for any tenant (`{tenantid}`, as
+    /// Entra's `common` and `organizations` metadata write it).
+    package func isIssuerTemplate(_ named: String) -> Bool {
+        guard validIssuerPrefixes != nil, named.contains("{tenantid}") else { return false }
+        let (template, own) = (named.split(separator: "/", omittingEmptySubsequences: false), issuer.split(separator: "/", omittingEmptySubsequences: false))
+        return template.count == own.count && zip(template, own).allSatisfy { $0 == "{tenantid}" || $0 == $1 }
+    }
+
+    /// The issuer a multi-tenant provider's token must carry: the template with its tenant id
+    /// (`tid`), and one of the accepted prefixes; nil when the token's issuer is not acceptable.
+    package func tenantIssuer(template: String, tenantID: String?, claimed: String?) -> String? {
+        guard let prefixes = validIssuerPrefixes, let tenantID, !tenantID.isEmpty, !tenantID.contains("/"), let claimed,
+            claimed == template.replacingOccurrences(of: "{tenantid}", with: tenantID),
+            prefixes.contains(where: { !$0.isEmpty && claimed.hasPrefix($0) })
+        else { return nil }
+        return claimed
+    }
 
     /// The method used at `metadata`'s token endpoint: the declared one, else the first of
     /// `client_secret_post` and `client_secret_basic` the provider lists, else B2C's default.

@@ -54,8 +54,10 @@ struct PolicyFederation: Sendable {
     static func proven(_ claims: PolicyClaims, by identity: FederatedIdentity, policy: CompiledPolicy, profile: PolicyTechnicalProfile)
         -> [String]
     {
-        let own = Set([identity.provider.rawValue.lowercased()] + profile.outputClaims.compactMap { $0.defaultValue?.lowercased() })
         let signed = !(profile.kind == .identityProvider(protocol: "OAuth2"))
+        // A signed token's own issuer is the answer's too (a multi-tenant provider's tenant).
+        let verifiedIssuer = signed ? identity.claims["iss"]?.lowercased() : nil
+        let own = Set([identity.provider.rawValue.lowercased()] + [verifiedIssuer].compactMap { $0 } + profile.outputClaims.compactMap { $0.defaultValue?.lowercased() })
         return claims.values.compactMap { key, value -> String? in
             guard policy.claimType(key)?.dataType == .alternativeSecurityId || key == "alternativesecurityid", case .string(let text) = value,
                 let decoded = decodeAlternativeSecurityId(text),
@@ -85,6 +87,9 @@ struct PolicyFederation: Sendable {
             clientId: metadata["client_id"] ?? "", scope: metadata["scope"] ?? (protocolName == "OAuth2" ? nil : "openid"),
             tokenEndpointAuthMethod: metadata["token_endpoint_auth_method"].flatMap(UpstreamProvider.TokenEndpointAuthMethod.init)
                 ?? .clientSecretPost)
+        if let prefixes = metadata["ValidTokenIssuerPrefixes"] {
+            provider.validIssuerPrefixes = prefixes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
         if protocolName == "OAuth2" {
             provider.oauth2 = UpstreamOAuth2(
                 authorizationEndpoint: metadata["authorization_endpoint"] ?? "", tokenEndpoint: metadata["AccessTokenEndpoint"] ?? "",

@@ -89,7 +89,10 @@ package struct UpstreamFederation: Sendable {
             // own callback path and one-time state are what bind the answer to it.
             reason = nil
         } else if let iss {
-            reason = iss == provider.issuer ? nil : "the answer names issuer \(TextRules.printable(iss)), not \(provider.issuer)"
+            // A multi-tenant provider names the signing-in user's tenant; the ID token's checks
+            // then hold it to the accepted ones.
+            let accepted = iss == provider.issuer || (provider.validIssuerPrefixes ?? []).contains { !$0.isEmpty && iss.hasPrefix($0) }
+            reason = accepted ? nil : "the answer names issuer \(TextRules.printable(iss)), not \(provider.issuer)"
         } else if (try? await service.upstream.metadata(of: provider))?.issuerInResponse == true {
             // RFC 9207 §2.4: a provider that says it sends `iss` must send it.
             reason = "the answer has no iss though the provider sends one"

@@ -121,8 +121,16 @@ package struct UpstreamOIDC: Sendable {
         }
         let claims: JWTClaims
         do { claims = try unverified.claims() } catch { throw Failure(message: "the id_token's claims are not JSON") }
-        let policy = ClaimPolicy(
-            issuers: .exactly([metadata.issuer]), audiences: [provider.clientId], leeway: 300, checksIssuedAt: true)
+        var issuer = metadata.issuer
+        if metadata.issuer.contains("{tenantid}") {
+            // A multi-tenant provider (Entra's `common`): the token's own tenant's issuer, from
+            // its `tid`, and an issuer the policy accepts (B2C's ValidTokenIssuerPrefixes).
+            guard let tenantIssuer = provider.tenantIssuer(template: metadata.issuer, tenantID: claims.string("tid"), claimed: claims.issuer) else {
+                throw Failure(message: "the id_token's issuer is not one of the accepted tenants' (ValidTokenIssuerPrefixes)")
+            }
+            issuer = tenantIssuer
+        }
+        let policy = ClaimPolicy(issuers: .exactly([issuer]), audiences: [provider.clientId], leeway: 300, checksIssuedAt: true)
         do {
             try policy.check(claims, now: now)
         } catch {
@@ -213,9 +221,10 @@ package actor UpstreamDirectory {
             let jwks = text("jwks_uri")
         else { throw UpstreamOIDC.Failure(message: "the provider's metadata lacks an endpoint") }
         // OpenID Connect Discovery 1.0 §4.3: the issuer must be the one the URL was made from.
-        guard issuer == provider.issuer else {
+        guard issuer == provider.issuer || provider.isIssuerTemplate(issuer) else {
+            let hint = issuer.contains("{tenantid}") ? " (a multi-tenant provider needs ValidTokenIssuerPrefixes)" : ""
             throw UpstreamOIDC.Failure(
-                message: "the provider's metadata names issuer \(TextRules.printable(issuer)), not \(provider.issuer)")
+                message: "the provider's metadata names issuer \(TextRules.printable(issuer)), not \(provider.issuer)\(hint)")
         }
         // Every endpoint is https, or http on loopback only (a local provider in development).
         for endpoint in [authorize, token, jwks] where !OutboundURL.isAllowed(endpoint) {
