@@ -197,6 +197,26 @@ struct CustomPolicySigningTests {
         }
     }
 
+    @Test("sign-ins read the key set through a cache: another instance's new key signs within its lifetime, this instance's at once")
+    func keySetCache() async throws {
+        try await IdentityHarness.run(.sqlite) { h, _ in
+            let first = try await PolicyFixtures.makeKeys(h.server.administration, tenantID: h.tenant.id)
+            let library = h.server.service.policyKeySets
+            let set = PolicyFixtures.signingKeySet
+            #expect(try await library.signingKey(tenantID: h.tenant.id, keySet: set).kid == first.kid)
+            let other = PolicyKeySetLibrary(database: h.database, dataKey: h.server.service.dataKey, clock: h.clock)
+            let next = try await other.generateKey(
+                tenantID: h.tenant.id, keySet: set, use: "sig", kty: "RSA", notBefore: h.clock.now.addingTimeInterval(-60), expires: nil)
+            #expect(try await library.signingKey(tenantID: h.tenant.id, keySet: set).kid == first.kid, "read a moment ago")
+            h.clock.advance(by: PolicyKeySetCache.lifetime + 1)
+            #expect(try await library.signingKey(tenantID: h.tenant.id, keySet: set).kid == next.kid)
+            let third = try await library.generateKey(
+                tenantID: h.tenant.id, keySet: set, use: "sig", kty: "RSA", notBefore: h.clock.now.addingTimeInterval(-5), expires: nil)
+            #expect(try await library.signingKey(tenantID: h.tenant.id, keySet: set).kid == third.kid, "this instance's own write")
+            #expect(try await library.publishedKeys(tenantID: h.tenant.id, keySet: set).map(\.kid).sorted() == [first.kid, next.kid, third.kid].sorted())
+        }
+    }
+
     @Test("the active key: of the valid keys the one activated last; an undated key only when no dated key is valid")
     func activeKeyRule() {
         let now = Date(timeIntervalSince1970: 1_800_000_000)

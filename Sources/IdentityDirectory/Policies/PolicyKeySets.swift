@@ -45,6 +45,7 @@ package struct PolicyKeySetLibrary: Sendable {
     let dataKey: DataKey
     let clock: any IdentityClock
     let signers = PolicySignerCache()
+    let recentSets = PolicyKeySetCache()
 
     /// B2C prefixes a key set's id with `B2C_1A_` when the request's id lacks it.
     static func normalizedID(_ id: String) -> String { id.uppercased().hasPrefix("B2C_1A_") ? id : "B2C_1A_" + id }
@@ -96,12 +97,14 @@ package struct PolicyKeySetLibrary: Sendable {
         } catch where database.isUniqueViolation(error) {
             throw PolicyKeySetError(kind: .conflict, message: "The key set '\(id)' already exists.")
         }
+        recentSets.forget()
         return PolicyKeySet(id: id, keys: [])
     }
 
     package func delete(tenantID: UUID, id: String) async throws -> Bool {
         let key = Self.normalizedID(id).lowercased()
         let tenant = tenantID.uuidString.lowercased()
+        defer { recentSets.forget() }
         return try await database.transaction { sql in
             let existing = try await sql.raw(
                 "SELECT key_set_id FROM trust_framework_key_sets WHERE tenant_id = \(bind: tenant) AND key_set_id_lower = \(bind: key)"
@@ -193,6 +196,7 @@ package struct PolicyKeySetLibrary: Sendable {
                 """
             ).run()
         }
+        recentSets.forget()
         return key
     }
 

@@ -24,12 +24,50 @@ package final class PolicySignerCache: Sendable {
     package init() {}
 }
 
+/// The key sets sign-ins read (a policy's signing set, its JWKS), kept for a few seconds: a
+/// sign-in on a custom policy reads its set at the `SendClaims` step and again at the token
+/// endpoint, and each read is two queries over the tenant's sets. Writes through this process
+/// drop the cache; another instance's writes are seen within ``lifetime`` (as the signing key
+/// ring's are). Which key is active is decided at each use, so a dated key takes over on time.
+package final class PolicyKeySetCache: Sendable {
+    static let lifetime: TimeInterval = 10
+    private let sets = Mutex<[String: (set: PolicyKeySet?, loadedAt: Date)]>([:])
+
+    func cached(_ key: String, now: Date) -> PolicyKeySet?? {
+        guard let entry = sets.withLock({ $0[key] }), now >= entry.loadedAt, now.timeIntervalSince(entry.loadedAt) < Self.lifetime else {
+            return nil
+        }
+        return .some(entry.set)
+    }
+
+    func store(_ key: String, _ set: PolicyKeySet?, now: Date) {
+        sets.withLock { all in
+            if all.count >= 1024 { all.removeAll() }
+            all[key] = (set, now)
+        }
+    }
+
+    func forget() { sets.withLock { $0.removeAll() } }
+
+    package init() {}
+}
+
 extension PolicyKeySetLibrary {
+    /// `keySet(tenantID:id:)` through ``PolicyKeySetCache``, for what sign-ins read.
+    func recentKeySet(tenantID: UUID, id: String) async throws -> PolicyKeySet? {
+        let key = tenantID.uuidString.lowercased() + ":" + Self.normalizedID(id).lowercased()
+        let now = clock.now
+        if let known = recentSets.cached(key, now: now) { return known }
+        let set = try await keySet(tenantID: tenantID, id: id)
+        recentSets.store(key, set, now: now)
+        return set
+    }
+
     /// The key that signs a custom policy's tokens now: the active key of `keySet` (the JWT
     /// issuer's `issuer_secret`), which must be an RSA signing key. Throws
     /// ``PolicyKeySetError`` naming what is missing, so the sign-in fails with that reason.
     package func signingKey(tenantID: UUID, keySet: String) async throws -> SigningKey {
-        guard let set = try await self.keySet(tenantID: tenantID, id: keySet) else {
+        guard let set = try await recentKeySet(tenantID: tenantID, id: keySet) else {
             throw PolicyKeySetError(kind: .notFound, message: "The key set '\(keySet)' does not exist.")
         }
         guard let key = Self.active(in: set, at: clock.now, where: Self.signs) else {
@@ -59,7 +97,7 @@ extension PolicyKeySetLibrary {
     /// before it signs (B2C's rollover).
     package func publishedKeys(tenantID: UUID, keySet: String) async throws -> [PolicyKey] {
         let now = clock.now
-        return try await self.keySet(tenantID: tenantID, id: keySet)?.keys.filter { Self.signs($0) && now < ($0.expires ?? .distantFuture) } ?? []
+        return try await recentKeySet(tenantID: tenantID, id: keySet)?.keys.filter { Self.signs($0) && now < ($0.expires ?? .distantFuture) } ?? []
     }
 
     private func cachedSigner(_ key: String, make: () async throws -> RS256Signer) async throws -> RS256Signer {
