@@ -34,5 +34,8 @@ extension IdentityMigrations {
                     FOREIGN KEY (tenant_id, key_set_id_lower) REFERENCES trust_framework_key_sets (tenant_id, key_set_id_lower) ON DELETE CASCADE)
                 """,
             ]),
+        // An uploaded certificate's own public part (`uploadPkcs12`): the leaf certificate,
+        // DER in base64, shown as Graph's `x5c`; the PKCS#12 file itself stays sealed.
+        Migration(version: 34, name: "policy key certificates", ["ALTER TABLE trust_framework_keys ADD COLUMN x5c TEXT"]),
     ]
 }

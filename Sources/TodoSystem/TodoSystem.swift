@@ -95,8 +95,12 @@ public struct TodoSystem: Sendable {
             return system
         }
 
+        var identityConfiguration = configuration.identityServer
+        // A REST profile presenting a client certificate may call a service behind the
+        // development CA (--tls) or the CA given for authorities.
+        identityConfiguration.outboundCACertificatePath = configuration.authorityCA ?? caPath
         let identity = try await IdentityServer.make(
-            configuration: configuration.identityServer, database: database, dataKey: dataKey, logger: logger)
+            configuration: identityConfiguration, database: database, dataKey: dataKey, logger: logger)
         teardown.add("password hasher") { try await identity.shutdown() }
 
         // Older versions kept the web app's secret in the data dir: it moves into the database

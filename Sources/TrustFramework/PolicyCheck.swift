@@ -132,8 +132,12 @@ package enum PolicyCheck {
                 if !OutboundURLRule.isAllowed(metadata["ServiceUrl"] ?? "") {
                     problems.append("TechnicalProfile '\(id)' needs a ServiceUrl that is https (or http on loopback) without credentials.")
                 }
-                if !["none", "basic", "bearer"].contains((metadata["AuthenticationType"] ?? "None").lowercased()) {
+                let authentication = (metadata["AuthenticationType"] ?? "None").lowercased()
+                if !["none", "basic", "bearer", "clientcertificate"].contains(authentication) {
                     problems.append("TechnicalProfile '\(id)' uses the AuthenticationType '\(metadata["AuthenticationType"] ?? "")', which is not supported by this service.")
+                }
+                if authentication == "clientcertificate", !(metadata["ServiceUrl"] ?? "").lowercased().hasPrefix("https://") {
+                    problems.append("TechnicalProfile '\(id)' presents a client certificate, which needs a ServiceUrl that is https.")
                 }
                 if !["body", "form", "querystring"].contains((metadata["SendClaimsIn"] ?? "Body").lowercased()) {
                     problems.append("TechnicalProfile '\(id)' sends claims in '\(metadata["SendClaimsIn"] ?? "")', which is not supported by this service.")

@@ -42,7 +42,10 @@ struct CustomPolicyRestTests {
     }
 
     /// The local-accounts policies with a REST check before the directory write, to `kind`.
-    static func upload(_ h: IdentityHarness, port: Int, kind: String) async throws {
+    static func upload(
+        _ h: IdentityHarness, port: Int, kind: String, scheme: String = "http", authentication: String = "Bearer",
+        key: String = #"<Key Id="BearerAuthenticationToken" StorageReferenceId="B2C_1A_RestToken" />"#
+    ) async throws {
         var files = try PolicyFixtures.localAccounts()
         var base = String(decoding: files[0], as: UTF8.self)
         base = base.replacingOccurrences(
@@ -57,11 +60,11 @@ struct CustomPolicyRestTests {
                 <TechnicalProfile Id="REST-Check">
                   <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.RestfulProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
                   <Metadata>
-                    <Item Key="ServiceUrl">http://127.0.0.1:\(port)/\(kind)</Item>
-                    <Item Key="AuthenticationType">Bearer</Item>
+                    <Item Key="ServiceUrl">\(scheme)://127.0.0.1:\(port)/\(kind)</Item>
+                    <Item Key="AuthenticationType">\(authentication)</Item>
                     <Item Key="SendClaimsIn">Body</Item>
                   </Metadata>
-                  <CryptographicKeys><Key Id="BearerAuthenticationToken" StorageReferenceId="B2C_1A_RestToken" /></CryptographicKeys>
+                  <CryptographicKeys>\(key)</CryptographicKeys>
                   <InputClaims>
                     <InputClaim ClaimTypeReferenceId="email" />
                     <InputClaim ClaimTypeReferenceId="displayName" PartnerClaimType="name" />

@@ -138,12 +138,14 @@ package struct CustomPolicyLibrary: Sendable {
     /// The kinds of key (``PolicyKeyKinds``) each of the tenant's key sets holds, by lower-cased id.
     static func keyKinds(_ sql: any SQLDatabase, tenantKey: String) async throws -> [String: Set<String>] {
         let rows = try await sql.raw(
-            "SELECT key_set_id_lower, kty, use FROM trust_framework_keys WHERE tenant_id = \(bind: tenantKey)"
+            "SELECT key_set_id_lower, kty, use, x5c FROM trust_framework_keys WHERE tenant_id = \(bind: tenantKey)"
         ).all()
         var kinds: [String: Set<String>] = [:]
         for row in rows {
             let set = try row.decode(column: "key_set_id_lower", as: String.self)
-            kinds[set, default: []].insert(PolicyKeyKinds.kind(kty: try row.decode(column: "kty", as: String.self), use: try row.decode(column: "use", as: String.self)))
+            let certificate = (try? row.decode(column: "x5c", as: String?.self)) ?? nil
+            let kty = certificate == nil ? try row.decode(column: "kty", as: String.self) : "x509"
+            kinds[set, default: []].insert(PolicyKeyKinds.kind(kty: kty, use: try row.decode(column: "use", as: String.self)))
         }
         return kinds
     }

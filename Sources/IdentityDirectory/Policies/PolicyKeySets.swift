@@ -21,6 +21,8 @@ public struct PolicyKey: Sendable, Equatable {
     public var notBefore: Date?
     public var expires: Date?
     package var createdAt: Date
+    /// An uploaded certificate (`uploadPkcs12`): its DER, base64 (Graph's `x5c`).
+    public var x5c: String? = nil
 }
 
 /// A tenant's policy key set (`B2C_1A_TokenSigningKeyContainer`…), by its id.
@@ -59,7 +61,7 @@ package struct PolicyKeySetLibrary: Sendable {
         let sets = try await database.rows(
             "SELECT key_set_id FROM trust_framework_key_sets WHERE tenant_id = ? ORDER BY key_set_id_lower", [.text(tenant)])
         let keys = try await database.rows(
-            "SELECT key_set_id_lower, kid, use, kty, n, e, nbf, exp, created_at FROM trust_framework_keys WHERE tenant_id = ? ORDER BY created_at, kid",
+            "SELECT key_set_id_lower, kid, use, kty, n, e, nbf, exp, created_at, x5c FROM trust_framework_keys WHERE tenant_id = ? ORDER BY created_at, kid",
             [.text(tenant)])
         return try sets.map { row in
             let id = try row.text("key_set_id")
@@ -70,7 +72,7 @@ package struct PolicyKeySetLibrary: Sendable {
                         kid: try key.text("kid"), use: try key.text("use"), kty: try key.text("kty"), n: try key.optionalText("n"),
                         e: try key.optionalText("e"), notBefore: try key.optionalInteger("nbf").map { Date(timeIntervalSince1970: TimeInterval($0)) },
                         expires: try key.optionalInteger("exp").map { Date(timeIntervalSince1970: TimeInterval($0)) },
-                        createdAt: Date(timeIntervalSince1970: TimeInterval(try key.integer("created_at"))))
+                        createdAt: Date(timeIntervalSince1970: TimeInterval(try key.integer("created_at"))), x5c: try key.optionalText("x5c"))
                 })
         }
     }
@@ -173,9 +175,9 @@ package struct PolicyKeySetLibrary: Sendable {
         return try dataKey.open(sealed, context: Self.sealingContext(tenantID: tenantID, keySet: set.id, kid: key.kid)).value
     }
 
-    private func add(
+    func add(
         tenantID: UUID, keySet: String, kid: String, use: String, kty: String, secret: String, n: String?, e: String?, notBefore: Date?,
-        expires: Date?
+        expires: Date?, x5c: String? = nil
     ) async throws -> PolicyKey {
         guard ["sig", "enc"].contains(use) else { throw PolicyKeySetError(kind: .invalid, message: "use must be sig or enc; '\(use)' was given.") }
         if let notBefore, let expires, expires <= notBefore {
@@ -186,13 +188,13 @@ package struct PolicyKeySetLibrary: Sendable {
         }
         let now = clock.now
         let sealed = try dataKey.seal(secret, context: Self.sealingContext(tenantID: tenantID, keySet: set.id, kid: kid))
-        let key = PolicyKey(kid: kid, use: use, kty: kty, n: n, e: e, notBefore: notBefore, expires: expires, createdAt: now)
+        let key = PolicyKey(kid: kid, use: use, kty: kty, n: n, e: e, notBefore: notBefore, expires: expires, createdAt: now, x5c: x5c)
         try await database.transaction { sql in
             try await sql.raw(
                 """
-                INSERT INTO trust_framework_keys (tenant_id, key_set_id_lower, kid, use, kty, sealed_secret, n, e, nbf, exp, created_at)
+                INSERT INTO trust_framework_keys (tenant_id, key_set_id_lower, kid, use, kty, sealed_secret, n, e, nbf, exp, created_at, x5c)
                 VALUES (\(bind: tenantID.uuidString.lowercased()), \(bind: set.id.lowercased()), \(bind: kid), \(bind: use), \(bind: kty), \(bind: sealed), \(bind: n), \(bind: e),
-                        \(bind: notBefore.map { Int64(exactly: $0.timeIntervalSince1970.rounded()) ?? 0 }), \(bind: expires.map { Int64(exactly: $0.timeIntervalSince1970.rounded()) ?? 0 }), \(bind: Int64(now.timeIntervalSince1970)))
+                        \(bind: notBefore.map { Int64(exactly: $0.timeIntervalSince1970.rounded()) ?? 0 }), \(bind: expires.map { Int64(exactly: $0.timeIntervalSince1970.rounded()) ?? 0 }), \(bind: Int64(now.timeIntervalSince1970)), \(bind: x5c))
                 """
             ).run()
         }

@@ -90,7 +90,8 @@ extension PolicyKeySetLibrary {
     }
 
     /// Whether a key can sign tokens: an RSA key for `sig` with its public half known.
-    static func signs(_ key: PolicyKey) -> Bool { key.kty == "RSA" && key.use == "sig" && key.n != nil && key.e != nil }
+    /// A certificate (`uploadPkcs12`) is for TLS client authentication only.
+    static func signs(_ key: PolicyKey) -> Bool { key.kty == "RSA" && key.use == "sig" && key.n != nil && key.e != nil && key.x5c == nil }
 
     /// What a policy signing with `keySet` publishes in its JWKS: every RSA signing key of the set
     /// that has not expired, the ones not yet active included, so that validators know a key
@@ -133,6 +134,7 @@ package enum PolicyKeyKinds {
     static func needed(by keyID: String) -> (accepts: (Set<String>) -> Bool, description: String) {
         if keyID == "issuer_secret" { return ({ $0.contains("RSA:sig") }, "RSA signing key (generateKey, use sig)") }
         if secretKeys.contains(keyID) { return ({ kinds in kinds.contains { $0.hasPrefix("oct:") } }, "secret (uploadSecret)") }
+        if keyID == "ClientCertificate" { return ({ kinds in kinds.contains { $0.hasPrefix("x509:") } }, "certificate (uploadPkcs12)") }
         return ({ !$0.isEmpty }, "key")
     }
 }

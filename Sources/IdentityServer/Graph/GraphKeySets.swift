@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Hummingbird
 import IdentityDirectory
@@ -66,6 +67,20 @@ struct GraphKeySets: Sendable {
         return .json(Self.json(key))
     }
 
+    /// `uploadPkcs12` `{"key": <PKCS#12, base64>, "password": …}`: a certificate with its private
+    /// key, for a REST profile's `ClientCertificate`.
+    @Sendable func uploadPkcs12(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+        let body = try await GraphBody.object(request, context: context)
+        guard case .string(let file)? = body["key"] else { throw GraphError.badRequest("key is required.", code: "BadRequest") }
+        var password = ""
+        if case .string(let given)? = body["password"] { password = given }
+        let key = try await mapping {
+            try await keySets.uploadPkcs12(tenantID: tenant.id, keySet: context.parameters.get("id") ?? "", pkcs12: file, password: password)
+        }
+        return .json(Self.json(key))
+    }
+
     @Sendable func activeKey(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
         let key = try await mapping { try await keySets.activeKey(tenantID: tenant.id, keySet: context.parameters.get("id") ?? "") }
@@ -114,6 +129,9 @@ struct GraphKeySets: Sendable {
         if let n = key.n, let e = key.e { members += [("n", .string(n)), ("e", .string(e))] }
         if let nbf = key.notBefore { members.append(("nbf", .int(Int64(nbf.timeIntervalSince1970)))) }
         if let exp = key.expires { members.append(("exp", .int(Int64(exp.timeIntervalSince1970)))) }
+        if let x5c = key.x5c, let der = Data(base64Encoded: x5c) {
+            members += [("x5c", .array([.string(x5c)])), ("x5t", .string(Base64URL.encode(Data(Insecure.SHA1.hash(data: der)))))]
+        }
         return .object(members)
     }
 

@@ -69,6 +69,7 @@ extension IdentityServer {
         beta.delete("trustFramework/keySets/:id", use: keySets.delete)
         beta.post("trustFramework/keySets/:id/generateKey", use: keySets.generateKey)
         beta.post("trustFramework/keySets/:id/uploadSecret", use: keySets.uploadSecret)
+        beta.post("trustFramework/keySets/:id/uploadPkcs12", use: keySets.uploadPkcs12)
         // An OData function: Microsoft's SDKs call it with its parentheses.
         beta.get("trustFramework/keySets/:id/getActiveKey()", use: keySets.activeKey)
         beta.get("trustFramework/keySets/:id/getActiveKey", use: keySets.activeKey)

@@ -6,15 +6,16 @@ import TrustFramework
 import WireCoding
 
 /// B2C's `RestfulProvider` technical profile (SPEC §2.12) over the service's outbound HTTP client:
-/// `ServiceUrl`, `AuthenticationType` `None`/`Basic`/`Bearer` with the credentials in policy key
-/// sets (`BasicAuthenticationUsername`, `BasicAuthenticationPassword`,
-/// `BearerAuthenticationToken`), `SendClaimsIn` `Body` (JSON), `Form` or `QueryString`. A 200
+/// `ServiceUrl`, `AuthenticationType` `None`/`Basic`/`Bearer`/`ClientCertificate` with the
+/// credentials in policy key sets (`BasicAuthenticationUsername`, `BasicAuthenticationPassword`,
+/// `BearerAuthenticationToken`, a certificate uploaded with `uploadPkcs12`), `SendClaimsIn` `Body` (JSON), `Form` or `QueryString`. A 200
 /// answer's members fill the output claims (by partner claim type; dotted paths with
 /// `ResolveJsonPathsInJsonTokens`); a 4xx answer's `userMessage` (B2C's error contract
 /// `version`/`status`/`userMessage`) is shown on the page; anything else, or no answer within
 /// the timeout, ends the journey with AADB2C90075.
 struct PolicyRestfulProvider: Sendable {
     let keySets: PolicyKeySetLibrary
+    let certificateClients: ClientCertificateClients
 
     static let timeoutSeconds = 20
     static let maximumResponseBytes = 64 * 1024
@@ -48,8 +49,18 @@ struct PolicyRestfulProvider: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: JSONText.object(values.map { ($0.0, Self.json($0.1)) }).serialized))
         }
+        var client = OutboundURL.client
         switch profile.metadata["AuthenticationType"]?.lowercased() ?? "none" {
         case "none": break
+        case "clientcertificate":
+            // TLS client authentication with the key set's active certificate (https only).
+            guard url.lowercased().hasPrefix("https://"), let keySet = profile.keys["ClientCertificate"],
+                let identity = try await keySets.clientIdentity(tenantID: tenant.id, keySet: keySet)
+            else { throw failure("Configuration", "the client certificate's key set has no valid certificate, or the ServiceUrl is not https") }
+            guard let presenting = try certificateClients.client(for: identity, tenantID: tenant.id) else {
+                throw failure("Configuration", "too many client certificates in use")
+            }
+            client = presenting
         case "basic":
             let user = try await secret(profile, "BasicAuthenticationUsername", tenant)
             let password = try await secret(profile, "BasicAuthenticationPassword", tenant)
@@ -65,7 +76,7 @@ struct PolicyRestfulProvider: Sendable {
         let answer: (status: Int, body: ByteBuffer)
         do {
             let outgoing = request
-            let client = OutboundURL.client
+            let client = client
             answer = try await OutboundURL.withDeadline(seconds: Self.timeoutSeconds) {
                 let response = try await client.execute(outgoing, timeout: .seconds(Int64(Self.timeoutSeconds)))
                 return (Int(response.status.code), try await response.body.collect(upTo: Self.maximumResponseBytes))

@@ -54,7 +54,7 @@ package struct JourneyCatalog: JourneyProvider {
         passwordCredentials = PasswordCredentialsStep(passwords: service.passwords)
         policyProfiles = PolicyProfileRunner(
             directory: PolicyDirectoryProvider(users: service.users, hasher: service.hasher, passwords: service.passwords),
-            restful: PolicyRestfulProvider(keySets: service.policyKeySets), mailer: mailer,
+            restful: PolicyRestfulProvider(keySets: service.policyKeySets, certificateClients: service.certificateClients), mailer: mailer,
             federation: PolicyFederation(upstream: service.upstream, keySets: service.policyKeySets, dataKey: service.dataKey))
         developmentFault = configuration.developmentMailbox ? DevelopmentFaultStep(faults: service.faults) : nil
     }

@@ -52,6 +52,10 @@ public struct IdentityServerConfiguration: Sendable {
     public var trustedProxies: [String] = []
     /// Verification codes sent and wrong codes tried per address (sign-up and reset).
     public var codeLimits = CodeLimits.default
+    /// A CA certificate (PEM) trusted besides the system's when a custom policy's REST profile
+    /// presents a client certificate (`AuthenticationType` `ClientCertificate`): `serve` sets the
+    /// development CA under `--tls`, or `--authority-ca`, so a service on this machine can be called.
+    public var outboundCACertificatePath: String?
 
     public init(
         scheme: String = "http", defaultAuthority: String = "127.0.0.1:5080", passwordHashCost: UInt8 = defaultPasswordHashCost,

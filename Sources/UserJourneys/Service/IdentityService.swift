@@ -19,6 +19,8 @@ package struct IdentityService: Sendable {
     package let customPolicies: CustomPolicyLibrary
     /// The tenants' policy key sets.
     package let policyKeySets: PolicyKeySetLibrary
+    /// The clients that present policy certificates (a REST profile's `ClientCertificate`).
+    let certificateClients: ClientCertificateClients
     /// Calls the tenants' API connectors.
     package let connectors: ConnectorCaller
     /// Federation with the tenants' upstream OpenID Connect providers.
@@ -95,6 +97,7 @@ package struct IdentityService: Sendable {
         self.secondFactors = secondFactors
         self.customPolicies = customPolicies
         self.policyKeySets = policyKeySets
+        self.certificateClients = ClientCertificateClients(extraTrust: configuration.outboundCACertificatePath)
         self.connectors = connectors
         self.upstream = upstream
         self.dataKey = dataKey
