@@ -211,6 +211,34 @@ extension CustomPolicyFederationTests {
         }
     }
 
+    /// A client of oidc-provider-mock whose redirect URI is the policy profile's callback, and a
+    /// user there: the client id and secret, and the user's subject.
+    static func mockClient(_ h: IdentityHarness, mock: String, user: String, name: String) async throws -> (id: String, secret: String, subject: String) {
+        let registration = try await UpstreamProviderTests.send(
+            "POST", "\(mock)/oauth2/clients",
+            json: #"{"redirect_uris":["\#(UpstreamProviderTests.callback(h, provider: "loopback-oidc"))"],"token_endpoint_auth_method":"client_secret_post"}"#)
+        let client = try JSONDecoder().decode([String: JSONValue].self, from: registration.body)
+        let subject = "\(user)-\(UUID().uuidString.prefix(8).lowercased())"
+        _ = try await UpstreamProviderTests.send("PUT", "\(mock)/users/\(subject)", json: #"{"name":"\#(name)","email":"\#(user)@example.com"}"#)
+        return (try #require(client["client_id"]?.stringValue), try #require(client["client_secret"]?.stringValue), subject)
+    }
+
+    /// One sign-in through oidc-provider-mock as `subject` (its authorize form answered); the
+    /// ID token's claims this service issued.
+    static func mockSignIn(_ h: IdentityHarness, _ driver: Driver, mock: String, subject: String) async throws -> [String: Any] {
+        driver.cookies = [:]
+        let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_susi")
+        let unified = try await driver.start(attempt, harness: h)
+        let toProvider = try await driver.submit(unified, [("action", "provider"), ("exchange", "LoopbackExchange")])
+        let authorize = try #require(toProvider.location, "\(toProvider.status) \(toProvider.text.prefix(300))")
+        #expect(authorize.hasPrefix("\(mock)/oauth2/authorize?"))
+        let answer = try await UpstreamProviderTests.send("POST", authorize, form: "sub=\(subject)")
+        let back = try #require(answer.location, "\(authorize) -> \(String(decoding: answer.body, as: UTF8.self))")
+        let done = try await driver.follow(try await driver.get(back))
+        let code = try #require(done.redirectParameters["code"], "\(done.status) \(done.location ?? done.text.prefix(300).description)")
+        return DecodedJWT(try #require(try await driver.redeem(h, attempt: attempt, code: code).json["id_token"] as? String)).claims
+    }
+
     /// One sign-in through the provider: the authorize request, the button, the provider's
     /// redirect back. Returns the last response and the state the provider was given.
     static func signIn(_ h: IdentityHarness, _ driver: Driver, script: UpstreamProviderTests.Script, flavour: String = "good") async throws

@@ -135,30 +135,11 @@ struct CustomPolicyFederationTests {
         if ProcessInfo.processInfo.environment["TODO_REQUIRE_OIDC_MOCK"] == "1" { #expect(UpstreamProviderTests.mock != nil) }
         guard let mock = UpstreamProviderTests.mock else { return }
         try await IdentityHarness.run(.sqlite) { h, driver in
-            let registration = try await UpstreamProviderTests.send(
-                "POST", "\(mock)/oauth2/clients",
-                json: #"{"redirect_uris":["\#(UpstreamProviderTests.callback(h, provider: "loopback-oidc"))"],"token_endpoint_auth_method":"client_secret_post"}"#)
-            let client = try JSONDecoder().decode([String: JSONValue].self, from: registration.body)
-            let subject = "policy-\(UUID().uuidString.prefix(8).lowercased())"
-            _ = try await UpstreamProviderTests.send("PUT", "\(mock)/users/\(subject)", json: #"{"name":"Pia Policy","email":"pia@example.com"}"#)
-            try await Self.upload(
-                h, metadata: "\(mock)/.well-known/openid-configuration", clientID: try #require(client["client_id"]?.stringValue),
-                secret: try #require(client["client_secret"]?.stringValue))
+            let client = try await Self.mockClient(h, mock: mock, user: "pia", name: "Pia Policy")
+            let subject = client.subject
+            try await Self.upload(h, metadata: "\(mock)/.well-known/openid-configuration", clientID: client.id, secret: client.secret)
             var oids: [String] = []
-            for _ in 0..<2 {
-                driver.cookies = [:]
-                let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_susi")
-                let unified = try await driver.start(attempt, harness: h)
-                let toProvider = try await driver.submit(unified, [("action", "provider"), ("exchange", "LoopbackExchange")])
-                let authorize = try #require(toProvider.location, "\(toProvider.status) \(toProvider.text.prefix(300))")
-                #expect(authorize.hasPrefix("\(mock)/oauth2/authorize?"))
-                let answer = try await UpstreamProviderTests.send("POST", authorize, form: "sub=\(subject)")
-                let back = try #require(answer.location, "\(authorize) -> \(String(decoding: answer.body, as: UTF8.self))")
-                let done = try await driver.follow(try await driver.get(back))
-                let code = try #require(done.redirectParameters["code"], "\(done.status) \(done.location ?? done.text.prefix(300).description)")
-                let claims = DecodedJWT(try #require(try await driver.redeem(h, attempt: attempt, code: code).json["id_token"] as? String)).claims
-                oids.append(try #require(claims["sub"] as? String))
-            }
+            for _ in 0..<2 { oids.append(try #require(try await Self.mockSignIn(h, driver, mock: mock, subject: subject)["sub"] as? String)) }
             #expect(oids[0] == oids[1])
             let account = try #require(
                 try await h.server.users.user(tenantID: h.tenant.id, provider: .upstream(issuer: mock.lowercased()), signInName: subject))

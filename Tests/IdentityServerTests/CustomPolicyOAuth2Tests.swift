@@ -105,31 +105,17 @@ struct CustomPolicyOAuth2Tests {
         if ProcessInfo.processInfo.environment["TODO_REQUIRE_OIDC_MOCK"] == "1" { #expect(UpstreamProviderTests.mock != nil) }
         guard let mock = UpstreamProviderTests.mock else { return }
         try await IdentityHarness.run(.sqlite) { h, driver in
-            let registration = try await UpstreamProviderTests.send(
-                "POST", "\(mock)/oauth2/clients",
-                json: #"{"redirect_uris":["\#(UpstreamProviderTests.callback(h, provider: "loopback-oidc"))"],"token_endpoint_auth_method":"client_secret_post"}"#)
-            let client = try JSONDecoder().decode([String: JSONValue].self, from: registration.body)
-            let subject = "oauth2-\(UUID().uuidString.prefix(8).lowercased())"
-            _ = try await UpstreamProviderTests.send("PUT", "\(mock)/users/\(subject)", json: #"{"name":"Olli OAuth","email":"olli@example.com"}"#)
+            let client = try await CustomPolicyFederationTests.mockClient(h, mock: mock, user: "olli", name: "Olli OAuth")
+            let subject = client.subject
             // The mock's userinfo gives `sub`, not `id`: the profile maps issuerUserId from it.
             try await CustomPolicyFederationTests.upload(
-                h, clientID: try #require(client["client_id"]?.stringValue), secret: try #require(client["client_secret"]?.stringValue),
+                h, clientID: client.id, secret: client.secret,
                 extraMetadata: #"<Item Key="BearerTokenTransmissionMethod">AuthorizationHeader</Item>"#, oauth2: true,
                 oauth2Endpoints: ["\(mock)/oauth2/authorize", "\(mock)/oauth2/token", "\(mock)/userinfo"], issuerUserIdClaim: "sub",
                 scope: "openid profile")
             var oids: [String] = []
             for _ in 0..<2 {
-                driver.cookies = [:]
-                let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_susi")
-                let unified = try await driver.start(attempt, harness: h)
-                let toProvider = try await driver.submit(unified, [("action", "provider"), ("exchange", "LoopbackExchange")])
-                let authorize = try #require(toProvider.location, "\(toProvider.status) \(toProvider.text.prefix(300))")
-                #expect(authorize.hasPrefix("\(mock)/oauth2/authorize?"))
-                let answer = try await UpstreamProviderTests.send("POST", authorize, form: "sub=\(subject)")
-                let back = try #require(answer.location, "\(authorize) -> \(String(decoding: answer.body, as: UTF8.self))")
-                let done = try await driver.follow(try await driver.get(back))
-                let code = try #require(done.redirectParameters["code"], "\(done.status) \(done.location ?? done.text.prefix(300).description)")
-                let claims = DecodedJWT(try #require(try await driver.redeem(h, attempt: attempt, code: code).json["id_token"] as? String)).claims
+                let claims = try await CustomPolicyFederationTests.mockSignIn(h, driver, mock: mock, subject: subject)
                 oids.append(try #require(claims["sub"] as? String))
                 #expect(claims["name"] as? String == "Olli OAuth")
             }
