@@ -114,21 +114,19 @@ package enum PolicyCheck {
                     }
                 }
             }
+            let metadata = Dictionary(profile.items("Metadata", "Item").compactMap { item in item["Key"].map { ($0, item.text) } }) { a, _ in a }
             let partners = Set(profile.items("InputClaims", "InputClaim").compactMap { $0["PartnerClaimType"] ?? $0["ClaimTypeReferenceId"] })
             // `login-NonInteractive` (a username and a password sent) is the in-process password
             // check, not a provider the browser goes to.
             if protocolElement?["Name"] == "OpenIdConnect", !(partners.contains("username") && partners.contains("password")) {
-                let metadata = Dictionary(profile.items("Metadata", "Item").compactMap { item in item["Key"].map { ($0, item.text) } }) { a, _ in a }
                 // What a base may leave to the file built on it (the client id, the metadata URL)
                 // is checked when the profile runs; a value that is present is checked now.
                 if let problem = Self.openIDConnectProblem(id: id, metadata: metadata, complete: false) { problems.append(problem) }
             }
             if protocolElement?["Name"] == "OAuth2" {
-                let metadata = Dictionary(profile.items("Metadata", "Item").compactMap { item in item["Key"].map { ($0, item.text) } }) { a, _ in a }
                 if let problem = Self.oAuth2Problem(id: id, metadata: metadata, complete: false) { problems.append(problem) }
             }
             if Self.handlerName(protocolElement?["Handler"]) == "RestfulProvider" {
-                let metadata = Dictionary(profile.items("Metadata", "Item").compactMap { item in item["Key"].map { ($0, item.text) } }) { a, _ in a }
                 if !OutboundURLRule.isAllowed(metadata["ServiceUrl"] ?? "") {
                     problems.append("TechnicalProfile '\(id)' needs a ServiceUrl that is https (or http on loopback) without credentials.")
                 }

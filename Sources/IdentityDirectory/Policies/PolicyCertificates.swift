@@ -41,12 +41,8 @@ extension PolicyKeySetLibrary {
         guard let set = try await recentKeySet(tenantID: tenantID, id: keySet),
             let key = Self.active(in: set, at: clock.now, where: { $0.x5c != nil })
         else { return nil }
-        let rows = try await database.rows(
-            "SELECT sealed_secret FROM trust_framework_keys WHERE tenant_id = ? AND key_set_id_lower = ? AND kid = ?",
-            [.text(tenantID.uuidString.lowercased()), .text(set.id.lowercased()), .text(key.kid)])
-        guard let sealed = try rows.first?.text("sealed_secret") else { return nil }
-        let opened = try dataKey.open(sealed, context: Self.sealingContext(tenantID: tenantID, keySet: set.id, kid: key.kid)).value
-        guard let stored = try? JSONDecoder().decode([String: String].self, from: Data(opened.utf8)),
+        guard let opened = try await openedSecret(tenantID: tenantID, keySet: set.id, kid: key.kid),
+            let stored = try? JSONDecoder().decode([String: String].self, from: Data(opened.utf8)),
             let file = stored["pkcs12"].flatMap({ Data(base64Encoded: $0) }), let password = stored["password"],
             let bundle = try? NIOSSLPKCS12Bundle(buffer: Array(file), passphrase: Array(password.utf8))
         else { return nil }

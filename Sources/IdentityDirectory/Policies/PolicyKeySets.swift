@@ -168,11 +168,17 @@ package struct PolicyKeySetLibrary: Sendable {
         guard let set = try await self.keySet(tenantID: tenantID, id: keySet),
             let key = Self.active(in: set, at: clock.now, where: { $0.kty == "oct" })
         else { return nil }
+        return try await openedSecret(tenantID: tenantID, keySet: set.id, kid: key.kid)
+    }
+
+    /// The sealed secret of key `kid` of `keySet` (a secret's value, a generated key's PEM, an
+    /// uploaded certificate's file), opened; nil when the key is gone.
+    func openedSecret(tenantID: UUID, keySet: String, kid: String) async throws -> String? {
         let rows = try await database.rows(
             "SELECT sealed_secret FROM trust_framework_keys WHERE tenant_id = ? AND key_set_id_lower = ? AND kid = ?",
-            [.text(tenantID.uuidString.lowercased()), .text(set.id.lowercased()), .text(key.kid)])
+            [.text(tenantID.uuidString.lowercased()), .text(keySet.lowercased()), .text(kid)])
         guard let sealed = try rows.first?.text("sealed_secret") else { return nil }
-        return try dataKey.open(sealed, context: Self.sealingContext(tenantID: tenantID, keySet: set.id, kid: key.kid)).value
+        return try dataKey.open(sealed, context: Self.sealingContext(tenantID: tenantID, keySet: keySet, kid: kid)).value
     }
 
     func add(

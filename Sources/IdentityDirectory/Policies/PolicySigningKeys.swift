@@ -76,13 +76,10 @@ extension PolicyKeySetLibrary {
         }
         let context = Self.sealingContext(tenantID: tenantID, keySet: set.id, kid: key.kid)
         let signer = try await cachedSigner(context) {
-            let rows = try await database.rows(
-                "SELECT sealed_secret FROM trust_framework_keys WHERE tenant_id = ? AND key_set_id_lower = ? AND kid = ?",
-                [.text(tenantID.uuidString.lowercased()), .text(set.id.lowercased()), .text(key.kid)])
-            guard let sealed = try rows.first?.text("sealed_secret") else {
+            guard let pem = try await openedSecret(tenantID: tenantID, keySet: set.id, kid: key.kid) else {
                 throw PolicyKeySetError(kind: .notFound, message: "The key '\(key.kid)' of '\(set.id)' was deleted.")
             }
-            return RS256Signer(try _RSA.Signing.PrivateKey(pemRepresentation: try dataKey.open(sealed, context: context).value))
+            return RS256Signer(try _RSA.Signing.PrivateKey(pemRepresentation: pem))
         }
         return SigningKey(
             kid: key.kid, signer: signer, createdAt: key.createdAt, activatedAt: key.notBefore ?? key.createdAt, retiredAt: key.expires,
