@@ -156,6 +156,21 @@ struct CustomPolicyOAuth2Tests {
         #expect(single.tenantIssuer(template: "https://idp.example/{tenantid}/v2.0", tenantID: "t/../x", claimed: "https://idp.example/t/../x/v2.0") == nil)
     }
 
+    @Test("a provider elsewhere cannot point this server's token or claims requests at loopback")
+    func noLocalEndpointsFromElsewhere() async throws {
+        var provider = UpstreamProvider(name: "p", metadataUrl: "https://idp.example/authorize", clientId: "c")
+        for (token, claims) in [("http://127.0.0.1:9/token", "https://idp.example/me"), ("https://idp.example/token", "https://169.254.169.254/me")] {
+            provider.oauth2 = UpstreamOAuth2(
+                authorizationEndpoint: "https://idp.example/authorize", tokenEndpoint: token, claimsEndpoint: claims, tokenInHeader: true,
+                tokenParameterName: "access_token", claimsFormat: nil, tokenByGet: false)
+            await #expect(throws: UpstreamOIDC.Failure.self, "\(token) \(claims)") {
+                _ = try await UpstreamDirectory().metadata(provider, client: OutboundURL.client)
+            }
+        }
+        provider.oauth2?.claimsEndpoint = "https://idp.example/me"
+        #expect(try await UpstreamDirectory().metadata(provider, client: OutboundURL.client).tokenEndpoint == "https://idp.example/token")
+    }
+
     @Test("an OAuth2 profile this service cannot run is refused at upload, naming what it lacks")
     func uploadChecks() {
         let complete = [
