@@ -288,7 +288,10 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["Storage", .product(name: "Logging", package: "swift-log"), .product(name: "SQLKit", package: "sql-kit")],
+            dependencies: [
+                "Storage", .product(name: "Logging", package: "swift-log"), .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),
@@ -365,6 +368,8 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "HummingbirdOTP", package: "hummingbird-auth"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 "JOSE",
             ],
             swiftSettings: swiftSettings

@@ -203,4 +203,5 @@ start_scaleout() {
   export SCALE_DATA_KEY SCALE_LB_IDENTITY_PORT SCALE_LB_API_PORT SCALE_A_IDENTITY_PORT SCALE_A_API_PORT SCALE_B_IDENTITY_PORT \
     SCALE_B_API_PORT SCALE_IDENTITY_URL SCALE_API_URL SCALE_DATABASE_URL SCALE_A_PID SCALE_B_PID
   export SCALE_SETTINGS="$work/scale-a/settings.json"
+  export SCALE_LOGS="$work"  # scale-a.log and scale-b.log: a failing test quotes their errors
 }

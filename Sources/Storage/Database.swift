@@ -75,21 +75,27 @@ public enum StorageError: Error, CustomStringConvertible, Equatable {
     }
 }
 
-/// COMMIT itself failed (``SQLDatabase/runTransaction(begin:_:)``): each engine says what that means.
+/// COMMIT itself failed (``SQLDatabase/runTransaction(begin:beforeCommit:_:)``): each engine
+/// says what that means. It keeps the body's value, for an engine that can learn the work was
+/// committed after all.
 struct CommitFailure: Error {
     let underlying: any Error
+    let value: any Sendable
 }
 
 extension SQLDatabase {
     /// `begin` … COMMIT around `body`, ROLLBACK when it throws (the caller's error comes back
     /// unchanged). Both engines' `transaction` use it, on a connection only they hold.
+    /// `beforeCommit` runs last inside the transaction (PostgreSQL notes the transaction's id there).
     func runTransaction<T: Sendable>(
-        begin: String = "BEGIN", _ body: @Sendable (any SQLDatabase) async throws -> T
+        begin: String = "BEGIN", beforeCommit: (@Sendable (any SQLDatabase) async throws -> Void)? = nil,
+        _ body: @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
         try await raw(SQLQueryString(begin)).run()
         let value: T
         do {
             value = try await body(self)
+            try await beforeCommit?(self)
         } catch {
             await rollback()
             throw error
@@ -98,7 +104,7 @@ extension SQLDatabase {
             try await raw("COMMIT").run()
         } catch {
             await rollback()
-            throw CommitFailure(underlying: error)
+            throw CommitFailure(underlying: error, value: value)
         }
         return value
     }

@@ -95,19 +95,34 @@ public final class PostgresDatabase: Database {
         // BEGIN/COMMIT by hand rather than `PostgresClient.withTransaction`, which wraps the
         // closure's error in a PostgresTransactionError; callers need their own errors back.
         let (logger, watch) = (self.logger, self.watch)
+        let transactionID = TransactionIDBox()
         do {
             let value = try await withoutActuallyEscaping(body) { body in
                 try await withConnection { connection in
                     try await connection.sql(queryLogLevel: .trace, logger: logger).guardingText(watch.statements(of: connection))
-                        .runTransaction(body)
+                        .runTransaction(beforeCommit: { try await Self.noteTransactionID($0, into: transactionID) }, body)
                 }
             }
             health.recordSuccess(write: true)
             return value
         } catch let failure as CommitFailure {
-            // The connection went during COMMIT: PostgreSQL may have committed. Not retryable.
-            _ = health.classify(failure.underlying)
-            throw StorageError.commitOutcomeUnknown(StorageError.operatorDescription(of: failure.underlying))
+            // The connection went during COMMIT: PostgreSQL may or may not have committed. Ask it
+            // (a PostgreSQL restart under load did this to one create in seven runs): committed
+            // is a success, aborted a plain "unavailable, retry later", since nothing was stored.
+            let reason = health.classify(failure.underlying)
+            guard let id = transactionID.id else { throw reason }
+            switch await commitOutcome(of: id) {
+            case .committed:
+                logger.notice("a lost COMMIT had committed", metadata: ["transaction": "\(id)"])
+                guard let value = failure.value as? T else { preconditionFailure("the transaction's own value") }
+                return value
+            case .aborted:
+                logger.notice("a lost COMMIT had rolled back", metadata: ["transaction": "\(id)"])
+                throw reason
+            case .unknown:
+                // PostgreSQL stayed away: the work may be stored. Not retryable.
+                throw StorageError.commitOutcomeUnknown(StorageError.operatorDescription(of: failure.underlying))
+            }
         }
     }
 

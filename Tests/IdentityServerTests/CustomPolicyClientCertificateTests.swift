@@ -111,3 +111,37 @@ struct CustomPolicyClientCertificateTests {
         }
     }
 }
+
+extension CustomPolicyClientCertificateTests {
+    @Test("the REST call presents the key set's certificate to a service that requires one, and its answer reaches the token")
+    func presentsCertificate() async throws {
+        let material = try await Self.material()
+        defer { try? FileManager.default.removeItem(at: material.directory) }
+        let file = { (name: String) in material.directory.appendingPathComponent(name).path }
+        let endpoint = try await MutualTLSEndpoint.start(
+            certificate: file("server.pem"), key: file("server.key"), clientCA: material.ca, answer: #"{"loyaltyNumber":"L-TLS"}"#)
+        defer { Task { try? await endpoint.close() } }
+        var configuration = IdentityServerConfiguration(passwordHashCost: 4)
+        configuration.outboundCACertificatePath = material.ca  // what --authority-ca or --tls gives the server
+        try await IdentityHarness.run(.sqlite, configuration: configuration) { h, driver in
+            _ = try await h.server.service.policyKeySets.create(tenantID: h.tenant.id, id: "RestClientCertificate")
+            _ = try await h.server.service.policyKeySets.uploadPkcs12(
+                tenantID: h.tenant.id, keySet: "B2C_1A_RestClientCertificate", pkcs12: material.pkcs12, password: "p12-secret")
+            try await CustomPolicyRestTests.upload(
+                h, port: endpoint.port, kind: "ok", scheme: "https", authentication: "ClientCertificate",
+                key: #"<Key Id="ClientCertificate" StorageReferenceId="B2C_1A_RestClientCertificate" />"#)
+            let (done, attempt) = try await CustomPolicyRestTests.signUp(h, driver, email: "tls@example.com")
+            let code = try #require(done.redirectParameters["code"], "\(done.status) \(done.text.prefix(400))")
+            let claims = DecodedJWT(try #require(try await driver.redeem(h, attempt: attempt, code: code).json["id_token"] as? String)).claims
+            #expect(claims["loyaltyNumber"] as? String == "L-TLS")
+            #expect(endpoint.subjects.count == 1 && endpoint.subjects[0].contains("b2c-client"), "\(endpoint.subjects)")
+        }
+        // The endpoint does require it: the same call without a certificate fails its handshake.
+        try await IdentityHarness.run(.sqlite, configuration: configuration) { h, driver in
+            try await CustomPolicyRestTests.upload(h, port: endpoint.port, kind: "ok", scheme: "https", authentication: "None", key: "")
+            let (failed, _) = try await CustomPolicyRestTests.signUp(h, driver, email: "plain@example.com")
+            #expect(failed.redirectParameters["error_description"]?.hasPrefix("AADB2C90075") == true, "\(failed.redirectParameters)")
+            #expect(endpoint.subjects.count == 1, "no request got through without a certificate")
+        }
+    }
+}

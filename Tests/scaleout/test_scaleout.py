@@ -17,6 +17,17 @@ import requests
 PASSWORD = "Scale-Passw0rd"
 
 
+def server_errors():
+    """The instances' logged unexpected errors (their 500s' reasons), for a failure's message."""
+    lines = []
+    for name in ("a", "b"):
+        path = os.path.join(os.environ.get("SCALE_LOGS", ""), f"scale-{name}.log")
+        if os.path.exists(path):
+            with open(path, errors="replace") as log:
+                lines += [f"{name}: {line.strip()[:400]}" for line in log if "unhandled error" in line or " error " in line]
+    return lines[-10:]
+
+
 def new_user(deployment):
     email = f"scale-{secrets.token_hex(4)}@example.com"
     deployment.admin("users", "add", "--email", email, "--name", "Scale", "--password-stdin", stdin=PASSWORD + "\n")
@@ -262,7 +273,7 @@ def test_lists_recover_after_postgresql_restarts_under_load(deployment):
     slow = [(outcome, round(waited, 1)) for outcome, waited in seen if waited > 12]
     assert not slow, f"{len(slow)} of {len(seen)} requests took over 12 s: {slow[:5]}"
     refused = [outcome for outcome, _ in seen if outcome[1] not in (200, 201)]
-    assert all(status == 503 and retry for _, status, retry in refused), refused[:10]
+    assert all(status == 503 and retry for _, status, retry in refused), (refused[:10], server_errors())
     assert len(refused) < len(seen) / 4, f"{len(refused)} of {len(seen)} refused"
     # Afterwards every list is answered, and /readyz agrees.
     for _ in range(10):

@@ -10,7 +10,7 @@ import Synchronization
 /// thumbprint, so the identity behind it cannot change). Redirects are never followed, as for
 /// every outbound call. At most ``limit`` are kept; a certificate beyond them is refused rather
 /// than a client left unclosed.
-final class ClientCertificateClients: Sendable {
+package final class ClientCertificateClients: Sendable {
     static let limit = 32
     private let clients = Mutex<[String: HTTPClient]>([:])
     private let extraTrust: String?
@@ -32,5 +32,14 @@ final class ClientCertificateClients: Sendable {
             all[key] = made
             return made
         }
+    }
+
+    /// Shuts every client down (the server's shutdown): AsyncHTTPClient requires it.
+    package func shutdown() async {
+        let all = clients.withLock { all in
+            defer { all = [:] }
+            return Array(all.values)
+        }
+        for client in all { try? await client.shutdown() }
     }
 }

@@ -20,7 +20,7 @@ package struct IdentityService: Sendable {
     /// The tenants' policy key sets.
     package let policyKeySets: PolicyKeySetLibrary
     /// The clients that present policy certificates (a REST profile's `ClientCertificate`).
-    let certificateClients: ClientCertificateClients
+    package let certificateClients: ClientCertificateClients
     /// Calls the tenants' API connectors.
     package let connectors: ConnectorCaller
     /// Federation with the tenants' upstream OpenID Connect providers.
