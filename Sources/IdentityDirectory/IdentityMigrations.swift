@@ -352,7 +352,7 @@ package enum IdentityMigrations {
                     "ALTER TABLE authorization_requests DROP COLUMN second_factor_user_id",
                     "ALTER TABLE authorization_requests DROP COLUMN pending_sign_up",
                 ]),
-        ] + policyMigrations)
+        ] + policyMigrations + activityMigrations)
 }
 
 extension IdentityMigrations {

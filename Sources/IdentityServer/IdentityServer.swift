@@ -53,6 +53,7 @@ public final class IdentityServer: Sendable {
             secondFactors: SQLSecondFactorStore(database: database, dataKey: dataKey),
             customPolicies: CustomPolicyLibrary(database: database, clock: clock),
             policyKeySets: policyKeySets,
+            signInLog: SignInLog(database: database, retention: configuration.signInLogRetention),
             connectors: ConnectorCaller(dataKey: dataKey),
             upstream: UpstreamOIDC(
                 directory: UpstreamDirectory(),

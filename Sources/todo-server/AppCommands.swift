@@ -48,7 +48,7 @@ struct Apps: AsyncParsableCommand {
         var userFlow: String?
         @Option(
             name: .customLong("graph-permission"),
-            help: "A Microsoft Graph application permission for app-only tokens: User.Read.All, User.ReadWrite.All, Policy.ReadWrite.TrustFramework, TrustFrameworkKeySet.Read.All or TrustFrameworkKeySet.ReadWrite.All (repeatable).")
+            help: "A Microsoft Graph application permission for app-only tokens: User.Read.All, User.ReadWrite.All, Policy.ReadWrite.TrustFramework, TrustFrameworkKeySet.Read.All, TrustFrameworkKeySet.ReadWrite.All or AuditLog.Read.All (repeatable).")
         var graphPermissions: [String] = []
         @Flag(help: "Print {\"clientId\", \"clientSecret\"} as JSON (the secret once).") var json = false
 

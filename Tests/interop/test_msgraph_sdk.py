@@ -26,11 +26,11 @@ from msgraph.generated.users.users_request_builder import UsersRequestBuilder
 from conftest import unique_email
 
 
-def daemon_app(settings_path):
-    """A confidential app holding Graph's User.ReadWrite.All, registered with the admin command."""
+def daemon_app(settings_path, permission="User.ReadWrite.All"):
+    """A confidential app holding a Graph application permission, registered with the admin command."""
     result = subprocess.run(
         [os.environ["TODO_SERVER_BIN"], "apps", "add", "--data-dir", str(Path(settings_path).parent), "--name", "Graph daemon",
-         "--kind", "confidential", "--graph-permission", "User.ReadWrite.All", "--json"],
+         "--kind", "confidential", "--graph-permission", permission, "--json"],
         capture_output=True, text=True, check=True, timeout=60,
     )
     app = json.loads(result.stdout)

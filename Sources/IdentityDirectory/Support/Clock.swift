@@ -28,4 +28,5 @@ final class ManualClock: IdentityClock, @unchecked Sendable {
 extension Date {
     /// Whole seconds since 1970, the unit of every JWT time claim and every stored timestamp.
     package var epochSeconds: Int64 { Int64(timeIntervalSince1970.rounded(.down)) }
+    package var epochMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded(.down)) }
 }

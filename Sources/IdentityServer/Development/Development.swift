@@ -63,7 +63,8 @@ extension IdentityServer {
         let endpoint = TokenEndpoint(
             tenants: tenants, users: users, grants: service.grants, consents: service.consents, tokens: service.issuer,
             clock: clock, hosts: service.hosts, connectors: service.connectors,
-            journeys: service.journeyEngine(), refreshReuseInterval: service.configuration.refreshTokenReuseInterval)
+            journeys: service.journeyEngine(), refreshReuseInterval: service.configuration.refreshTokenReuseInterval,
+            signIns: service.signIns)
         return try await endpoint.mint(issuance, now: now)
     }
 

@@ -236,6 +236,12 @@ struct GraphFilterTokens {
                 }
                 guard closed else { throw Self.invalid(text) }
                 tokens.append(.string(value))
+            } else if first.isNumber {
+                // A number, or an OData date-time (`2026-11-26T07:00:00Z`), whose colons are its own.
+                let word = characters.prefix { !" (),'".contains($0) }
+                guard word.allSatisfy({ $0.isNumber || "-:.+TZ".contains($0) }) else { throw Self.invalid(text) }
+                tokens.append(.word(String(word)))
+                characters = characters.dropFirst(word.count)
             } else {
                 let word = characters.prefix { !" (),:'".contains($0) }
                 guard word.allSatisfy({ $0.isLetter || $0.isNumber || "/_.@-".contains($0) }) else { throw Self.invalid(text) }

@@ -4,6 +4,7 @@ import Hummingbird
 import IdentityDirectory
 import Logging
 import UserJourneys
+import Synchronization
 import WireCoding
 
 /// `POST …/oauth2/v2.0/token` (SPEC §2.4): the four grants, client authentication and the
@@ -24,11 +25,43 @@ struct TokenEndpoint: Sendable {
     /// How long a rotated refresh token still gets its successor (a client racing itself):
     /// ``IdentityServerConfiguration/refreshTokenReuseInterval``.
     let refreshReuseInterval: TimeInterval
+    /// Each grant's end, granted or refused, goes to the sign-in log.
+    let signIns: SignInRecorder
+
+    /// The user a grant issued tokens for, noted where the tokens are made (``respond(_:refreshToken:clientInfo:now:)``)
+    /// for the sign-in log's record of the request.
+    final class GrantNote: Sendable {
+        @TaskLocal static var current: GrantNote?
+        private let noted = Mutex<UserAccount?>(nil)
+        var user: UserAccount? {
+            get { noted.withLock { $0 } }
+            set { noted.withLock { $0 = newValue } }
+        }
+    }
 
     /// Errors are B2C's JSON form, written by the route group's ``OAuthErrorMiddleware``.
     @Sendable func handle(_ request: Request, context: PolicyRequestContext) async throws -> Response {
         let now = clock.now
         let form = try await FormBody.read(request, context: context)
+        let note = GrantNote()
+        func log(_ failure: ProtocolFailure?) async {
+            await signIns.granted(
+                tenantID: context.tenant.id, grantType: String((form["grant_type"] ?? "").prefix(40)),
+                appID: form["client_id"] ?? BasicCredentials(header: request.headers[.authorization])?.user,
+                policy: context.flow.name, user: note.user, attemptedName: form["username"], failure: failure, face: context.route.face,
+                clientAddress: context.clientAddress, correlationID: context.correlationID, at: now, logger: context.logger)
+        }
+        do {
+            let response = try await GrantNote.$current.withValue(note) { try await grant(request, form: form, now: now, context: context) }
+            await log(nil)
+            return response
+        } catch let failure as ProtocolFailure {
+            await log(failure)
+            throw failure
+        }
+    }
+
+    private func grant(_ request: Request, form: RequestParameters, now: Date, context: PolicyRequestContext) async throws -> Response {
         let (tenant, face) = (context.tenant, context.route.face)
         let client = try await authenticateClient(request, form: form, tenant: tenant, now: now)
         guard let named = form.nonEmpty("grant_type") else { throw ProtocolFailure.missingParameter("grant_type") }
@@ -310,7 +343,8 @@ struct TokenEndpoint: Sendable {
     /// The B2C token response, fields in B2C's order, numbers as JSON numbers
     /// (research/b2c-protocol.md §2.5).
     private func respond(_ issuance: IssuanceContext, refreshToken: String?, clientInfo: Bool, now: Date) async throws -> Response {
-        .json(try await tokenResponse(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now), noStore: true)
+        GrantNote.current?.user = issuance.user
+        return .json(try await tokenResponse(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now), noStore: true)
     }
 
     /// Tokens for a user authenticated some other way (the test-control surface's minting,

@@ -53,6 +53,10 @@ extension IdentityServer {
         graph.patch("users/:id", use: users.update)
         graph.delete("users/:id", use: users.delete)
         graph.post("users/:id/revokeSignInSessions", use: users.revokeSignInSessions)
+        // The sign-in log (SPEC §2.13).
+        let signIns = GraphSignIns(authenticator: graphCallers, log: service.signIns.log, hosts: service.hosts)
+        graph.get("auditLogs/signIns", use: signIns.list)
+        graph.get("auditLogs/signIns/:id", use: signIns.get)
         // Graph beta: the tenant's custom policies (SPEC §2.12).
         let beta = router.group("beta").add(middleware: GraphErrorMiddleware<IdentityRequestContext>(clock: service.clock))
         let policies = GraphTrustFramework(authenticator: graphCallers, administration: administration)
@@ -136,7 +140,8 @@ extension IdentityServer {
             tenants: service.tenants, users: service.users, grants: service.grants, consents: service.consents, tokens: service.issuer,
             clock: service.clock, hosts: service.hosts,
             connectors: service.connectors,
-            journeys: journeys, refreshReuseInterval: service.configuration.refreshTokenReuseInterval)
+            journeys: journeys, refreshReuseInterval: service.configuration.refreshTokenReuseInterval,
+            signIns: service.signIns)
         for path in ["v2.0/.well-known/openid-configuration", ".well-known/openid-configuration"] {
             machine.get(RouterPath(path), use: metadata.discovery)
         }

@@ -22,6 +22,8 @@ package struct JourneyEngine: Sendable {
     let clock: any IdentityClock
     let kit: PageKit
     let sessions: SingleSignOnSessions
+    /// Each journey's end goes to the sign-in log.
+    let signIns: SignInRecorder
 
     var now: Date { clock.now }
 
@@ -111,6 +113,9 @@ package struct JourneyEngine: Sendable {
         state.trace.append(
             JourneyTraceEntry(step: "Journey", result: .failed, claims: [], milliseconds: 0, error: error.code, at: now))
         try await interactions.saveFinalJourney(id: record.id, state: state)
+        await signIns.journeyEnded(
+            record, state: state, flowType: nil, user: nil, failure: error, clientAddress: context.clientAddress,
+            correlationID: state.correlationID ?? context.correlationID, at: now, logger: context.logger)
         return redirect(error, record: record, context: context)
     }
 
@@ -279,15 +284,23 @@ package struct JourneyEngine: Sendable {
                 // gets no second one.
                 guard try await interactions.completeInteraction(id: run.record.id, now: now) else { throw Self.alreadyCompleted }
                 try await interactions.saveFinalJourney(id: run.record.id, state: run.state)
+                await logEnd(run, failure: error, context: context)
                 context.logger.info("journey ended with error", metadata: ["code": "\(error.code)", "journey": "\(journey.name)"])
                 return applyingCookies(run, to: redirect(error, record: run.record, context: context))
             case .finish(let response):
                 // The step completed the transaction itself, before it issued anything.
                 try await interactions.saveFinalJourney(id: run.record.id, state: run.state)
+                await logEnd(run, failure: nil, context: context)
                 return applyingCookies(run, to: response)
             }
         }
         throw PageError(status: .internalServerError, title: "Sign-in failed", message: "The sign-in could not be completed.")
+    }
+
+    private func logEnd(_ run: JourneyRun, failure: ProtocolFailure?, context: some IdentityContext) async {
+        await signIns.journeyEnded(
+            run.record, state: run.state, flowType: run.flow.type, user: run.user, failure: failure, clientAddress: run.clientAddress,
+            correlationID: run.state.correlationID ?? context.correlationID, at: now, logger: context.logger)
     }
 
     private func save(_ run: JourneyRun) async throws {

@@ -115,6 +115,7 @@ extension IdentityService {
         let catalog = JourneyCatalog(service: self, sessions: sessions)
         return JourneyEngine(
             catalog: adapt?(catalog) ?? catalog, interactions: interactions, users: users, clock: clock,
-            kit: PageKit(renderer: pages, cookies: cookies, developmentMailbox: configuration.developmentMailbox), sessions: sessions)
+            kit: PageKit(renderer: pages, cookies: cookies, developmentMailbox: configuration.developmentMailbox), sessions: sessions,
+            signIns: signIns)
     }
 }

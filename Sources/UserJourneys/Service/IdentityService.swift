@@ -21,6 +21,8 @@ package struct IdentityService: Sendable {
     package let policyKeySets: PolicyKeySetLibrary
     /// The clients that present policy certificates (a REST profile's `ClientCertificate`).
     package let certificateClients: ClientCertificateClients
+    /// The sign-in log (SPEC §2.13).
+    package let signIns: SignInRecorder
     /// Calls the tenants' API connectors.
     package let connectors: ConnectorCaller
     /// Federation with the tenants' upstream OpenID Connect providers.
@@ -78,6 +80,7 @@ package struct IdentityService: Sendable {
         secondFactors: any SecondFactorStore,
         customPolicies: CustomPolicyLibrary,
         policyKeySets: PolicyKeySetLibrary,
+        signInLog: SignInLog,
         connectors: ConnectorCaller,
         upstream: UpstreamOIDC,
         dataKey: DataKey,
@@ -98,6 +101,7 @@ package struct IdentityService: Sendable {
         self.customPolicies = customPolicies
         self.policyKeySets = policyKeySets
         self.certificateClients = ClientCertificateClients(extraTrust: configuration.outboundCACertificatePath)
+        self.signIns = SignInRecorder(log: signInLog, tenants: tenants, users: users)
         self.connectors = connectors
         self.upstream = upstream
         self.dataKey = dataKey

@@ -1,0 +1,202 @@
+import Foundation
+import SQLKit
+import Storage
+import Synchronization
+import WireCoding
+
+/// One sign-in, sign-up, reset, profile edit or token grant (SPEC §2.13), as Graph's
+/// `auditLogs/signIns` shows it. Nothing secret is kept: no password, code or token; the user's
+/// email only as the record's own user's name.
+public struct SignInEvent: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case signIn, signUp, passwordReset, profileEdit, tokenGrant
+    }
+
+    public var id: String
+    public var tenantID: UUID
+    public var at: Date
+    public var correlationID: String
+    public var kind: Kind
+    public var appID: String?
+    public var appName: String?
+    public var policy: String?
+    public var userID: UUID?
+    public var userPrincipalName: String?
+    public var userDisplayName: String?
+    public var ipAddress: String?
+    /// 0 for success, else the number of the `AADB2C` or `AADSTS` code it ended with.
+    public var errorCode: Int
+    public var failureReason: String?
+    public var grantType: String?
+    public var interactive: Bool
+    /// Each step the journey ran and its result ("LocalAccountSignIn: succeeded"), no values.
+    public var steps: [String]
+
+    package init(
+        tenantID: UUID, at: Date, correlationID: String, kind: Kind, appID: String?, appName: String?, policy: String?,
+        userID: UUID? = nil, userPrincipalName: String? = nil, userDisplayName: String? = nil, ipAddress: String?,
+        errorCode: Int = 0, failureReason: String? = nil, grantType: String? = nil, interactive: Bool, steps: [String] = []
+    ) {
+        self.id = Secrets.randomUUIDString()
+        self.tenantID = tenantID
+        self.at = at
+        self.correlationID = correlationID
+        self.kind = kind
+        self.appID = appID
+        self.appName = appName
+        self.policy = policy
+        self.userID = userID
+        self.userPrincipalName = userPrincipalName
+        self.userDisplayName = userDisplayName
+        self.ipAddress = ipAddress
+        self.errorCode = errorCode
+        self.failureReason = failureReason
+        self.grantType = grantType
+        self.interactive = interactive
+        self.steps = steps
+    }
+
+    /// The number of an error code such as `AADB2C90118` or `AADSTS50126` (0 when none is in it).
+    package static func number(ofCode text: String) -> Int {
+        // The trailing digits: "AADB2C" has a digit of its own.
+        let digits = String(text.reversed().prefix { $0.isNumber }.reversed())
+        return Int(digits.suffix(9)) ?? 0
+    }
+}
+
+/// A search of the sign-in log: the conditions Graph's `$filter` can express, ANDed; newest
+/// first, ``limit`` at a time from ``cursor``.
+package struct SignInQuery: Sendable, Equatable {
+    /// Milliseconds since 1970; `createdAt > after` and `createdAt < before`.
+    package var after: Int64?
+    package var before: Int64?
+    package var appID: String?
+    package var userID: String?
+    package var userPrincipalName: String?
+    package var errorCode: Int?
+    package var correlationID: String?
+    package var limit = 100
+    /// The last row of the previous page (its time and id).
+    package var cursor: Cursor?
+
+    package struct Cursor: Sendable, Equatable {
+        package var createdAt: Int64
+        package var id: String
+
+        package init(createdAt: Int64, id: String) {
+            self.createdAt = createdAt
+            self.id = id
+        }
+    }
+
+    package init() {}
+}
+
+/// The sign-in log's table. A row is written per event in its own statement; every
+/// ``pruneEvery`` writes, rows older than the retention (B2C keeps 7 days) or beyond the
+/// tenant's newest ``maximumRows`` are removed, so a flood of sign-ins cannot grow it without
+/// bound.
+package struct SignInLog: Sendable {
+    let database: any Database
+    let retention: TimeInterval
+    let maximumRows: Int
+    let pruneEvery: Int
+    private let writes = WriteCounter()
+
+    package init(database: any Database, retention: TimeInterval, maximumRows: Int = 100_000, pruneEvery: Int = 256) {
+        self.database = database
+        self.retention = retention
+        self.maximumRows = maximumRows
+        self.pruneEvery = pruneEvery
+    }
+
+    package func record(_ event: SignInEvent) async throws {
+        let steps = String(decoding: try JSONEncoder().encode(event.steps), as: UTF8.self)
+        let values: [any Encodable & Sendable] = [
+            event.id, event.tenantID.uuidString.lowercased(), event.at.epochMilliseconds, event.correlationID, event.kind.rawValue,
+            event.appID?.lowercased(), event.appName, event.policy, event.userID?.uuidString.lowercased(), event.userPrincipalName,
+            event.userDisplayName, event.ipAddress, Int64(event.errorCode), event.failureReason, event.grantType,
+            Int64(event.interactive ? 1 : 0), steps,
+        ]
+        try await database.singleStatement { sql in
+            try await sql.insert(into: "sign_in_events").columns(Self.columns).values(values.map { SQLBind($0) }).run()
+        }
+        if writes.next() % pruneEvery == 0 { try await prune(tenantID: event.tenantID, now: event.at) }
+    }
+
+    /// Removes the rows past the retention, and the tenant's rows beyond its newest ``maximumRows``.
+    package func prune(tenantID: UUID, now: Date) async throws {
+        let oldest = now.addingTimeInterval(-retention).epochMilliseconds
+        let tenant = tenantID.uuidString.lowercased()
+        try await database.singleStatement { sql in
+            try await sql.delete(from: "sign_in_events").where("created_at", .lessThan, SQLBind(oldest)).run()
+        }
+        try await database.singleStatement { sql in
+            try await sql.raw(
+                """
+                DELETE FROM sign_in_events WHERE tenant_id = \(bind: tenant) AND created_at < (
+                    SELECT created_at FROM sign_in_events WHERE tenant_id = \(bind: tenant)
+                    ORDER BY created_at DESC LIMIT 1 OFFSET \(bind: maximumRows - 1))
+                """
+            ).run()
+        }
+    }
+
+    /// The tenant's events matching `query`, newest first.
+    package func events(tenantID: UUID, _ query: SignInQuery) async throws -> [SignInEvent] {
+        var sql = "SELECT * FROM sign_in_events WHERE tenant_id = ?"
+        var binds: [StoredValue] = [.text(tenantID.uuidString.lowercased())]
+        func add(_ condition: String, _ value: StoredValue) {
+            sql += " AND " + condition
+            binds.append(value)
+        }
+        if let after = query.after { add("created_at > ?", .integer(after)) }
+        if let before = query.before { add("created_at < ?", .integer(before)) }
+        if let app = query.appID { add("app_id = ?", .text(app.lowercased())) }
+        if let user = query.userID { add("user_id = ?", .text(user.lowercased())) }
+        if let name = query.userPrincipalName { add("LOWER(user_principal_name) = ?", .text(name.lowercased())) }
+        if let code = query.errorCode { add("error_code = ?", .integer(Int64(code))) }
+        if let correlation = query.correlationID { add("correlation_id = ?", .text(correlation.lowercased())) }
+        if let cursor = query.cursor {
+            sql += " AND (created_at < ? OR (created_at = ? AND id < ?))"
+            binds += [.integer(cursor.createdAt), .integer(cursor.createdAt), .text(cursor.id)]
+        }
+        sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
+        binds.append(.integer(Int64(query.limit)))
+        return try await database.rows(sql, binds).map(Self.event(from:))
+    }
+
+    package func event(tenantID: UUID, id: String) async throws -> SignInEvent? {
+        try await database.rows(
+            "SELECT * FROM sign_in_events WHERE tenant_id = ? AND id = ?",
+            [.text(tenantID.uuidString.lowercased()), .text(id.lowercased())]
+        ).first.map(Self.event(from:))
+    }
+
+    static let columns = [
+        "id", "tenant_id", "created_at", "correlation_id", "kind", "app_id", "app_name", "policy", "user_id", "user_principal_name",
+        "user_display_name", "ip_address", "error_code", "failure_reason", "grant_type", "interactive", "steps",
+    ]
+
+    private static func event(from row: StoredRow) throws -> SignInEvent {
+        var event = SignInEvent(
+            tenantID: UUID(uuidString: try row.text("tenant_id")) ?? UUID(),
+            at: Date(timeIntervalSince1970: TimeInterval(try row.integer("created_at")) / 1000),
+            correlationID: try row.text("correlation_id"), kind: SignInEvent.Kind(rawValue: try row.text("kind")) ?? .signIn,
+            appID: try row.optionalText("app_id"), appName: try row.optionalText("app_name"), policy: try row.optionalText("policy"),
+            userID: try row.optionalText("user_id").flatMap(UUID.init(uuidString:)),
+            userPrincipalName: try row.optionalText("user_principal_name"), userDisplayName: try row.optionalText("user_display_name"),
+            ipAddress: try row.optionalText("ip_address"), errorCode: Int(try row.integer("error_code")),
+            failureReason: try row.optionalText("failure_reason"), grantType: try row.optionalText("grant_type"),
+            interactive: try row.integer("interactive") != 0,
+            steps: (try? JSONDecoder().decode([String].self, from: Data(try row.text("steps").utf8))) ?? [])
+        event.id = try row.text("id")
+        return event
+    }
+}
+
+/// Writes counted in this process, to prune now and then rather than on every write.
+private final class WriteCounter: Sendable {
+    private let count = Atomic<Int>(0)
+    func next() -> Int { count.add(1, ordering: .relaxed).newValue }
+}

@@ -1,0 +1,21 @@
+import Storage
+
+extension IdentityMigrations {
+    /// The sign-in log (SPEC §2.13): one row per sign-in, sign-up, reset, profile edit and
+    /// token grant, newest read first, pruned by age and count.
+    static let activityMigrations: [Migration] = [
+        Migration(
+            version: 35, name: "sign-in log",
+            [
+                """
+                CREATE TABLE sign_in_events (
+                    id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+                    created_at BIGINT NOT NULL, correlation_id TEXT NOT NULL, kind TEXT NOT NULL, app_id TEXT,
+                    app_name TEXT, policy TEXT, user_id TEXT, user_principal_name TEXT, user_display_name TEXT,
+                    ip_address TEXT, error_code BIGINT NOT NULL, failure_reason TEXT, grant_type TEXT,
+                    interactive BIGINT NOT NULL, steps TEXT NOT NULL)
+                """,
+                "CREATE INDEX sign_in_events_by_time ON sign_in_events (tenant_id, created_at, id)",
+            ])
+    ]
+}

@@ -1,0 +1,78 @@
+import Foundation
+import IdentityDirectory
+import Logging
+
+/// Writes the sign-in log's record of a journey's or a token grant's end (SPEC §2.13). A log
+/// that cannot be written is a warning, never the sign-in's failure.
+package struct SignInRecorder: Sendable {
+    package let log: SignInLog
+    let tenants: any TenantDirectory
+    let users: any UserDirectory
+
+    /// The end of an interactive journey: its flow's type (looked up when not given) says what
+    /// kind of event it was.
+    func journeyEnded(
+        _ record: InteractionRecord, state: JourneyState, flowType: UserFlowType?, user: UserAccount?, failure: ProtocolFailure?,
+        clientAddress: String, correlationID: String, at time: Date, logger: Logger
+    ) async {
+        let request = record.request
+        var type = flowType
+        if type == nil { type = try? await tenants.userFlow(tenantID: request.tenantID, name: request.policy)?.type }
+        let kind: SignInEvent.Kind =
+            switch type {
+            case .passwordReset: .passwordReset
+            case .profileEdit: .profileEdit
+            case .signUp: .signUp
+            default: state.claims.newUser ? .signUp : .signIn
+            }
+        let steps = state.trace.map { "\($0.step): \($0.result.rawValue)" + ($0.error.map { " (\($0.prefix(120)))" } ?? "") }
+        await write(
+            tenantID: request.tenantID, kind: kind, appID: request.clientID, policy: request.policy,
+            userID: user?.id ?? state.claims.userID, user: user, failure: failure, face: request.protocolFace,
+            grantType: nil, interactive: true, steps: steps, clientAddress: clientAddress, correlationID: correlationID, at: time,
+            logger: logger)
+    }
+
+    /// A token request's end (`grant_type` as sent), with the user it was for where known: the
+    /// one tokens were issued for, or for a refused password grant the local account whose
+    /// sign-in name was sent (a name no account has is not kept).
+    package func granted(
+        tenantID: UUID, grantType: String, appID: String?, policy: String?, user: UserAccount?, attemptedName: String?,
+        failure: ProtocolFailure?, face: ProtocolFace, clientAddress: String, correlationID: String, at time: Date, logger: Logger
+    ) async {
+        var user = user
+        if user == nil, failure != nil, grantType == "password", let name = attemptedName, !name.isEmpty, name.count <= 256 {
+            user = try? await users.user(tenantID: tenantID, provider: .local, signInName: name)
+        }
+        await write(
+            tenantID: tenantID, kind: .tokenGrant, appID: appID, policy: policy, userID: user?.id, user: user, failure: failure, face: face,
+            grantType: grantType, interactive: grantType == "password", steps: [], clientAddress: clientAddress,
+            correlationID: correlationID, at: time, logger: logger)
+    }
+
+    private func write(
+        tenantID: UUID, kind: SignInEvent.Kind, appID: String?, policy: String?, userID: UUID?, user: UserAccount?,
+        failure: ProtocolFailure?, face: ProtocolFace, grantType: String?, interactive: Bool, steps: [String], clientAddress: String,
+        correlationID: String, at time: Date, logger: Logger
+    ) async {
+        do {
+            var account = user
+            if account == nil, let userID { account = try await users.user(id: userID) }
+            if account?.tenantID != tenantID { account = nil }
+            // Only an app of the tenant is named; anything else a client sent is kept as sent, shortened.
+            var app: AppRegistration?
+            if let appID, UUID(uuidString: appID) != nil { app = try await tenants.application(tenantID: tenantID, clientID: appID) }
+            let code = failure.map { face == .entra ? $0.entra.code : SignInEvent.number(ofCode: $0.code) } ?? 0
+            let event = SignInEvent(
+                tenantID: tenantID, at: time, correlationID: correlationID.lowercased(), kind: kind,
+                appID: app?.clientIDString ?? appID.map { String($0.prefix(64)) }, appName: app?.displayName,
+                policy: policy, userID: account?.id ?? userID, userPrincipalName: account?.presentableEmail,
+                userDisplayName: account?.displayName, ipAddress: clientAddress, errorCode: code,
+                failureReason: failure.map { face == .entra ? $0.entra.message : $0.message }, grantType: grantType,
+                interactive: interactive, steps: steps)
+            try await log.record(event)
+        } catch {
+            logger.warning("the sign-in log could not be written", metadata: ["error": "\(error)"])
+        }
+    }
+}
