@@ -16,6 +16,8 @@ extension IdentityMigrations {
                     interactive BIGINT NOT NULL, steps TEXT NOT NULL)
                 """,
                 "CREATE INDEX sign_in_events_by_time ON sign_in_events (tenant_id, created_at, id)",
+                // For the retention's delete, which covers every tenant.
+                "CREATE INDEX sign_in_events_by_age ON sign_in_events (created_at)",
             ])
     ]
 }

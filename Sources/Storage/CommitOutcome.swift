@@ -26,7 +26,11 @@ extension PostgresDatabase {
         let clock = ContinuousClock()
         let end = clock.now + Self.commitResolutionDeadline
         while clock.now < end {
-            if let rows = try? await rows("SELECT txid_status(?) AS status", [.integer(id)]), let row = rows.first {
+            // Each question bounded too: one waiting on a lease or a statement must not outlast the whole.
+            let asked = try? await withDeadline(.seconds(2), "txid_status") { [self] in
+                try await rows("SELECT txid_status(?) AS status", [.integer(id)])
+            }
+            if let row = asked?.first {
                 switch try? row.optionalText("status") {
                 case "committed": return .committed
                 case "aborted": return .aborted

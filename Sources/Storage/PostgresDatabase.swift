@@ -114,6 +114,7 @@ public final class PostgresDatabase: Database {
             switch await commitOutcome(of: id) {
             case .committed:
                 logger.notice("a lost COMMIT had committed", metadata: ["transaction": "\(id)"])
+                health.recordSuccess(write: true)
                 guard let value = failure.value as? T else { preconditionFailure("the transaction's own value") }
                 return value
             case .aborted:

@@ -54,6 +54,15 @@ struct SignInLogTests {
                         && $0["userId"] as? String == user.objectID
                 })
             #expect(!response.text.contains("Passw0rd!") && !response.text.contains("Wrong-Pass1") && !response.text.contains(code))
+            // A request that names no app of the tenant leaves nothing: the log cannot be filled
+            // (and real records pushed out) by anyone without a client id.
+            let before = Self.values(try await Self.list(driver, auth, "?$top=1000")).count
+            let stranger = try await driver.post(
+                h.path("B2C_1_ROPC", "oauth2/v2.0/token"),
+                [("grant_type", "password"), ("client_id", String(repeating: "x", count: 5_000)), ("username", "a"), ("password", "b")])
+            #expect(stranger.status != .ok)
+            let after = Self.values(try await Self.list(driver, auth, "?$top=1000"))
+            #expect(after.count == before, "\(after.first ?? [:])")
             // One record by id.
             let id = try #require(signIn["id"] as? String)
             let one = try await driver.request(.get, "/v1.0/auditLogs/signIns/\(id)", headers: auth)
@@ -98,7 +107,8 @@ struct SignInLogTests {
             for (bad, code) in [
                 ("password eq 'x'", "Request_UnsupportedQuery"), ("userId eq", "BadRequest"),
                 ("createdDateTime ge yesterday", "BadRequest"),
-                (Array(repeating: "status/errorCode eq 0", count: 13).joined(separator: " and "), "Request_BadRequest"),
+                (Array(repeating: "createdDateTime ge 2000-01-01T00:00:00Z", count: 13).joined(separator: " and "), "Request_BadRequest"),
+                ("appId eq 'a' and appId eq 'b'", "Request_BadRequest"),
             ] {
                 let refused = try await filtered(bad)
                 #expect(refused.status == .badRequest, "\(bad): \(refused.text)")

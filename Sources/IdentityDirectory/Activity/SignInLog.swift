@@ -128,8 +128,14 @@ package struct SignInLog: Sendable {
     package func prune(tenantID: UUID, now: Date) async throws {
         let oldest = now.addingTimeInterval(-retention).epochMilliseconds
         let tenant = tenantID.uuidString.lowercased()
+        // At most a batch per prune, so no request waits on a long delete (the next prune takes more).
         try await database.singleStatement { sql in
-            try await sql.delete(from: "sign_in_events").where("created_at", .lessThan, SQLBind(oldest)).run()
+            try await sql.raw(
+                """
+                DELETE FROM sign_in_events WHERE id IN (
+                    SELECT id FROM sign_in_events WHERE created_at < \(bind: oldest) LIMIT \(bind: Self.pruneBatch))
+                """
+            ).run()
         }
         try await database.singleStatement { sql in
             try await sql.raw(
@@ -172,6 +178,8 @@ package struct SignInLog: Sendable {
             [.text(tenantID.uuidString.lowercased()), .text(id.lowercased())]
         ).first.map(Self.event(from:))
     }
+
+    static let pruneBatch = 5_000
 
     static let columns = [
         "id", "tenant_id", "created_at", "correlation_id", "kind", "app_id", "app_name", "policy", "user_id", "user_principal_name",

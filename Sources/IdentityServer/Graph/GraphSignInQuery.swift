@@ -60,11 +60,18 @@ struct SignInListOptions {
         guard text.count <= Self.maximumFilterLength else { throw GraphError.badRequest("The $filter is too long.") }
         var tokens = try GraphFilterTokens(text)
         var clauses = 0
+        var named: Set<String> = []
         repeat {
             clauses += 1
             guard clauses <= Self.maximumClauses else { throw GraphError.badRequest("The $filter has too many clauses.") }
             let property = try tokens.word().lowercased()
             let operation = try tokens.word().lowercased()
+            // One equality per property: a second would silently replace the first.
+            if operation == "eq" {
+                guard named.insert(property).inserted else {
+                    throw GraphError.badRequest("The $filter names '\(TextRules.printable(property))' twice.")
+                }
+            }
             switch (property, operation) {
             case ("createddatetime", "ge"), ("createddatetime", "gt"), ("createddatetime", "le"), ("createddatetime", "lt"):
                 guard let date = GraphTime.parse(try tokens.word()) else { throw GraphFilterTokens.invalid(text) }

@@ -49,7 +49,7 @@ struct TokenEndpoint: Sendable {
                 tenantID: context.tenant.id, grantType: String((form["grant_type"] ?? "").prefix(40)),
                 appID: form["client_id"] ?? BasicCredentials(header: request.headers[.authorization])?.user,
                 policy: context.flow.name, user: note.user, attemptedName: form["username"], failure: failure, face: context.route.face,
-                clientAddress: context.clientAddress, correlationID: context.correlationID, at: now, logger: context.logger)
+                clientAddress: context.clientAddress, correlationID: context.correlationID, at: clock.now, logger: context.logger)
         }
         do {
             let response = try await GrantNote.$current.withValue(note) { try await grant(request, form: form, now: now, context: context) }

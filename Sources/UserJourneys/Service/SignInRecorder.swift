@@ -1,6 +1,7 @@
 import Foundation
 import IdentityDirectory
 import Logging
+import TodoModels
 
 /// Writes the sign-in log's record of a journey's or a token grant's end (SPEC §2.13). A log
 /// that cannot be written is a warning, never the sign-in's failure.
@@ -40,13 +41,22 @@ package struct SignInRecorder: Sendable {
         tenantID: UUID, grantType: String, appID: String?, policy: String?, user: UserAccount?, attemptedName: String?,
         failure: ProtocolFailure?, face: ProtocolFace, clientAddress: String, correlationID: String, at time: Date, logger: Logger
     ) async {
+        // A request that names no app of the tenant is no sign-in to it: not kept, so nobody can
+        // fill the log (and push real records out of it) without at least a real client id.
+        switch failure {
+        case .missingClientID?, .clientNotRegistered?: return
+        default: break
+        }
         var user = user
-        if user == nil, failure != nil, grantType == "password", let name = attemptedName, !name.isEmpty, name.count <= 256 {
+        // Only a refusal of the password itself is the account's record: anyone can send a name.
+        let refusedPassword = failure == .invalidCredentials || failure == .accountLocked || failure == .accountDisabled
+        if user == nil, refusedPassword, grantType == "password", let name = attemptedName, !name.isEmpty, name.count <= 256 {
             user = try? await users.user(tenantID: tenantID, provider: .local, signInName: name)
         }
+        let knownGrant = GrantType(rawValue: grantType)?.rawValue ?? "unsupported"
         await write(
             tenantID: tenantID, kind: .tokenGrant, appID: appID, policy: policy, userID: user?.id, user: user, failure: failure, face: face,
-            grantType: grantType, interactive: grantType == "password", steps: [], clientAddress: clientAddress,
+            grantType: knownGrant, interactive: knownGrant == "password", steps: [], clientAddress: clientAddress,
             correlationID: correlationID, at: time, logger: logger)
     }
 
@@ -60,19 +70,27 @@ package struct SignInRecorder: Sendable {
             if account == nil, let userID { account = try await users.user(id: userID) }
             if account?.tenantID != tenantID { account = nil }
             // Only an app of the tenant is named; anything else a client sent is kept as sent, shortened.
+            // Only an app of the tenant is named: text a client sent is not kept.
             var app: AppRegistration?
             if let appID, UUID(uuidString: appID) != nil { app = try await tenants.application(tenantID: tenantID, clientID: appID) }
+            guard app != nil || appID == nil || interactive else { return }
             let code = failure.map { face == .entra ? $0.entra.code : SignInEvent.number(ofCode: $0.code) } ?? 0
             let event = SignInEvent(
                 tenantID: tenantID, at: time, correlationID: correlationID.lowercased(), kind: kind,
-                appID: app?.clientIDString ?? appID.map { String($0.prefix(64)) }, appName: app?.displayName,
+                appID: app?.clientIDString, appName: app?.displayName,
                 policy: policy, userID: account?.id ?? userID, userPrincipalName: account?.presentableEmail,
                 userDisplayName: account?.displayName, ipAddress: clientAddress, errorCode: code,
-                failureReason: failure.map { face == .entra ? $0.entra.message : $0.message }, grantType: grantType,
+                failureReason: failure.map { Self.reason($0, face: face) }, grantType: grantType,
                 interactive: interactive, steps: steps)
             try await log.record(event)
         } catch {
             logger.warning("the sign-in log could not be written", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// The error's message, printable and at most 256 characters: some messages quote what the
+    /// client sent (a client id, a grant type), which may be anything.
+    static func reason(_ failure: ProtocolFailure, face: ProtocolFace) -> String {
+        String(TextRules.printable(face == .entra ? failure.entra.message : failure.message).prefix(256))
     }
 }
