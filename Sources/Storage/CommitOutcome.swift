@@ -1,6 +1,5 @@
 import Foundation
 import SQLKit
-import Synchronization
 
 /// What became of a transaction whose connection was lost during COMMIT.
 enum CommitOutcome: Equatable {
@@ -44,20 +43,9 @@ extension PostgresDatabase {
         return .unknown
     }
 
-    /// The transaction's id, noted just before COMMIT; NULL (nil) when it wrote nothing, whose
-    /// lost COMMIT then loses nothing either.
-    static func noteTransactionID(_ sql: any SQLDatabase, into box: TransactionIDBox) async throws {
-        let row = try await sql.raw("SELECT txid_current_if_assigned() AS id").first()
-        box.id = try row?.decode(column: "id", as: Int64?.self) ?? nil
-    }
-}
-
-/// One transaction's id, set inside it (``PostgresDatabase/noteTransactionID(_:into:)``) and read
-/// after its COMMIT failed.
-final class TransactionIDBox: Sendable {
-    private let stored = Mutex<Int64?>(nil)
-    var id: Int64? {
-        get { stored.withLock { $0 } }
-        set { stored.withLock { $0 = newValue } }
+    /// The transaction's id, noted just before COMMIT; nil when it wrote nothing, whose lost
+    /// COMMIT then loses nothing either.
+    @Sendable static func transactionID(_ sql: any SQLDatabase) async throws -> Int64? {
+        try await sql.raw("SELECT txid_current_if_assigned() AS id").first()?.decode(column: "id", as: Int64?.self) ?? nil
     }
 }

@@ -76,26 +76,28 @@ public enum StorageError: Error, CustomStringConvertible, Equatable {
 }
 
 /// COMMIT itself failed (``SQLDatabase/runTransaction(begin:beforeCommit:_:)``): each engine
-/// says what that means. It keeps the body's value, for an engine that can learn the work was
-/// committed after all.
+/// says what that means. It keeps the body's value and the transaction's id `beforeCommit`
+/// noted, for an engine that can learn the work was committed after all.
 struct CommitFailure: Error {
     let underlying: any Error
     let value: any Sendable
+    let transactionID: Int64?
 }
 
 extension SQLDatabase {
     /// `begin` … COMMIT around `body`, ROLLBACK when it throws (the caller's error comes back
     /// unchanged). Both engines' `transaction` use it, on a connection only they hold.
-    /// `beforeCommit` runs last inside the transaction (PostgreSQL notes the transaction's id there).
+    /// `beforeCommit` runs last inside the transaction and names it (PostgreSQL's transaction id).
     func runTransaction<T: Sendable>(
-        begin: String = "BEGIN", beforeCommit: (@Sendable (any SQLDatabase) async throws -> Void)? = nil,
+        begin: String = "BEGIN", beforeCommit: (@Sendable (any SQLDatabase) async throws -> Int64?)? = nil,
         _ body: @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
         try await raw(SQLQueryString(begin)).run()
         let value: T
+        let transactionID: Int64?
         do {
             value = try await body(self)
-            try await beforeCommit?(self)
+            transactionID = try await beforeCommit?(self) ?? nil
         } catch {
             await rollback()
             throw error
@@ -104,7 +106,7 @@ extension SQLDatabase {
             try await raw("COMMIT").run()
         } catch {
             await rollback()
-            throw CommitFailure(underlying: error, value: value)
+            throw CommitFailure(underlying: error, value: value, transactionID: transactionID)
         }
         return value
     }

@@ -95,12 +95,11 @@ public final class PostgresDatabase: Database {
         // BEGIN/COMMIT by hand rather than `PostgresClient.withTransaction`, which wraps the
         // closure's error in a PostgresTransactionError; callers need their own errors back.
         let (logger, watch) = (self.logger, self.watch)
-        let transactionID = TransactionIDBox()
         do {
             let value = try await withoutActuallyEscaping(body) { body in
                 try await withConnection { connection in
                     try await connection.sql(queryLogLevel: .trace, logger: logger).guardingText(watch.statements(of: connection))
-                        .runTransaction(beforeCommit: { try await Self.noteTransactionID($0, into: transactionID) }, body)
+                        .runTransaction(beforeCommit: Self.transactionID, body)
                 }
             }
             health.recordSuccess(write: true)
@@ -110,7 +109,7 @@ public final class PostgresDatabase: Database {
             // (a PostgreSQL restart under load did this to one create in seven runs): committed
             // is a success, aborted a plain "unavailable, retry later", since nothing was stored.
             let reason = health.classify(failure.underlying)
-            guard let id = transactionID.id else { throw reason }
+            guard let id = failure.transactionID else { throw reason }
             switch await commitOutcome(of: id) {
             case .committed:
                 logger.notice("a lost COMMIT had committed", metadata: ["transaction": "\(id)"])

@@ -48,9 +48,8 @@ extension TenantDeclaration {
         for part in policyKeys ?? [] {
             let stored = try await library.keySet(tenantID: tenantID, id: part.id)
             if let stored, !stored.keys.isEmpty { continue }
-            var set = stored
-            if set == nil { set = try await library.create(tenantID: tenantID, id: part.id) }
-            guard let set else { continue }
+            let set: PolicyKeySet
+            if let stored { set = stored } else { set = try await library.create(tenantID: tenantID, id: part.id) }
             if let use = part.generate {
                 _ = try await library.generateKey(tenantID: tenantID, keySet: set.id, use: use, kty: "RSA", notBefore: nil, expires: nil)
             } else if let secret = part.secret {

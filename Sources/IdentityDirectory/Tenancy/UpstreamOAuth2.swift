@@ -13,14 +13,14 @@ public struct UpstreamOAuth2: Sendable, Equatable {
     package var tokenInHeader: Bool
     package var tokenParameterName: String
     /// `ClaimsEndpointFormatName`=`ClaimsEndpointFormat`, added to the claims request's query.
-    package var claimsFormat: (name: String, value: String)?
+    package var claimsFormat: ClaimsFormat?
     /// `HttpBinding` `GET`: the token request's parameters in the query of a GET (B2C's Facebook
     /// profile uses it); otherwise a form POST (RFC 6749 §4.1.3).
     package var tokenByGet: Bool
 
     package init(
         authorizationEndpoint: String, tokenEndpoint: String, claimsEndpoint: String, tokenInHeader: Bool, tokenParameterName: String,
-        claimsFormat: (name: String, value: String)?, tokenByGet: Bool
+        claimsFormat: ClaimsFormat?, tokenByGet: Bool
     ) {
         self.authorizationEndpoint = authorizationEndpoint
         self.tokenEndpoint = tokenEndpoint
@@ -31,15 +31,20 @@ public struct UpstreamOAuth2: Sendable, Equatable {
         self.tokenByGet = tokenByGet
     }
 
-    public static func == (a: Self, b: Self) -> Bool {
-        a.authorizationEndpoint == b.authorizationEndpoint && a.tokenEndpoint == b.tokenEndpoint && a.claimsEndpoint == b.claimsEndpoint
-            && a.tokenInHeader == b.tokenInHeader && a.tokenParameterName == b.tokenParameterName
-            && a.claimsFormat?.name == b.claimsFormat?.name && a.claimsFormat?.value == b.claimsFormat?.value && a.tokenByGet == b.tokenByGet
+    package struct ClaimsFormat: Sendable, Equatable {
+        package var name: String
+        package var value: String
+
+        package init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
     }
 
     /// The metadata a flow uses, made from the endpoints (there is no discovery to fetch): the
     /// authorization endpoint stands as the provider's issuer, its users kept under it.
     package func metadata() -> UpstreamMetadata {
-        UpstreamMetadata(issuer: authorizationEndpoint, authorizationEndpoint: authorizationEndpoint, tokenEndpoint: tokenEndpoint, jwksURI: "")
+        UpstreamMetadata(
+            issuer: authorizationEndpoint, authorizationEndpoint: authorizationEndpoint, tokenEndpoint: tokenEndpoint, jwksURI: "")
     }
 }

@@ -88,7 +88,8 @@ struct GraphQuery: Sendable {
         return "\(origin)/v1.0/users?" + pairs.map { "\($0.0)=\(Self.escape($0.1))" }.joined(separator: "&")
     }
 
-    private static func escape(_ value: String) -> String {
+    /// A query value as the next links write it.
+    static func escape(_ value: String) -> String {
         value.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~,"))) ?? value
     }
 }

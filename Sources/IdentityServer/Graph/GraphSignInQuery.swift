@@ -49,9 +49,7 @@ struct SignInListOptions {
         var pairs = [("$top", String(query.limit))]
         if let filterText { pairs.append(("$filter", filterText)) }
         pairs.append(("$skiptoken", Base64URL.encode(Data("signin:\(last.at.epochMilliseconds):\(last.id)".utf8))))
-        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
-        return "\(origin)/v1.0/auditLogs/signIns?"
-            + pairs.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed) ?? $0.1)" }.joined(separator: "&")
+        return "\(origin)/v1.0/auditLogs/signIns?" + pairs.map { "\($0.0)=\(GraphQuery.escape($0.1))" }.joined(separator: "&")
     }
 
     /// `clause and clause …`, each `createdDateTime ge|gt|le|lt <time>`, `status/errorCode eq <n>`

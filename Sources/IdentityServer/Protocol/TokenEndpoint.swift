@@ -46,7 +46,7 @@ struct TokenEndpoint: Sendable {
         let note = GrantNote()
         func log(_ failure: ProtocolFailure?) async {
             await signIns.granted(
-                tenantID: context.tenant.id, grantType: String((form["grant_type"] ?? "").prefix(40)),
+                tenantID: context.tenant.id, grantType: form["grant_type"] ?? "",
                 appID: form["client_id"] ?? BasicCredentials(header: request.headers[.authorization])?.user,
                 policy: context.flow.name, user: note.user, attemptedName: form["username"], failure: failure, face: context.route.face,
                 clientAddress: context.clientAddress, correlationID: context.correlationID, at: clock.now, logger: context.logger)
@@ -300,14 +300,9 @@ struct TokenEndpoint: Sendable {
         guard let resource = scopes.resource else { throw ProtocolFailure.scopeNeedsResource(requested.joined(separator: " ")) }
         let lifetime = flow.lifetimes.accessTokenSeconds
         let roles = client.permission(on: resource.audience)?.roles ?? []
-        let token: String
-        do {
-            token = try await self.tokens.appToken(
-                client: client, resource: resource, roles: roles, issuer: issuer, lifetime: lifetime, now: now, face: face, tenant: tenant,
-                flow: flow)
-        } catch let missing as PolicyKeySetError {
-            throw ProtocolFailure.policyNotRunnable(missing.message)
-        }
+        let token = try await self.tokens.appToken(
+            client: client, resource: resource, roles: roles, issuer: issuer, lifetime: lifetime, now: now, face: face, tenant: tenant,
+            flow: flow)
         let body = face.dialect.appTokenResponse(token: token, resource: resource, scopes: scopes, lifetime: lifetime, now: now)
         return .json(body, noStore: true)
     }
@@ -356,13 +351,9 @@ struct TokenEndpoint: Sendable {
     }
 
     private func tokenResponse(_ issuance: IssuanceContext, refreshToken: String?, clientInfo: Bool, now: Date) async throws -> JSONText {
-        let tokens: IssuedTokens
-        do {
-            tokens = try await self.tokens.issue(issuance, now: now)
-        } catch let missing as PolicyKeySetError {
-            // A custom policy whose signing key set lost its key since the sign-in: named, not a 500.
-            throw ProtocolFailure.policyNotRunnable(missing.message)
-        }
+        // A custom policy whose signing key set lost its key since the sign-in is named, not a 500
+        // (``TokenIssuer/signingKey(for:tenantID:)``).
+        let tokens = try await self.tokens.issue(issuance, now: now)
         return issuance.face.dialect.tokenResponse(issuance, tokens: tokens, refreshToken: refreshToken, clientInfo: clientInfo, now: now)
     }
 }

@@ -269,10 +269,11 @@ public final class BearerValidator: Sendable {
         return false
     }
 
-    /// Whether a key set has outlived ``BearerPolicy/keyCacheLifetime`` (one lock, on every request).
+    /// Whether a key set has outlived ``BearerPolicy/keyCacheLifetime`` (one lock, on every
+    /// request). Every set held is a trusted one's: a policy's set that was not accepted is
+    /// removed the moment it loaded (``discoverPolicy(_:now:)``), so it is never stale here.
     private func hasStaleKeys(now: Date) -> Bool {
-        let trusted = Set(trustedURLs())
-        return authorities.withLock { all in all.contains { trusted.contains($0.key) && now.timeIntervalSince($0.value.fetchedAt) >= policy.keyCacheLifetime } }
+        authorities.withLock { all in all.values.contains { now.timeIntervalSince($0.fetchedAt) >= policy.keyCacheLifetime } }
     }
 
     /// The key `kid` and its authority's issuer. Key sets past their cache lifetime are fetched

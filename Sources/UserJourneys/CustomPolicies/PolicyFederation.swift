@@ -57,9 +57,12 @@ struct PolicyFederation: Sendable {
         let signed = !(profile.kind == .identityProvider(protocol: "OAuth2"))
         // A signed token's own issuer is the answer's too (a multi-tenant provider's tenant).
         let verifiedIssuer = signed ? identity.claims["iss"]?.lowercased() : nil
-        let own = Set([identity.provider.rawValue.lowercased()] + [verifiedIssuer].compactMap { $0 } + profile.outputClaims.compactMap { $0.defaultValue?.lowercased() })
+        let own = Set(
+            [identity.provider.rawValue.lowercased()] + [verifiedIssuer].compactMap { $0 }
+                + profile.outputClaims.compactMap { $0.defaultValue?.lowercased() })
         return claims.values.compactMap { key, value -> String? in
-            guard policy.claimType(key)?.dataType == .alternativeSecurityId || key == "alternativesecurityid", case .string(let text) = value,
+            guard policy.claimType(key)?.dataType == .alternativeSecurityId || key == "alternativesecurityid",
+                case .string(let text) = value,
                 let decoded = decodeAlternativeSecurityId(text),
                 decoded.subject == identity.subject || (signed && identity.claims.values.contains(decoded.subject)),
                 decoded.provider != .facebook || identity.provider == .facebook,
@@ -74,7 +77,8 @@ struct PolicyFederation: Sendable {
         guard case .identityProvider(let protocolName) = profile.kind, !profile.isFacebook else {
             throw .protocolFailure(
                 .policyNotRunnable(
-                    "The identity provider profile '\(profile.id)' cannot run here: Facebook's OAuth2 profile runs where the simulated Facebook is served (serve --simulated-facebook)."))
+                    "The identity provider profile '\(profile.id)' cannot run here: Facebook's OAuth2 profile runs where the simulated Facebook is served (serve --simulated-facebook)."
+                ))
         }
         let problem =
             protocolName == "OAuth2"
@@ -88,7 +92,9 @@ struct PolicyFederation: Sendable {
             tokenEndpointAuthMethod: metadata["token_endpoint_auth_method"].flatMap(UpstreamProvider.TokenEndpointAuthMethod.init)
                 ?? .clientSecretPost)
         if let prefixes = metadata["ValidTokenIssuerPrefixes"] {
-            provider.validIssuerPrefixes = prefixes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            provider.validIssuerPrefixes = prefixes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
         }
         if protocolName == "OAuth2" {
             provider.oauth2 = UpstreamOAuth2(
@@ -96,7 +102,9 @@ struct PolicyFederation: Sendable {
                 claimsEndpoint: metadata["ClaimsEndpoint"] ?? "",
                 tokenInHeader: metadata["BearerTokenTransmissionMethod"]?.lowercased() == "authorizationheader",
                 tokenParameterName: metadata["ClaimsEndpointAccessTokenName"] ?? "access_token",
-                claimsFormat: metadata["ClaimsEndpointFormatName"].flatMap { name in metadata["ClaimsEndpointFormat"].map { (name, $0) } },
+                claimsFormat: metadata["ClaimsEndpointFormatName"].flatMap { name in
+                    metadata["ClaimsEndpointFormat"].map { UpstreamOAuth2.ClaimsFormat(name: name, value: $0) }
+                },
                 tokenByGet: metadata["HttpBinding"]?.lowercased() == "get")
             // The user's id there: what the profile maps onto `issuerUserId` (B2C's social
             // profiles write `id`), else OpenID Connect's `sub`.
@@ -114,7 +122,8 @@ struct PolicyFederation: Sendable {
                 throw .protocolFailure(.policyNotRunnable("The key set '\(keySet)' that '\(profile.id)' names has no active secret."))
             }
             do {
-                provider.clientSecret = try dataKey.seal(secret, context: UpstreamProvider.sealingContext(tenantID: tenant.id, name: provider.name))
+                provider.clientSecret = try dataKey.seal(
+                    secret, context: UpstreamProvider.sealingContext(tenantID: tenant.id, name: provider.name))
             } catch {
                 throw .protocolFailure(.policyNotRunnable("The secret of '\(profile.id)' could not be sealed."))
             }
@@ -124,7 +133,9 @@ struct PolicyFederation: Sendable {
 
     /// The ID token's claims onto the profile's output claims: each by its `PartnerClaimType`
     /// (else its own name), else its `DefaultValue` (applied by the caller with the resolvers).
-    static func map(_ identity: FederatedIdentity, _ profile: PolicyTechnicalProfile, into claims: inout PolicyClaims, policy: CompiledPolicy) {
+    static func map(
+        _ identity: FederatedIdentity, _ profile: PolicyTechnicalProfile, into claims: inout PolicyClaims, policy: CompiledPolicy
+    ) {
         for reference in profile.outputClaims {
             let partner = reference.partnerClaimType ?? reference.claimType
             guard let text = identity.claims[partner] else { continue }

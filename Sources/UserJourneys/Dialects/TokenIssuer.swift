@@ -68,18 +68,18 @@ package struct TokenIssuer: Sendable {
 
     /// Signs an ID token (when `openid` was granted) and an access token (when a resource was).
     /// `code` and `accessTokenHash` add `c_hash`/`at_hash` where OIDC Core §3.3.2.11 requires them.
-    package func issue(_ context: IssuanceContext, now: Date, code: String? = nil, hashAccessToken: Bool = false) async throws -> IssuedTokens {
+    package func issue(_ context: IssuanceContext, now: Date, code: String? = nil, hashAccessToken: Bool = false) async throws
+        -> IssuedTokens
+    {
         let key = try await signingKey(for: context.flow, tenantID: context.tenant.id)
-        var resourceKey: SigningKey?
-        if let resource = context.scopes.resource { resourceKey = try await signingKey(for: resource, flow: context.flow, tenantID: context.tenant.id) }
-        let accessKey = resourceKey
+        let accessKey = context.scopes.resource.map(Self.isServiceSigned) == true ? try await keys.activeKey() : key
         let lifetimes = context.flow.lifetimes
         // Both tokens in one hand-over: the ID token's at_hash needs the access token.
         return try await signer.run { [self] in
             var accessToken: String?
             if let resource = context.scopes.resource {
                 let claims = accessTokenClaims(context, resource: resource, now: now, lifetime: lifetimes.accessTokenSeconds)
-                accessToken = try JSONWebToken.sign(claims: claims, with: accessKey ?? key)
+                accessToken = try JSONWebToken.sign(claims: claims, with: accessKey)
             }
             var idToken: String?
             if context.scopes.openID {
@@ -96,18 +96,26 @@ package struct TokenIssuer: Sendable {
 
     /// The key `flow`'s tokens are signed with: a custom policy's JWT issuer names its key set
     /// (`issuer_secret`), whose active key signs, as B2C signs them; a user flow's are signed
-    /// with the service's key ring. Throws ``PolicyKeySetError`` when the policy's key set has
-    /// no usable key.
+    /// with the service's key ring. A policy whose key set has no usable key throws
+    /// ``ProtocolFailure/policyNotRunnable(_:)`` naming the set: its sign-ins and grants end with
+    /// that reason, never a 500.
     package func signingKey(for flow: UserFlow, tenantID: UUID) async throws -> SigningKey {
         guard let keySet = flow.customPolicy?.policy.tokenSigningKeySet else { return try await keys.activeKey() }
-        return try await policyKeys.signingKey(tenantID: tenantID, keySet: keySet)
+        do {
+            return try await policyKeys.signingKey(tenantID: tenantID, keySet: keySet)
+        } catch let missing as PolicyKeySetError {
+            throw ProtocolFailure.policyNotRunnable(missing.message)
+        }
     }
 
-    /// The key an access token for `resource` is signed with: Microsoft Graph's tokens with the
-    /// service's ring, which Graph verifies them with (Entra signs them, never a B2C policy);
-    /// any other API's with `flow`'s key.
+    /// Whether an access token for `resource` is signed with the service's ring whatever the
+    /// flow: Microsoft Graph's, which Graph verifies with it (Entra signs them, never a B2C
+    /// policy); any other API's are signed with the flow's key.
+    static func isServiceSigned(_ resource: TokenResource) -> Bool { resource.audience == APIPermission.graphResource }
+
+    /// The key an access token for `resource` is signed with (``isServiceSigned(_:)``).
     func signingKey(for resource: TokenResource, flow: UserFlow, tenantID: UUID) async throws -> SigningKey {
-        resource.audience == APIPermission.graphResource ? try await keys.activeKey() : try await signingKey(for: flow, tenantID: tenantID)
+        Self.isServiceSigned(resource) ? try await keys.activeKey() : try await signingKey(for: flow, tenantID: tenantID)
     }
 
     /// The ID token's claims, as the issuance's dialect writes them.

@@ -28,23 +28,21 @@ extension UpstreamOIDC {
         let body: ByteBuffer
         let status: UInt
         do {
-            let outgoing = request
-            let client = self.client
-            (status, body) = try await OutboundURL.withDeadline(seconds: 15) {
-                let response = try await client.execute(outgoing, timeout: .seconds(10))
-                return (response.status.code, try await response.body.collect(upTo: 1 << 20))
-            }
+            (status, body) = try await Self.send(request, client: client)
         } catch {
             throw Failure(message: "the claims endpoint could not be reached")
         }
-        guard (200..<300).contains(status), let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any] else {
+        guard (200..<300).contains(status), let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
+        else {
             throw Failure(message: "the claims endpoint answered HTTP \(status) without a JSON object")
         }
         // An integer is kept as its exact digits: read as a double, two ids above 2^53 could
         // round to one, and two people to one account. A fraction stays a number, never an id.
         let integerTypes: Set<String> = ["q", "Q", "i", "I", "l", "L", "s", "S", "C"]
         let values = object.mapValues { value -> ClaimValue in
-            if let number = value as? NSNumber, integerTypes.contains(String(cString: number.objCType)) { return .string(number.stringValue) }
+            if let number = value as? NSNumber, integerTypes.contains(String(cString: number.objCType)) {
+                return .string(number.stringValue)
+            }
             return ClaimValue(json: value)
         }
         // What the claims endpoint says of itself is not verified: `iss` is the provider's own.

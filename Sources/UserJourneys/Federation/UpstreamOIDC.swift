@@ -84,12 +84,7 @@ package struct UpstreamOIDC: Sendable {
         }
         let answer: [String: JSONValue]
         do {
-            let outgoing = exchange
-            let client = self.client
-            let (status, body) = try await OutboundURL.withDeadline(seconds: 15) {
-                let response = try await client.execute(outgoing, timeout: .seconds(10))
-                return (response.status.code, try await response.body.collect(upTo: 1 << 20))
-            }
+            let (status, body) = try await Self.send(exchange, client: client)
             guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer: body)) else {
                 throw Failure(message: "the token endpoint answered HTTP \(status) without JSON")
             }
@@ -125,7 +120,9 @@ package struct UpstreamOIDC: Sendable {
         if metadata.issuer.contains("{tenantid}") {
             // A multi-tenant provider (Entra's `common`): the token's own tenant's issuer, from
             // its `tid`, and an issuer the policy accepts (B2C's ValidTokenIssuerPrefixes).
-            guard let tenantIssuer = provider.tenantIssuer(template: metadata.issuer, tenantID: claims.string("tid"), claimed: claims.issuer) else {
+            guard
+                let tenantIssuer = provider.tenantIssuer(template: metadata.issuer, tenantID: claims.string("tid"), claimed: claims.issuer)
+            else {
                 throw Failure(message: "the id_token's issuer is not one of the accepted tenants' (ValidTokenIssuerPrefixes)")
             }
             issuer = tenantIssuer
@@ -183,6 +180,15 @@ package struct UpstreamOIDC: Sendable {
             claims: values)
     }
 
+    /// One outbound call to a provider (its metadata, keys, token or claims endpoint): 10 s for
+    /// the answer, 15 s in all, at most 1 MiB of body read.
+    static func send(_ request: HTTPClientRequest, client: HTTPClient) async throws -> (status: UInt, body: ByteBuffer) {
+        try await OutboundURL.withDeadline(seconds: 15) {
+            let response = try await client.execute(request, timeout: .seconds(10))
+            return (response.status.code, try await response.body.collect(upTo: 1 << 20))
+        }
+    }
+
     package init(directory: UpstreamDirectory, requests: any UpstreamRequestStore, dataKey: DataKey) {
         self.directory = directory
         self.requests = requests
@@ -209,7 +215,9 @@ package actor UpstreamDirectory {
     func metadata(_ provider: UpstreamProvider, client: HTTPClient) async throws -> UpstreamMetadata {
         if let oauth2 = provider.oauth2 {
             // As for discovered endpoints: a provider elsewhere cannot point this server at itself.
-            if let refused = OutboundURL.localTarget(among: [oauth2.tokenEndpoint, oauth2.claimsEndpoint], declared: oauth2.authorizationEndpoint) {
+            if let refused = OutboundURL.localTarget(
+                among: [oauth2.tokenEndpoint, oauth2.claimsEndpoint], declared: oauth2.authorizationEndpoint)
+            {
                 throw UpstreamOIDC.Failure(message: "the provider's endpoints point this server at \(TextRules.printable(refused))")
             }
             return oauth2.metadata()
@@ -252,11 +260,7 @@ package actor UpstreamDirectory {
         request.headers.add(name: "Accept", value: "application/json")
         let body: ByteBuffer
         do {
-            let outgoing = request
-            body = try await OutboundURL.withDeadline(seconds: 15) {
-                let response = try await client.execute(outgoing, timeout: .seconds(10))
-                return try await response.body.collect(upTo: 1 << 20)
-            }
+            body = try await UpstreamOIDC.send(request, client: client).body
         } catch {
             throw UpstreamOIDC.Failure(message: "the provider's keys could not be fetched")
         }
@@ -267,10 +271,7 @@ package actor UpstreamDirectory {
 
     private static func fetch(_ url: String, client: HTTPClient) async throws -> [String: JSONValue] {
         do {
-            let (status, body) = try await OutboundURL.withDeadline(seconds: 15) {
-                let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
-                return (response.status.code, try await response.body.collect(upTo: 1 << 20))
-            }
+            let (status, body) = try await UpstreamOIDC.send(HTTPClientRequest(url: url), client: client)
             guard status == 200, let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer: body)) else {
                 throw UpstreamOIDC.Failure(message: "the provider's metadata answered HTTP \(status)")
             }

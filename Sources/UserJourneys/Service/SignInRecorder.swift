@@ -69,7 +69,6 @@ package struct SignInRecorder: Sendable {
             var account = user
             if account == nil, let userID { account = try await users.user(id: userID) }
             if account?.tenantID != tenantID { account = nil }
-            // Only an app of the tenant is named; anything else a client sent is kept as sent, shortened.
             // Only an app of the tenant is named: text a client sent is not kept.
             var app: AppRegistration?
             if let appID, UUID(uuidString: appID) != nil { app = try await tenants.application(tenantID: tenantID, clientID: appID) }

@@ -66,8 +66,8 @@ struct TokenIssuanceStep: OrchestrationStep {
             // missing key is named on the page, not found later at the token endpoint.
             do {
                 _ = try await issuer.signingKey(for: flow, tenantID: tenant.id)
-            } catch let missing as PolicyKeySetError {
-                return .fail(.policyNotRunnable(missing.message))
+            } catch let failure as ProtocolFailure {
+                return .fail(failure)
             }
             let resolver = PolicyClaimResolver(run, policyID: program.policy.id)
             overrides = PolicyTokenClaims.values(program.policy, claims: run.state.policyClaims ?? PolicyClaims(), resolver: resolver)
