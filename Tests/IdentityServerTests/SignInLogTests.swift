@@ -119,6 +119,61 @@ struct SignInLogTests {
         }
     }
 
+    @Test(
+        "what a client sends is not kept as sent: an unknown grant type is 'unsupported', the reason printable and short; a refusal that is not of the password names no account"
+    )
+    func clientTextAndAttribution() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            let user = try await h.addUser("named@example.com")
+            let sent = "urn:\u{1}evil<script>" + String(repeating: "g", count: 2_000)
+            let odd = try await driver.post(
+                h.path("B2C_1_ROPC", "oauth2/v2.0/token"), [("grant_type", sent), ("client_id", h.clientID)])
+            #expect(odd.status == .badRequest)
+            // A public client that sends a secret is refused before any password is looked at.
+            let secret = try await driver.post(
+                h.path("B2C_1_ROPC", "oauth2/v2.0/token"),
+                [
+                    ("grant_type", "password"), ("client_id", h.clientID), ("client_secret", "s"), ("username", "named@example.com"),
+                    ("password", "Passw0rd!"),
+                ])
+            #expect(secret.status != .ok)
+            let auth = try await GraphUsersTests.appToken(h, driver, roles: ["AuditLog.Read.All"])
+            let records = Self.values(try await Self.list(driver, auth, "?$top=1000"))
+            let statuses = records.compactMap { $0["status"] as? [String: Any] }
+            let unsupported = try #require(
+                statuses.first { ($0["additionalDetails"] as? String)?.contains("grant_type unsupported") == true })
+            let reason = try #require(unsupported["failureReason"] as? String)
+            #expect(reason.count <= 256 && !reason.unicodeScalars.contains { $0.value < 0x20 } && !reason.contains(sent), "\(reason)")
+            #expect(!records.contains { ($0["status"] as? [String: Any])?["additionalDetails"] as? String == nil })
+            let passwordRequests = records.filter {
+                (($0["status"] as? [String: Any])?["additionalDetails"] as? String)?.contains("grant_type password") == true
+            }
+            #expect(passwordRequests.count == 1 && !passwordRequests.contains { $0["userId"] as? String == user.objectID })
+        }
+    }
+
+    @Test("records are the tenant's own: another tenant's id finds none of them, by list or by id")
+    func tenantScoped() async throws {
+        try await TestDatabase.with(.sqlite) { database in
+            try await IdentityMigrations.runner.run(on: database, logger: TestDatabase.logger)
+            let directory = SQLTenantDirectory(database: database)
+            let (mine, other) = (
+                Tenant(id: UUID(), name: "mine", displayName: "Mine", defaultPolicy: "B2C_1_susi"),
+                Tenant(id: UUID(), name: "other", displayName: "Other", defaultPolicy: "B2C_1_susi")
+            )
+            try await directory.save(mine, now: Date())
+            try await directory.save(other, now: Date())
+            let log = SignInLog(database: database, retention: 3600)
+            let event = SignInEvent(
+                tenantID: mine.id, at: Date(), correlationID: "c", kind: .signIn, appID: nil, appName: nil, policy: nil, ipAddress: nil,
+                interactive: true)
+            try await log.record(event)
+            #expect(try await log.events(tenantID: mine.id, SignInQuery()).map(\.id) == [event.id])
+            #expect(try await log.events(tenantID: other.id, SignInQuery()).isEmpty)
+            #expect(try await log.event(tenantID: other.id, id: event.id) == nil)
+        }
+    }
+
     @Test("AuditLog.Read.All is required: a user-management token and no token are refused")
     func permission() async throws {
         try await IdentityHarness.run(.sqlite) { h, driver in
