@@ -152,6 +152,34 @@ struct SignInLogTests {
         }
     }
 
+    @Test(
+        "records written together are batched without loss: 300 at once each stored exactly once, every caller answered",
+        arguments: TestDatabase.engines)
+    func concurrentRecords(engine: DatabaseEngine) async throws {
+        try await TestDatabase.with(engine) { database in
+            try await IdentityMigrations.runner.run(on: database, logger: TestDatabase.logger)
+            let tenant = Tenant(id: UUID(), name: "busy", displayName: "Busy", defaultPolicy: "B2C_1_susi")
+            try await SQLTenantDirectory(database: database).save(tenant, now: Date())
+            let log = SignInLog(database: database, retention: 3600)
+            let ids = try await withThrowingTaskGroup(of: String.self) { group in
+                for index in 0..<300 {
+                    group.addTask {
+                        let event = SignInEvent(
+                            tenantID: tenant.id, at: Date(), correlationID: "c\(index)", kind: .tokenGrant, appID: nil, appName: nil,
+                            policy: nil, ipAddress: nil, interactive: false)
+                        try await log.record(event)
+                        return event.id
+                    }
+                }
+                return try await group.reduce(into: [String]()) { $0.append($1) }
+            }
+            var query = SignInQuery()
+            query.limit = 1000
+            let stored = try await log.events(tenantID: tenant.id, query).map(\.id)
+            #expect(ids.count == 300 && stored.count == 300 && Set(stored) == Set(ids))
+        }
+    }
+
     @Test("records are the tenant's own: another tenant's id finds none of them, by list or by id")
     func tenantScoped() async throws {
         try await TestDatabase.with(.sqlite) { database in

@@ -92,7 +92,7 @@ package struct SignInQuery: Sendable, Equatable {
     package init() {}
 }
 
-/// The sign-in log's table. A row is written per event in its own statement; every
+/// The sign-in log's table. Rows are written in batches (``SignInBatches``); every
 /// ``pruneEvery`` writes, rows older than the retention (B2C keeps 7 days) or beyond the
 /// tenant's newest ``maximumRows`` are removed, so a flood of sign-ins cannot grow it without
 /// bound.
@@ -102,6 +102,7 @@ package struct SignInLog: Sendable {
     let maximumRows: Int
     let pruneEvery: Int
     private let writes = WriteCounter()
+    private let batches = SignInBatches()
 
     package init(database: any Database, retention: TimeInterval, maximumRows: Int = 100_000, pruneEvery: Int = 256) {
         self.database = database
@@ -110,18 +111,31 @@ package struct SignInLog: Sendable {
         self.pruneEvery = pruneEvery
     }
 
+    /// Writes `event`, in one statement with the others that arrive meanwhile (``SignInBatches``).
     package func record(_ event: SignInEvent) async throws {
-        let steps = String(decoding: try JSONEncoder().encode(event.steps), as: UTF8.self)
-        let values: [any Encodable & Sendable] = [
-            event.id, event.tenantID.uuidString.lowercased(), event.at.epochMilliseconds, event.correlationID, event.kind.rawValue,
-            event.appID?.lowercased(), event.appName, event.policy, event.userID?.uuidString.lowercased(), event.userPrincipalName,
-            event.userDisplayName, event.ipAddress, Int64(event.errorCode), event.failureReason, event.grantType,
-            Int64(event.interactive ? 1 : 0), steps,
-        ]
-        try await database.singleStatement { sql in
-            try await sql.insert(into: "sign_in_events").columns(Self.columns).values(values.map { SQLBind($0) }).run()
+        try await batches.add(event) { [self] batch in try await write(batch) }
+    }
+
+    private func write(_ batch: [SignInEvent]) async throws {
+        let rows = try batch.map { event -> [any SQLExpression] in
+            let steps = String(decoding: try JSONEncoder().encode(event.steps), as: UTF8.self)
+            let values: [any Encodable & Sendable] = [
+                event.id, event.tenantID.uuidString.lowercased(), event.at.epochMilliseconds, event.correlationID, event.kind.rawValue,
+                event.appID?.lowercased(), event.appName, event.policy, event.userID?.uuidString.lowercased(), event.userPrincipalName,
+                event.userDisplayName, event.ipAddress, Int64(event.errorCode), event.failureReason, event.grantType,
+                Int64(event.interactive ? 1 : 0), steps,
+            ]
+            return values.map { SQLBind($0) }
         }
-        if writes.next() % pruneEvery == 0 { try await prune(tenantID: event.tenantID, now: event.at) }
+        try await database.singleStatement { sql in
+            var insert = sql.insert(into: "sign_in_events").columns(Self.columns)
+            for row in rows { insert = insert.values(row) }
+            try await insert.run()
+        }
+        // Every `pruneEvery` rows this process wrote, the tenants of the batch are pruned.
+        let (before, after) = writes.add(batch.count)
+        guard before / pruneEvery != after / pruneEvery, let newest = batch.map(\.at).max() else { return }
+        for tenantID in Set(batch.map(\.tenantID)) { try await prune(tenantID: tenantID, now: newest) }
     }
 
     /// Removes the rows past the retention, and the tenant's rows beyond its newest ``maximumRows``.
@@ -203,8 +217,13 @@ package struct SignInLog: Sendable {
     }
 }
 
-/// Writes counted in this process, to prune now and then rather than on every write.
+/// Rows written by this process, to prune now and then rather than on every write.
 private final class WriteCounter: Sendable {
     private let count = Atomic<Int>(0)
-    func next() -> Int { count.add(1, ordering: .relaxed).newValue }
+
+    /// Adds `rows`; the count before and after.
+    func add(_ rows: Int) -> (before: Int, after: Int) {
+        let after = count.add(rows, ordering: .relaxed).newValue
+        return (after - rows, after)
+    }
 }
