@@ -19,11 +19,16 @@ struct CustomPolicySigningTests {
 
     /// Carol signs in on the policy; the token response.
     static func signIn(_ h: IdentityHarness, _ driver: Driver) async throws -> (TestResponse, AuthorizationAttempt) {
+        let (code, attempt) = try await signInCode(h, driver)
+        return (try await driver.redeem(h, attempt: attempt, code: code), attempt)
+    }
+
+    /// Carol signs in on the policy; the code, not yet redeemed.
+    static func signInCode(_ h: IdentityHarness, _ driver: Driver) async throws -> (code: String, attempt: AuthorizationAttempt) {
         let attempt = AuthorizationAttempt(harness: h, policy: Self.policy)
         let page = try await driver.start(attempt, harness: h)
         let done = try await driver.submit(page, [("signInName", "carol@example.com"), ("password", "Passw0rd!")])
-        let code = try #require(done.redirectParameters["code"], "\(done.status) \(done.text.prefix(400))")
-        return (try await driver.redeem(h, attempt: attempt, code: code), attempt)
+        return (try #require(done.redirectParameters["code"], "\(done.status) \(done.text.prefix(400))"), attempt)
     }
 
     static func jwks(_ driver: Driver, _ path: String) async throws -> [String: _RSA.Signing.PublicKey] {
@@ -98,10 +103,7 @@ struct CustomPolicySigningTests {
         try await IdentityHarness.run(.sqlite) { h, driver in
             try await CustomPolicyRunTests.upload(h)
             _ = try await h.addUser("carol@example.com", name: "Carol")
-            let attempt = AuthorizationAttempt(harness: h, policy: Self.policy)
-            let page = try await driver.start(attempt, harness: h)
-            let done = try await driver.submit(page, [("signInName", "carol@example.com"), ("password", "Passw0rd!")])
-            let code = try #require(done.redirectParameters["code"])
+            let (code, attempt) = try await Self.signInCode(h, driver)
             #expect(try await h.server.unsignablePolicies(tenantID: h.tenant.id).isEmpty)
             #expect(try await h.server.administration.deletePolicyKeySet(tenantID: h.tenant.id, id: PolicyFixtures.signingKeySet))
             // What `serve` warns about at start: each relying party that cannot sign, and why.
