@@ -2,7 +2,8 @@ import Storage
 
 extension IdentityMigrations {
     /// The sign-in log (SPEC §2.13): one row per sign-in, sign-up, reset, profile edit and
-    /// token grant, newest read first, pruned by age and count.
+    /// token grant, newest read first, pruned by age and count. The audit log: one row per
+    /// admin change, the same way.
     static let activityMigrations: [Migration] = [
         Migration(
             version: 35, name: "sign-in log",
@@ -18,6 +19,20 @@ extension IdentityMigrations {
                 "CREATE INDEX sign_in_events_by_time ON sign_in_events (tenant_id, created_at, id)",
                 // For the retention's delete, which covers every tenant.
                 "CREATE INDEX sign_in_events_by_age ON sign_in_events (created_at)",
-            ])
+            ]),
+        Migration(
+            version: 36, name: "audit log",
+            [
+                """
+                CREATE TABLE directory_audits (
+                    id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+                    created_at BIGINT NOT NULL, correlation_id TEXT NOT NULL, activity TEXT NOT NULL, category TEXT NOT NULL,
+                    operation_type TEXT NOT NULL, logged_by TEXT NOT NULL, initiator_kind TEXT NOT NULL, initiator_id TEXT,
+                    initiator_name TEXT, initiator_principal TEXT, ip_address TEXT, target_id TEXT, target TEXT, failure_reason TEXT,
+                    details TEXT NOT NULL)
+                """,
+                "CREATE INDEX directory_audits_by_time ON directory_audits (tenant_id, created_at, id)",
+                "CREATE INDEX directory_audits_by_age ON directory_audits (created_at)",
+            ]),
     ]
 }

@@ -53,7 +53,8 @@ public final class IdentityServer: Sendable {
             secondFactors: SQLSecondFactorStore(database: database, dataKey: dataKey),
             customPolicies: CustomPolicyLibrary(database: database, clock: clock),
             policyKeySets: policyKeySets,
-            signInLog: SignInLog(database: database, retention: configuration.signInLogRetention),
+            signInLog: SignInLog(database: database, retention: configuration.logRetention),
+            directoryAudits: DirectoryAuditLog(database: database, retention: configuration.logRetention),
             connectors: ConnectorCaller(dataKey: dataKey),
             upstream: UpstreamOIDC(
                 directory: UpstreamDirectory(),

@@ -24,6 +24,7 @@ extension SystemConfiguration {
                     + publicHosts.map { $0.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]")) }),
             simulatedFacebook: simulatedFacebook, listenPort: identityPort)
         identity.refreshTokenReuseInterval = TimeInterval(refreshReuseSeconds)
+        identity.logRetention = TimeInterval(logRetentionDays) * 86_400
         identity.publicOrigin = publicURL
         identity.trustedProxies = trustedProxies
         return identity

@@ -120,6 +120,10 @@ extension Setting {
         "refresh.reuse.seconds",
         "Seconds in which a just-rotated refresh token presented again gets the same successor (a client racing itself); 0: every reuse revokes the family.",
         default: Int(IdentityServerConfiguration.defaultRefreshTokenReuseInterval), in: 0...60)
+    public static let logRetentionDays = Setting.number(
+        "log.retention.days",
+        "Days the sign-in and audit logs keep a record (B2C keeps 7); each tenant keeps at most its newest 100,000 of each besides.",
+        default: 7, in: 1...365)
     public static let webAnonymousSessions = Setting.number(
         "web.anonymous.sessions", "Web app sessions one client address may start per hour before signing in.",
         default: WebAppConfiguration.defaultAnonymousSessionsPerHour, in: 1...1_000_000)

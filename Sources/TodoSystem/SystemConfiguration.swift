@@ -92,6 +92,8 @@ public struct SystemConfiguration: Sendable {
     public var webAnonymousSessionsPerHour: Int
     /// The refresh-token reuse interval (issue 14).
     public var refreshReuseSeconds: Int
+    /// How long the sign-in and audit logs keep records.
+    public var logRetentionDays: Int
     /// `--public-url`: the identity service's origin as clients reach it, without a trailing slash.
     public var publicURL: String?
     /// The Task API's (and web app's) origin behind a balancer.
@@ -121,6 +123,7 @@ public struct SystemConfiguration: Sendable {
         webPageSize = settings.number(.webPageSize)
         webAnonymousSessionsPerHour = settings.number(.webAnonymousSessions)
         refreshReuseSeconds = settings.number(.refreshReuseSeconds)
+        logRetentionDays = settings.number(.logRetentionDays)
         publicURL = settings.text(.publicURL).flatMap { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         publicAPIURL = settings.text(.publicAPIURL).flatMap { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
 

@@ -35,6 +35,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp(Setting.webPageSize.help)) var webPageSize: String?
     @Option(help: ArgumentHelp(Setting.webAnonymousSessions.help)) var webAnonymousSessions: String?
     @Option(help: ArgumentHelp(Setting.refreshReuseSeconds.help)) var refreshReuseSeconds: String?
+    @Option(help: ArgumentHelp(Setting.logRetentionDays.help)) var logRetentionDays: String?
     @Option(help: ArgumentHelp(Setting.publicURL.help)) var publicURL: String?
     @Option(name: .customLong("public-api-url"), help: ArgumentHelp(Setting.publicAPIURL.help)) var publicAPIURL: String?
 
@@ -46,6 +47,7 @@ struct Serve: AsyncParsableCommand {
             (.only, only), (.authorityCA, authorityCA), (.passwordHashCost, passwordHashCost), (.idleTimeout, idleTimeout),
             (.maxConnections, maxConnections),
             (.webPageSize, webPageSize), (.webAnonymousSessions, webAnonymousSessions), (.refreshReuseSeconds, refreshReuseSeconds),
+            (.logRetentionDays, logRetentionDays),
             (.publicURL, publicURL),
             (.publicAPIURL, publicAPIURL),
         ]

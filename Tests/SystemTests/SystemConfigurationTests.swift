@@ -34,12 +34,14 @@ struct SystemConfigurationTests {
             (.passwordHashCost, configuration.passwordHashCost), (.idleTimeout, configuration.idleTimeout),
             (.webPageSize, configuration.webPageSize), (.webAnonymousSessions, configuration.webAnonymousSessionsPerHour),
             (.refreshReuseSeconds, configuration.refreshReuseSeconds), (.apiPort, configuration.apiPort),
+            (.logRetentionDays, configuration.logRetentionDays),
         ]
         for (setting, value) in read {
             #expect(setting.help.hasSuffix("Default: \(value)."), "\(setting.key): \(setting.help)")
         }
         #expect(configuration.identityServer.passwordHashCost == IdentityServerConfiguration().passwordHashCost)
         #expect(configuration.identityServer.refreshTokenReuseInterval == IdentityServerConfiguration().refreshTokenReuseInterval)
+        #expect(configuration.identityServer.logRetention == IdentityServerConfiguration().logRetention)
         #expect(configuration.webPageSize == WebAppConfiguration.defaultPageSize)
         #expect(configuration.webAnonymousSessionsPerHour == WebAppConfiguration.defaultAnonymousSessionsPerHour)
     }

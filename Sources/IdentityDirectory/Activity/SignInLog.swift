@@ -76,20 +76,26 @@ package struct SignInQuery: Sendable, Equatable {
     package var errorCode: Int?
     package var correlationID: String?
     package var limit = 100
+    /// Only successes (`true`) or only failures (`false`).
+    package var succeeded: Bool?
+    /// Only the records B2C's audit log shows as this activity (``DirectoryAudit/init(authentication:tenantName:)``).
+    package var activity: AuditActivity?
     /// The last row of the previous page (its time and id).
-    package var cursor: Cursor?
-
-    package struct Cursor: Sendable, Equatable {
-        package var createdAt: Int64
-        package var id: String
-
-        package init(createdAt: Int64, id: String) {
-            self.createdAt = createdAt
-            self.id = id
-        }
-    }
+    package var cursor: ActivityCursor?
 
     package init() {}
+}
+
+/// Where a newest-first page of a log ends: its last row's time and id. Both logs order by
+/// (time, id), so one cursor pages through either, or through both merged.
+package struct ActivityCursor: Sendable, Equatable {
+    package var createdAt: Int64
+    package var id: String
+
+    package init(createdAt: Int64, id: String) {
+        self.createdAt = createdAt
+        self.id = id
+    }
 }
 
 /// The sign-in log's table. Rows are written in batches (``SignInBatches``); every
@@ -140,26 +146,8 @@ package struct SignInLog: Sendable {
 
     /// Removes the rows past the retention, and the tenant's rows beyond its newest ``maximumRows``.
     package func prune(tenantID: UUID, now: Date) async throws {
-        let oldest = now.addingTimeInterval(-retention).epochMilliseconds
-        let tenant = tenantID.uuidString.lowercased()
-        // At most a batch per prune, so no request waits on a long delete (the next prune takes more).
-        try await database.singleStatement { sql in
-            try await sql.raw(
-                """
-                DELETE FROM sign_in_events WHERE id IN (
-                    SELECT id FROM sign_in_events WHERE created_at < \(bind: oldest) LIMIT \(bind: Self.pruneBatch))
-                """
-            ).run()
-        }
-        try await database.singleStatement { sql in
-            try await sql.raw(
-                """
-                DELETE FROM sign_in_events WHERE tenant_id = \(bind: tenant) AND created_at < (
-                    SELECT created_at FROM sign_in_events WHERE tenant_id = \(bind: tenant)
-                    ORDER BY created_at DESC LIMIT 1 OFFSET \(bind: maximumRows - 1))
-                """
-            ).run()
-        }
+        try await ActivityRetention(database: database, retention: retention, maximumRows: maximumRows)
+            .prune(.signIns, tenantID: tenantID, now: now)
     }
 
     /// The tenant's events matching `query`, newest first.
@@ -177,6 +165,16 @@ package struct SignInLog: Sendable {
         if let name = query.userPrincipalName { add("LOWER(user_principal_name) = ?", .text(name.lowercased())) }
         if let code = query.errorCode { add("error_code = ?", .integer(Int64(code))) }
         if let correlation = query.correlationID { add("correlation_id = ?", .text(correlation.lowercased())) }
+        if let succeeded = query.succeeded { sql += succeeded ? " AND error_code = 0" : " AND error_code <> 0" }
+        switch query.activity {
+        case .issueCode?: sql += " AND kind <> 'tokenGrant'"
+        case .validateCredentials?: sql += " AND kind = 'tokenGrant' AND grant_type = 'password'"
+        case .issueAccessToken?: sql += " AND kind = 'tokenGrant' AND grant_type = 'client_credentials'"
+        case .issueIDToken?:
+            sql += " AND kind = 'tokenGrant' AND (grant_type IS NULL OR grant_type NOT IN ('password', 'client_credentials'))"
+        case nil: break
+        case _?: return []  // no sign-in record is any other activity
+        }
         if let cursor = query.cursor {
             sql += " AND (created_at < ? OR (created_at = ? AND id < ?))"
             binds += [.integer(cursor.createdAt), .integer(cursor.createdAt), .text(cursor.id)]
@@ -192,8 +190,6 @@ package struct SignInLog: Sendable {
             [.text(tenantID.uuidString.lowercased()), .text(id.lowercased())]
         ).first.map(Self.event(from:))
     }
-
-    static let pruneBatch = 5_000
 
     static let columns = [
         "id", "tenant_id", "created_at", "correlation_id", "kind", "app_id", "app_name", "policy", "user_id", "user_principal_name",
@@ -217,8 +213,48 @@ package struct SignInLog: Sendable {
     }
 }
 
+/// How long a log keeps its rows, and how many per tenant (B2C keeps audit logs 7 days).
+struct ActivityRetention: Sendable {
+    let database: any Database
+    let retention: TimeInterval
+    let maximumRows: Int
+
+    static let pruneBatch = 5_000
+
+    enum Table: String {
+        case signIns = "sign_in_events"
+        case directoryAudits = "directory_audits"
+    }
+
+    /// Removes `table`'s rows past the retention, and the tenant's rows beyond its newest
+    /// ``maximumRows``. At most a batch of old rows per prune, so no request waits on a long
+    /// delete (the next prune takes more).
+    func prune(_ log: Table, tenantID: UUID, now: Date) async throws {
+        let table = log.rawValue
+        let oldest = now.addingTimeInterval(-retention).epochMilliseconds
+        let tenant = tenantID.uuidString.lowercased()
+        try await database.singleStatement { sql in
+            try await sql.raw(
+                """
+                DELETE FROM \(unsafeRaw: table) WHERE id IN (
+                    SELECT id FROM \(unsafeRaw: table) WHERE created_at < \(bind: oldest) LIMIT \(bind: Self.pruneBatch))
+                """
+            ).run()
+        }
+        try await database.singleStatement { sql in
+            try await sql.raw(
+                """
+                DELETE FROM \(unsafeRaw: table) WHERE tenant_id = \(bind: tenant) AND created_at < (
+                    SELECT created_at FROM \(unsafeRaw: table) WHERE tenant_id = \(bind: tenant)
+                    ORDER BY created_at DESC LIMIT 1 OFFSET \(bind: maximumRows - 1))
+                """
+            ).run()
+        }
+    }
+}
+
 /// Rows written by this process, to prune now and then rather than on every write.
-private final class WriteCounter: Sendable {
+final class WriteCounter: Sendable {
     private let count = Atomic<Int>(0)
 
     /// Adds `rows`; the count before and after.

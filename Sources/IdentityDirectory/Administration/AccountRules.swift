@@ -107,6 +107,12 @@ extension IdentityAdministration {
     /// value is checked first, with the sign-up page's rules, and the account is written in one
     /// insert, so a refusal leaves nothing behind (SPEC §2.10).
     public func createUser(tenantID: UUID, _ account: NewAccount) async throws -> UserAccount {
+        try await audited(.addUser, tenantID: tenantID, target: nil, result: { AuditTarget.user($0) }) {
+            try await makeUser(tenantID: tenantID, account)
+        }
+    }
+
+    private func makeUser(tenantID: UUID, _ account: NewAccount) async throws -> UserAccount {
         let name = try Self.checkedName(account.displayName)
         let attributes = try await checkedAttributes(account.attributes.compactMapValues { $0 }, tenantID: tenantID)
         var user: UserAccount
@@ -152,6 +158,18 @@ extension IdentityAdministration {
     /// Applies Graph's `PATCH /users/{id}` (and the admin commands' equivalents): every change is
     /// checked before any is written, so a bad value changes nothing.
     public func updateUser(_ user: UserAccount, _ changes: AccountChanges) async throws {
+        var modified: [AuditTarget.ModifiedProperty] = []
+        if let name = changes.displayName { modified.append(.init(name: "DisplayName", newValue: name)) }
+        // Attributes by name only: their values are the user's own data.
+        for key in changes.attributes.keys.sorted() { modified.append(.init(name: "extension_\(key)", newValue: nil)) }
+        if let enabled = changes.accountEnabled { modified.append(.init(name: "AccountEnabled", newValue: "\(enabled)")) }
+        if let policies = changes.passwordPolicies { modified.append(.init(name: "PasswordPolicies", newValue: policies ?? "")) }
+        if changes.password != nil { modified.append(.init(name: "PasswordProfile", newValue: nil)) }
+        let activity: AuditActivity = modified.map(\.name) == ["PasswordProfile"] ? .resetPassword : .updateUser
+        try await audited(activity, tenantID: user.tenantID, target: .user(user, modified: modified)) { try await applyChanges(user, changes) }
+    }
+
+    private func applyChanges(_ user: UserAccount, _ changes: AccountChanges) async throws {
         let now = clock.now
         let name = try changes.displayName.map(Self.checkedName)
         var attributes = user.attributes
@@ -239,6 +257,14 @@ extension IdentityAdministration {
     public func grantPermission(tenantID: UUID, clientID: UUID, api: String, scopes: [String], roles: [String]) async throws
         -> AppRegistration
     {
+        let requested = (scopes + roles).map { AuditTarget.ModifiedProperty(name: "Permission", newValue: $0) }
+        return try await audited(
+            .consent, tenantID: tenantID, target: AuditTarget(type: "Application", id: clientID.uuidString.lowercased(), modified: requested),
+            result: { AuditTarget.application($0, modified: requested) }
+        ) { try await grant(tenantID: tenantID, clientID: clientID, api: api, scopes: scopes, roles: roles) }
+    }
+
+    private func grant(tenantID: UUID, clientID: UUID, api: String, scopes: [String], roles: [String]) async throws -> AppRegistration {
         let apps = try await tenants.applications(tenantID: tenantID)
         guard var app = apps.first(where: { $0.clientID == clientID }) else {
             throw AdministrationError.noSuchApplication(clientID.uuidString.lowercased())

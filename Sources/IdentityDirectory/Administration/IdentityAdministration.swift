@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Storage
 import TodoModels
 import WireCoding
@@ -19,6 +20,16 @@ public struct IdentityAdministration: Sendable {
     /// Seals what a declaration or an export carries (password hashes, connector and provider
     /// secrets) as the database seals what it holds.
     let dataKey: DataKey
+    /// Where each change is recorded (SPEC §2.13), and who is making them.
+    let auditLog: DirectoryAuditLog?
+    public private(set) var initiator = AuditInitiator.commandLine()
+
+    /// The same door, for changes `initiator` makes (a Graph caller, a console admin, a command).
+    public func acting(as initiator: AuditInitiator) -> IdentityAdministration {
+        var copy = self
+        copy.initiator = initiator
+        return copy
+    }
 
     /// A new client secret: 30 random bytes as base64url (240 bits), for every secret this
     /// service makes (an app registered by the admin commands, the dev seed, a YAML app without
@@ -39,19 +50,30 @@ public struct IdentityAdministration: Sendable {
     /// Deletes the account: its sessions, refresh tokens, authenticator and tasks' owner with it
     /// (the store's cascades). False when there was none.
     @discardableResult
-    public func deleteUser(_ user: UserAccount) async throws -> Bool { try await users.delete(id: user.id) }
+    public func deleteUser(_ user: UserAccount) async throws -> Bool {
+        try await audited(.deleteUser, tenantID: user.tenantID, target: .user(user)) { try await users.delete(id: user.id) }
+    }
 
     /// Lifts a smart lockout of the account.
-    public func clearLockout(_ user: UserAccount) async throws { try await users.clearLockout(id: user.id) }
+    public func clearLockout(_ user: UserAccount) async throws {
+        try await audited(.unlockUser, tenantID: user.tenantID, target: .user(user)) { try await users.clearLockout(id: user.id) }
+    }
 
     /// Ends every SSO session and refresh token of the account (Graph's `revokeSignInSessions`).
-    public func revokeSessions(_ user: UserAccount) async throws { try await users.revokeSessions(id: user.id, now: clock.now) }
+    public func revokeSessions(_ user: UserAccount) async throws {
+        try await audited(.revokeSessions, tenantID: user.tenantID, target: .user(user)) {
+            try await users.revokeSessions(id: user.id, now: clock.now)
+        }
+    }
 
     /// Removes the account's authenticator (a lost phone): its next sign-in in a flow with TOTP
     /// enrols anew. The admin command `users reset-mfa`.
     public func resetSecondFactor(userID: UUID) async throws -> Bool {
         let had = try await secondFactors.hasAuthenticator(userID: userID)
         try await secondFactors.removeAuthenticator(userID: userID)
+        if had, let user = try await users.user(id: userID) {
+            try await audited(.resetSecondFactor, tenantID: user.tenantID, target: .user(user)) {}
+        }
         return had
     }
 
@@ -104,7 +126,7 @@ public struct IdentityAdministration: Sendable {
             clientID: UUID(), tenantID: tenantID, displayName: draft.name, kind: draft.kind, redirectURIs: draft.redirectURIs,
             allowPublicClientFlows: draft.allowPublicClientFlows, requirePKCE: draft.requirePKCE, appIDURI: draft.appIDURI,
             exposedScopes: draft.exposedScopes, userFlow: flowName)
-        try await tenants.save(app, now: clock.now)
+        try await audited(.addApplication, tenantID: tenantID, target: .application(app)) { try await tenants.save(app, now: clock.now) }
         var registered = app
         if !draft.graphPermissions.isEmpty {
             registered = try await grantPermission(
@@ -118,7 +140,10 @@ public struct IdentityAdministration: Sendable {
     /// A new secret for `app`, returned once; the store keeps its hash.
     public func addSecret(to app: AppRegistration, expiresAt: Date? = nil) async throws -> String {
         let secret = Self.newClientSecret()
-        try await tenants.addSecret(clientID: app.clientID, secret: secret, now: clock.now, expiresAt: expiresAt)
+        let target = AuditTarget.application(app, modified: [.init(name: "KeyDescription", newValue: nil)])
+        try await audited(.addSecret, tenantID: app.tenantID, target: target) {
+            try await tenants.addSecret(clientID: app.clientID, secret: secret, now: clock.now, expiresAt: expiresAt)
+        }
         return secret
     }
 
@@ -126,7 +151,10 @@ public struct IdentityAdministration: Sendable {
 
     /// Removes an app registration; false when there was none.
     public func removeApplication(tenantID: UUID, clientID: UUID) async throws -> Bool {
-        try await tenants.removeApplication(tenantID: tenantID, clientID: clientID)
+        let target = AuditTarget(type: "Application", id: clientID.uuidString.lowercased())
+        let removed = try await tenants.removeApplication(tenantID: tenantID, clientID: clientID)
+        if removed { try await audited(.deleteApplication, tenantID: tenantID, target: target) {} }
+        return removed
     }
 
     // MARK: Signing keys
@@ -135,11 +163,17 @@ public struct IdentityAdministration: Sendable {
 
     /// A new signing key, published now and signing after `activateAfter`.
     public func rotateSigningKey(activateAfter: TimeInterval = SigningKeyRing.propagationDelay) async throws -> SigningKey {
-        try await keys.rotate(activateAfter: activateAfter)
+        let key = try await keys.rotate(activateAfter: activateAfter)
+        try await auditEveryTenant(.rotateSigningKey, target: AuditTarget(type: "Key", id: key.kid))
+        return key
     }
 
     /// Withdraws key `kid` at once (a leaked key); the replacement, if one was made.
-    public func revokeSigningKey(kid: String) async throws -> SigningKey? { try await keys.revoke(kid: kid) }
+    public func revokeSigningKey(kid: String) async throws -> SigningKey? {
+        let replacement = try await keys.revoke(kid: kid)
+        try await auditEveryTenant(.revokeSigningKey, target: AuditTarget(type: "Key", id: kid))
+        return replacement
+    }
 
     // MARK: Custom policies
 
@@ -155,12 +189,23 @@ public struct IdentityAdministration: Sendable {
     /// refused, and stores none. Each result says whether the policy is new.
     @discardableResult
     public func uploadCustomPolicies(_ files: [Data], tenant: Tenant) async throws -> [(CustomPolicy, created: Bool)] {
-        try await customPolicies.upload(files.map { ($0, nil) }, tenant: tenant)
+        let stored = try await audited(.uploadPolicy, tenantID: tenant.id, target: nil, result: { $0.first.map { .policy($0.0.id) } }) {
+            try await customPolicies.upload(files.map { ($0, nil) }, tenant: tenant)
+        }
+        for (policy, _) in stored.dropFirst() { try await audited(.uploadPolicy, tenantID: tenant.id, target: .policy(policy.id)) {} }
+        return stored
+    }
+
+    /// One policy, as Graph's `PUT trustFramework/policies/{id}/$value` uploads it (its id must be `expectedID`).
+    public func uploadCustomPolicy(_ body: Data, tenant: Tenant, expectedID: String?) async throws -> (CustomPolicy, created: Bool) {
+        try await audited(.uploadPolicy, tenantID: tenant.id, target: expectedID.map(AuditTarget.policy), result: { .policy($0.0.id) }) {
+            try await customPolicies.upload(body, tenant: tenant, expectedID: expectedID)
+        }
     }
 
     /// Deletes a policy no other builds on (``PolicyRejection`` otherwise); false when there was none.
     public func deleteCustomPolicy(tenant: Tenant, id: String) async throws -> Bool {
-        try await customPolicies.delete(tenant: tenant, id: id)
+        try await audited(.deletePolicy, tenantID: tenant.id, target: .policy(id)) { try await customPolicies.delete(tenant: tenant, id: id) }
     }
 
     // MARK: Policy key sets
@@ -170,22 +215,40 @@ public struct IdentityAdministration: Sendable {
 
     /// A new, empty key set; its id gains B2C's `B2C_1A_` prefix when it lacks one.
     public func createPolicyKeySet(tenantID: UUID, id: String) async throws -> PolicyKeySet {
-        try await policyKeySets.create(tenantID: tenantID, id: id)
+        try await audited(.createKeySet, tenantID: tenantID, target: .keySet(id), result: { .keySet($0.id) }) {
+            try await policyKeySets.create(tenantID: tenantID, id: id)
+        }
     }
 
     /// A new RSA key in `keySet` (`use` `sig` or `enc`), made here; its private part never leaves.
-    public func generatePolicyKey(tenantID: UUID, keySet: String, use: String) async throws -> PolicyKey {
-        try await policyKeySets.generateKey(tenantID: tenantID, keySet: keySet, use: use, kty: "RSA", notBefore: nil, expires: nil)
+    public func generatePolicyKey(
+        tenantID: UUID, keySet: String, use: String, kty: String = "RSA", notBefore: Date? = nil, expires: Date? = nil
+    ) async throws -> PolicyKey {
+        try await audited(.addKey, tenantID: tenantID, target: .keySet(keySet)) {
+            try await policyKeySets.generateKey(tenantID: tenantID, keySet: keySet, use: use, kty: kty, notBefore: notBefore, expires: expires)
+        }
     }
 
     /// A secret (an identity provider's client secret, a REST password) added to `keySet`.
-    public func uploadPolicySecret(tenantID: UUID, keySet: String, use: String, value: String) async throws -> PolicyKey {
-        try await policyKeySets.uploadSecret(tenantID: tenantID, keySet: keySet, use: use, value: value, notBefore: nil, expires: nil)
+    public func uploadPolicySecret(
+        tenantID: UUID, keySet: String, use: String, value: String, notBefore: Date? = nil, expires: Date? = nil
+    ) async throws -> PolicyKey {
+        try await audited(.addKey, tenantID: tenantID, target: .keySet(keySet)) {
+            try await policyKeySets.uploadSecret(
+                tenantID: tenantID, keySet: keySet, use: use, value: value, notBefore: notBefore, expires: expires)
+        }
+    }
+
+    /// A certificate with its private key (a PKCS#12 file) added to `keySet`.
+    public func uploadPolicyCertificate(tenantID: UUID, keySet: String, pkcs12: String, password: String) async throws -> PolicyKey {
+        try await audited(.addKey, tenantID: tenantID, target: .keySet(keySet)) {
+            try await policyKeySets.uploadPkcs12(tenantID: tenantID, keySet: keySet, pkcs12: pkcs12, password: password)
+        }
     }
 
     /// Deletes a key set and its keys; false when there was none.
     public func deletePolicyKeySet(tenantID: UUID, id: String) async throws -> Bool {
-        try await policyKeySets.delete(tenantID: tenantID, id: id)
+        try await audited(.deleteKeySet, tenantID: tenantID, target: .keySet(id)) { try await policyKeySets.delete(tenantID: tenantID, id: id) }
     }
 
     package init(
@@ -197,7 +260,8 @@ public struct IdentityAdministration: Sendable {
         customPolicies: CustomPolicyLibrary,
         policyKeySets: PolicyKeySetLibrary,
         clock: any IdentityClock,
-        dataKey: DataKey
+        dataKey: DataKey,
+        auditLog: DirectoryAuditLog? = nil
     ) {
         self.tenants = tenants
         self.users = users
@@ -208,5 +272,6 @@ public struct IdentityAdministration: Sendable {
         self.policyKeySets = policyKeySets
         self.clock = clock
         self.dataKey = dataKey
+        self.auditLog = auditLog
     }
 }

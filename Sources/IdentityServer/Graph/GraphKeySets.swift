@@ -12,6 +12,8 @@ import WireCoding
 struct GraphKeySets: Sendable {
     let authenticator: GraphCaller.Authenticator
     let keySets: PolicyKeySetLibrary
+    /// Changes go through the directory's one door, so each is in the audit log.
+    let administration: IdentityAdministration
 
     static let readRoles = ["TrustFrameworkKeySet.Read.All", "TrustFrameworkKeySet.ReadWrite.All"]
     static let writeRoles = ["TrustFrameworkKeySet.ReadWrite.All"]
@@ -29,39 +31,43 @@ struct GraphKeySets: Sendable {
     }
 
     @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+        let (tenant, administration) = try await authenticator.administration(
+            administration, of: request, context: context, anyOf: Self.writeRoles)
         let body = try await GraphBody.object(request, context: context)
         guard case .string(let id)? = body["id"], !id.isEmpty else { throw GraphError.badRequest("id is required.", code: "BadRequest") }
-        let set = try await mapping { try await keySets.create(tenantID: tenant.id, id: id) }
+        let set = try await mapping { try await administration.createPolicyKeySet(tenantID: tenant.id, id: id) }
         context.logger.info("policy key set created through Graph", metadata: ["keySet": "\(set.id)"])
         return .json(Self.entity(set), status: .created)
     }
 
     @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
-        guard try await keySets.delete(tenantID: tenant.id, id: context.parameters.get("id") ?? "") else { throw GraphError.resourceNotFound }
+        let (tenant, administration) = try await authenticator.administration(
+            administration, of: request, context: context, anyOf: Self.writeRoles)
+        guard try await administration.deletePolicyKeySet(tenantID: tenant.id, id: context.parameters.get("id") ?? "") else { throw GraphError.resourceNotFound }
         return Response(status: .noContent)
     }
 
     @Sendable func generateKey(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+        let (tenant, administration) = try await authenticator.administration(
+            administration, of: request, context: context, anyOf: Self.writeRoles)
         let body = try await GraphBody.object(request, context: context)
         let (use, nbf, exp) = try Self.common(body)
         guard case .string(let kty)? = body["kty"] else { throw GraphError.badRequest("kty is required.", code: "BadRequest") }
         let key = try await mapping {
-            try await keySets.generateKey(
+            try await administration.generatePolicyKey(
                 tenantID: tenant.id, keySet: context.parameters.get("id") ?? "", use: use, kty: kty, notBefore: nbf, expires: exp)
         }
         return .json(Self.json(key))
     }
 
     @Sendable func uploadSecret(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+        let (tenant, administration) = try await authenticator.administration(
+            administration, of: request, context: context, anyOf: Self.writeRoles)
         let body = try await GraphBody.object(request, context: context)
         let (use, nbf, exp) = try Self.common(body)
         guard case .string(let value)? = body["k"] else { throw GraphError.badRequest("k is required.", code: "BadRequest") }
         let key = try await mapping {
-            try await keySets.uploadSecret(
+            try await administration.uploadPolicySecret(
                 tenantID: tenant.id, keySet: context.parameters.get("id") ?? "", use: use, value: value, notBefore: nbf, expires: exp)
         }
         return .json(Self.json(key))
@@ -70,13 +76,14 @@ struct GraphKeySets: Sendable {
     /// `uploadPkcs12` `{"key": <PKCS#12, base64>, "password": …}`: a certificate with its private
     /// key, for a REST profile's `ClientCertificate`.
     @Sendable func uploadPkcs12(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+        let (tenant, administration) = try await authenticator.administration(
+            administration, of: request, context: context, anyOf: Self.writeRoles)
         let body = try await GraphBody.object(request, context: context)
         guard case .string(let file)? = body["key"] else { throw GraphError.badRequest("key is required.", code: "BadRequest") }
         var password = ""
         if case .string(let given)? = body["password"] { password = given }
         let key = try await mapping {
-            try await keySets.uploadPkcs12(tenantID: tenant.id, keySet: context.parameters.get("id") ?? "", pkcs12: file, password: password)
+            try await administration.uploadPolicyCertificate(tenantID: tenant.id, keySet: context.parameters.get("id") ?? "", pkcs12: file, password: password)
         }
         return .json(Self.json(key))
     }

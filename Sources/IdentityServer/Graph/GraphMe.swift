@@ -58,6 +58,23 @@ struct GraphCaller: Sendable {
         /// one of `roles` (Graph's application permissions, e.g. `User.ReadWrite.All`). The
         /// tenant is the issuer's (`{base}/{tenant GUID}/v2.0`), so an app manages only its own.
         func application(of request: Request, anyOf roles: [String]) async throws -> Tenant {
+            try await applicationCaller(of: request, anyOf: roles).tenant
+        }
+
+        /// The tenant, and the directory's one door for changes this app makes (its changes
+        /// recorded as `initiatedBy.app`, with the request's correlation id and address).
+        func administration(
+            _ administration: IdentityAdministration, of request: Request, context: IdentityRequestContext, anyOf roles: [String]
+        ) async throws -> (Tenant, IdentityAdministration) {
+            let (tenant, appID) = try await applicationCaller(of: request, anyOf: roles)
+            let app = try await tenants.application(tenantID: tenant.id, clientID: appID)
+            let initiator = AuditInitiator(
+                actor: .application(appID: appID, displayName: app?.displayName), correlationID: context.correlationID,
+                ipAddress: context.clientAddress)
+            return (tenant, administration.acting(as: initiator))
+        }
+
+        private func applicationCaller(of request: Request, anyOf roles: [String]) async throws -> (tenant: Tenant, appID: String) {
             let claims = try await graphClaims(of: request)
             let held = Set((claims.strings("roles") ?? []).map { $0.lowercased() })
             guard claims.string("idtyp") == "app", roles.contains(where: { held.contains($0.lowercased()) }) else {
@@ -66,7 +83,7 @@ struct GraphCaller: Sendable {
             guard let issuer = claims.issuer.flatMap(URLComponents.init(string:)),
                 let guid = issuer.path.split(separator: "/").first, let tenant = try await tenants.tenant(matching: String(guid))
             else { throw GraphError.invalidToken }
-            return tenant
+            return (tenant, (claims.string("azp") ?? claims.string("appid") ?? "").lowercased())
         }
     }
 }

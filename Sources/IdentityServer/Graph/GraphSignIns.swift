@@ -17,17 +17,27 @@ struct GraphSignIns: Sendable {
 
     @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let tenant = try await authenticator.application(of: request, anyOf: Self.roles)
-        let options = try SignInListOptions(request.uri.query)
+        let options = try AuditLogOptions(signIns: request.uri.query)
         var query = options.query
         query.limit += 1  // one more than the page, to know whether another follows
         let found = try await log.events(tenantID: tenant.id, query)
-        let page = found.prefix(options.query.limit)
+        return Self.page(found, options: options, request: request, hosts: hosts, time: \.at, id: \.id, json: Self.json)
+    }
+
+    /// A page of `found` (newest first, one more than `$top` when another page follows), with
+    /// `@odata.nextLink` after its last row.
+    static func page<Row, Query>(
+        _ found: [Row], options: AuditLogOptions<Query>, request: Request, hosts: HostPolicy, time: KeyPath<Row, Date>,
+        id: KeyPath<Row, String>, json: (Row) -> JSONText
+    ) -> Response {
+        let page = found.prefix(options.top)
         var body: [(String, JSONText)] = [
-            ("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#auditLogs/signIns")),
-            ("value", .array(page.map(Self.json))),
+            ("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#auditLogs/\(options.segment)")),
+            ("value", .array(page.map(json))),
         ]
         if found.count > page.count, let last = page.last {
-            body.append(("@odata.nextLink", .string(options.nextLink(origin: hosts.origin(of: request), after: last))))
+            body.append(
+                ("@odata.nextLink", .string(options.nextLink(origin: hosts.origin(of: request), afterTime: last[keyPath: time], id: last[keyPath: id]))))
         }
         return .json(.object(body))
     }

@@ -42,19 +42,22 @@ struct GraphTrustFramework: Sendable {
 
     /// `PUT …/{id}/$value`: 201 for a new policy, 200 for a changed one, the XML as the body.
     @Sendable func put(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+        let (tenant, administration) = try await authenticator.administration(
+            administration, of: request, context: context, anyOf: Self.writeRoles)
         let id = context.parameters.get("id") ?? ""
-        return try await upload(request, context: context, tenant: tenant, expectedID: id)
+        return try await upload(request, context: context, tenant: tenant, administration: administration, expectedID: id)
     }
 
     /// `POST /trustFramework/policies` with the XML: creates (or replaces) the policy it names.
     @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
-        return try await upload(request, context: context, tenant: tenant, expectedID: nil)
+        let (tenant, administration) = try await authenticator.administration(
+            administration, of: request, context: context, anyOf: Self.writeRoles)
+        return try await upload(request, context: context, tenant: tenant, administration: administration, expectedID: nil)
     }
 
     @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+        let (tenant, administration) = try await authenticator.administration(
+            administration, of: request, context: context, anyOf: Self.writeRoles)
         let id = context.parameters.get("id") ?? ""
         do {
             guard try await administration.deleteCustomPolicy(tenant: tenant, id: id) else { throw GraphError.resourceNotFound }
@@ -65,7 +68,9 @@ struct GraphTrustFramework: Sendable {
         return Response(status: .noContent)
     }
 
-    private func upload(_ request: Request, context: IdentityRequestContext, tenant: Tenant, expectedID: String?) async throws -> Response {
+    private func upload(
+        _ request: Request, context: IdentityRequestContext, tenant: Tenant, administration: IdentityAdministration, expectedID: String?
+    ) async throws -> Response {
         let contentType = (request.headers[.contentType] ?? "").split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
         // Microsoft's SDKs send application/octet-stream to `$value`; the reference says application/xml.
         guard ["application/xml", "text/xml", "application/octet-stream"].contains(contentType) else {
@@ -80,7 +85,7 @@ struct GraphTrustFramework: Sendable {
                 status: .contentTooLarge, code: "AADB2C", message: "The policy is larger than \(PolicyXML.maximumBytes) bytes.")
         }
         do {
-            let (policy, created) = try await administration.customPolicies.upload(body, tenant: tenant, expectedID: expectedID)
+            let (policy, created) = try await administration.uploadCustomPolicy(body, tenant: tenant, expectedID: expectedID)
             context.logger.info("custom policy uploaded through Graph", metadata: ["policy": "\(policy.id)", "created": "\(created)"])
             return Self.xml(policy.body, status: created ? .created : .ok)
         } catch let rejection as PolicyRejection {

@@ -57,12 +57,13 @@ struct GraphUsers: Sendable {
     }
 
     @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+        let (tenant, administration) = try await authenticator.administration(
+            server.administration, of: request, context: context, anyOf: Self.writeRoles)
         let body = try await GraphBody.object(request, context: context)
         let account = try GraphUserDraft.newAccount(from: body, tenant: tenant)
         let user: UserAccount
         do {
-            user = try await server.administration.createUser(tenantID: tenant.id, account)
+            user = try await administration.createUser(tenantID: tenant.id, account)
         } catch let error as IdentityAdministration.AdministrationError {
             throw GraphError(error)
         }
@@ -73,12 +74,13 @@ struct GraphUsers: Sendable {
     }
 
     @Sendable func update(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+        let (tenant, administration) = try await authenticator.administration(
+            server.administration, of: request, context: context, anyOf: Self.writeRoles)
         let user = try await self.user(context, tenant: tenant)
         let body = try await GraphBody.object(request, context: context)
         let changes = try GraphUserDraft.changes(from: body, tenant: tenant)
         do {
-            try await server.administration.updateUser(user, changes)
+            try await administration.updateUser(user, changes)
         } catch let error as IdentityAdministration.AdministrationError {
             throw GraphError(error)
         }
@@ -86,18 +88,20 @@ struct GraphUsers: Sendable {
     }
 
     @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+        let (tenant, administration) = try await authenticator.administration(
+            server.administration, of: request, context: context, anyOf: Self.writeRoles)
         let user = try await self.user(context, tenant: tenant)
-        try await server.administration.deleteUser(user)
+        try await administration.deleteUser(user)
         context.logger.info("user deleted through Graph", metadata: ["oid": "\(user.objectID)"])
         return Response(status: .noContent)
     }
 
     /// `POST /users/{id}/revokeSignInSessions`: ends SSO and every refresh-token family.
     @Sendable func revokeSignInSessions(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+        let (tenant, administration) = try await authenticator.administration(
+            server.administration, of: request, context: context, anyOf: Self.writeRoles)
         let user = try await self.user(context, tenant: tenant)
-        try await server.administration.revokeSessions(user)
+        try await administration.revokeSessions(user)
         return .json(
             .object([("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#Edm.Boolean")), ("value", .bool(true))]))
     }

@@ -57,6 +57,10 @@ extension IdentityServer {
         let signIns = GraphSignIns(authenticator: graphCallers, log: service.signIns.log, hosts: service.hosts)
         graph.get("auditLogs/signIns", use: signIns.list)
         graph.get("auditLogs/signIns/:id", use: signIns.get)
+        let directoryAudits = GraphDirectoryAudits(
+            authenticator: graphCallers, audits: service.directoryAudits, signIns: service.signIns.log, hosts: service.hosts)
+        graph.get("auditLogs/directoryAudits", use: directoryAudits.list)
+        graph.get("auditLogs/directoryAudits/:id", use: directoryAudits.get)
         // Graph beta: the tenant's custom policies (SPEC §2.12).
         let beta = router.group("beta").add(middleware: GraphErrorMiddleware<IdentityRequestContext>(clock: service.clock))
         let policies = GraphTrustFramework(authenticator: graphCallers, administration: administration)
@@ -66,7 +70,7 @@ extension IdentityServer {
         beta.delete("trustFramework/policies/:id", use: policies.delete)
         beta.get("trustFramework/policies/:id/$value", use: policies.value)
         beta.put("trustFramework/policies/:id/$value", use: policies.put)
-        let keySets = GraphKeySets(authenticator: graphCallers, keySets: service.policyKeySets)
+        let keySets = GraphKeySets(authenticator: graphCallers, keySets: service.policyKeySets, administration: administration)
         beta.get("trustFramework/keySets", use: keySets.list)
         beta.post("trustFramework/keySets", use: keySets.create)
         beta.get("trustFramework/keySets/:id", use: keySets.get)

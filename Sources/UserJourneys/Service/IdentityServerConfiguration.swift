@@ -52,8 +52,9 @@ public struct IdentityServerConfiguration: Sendable {
     public var trustedProxies: [String] = []
     /// Verification codes sent and wrong codes tried per address (sign-up and reset).
     public var codeLimits = CodeLimits.default
-    /// How long the sign-in log keeps a record: B2C keeps its audit logs 7 days.
-    public var signInLogRetention: TimeInterval = 7 * 86_400
+    /// How long the sign-in and audit logs keep a record: B2C keeps its audit logs 7 days
+    /// (`serve --log-retention-days`).
+    public var logRetention: TimeInterval = 7 * 86_400
     /// A CA certificate (PEM) trusted besides the system's when a custom policy's REST profile
     /// presents a client certificate (`AuthenticationType` `ClientCertificate`): `serve` sets the
     /// development CA under `--tls`, or `--authority-ca`, so a service on this machine can be called.

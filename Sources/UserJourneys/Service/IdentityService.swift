@@ -23,6 +23,8 @@ package struct IdentityService: Sendable {
     package let certificateClients: ClientCertificateClients
     /// The sign-in log (SPEC §2.13).
     package let signIns: SignInRecorder
+    /// The audit log of admin changes (SPEC §2.13), written by ``IdentityAdministration``.
+    package let directoryAudits: DirectoryAuditLog
     /// Calls the tenants' API connectors.
     package let connectors: ConnectorCaller
     /// Federation with the tenants' upstream OpenID Connect providers.
@@ -81,6 +83,7 @@ package struct IdentityService: Sendable {
         customPolicies: CustomPolicyLibrary,
         policyKeySets: PolicyKeySetLibrary,
         signInLog: SignInLog,
+        directoryAudits: DirectoryAuditLog,
         connectors: ConnectorCaller,
         upstream: UpstreamOIDC,
         dataKey: DataKey,
@@ -102,6 +105,7 @@ package struct IdentityService: Sendable {
         self.policyKeySets = policyKeySets
         self.certificateClients = ClientCertificateClients(extraTrust: configuration.outboundCACertificatePath)
         self.signIns = SignInRecorder(log: signInLog, tenants: tenants, users: users)
+        self.directoryAudits = directoryAudits
         self.connectors = connectors
         self.upstream = upstream
         self.dataKey = dataKey
