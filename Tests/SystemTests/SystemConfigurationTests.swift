@@ -79,6 +79,18 @@ struct SystemConfigurationTests {
         }
     }
 
+    @Test("the logs' retention: 7 days by default, 1 to 365 from a flag or its variable, and the identity service keeps records that long")
+    func logRetention() async throws {
+        #expect(try await configuration().identityServer.logRetention == 7 * 86_400)
+        #expect(try await configuration(flags: [Setting.logRetentionDays.key: text("30")]).identityServer.logRetention == 30 * 86_400)
+        #expect(try await configuration(environment: ["TODO_LOG_RETENTION_DAYS": "1"]).logRetentionDays == 1)
+        for bad in ["0", "366", "week"] {
+            await #expect(throws: ConfigurationProblems.self, "\(bad)") {
+                try await self.configuration(environment: ["TODO_LOG_RETENTION_DAYS": bad])
+            }
+        }
+    }
+
     @Test("a flag beats its variable, a variable beats the file, the file beats the default")
     func precedence() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("config-\(UUID().uuidString)")
