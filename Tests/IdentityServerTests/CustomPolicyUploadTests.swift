@@ -232,6 +232,12 @@ struct CustomPolicyUploadTests {
             #expect(try await h.server.administration.customPolicies(tenantID: applied.tenant.id).count == 3)
             let again = try await TenantDeclaration.load(path: file.path).applyReporting(to: h.server.administration, baseDirectory: directory)
             #expect(again.changes.isEmpty, "\(again.changes)")
+            // One audit record for the apply that changed something, none for the one that did not.
+            var everything = DirectoryAuditQuery()
+            everything.activityDisplayName = AuditActivity.applyDeclaration.displayName
+            let applies = try await h.server.service.directoryAudits.audits(tenantID: applied.tenant.id, everything)
+            #expect(applies.count == 1 && applies.first?.target?.modifiedProperties.count == applied.changes.count, "\(applies)")
+            #expect(applies.first?.target?.modifiedProperties.contains { $0.newValue?.contains("not-a-real-secret") == true } == false)
 
             // A broken relying party and a new flow: refused whole, the flow is not written either.
             try write(PolicyFixtures.relyingParty(journey: "Nowhere"), "signup.xml")

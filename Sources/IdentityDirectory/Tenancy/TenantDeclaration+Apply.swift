@@ -21,8 +21,12 @@ extension TenantDeclaration {
         tenant: Tenant, changes: [String]
     ) {
         var changes: [String] = []
+        // For the audit record: what kind of thing changed, without names (a user's is an email).
+        var changed: [AuditTarget.ModifiedProperty] = []
         func note(_ kind: String, _ name: String, before: Bool?) {
-            if let before { if !before { changes.append("\(kind) \(name) updated") } } else { changes.append("\(kind) \(name) added") }
+            if let before, before { return }
+            changes.append("\(kind) \(name) \(before == nil ? "added" : "updated")")
+            changed.append(.init(name: kind, newValue: before == nil ? "added" : "updated"))
         }
         let now = administration.clock.now
         // By id first, then by name: a tenant of the same name keeps its id (and its issuer).
@@ -159,6 +163,10 @@ extension TenantDeclaration {
             }
         }
         _ = try await administration.keys.activeKey()
+        if !changed.isEmpty {
+            let target = AuditTarget(type: "Tenant", id: model.id.uuidString.lowercased(), displayName: model.name, modified: changed)
+            try await administration.audited(.applyDeclaration, tenantID: model.id, target: target) {}
+        }
         return (model, changes)
     }
 }
