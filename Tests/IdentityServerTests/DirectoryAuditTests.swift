@@ -201,6 +201,36 @@ struct DirectoryAuditTests {
         }
     }
 
+    @Test(
+        "a delete that deletes nothing is no record; a refused change's text is capped; records past the retention are gone from the answer before any prune"
+    )
+    func nothingFalseNothingHuge() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            let keys = try await GraphUsersTests.appToken(h, driver, roles: ["TrustFrameworkKeySet.ReadWrite.All"])
+            #expect(try await driver.request(.delete, "/beta/trustFramework/keySets/B2C_1A_Nothing", headers: keys).status == .notFound)
+            let huge = String(repeating: "k", count: 5_000)
+            let refused = try await driver.request(
+                .post, "/beta/trustFramework/keySets", headers: GraphUsersTests.json("", keys), body: #"{"id":"\#(huge)"}"#)
+            #expect(refused.status == .badRequest, "\(refused.text)")
+            let reader = try await GraphUsersTests.appToken(h, driver, roles: ["AuditLog.Read.All"])
+            let records = Self.values(try await Self.list(driver, reader, "?$filter=" + Self.escape("category eq 'Key'")))
+            #expect(Self.named(records, "Delete key container").isEmpty, "\(records)")
+            let failed = try #require(Self.named(records, "Create key container").first, "\(records)")
+            #expect(failed["result"] as? String == "failure")
+            #expect((Self.target(failed)["id"] as? String)?.count ?? .max <= 256 && (failed["resultReason"] as? String)?.count ?? .max <= 256)
+            // Eight days on, with the default 7-day retention: none of them is shown, by list or by id.
+            let id = try #require(failed["id"] as? String)
+            h.clock.advance(by: 8 * 86_400)
+            let later = try await GraphUsersTests.appToken(h, driver, roles: ["AuditLog.Read.All"])
+            let remaining = Self.values(try await Self.list(driver, later, "?$top=1000"))
+            #expect(!remaining.contains { $0["id"] as? String == id })
+            #expect(try await driver.request(.get, "/v1.0/auditLogs/directoryAudits/\(id)", headers: later).status == .notFound)
+            // The sign-in log likewise: only the new token's own grant is left.
+            let signIns = SignInLogTests.values(try await SignInLogTests.list(driver, later, "?$top=1000"))
+            #expect(signIns.count == 1, "\(signIns)")
+        }
+    }
+
     @Test("the audit log is bounded like the sign-in log: a row cap per tenant and the retention")
     func bounded() async throws {
         try await TestDatabase.with(.sqlite) { database in

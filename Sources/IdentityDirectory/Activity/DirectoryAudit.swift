@@ -96,18 +96,22 @@ public struct AuditTarget: Sendable, Equatable, Codable {
 
         /// The value printable and at most 256 characters: on a refusal it is what the caller sent.
         public init(name: String, newValue: String?) {
-            self.name = name
-            self.newValue = newValue.map { String(TextRules.printable($0).prefix(256)) }
+            self.name = AuditTarget.capped(name)
+            self.newValue = newValue.map(AuditTarget.capped)
         }
     }
 
+    /// Every text printable and at most 256 characters, at most 32 properties: on a refusal
+    /// they are what the caller sent, and a record's size must not be the caller's to choose.
     public init(type: String, id: String?, displayName: String? = nil, userPrincipalName: String? = nil, modified: [ModifiedProperty] = []) {
         self.type = type
-        self.id = id
-        self.displayName = displayName
-        self.userPrincipalName = userPrincipalName
-        self.modifiedProperties = modified
+        self.id = id.map(Self.capped)
+        self.displayName = displayName.map(Self.capped)
+        self.userPrincipalName = userPrincipalName.map(Self.capped)
+        self.modifiedProperties = Array(modified.prefix(32))
     }
+
+    static func capped(_ text: String) -> String { String(TextRules.printable(text).prefix(256)) }
 }
 
 /// One admin change, or one B2C token issuance, as Graph's `auditLogs/directoryAudits` shows it.
@@ -135,8 +139,8 @@ public struct DirectoryAudit: Sendable, Equatable {
         self.activity = activity
         self.initiator = initiator
         self.target = target
-        self.failureReason = failureReason.map { String(TextRules.printable($0).prefix(256)) }
-        self.details = details
+        self.failureReason = failureReason.map(AuditTarget.capped)
+        self.details = details.map { ($0.key, AuditTarget.capped($0.value)) }
     }
 
     /// A sign-in log record as B2C's audit log shows token issuance: initiated by the app, about

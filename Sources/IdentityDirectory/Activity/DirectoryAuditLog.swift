@@ -78,9 +78,13 @@ package struct DirectoryAuditLog: Sendable {
         try await database.singleStatement { sql in
             try await sql.insert(into: "directory_audits").columns(Self.columns).values(values.map { SQLBind($0) }).run()
         }
+        // On this process's first write, and every `pruneEvery` after (admin changes are rare).
         let (before, after) = writes.add(1)
-        if before / pruneEvery != after / pruneEvery { try await prune(tenantID: audit.tenantID, now: audit.at) }
+        if before == 0 || before / pruneEvery != after / pruneEvery { try await prune(tenantID: audit.tenantID, now: audit.at) }
     }
+
+    /// The oldest time (ms) a read shows (``SignInLog/oldestKept(now:)``).
+    package func oldestKept(now: Date) -> Int64 { now.addingTimeInterval(-retention.retention).epochMilliseconds - 1 }
 
     package func prune(tenantID: UUID, now: Date) async throws {
         try await retention.prune(.directoryAudits, tenantID: tenantID, now: now)

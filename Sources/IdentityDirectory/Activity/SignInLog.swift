@@ -138,11 +138,15 @@ package struct SignInLog: Sendable {
             for row in rows { insert = insert.values(row) }
             try await insert.run()
         }
-        // Every `pruneEvery` rows this process wrote, the tenants of the batch are pruned.
+        // On this process's first write, and every `pruneEvery` rows after, the tenants of the batch are pruned.
         let (before, after) = writes.add(batch.count)
-        guard before / pruneEvery != after / pruneEvery, let newest = batch.map(\.at).max() else { return }
+        guard before == 0 || before / pruneEvery != after / pruneEvery, let newest = batch.map(\.at).max() else { return }
         for tenantID in Set(batch.map(\.tenantID)) { try await prune(tenantID: tenantID, now: newest) }
     }
+
+    /// The oldest time (ms) a read shows: rows past the retention are gone from every answer even
+    /// before a prune removes them.
+    package func oldestKept(now: Date) -> Int64 { now.addingTimeInterval(-retention).epochMilliseconds - 1 }
 
     /// Removes the rows past the retention, and the tenant's rows beyond its newest ``maximumRows``.
     package func prune(tenantID: UUID, now: Date) async throws {

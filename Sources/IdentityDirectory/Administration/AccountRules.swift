@@ -161,12 +161,16 @@ extension IdentityAdministration {
         var modified: [AuditTarget.ModifiedProperty] = []
         if let name = changes.displayName { modified.append(.init(name: "DisplayName", newValue: name)) }
         // Attributes by name only: their values are the user's own data.
-        for key in changes.attributes.keys.sorted() { modified.append(.init(name: "extension_\(key)", newValue: nil)) }
+        for key in changes.attributes.keys.sorted() { modified.append(.init(name: key, newValue: nil)) }
         if let enabled = changes.accountEnabled { modified.append(.init(name: "AccountEnabled", newValue: "\(enabled)")) }
         if let policies = changes.passwordPolicies { modified.append(.init(name: "PasswordPolicies", newValue: policies ?? "")) }
         if changes.password != nil { modified.append(.init(name: "PasswordProfile", newValue: nil)) }
         let activity: AuditActivity = modified.map(\.name) == ["PasswordProfile"] ? .resetPassword : .updateUser
-        try await audited(activity, tenantID: user.tenantID, target: .user(user, modified: modified)) { try await applyChanges(user, changes) }
+        // A PATCH that changes nothing is no change to record.
+        let target = AuditTarget.user(user, modified: modified)
+        try await audited(activity, tenantID: user.tenantID, target: target, result: { modified.isEmpty ? nil : target }) {
+            try await applyChanges(user, changes)
+        }
     }
 
     private func applyChanges(_ user: UserAccount, _ changes: AccountChanges) async throws {

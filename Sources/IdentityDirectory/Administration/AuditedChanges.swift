@@ -7,9 +7,10 @@ import Logging
 extension IdentityAdministration {
     private static let logger = Logger(label: "todo.audit")
 
-    /// Runs `change` and records it as `activity` by ``initiator``: the target `result` names
-    /// (else `target`) on success; the reason of an ``AdministrationError``, ``PolicyRejection``
-    /// or ``PolicyKeySetError`` on refusal, which is then rethrown.
+    /// Runs `change` and records it as `activity` by ``initiator``: on success the target
+    /// `result` names (nil from it: nothing changed, nothing recorded), else `target`; on a
+    /// refusal (``AdministrationError``, ``PolicyRejection``, ``PolicyKeySetError``) its reason,
+    /// and the refusal is rethrown.
     @discardableResult
     func audited<T>(
         _ activity: AuditActivity, tenantID: UUID, target: AuditTarget?, result: ((T) -> AuditTarget?)? = nil,
@@ -28,13 +29,22 @@ extension IdentityAdministration {
             await record(activity, tenantID: tenantID, target: target, failure: refusal.message)
             throw refusal
         }
-        await record(activity, tenantID: tenantID, target: result?(value) ?? target, failure: nil)
+        if let result {
+            if let changed = result(value) { await record(activity, tenantID: tenantID, target: changed, failure: nil) }
+        } else {
+            await record(activity, tenantID: tenantID, target: target, failure: nil)
+        }
         return value
     }
 
-    /// A change to what every tenant shares (the service's token signing keys): recorded in each.
-    func auditEveryTenant(_ activity: AuditActivity, target: AuditTarget) async throws {
-        for tenant in try await tenants.tenants() { await record(activity, tenantID: tenant.id, target: target, failure: nil) }
+    /// A change to what every tenant shares (the service's token signing keys), already made:
+    /// recorded in each tenant's log (a failure to list them is logged, not the change's failure).
+    func auditEveryTenant(_ activity: AuditActivity, target: AuditTarget) async {
+        do {
+            for tenant in try await tenants.tenants() { await record(activity, tenantID: tenant.id, target: target, failure: nil) }
+        } catch {
+            Self.logger.error("audit record not written", metadata: ["activity": "\(activity.displayName)", "error": "\(error)"])
+        }
     }
 
     /// Writes the record. The change it describes is already made: a record that cannot be
@@ -47,7 +57,8 @@ extension IdentityAdministration {
             try await auditLog.record(audit)
         } catch {
             Self.logger.error(
-                "audit record not written", metadata: ["activity": "\(activity.displayName)", "correlation": "\(initiator.correlationID)"])
+                "audit record not written",
+                metadata: ["activity": "\(activity.displayName)", "correlation": "\(initiator.correlationID)", "error": "\(error)"])
         }
     }
 }
@@ -65,5 +76,7 @@ extension AuditTarget {
 
     static func policy(_ id: String) -> AuditTarget { AuditTarget(type: "Policy", id: id) }
 
-    static func keySet(_ id: String) -> AuditTarget { AuditTarget(type: "KeyContainer", id: id) }
+    /// A key container, by its stored id (`B2C_1A_` added as the store adds it), so every record
+    /// of one container names it alike.
+    static func keySet(_ id: String) -> AuditTarget { AuditTarget(type: "KeyContainer", id: PolicyKeySetLibrary.normalizedID(id)) }
 }

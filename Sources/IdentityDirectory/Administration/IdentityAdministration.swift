@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import Storage
 import TodoModels
 import WireCoding
@@ -51,7 +50,9 @@ public struct IdentityAdministration: Sendable {
     /// (the store's cascades). False when there was none.
     @discardableResult
     public func deleteUser(_ user: UserAccount) async throws -> Bool {
-        try await audited(.deleteUser, tenantID: user.tenantID, target: .user(user)) { try await users.delete(id: user.id) }
+        try await audited(.deleteUser, tenantID: user.tenantID, target: .user(user), result: { $0 ? .user(user) : nil }) {
+            try await users.delete(id: user.id)
+        }
     }
 
     /// Lifts a smart lockout of the account.
@@ -104,6 +105,17 @@ public struct IdentityAdministration: Sendable {
     /// service serves and only for confidential apps. A confidential app gets a secret,
     /// returned once.
     public func register(_ draft: NewApplication, tenantID: UUID) async throws -> (AppRegistration, secret: String?) {
+        // A refusal is recorded under the name asked for; the app's record is written with it.
+        let asked = AuditTarget(type: "Application", id: nil, displayName: draft.name)
+        do {
+            return try await registerChecked(draft, tenantID: tenantID)
+        } catch let refusal as AdministrationError {
+            try await audited(.addApplication, tenantID: tenantID, target: asked) { throw refusal }
+            throw refusal
+        }
+    }
+
+    private func registerChecked(_ draft: NewApplication, tenantID: UUID) async throws -> (AppRegistration, secret: String?) {
         guard (try? TextRules.name(draft.name, maximumLength: 256).get()) == draft.name else {
             throw AdministrationError.invalidName(
                 "An app's name must be 1 to 256 characters without controls, invisible characters or extra spaces.")
@@ -164,14 +176,14 @@ public struct IdentityAdministration: Sendable {
     /// A new signing key, published now and signing after `activateAfter`.
     public func rotateSigningKey(activateAfter: TimeInterval = SigningKeyRing.propagationDelay) async throws -> SigningKey {
         let key = try await keys.rotate(activateAfter: activateAfter)
-        try await auditEveryTenant(.rotateSigningKey, target: AuditTarget(type: "Key", id: key.kid))
+        await auditEveryTenant(.rotateSigningKey, target: AuditTarget(type: "Key", id: key.kid))
         return key
     }
 
     /// Withdraws key `kid` at once (a leaked key); the replacement, if one was made.
     public func revokeSigningKey(kid: String) async throws -> SigningKey? {
         let replacement = try await keys.revoke(kid: kid)
-        try await auditEveryTenant(.revokeSigningKey, target: AuditTarget(type: "Key", id: kid))
+        await auditEveryTenant(.revokeSigningKey, target: AuditTarget(type: "Key", id: kid))
         return replacement
     }
 
@@ -205,7 +217,9 @@ public struct IdentityAdministration: Sendable {
 
     /// Deletes a policy no other builds on (``PolicyRejection`` otherwise); false when there was none.
     public func deleteCustomPolicy(tenant: Tenant, id: String) async throws -> Bool {
-        try await audited(.deletePolicy, tenantID: tenant.id, target: .policy(id)) { try await customPolicies.delete(tenant: tenant, id: id) }
+        try await audited(.deletePolicy, tenantID: tenant.id, target: .policy(id), result: { $0 ? .policy(id) : nil }) {
+            try await customPolicies.delete(tenant: tenant, id: id)
+        }
     }
 
     // MARK: Policy key sets
@@ -248,7 +262,9 @@ public struct IdentityAdministration: Sendable {
 
     /// Deletes a key set and its keys; false when there was none.
     public func deletePolicyKeySet(tenantID: UUID, id: String) async throws -> Bool {
-        try await audited(.deleteKeySet, tenantID: tenantID, target: .keySet(id)) { try await policyKeySets.delete(tenantID: tenantID, id: id) }
+        try await audited(.deleteKeySet, tenantID: tenantID, target: .keySet(id), result: { $0 ? .keySet(id) : nil }) {
+            try await policyKeySets.delete(tenantID: tenantID, id: id)
+        }
     }
 
     package init(

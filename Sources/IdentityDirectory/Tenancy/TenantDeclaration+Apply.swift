@@ -21,12 +21,13 @@ extension TenantDeclaration {
         tenant: Tenant, changes: [String]
     ) {
         var changes: [String] = []
-        // For the audit record: what kind of thing changed, without names (a user's is an email).
-        var changed: [AuditTarget.ModifiedProperty] = []
+        // For the audit record: how many of each kind of thing changed, without names (a user's
+        // is an email), so its size does not grow with the declaration.
+        var counts: [String: (added: Int, updated: Int)] = [:]
         func note(_ kind: String, _ name: String, before: Bool?) {
             if let before, before { return }
             changes.append("\(kind) \(name) \(before == nil ? "added" : "updated")")
-            changed.append(.init(name: kind, newValue: before == nil ? "added" : "updated"))
+            if before == nil { counts[kind, default: (0, 0)].added += 1 } else { counts[kind, default: (0, 0)].updated += 1 }
         }
         let now = administration.clock.now
         // By id first, then by name: a tenant of the same name keeps its id (and its issuer).
@@ -163,7 +164,10 @@ extension TenantDeclaration {
             }
         }
         _ = try await administration.keys.activeKey()
-        if !changed.isEmpty {
+        if !counts.isEmpty {
+            let changed = counts.sorted { $0.key < $1.key }.map { kind, count in
+                AuditTarget.ModifiedProperty(name: kind, newValue: "\(count.added) added, \(count.updated) updated")
+            }
             let target = AuditTarget(type: "Tenant", id: model.id.uuidString.lowercased(), displayName: model.name, modified: changed)
             try await administration.audited(.applyDeclaration, tenantID: model.id, target: target) {}
         }

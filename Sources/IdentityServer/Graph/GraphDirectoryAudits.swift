@@ -21,6 +21,8 @@ struct GraphDirectoryAudits: Sendable {
         let options = try AuditLogOptions(directoryAudits: request.uri.query)
         var query = options.query
         query.limit += 1  // one more than the page, to know whether another follows
+        // Past the retention a record is gone from the answer, pruned yet or not.
+        query.after = max(query.after ?? .min, audits.oldestKept(now: authenticator.clock.now))
         var found = try await audits.audits(tenantID: tenant.id, query)
         if let authentication = query.authentication {
             found += try await signIns.events(tenantID: tenant.id, authentication).map {
@@ -40,7 +42,9 @@ struct GraphDirectoryAudits: Sendable {
         if audit == nil, let event = try await signIns.event(tenantID: tenant.id, id: id) {
             audit = DirectoryAudit(authentication: event, tenantName: tenant.name)
         }
-        guard let audit, case .object(var members) = Self.json(audit) else { throw GraphError.resourceNotFound }
+        guard let audit, audit.at.epochMilliseconds > audits.oldestKept(now: authenticator.clock.now),
+            case .object(var members) = Self.json(audit)
+        else { throw GraphError.resourceNotFound }
         members.insert(("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#auditLogs/directoryAudits/$entity")), at: 0)
         return .json(.object(members))
     }

@@ -20,6 +20,7 @@ struct GraphSignIns: Sendable {
         let options = try AuditLogOptions(signIns: request.uri.query)
         var query = options.query
         query.limit += 1  // one more than the page, to know whether another follows
+        query.after = max(query.after ?? .min, log.oldestKept(now: authenticator.clock.now))
         let found = try await log.events(tenantID: tenant.id, query)
         return Self.page(found, options: options, request: request, hosts: hosts, time: \.at, id: \.id, json: Self.json)
     }
@@ -44,7 +45,9 @@ struct GraphSignIns: Sendable {
 
     @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let tenant = try await authenticator.application(of: request, anyOf: Self.roles)
-        guard let id = context.parameters.get("id"), id.count <= 64, let event = try await log.event(tenantID: tenant.id, id: id) else {
+        guard let id = context.parameters.get("id"), id.count <= 64, let event = try await log.event(tenantID: tenant.id, id: id),
+            event.at.epochMilliseconds > log.oldestKept(now: authenticator.clock.now)
+        else {
             throw GraphError.resourceNotFound
         }
         guard case .object(var members) = Self.json(event) else { throw GraphError.resourceNotFound }
