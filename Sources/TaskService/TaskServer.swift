@@ -91,6 +91,7 @@ public final class TaskServer: Sendable {
             router.add(middleware: ForwardedClientMiddleware(proxies: TrustedProxies(configuration.trustedProxies)))
         }
         router.add(middleware: RequestLogMiddleware(.taskAPI))
+        router.add(middleware: RequestTelemetryMiddleware(part: "api"))
         // CORS outside the problem mapping, so browsers can read error responses too.
         if !configuration.corsAllowedOrigins.isEmpty {
             router.add(middleware: CORSPolicyMiddleware(allowedOrigins: Set(configuration.corsAllowedOrigins)))

@@ -120,6 +120,10 @@ extension Setting {
         "refresh.reuse.seconds",
         "Seconds in which a just-rotated refresh token presented again gets the same successor (a client racing itself); 0: every reuse revokes the family.",
         default: Int(IdentityServerConfiguration.defaultRefreshTokenReuseInterval), in: 0...60)
+    public static let otlpEndpoint = Setting(
+        "otlp.endpoint",
+        "Export traces, metrics and logs over OTLP/HTTP to this collector (http://127.0.0.1:4318): sets OTEL_EXPORTER_OTLP_ENDPOINT for the process; the other OTEL_* variables apply as OpenTelemetry defines them. Nothing is exported when neither is set.",
+        default: "off")
     public static let logRetentionDays = Setting.number(
         "log.retention.days",
         "Days the sign-in and audit logs keep a record (B2C keeps 7); each tenant keeps at most its newest 100,000 of each besides.",

@@ -94,6 +94,8 @@ public struct SystemConfiguration: Sendable {
     public var refreshReuseSeconds: Int
     /// How long the sign-in and audit logs keep records.
     public var logRetentionDays: Int
+    /// `--otlp-endpoint`: the OpenTelemetry collector's OTLP/HTTP base URL.
+    public var otlpEndpoint: String?
     /// `--public-url`: the identity service's origin as clients reach it, without a trailing slash.
     public var publicURL: String?
     /// The Task API's (and web app's) origin behind a balancer.
@@ -124,6 +126,7 @@ public struct SystemConfiguration: Sendable {
         webAnonymousSessionsPerHour = settings.number(.webAnonymousSessions)
         refreshReuseSeconds = settings.number(.refreshReuseSeconds)
         logRetentionDays = settings.number(.logRetentionDays)
+        otlpEndpoint = settings.text(.otlpEndpoint)
         publicURL = settings.text(.publicURL).flatMap { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         publicAPIURL = settings.text(.publicAPIURL).flatMap { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
 
@@ -137,6 +140,12 @@ public struct SystemConfiguration: Sendable {
                 && (parts?.path ?? "x").isEmpty && parts?.query == nil && parts?.fragment == nil && parts?.user == nil
                 && parts?.password == nil
             if !valid { problems.append("\(setting.sources) must be an origin such as https://id.example.com, not '\(url)'") }
+        }
+        if let endpoint = otlpEndpoint {
+            let parts = URLComponents(string: endpoint)
+            if !["http", "https"].contains(parts?.scheme?.lowercased() ?? "") || parts?.host?.isEmpty != false || parts?.query != nil {
+                problems.append("\(Setting.otlpEndpoint.sources) must be a collector's http or https URL such as http://127.0.0.1:4318, not '\(endpoint)'")
+            }
         }
         // Tokens and passwords must not cross a network in clear text.
         if !tls, !Authority.isLoopback(host) {

@@ -55,9 +55,11 @@ public struct TodoSystem: Sendable {
     }
 
     /// Runs every service until SIGTERM or SIGINT (or `shutdown` of the returned group's caller).
-    public func run() async throws {
+    /// - Parameter others: services started first and stopped last (the telemetry exporters, so
+    ///   the last requests' spans are still sent).
+    public func run(alongside others: [any Service] = []) async throws {
         try await ServiceGroup(
-            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            configuration: .init(services: others + services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         ).run()
     }
 

@@ -36,6 +36,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp(Setting.webAnonymousSessions.help)) var webAnonymousSessions: String?
     @Option(help: ArgumentHelp(Setting.refreshReuseSeconds.help)) var refreshReuseSeconds: String?
     @Option(help: ArgumentHelp(Setting.logRetentionDays.help)) var logRetentionDays: String?
+    @Option(help: ArgumentHelp(Setting.otlpEndpoint.help)) var otlpEndpoint: String?
     @Option(help: ArgumentHelp(Setting.publicURL.help)) var publicURL: String?
     @Option(name: .customLong("public-api-url"), help: ArgumentHelp(Setting.publicAPIURL.help)) var publicAPIURL: String?
 
@@ -47,7 +48,7 @@ struct Serve: AsyncParsableCommand {
             (.only, only), (.authorityCA, authorityCA), (.passwordHashCost, passwordHashCost), (.idleTimeout, idleTimeout),
             (.maxConnections, maxConnections),
             (.webPageSize, webPageSize), (.webAnonymousSessions, webAnonymousSessions), (.refreshReuseSeconds, refreshReuseSeconds),
-            (.logRetentionDays, logRetentionDays),
+            (.logRetentionDays, logRetentionDays), (.otlpEndpoint, otlpEndpoint),
             (.publicURL, publicURL),
             (.publicAPIURL, publicAPIURL),
         ]
@@ -71,9 +72,14 @@ struct Serve: AsyncParsableCommand {
         } catch let problems as ConfigurationProblems {
             throw CommandFailure(problems.description)
         }
-        // Every logger of the process, the libraries' too, writes through the one line handler
-        // (the access log's cost, issue 13); bootstrapped once, before the first logger is made.
-        LoggingSystem.bootstrap { label in LineLogHandler(label: label) }
+        // OpenTelemetry's exporters, when a collector is named; the process's tracer, metrics and
+        // log handler are bootstrapped once, before the first logger is made.
+        let telemetry: Telemetry?
+        do {
+            telemetry = try Telemetry.bootstrap(endpoint: configuration.otlpEndpoint)
+        } catch {
+            throw CommandFailure("cannot export telemetry: \(error)")
+        }
         defer { LogOutput.standardError.flush() }
         let logger = configuration.store.logger(label: "todo-server")
         let system: TodoSystem
@@ -85,6 +91,6 @@ struct Serve: AsyncParsableCommand {
             // One line that names the cause (PostgreSQL's own message, not its generic one).
             throw CommandFailure("cannot start: \(StorageError.operatorDescription(of: error))")
         }
-        try await system.run()
+        try await system.run(alongside: telemetry.map { [$0.service] } ?? [])
     }
 }

@@ -72,6 +72,11 @@ extension OutboundURL {
     /// follows (a client must be shut down before release, and a process-lifetime one never is),
     /// but with redirects never followed: a connector or provider cannot send this service
     /// elsewhere.
-    package static let client = HTTPClient(
-        eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(redirectConfiguration: .disallow))
+    package static let client: HTTPClient = {
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        // AsyncHTTPClient's own spans record the full URL (an OAuth2 claims endpoint's query holds
+        // a token); ours (`OutboundTrace`) record the host only.
+        configuration.tracing.tracer = nil
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
 }

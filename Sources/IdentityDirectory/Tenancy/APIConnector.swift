@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import ServerSupport
 import Hummingbird
 import Logging
 import NIOCore
@@ -235,11 +236,15 @@ package struct ConnectorCaller: Sendable {
             request.body = .bytes(ByteBuffer(string: body.serialized))
             let answer: (status: Int, body: ByteBuffer)
             do {
-                let outgoing = request
                 let client = self.client
-                answer = try await OutboundURL.withDeadline(seconds: connector.timeoutSeconds ?? APIConnector.defaultTimeoutSeconds) {
-                    let response = try await client.execute(outgoing, timeout: timeout)
-                    return (Int(response.status.code), try await response.body.collect(upTo: Self.maximumResponseBytes))
+                answer = try await OutboundTrace.call("POST api-connector", host: URL(string: connector.url)?.host) { trace in
+                    var outgoing = request
+                    outgoing.headers.add(contentsOf: trace)
+                    return try await OutboundURL.withDeadline(seconds: connector.timeoutSeconds ?? APIConnector.defaultTimeoutSeconds) {
+                        [outgoing] in
+                        let response = try await client.execute(outgoing, timeout: timeout)
+                        return (Int(response.status.code), try await response.body.collect(upTo: Self.maximumResponseBytes))
+                    }
                 }
             } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
                 lastError = "timed out after \(connector.timeoutSeconds ?? APIConnector.defaultTimeoutSeconds) seconds"

@@ -21,6 +21,7 @@ extension IdentityServer {
         router.add(middleware: SecurityHeadersMiddleware(https: service.configuration.secureCookies))
         router.add(middleware: StatementDeadlineMiddleware())
         router.add(middleware: RequestLogMiddleware(.identityService))
+        router.add(middleware: RequestTelemetryMiddleware(part: "identity"))
         router.add(middleware: UnhandledErrorMiddleware())
         if !service.configuration.trustedProxies.isEmpty {
             router.add(middleware: ForwardedClientMiddleware(proxies: TrustedProxies(service.configuration.trustedProxies)))

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import ServerSupport
 import NIOCore
 import NIOSSL
 
@@ -18,6 +19,8 @@ public final class HTTPMetadataFetcher: MetadataFetcher {
         }
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
         configuration.timeout.connect = .seconds(1)
+        // AsyncHTTPClient's own spans record the full URL; ours (`OutboundTrace`) record the host.
+        configuration.tracing.tracer = nil
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
@@ -26,7 +29,11 @@ public final class HTTPMetadataFetcher: MetadataFetcher {
     }
 
     public func fetch(_ url: String) async throws -> Data {
-        let response = try await client.execute(HTTPClientRequest(url: url), timeout: timeout)
+        let response = try await OutboundTrace.call("GET authority-metadata", host: URL(string: url)?.host) { trace in
+            var request = HTTPClientRequest(url: url)
+            request.headers.add(contentsOf: trace)
+            return try await client.execute(request, timeout: timeout)
+        }
         guard response.status == .ok else { throw FetchError(description: "GET \(url): HTTP \(response.status.code)") }
         let body = try await response.body.collect(upTo: 1 << 20)
         return Data(buffer: body)

@@ -27,8 +27,10 @@ package final class ClientCertificateClients: Sendable {
         return clients.withLock { all -> HTTPClient? in
             if let known = all[key] { return known }
             guard all.count < Self.limit else { return nil }
-            let made = HTTPClient(
-                eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow))
+            var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
+            // AsyncHTTPClient's own spans record the full URL; ours (OutboundTrace) record the host.
+            configuration.tracing.tracer = nil
+            let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             all[key] = made
             return made
         }

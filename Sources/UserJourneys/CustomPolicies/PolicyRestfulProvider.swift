@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import ServerSupport
 import IdentityDirectory
 import NIOCore
 import TrustFramework
@@ -75,11 +76,14 @@ struct PolicyRestfulProvider: Sendable {
         }
         let answer: (status: Int, body: ByteBuffer)
         do {
-            let outgoing = request
             let client = client
-            answer = try await OutboundURL.withDeadline(seconds: Self.timeoutSeconds) {
-                let response = try await client.execute(outgoing, timeout: .seconds(Int64(Self.timeoutSeconds)))
-                return (Int(response.status.code), try await response.body.collect(upTo: Self.maximumResponseBytes))
+            answer = try await OutboundTrace.call("\(request.method.rawValue) rest-profile", host: URL(string: request.url)?.host) { trace in
+                var outgoing = request
+                outgoing.headers.add(contentsOf: trace)
+                return try await OutboundURL.withDeadline(seconds: Self.timeoutSeconds) { [outgoing] in
+                    let response = try await client.execute(outgoing, timeout: .seconds(Int64(Self.timeoutSeconds)))
+                    return (Int(response.status.code), try await response.body.collect(upTo: Self.maximumResponseBytes))
+                }
             }
         } catch {
             throw failure("RequestTimeout", "no answer within \(Self.timeoutSeconds) seconds")

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Crypto
 import CryptoExtras
 import Foundation
+import ServerSupport
 import IdentityDirectory
 import JOSE
 import NIOCore
@@ -183,9 +184,13 @@ package struct UpstreamOIDC: Sendable {
     /// One outbound call to a provider (its metadata, keys, token or claims endpoint): 10 s for
     /// the answer, 15 s in all, at most 1 MiB of body read.
     static func send(_ request: HTTPClientRequest, client: HTTPClient) async throws -> (status: UInt, body: ByteBuffer) {
-        try await OutboundURL.withDeadline(seconds: 15) {
-            let response = try await client.execute(request, timeout: .seconds(10))
-            return (response.status.code, try await response.body.collect(upTo: 1 << 20))
+        try await OutboundTrace.call("\(request.method.rawValue) identity-provider", host: URL(string: request.url)?.host) { trace in
+            var request = request
+            request.headers.add(contentsOf: trace)
+            return try await OutboundURL.withDeadline(seconds: 15) { [request] in
+                let response = try await client.execute(request, timeout: .seconds(10))
+                return (response.status.code, try await response.body.collect(upTo: 1 << 20))
+            }
         }
     }
 

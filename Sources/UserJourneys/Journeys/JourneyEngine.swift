@@ -99,7 +99,7 @@ package struct JourneyEngine: Sendable {
         if let refusal = try await admission(of: step, run) { return try await conclude(.fail(refusal), &run, journey, context: context) }
         let before = run.snapshot
         let started = ContinuousClock.now
-        let outcome = try await act(step, &run)
+        let outcome = try await Self.span(of: step, journey: journey.name) { try await act(step, &run) }
         // A page shown again is not a step's result; anything else is.
         if case .interact = outcome {} else { trace(step, outcome, &run, before: before, since: started) }
         return try await conclude(outcome, &run, journey, context: context)
@@ -208,7 +208,7 @@ package struct JourneyEngine: Sendable {
             }
             let before = run.snapshot
             let started = ContinuousClock.now
-            var outcome = try await step.enter(&run)
+            var outcome = try await Self.span(of: step, journey: journey.name) { try await step.enter(&run) }
             // `prompt=none`: nothing may be asked of the person (OIDC Core §3.1.2.1).
             if case .interact = outcome, run.authorization.prompt == .silent { outcome = .fail(.noSession) }
             trace(step, outcome, &run, before: before, since: started)

@@ -1,6 +1,7 @@
 import Foundation
 import IdentityDirectory
 import Logging
+import Metrics
 import TodoModels
 
 /// Writes the sign-in log's record of a journey's or a token grant's end (SPEC §2.13). A log
@@ -81,9 +82,29 @@ package struct SignInRecorder: Sendable {
                 userDisplayName: account?.displayName, ipAddress: clientAddress, errorCode: code,
                 failureReason: failure.map { Self.reason($0, face: face) }, grantType: grantType,
                 interactive: interactive, steps: steps)
+            Self.count(event)
             try await log.record(event)
         } catch {
             logger.warning("the sign-in log could not be written", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// OpenTelemetry's view of the same record (SPEC §2.13): sign-ins by tenant, app, policy and
+    /// result, token grants by type and result. Every dimension is bounded: the tenant's id, an
+    /// app of the tenant (never a client id as sent), the resolved policy, a known grant type,
+    /// an error code's number. No user, address or text a client sent.
+    static func count(_ event: SignInEvent) {
+        let result = event.errorCode == 0 ? "success" : String(event.errorCode)
+        var dimensions = [
+            ("tenant", event.tenantID.uuidString.lowercased()), ("app", event.appID ?? "none"), ("policy", event.policy ?? "none"),
+            ("result", result),
+        ]
+        if event.kind == .tokenGrant {
+            dimensions.append(("grant_type", event.grantType ?? "unsupported"))
+            Counter(label: "todo.token_grants", dimensions: dimensions).increment()
+        } else {
+            dimensions.append(("kind", event.kind.rawValue))
+            Counter(label: "todo.sign_ins", dimensions: dimensions).increment()
         }
     }
 
