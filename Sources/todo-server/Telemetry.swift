@@ -50,6 +50,7 @@ struct Telemetry {
         InstrumentationSystem.bootstrap(tracing.factory)
         MetricsSystem.bootstrap(metrics.factory)
         LoggingSystem.bootstrap { label in MultiplexLogHandler([LineLogHandler(label: label), logging.factory(label)]) }
+        TelemetrySwitch.turnOn()
         let group = ServiceGroup(
             configuration: .init(
                 services: [tracing.service, metrics.service, logging.service], logger: Logger(label: "todo-server.telemetry")))
