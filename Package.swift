@@ -245,7 +245,11 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "SQLKit", package: "sql-kit"),
             ],
+            // The admin console's templates and stylesheet.
+            resources: [.copy("Resources")],
             swiftSettings: swiftSettings
         ),
         // The composition root: configuration and wiring of every part, for `serve` and the system tests.

@@ -34,5 +34,23 @@ extension IdentityMigrations {
                 "CREATE INDEX directory_audits_by_time ON directory_audits (tenant_id, created_at, id)",
                 "CREATE INDEX directory_audits_by_age ON directory_audits (created_at)",
             ]),
+        // The admin console (SPEC §2.13): who holds a directory role, and the console's sign-ins.
+        Migration(
+            version: 37, name: "directory roles and console sessions",
+            [
+                """
+                CREATE TABLE directory_role_members (
+                    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, role TEXT NOT NULL,
+                    tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE, created_at BIGINT NOT NULL,
+                    PRIMARY KEY (user_id, role))
+                """,
+                """
+                CREATE TABLE console_sessions (
+                    token_hash TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+                    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, csrf TEXT NOT NULL,
+                    created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX console_sessions_by_user ON console_sessions (user_id)",
+            ]),
     ]
 }

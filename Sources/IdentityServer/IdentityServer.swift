@@ -23,9 +23,12 @@ public final class IdentityServer: Sendable {
     let logger: Logger
     /// For work that must run once across instances sharing it (seeding).
     let database: any Database
+    /// The admin console's templates, read once.
+    let consolePages: ConsolePages
 
-    private init(service: IdentityService, database: any Database, logger: Logger) {
+    private init(service: IdentityService, database: any Database, consolePages: ConsolePages, logger: Logger) {
         self.database = database
+        self.consolePages = consolePages
         self.service = service
         self.configuration = service.configuration
         self.clock = service.clock
@@ -63,7 +66,7 @@ public final class IdentityServer: Sendable {
             keys: keys,
             hasher: PasswordHasher(cost: configuration.passwordHashCost), pages: try PageRenderer(),
             issuer: TokenIssuer(keys: keys, policyKeys: policyKeySets, signer: SigningThreads()), hosts: HostPolicy(configuration: configuration))
-        return IdentityServer(service: service, database: database, logger: logger)
+        return IdentityServer(service: service, database: database, consolePages: try ConsolePages(), logger: logger)
     }
 
     /// Brings `database` to this build's identity schema (for tools that restore a backup).

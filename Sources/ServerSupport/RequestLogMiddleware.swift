@@ -48,9 +48,20 @@ public struct RequestLogMiddleware<Context: IdentifiedRequestContext>: RouterMid
         context.logger.info(
             "request",
             metadata: [
-                "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
+                "method": "\(request.method)", "path": "\(LoggedPath.of(request.uri.path))", "status": "\(response.status.code)",
                 "ms": "\((milliseconds * 10).rounded() / 10)",
             ])
         return response
+    }
+}
+
+/// The path as the access log shows it: a segment that names an email (Graph's `/users/{upn}`)
+/// is written `{redacted}`, since log lines leave the machine (OpenTelemetry's logs).
+public enum LoggedPath {
+    public static func of(_ path: String) -> String {
+        guard path.contains("@") || path.lowercased().contains("%40") else { return path }
+        return path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+            segment.contains("@") || segment.lowercased().contains("%40") ? "{redacted}" : String(segment)
+        }.joined(separator: "/")
     }
 }

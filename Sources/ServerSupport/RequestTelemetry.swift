@@ -36,23 +36,28 @@ public struct RequestTelemetryMiddleware<Context: IdentifiedRequestContext>: Rou
         var parent = InstrumentationContext.current ?? .topLevel
         InstrumentationSystem.instrument.extract(request.headers, into: &parent, using: HTTPFieldsCarrier())
         let start = ContinuousClock.now
-        let method = request.method.rawValue
-        return try await withSpan(method, context: parent, ofKind: .server) { span in
-            span.attributes["http.request.method"] = method
-            span.attributes["todo.part"] = part
-            span.attributes["todo.correlation_id"] = context.requestID
-            let status: Int
-            do {
-                let response = try await next(request, context)
-                status = Int(response.status.code)
-                finish(span, context: context, method: method, status: status, since: start)
-                return response
-            } catch {
-                status = Int((error as? any HTTPResponseError)?.status.code ?? 500)
-                finish(span, context: context, method: method, status: status, since: start)
-                throw error
-            }
+        let method = Self.method(request.method)
+        // Ended here rather than by `withSpan`, which would mark every thrown error (a 400 as
+        // much as a 500) as the span's failure and record its text.
+        let span = InstrumentationSystem.tracer.startAnySpan(method, context: parent, ofKind: .server)
+        span.attributes["http.request.method"] = method
+        span.attributes["todo.part"] = part
+        span.attributes["todo.correlation_id"] = context.requestID
+        defer { span.end() }
+        do {
+            let response = try await InstrumentationContext.$current.withValue(span.context) { try await next(request, context) }
+            finish(span, context: context, method: method, status: Int(response.status.code), since: start)
+            return response
+        } catch {
+            finish(span, context: context, method: method, status: Int((error as? any HTTPResponseError)?.status.code ?? 500), since: start)
+            throw error
         }
+    }
+
+    /// The method as OpenTelemetry's HTTP conventions name it: a known one, else `_OTHER`, so a
+    /// dimension never holds what a client made up.
+    static func method(_ method: HTTPRequest.Method) -> String {
+        ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"].contains(method.rawValue) ? method.rawValue : "_OTHER"
     }
 
     private func finish(_ span: any Span, context: Context, method: String, status: Int, since start: ContinuousClock.Instant) {

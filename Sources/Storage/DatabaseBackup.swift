@@ -91,6 +91,8 @@ public enum DatabaseBackup {
     /// by someone else held them). Left out of a backup and emptied by a restore.
     static let transientTables: Set<String> = [
         "outbox", "verification_codes", "federation_codes", "authorization_codes", "mfa_challenges", "upstream_requests",
+        // An admin console session is an hour's bearer credential: a restored server signs admins in again.
+        "console_sessions",
     ]
 
     /// Columns a backup seals with the data key, by table: the column, and the column whose

@@ -32,9 +32,13 @@ struct Telemetry {
     static func bootstrap(endpoint: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Telemetry? {
         // The flag is the collector's base URL, as the variable is: OpenTelemetry reads it there.
         if let endpoint { setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint, 1) }
-        let exporting = endpoint != nil || endpointVariables.contains { !(environment[$0] ?? "").isEmpty }
+        // A signal is exported when the base endpoint or its own is set: a traces endpoint alone
+        // sends no metrics or logs anywhere (not to OpenTelemetry's default localhost:4318).
+        let base = endpoint != nil || !(environment["OTEL_EXPORTER_OTLP_ENDPOINT"] ?? "").isEmpty
+        func wanted(_ signal: String) -> Bool { base || !(environment["OTEL_EXPORTER_OTLP_\(signal)_ENDPOINT"] ?? "").isEmpty }
         let disabled = environment["OTEL_SDK_DISABLED"]?.lowercased() == "true"
-        guard exporting, !disabled else {
+        let (traces, metrics, logs) = (wanted("TRACES"), wanted("METRICS"), wanted("LOGS"))
+        guard traces || metrics || logs, !disabled else {
             LoggingSystem.bootstrap { label in LineLogHandler(label: label) }
             return nil
         }
@@ -44,16 +48,30 @@ struct Telemetry {
         for signal in [\OTel.Configuration.traces.otlpExporter, \.metrics.otlpExporter, \.logs.otlpExporter] {
             configuration[keyPath: signal].protocol = .httpProtobuf
         }
-        let tracing = try OTel.makeTracingBackend(configuration: configuration)
-        let metrics = try OTel.makeMetricsBackend(configuration: configuration)
-        let logging = try OTel.makeLoggingBackend(configuration: configuration)
-        InstrumentationSystem.bootstrap(tracing.factory)
-        MetricsSystem.bootstrap(metrics.factory)
-        LoggingSystem.bootstrap { label in MultiplexLogHandler([LineLogHandler(label: label), logging.factory(label)]) }
+        var services: [any Service] = []
+        // The tracer is bootstrapped last: an exporter's HTTP client made after it would trace
+        // its own exports (each export a span, each span another export).
+        var tracer: (any Tracer)?
+        if traces {
+            let tracing = try OTel.makeTracingBackend(configuration: configuration)
+            tracer = tracing.factory
+            services.append(tracing.service)
+        }
+        if metrics {
+            let backend = try OTel.makeMetricsBackend(configuration: configuration)
+            MetricsSystem.bootstrap(backend.factory)
+            services.append(backend.service)
+        }
+        if logs {
+            let logging = try OTel.makeLoggingBackend(configuration: configuration)
+            LoggingSystem.bootstrap { label in MultiplexLogHandler([LineLogHandler(label: label), logging.factory(label)]) }
+            services.append(logging.service)
+        } else {
+            LoggingSystem.bootstrap { label in LineLogHandler(label: label) }
+        }
+        if let tracer { InstrumentationSystem.bootstrap(tracer) }
         TelemetrySwitch.turnOn()
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [tracing.service, metrics.service, logging.service], logger: Logger(label: "todo-server.telemetry")))
+        let group = ServiceGroup(configuration: .init(services: services, logger: Logger(label: "todo-server.telemetry")))
         return Telemetry(service: group)
     }
 }

@@ -7,12 +7,34 @@ import Storage
 import TodoModels
 import TodoSystem
 
+extension DirectoryRole: ExpressibleByArgument {}
+
 struct Users: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage consumer accounts of the default tenant.",
         subcommands: [
-            Add.self, List.self, Delete.self, Unlock.self, Disable.self, Enable.self, RevokeSessions.self, ResetMFA.self,
+            Add.self, List.self, Delete.self, Unlock.self, Disable.self, Enable.self, RevokeSessions.self, ResetMFA.self, Role.self,
         ])
+
+    struct Role: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Give an account a directory role, or take it (--remove).")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "Email address or object id.") var account: String
+        @Argument(help: "The role: admin.") var role: DirectoryRole
+        @Flag(help: "Take the role instead.") var remove = false
+
+        func run() async throws {
+            try await withDefaultTenant(store) { server, tenant in
+                let user = try await server.administration.findUser(tenantID: tenant.id, emailOrID: account)
+                if remove {
+                    try await server.administration.removeRole(role, from: user)
+                } else {
+                    try await server.administration.assignRole(role, to: user)
+                }
+            }
+            print("\(remove ? "removed" : "gave") role \(role.rawValue) \(remove ? "from" : "to") \(TextRules.printable(account))")
+        }
+    }
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a local account.")
@@ -21,13 +43,18 @@ struct Users: AsyncParsableCommand {
         @Option(help: "Display name.") var name: String
         @Flag(help: "Read the password from standard input (otherwise a random one is generated and printed).")
         var passwordStdin = false
+        @Option(help: "A directory role to give the account: admin (signs in to the admin console at /admin).")
+        var role: [DirectoryRole] = []
 
         func run() async throws {
             let password = passwordStdin ? try readPasswordFromStdin() : "Aa1!" + UUID().uuidString.prefix(12)
             let user = try await withDefaultTenant(store) { server, tenant in
-                try await server.administration.createLocalUser(tenantID: tenant.id, email: email, displayName: name, password: password)
+                let user = try await server.administration.createLocalUser(
+                    tenantID: tenant.id, email: email, displayName: name, password: password)
+                for role in role { try await server.administration.assignRole(role, to: user) }
+                return user
             }
-            print("created \(user.email ?? "") oid \(user.objectID)")
+            print("created \(user.email ?? "") oid \(user.objectID)" + (role.isEmpty ? "" : " with role \(role.map(\.rawValue).joined(separator: ", "))"))
             if !passwordStdin { print("password: \(password)") }
         }
     }

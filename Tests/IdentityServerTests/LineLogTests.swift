@@ -180,4 +180,12 @@ extension LineLogTests {
             #expect(again.lines.withLock { $0 }.filter { $0.hasPrefix("info ") }.isEmpty)
         }
     }
+
+    @Test("the access log writes no email a path carries (Graph's /users/{upn}), however it is encoded")
+    func pathsWithoutEmails() {
+        #expect(LoggedPath.of("/v1.0/users/alice%40example.com") == "/v1.0/users/{redacted}")
+        #expect(LoggedPath.of("/v1.0/users/bob@example.com/revokeSignInSessions")
+            == "/v1.0/users/{redacted}/revokeSignInSessions")
+        #expect(LoggedPath.of("/api/tasks/42") == "/api/tasks/42")
+    }
 }

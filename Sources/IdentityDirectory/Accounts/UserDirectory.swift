@@ -13,6 +13,8 @@ package protocol UserDirectory: Sendable {
     func user(id: UUID) async throws -> UserAccount?
     func user(tenantID: UUID, provider: IdentityProviderKind, signInName: String) async throws -> UserAccount?
     func users(tenantID: UUID) async throws -> [UserAccount]
+    /// A page of the tenant's accounts matching `text`, and the number matching in all.
+    func search(tenantID: UUID, text: String, limit: Int) async throws -> (users: [UserAccount], total: Int)
     func delete(id: UUID) async throws -> Bool
     func updateProfile(id: UUID, displayName: String, attributes: [String: String], now: Date) async throws
     /// Replaces the password, clears lockout and revokes every refresh-token family of the user
@@ -176,6 +178,24 @@ package struct SQLUserDirectory: UserDirectory {
         }?.user
     }
 
+    /// At most `limit` of the tenant's accounts whose sign-in name, email or display name contains
+    /// `text` (any case), or whose object id it is, by sign-in name; and how many match in all.
+    package func search(tenantID: UUID, text: String, limit: Int) async throws -> (users: [UserAccount], total: Int) {
+        let tenant = tenantID.uuidString.lowercased()
+        let escaped = text.lowercased().replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+            .replacingOccurrences(of: "_", with: "\\_")
+        let pattern = "%\(escaped)%"
+        return try await database.read { sql in
+            let matching = SQLQueryString(
+                "tenant_id = \(bind: tenant) AND (LOWER(sign_in_name) LIKE \(bind: pattern) ESCAPE '\\' OR LOWER(COALESCE(email, '')) LIKE \(bind: pattern) ESCAPE '\\' OR LOWER(display_name) LIKE \(bind: pattern) ESCAPE '\\' OR id = \(bind: text.lowercased()))")
+            let users = try await sql.select().columns("*").from("users").where(matching).orderBy("sign_in_name").limit(limit)
+                .all(decoding: Row.self, with: .snakeCase).compactMap(\.user)
+            let total = try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("users").where(matching)
+                .first(decodingColumn: "n", as: Int.self) ?? 0
+            return (users, total)
+        }
+    }
+
     package func users(tenantID: UUID) async throws -> [UserAccount] {
         let tenant = tenantID.uuidString.lowercased()
         return try await database.read { sql in
@@ -262,6 +282,8 @@ package struct SQLUserDirectory: UserDirectory {
     /// Ends the user's SSO sessions and revokes every refresh-token family.
     static func endSessions(_ key: String, reason: String, now: Date, sql: any SQLDatabase) async throws {
         try await sql.delete(from: "sso_sessions").where("user_id", .equal, key).run()
+        // The admin console's sessions end with the others (a revocation, a password change, a disable).
+        try await sql.delete(from: "console_sessions").where("user_id", .equal, key).run()
         try await sql.update("refresh_token_families").set("revoked_at", to: now.epochSeconds).set("revoked_reason", to: reason)
             .where("user_id", .equal, key).where("revoked_at", .is, SQLLiteral.null).run()
     }

@@ -59,6 +59,8 @@ public struct AuditActivity: Sendable, Equatable {
         "Update StsRefreshTokenValidFrom Timestamp", "UserManagement", "Update", coreDirectory)
     public static let unlockUser = AuditActivity("Unlock user", "UserManagement", "Update", coreDirectory)
     public static let resetSecondFactor = AuditActivity("Admin deleted security info", "UserManagement", "Delete", coreDirectory)
+    public static let addRoleMember = AuditActivity("Add member to role", "RoleManagement", "Assign", coreDirectory)
+    public static let removeRoleMember = AuditActivity("Remove member from role", "RoleManagement", "Unassign", coreDirectory)
     public static let addApplication = AuditActivity("Add application", "ApplicationManagement", "Add", coreDirectory)
     public static let deleteApplication = AuditActivity("Delete application", "ApplicationManagement", "Delete", coreDirectory)
     public static let addSecret = AuditActivity(

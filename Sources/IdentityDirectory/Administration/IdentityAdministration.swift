@@ -19,6 +19,8 @@ public struct IdentityAdministration: Sendable {
     /// Seals what a declaration or an export carries (password hashes, connector and provider
     /// secrets) as the database seals what it holds.
     let dataKey: DataKey
+    /// Directory roles (the console's `admin`).
+    let roles: DirectoryRoles?
     /// Where each change is recorded (SPEC §2.13), and who is making them.
     let auditLog: DirectoryAuditLog?
     public private(set) var initiator = AuditInitiator.commandLine()
@@ -76,6 +78,28 @@ public struct IdentityAdministration: Sendable {
             try await audited(.resetSecondFactor, tenantID: user.tenantID, target: .user(user)) {}
         }
         return had
+    }
+
+    /// The account's directory roles.
+    public func roles(of user: UserAccount) async throws -> Set<DirectoryRole> { try await roles?.roles(of: user.id) ?? [] }
+
+    /// Gives the account a directory role (`users add --role admin`, the console); recorded when
+    /// it did not hold it.
+    public func assignRole(_ role: DirectoryRole, to user: UserAccount) async throws {
+        guard let roles else { return }
+        let target = AuditTarget.user(user, modified: [.init(name: "Role", newValue: role.rawValue)])
+        try await audited(.addRoleMember, tenantID: user.tenantID, target: target, result: { $0 ? target : nil }) {
+            try await roles.add(role, to: user, now: clock.now)
+        }
+    }
+
+    /// Takes a directory role from the account; recorded when it held it.
+    public func removeRole(_ role: DirectoryRole, from user: UserAccount) async throws {
+        guard let roles else { return }
+        let target = AuditTarget.user(user, modified: [.init(name: "Role", newValue: role.rawValue)])
+        try await audited(.removeRoleMember, tenantID: user.tenantID, target: target, result: { $0 ? target : nil }) {
+            try await roles.remove(role, from: user)
+        }
     }
 
     // MARK: App registrations
@@ -277,6 +301,7 @@ public struct IdentityAdministration: Sendable {
         policyKeySets: PolicyKeySetLibrary,
         clock: any IdentityClock,
         dataKey: DataKey,
+        roles: DirectoryRoles? = nil,
         auditLog: DirectoryAuditLog? = nil
     ) {
         self.tenants = tenants
@@ -288,6 +313,7 @@ public struct IdentityAdministration: Sendable {
         self.policyKeySets = policyKeySets
         self.clock = clock
         self.dataKey = dataKey
+        self.roles = roles
         self.auditLog = auditLog
     }
 }

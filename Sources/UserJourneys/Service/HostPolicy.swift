@@ -27,7 +27,37 @@ package struct HostPolicy: Sendable {
     package func origin(of request: Request) -> String {
         if let publicOrigin { return publicOrigin }
         let authority = request.head.authority ?? ""
-        return "\(scheme)://\(isAllowedHost(request) ? authority : defaultAuthority)"
+        return "\(scheme)://\(isAllowedHost(request) ? Self.normalized(authority) : defaultAuthority.lowercased())"
+    }
+
+    /// An allowed authority as one spelling: the host in lower case, the port without leading
+    /// zeros (`LocalHost:05080` is `localhost:5080`), so a URL, an issuer or a registered
+    /// redirect URI is the same however a client wrote the `Host`.
+    static func normalized(_ authority: String) -> String {
+        var host = authority.lowercased()
+        var port: Int?
+        if host.hasPrefix("["), let end = host.firstIndex(of: "]") {
+            let rest = host[host.index(after: end)...]
+            if rest.hasPrefix(":") { port = Int(rest.dropFirst()) }
+            host = String(host[...end])
+        } else if let colon = host.lastIndex(of: ":") {
+            port = Int(host[host.index(after: colon)...])
+            host = String(host[..<colon])
+        }
+        return port.map { "\(host):\($0)" } ?? host
+    }
+
+    /// Every origin this service answers on as itself: the public origin, or each allowed host on
+    /// its port (the admin console registers exactly these as its redirect URIs).
+    package var knownOrigins: [String] {
+        if let publicOrigin { return [publicOrigin] }
+        var origins = ["\(scheme)://\(Self.normalized(defaultAuthority))"]
+        for host in allowedHosts.sorted() {
+            let name = host.contains(":") ? "[\(host)]" : host
+            let origin = "\(scheme)://\(name)\(listenPort.map { ":\($0)" } ?? "")"
+            if !origins.contains(origin) { origins.append(origin) }
+        }
+        return origins
     }
 
     /// Whether the request's `Host` is a plain host[:port] naming one of the allowed hosts on
