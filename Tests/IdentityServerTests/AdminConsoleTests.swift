@@ -196,4 +196,38 @@ struct AdminConsoleTests {
             #expect(detail.status == .ok && detail.text.contains("id=\"steps\"") && detail.text.contains(": completed"), "\(detail.text.prefix(800))")
         }
     }
+
+    @Test("Run user flow: the flow answers the console with an ID token by form post, and the console shows its claims verified; another run's answer or a tampered token is not")
+    func runUserFlow() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            _ = try await Self.admin(h)
+            let tester = try await h.addUser("tester@example.com", name: "Tess")
+            _ = try await Self.signIn(driver, email: "root@example.com")
+            let flows = try await driver.get("/admin/flows")
+            #expect(flows.status == .ok && flows.text.contains("run-B2C_1_susi") && !flows.text.contains("run-B2C_1_ROPC"))
+            #expect(try await driver.get("/admin/run?flow=B2C_1_nothing").status == .notFound)
+            let start = try await driver.get("/admin/run?flow=B2C_1_susi")
+            let location = start.headers[.location] ?? ""
+            #expect(location.contains("response_type=id_token") && location.contains("response_mode=form_post"), "\(location)")
+            let answer = try await driver.submit(try await driver.follow(start), [("email", "tester@example.com"), ("password", "Passw0rd!")])
+            let token = try #require(answer.field("id_token"), "\(answer.text.prefix(500))")
+            let state = answer.field("state") ?? ""
+            let shown = try await driver.post("/admin/run", [("id_token", token), ("state", state)])
+            #expect(shown.status == .ok, "\(shown.text.prefix(500))")
+            #expect(shown.text.contains("Signature, issuer, audience, lifetime and nonce verified"), "\(shown.text.prefix(800))")
+            #expect(shown.text.contains(tester.objectID) && shown.text.contains("B2C_1_susi"))
+            // The run's state is spent (its cookie cleared), and another state is refused.
+            #expect(shown.headers[values: .setCookie].contains { $0.hasPrefix("todo_console_run=;") && $0.contains("Max-Age=0") },
+                    "\(shown.headers[values: .setCookie])")
+            _ = try await driver.get("/admin/run?flow=B2C_1_susi")
+            #expect(try await driver.post("/admin/run", [("id_token", token), ("state", "other")]).status == .badRequest)
+            // A token changed in transit is shown, but not as verified.
+            let again = try await driver.get("/admin/run?flow=B2C_1_susi")
+            let newState = URLComponents(string: again.headers[.location] ?? "")?.queryItems?.first { $0.name == "state" }?.value ?? ""
+            var parts = token.split(separator: ".").map(String.init)
+            parts[2] = String(parts[2].reversed())
+            let tampered = try await driver.post("/admin/run", [("id_token", parts.joined(separator: ".")), ("state", newState)])
+            #expect(tampered.status == .ok && tampered.text.contains("Not verified"), "\(tampered.text.prefix(400))")
+        }
+    }
 }

@@ -94,7 +94,21 @@ def test_an_admin_manages_users_and_reads_the_logs_at_375_px(server, console_bro
     assert fits(driver)
     shot(driver, "audit-375px")
 
+    # "Run user flow": the tenant's flow, then the ID token decoded here, verified.
+    driver.get(f"{server.base}/admin/flows")
+    driver.find_element(By.ID, "run-B2C_1_susi").click()
+    wait_for(driver, "email")
+    driver.find_element(By.ID, "email").send_keys(admin)
+    driver.find_element(By.ID, "password").send_keys("Console-Pass1")
+    driver.find_element(By.ID, "next").click()
+    wait_for(driver, "claims")
+    assert driver.find_element(By.ID, "verified").text.startswith("Signature, issuer, audience, lifetime and nonce verified")
+    assert "B2C_1_susi" in driver.find_element(By.ID, "claims").text
+    shot(driver, "run-user-flow-375px")
+
     # A page on another origin posts the console's own form, with the right token: refused.
+    driver.get(f"{server.base}/admin/audit?category=UserManagement")
+    wait_for(driver, "audit")
     csrf = driver.find_element(By.NAME, "csrf").get_attribute("value")
     page = (f"<!DOCTYPE html><form method='post' action='{server.base}/admin/users/{oid}/enable'>"
             f"<input type='hidden' name='csrf' value='{csrf}'><button id='go'>Win a prize</button></form>").encode()

@@ -160,16 +160,20 @@ struct AdminConsole: Sendable {
     /// The console's app registration in `tenant`, its redirect URIs exactly this server's own
     /// origins (``HostPolicy/knownOrigins``, from the configuration, never from a request):
     /// made, or brought up to date, on first use. True when it is.
-    private func registerConsole(in tenant: Tenant) async throws -> Bool {
-        let redirects = server.service.hosts.knownOrigins.map(Self.redirectURI(origin:))
+    func registerConsole(in tenant: Tenant) async throws -> Bool {
+        // Each origin's sign-in and "Run user flow" answers.
+        let redirects = server.service.hosts.knownOrigins.flatMap { [Self.redirectURI(origin: $0), "\($0)/admin/run"] }
         let clientID = Self.clientID(of: tenant)
         var app =
             try await server.tenants.application(tenantID: tenant.id, clientID: clientID.uuidString.lowercased())
             ?? AppRegistration(
                 clientID: clientID, tenantID: tenant.id, displayName: "TodoB2C admin console", kind: .public, redirectURIs: [],
                 requirePKCE: true)
-        guard app.redirectURIs != redirects else { return true }
+        // "Run user flow" asks for an ID token by form post, as B2C's does for jwt.ms; the
+        // console's own sign-in is the code flow with PKCE.
+        guard app.redirectURIs != redirects || !app.allowImplicit else { return true }
         app.redirectURIs = redirects
+        app.allowImplicit = true
         try await server.tenants.save(app, now: server.clock.now)
         return true
     }

@@ -75,6 +75,9 @@ extension IdentityServer {
         router.get("admin/sign-ins", use: console.signIns)
         router.get("admin/sign-ins/:id", use: console.signIn)
         router.get("admin/audit", use: console.audits)
+        router.get("admin/flows", use: console.flows)
+        router.get("admin/run", use: console.run)
+        router.post("admin/run", use: console.ran)
         let directoryAudits = GraphDirectoryAudits(
             authenticator: graphCallers, audits: service.directoryAudits, signIns: service.signIns.log, hosts: service.hosts)
         graph.get("auditLogs/directoryAudits", use: directoryAudits.list)
