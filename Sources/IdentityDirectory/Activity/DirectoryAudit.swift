@@ -62,6 +62,7 @@ public struct AuditActivity: Sendable, Equatable {
     public static let addRoleMember = AuditActivity("Add member to role", "RoleManagement", "Assign", coreDirectory)
     public static let removeRoleMember = AuditActivity("Remove member from role", "RoleManagement", "Unassign", coreDirectory)
     public static let addApplication = AuditActivity("Add application", "ApplicationManagement", "Add", coreDirectory)
+    public static let updateApplication = AuditActivity("Update application", "ApplicationManagement", "Update", coreDirectory)
     public static let deleteApplication = AuditActivity("Delete application", "ApplicationManagement", "Delete", coreDirectory)
     public static let addSecret = AuditActivity(
         "Update application – Certificates and secrets management", "ApplicationManagement", "Update", coreDirectory)

@@ -77,6 +77,8 @@ extension IdentityAdministration {
         case needsConfidentialApp(String)
         /// A protocol refusal, in B2C's words (`AADB2C…: message`).
         case refused(String)
+        /// A redirect URI B2C would not register.
+        case invalidRedirectURI(String)
 
         public var description: String {
             switch self {
@@ -90,6 +92,7 @@ extension IdentityAdministration {
                 "no API '\(TextRules.printable(api))' in this tenant (give an Application ID URI, a client id, or https://graph.microsoft.com)"
             case .scopeNotExposed(let api, let scope): "'\(TextRules.printable(api))' exposes no scope '\(TextRules.printable(scope))'"
             case .refused(let message): message
+            case .invalidRedirectURI(let reason): reason
             case .unknownUserFlow(let name): "'\(TextRules.printable(name))' is not a user flow of this tenant"
             case .needsConfidentialApp(let what): "\(what) needs a confidential app (app-only tokens are for confidential apps)"
             case .roleNotServed(let role):

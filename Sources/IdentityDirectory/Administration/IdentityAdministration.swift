@@ -151,6 +151,9 @@ public struct IdentityAdministration: Sendable {
         if !draft.graphPermissions.isEmpty, draft.kind != .confidential {
             throw AdministrationError.needsConfidentialApp("a Graph permission")
         }
+        for uri in draft.redirectURIs {
+            if let problem = RedirectURIRule.problem(with: uri, kind: draft.kind) { throw AdministrationError.invalidRedirectURI(problem) }
+        }
         var flowName: String?
         if let name = draft.userFlow {
             guard let flow = try await tenants.userFlow(tenantID: tenantID, name: name) else {
@@ -184,6 +187,29 @@ public struct IdentityAdministration: Sendable {
     }
 
     public func applications(tenantID: UUID) async throws -> [AppRegistration] { try await tenants.applications(tenantID: tenantID) }
+
+    /// Replaces the app's redirect URIs, each checked with B2C's rules (``RedirectURIRule``)
+    /// before any is written.
+    public func setRedirectURIs(_ uris: [String], of app: AppRegistration) async throws {
+        let modified = [AuditTarget.ModifiedProperty(name: "ReplyUrls", newValue: uris.joined(separator: " "))]
+        try await audited(.updateApplication, tenantID: app.tenantID, target: .application(app, modified: modified)) {
+            guard uris.count <= RedirectURIRule.maximumCount else {
+                throw AdministrationError.invalidRedirectURI("An app holds at most \(RedirectURIRule.maximumCount) redirect URIs.")
+            }
+            for uri in uris {
+                if let problem = RedirectURIRule.problem(with: uri, kind: app.kind) { throw AdministrationError.invalidRedirectURI(problem) }
+            }
+            var changed = app
+            changed.redirectURIs = uris
+            try await tenants.save(changed, now: clock.now)
+        }
+    }
+
+    /// Removes every secret of the app (a leaked one): its token requests fail until a new one is added.
+    public func removeSecrets(of app: AppRegistration) async throws {
+        let target = AuditTarget.application(app, modified: [.init(name: "KeyDescription", newValue: "all removed")])
+        try await audited(.addSecret, tenantID: app.tenantID, target: target) { try await tenants.removeSecrets(clientID: app.clientID) }
+    }
 
     /// Removes an app registration; false when there was none.
     public func removeApplication(tenantID: UUID, clientID: UUID) async throws -> Bool {

@@ -59,25 +59,7 @@ extension IdentityServer {
         graph.get("auditLogs/signIns", use: signIns.list)
         graph.get("auditLogs/signIns/:id", use: signIns.get)
         // The admin console (SPEC §2.13): server-rendered pages for the default tenant's admins.
-        let console = AdminConsole(server: self, sessions: ConsoleSessions(database: database), pages: consolePages)
-        router.get("admin") { request, context in try await console.page(request, context: context) { _ in
-            Response(status: .seeOther, headers: [.location: "/admin/users"]) } }
-        router.get("admin/console.css") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/css; charset=utf-8", .cacheControl: "max-age=300"],
-                     body: .init(byteBuffer: ByteBuffer(string: console.pages.stylesheet)))
-        }
-        router.get("admin/signin", use: console.signedIn)
-        router.post("admin/signout", use: console.signOut)
-        router.get("admin/users", use: console.users)
-        router.post("admin/users", use: console.createUser)
-        router.get("admin/users/:id", use: console.user)
-        router.post("admin/users/:id/:action", use: console.userAction)
-        router.get("admin/sign-ins", use: console.signIns)
-        router.get("admin/sign-ins/:id", use: console.signIn)
-        router.get("admin/audit", use: console.audits)
-        router.get("admin/flows", use: console.flows)
-        router.get("admin/run", use: console.run)
-        router.post("admin/run", use: console.ran)
+        AdminConsole(server: self, sessions: ConsoleSessions(database: database), pages: consolePages).addRoutes(to: router)
         let directoryAudits = GraphDirectoryAudits(
             authenticator: graphCallers, audits: service.directoryAudits, signIns: service.signIns.log, hosts: service.hosts)
         graph.get("auditLogs/directoryAudits", use: directoryAudits.list)

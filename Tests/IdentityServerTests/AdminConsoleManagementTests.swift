@@ -1,0 +1,89 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import Storage
+import TestSupport
+import Testing
+
+@testable import IdentityDirectory
+@testable import IdentityServer
+@testable import UserJourneys
+
+/// The console's app registrations, keys and policy upload: the same rules as the CLI and Graph,
+/// a refusal in words with nothing changed, secrets shown once.
+@Suite("Admin console: apps, keys, policies")
+struct AdminConsoleManagementTests {
+    static func signedIn(_ h: IdentityHarness, _ driver: Driver) async throws -> String {
+        _ = try await AdminConsoleTests.admin(h)
+        return AdminConsoleTests.csrf(try await AdminConsoleTests.signIn(driver, email: "root@example.com"))
+    }
+
+    @Test("redirect URIs as B2C takes them: https, http on loopback, custom schemes and the OOB URN for native apps; no fragment, wildcard or script scheme")
+    func redirectRule() {
+        for good in ["https://app.example.com/cb", "http://localhost:3000/cb", "http://127.0.0.1/cb"] {
+            #expect(RedirectURIRule.problem(with: good, kind: .confidential) == nil, "\(good)")
+        }
+        for native in ["msauth.com.contoso.app://auth", "urn:ietf:wg:oauth:2.0:oob"] {
+            #expect(RedirectURIRule.problem(with: native, kind: .public) == nil)
+            #expect(RedirectURIRule.problem(with: native, kind: .confidential) != nil)
+        }
+        for bad in ["https://app.example.com/cb#x", "https://*.example.com/cb", "http://app.example.com/cb", "javascript:alert(1)", "/cb",
+                    "https://app.example.com/c b", String(repeating: "a", count: 300)] {
+            #expect(RedirectURIRule.problem(with: bad, kind: .public) != nil, "\(bad)")
+        }
+    }
+
+    @Test("an app registered in the console signs in at once; a confidential app's secret is shown once and works at the token endpoint; bad redirect URIs change nothing")
+    func apps() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            let token = try await Self.signedIn(h, driver)
+            let refused = try await driver.post(
+                "/admin/apps", [("csrf", token), ("name", "Bad"), ("kind", "public"), ("redirect", "http://app.example.com/cb")])
+            #expect(refused.status == .badRequest && refused.text.contains("use https"), "\(refused.text.prefix(300))")
+            #expect(try await h.server.administration.applications(tenantID: h.tenant.id).allSatisfy { $0.displayName != "Bad" })
+            let made = try await driver.post(
+                "/admin/apps", [("csrf", token), ("name", "Daemon app"), ("kind", "confidential"), ("redirect", "https://daemon.example/cb")])
+            #expect(made.status == .ok)
+            let clientID = try #require(made.text.components(separatedBy: "id=\"clientId\">").dropFirst().first?.prefix(36))
+            let secret = try #require(made.text.components(separatedBy: "id=\"secret\">").dropFirst().first?.components(separatedBy: "<").first)
+            let granted = try await driver.post(
+                "/\(h.tenant.name)/oauth2/v2.0/token",
+                [("grant_type", "client_credentials"), ("client_id", String(clientID)), ("client_secret", secret),
+                 ("scope", "https://graph.microsoft.com/.default")])
+            #expect(granted.status != .unauthorized, "the secret authenticates: \(granted.text.prefix(300))")
+            #expect(!(try await driver.get("/admin/apps/\(clientID)")).text.contains(secret), "shown once")
+            // Redirect URIs: a fragment is refused and nothing changes; a good one is added and removed.
+            let withFragment = try await driver.post("/admin/apps/\(clientID)/add-redirect", [("csrf", token), ("uri", "https://daemon.example/x#y")])
+            #expect(withFragment.status == .badRequest)
+            #expect(try await driver.post("/admin/apps/\(clientID)/add-redirect", [("csrf", token), ("uri", "https://daemon.example/two")]).status == .seeOther)
+            var app = try #require(try await h.server.tenants.application(tenantID: h.tenant.id, clientID: String(clientID)))
+            #expect(app.redirectURIs == ["https://daemon.example/cb", "https://daemon.example/two"])
+            #expect(try await driver.post("/admin/apps/\(clientID)/remove-redirect", [("csrf", token), ("uri", "https://daemon.example/cb")]).status == .seeOther)
+            app = try #require(try await h.server.tenants.application(tenantID: h.tenant.id, clientID: String(clientID)))
+            #expect(app.redirectURIs == ["https://daemon.example/two"])
+            // The console's own registration is not one the console edits.
+            #expect(try await driver.get("/admin/apps/\(AdminConsole.clientID(of: h.tenant).uuidString.lowercased())").status == .notFound)
+            #expect(try await driver.post("/admin/apps/\(clientID)/delete", [("csrf", token)]).status == .seeOther)
+            #expect(try await h.server.tenants.application(tenantID: h.tenant.id, clientID: String(clientID)) == nil)
+        }
+    }
+
+    @Test("keys: a rotation publishes a new key; a key set is made with B2C's prefix and given an RSA key; a refused policy upload names its problems and stores nothing")
+    func keysAndPolicies() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            let token = try await Self.signedIn(h, driver)
+            let before = try await h.server.administration.signingKeys().count
+            #expect(try await driver.post("/admin/keys/rotate", [("csrf", token)]).status == .seeOther)
+            #expect(try await h.server.administration.signingKeys().count == before + 1)
+            #expect(try await driver.post("/admin/keysets", [("csrf", token), ("id", "ConsoleKeys")]).status == .seeOther)
+            #expect(try await driver.post("/admin/keysets/B2C_1A_ConsoleKeys/generate", [("csrf", token)]).status == .seeOther)
+            let sets = try await h.server.administration.policyKeySets(tenantID: h.tenant.id)
+            #expect(sets.first { $0.id == "B2C_1A_ConsoleKeys" }?.keys.count == 1)
+            let keysPage = try await driver.get("/admin/keys")
+            #expect(keysPage.text.contains("B2C_1A_ConsoleKeys") && keysPage.text.contains("signing"))
+            let bad = try await driver.post("/admin/policies", [("csrf", token), ("xml", "<TrustFrameworkPolicy PolicyId=\"B2C_1A_x\"/>")])
+            #expect(bad.status == .badRequest, "\(bad.text.prefix(300))")
+            #expect(try await h.server.administration.customPolicies(tenantID: h.tenant.id).isEmpty)
+        }
+    }
+}
