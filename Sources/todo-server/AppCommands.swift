@@ -48,7 +48,7 @@ struct Apps: AsyncParsableCommand {
         var userFlow: String?
         @Option(
             name: .customLong("graph-permission"),
-            help: "A Microsoft Graph application permission for app-only tokens: User.Read.All, User.ReadWrite.All, Policy.ReadWrite.TrustFramework, TrustFrameworkKeySet.Read.All, TrustFrameworkKeySet.ReadWrite.All or AuditLog.Read.All (repeatable).")
+            help: "A Microsoft Graph application permission for app-only tokens: User.Read.All, User.ReadWrite.All, Policy.ReadWrite.TrustFramework, TrustFrameworkKeySet.Read.All, TrustFrameworkKeySet.ReadWrite.All, AuditLog.Read.All, RoleManagement.Read.Directory or RoleManagement.ReadWrite.Directory (repeatable).")
         var graphPermissions: [String] = []
         @Flag(help: "Print {\"clientId\", \"clientSecret\"} as JSON (the secret once).") var json = false
 

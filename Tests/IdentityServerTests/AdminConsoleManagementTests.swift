@@ -86,4 +86,54 @@ struct AdminConsoleManagementTests {
             #expect(try await h.server.administration.customPolicies(tenantID: h.tenant.id).isEmpty)
         }
     }
+
+    @Test("Graph's directory roles: Global Administrator's members are the console's admins; adding and removing a member through Graph opens and closes the console, audited as the app")
+    func graphDirectoryRoles() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            let user = try await h.addUser("graphadmin@example.com")
+            let reader = try await GraphUsersTests.appToken(h, driver, roles: ["RoleManagement.Read.Directory"])
+            let writer = try await GraphUsersTests.appToken(h, driver, roles: ["RoleManagement.ReadWrite.Directory"])
+            let listed = try await driver.request(.get, "/v1.0/directoryRoles", headers: reader)
+            let role = try #require((listed.json["value"] as? [[String: Any]])?.first, "\(listed.text)")
+            #expect(role["roleTemplateId"] as? String == GraphDirectoryRoles.globalAdministratorTemplate && role["displayName"] as? String == "Global Administrator")
+            let id = try #require(role["id"] as? String)
+            // Reading is not writing.
+            let body = #"{"@odata.id":"https://graph.microsoft.com/v1.0/directoryObjects/\#(user.objectID)"}"#
+            #expect(try await driver.request(.post, "/v1.0/directoryRoles/\(id)/members/$ref", headers: GraphUsersTests.json("", reader), body: body).status == .forbidden)
+            #expect(try await driver.request(.post, "/v1.0/directoryRoles/\(id)/members/$ref", headers: GraphUsersTests.json("", writer), body: body).status == .noContent)
+            #expect(try await driver.request(.post, "/v1.0/directoryRoles/\(id)/members/$ref", headers: GraphUsersTests.json("", writer), body: body).status == .badRequest, "already a member")
+            let members = try await driver.request(.get, "/v1.0/directoryRoles/roleTemplateId=\(GraphDirectoryRoles.globalAdministratorTemplate)/members", headers: reader)
+            #expect((members.json["value"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [user.objectID], "\(members.text)")
+            #expect(try await AdminConsoleTests.signIn(driver, email: "graphadmin@example.com").status == .ok, "the console opens")
+            #expect(try await driver.request(.delete, "/v1.0/directoryRoles/\(id)/members/\(user.objectID)/$ref", headers: writer).status == .noContent)
+            #expect(try await driver.get("/admin/users").status == .seeOther, "and closes")
+            #expect(try await driver.request(.delete, "/v1.0/directoryRoles/\(id)/members/\(user.objectID)/$ref", headers: writer).status == .notFound)
+            #expect(try await driver.request(.get, "/v1.0/directoryRoles/\(UUID())", headers: reader).status == .notFound)
+            var query = DirectoryAuditQuery()
+            query.category = "RoleManagement"
+            let audits = try await h.server.service.directoryAudits.audits(tenantID: h.tenant.id, query)
+            #expect(audits.map(\.activity.displayName).sorted() == ["Add member to role", "Remove member from role"], "\(audits)")
+            #expect(audits.allSatisfy { if case .application = $0.initiator.actor { true } else { false } })
+        }
+    }
+
+    @Test("the tenant YAML carries directory roles: an export with users lists an admin's role, and applying it gives the role back; again, nothing changes")
+    func rolesInTheDeclaration() async throws {
+        try await IdentityHarness.run(.sqlite) { h, _ in
+            let root = try await AdminConsoleTests.admin(h)
+            let exported = try await h.server.administration.exportTenant(tenantID: h.tenant.id, withUsers: true)
+            #expect(exported.contains("roles:\n    - admin") || exported.contains("roles:\n  - admin") || exported.contains("- admin"), "\(exported.suffix(600))")
+            try await h.server.administration.removeRole(.admin, from: root)
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("roles-\(UUID().uuidString).yaml")
+            try exported.write(to: file, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let applied = try await TenantDeclaration.load(path: file.path).applyReporting(
+                to: h.server.administration, baseDirectory: file.deletingLastPathComponent())
+            #expect(applied.changes.contains { $0.hasPrefix("user role") }, "\(applied.changes)")
+            #expect(try await h.server.administration.roles(of: root) == [.admin])
+            let again = try await TenantDeclaration.load(path: file.path).applyReporting(
+                to: h.server.administration, baseDirectory: file.deletingLastPathComponent())
+            #expect(again.changes.isEmpty, "\(again.changes)")
+        }
+    }
 }

@@ -43,8 +43,10 @@ extension IdentityAdministration {
                     permissions: permissions.isEmpty ? nil : permissions, userFlow: app.userFlow))
         }
         if withUsers {
-            declaration.users = try await users.users(tenantID: tenantID).map { user in
-                TenantDeclaration.UserPart(
+            var parts: [TenantDeclaration.UserPart] = []
+            for user in try await users.users(tenantID: tenantID) {
+                let held = try await roles?.roles(of: user.id).sorted { $0.rawValue < $1.rawValue } ?? []
+                parts.append(TenantDeclaration.UserPart(
                     id: user.id, identityProvider: user.identityProvider, signInName: user.signInName, email: user.email,
                     emailVerified: user.emailVerified, displayName: user.displayName,
                     attributes: Self.declaredAttributes(user.attributes, tenant: tenant),
@@ -52,8 +54,9 @@ extension IdentityAdministration {
                     passwordPolicies: user.passwordPolicies,
                     sealedPasswordHash: try user.passwordHash.map {
                         try dataKey.seal($0, context: TenantDeclaration.UserPart.sealingContext(user.id))
-                    })
+                    }, roles: held.isEmpty ? nil : held))
             }
+            declaration.users = parts
         }
         let encoder = YAMLEncoder()
         encoder.options.sortKeys = false

@@ -162,7 +162,7 @@ public struct APIPermission: Sendable, Codable, Equatable {
     /// The Graph application permissions this service serves (`roles` of app-only tokens).
     public static let graphRoles = [
         "User.Read.All", "User.ReadWrite.All", "Policy.ReadWrite.TrustFramework", "TrustFrameworkKeySet.Read.All",
-        "TrustFrameworkKeySet.ReadWrite.All", "AuditLog.Read.All",
+        "TrustFrameworkKeySet.ReadWrite.All", "AuditLog.Read.All", "RoleManagement.Read.Directory", "RoleManagement.ReadWrite.Directory",
     ]
 
     /// How a permission may name its API (admin command, YAML): Microsoft Graph, or an app by its

@@ -151,6 +151,12 @@ extension TenantDeclaration {
         for (user, part, stored) in accounts {
             let name = TextRules.printable(user.email ?? user.signInName)
             if let stored {
+                // Declared roles are the account's roles: given or taken as the file says.
+                if let declared = part.roles, let held = try await administration.roles?.roles(of: stored.id), Set(declared) != held {
+                    for role in Set(declared).subtracting(held) { try await administration.assignRole(role, to: stored) }
+                    for role in held.subtracting(declared) { try await administration.removeRole(role, from: stored) }
+                    note("user role", name, before: false)
+                }
                 guard !part.matches(stored, hash: user.passwordHash) else { continue }
                 try await administration.users.replace(user)
                 // A new password or a disabled account ends the ways in, as through Graph.
@@ -160,6 +166,7 @@ extension TenantDeclaration {
                 note("user", name, before: false)
             } else {
                 try await administration.users.create(user)
+                for role in part.roles ?? [] { try await administration.assignRole(role, to: user) }
                 note("user", name, before: nil)
             }
         }

@@ -107,6 +107,8 @@ public struct TenantDeclaration: Codable, Sendable {
         var forcePasswordChange: Bool?
         var passwordPolicies: String?
         var sealedPasswordHash: String?
+        /// Directory roles (`[admin]`: the admin console); absent leaves the stored ones as they are.
+        var roles: [DirectoryRole]?
     }
 
     var tenant: TenantPart

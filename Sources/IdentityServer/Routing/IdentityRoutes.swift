@@ -60,6 +60,12 @@ extension IdentityServer {
         graph.get("auditLogs/signIns/:id", use: signIns.get)
         // The admin console (SPEC §2.13): server-rendered pages for the default tenant's admins.
         AdminConsole(server: self, sessions: ConsoleSessions(database: database), pages: consolePages).addRoutes(to: router)
+        let roles = GraphDirectoryRoles(authenticator: graphCallers, server: self)
+        graph.get("directoryRoles", use: roles.list)
+        graph.get("directoryRoles/:id", use: roles.get)
+        graph.get("directoryRoles/:id/members", use: roles.members)
+        graph.post("directoryRoles/:id/members/$ref", use: roles.addMember)
+        graph.delete("directoryRoles/:id/members/:member/$ref", use: roles.removeMember)
         let directoryAudits = GraphDirectoryAudits(
             authenticator: graphCallers, audits: service.directoryAudits, signIns: service.signIns.log, hosts: service.hosts)
         graph.get("auditLogs/directoryAudits", use: directoryAudits.list)
