@@ -92,29 +92,16 @@ package struct DirectoryAuditLog: Sendable {
 
     /// The tenant's admin changes matching `query`, newest first.
     package func audits(tenantID: UUID, _ query: DirectoryAuditQuery) async throws -> [DirectoryAudit] {
-        var sql = "SELECT * FROM directory_audits WHERE tenant_id = ?"
-        var binds: [StoredValue] = [.text(tenantID.uuidString.lowercased())]
-        func add(_ condition: String, _ value: StoredValue) {
-            sql += " AND " + condition
-            binds.append(value)
-        }
-        if let after = query.after { add("created_at > ?", .integer(after)) }
-        if let before = query.before { add("created_at < ?", .integer(before)) }
-        if let category = query.category { add("LOWER(category) = ?", .text(category.lowercased())) }
-        if let activity = query.activityDisplayName { add("LOWER(activity) = ?", .text(activity.lowercased())) }
-        if let service = query.loggedByService { add("LOWER(logged_by) = ?", .text(service.lowercased())) }
-        if let correlation = query.correlationID { add("correlation_id = ?", .text(correlation.lowercased())) }
-        if let succeeded = query.succeeded { sql += succeeded ? " AND failure_reason IS NULL" : " AND failure_reason IS NOT NULL" }
-        if let app = query.initiatorAppID { add("initiator_kind = 'app' AND initiator_id = ?", .text(app.lowercased())) }
-        if let user = query.initiatorUserID { add("initiator_kind = 'user' AND initiator_id = ?", .text(user.lowercased())) }
-        if let target = query.targetID { add("target_id = ?", .text(target.lowercased())) }
-        if let cursor = query.cursor {
-            sql += " AND (created_at < ? OR (created_at = ? AND id < ?))"
-            binds += [.integer(cursor.createdAt), .integer(cursor.createdAt), .text(cursor.id)]
-        }
-        sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
-        binds.append(.integer(Int64(query.limit)))
-        return try await database.rows(sql, binds).map(Self.audit(from:))
+        var search = ActivitySearch(.directoryAudits, tenantID: tenantID, after: query.after, before: query.before)
+        if let category = query.category { search.add("LOWER(category) = ?", .text(category.lowercased())) }
+        if let activity = query.activityDisplayName { search.add("LOWER(activity) = ?", .text(activity.lowercased())) }
+        if let service = query.loggedByService { search.add("LOWER(logged_by) = ?", .text(service.lowercased())) }
+        if let correlation = query.correlationID { search.add("correlation_id = ?", .text(correlation.lowercased())) }
+        if let succeeded = query.succeeded { search.add(succeeded ? "failure_reason IS NULL" : "failure_reason IS NOT NULL") }
+        if let app = query.initiatorAppID { search.add("initiator_kind = 'app' AND initiator_id = ?", .text(app.lowercased())) }
+        if let user = query.initiatorUserID { search.add("initiator_kind = 'user' AND initiator_id = ?", .text(user.lowercased())) }
+        if let target = query.targetID { search.add("target_id = ?", .text(target.lowercased())) }
+        return try await search.rows(database, after: query.cursor, limit: query.limit).map(Self.audit(from:))
     }
 
     package func audit(tenantID: UUID, id: String) async throws -> DirectoryAudit? {

@@ -156,36 +156,22 @@ package struct SignInLog: Sendable {
 
     /// The tenant's events matching `query`, newest first.
     package func events(tenantID: UUID, _ query: SignInQuery) async throws -> [SignInEvent] {
-        var sql = "SELECT * FROM sign_in_events WHERE tenant_id = ?"
-        var binds: [StoredValue] = [.text(tenantID.uuidString.lowercased())]
-        func add(_ condition: String, _ value: StoredValue) {
-            sql += " AND " + condition
-            binds.append(value)
-        }
-        if let after = query.after { add("created_at > ?", .integer(after)) }
-        if let before = query.before { add("created_at < ?", .integer(before)) }
-        if let app = query.appID { add("app_id = ?", .text(app.lowercased())) }
-        if let user = query.userID { add("user_id = ?", .text(user.lowercased())) }
-        if let name = query.userPrincipalName { add("LOWER(user_principal_name) = ?", .text(name.lowercased())) }
-        if let code = query.errorCode { add("error_code = ?", .integer(Int64(code))) }
-        if let correlation = query.correlationID { add("correlation_id = ?", .text(correlation.lowercased())) }
-        if let succeeded = query.succeeded { sql += succeeded ? " AND error_code = 0" : " AND error_code <> 0" }
+        var search = ActivitySearch(.signIns, tenantID: tenantID, after: query.after, before: query.before)
+        if let app = query.appID { search.add("app_id = ?", .text(app.lowercased())) }
+        if let user = query.userID { search.add("user_id = ?", .text(user.lowercased())) }
+        if let name = query.userPrincipalName { search.add("LOWER(user_principal_name) = ?", .text(name.lowercased())) }
+        if let code = query.errorCode { search.add("error_code = ?", .integer(Int64(code))) }
+        if let correlation = query.correlationID { search.add("correlation_id = ?", .text(correlation.lowercased())) }
+        if let succeeded = query.succeeded { search.add(succeeded ? "error_code = 0" : "error_code <> 0") }
         switch query.activity {
-        case .issueCode?: sql += " AND kind <> 'tokenGrant'"
-        case .validateCredentials?: sql += " AND kind = 'tokenGrant' AND grant_type = 'password'"
-        case .issueAccessToken?: sql += " AND kind = 'tokenGrant' AND grant_type = 'client_credentials'"
-        case .issueIDToken?:
-            sql += " AND kind = 'tokenGrant' AND (grant_type IS NULL OR grant_type NOT IN ('password', 'client_credentials'))"
+        case .issueCode?: search.add("kind <> 'tokenGrant'")
+        case .validateCredentials?: search.add("kind = 'tokenGrant' AND grant_type = 'password'")
+        case .issueAccessToken?: search.add("kind = 'tokenGrant' AND grant_type = 'client_credentials'")
+        case .issueIDToken?: search.add("kind = 'tokenGrant' AND (grant_type IS NULL OR grant_type NOT IN ('password', 'client_credentials'))")
         case nil: break
         case _?: return []  // no sign-in record is any other activity
         }
-        if let cursor = query.cursor {
-            sql += " AND (created_at < ? OR (created_at = ? AND id < ?))"
-            binds += [.integer(cursor.createdAt), .integer(cursor.createdAt), .text(cursor.id)]
-        }
-        sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
-        binds.append(.integer(Int64(query.limit)))
-        return try await database.rows(sql, binds).map(Self.event(from:))
+        return try await search.rows(database, after: query.cursor, limit: query.limit).map(Self.event(from:))
     }
 
     package func event(tenantID: UUID, id: String) async throws -> SignInEvent? {
@@ -214,6 +200,41 @@ package struct SignInLog: Sendable {
             steps: (try? JSONDecoder().decode([String].self, from: Data(try row.text("steps").utf8))) ?? [])
         event.id = try row.text("id")
         return event
+    }
+}
+
+/// A newest-first page of one of the logs, its conditions ANDed: the time bounds, the keyset
+/// cursor and the limit every log search has, and the log's own conditions between.
+struct ActivitySearch {
+    private(set) var sql: String
+    private(set) var binds: [StoredValue]
+
+    init(_ table: ActivityRetention.Table, tenantID: UUID, after: Int64?, before: Int64?) {
+        sql = "SELECT * FROM \(table.rawValue) WHERE tenant_id = ?"
+        binds = [.text(tenantID.uuidString.lowercased())]
+        if let after { add("created_at > ?", .integer(after)) }
+        if let before { add("created_at < ?", .integer(before)) }
+    }
+
+    /// `condition` with its one `?` bound to `value`.
+    mutating func add(_ condition: String, _ value: StoredValue) {
+        sql += " AND " + condition
+        binds.append(value)
+    }
+
+    /// A condition with nothing bound (a fixed text of this module's, never input).
+    mutating func add(_ condition: String) { sql += " AND " + condition }
+
+    /// The statement's rows: after `cursor`, at most `limit`, newest first.
+    func rows(_ database: any Database, after cursor: ActivityCursor?, limit: Int) async throws -> [StoredRow] {
+        var search = self
+        if let cursor {
+            search.sql += " AND (created_at < ? OR (created_at = ? AND id < ?))"
+            search.binds += [.integer(cursor.createdAt), .integer(cursor.createdAt), .text(cursor.id)]
+        }
+        search.sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
+        search.binds.append(.integer(Int64(limit)))
+        return try await database.rows(search.sql, search.binds)
     }
 }
 
