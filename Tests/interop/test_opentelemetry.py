@@ -175,6 +175,14 @@ def test_traces_metrics_and_logs_reach_an_otlp_receiver_with_nothing_secret(tmp_
         listed = requests.get(f"http://127.0.0.1:{api_port}/api/tasks", timeout=30, headers={
             "Authorization": f"Bearer {tokens['access_token']}", "traceparent": f"00-{trace_id}-{parent_id}-01"})
         assert listed.status_code == 200, listed.text
+        # The web app signs the same account in and lists its tasks: its calls to the token
+        # endpoint and to the Task API carry its spans' trace context.
+        web = requests.Session()
+        sign_in_page = Page(web.get(f"http://127.0.0.1:{api_port}/auth/signin", timeout=30))
+        returned = sign_in_page.submit(web, "localAccountForm", {"email": email, "password": password}, timeout=30)
+        assert returned.status_code in (302, 303), returned.text[:300]
+        web.get(returned.headers["Location"], timeout=30)
+        assert web.get(f"http://127.0.0.1:{api_port}/todos", timeout=30).status_code == 200
         refused = requests.post(f"{base}/{tenant_name}/B2C_1_ROPC/oauth2/v2.0/token", data={
             "grant_type": "password", "client_id": client_id, "username": email, "password": "Wrong-Pass9",
             "scope": "openid"}, timeout=30)
@@ -214,6 +222,17 @@ def test_traces_metrics_and_logs_reach_an_otlp_receiver_with_nothing_secret(tmp_
     tasks = next(s for s in spans if s.name == "GET /api/tasks")
     assert tasks.trace_id.hex() == trace_id and tasks.parent_span_id.hex() == parent_id
     assert attributes(tasks)["todo.part"] == "api"
+
+    # The web app's page made client calls that joined its trace: the Task API's span and the
+    # token endpoint's are children of the web app's client spans.
+    def parent(span):
+        return by_id.get(span.parent_span_id)
+    page_span = next(s for s in spans if s.name == "GET /todos")
+    api_calls = [s for s in spans if s.name.startswith("GET /api/tasks") and parent(s) is not None
+                 and parent(s).kind == Span.SPAN_KIND_CLIENT and parent(s).parent_span_id == page_span.span_id]
+    assert api_calls, "the Task API's span is not a child of the web app's call"
+    assert any(parent(s) is not None and parent(s).kind == Span.SPAN_KIND_CLIENT for s in spans
+               if s.name == "POST /{tenant}/{policy}/oauth2/v2.0/token"), "the token endpoint's span has no client parent"
 
     # The counters, by their bounded dimensions.
     points = {metric.name: [attributes(point) for point in _points(metric)] for metric in collector.metrics()}
