@@ -28,7 +28,8 @@ struct AdminConsoleManagementTests {
             #expect(RedirectURIRule.problem(with: native, kind: .confidential) != nil)
         }
         for bad in ["https://app.example.com/cb#x", "https://*.example.com/cb", "http://app.example.com/cb", "javascript:alert(1)", "/cb",
-                    "https://app.example.com/c b", String(repeating: "a", count: 300)] {
+                    "https://app.example.com/c b", String(repeating: "a", count: 300), "HTTP://evil.example/cb", "http://localhost.evil.example/cb",
+                    "http://127.0.0.1.nip.io/cb", "http://evil.example\\@localhost/cb", "http://localhost@evil.example/cb"] {
             #expect(RedirectURIRule.problem(with: bad, kind: .public) != nil, "\(bad)")
         }
     }
@@ -134,6 +135,50 @@ struct AdminConsoleManagementTests {
             let again = try await TenantDeclaration.load(path: file.path).applyReporting(
                 to: h.server.administration, baseDirectory: file.deletingLastPathComponent())
             #expect(again.changes.isEmpty, "\(again.changes)")
+        }
+    }
+
+    @Test("an app with only User.ReadWrite.All cannot change, delete or sign out an admin (it could take the console over); with RoleManagement.ReadWrite.Directory it can")
+    func privilegedAccounts() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            let root = try await AdminConsoleTests.admin(h)
+            let users = try await GraphUsersTests.appToken(h, driver, roles: ["User.ReadWrite.All"])
+            let password = #"{"passwordProfile":{"password":"Taken-Over9","forceChangePasswordNextSignIn":false}}"#
+            let refused = try await driver.request(.patch, "/v1.0/users/\(root.objectID)", headers: GraphUsersTests.json("", users), body: password)
+            #expect(refused.status == .forbidden, "\(refused.text)")
+            #expect(try await driver.request(.delete, "/v1.0/users/\(root.objectID)", headers: users).status == .forbidden)
+            #expect(try await driver.request(.post, "/v1.0/users/\(root.objectID)/revokeSignInSessions", headers: users).status == .forbidden)
+            #expect(try await h.server.users.user(id: root.id)?.passwordHash == root.passwordHash, "nothing changed")
+            let both = try await GraphUsersTests.appToken(h, driver, roles: ["User.ReadWrite.All", "RoleManagement.ReadWrite.Directory"])
+            #expect(try await driver.request(.patch, "/v1.0/users/\(root.objectID)", headers: GraphUsersTests.json("", both), body: password).status == .noContent)
+        }
+    }
+
+    @Test("the console's own registration and another tenant's client id are out of reach; a URI is judged as typed; a reference is a directoryObjects URL")
+    func boundaries() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            let token = try await Self.signedIn(h, driver)
+            let console = AdminConsole.clientID(of: h.tenant).uuidString.lowercased()
+            #expect(try await driver.post("/admin/apps/\(console)/add-redirect", [("csrf", token), ("uri", "https://evil.example/cb")]).status == .notFound)
+            let long = "https://app.example/" + String(repeating: "a", count: 300)
+            #expect(try await driver.post("/admin/apps", [("csrf", token), ("name", "Long"), ("kind", "public"), ("redirect", long)]).status == .badRequest)
+            #expect(try await h.server.administration.applications(tenantID: h.tenant.id).allSatisfy { $0.displayName != "Long" })
+            // A client id is one tenant's.
+            let other = Tenant(id: UUID(), name: "other.onmicrosoft.com", displayName: "Other", defaultPolicy: "B2C_1_susi")
+            try await h.server.tenants.save(other, now: Date())
+            let mine = try #require(try await h.server.administration.applications(tenantID: h.tenant.id).first)
+            var stolen = mine
+            stolen.tenantID = other.id
+            stolen.redirectURIs = ["https://evil.example/cb"]
+            await #expect(throws: TenantDirectoryError.self) { try await h.server.tenants.save(stolen, now: Date()) }
+            #expect(try await h.server.tenants.application(tenantID: h.tenant.id, clientID: mine.clientIDString)?.redirectURIs == mine.redirectURIs)
+            // A large policy is read whole (past the 64 KiB form limit) and judged by the policy rules.
+            let big = "<TrustFrameworkPolicy PolicyId=\"B2C_1A_big\">" + String(repeating: "<!-- padding -->", count: 8_000) + "</TrustFrameworkPolicy>"
+            let judged = try await driver.post("/admin/policies", [("csrf", token), ("xml", big)])
+            #expect(judged.status == .badRequest && !judged.text.contains("Not taken"), "\(judged.text.prefix(300))")
+            #expect(GraphDirectoryRoles.referencedID("https://graph.microsoft.com/v1.0/directoryObjects/\(mine.clientIDString)") != nil)
+            #expect(GraphDirectoryRoles.referencedID("https://evil.example/v1.0/groups/\(mine.clientIDString)") == nil)
+            #expect(GraphDirectoryRoles.referencedID(mine.clientIDString) == nil)
         }
     }
 }

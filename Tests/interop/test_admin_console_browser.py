@@ -45,10 +45,12 @@ def test_an_admin_manages_users_and_reads_the_logs_at_375_px(server, console_bro
     driver = console_browser
     data = str(Path(os.environ["TODO_SETTINGS"]).parent)
     admin = unique_email("admin")
-    subprocess.run(
-        [os.environ["TODO_SERVER_BIN"], "users", "add", "--data-dir", data, "--email", admin, "--name", "Ada Admin",
-         "--password-stdin", "--role", "admin"],
-        input="Console-Pass1\n", capture_output=True, text=True, check=True, timeout=60)
+    command = [os.environ["TODO_SERVER_BIN"], "users", "add", "--data-dir", data, "--email", admin, "--name", "Ada Admin",
+               "--password-stdin", "--role", "admin"]
+    # The server's own store: its PostgreSQL in the PostgreSQL run.
+    if os.environ.get("TODO_SERVER_DATABASE_URL"):
+        command += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
+    subprocess.run(command, input="Console-Pass1\n", capture_output=True, text=True, check=True, timeout=60)
 
     driver.get(f"{server.base}/admin")
     wait_for(driver, "email")  # the tenant's own sign-in page

@@ -218,12 +218,12 @@ struct ActivitySearch {
 
     /// `condition` with its one `?` bound to `value`.
     mutating func add(_ condition: String, _ value: StoredValue) {
-        sql += " AND " + condition
+        sql += " AND (" + condition + ")"
         binds.append(value)
     }
 
     /// A condition with nothing bound (a fixed text of this module's, never input).
-    mutating func add(_ condition: String) { sql += " AND " + condition }
+    mutating func add(_ condition: String) { sql += " AND (" + condition + ")" }
 
     /// The statement's rows: after `cursor`, at most `limit`, newest first.
     func rows(_ database: any Database, after cursor: ActivityCursor?, limit: Int) async throws -> [StoredRow] {

@@ -196,10 +196,14 @@ public struct IdentityAdministration: Sendable {
             guard uris.count <= RedirectURIRule.maximumCount else {
                 throw AdministrationError.invalidRedirectURI("An app holds at most \(RedirectURIRule.maximumCount) redirect URIs.")
             }
-            for uri in uris {
-                if let problem = RedirectURIRule.problem(with: uri, kind: app.kind) { throw AdministrationError.invalidRedirectURI(problem) }
+            // The app as stored now (a grant made meanwhile stays); only the URIs it did not have
+            // are checked, so one an older rule let in does not block every other change.
+            guard var changed = try await tenants.application(tenantID: app.tenantID, clientID: app.clientIDString) else {
+                throw AdministrationError.noSuchApplication(app.clientIDString)
             }
-            var changed = app
+            for uri in uris where !changed.redirectURIs.contains(uri) {
+                if let problem = RedirectURIRule.problem(with: uri, kind: changed.kind) { throw AdministrationError.invalidRedirectURI(problem) }
+            }
             changed.redirectURIs = uris
             try await tenants.save(changed, now: clock.now)
         }

@@ -17,6 +17,9 @@ public enum RedirectURIRule {
             return "The redirect URI \(shown) has spaces, controls or characters outside ASCII."
         }
         guard !uri.contains("*") else { return "The redirect URI \(shown) has a wildcard, which B2C does not take." }
+        // Browsers read `\` as `/` in an http URL: `http://evil.example\@localhost` goes to
+        // evil.example, where a URL parser sees user `evil.example\` at localhost.
+        guard !uri.contains("\\") else { return "The redirect URI \(shown) has a backslash." }
         guard !uri.contains("#") else { return "The redirect URI \(shown) has a fragment (RFC 6749 §3.1.2)." }
         if uri == "urn:ietf:wg:oauth:2.0:oob" {
             return kind == .public ? nil : "urn:ietf:wg:oauth:2.0:oob is for public clients (native apps) only."
@@ -24,6 +27,7 @@ public enum RedirectURIRule {
         guard let parts = URLComponents(string: uri), let scheme = parts.scheme?.lowercased() else {
             return "The redirect URI \(shown) is not an absolute URI."
         }
+        guard parts.user == nil, parts.password == nil else { return "The redirect URI \(shown) has a user name or password in it." }
         switch scheme {
         case "https":
             guard parts.host?.isEmpty == false else { return "The redirect URI \(shown) has no host." }

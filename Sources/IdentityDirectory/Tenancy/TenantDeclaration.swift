@@ -281,6 +281,9 @@ public struct TenantDeclaration: Codable, Sendable {
             if let flow = app.userFlow, !names.contains(flow.lowercased()) {
                 problems.append("application '\(app.name)': userFlow '\(TextRules.printable(flow))' is not one of the user flows")
             }
+            for uri in app.redirectUris ?? [] {
+                if let problem = RedirectURIRule.problem(with: uri, kind: app.kind) { problems.append("application '\(app.name)': \(problem)") }
+            }
             if let pkce = app.pkce, !["required", "optional"].contains(pkce.lowercased()) {
                 problems.append("application '\(app.name)': pkce must be required or optional, not '\(TextRules.printable(pkce))'")
             }

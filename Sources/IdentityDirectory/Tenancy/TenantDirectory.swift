@@ -40,6 +40,18 @@ struct TenantSettings: Codable, Equatable {
     var localizedStrings: [String: [String: String]]?
 }
 
+/// A change the tenant directory refuses.
+package enum TenantDirectoryError: Error, CustomStringConvertible, Equatable {
+    /// The client id is another tenant's app.
+    case clientIDTaken(String)
+
+    package var description: String {
+        switch self {
+        case .clientIDTaken(let id): "the client id \(id) is another tenant's app"
+        }
+    }
+}
+
 /// The SQL implementation of ``TenantDirectory``.
 package struct SQLTenantDirectory: TenantDirectory {
     let database: any Database
@@ -254,8 +266,11 @@ package struct SQLTenantDirectory: TenantDirectory {
             exposedScopes: StoredJSON.encode(application.exposedScopes), createdAt: now.epochSeconds,
             apiPermissions: StoredJSON.encode(application.apiPermissions), userFlow: application.userFlow)
         try await database.transaction { sql in
-            let exists = try await sql.select().column("client_id").from("applications")
-                .where("client_id", .equal, row.clientId).first()
+            let exists = try await sql.select().column("tenant_id").from("applications")
+                .where("client_id", .equal, row.clientId).first(decodingColumn: "tenant_id", as: String.self)
+            // A client id is one tenant's: another tenant's declaration or registration naming
+            // it changes nothing of it.
+            if let owner = exists, owner != row.tenantId { throw TenantDirectoryError.clientIDTaken(row.clientId) }
             if exists == nil {
                 try await sql.insert(into: "applications").model(row, with: .snakeCase).run()
             } else {
@@ -267,7 +282,7 @@ package struct SQLTenantDirectory: TenantDirectory {
                     .set("require_pkce", to: row.requirePkce)
                     .set("app_id_uri", to: row.appIdUri).set("exposed_scopes", to: row.exposedScopes)
                     .set("api_permissions", to: row.apiPermissions).set("user_flow", to: row.userFlow)
-                    .where("client_id", .equal, row.clientId).run()
+                    .where("client_id", .equal, row.clientId).where("tenant_id", .equal, row.tenantId).run()
             }
         }
     }

@@ -171,9 +171,19 @@ struct AdminConsole: Sendable {
                 requirePKCE: true)
         // "Run user flow" asks for an ID token by form post, as B2C's does for jwt.ms; the
         // console's own sign-in is the code flow with PKCE.
-        guard app.redirectURIs != redirects || !app.allowImplicit else { return true }
+        // The whole shape, whatever a declaration wrote under this client id: a public client
+        // with PKCE, no API permissions, no password grant.
+        let shaped = app.redirectURIs == redirects && app.allowImplicit && app.kind == .public && app.requirePKCE
+            && app.apiPermissions.isEmpty && !app.allowPublicClientFlows && app.userFlow == nil
+        guard !shaped else { return true }
         app.redirectURIs = redirects
         app.allowImplicit = true
+        app.kind = .public
+        app.requirePKCE = true
+        app.apiPermissions = []
+        app.allowPublicClientFlows = false
+        app.userFlow = nil
+        try await server.tenants.removeSecrets(clientID: clientID)
         try await server.tenants.save(app, now: server.clock.now)
         return true
     }
@@ -189,7 +199,8 @@ struct AdminConsole: Sendable {
     /// A form post of a signed-in admin: refused unless it carries the session's CSRF token and
     /// comes from this site (`Sec-Fetch-Site`, `Origin`, when the browser sends them).
     func posting(
-        _ request: Request, context: IdentityRequestContext, _ body: (Admin, RequestParameters) async throws -> Response
+        _ request: Request, context: IdentityRequestContext, upTo limit: Int? = nil,
+        _ body: (Admin, RequestParameters) async throws -> Response
     ) async throws -> Response {
         guard let admin = try await admin(request, context: context) else {
             return pages.message("Sign in first", "Your console session has ended. Open /admin to sign in again.", admin: nil, status: .unauthorized)
@@ -199,9 +210,10 @@ struct AdminConsole: Sendable {
         let crossSite = (site != nil && site != "same-origin") || (origin != nil && origin != server.service.hosts.origin(of: request))
         let form: RequestParameters
         do {
-            form = try await FormBody.read(request, context: context)
+            form = try await FormBody.read(request, context: context, upTo: limit)
         } catch {
-            return pages.message("Not a form", "The console takes form posts only.", admin: admin, status: .badRequest)
+            let most = limit ?? context.maxUploadSize
+            return pages.message("Not taken", "The console takes form posts of at most \(most / 1024) KiB.", admin: admin, status: .badRequest)
         }
         guard !crossSite, let sent = form["csrf"], Self.same(sent, admin.session.csrf) else {
             context.logger.warning("console post refused: cross-site or without the session's token")

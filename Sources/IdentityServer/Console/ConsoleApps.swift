@@ -22,7 +22,8 @@ extension AdminConsole {
         try await posting(request, context: context) { admin, form in
             var draft = IdentityAdministration.NewApplication(
                 name: form["name"] ?? "", kind: form["kind"] == "confidential" ? .confidential : .public)
-            if let uri = Self.field(form["redirect"]) { draft.redirectURIs = [uri] }
+            // As typed (trimmed): the redirect-URI rule judges it, nothing here changes it.
+            if let uri = form["redirect"]?.trimmingCharacters(in: .whitespaces), !uri.isEmpty { draft.redirectURIs = [uri] }
             draft.requirePKCE = draft.kind == .public
             do {
                 let (app, secret) = try await admin.administration.register(draft, tenantID: admin.tenant.id)
@@ -63,11 +64,20 @@ extension AdminConsole {
             do {
                 switch action {
                 case "add-redirect":
-                    guard let uri = form["uri"], !app.redirectURIs.contains(uri) else { break }
+                    let uri = (form["uri"] ?? "").trimmingCharacters(in: .whitespaces)
+                    guard !app.redirectURIs.contains(uri) else {
+                        return pages.message("Already there", "The app has that redirect URI already.", admin: admin, status: .badRequest)
+                    }
                     try await door.setRedirectURIs(app.redirectURIs + [uri], of: app)
                 case "remove-redirect":
-                    try await door.setRedirectURIs(app.redirectURIs.filter { $0 != form["uri"] }, of: app)
+                    guard let uri = form["uri"], app.redirectURIs.contains(uri) else {
+                        return pages.message("Not there", "The app has no such redirect URI.", admin: admin, status: .badRequest)
+                    }
+                    try await door.setRedirectURIs(app.redirectURIs.filter { $0 != uri }, of: app)
                 case "new-secret":
+                    guard app.kind == .confidential else {
+                        return pages.message("No secrets", "A public client has no secret.", admin: admin, status: .badRequest)
+                    }
                     return secretPage(app, secret: try await door.addSecret(to: app), admin: admin)
                 case "remove-secrets": try await door.removeSecrets(of: app)
                 case "grant":

@@ -53,7 +53,8 @@ extension AdminConsole {
     /// `POST /admin/policies`: a policy's XML pasted in the form, checked whole and stored as
     /// Graph's upload stores it; a refusal names every problem and stores nothing.
     @Sendable func uploadPolicy(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        try await posting(request, context: context) { admin, form in
+        // A policy's XML, form-encoded: up to three bytes for each of its own.
+        try await posting(request, context: context, upTo: PolicyXML.maximumBytes * 3 + 1024) { admin, form in
             let xml = form["xml"] ?? ""
             guard !xml.isEmpty, xml.utf8.count <= PolicyXML.maximumBytes else {
                 return pages.message("Not uploaded", "Paste one policy's XML, at most \(PolicyXML.maximumBytes) bytes.", admin: admin, status: .badRequest)

@@ -62,11 +62,13 @@ extension AdminConsole {
             }
             let flow = parts[2]
             if let error = form.nonEmpty("error") {
-                return pages.render(
+                var response = pages.render(
                     "token",
-                    ["title": "Run \(flow)", "flow": flow, "error": error,
+                    ["title": "Run \(flow)", "flow": flow, "error": String(TextRules.printable(error).prefix(64)),
                      "description": String(TextRules.printable(form["error_description"] ?? "").prefix(600))],
                     admin: admin)
+                response.setCookie(Cookie(name: Self.runCookie, value: "", maxAge: 0, path: "/admin", httpOnly: true))
+                return response
             }
             let token = form["id_token"] ?? ""
             guard token.count <= 16_384, let parsed = try? RS256.parse(token) else {

@@ -66,8 +66,7 @@ struct GraphDirectoryRoles: Sendable {
             server.administration, of: request, context: context, anyOf: Self.writeRoles)
         try Self.role(context, tenant: tenant)
         let body = try await GraphBody.object(request, context: context)
-        guard case .string(let reference)? = body["@odata.id"], let id = reference.split(separator: "/").last.map(String.init),
-            let user = try await member(id, tenant: tenant)
+        guard case .string(let reference)? = body["@odata.id"], let id = Self.referencedID(reference), let user = try await member(id, tenant: tenant)
         else { throw GraphError.badRequest("The @odata.id must name a user of this tenant (…/directoryObjects/{id}).") }
         guard !(try await administration.roles(of: user).contains(.admin)) else {
             throw GraphError.badRequest("One or more added object references already exist for the following modified properties: 'members'.")
@@ -86,6 +85,17 @@ struct GraphDirectoryRoles: Sendable {
         else { throw GraphError.resourceNotFound }
         try await administration.removeRole(.admin, from: user)
         return Response(status: .noContent)
+    }
+
+    /// The object id of `https://graph.microsoft.com/v1.0/directoryObjects/{id}` (or `users/{id}`,
+    /// on any host this service answers as Graph): nothing else is a reference.
+    static func referencedID(_ reference: String) -> String? {
+        guard let url = URLComponents(string: reference), ["https", "http"].contains(url.scheme?.lowercased() ?? ""), url.query == nil else { return nil }
+        let segments = url.path.split(separator: "/").map(String.init)
+        guard segments.count == 3, ["v1.0", "beta"].contains(segments[0].lowercased()),
+            ["directoryobjects", "users"].contains(segments[1].lowercased()), UUID(uuidString: segments[2]) != nil
+        else { return nil }
+        return segments[2]
     }
 
     private func member(_ id: String, tenant: Tenant) async throws -> UserAccount? {

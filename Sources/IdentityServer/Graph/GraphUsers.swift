@@ -77,6 +77,7 @@ struct GraphUsers: Sendable {
         let (tenant, administration) = try await authenticator.administration(
             server.administration, of: request, context: context, anyOf: Self.writeRoles)
         let user = try await self.user(context, tenant: tenant)
+        try await refuseUnlessPrivileged(user, request)
         let body = try await GraphBody.object(request, context: context)
         let changes = try GraphUserDraft.changes(from: body, tenant: tenant)
         do {
@@ -91,6 +92,7 @@ struct GraphUsers: Sendable {
         let (tenant, administration) = try await authenticator.administration(
             server.administration, of: request, context: context, anyOf: Self.writeRoles)
         let user = try await self.user(context, tenant: tenant)
+        try await refuseUnlessPrivileged(user, request)
         try await administration.deleteUser(user)
         context.logger.info("user deleted through Graph", metadata: ["oid": "\(user.objectID)"])
         return Response(status: .noContent)
@@ -101,9 +103,23 @@ struct GraphUsers: Sendable {
         let (tenant, administration) = try await authenticator.administration(
             server.administration, of: request, context: context, anyOf: Self.writeRoles)
         let user = try await self.user(context, tenant: tenant)
+        try await refuseUnlessPrivileged(user, request)
         try await administration.revokeSessions(user)
         return .json(
             .object([("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#Edm.Boolean")), ("value", .bool(true))]))
+    }
+
+    /// An admin's account (the console's `admin` role, Graph's Global Administrator) is changed,
+    /// deleted or signed out only by an app that may manage roles too: as Entra refuses a
+    /// user-management app a privileged account's password, an app holding only
+    /// `User.ReadWrite.All` could otherwise set an admin's password and sign in to the console.
+    private func refuseUnlessPrivileged(_ user: UserAccount, _ request: Request) async throws {
+        guard try await server.administration.roles(of: user).contains(.admin) else { return }
+        do {
+            _ = try await authenticator.application(of: request, anyOf: GraphDirectoryRoles.writeRoles)
+        } catch {
+            throw GraphError.insufficientPrivileges
+        }
     }
 
     /// `{id}`: an object id, or a user principal name (a local account's email), in this tenant.

@@ -14,9 +14,10 @@ package enum FormBody {
         "code_challenge_method", "prompt", "csrf_token",
     ]
 
-    package static func read(_ request: Request, context: some RequestContext) async throws -> RequestParameters {
+    /// - Parameter limit: the most bytes read (the context's upload limit unless given).
+    package static func read(_ request: Request, context: some RequestContext, upTo limit: Int? = nil) async throws -> RequestParameters {
         var request = request
-        let buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        let buffer = try await request.collectBody(upTo: limit ?? context.maxUploadSize)
         let contentType = request.headers[.contentType]?.lowercased() ?? ""
         guard contentType.hasPrefix("application/x-www-form-urlencoded") || buffer.readableBytes == 0 else {
             throw ProtocolFailure.malformedRequest("The request body must be application/x-www-form-urlencoded.")
