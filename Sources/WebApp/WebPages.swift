@@ -1,4 +1,5 @@
 import Foundation
+import WireCoding
 import HTTPTypes
 import Hummingbird
 import Mustache
@@ -31,7 +32,7 @@ struct WebPages: Sendable {
         // Optionals put in `[String: Any]` would render as "nil": absent values are left out.
         var context = values.compactMapValues(Self.present)
         context["appName"] = "TodoB2C"
-        let html = (try? library.render(context, withTemplate: name)) ?? nil
+        let html = (try? library.render(MarkupValues.safe(context), withTemplate: name)) ?? nil
         var headers: HTTPFields = [
             .contentType: "text/html; charset=utf-8",
             .cacheControl: "no-store",

@@ -188,12 +188,22 @@ def test_traces_metrics_and_logs_reach_an_otlp_receiver_with_nothing_secret(tmp_
             "scope": "openid"}, timeout=30)
         assert refused.status_code == 400
 
-        def names():
-            return {span.name for span in collector.spans()}
-        wait_for(lambda: "GET /api/tasks" in names() and any(n.startswith("journey step") for n in names())
-                 and any(n.startswith("POST api-connector") for n in names()), "the spans")
-        metric_names = lambda: {metric.name for metric in collector.metrics()}  # noqa: E731
-        wait_for(lambda: {"todo.sign_ins", "todo.token_grants", "http.server.request.duration"} <= metric_names(), "the metrics")
+        # Spans arrive in batches: wait for every one the checks below look at.
+        def spans_complete():
+            spans = collector.spans()
+            names = {span.name for span in spans}
+            return ({"GET /api/tasks", "GET /todos", "POST api-connector", "POST /{tenant}/{policy}/oauth2/v2.0/token"} <= names
+                    and any(s.name.startswith("journey step") and attributes(s).get("todo.journey.result") == "failed" for s in spans)
+                    and any(s.trace_id.hex() == trace_id for s in spans))
+        wait_for(spans_complete, "the spans")
+
+        def metrics_complete():
+            points = {metric.name: [attributes(point) for point in _points(metric)] for metric in collector.metrics()}
+            grants = points.get("todo.token_grants", [])
+            return ({"todo.sign_ins", "http.server.request.duration"} <= set(points)
+                    and any(p.get("grant_type") == "password" and p.get("result") != "success" for p in grants)
+                    and any(p.get("grant_type") == "authorization_code" for p in grants))
+        wait_for(metrics_complete, "the metrics")
         wait_for(lambda: collector.logs(), "log records")
     finally:
         process.terminate()

@@ -1,4 +1,5 @@
 import Foundation
+import WireCoding
 import HTTPTypes
 import Hummingbird
 import Mustache
@@ -35,7 +36,7 @@ struct ConsolePages: Sendable {
             context["csrf"] = admin.session.csrf
             context["tenantName"] = admin.tenant.displayName
         }
-        let html = (try? library.render(context, withTemplate: template)) ?? nil
+        let html = (try? library.render(MarkupValues.safe(context), withTemplate: template)) ?? nil
         var headers: HTTPFields = [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"]
         // Nothing of the console is framed, and its forms post only here.
         headers[HTTPField.Name("X-Frame-Options")!] = "DENY"

@@ -1,4 +1,5 @@
 import Foundation
+import WireCoding
 import IdentityDirectory
 import Mustache
 import Synchronization
@@ -52,7 +53,7 @@ package final class PageRenderer: Sendable {
         var context = values
         context["tenantName"] = tenant?.displayName ?? "TodoB2C"
         context["stylesheet"] = tenant?.pageTemplatesPath != nil ? "/static/tenants/\(tenant!.guid)/style.css" : "/static/style.css"
-        guard let html = try library(for: tenant).render(context, withTemplate: name) else {
+        guard let html = try library(for: tenant).render(MarkupValues.safe(context), withTemplate: name) else {
             throw RenderError.missingTemplate(name)
         }
         return html
