@@ -81,6 +81,8 @@ public struct AuditActivity: Sendable, Equatable {
     public static let issueIDToken = AuditActivity("Issue an id_token to the application", "Authentication", "Issue", b2c)
     public static let issueAccessToken = AuditActivity("Issue an access token to the application", "Authentication", "Issue", b2c)
     public static let validateCredentials = AuditActivity("Validate user credentials", "Authentication", "Issue", b2c)
+    /// Every activity a sign-in log record is shown as.
+    static let tokenIssuance: [AuditActivity] = [.issueCode, .issueIDToken, .issueAccessToken, .validateCredentials]
 }
 
 /// The object an admin change was made to (Graph's `targetResource`). Modified properties are

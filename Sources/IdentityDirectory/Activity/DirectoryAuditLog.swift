@@ -31,8 +31,7 @@ package struct DirectoryAuditQuery: Sendable, Equatable {
         if initiatorUserID != nil { return nil }
         var query = SignInQuery()
         if let name = activityDisplayName {
-            let known: [AuditActivity] = [.issueCode, .issueIDToken, .issueAccessToken, .validateCredentials]
-            guard let activity = known.first(where: { $0.displayName.lowercased() == name.lowercased() }) else { return nil }
+            guard let activity = AuditActivity.tokenIssuance.first(where: { $0.displayName.lowercased() == name.lowercased() }) else { return nil }
             query.activity = activity
         }
         query.after = after

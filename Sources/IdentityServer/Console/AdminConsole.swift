@@ -33,9 +33,13 @@ struct AdminConsole: Sendable {
     }
 
     /// The console's client id in `tenant`: derived from the tenant's id, so every instance agrees.
-    static func clientID(of tenant: Tenant) -> UUID {
-        var bytes = Array(SHA256.hash(data: Data("todo-admin-console:\(tenant.guid)".utf8)).prefix(16))
-        bytes[6] = bytes[6] & 0x0F | 0x80  // version 8: a name-based UUID of our own scheme (RFC 9562 §5.8)
+    static func clientID(of tenant: Tenant) -> UUID { nameBasedID("todo-admin-console:\(tenant.guid)") }
+
+    /// A UUID every instance derives alike from `name`: version 8, a name-based id of our own
+    /// scheme (RFC 9562 §5.8), from SHA-256.
+    static func nameBasedID(_ name: String) -> UUID {
+        var bytes = Array(SHA256.hash(data: Data(name.utf8)).prefix(16))
+        bytes[6] = bytes[6] & 0x0F | 0x80
         bytes[8] = bytes[8] & 0x3F | 0x80
         return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
                            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
@@ -129,11 +133,10 @@ struct AdminConsole: Sendable {
 
     /// `POST /admin/signout`: ends the session (a form with the CSRF token, as every post).
     @Sendable func signOut(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        try await posting(request, context: context) { admin, _ in
+        try await posting(request, context: context) { _, _ in
             if let token = request.cookies[Self.sessionCookie]?.value { try await sessions.end(token: token) }
             var response = pages.message("Signed out", "You are signed out of the console.", admin: nil, status: .ok)
             response.setCookie(Cookie(name: Self.sessionCookie, value: "", maxAge: 0, path: "/admin", secure: secure(request), httpOnly: true))
-            _ = admin
             return response
         }
     }

@@ -94,14 +94,10 @@ extension AdminConsole {
         }
     }
 
-    /// A filter field: trimmed, at most 256 characters, nil when empty. Combining marks are
-    /// dropped: the page shows it again in an attribute, and swift-mustache escapes by
-    /// `Character`, so `"` with a mark on it would pass unescaped.
+    /// A filter field: trimmed, at most 256 characters, nil when empty. (Shown again in the page,
+    /// it is escaped there like every value, ``MarkupValues``.)
     static func field(_ value: String?) -> String? {
-        let scalars = (value ?? "").unicodeScalars.filter {
-            ![.nonspacingMark, .spacingMark, .enclosingMark].contains($0.properties.generalCategory)
-        }
-        let text = String(String(String.UnicodeScalarView(scalars)).trimmingCharacters(in: .whitespaces).prefix(256))
+        let text = String((value ?? "").trimmingCharacters(in: .whitespaces).prefix(256))
         return text.isEmpty ? nil : text
     }
 }

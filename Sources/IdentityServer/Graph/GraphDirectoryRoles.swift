@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import Hummingbird
 import IdentityDirectory
@@ -23,12 +22,7 @@ struct GraphDirectoryRoles: Sendable {
 
     /// The role's object id in `tenant`: derived from the tenant's id, so every instance agrees.
     static func roleID(of tenant: Tenant) -> String {
-        var bytes = Array(SHA256.hash(data: Data("todo-directory-role:admin:\(tenant.guid)".utf8)).prefix(16))
-        bytes[6] = bytes[6] & 0x0F | 0x80
-        bytes[8] = bytes[8] & 0x3F | 0x80
-        return Hex.lowercase(bytes).enumerated().map { index, character in
-            [8, 12, 16, 20].contains(index) ? "-\(character)" : "\(character)"
-        }.joined()
+        AdminConsole.nameBasedID("todo-directory-role:admin:\(tenant.guid)").uuidString.lowercased()
     }
 
     @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
