@@ -181,4 +181,24 @@ struct AdminConsoleManagementTests {
             #expect(GraphDirectoryRoles.referencedID(mine.clientIDString) == nil)
         }
     }
+
+    @Test("another tenant's account is out of the console's and Graph's reach: its page is not found, no action applies to it, and it cannot be made a member of this tenant's role")
+    func otherTenantsAccount() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            let token = try await Self.signedIn(h, driver)
+            let other = Tenant(id: UUID(), name: "elsewhere.onmicrosoft.com", displayName: "Elsewhere", defaultPolicy: "B2C_1_susi")
+            try await h.server.tenants.save(other, now: Date())
+            let stranger = try await h.server.administration.createLocalUser(
+                tenantID: other.id, email: "stranger@example.com", displayName: "Stranger", password: "Passw0rd!")
+            #expect(try await driver.get("/admin/users/\(stranger.objectID)").status == .notFound)
+            #expect(try await driver.post("/admin/users/\(stranger.objectID)/disable", [("csrf", token)]).status == .notFound)
+            #expect(try await h.server.users.user(id: stranger.id)?.accountEnabled == true)
+            let writer = try await GraphUsersTests.appToken(h, driver, roles: ["RoleManagement.ReadWrite.Directory"])
+            let body = #"{"@odata.id":"https://graph.microsoft.com/v1.0/directoryObjects/\#(stranger.objectID)"}"#
+            let refused = try await driver.request(
+                .post, "/v1.0/directoryRoles/\(GraphDirectoryRoles.roleID(of: h.tenant))/members/$ref", headers: GraphUsersTests.json("", writer), body: body)
+            #expect(refused.status == .badRequest)
+            #expect(try await h.server.administration.roles(of: stranger).isEmpty)
+        }
+    }
 }
