@@ -43,9 +43,11 @@ public final class IdentityServer: Sendable {
     /// - Parameter dataKey: seals signing keys and server secrets in the database; every
     ///   instance sharing `database` needs the same one.
     public static func make(
-        configuration: IdentityServerConfiguration, database: any Database, dataKey: DataKey, clock: any IdentityClock = SystemClock(),
+        configuration: IdentityServerConfiguration, database: any Database, dataKey: DataKey, clock: (any IdentityClock)? = nil,
         logger: Logger
     ) async throws -> IdentityServer {
+        // Where the test-control surface is on, its clock can be moved forward (`/dev/clock`).
+        let clock = clock ?? (configuration.developmentMailbox ? AdjustableClock() : SystemClock())
         try await migrate(database, logger: logger)
         let keys = SigningKeyRing(database: database, dataKey: dataKey, clock: clock, keyBits: configuration.signingKeyBits)
         let policyKeySets = PolicyKeySetLibrary(database: database, dataKey: dataKey, clock: clock)

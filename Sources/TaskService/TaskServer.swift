@@ -51,13 +51,14 @@ public final class TaskServer: Sendable {
     }
 
     public static func make(
-        configuration: TaskServiceConfiguration, database: any Database, fetcher: any MetadataFetcher, logger: Logger
+        configuration: TaskServiceConfiguration, database: any Database, fetcher: any MetadataFetcher, logger: Logger,
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> TaskServer {
         try await SQLTaskRepository.migrations.run(on: database, logger: logger)
         // Lists are kept in memory: SQLite is one process's file, written only through this
         // repository; instances sharing PostgreSQL ask it for the owner's version each time.
         let repository = SQLTaskRepository(database: database, cachesLists: true)
-        let validator = BearerValidator(policy: configuration.policy, fetcher: fetcher, logger: logger)
+        let validator = BearerValidator(policy: configuration.policy, fetcher: fetcher, logger: logger, clock: clock)
         let adoption = LegacyOwnerAdoption(
             repository: repository, validator: validator, pending: try await repository.hasLegacyOwners(), logger: logger)
         return TaskServer(configuration: configuration, repository: repository, validator: validator, adoption: adoption, logger: logger)

@@ -140,7 +140,7 @@ public struct TodoSystem: Sendable {
                 flows.map { "\(identityBase)/\(seed.tenant.name)/\($0)/v2.0/.well-known/openid-configuration" },
                 [seed.publicApp.clientIDString], "\(identityBase)/\(seed.tenant.name)"
             ),
-            caPath: caPath, teardown: teardown, logger: logger)
+            caPath: caPath, teardown: teardown, logger: logger, clock: { [clock = identity.clock] in clock.now })
         let apiRouter = tasks.buildRouter()
         let webApp = try await Self.webApp(
             configuration, database: database, dataKey: dataKey, identity: identity, seed: seed,
@@ -181,7 +181,8 @@ public struct TodoSystem: Sendable {
     /// configured, `defaults` (the built-in identity service's user flows and dev client id).
     private static func taskServer(
         _ configuration: SystemConfiguration, database: any Database,
-        defaults: (discoveryURLs: [String], audiences: [String], tenant: String?), caPath: String?, teardown: Teardown, logger: Logger
+        defaults: (discoveryURLs: [String], audiences: [String], tenant: String?), caPath: String?, teardown: Teardown, logger: Logger,
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> TaskServer {
         var discovery = configuration.authorities.map(BearerPolicy.discoveryURL(forAuthority:))
         // Trusting the built-in service by default is trusting its tenant: the policies uploaded
@@ -198,7 +199,7 @@ public struct TodoSystem: Sendable {
         teardown.add("metadata fetcher") { try await fetcher.shutdown() }
         return try await TaskServer.make(
             configuration: configuration.taskService(policy: policy),
-            database: database, fetcher: fetcher, logger: logger)
+            database: database, fetcher: fetcher, logger: logger, clock: clock)
     }
 
     /// The browser app on the API port: the dev tenant's confidential "web" twin, its secret

@@ -6,16 +6,22 @@ import UserJourneys
 import WireCoding
 
 /// What a tester asks to be minted: the user (email or object id), the app, optionally the user
-/// flow (else the tenant's default), the scopes (else `openid offline_access {client}`), and
-/// whether the tokens take the Entra face's shapes.
+/// flow (else the tenant's default), the scopes (else `openid offline_access {client}`),
+/// whether the tokens take the Entra face's shapes, and claims to add.
 public struct TokenMintRequest: Sendable, Decodable {
     public var user: String
     public var client: String
     public var policy: String?
     public var scope: String?
     public var entra: Bool?
+    /// Claims added to both tokens, or replacing the issuer's value of that name (SPEC §2.14);
+    /// not `iss`, `aud` or the times (``ExtraClaims``).
+    public var claims: [String: JSONValue]?
 
-    public init(user: String, client: String, policy: String? = nil, scope: String? = nil, entra: Bool? = nil) {
+    public init(
+        user: String, client: String, policy: String? = nil, scope: String? = nil, entra: Bool? = nil, claims: [String: JSONValue]? = nil
+    ) {
+        self.claims = claims
         self.user = user
         self.client = client
         self.policy = policy
@@ -57,9 +63,14 @@ extension IdentityServer {
         let apps = try await tenants.applications(tenantID: tenantID)
         let scopes = try GrantedScopes.resolve(
             .scopes(request.scope ?? "openid offline_access \(client.clientIDString)"), client: client, tenantApps: apps)
-        let issuance = IssuanceContext(
+        var issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: HostPolicy.issuer(origin: origin, tenant: tenant, face: face),
             scopes: scopes, nonce: nil, authTime: now, newUser: false, identityProvider: user.identityProvider, face: face)
+        do {
+            issuance.extraClaims = try ExtraClaims(request.claims ?? [:])
+        } catch {
+            throw ProtocolFailure.malformedRequest(error.description)
+        }
         let endpoint = TokenEndpoint(
             tenants: tenants, users: users, grants: service.grants, consents: service.consents, tokens: service.issuer,
             clock: clock, hosts: service.hosts, connectors: service.connectors,
@@ -227,6 +238,55 @@ struct DevelopmentEndpoints: Sendable {
         _ = try await tenant(request)
         service.faults.clear()
         return Response(status: .noContent)
+    }
+
+    struct ClockMove: Decodable {
+        var advanceSeconds: Int64
+    }
+
+    /// `POST /dev/clock` `{"advanceSeconds": n}` moves the service's time forward (SPEC §2.14):
+    /// the issuer, the Task API's validator in this process, sessions, codes and MFA
+    /// "remember this browser" all read it. `GET` tells the time; `DELETE` goes back to the wall
+    /// clock. A move backwards is refused and changes nothing.
+    @Sendable func advanceClock(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        _ = try await tenant(request)
+        let clock = try adjustableClock()
+        let move = try await Self.body(ClockMove.self, request, context: context)
+        do {
+            try clock.advance(bySeconds: move.advanceSeconds)
+        } catch {
+            throw ProtocolFailure.malformedRequest(error.description)
+        }
+        context.logger.notice("development clock moved", metadata: ["seconds": "\(move.advanceSeconds)", "offset": "\(clock.offsetSeconds)"])
+        return Self.time(of: clock)
+    }
+
+    @Sendable func readClock(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        _ = try await tenant(request)
+        return Self.time(of: try adjustableClock())
+    }
+
+    @Sendable func resetClock(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        _ = try await tenant(request)
+        let clock = try adjustableClock()
+        clock.reset()
+        return Self.time(of: clock)
+    }
+
+    private func adjustableClock() throws -> AdjustableClock {
+        guard let clock = server.clock as? AdjustableClock else {
+            throw ProtocolFailure.malformedRequest("This server's clock is not adjustable (it was given one of its own).")
+        }
+        return clock
+    }
+
+    private static func time(of clock: AdjustableClock) -> Response {
+        let now = clock.now
+        return .json(
+            .object([
+                ("now", .string(ISO8601DateFormatter().string(from: now))), ("epochSeconds", .int(now.epochSeconds)),
+                ("offsetSeconds", .int(clock.offsetSeconds)),
+            ]), noStore: true)
     }
 
     private static func body<T: Decodable>(_ type: T.Type, _ request: Request, context: IdentityRequestContext) async throws -> T {

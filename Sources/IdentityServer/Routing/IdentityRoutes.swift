@@ -124,6 +124,9 @@ extension IdentityServer {
             dev.post("reset", use: development.reset)
             dev.post("faults", use: development.arm)
             dev.delete("faults", use: development.disarm)
+            dev.get("clock", use: development.readClock)
+            dev.post("clock", use: development.advanceClock)
+            dev.delete("clock", use: development.resetClock)
         }
 
         // `/te/` is the legacy "trust framework edge" prefix of the 2017 iOS quickstart.

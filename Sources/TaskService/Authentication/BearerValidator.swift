@@ -174,13 +174,19 @@ public final class BearerValidator: Sendable {
     let policyAuthorities = Mutex(FoundPolicies())
     private static let cacheLimit = 20_000
 
-    public init(policy: BearerPolicy, fetcher: any MetadataFetcher, logger: Logger) {
+    /// The time tokens are judged at: the wall clock, or the identity service's adjustable one
+    /// where the two run in one process (SPEC §2.14 `/dev/clock`).
+    let clock: @Sendable () -> Date
+
+    public init(policy: BearerPolicy, fetcher: any MetadataFetcher, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.clock = clock
         self.policy = policy
         self.fetcher = fetcher
         self.logger = logger
     }
 
-    public func validate(_ token: String, now: Date = Date()) async throws(TokenRejection) -> AuthenticatedUser {
+    public func validate(_ token: String, now: Date? = nil) async throws(TokenRejection) -> AuthenticatedUser {
+        let now = now ?? clock()
         guard !token.isEmpty else { throw .missing }
         guard token.utf8.count <= 16_384 else { throw .malformed("too long") }
         let cacheKey = Hex.lowercase(SHA256.hash(data: Data(token.utf8)))

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import IdentityDirectory
+import TodoModels
 import TrustFramework
 import WireCoding
 
@@ -20,6 +21,10 @@ package struct IssuanceContext: Sendable {
     package var face: ProtocolFace = .b2c
     /// The "before sending the token" connector's values for this sign-in (account keys).
     package var claimOverrides: [String: String] = [:]
+    /// Claims a tester asked for in `POST /dev/tokens` (SPEC §2.14), added to both tokens or
+    /// replacing the dialect's value of the same name; never the issuer, audience or times
+    /// (``ExtraClaims``).
+    package var extraClaims: ExtraClaims = ExtraClaims()
 
     package init(
         tenant: Tenant,
@@ -47,6 +52,76 @@ package struct IssuanceContext: Sendable {
         self.identityProvider = identityProvider
         self.face = face
         self.claimOverrides = claimOverrides
+    }
+}
+
+/// Claims a tester adds to minted tokens (`POST /dev/tokens` `"claims"`, SPEC §2.14). The
+/// claims that make a token the issuer's — who issued it, for whom, when — stay the issuer's:
+/// time moves with `/dev/clock`, the audience with the client and scopes.
+package struct ExtraClaims: Sendable, Equatable {
+    package static let reserved: Set<String> = ["iss", "aud", "exp", "nbf", "iat", "ver", "tid", "tfp", "acr"]
+    package static let maximumCount = 50
+    package private(set) var members: [(String, JSONText)] = []
+
+    package init() {}
+
+    package enum Refusal: Error, CustomStringConvertible {
+        case reserved(String)
+        case tooMany
+        case unsupported(String)
+
+        package var description: String {
+            switch self {
+            case .reserved(let name): "The claim '\(name)' is the issuer's own and cannot be set (move time with /dev/clock)."
+            case .tooMany: "At most \(ExtraClaims.maximumCount) extra claims."
+            case .unsupported(let name): "The claim '\(name)' must be a string, a whole number, a boolean, null, or an array or object of those."
+            }
+        }
+    }
+
+    /// From the request's JSON object; names sorted so equal requests sign equal tokens.
+    package init(_ claims: [String: JSONValue]) throws(Refusal) {
+        guard claims.count <= Self.maximumCount else { throw .tooMany }
+        for name in claims.keys.sorted() {
+            guard !Self.reserved.contains(name) else { throw .reserved(name) }
+            guard let value = Self.text(claims[name]!, depth: 0) else { throw .unsupported(TextRules.printable(String(name.prefix(64)))) }
+            members.append((name, value))
+        }
+    }
+
+    private static func text(_ value: JSONValue, depth: Int) -> JSONText? {
+        guard depth < 8 else { return nil }
+        switch value {
+        case .string(let text): return .string(text)
+        case .bool(let flag): return .bool(flag)
+        case .null: return .null
+        case .number(let number):
+            guard number.isFinite, number.rounded() == number, abs(number) < 9.0e15 else { return nil }
+            return .int(Int64(number))
+        case .array(let values):
+            let converted = values.compactMap { text($0, depth: depth + 1) }
+            return converted.count == values.count ? .array(converted) : nil
+        case .object(let object):
+            var members: [(String, JSONText)] = []
+            for key in object.keys.sorted() {
+                guard let converted = text(object[key]!, depth: depth + 1) else { return nil }
+                members.append((key, converted))
+            }
+            return .object(members)
+        }
+    }
+
+    package static func == (lhs: ExtraClaims, rhs: ExtraClaims) -> Bool {
+        lhs.members.map(\.0) == rhs.members.map(\.0) && lhs.members.map(\.1) == rhs.members.map(\.1)
+    }
+
+    /// `claims` with these added, or replacing a member of the same name in place.
+    func applied(to claims: JSONText) -> JSONText {
+        guard !members.isEmpty, case .object(var object) = claims else { return claims }
+        for (name, value) in members {
+            if let index = object.firstIndex(where: { $0.0 == name }) { object[index].1 = value } else { object.append((name, value)) }
+        }
+        return .object(object)
     }
 }
 
@@ -78,14 +153,16 @@ package struct TokenIssuer: Sendable {
         return try await signer.run { [self] in
             var accessToken: String?
             if let resource = context.scopes.resource {
-                let claims = accessTokenClaims(context, resource: resource, now: now, lifetime: lifetimes.accessTokenSeconds)
+                let claims = context.extraClaims.applied(
+                    to: accessTokenClaims(context, resource: resource, now: now, lifetime: lifetimes.accessTokenSeconds))
                 accessToken = try JSONWebToken.sign(claims: claims, with: accessKey)
             }
             var idToken: String?
             if context.scopes.openID {
-                let claims = idTokenClaims(
-                    context, now: now, lifetime: lifetimes.idTokenSeconds, code: code,
-                    accessToken: hashAccessToken ? accessToken : nil)
+                let claims = context.extraClaims.applied(
+                    to: idTokenClaims(
+                        context, now: now, lifetime: lifetimes.idTokenSeconds, code: code,
+                        accessToken: hashAccessToken ? accessToken : nil))
                 idToken = try JSONWebToken.sign(claims: claims, with: key)
             }
             return IssuedTokens(
