@@ -52,5 +52,32 @@ extension IdentityMigrations {
                 """,
                 "CREATE INDEX console_sessions_by_user ON console_sessions (user_id)",
             ]),
+        // Graph as the management plane (SPEC §2.14): an app's redirect URIs by platform, its
+        // exposed scopes' ids, the permissions it requests, its groups claim, its secrets'
+        // names; security groups and their members (a user or another group: one of the two
+        // references, so deleting either removes the membership).
+        Migration(
+            version: 38, name: "graph management plane",
+            [
+                "ALTER TABLE applications ADD COLUMN redirect_platforms TEXT NOT NULL DEFAULT '{}'",
+                "ALTER TABLE applications ADD COLUMN scope_ids TEXT NOT NULL DEFAULT '{}'",
+                "ALTER TABLE applications ADD COLUMN required_resource_access TEXT NOT NULL DEFAULT '[]'",
+                "ALTER TABLE applications ADD COLUMN group_membership_claims TEXT",
+                "ALTER TABLE application_secrets ADD COLUMN display_name TEXT",
+                """
+                CREATE TABLE groups (
+                    id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+                    display_name TEXT NOT NULL, description TEXT, mail_nickname TEXT NOT NULL, created_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX groups_by_tenant ON groups (tenant_id, display_name, id)",
+                """
+                CREATE TABLE group_members (
+                    group_id TEXT NOT NULL REFERENCES groups(id) ON DELETE CASCADE, member_id TEXT NOT NULL,
+                    user_id TEXT REFERENCES users(id) ON DELETE CASCADE, member_group_id TEXT REFERENCES groups(id) ON DELETE CASCADE,
+                    tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE, created_at BIGINT NOT NULL,
+                    PRIMARY KEY (group_id, member_id))
+                """,
+                "CREATE INDEX group_members_by_member ON group_members (member_id)",
+            ]),
     ]
 }

@@ -11,7 +11,8 @@ extension IdentityServer {
             tenants: service.tenants, users: service.users, keys: service.keys, hasher: service.hasher,
             secondFactors: service.secondFactors, customPolicies: service.customPolicies,
             policyKeySets: service.policyKeySets, clock: service.clock,
-            dataKey: service.dataKey, roles: DirectoryRoles(database: database), auditLog: service.directoryAudits)
+            dataKey: service.dataKey, roles: DirectoryRoles(database: database),
+            groups: DirectoryGroups(database: database), auditLog: service.directoryAudits)
     }
 }
 

@@ -73,7 +73,7 @@ public enum DatabaseBackup {
     }
 
     /// Tables that others reference come first on restore (and go last on delete).
-    static let parentsFirst = ["tenants", "applications", "application_secrets", "user_flows", "users", "refresh_token_families"]
+    static let parentsFirst = ["tenants", "applications", "application_secrets", "user_flows", "users", "refresh_token_families", "groups"]
 
     static func ordered(_ names: [String]) -> [String] {
         let first = parentsFirst.filter(names.contains)

@@ -66,6 +66,19 @@ public struct AuditActivity: Sendable, Equatable {
     public static let deleteApplication = AuditActivity("Delete application", "ApplicationManagement", "Delete", coreDirectory)
     public static let addSecret = AuditActivity(
         "Update application – Certificates and secrets management", "ApplicationManagement", "Update", coreDirectory)
+    public static let addServicePrincipal = AuditActivity("Add service principal", "ApplicationManagement", "Add", coreDirectory)
+    public static let addAppRoleAssignment = AuditActivity(
+        "Add app role assignment to service principal", "ApplicationManagement", "Assign", coreDirectory)
+    public static let removeAppRoleAssignment = AuditActivity(
+        "Remove app role assignment from service principal", "ApplicationManagement", "Unassign", coreDirectory)
+    public static let addPermissionGrant = AuditActivity("Add delegated permission grant", "ApplicationManagement", "Assign", coreDirectory)
+    public static let removePermissionGrant = AuditActivity(
+        "Remove delegated permission grant", "ApplicationManagement", "Unassign", coreDirectory)
+    public static let addGroup = AuditActivity("Add group", "GroupManagement", "Add", coreDirectory)
+    public static let updateGroup = AuditActivity("Update group", "GroupManagement", "Update", coreDirectory)
+    public static let deleteGroup = AuditActivity("Delete group", "GroupManagement", "Delete", coreDirectory)
+    public static let addGroupMember = AuditActivity("Add member to group", "GroupManagement", "Assign", coreDirectory)
+    public static let removeGroupMember = AuditActivity("Remove member from group", "GroupManagement", "Unassign", coreDirectory)
     public static let consent = AuditActivity("Consent to application", "ApplicationManagement", "Assign", coreDirectory)
     public static let uploadPolicy = AuditActivity("Create or update policy", "Resource", "Update", b2c)
     public static let deletePolicy = AuditActivity("Delete policy", "Resource", "Delete", b2c)

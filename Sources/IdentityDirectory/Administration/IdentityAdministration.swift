@@ -21,6 +21,8 @@ public struct IdentityAdministration: Sendable {
     let dataKey: DataKey
     /// Directory roles (the console's `admin`).
     let roles: DirectoryRoles?
+    /// Security groups and their members (SPEC §2.14).
+    package let groups: DirectoryGroups?
     /// Where each change is recorded (SPEC §2.13), and who is making them.
     let auditLog: DirectoryAuditLog?
     public private(set) var initiator = AuditInitiator.commandLine()
@@ -332,8 +334,10 @@ public struct IdentityAdministration: Sendable {
         clock: any IdentityClock,
         dataKey: DataKey,
         roles: DirectoryRoles? = nil,
+        groups: DirectoryGroups? = nil,
         auditLog: DirectoryAuditLog? = nil
     ) {
+        self.groups = groups
         self.tenants = tenants
         self.users = users
         self.keys = keys

@@ -99,8 +99,18 @@ package final class CachedTenantDirectory: TenantDirectory {
         try await base.save(application, now: now)
     }
 
-    package func addSecret(clientID: UUID, secret: String, now: Date, expiresAt: Date?) async throws {
-        try await base.addSecret(clientID: clientID, secret: secret, now: now, expiresAt: expiresAt)
+    package func addPasswordCredential(clientID: UUID, secret: String, now: Date, expiresAt: Date?, displayName: String?) async throws
+        -> PasswordCredential
+    {
+        try await base.addPasswordCredential(clientID: clientID, secret: secret, now: now, expiresAt: expiresAt, displayName: displayName)
+    }
+
+    package func passwordCredentials(clientID: UUID) async throws -> [PasswordCredential] {
+        try await base.passwordCredentials(clientID: clientID)
+    }
+
+    package func removePasswordCredential(clientID: UUID, keyID: UUID) async throws -> Bool {
+        try await base.removePasswordCredential(clientID: clientID, keyID: keyID)
     }
 
     package func secretHashes(clientID: UUID) async throws -> [String] { try await base.secretHashes(clientID: clientID) }

@@ -76,6 +76,19 @@ public struct AppRegistration: Sendable, Equatable {
     /// External ID's app-bound user flow (SPEC §2.9): a policy-less authorization for this app
     /// runs this flow instead of the tenant's default.
     public var userFlow: String?
+    /// The platform of each redirect URI that is not its kind's own (web for a confidential
+    /// app, public client for a public one): Graph's `web`/`spa`/`publicClient` split
+    /// (AppRegistration+Platforms.swift).
+    public var redirectPlatforms: [String: RedirectPlatform] = [:]
+    /// The ids of exposed scopes given their own (Graph's `oauth2PermissionScopes[].id`); the
+    /// others have one derived from the app and the name.
+    public var scopeIDs: [String: UUID] = [:]
+    /// The permissions the app asks for (Graph's `requiredResourceAccess`): requested, not
+    /// granted; ``apiPermissions`` are the granted ones.
+    public var requiredResourceAccess: [RequiredResourceAccess] = []
+    /// Graph's `groupMembershipClaims`: `SecurityGroup` or `All` puts a `groups` claim in its
+    /// Entra-face tokens.
+    public var groupMembershipClaims: String?
 
     public init(
         clientID: UUID, tenantID: UUID, displayName: String, kind: ClientKind, redirectURIs: [String],
@@ -160,10 +173,7 @@ public struct APIPermission: Sendable, Codable, Equatable {
     /// The delegated Graph scopes this service serves.
     static let graphScopes = ["User.Read"]
     /// The Graph application permissions this service serves (`roles` of app-only tokens).
-    public static let graphRoles = [
-        "User.Read.All", "User.ReadWrite.All", "Policy.ReadWrite.TrustFramework", "TrustFrameworkKeySet.Read.All",
-        "TrustFrameworkKeySet.ReadWrite.All", "AuditLog.Read.All", "RoleManagement.Read.Directory", "RoleManagement.ReadWrite.Directory",
-    ]
+    public static let graphRoles = GraphPermissions.appRoles.map(\.name)
 
     /// How a permission may name its API (admin command, YAML): Microsoft Graph, or an app by its
     /// Application ID URI or client id; case and a trailing slash do not matter.

@@ -19,7 +19,13 @@ package protocol TenantDirectory: Sendable {
     func save(_ tenant: Tenant, now: Date) async throws
     func save(_ flow: UserFlow) async throws
     func save(_ application: AppRegistration, now: Date) async throws
-    func addSecret(clientID: UUID, secret: String, now: Date, expiresAt: Date?) async throws
+    /// Adds a secret (its hash kept) and returns what Graph shows of it.
+    func addPasswordCredential(clientID: UUID, secret: String, now: Date, expiresAt: Date?, displayName: String?) async throws
+        -> PasswordCredential
+    /// The app's secrets as Graph's `passwordCredentials` show them (never the secret).
+    func passwordCredentials(clientID: UUID) async throws -> [PasswordCredential]
+    /// Withdraws one secret by its key id; false when the app has none such.
+    func removePasswordCredential(clientID: UUID, keyID: UUID) async throws -> Bool
     func removeApplication(tenantID: UUID, clientID: UUID) async throws -> Bool
     /// Withdraws every secret of the app (a declaration re-applied names its secrets anew).
     func removeSecrets(clientID: UUID) async throws
@@ -98,18 +104,27 @@ package struct SQLTenantDirectory: TenantDirectory {
         var createdAt: Int64
         var apiPermissions: String
         var userFlow: String?
+        var redirectPlatforms: String
+        var scopeIds: String
+        var requiredResourceAccess: String
+        var groupMembershipClaims: String?
 
         var application: AppRegistration? {
             guard let clientID = UUID(uuidString: clientId), let tenantID = UUID(uuidString: tenantId),
                 let kind = ClientKind(rawValue: kind)
             else { return nil }
-            return AppRegistration(
+            var app = AppRegistration(
                 clientID: clientID, tenantID: tenantID, displayName: displayName, kind: kind,
                 redirectURIs: StoredJSON.decode([String].self, redirectUris) ?? [],
                 allowPublicClientFlows: allowPublicClientFlows, allowImplicit: allowImplicit,
                 allowPlainPKCE: allowPlainPkce, requirePKCE: requirePkce, appIDURI: appIdUri,
                 exposedScopes: StoredJSON.decode([String].self, exposedScopes) ?? [],
                 apiPermissions: StoredJSON.decode([APIPermission].self, apiPermissions) ?? [], userFlow: userFlow)
+            app.redirectPlatforms = StoredJSON.decode([String: RedirectPlatform].self, redirectPlatforms) ?? [:]
+            app.scopeIDs = StoredJSON.decode([String: UUID].self, scopeIds) ?? [:]
+            app.requiredResourceAccess = StoredJSON.decode([RequiredResourceAccess].self, requiredResourceAccess) ?? []
+            app.groupMembershipClaims = groupMembershipClaims
+            return app
         }
     }
 
@@ -264,7 +279,10 @@ package struct SQLTenantDirectory: TenantDirectory {
             allowPublicClientFlows: application.allowPublicClientFlows, allowImplicit: application.allowImplicit,
             allowPlainPkce: application.allowPlainPKCE, requirePkce: application.requirePKCE, appIdUri: application.appIDURI,
             exposedScopes: StoredJSON.encode(application.exposedScopes), createdAt: now.epochSeconds,
-            apiPermissions: StoredJSON.encode(application.apiPermissions), userFlow: application.userFlow)
+            apiPermissions: StoredJSON.encode(application.apiPermissions), userFlow: application.userFlow,
+            redirectPlatforms: StoredJSON.encode(application.redirectPlatforms), scopeIds: StoredJSON.encode(application.scopeIDs),
+            requiredResourceAccess: StoredJSON.encode(application.requiredResourceAccess),
+            groupMembershipClaims: application.groupMembershipClaims)
         try await database.transaction { sql in
             let exists = try await sql.select().column("tenant_id").from("applications")
                 .where("client_id", .equal, row.clientId).first(decodingColumn: "tenant_id", as: String.self)
@@ -282,23 +300,11 @@ package struct SQLTenantDirectory: TenantDirectory {
                     .set("require_pkce", to: row.requirePkce)
                     .set("app_id_uri", to: row.appIdUri).set("exposed_scopes", to: row.exposedScopes)
                     .set("api_permissions", to: row.apiPermissions).set("user_flow", to: row.userFlow)
+                    .set("redirect_platforms", to: row.redirectPlatforms).set("scope_ids", to: row.scopeIds)
+                    .set("required_resource_access", to: row.requiredResourceAccess)
+                    .set("group_membership_claims", to: row.groupMembershipClaims)
                     .where("client_id", .equal, row.clientId).where("tenant_id", .equal, row.tenantId).run()
             }
-        }
-    }
-
-    package func addSecret(clientID: UUID, secret: String, now: Date, expiresAt: Date?) async throws {
-        let client = clientID.uuidString.lowercased()
-        let hash = Secrets.sha256Hex(secret)
-        let hint = String(secret.prefix(3))
-        let id = UUID().uuidString.lowercased()
-        try await database.transaction { sql in
-            try await sql.insert(into: "application_secrets")
-                .columns("id", "client_id", "secret_hash", "hint", "created_at", "expires_at")
-                .values(
-                    SQLBind(id), SQLBind(client), SQLBind(hash), SQLBind(hint), SQLBind(now.epochSeconds),
-                    SQLBind(expiresAt?.epochSeconds)
-                ).run()
         }
     }
 

@@ -35,15 +35,8 @@ struct AdminConsole: Sendable {
     /// The console's client id in `tenant`: derived from the tenant's id, so every instance agrees.
     static func clientID(of tenant: Tenant) -> UUID { nameBasedID("todo-admin-console:\(tenant.guid)") }
 
-    /// A UUID every instance derives alike from `name`: version 8, a name-based id of our own
-    /// scheme (RFC 9562 §5.8), from SHA-256.
-    static func nameBasedID(_ name: String) -> UUID {
-        var bytes = Array(SHA256.hash(data: Data(name.utf8)).prefix(16))
-        bytes[6] = bytes[6] & 0x0F | 0x80
-        bytes[8] = bytes[8] & 0x3F | 0x80
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
-    }
+    /// A UUID every instance derives alike from `name` (``Foundation/UUID/init(nameBased:)``).
+    static func nameBasedID(_ name: String) -> UUID { UUID(nameBased: name) }
 
     // MARK: Signing in
 

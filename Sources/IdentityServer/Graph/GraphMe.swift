@@ -66,15 +66,26 @@ struct GraphCaller: Sendable {
         func administration(
             _ administration: IdentityAdministration, of request: Request, context: IdentityRequestContext, anyOf roles: [String]
         ) async throws -> (Tenant, IdentityAdministration) {
-            let (tenant, appID) = try await applicationCaller(of: request, anyOf: roles)
+            let (tenant, administration, _) = try await administrator(administration, of: request, context: context, anyOf: roles)
+            return (tenant, administration)
+        }
+
+        /// ``administration(_:of:context:anyOf:)`` and the Graph application permissions the
+        /// caller's token holds (lower-cased), for rules that compare privileges.
+        func administrator(
+            _ administration: IdentityAdministration, of request: Request, context: IdentityRequestContext, anyOf roles: [String]
+        ) async throws -> (Tenant, IdentityAdministration, held: Set<String>) {
+            let (tenant, appID, held) = try await applicationCaller(of: request, anyOf: roles)
             let app = try await tenants.application(tenantID: tenant.id, clientID: appID)
             let initiator = AuditInitiator(
                 actor: .application(appID: appID, displayName: app?.displayName), correlationID: context.correlationID,
                 ipAddress: context.clientAddress)
-            return (tenant, administration.acting(as: initiator))
+            return (tenant, administration.acting(as: initiator), held)
         }
 
-        private func applicationCaller(of request: Request, anyOf roles: [String]) async throws -> (tenant: Tenant, appID: String) {
+        private func applicationCaller(of request: Request, anyOf roles: [String]) async throws -> (
+            tenant: Tenant, appID: String, held: Set<String>
+        ) {
             let claims = try await graphClaims(of: request)
             let held = Set((claims.strings("roles") ?? []).map { $0.lowercased() })
             guard claims.string("idtyp") == "app", roles.contains(where: { held.contains($0.lowercased()) }) else {
@@ -83,7 +94,7 @@ struct GraphCaller: Sendable {
             guard let issuer = claims.issuer.flatMap(URLComponents.init(string:)),
                 let guid = issuer.path.split(separator: "/").first, let tenant = try await tenants.tenant(matching: String(guid))
             else { throw GraphError.invalidToken }
-            return (tenant, (claims.string("azp") ?? claims.string("appid") ?? "").lowercased())
+            return (tenant, (claims.string("azp") ?? claims.string("appid") ?? "").lowercased(), held)
         }
     }
 }

@@ -114,9 +114,10 @@ struct AuthorizeEndpoint: Sendable {
             method = nil
             challenge = nil
             // As B2C has it: PKCE is optional for native and web apps, unless the registration
-            // requires it (AADB2C99059). A public client without it is told once, in the log.
+            // requires it (AADB2C99059) or the redirect is a single-page app's, where Entra and
+            // B2C take only the code flow with PKCE. A public client without it is told once, in the log.
             if responseTypes.contains(.code) {
-                if client.requirePKCE { throw ProtocolFailure.codeChallengeRequired }
+                if client.requiresPKCE(for: redirectURI) { throw ProtocolFailure.codeChallengeRequired }
                 if client.kind == .public, Self.warnedWithoutPKCE.withLock({ $0.insert(client.clientID).inserted }) {
                     logger.warning(
                         "a public client signs in without PKCE: accepted as B2C does, but RFC 9700 §2.1.1 says public clients must use it",

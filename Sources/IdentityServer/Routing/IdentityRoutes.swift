@@ -66,6 +66,34 @@ extension IdentityServer {
         graph.get("directoryRoles/:id/members", use: roles.members)
         graph.post("directoryRoles/:id/members/$ref", use: roles.addMember)
         graph.delete("directoryRoles/:id/members/:member/$ref", use: roles.removeMember)
+        // Graph as the management plane (SPEC §2.14): app registrations, their service
+        // principals and admin consent. `{id}` is an object id or Graph's alternate key
+        // (`applications(appId='…')`, a segment the `{key}` capture takes whole).
+        let applications = GraphApplications(authenticator: graphCallers, server: self, hosts: service.hosts)
+        graph.get("applications", use: applications.list)
+        graph.post("applications", use: applications.create)
+        for path in ["applications/:id", "applications{id}"] {
+            graph.get(RouterPath(path), use: applications.get)
+            graph.patch(RouterPath(path), use: applications.update)
+            graph.delete(RouterPath(path), use: applications.delete)
+            graph.post(RouterPath(path + "/addPassword"), use: applications.addPassword)
+            graph.post(RouterPath(path + "/removePassword"), use: applications.removePassword)
+        }
+        let principals = GraphServicePrincipals(authenticator: graphCallers, server: self, hosts: service.hosts)
+        graph.get("servicePrincipals", use: principals.list)
+        graph.post("servicePrincipals", use: principals.create)
+        for path in ["servicePrincipals/:id", "servicePrincipals{id}"] {
+            graph.get(RouterPath(path), use: principals.get)
+            graph.get(RouterPath(path + "/appRoleAssignments"), use: principals.listAssignments)
+            graph.post(RouterPath(path + "/appRoleAssignments"), use: principals.assign)
+            graph.delete(RouterPath(path + "/appRoleAssignments/:assignment"), use: principals.unassign)
+        }
+        let grants = GraphPermissionGrants(authenticator: graphCallers, server: self, hosts: service.hosts)
+        graph.get("oauth2PermissionGrants", use: grants.list)
+        graph.post("oauth2PermissionGrants", use: grants.create)
+        graph.get("oauth2PermissionGrants/:id", use: grants.get)
+        graph.patch("oauth2PermissionGrants/:id", use: grants.update)
+        graph.delete("oauth2PermissionGrants/:id", use: grants.delete)
         let directoryAudits = GraphDirectoryAudits(
             authenticator: graphCallers, audits: service.directoryAudits, signIns: service.signIns.log, hosts: service.hosts)
         graph.get("auditLogs/directoryAudits", use: directoryAudits.list)
