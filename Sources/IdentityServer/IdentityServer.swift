@@ -67,7 +67,7 @@ public final class IdentityServer: Sendable {
             dataKey: dataKey,
             keys: keys,
             hasher: PasswordHasher(cost: configuration.passwordHashCost), pages: try PageRenderer(),
-            issuer: TokenIssuer(keys: keys, policyKeys: policyKeySets, signer: SigningThreads()), hosts: HostPolicy(configuration: configuration))
+            issuer: TokenIssuer(keys: keys, policyKeys: policyKeySets, signer: SigningThreads(), groups: DirectoryGroups(database: database)), hosts: HostPolicy(configuration: configuration))
         return IdentityServer(service: service, database: database, consolePages: try ConsolePages(), logger: logger)
     }
 

@@ -34,13 +34,22 @@ extension IdentityAdministration {
                     roles: permission.roles.isEmpty ? nil : permission.roles)
             }
             let hashes = try await tenants.secretHashes(clientID: app.clientID)
-            declaration.applications?.append(
-                .init(
-                    name: app.displayName, clientId: app.clientID, kind: app.kind, redirectUris: app.redirectURIs,
+            func others(_ platform: RedirectPlatform) -> [String]? {
+                platform == app.defaultPlatform || app.redirectURIs(on: platform).isEmpty ? nil : app.redirectURIs(on: platform)
+            }
+            var part = TenantDeclaration.ApplicationPart(
+                    name: app.displayName, clientId: app.clientID, kind: app.kind, redirectUris: app.redirectURIs(on: app.defaultPlatform),
                     allowPublicClientFlows: app.allowPublicClientFlows, allowImplicitFlow: app.allowImplicit,
                     allowPlainPKCE: app.allowPlainPKCE, pkce: app.requirePKCE ? "required" : "optional", appIdUri: app.appIDURI,
                     scopes: app.exposedScopes.isEmpty ? nil : app.exposedScopes, secrets: nil, secretHashes: hashes.isEmpty ? nil : hashes,
-                    permissions: permissions.isEmpty ? nil : permissions, userFlow: app.userFlow))
+                    permissions: permissions.isEmpty ? nil : permissions, userFlow: app.userFlow)
+            part.spaRedirectUris = others(.spa)
+            part.webRedirectUris = others(.web)
+            part.publicClientRedirectUris = others(.publicClient)
+            part.scopeIds = app.scopeIDs.isEmpty ? nil : app.scopeIDs
+            part.requiredResourceAccess = app.requiredResourceAccess.isEmpty ? nil : app.requiredResourceAccess
+            part.groupMembershipClaims = app.groupMembershipClaims
+            declaration.applications?.append(part)
         }
         if withUsers {
             var parts: [TenantDeclaration.UserPart] = []

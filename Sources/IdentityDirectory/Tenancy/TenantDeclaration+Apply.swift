@@ -123,13 +123,17 @@ extension TenantDeclaration {
             let permissions = (app.permissions ?? []).compactMap { permission in
                 resource(permission.api).map { APIPermission(resource: $0, scopes: permission.scopes ?? [], roles: permission.roles ?? []) }
             }
-            let registration = AppRegistration(
+            var registration = AppRegistration(
                 clientID: clientIDs[index], tenantID: model.id, displayName: app.name, kind: app.kind,
                 redirectURIs: app.redirectUris ?? [], allowPublicClientFlows: app.allowPublicClientFlows ?? false,
                 allowImplicit: app.allowImplicitFlow ?? false, allowPlainPKCE: app.allowPlainPKCE ?? false,
                 requirePKCE: app.pkce?.lowercased() == "required", appIDURI: app.appIdUri,
                 exposedScopes: app.scopes ?? [], apiPermissions: permissions,
                 userFlow: app.userFlow.flatMap { flow in userFlows.first { $0.name.lowercased() == flow.lowercased() }?.name })
+            registration.setRedirectURIs(app.redirectsByPlatform)
+            registration.scopeIDs = app.scopeIds ?? [:]
+            registration.requiredResourceAccess = app.requiredResourceAccess ?? []
+            registration.groupMembershipClaims = app.groupMembershipClaims
             let stored = storedApps.first { $0.clientID == registration.clientID }
             let hashes = ((app.secrets ?? []).map(Secrets.sha256Hex) + (app.secretHashes ?? []).map { $0.lowercased() }).sorted()
             let storedHashes = stored == nil ? [] : try await administration.tenants.secretHashes(clientID: registration.clientID)

@@ -82,6 +82,27 @@ public struct TenantDeclaration: Codable, Sendable {
         var permissions: [PermissionPart]?
         /// External ID's app-bound user flow: a policy-less (Entra) authorization runs it.
         var userFlow: String?
+        /// Redirect URIs on a platform other than the kind's own (`redirectUris`: web for a
+        /// confidential app, public client for a public one), as Graph registers them.
+        var spaRedirectUris: [String]?
+        var webRedirectUris: [String]?
+        var publicClientRedirectUris: [String]?
+        /// Exposed scopes' own ids, where Graph was given one (the rest are derived).
+        var scopeIds: [String: UUID]?
+        /// The permissions the app asks for (Graph `requiredResourceAccess`), by Graph's ids.
+        var requiredResourceAccess: [RequiredResourceAccess]?
+        /// `SecurityGroup` or `All`: a `groups` claim in its Entra-face tokens.
+        var groupMembershipClaims: String?
+
+        /// The redirect URIs by platform.
+        var redirectsByPlatform: [RedirectPlatform: [String]] {
+            let own: RedirectPlatform = kind == .confidential ? .web : .publicClient
+            var platforms: [RedirectPlatform: [String]] = [
+                .web: webRedirectUris ?? [], .spa: spaRedirectUris ?? [], .publicClient: publicClientRedirectUris ?? [],
+            ]
+            platforms[own, default: []].insert(contentsOf: redirectUris ?? [], at: 0)
+            return platforms
+        }
     }
 
     /// One API permission: the API by Application ID URI, client id, or
@@ -281,8 +302,19 @@ public struct TenantDeclaration: Codable, Sendable {
             if let flow = app.userFlow, !names.contains(flow.lowercased()) {
                 problems.append("application '\(app.name)': userFlow '\(TextRules.printable(flow))' is not one of the user flows")
             }
-            for uri in app.redirectUris ?? [] {
-                if let problem = RedirectURIRule.problem(with: uri, kind: app.kind) { problems.append("application '\(app.name)': \(problem)") }
+            for (platform, uris) in app.redirectsByPlatform {
+                // Only a native app's redirect may be a custom scheme.
+                let kind: ClientKind = platform == .publicClient ? .public : .confidential
+                for uri in uris {
+                    if let problem = RedirectURIRule.problem(with: uri, kind: kind) { problems.append("application '\(app.name)': \(problem)") }
+                }
+            }
+            if let claims = app.groupMembershipClaims,
+                !claims.split(separator: ",").allSatisfy({
+                    ["none", "securitygroup", "all", "directoryrole", "applicationgroup"].contains($0.trimmingCharacters(in: .whitespaces).lowercased())
+                })
+            {
+                problems.append("application '\(app.name)': groupMembershipClaims is None, SecurityGroup, All, DirectoryRole or ApplicationGroup")
             }
             if let pkce = app.pkce, !["required", "optional"].contains(pkce.lowercased()) {
                 problems.append("application '\(app.name)': pkce must be required or optional, not '\(TextRules.printable(pkce))'")

@@ -140,6 +140,41 @@ package struct TokenIssuer: Sendable {
     /// A custom policy's tokens are signed with its own key set's active key (SPEC §2.12).
     let policyKeys: PolicyKeySetLibrary
     package let signer: SigningThreads
+    /// Group memberships, for the `groups` claim of apps that ask for it (SPEC §2.14).
+    var groups: DirectoryGroups?
+
+    /// Entra writes at most this many groups into a JWT; past it, an overage claim pointing at
+    /// Graph instead (id-token-claims-reference, "groups overage claim").
+    static let groupsInToken = 200
+
+    /// The `groups` claim's members for this issuance: on the Entra face, for an app whose
+    /// `groupMembershipClaims` asks for security groups, every group the user is in (nesting
+    /// followed), or Entra's overage claims when there are too many.
+    func groupClaims(_ context: IssuanceContext) async throws -> [(String, JSONText)] {
+        guard context.face == .entra, context.client.wantsGroupsClaim, let groups else { return [] }
+        let ids = try await groups.transitiveGroups(of: context.user.id).map { $0.uuidString.lowercased() }.sorted()
+        guard ids.count <= Self.groupsInToken else {
+            return [
+                ("_claim_names", .object([("groups", .string("src1"))])),
+                (
+                    "_claim_sources",
+                    .object([
+                        ("src1", .object([("endpoint", .string("https://graph.microsoft.com/v1.0/users/\(context.user.objectID)/getMemberObjects"))]))
+                    ])
+                ),
+            ]
+        }
+        return [("groups", .array(ids.map(JSONText.string)))]
+    }
+
+    /// `claims` with `added` members appended (a member of the same name replaced).
+    static func adding(_ added: [(String, JSONText)], to claims: JSONText) -> JSONText {
+        guard !added.isEmpty, case .object(var object) = claims else { return claims }
+        for (name, value) in added {
+            if let index = object.firstIndex(where: { $0.0 == name }) { object[index].1 = value } else { object.append((name, value)) }
+        }
+        return .object(object)
+    }
 
     /// Signs an ID token (when `openid` was granted) and an access token (when a resource was).
     /// `code` and `accessTokenHash` add `c_hash`/`at_hash` where OIDC Core §3.3.2.11 requires them.
@@ -149,20 +184,26 @@ package struct TokenIssuer: Sendable {
         let key = try await signingKey(for: context.flow, tenantID: context.tenant.id)
         let accessKey = context.scopes.resource.map(Self.isServiceSigned) == true ? try await keys.activeKey() : key
         let lifetimes = context.flow.lifetimes
+        let groupClaims = try await groupClaims(context)
         // Both tokens in one hand-over: the ID token's at_hash needs the access token.
         return try await signer.run { [self] in
             var accessToken: String?
             if let resource = context.scopes.resource {
+                // The client's setting decides an access token's groups where the client is the
+                // audience (its own API); another API's tokens carry none.
+                let groups = resource.audience.lowercased() == context.client.clientIDString ? groupClaims : []
                 let claims = context.extraClaims.applied(
-                    to: accessTokenClaims(context, resource: resource, now: now, lifetime: lifetimes.accessTokenSeconds))
+                    to: Self.adding(groups, to: accessTokenClaims(context, resource: resource, now: now, lifetime: lifetimes.accessTokenSeconds)))
                 accessToken = try JSONWebToken.sign(claims: claims, with: accessKey)
             }
             var idToken: String?
             if context.scopes.openID {
                 let claims = context.extraClaims.applied(
-                    to: idTokenClaims(
-                        context, now: now, lifetime: lifetimes.idTokenSeconds, code: code,
-                        accessToken: hashAccessToken ? accessToken : nil))
+                    to: Self.adding(
+                        groupClaims,
+                        to: idTokenClaims(
+                            context, now: now, lifetime: lifetimes.idTokenSeconds, code: code,
+                            accessToken: hashAccessToken ? accessToken : nil)))
                 idToken = try JSONWebToken.sign(claims: claims, with: key)
             }
             return IssuedTokens(
@@ -264,7 +305,8 @@ package struct TokenIssuer: Sendable {
         return Base64URL.encode(digest.prefix(digest.count / 2))
     }
 
-    package init(keys: SigningKeyRing, policyKeys: PolicyKeySetLibrary, signer: SigningThreads) {
+    package init(keys: SigningKeyRing, policyKeys: PolicyKeySetLibrary, signer: SigningThreads, groups: DirectoryGroups? = nil) {
+        self.groups = groups
         self.keys = keys
         self.policyKeys = policyKeys
         self.signer = signer

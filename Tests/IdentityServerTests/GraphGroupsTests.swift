@@ -1,0 +1,135 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+@testable import IdentityDirectory
+import Storage
+import TestSupport
+import Testing
+
+@testable import IdentityServer
+@testable import UserJourneys
+
+/// Graph's security groups (SPEC §2.14): members by `$ref`, nesting without cycles,
+/// `memberOf`/`transitiveMemberOf`/`checkMemberGroups`, and the Entra face's `groups` claim.
+@Suite("Microsoft Graph groups API")
+struct GraphGroupsTests {
+    static let roles = ["Group.ReadWrite.All", "User.ReadWrite.All", "Application.ReadWrite.All"]
+
+    static func create(_ driver: Driver, _ auth: HTTPFields, _ name: String) async throws -> String {
+        let created = try await driver.request(
+            .post, "/v1.0/groups", headers: GraphApplicationsTests.json(auth),
+            body: #"{"displayName":"\#(name)","mailNickname":"\#(name.replacingOccurrences(of: " ", with: ""))","mailEnabled":false,"securityEnabled":true}"#)
+        #expect(created.status == .created, "\(created.text)")
+        return try #require(created.json["id"] as? String)
+    }
+
+    static func add(_ driver: Driver, _ auth: HTTPFields, member: String, to group: String) async throws -> TestResponse {
+        try await driver.request(
+            .post, "/v1.0/groups/\(group)/members/$ref", headers: GraphApplicationsTests.json(auth),
+            body: #"{"@odata.id":"https://graph.microsoft.com/v1.0/directoryObjects/\#(member)"}"#)
+    }
+
+    static func ids(_ response: TestResponse) -> Set<String> {
+        Set((response.json["value"] as? [Any])?.compactMap { ($0 as? [String: Any])?["id"] as? String ?? $0 as? String } ?? [])
+    }
+
+    @Test("groups: members by $ref, nesting, memberOf, transitiveMemberOf, checkMemberGroups; cycles and duplicates refused", arguments: TestDatabase.engines)
+    func membership(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let auth = try await GraphUsersTests.appToken(h, driver, roles: Self.roles)
+            let user = try await h.addUser()
+            let testers = try await Self.create(driver, auth, "Testers")
+            let staff = try await Self.create(driver, auth, "Staff")
+            let everyone = try await Self.create(driver, auth, "Everyone")
+            #expect(try await Self.add(driver, auth, member: user.objectID, to: testers).status == .noContent)
+            #expect(try await Self.add(driver, auth, member: testers, to: staff).status == .noContent)
+            #expect(try await Self.add(driver, auth, member: staff, to: everyone).status == .noContent)
+
+            // Direct and transitive memberships, and checkMemberGroups through nesting.
+            #expect(Self.ids(try await driver.get("/v1.0/users/\(user.objectID)/memberOf", headers: auth)) == [testers])
+            #expect(Self.ids(try await driver.get("/v1.0/users/\(user.objectID)/transitiveMemberOf", headers: auth)) == [testers, staff, everyone])
+            let other = UUID().uuidString.lowercased()
+            let checked = try await driver.request(
+                .post, "/v1.0/users/\(user.objectID)/checkMemberGroups", headers: GraphApplicationsTests.json(auth),
+                body: #"{"groupIds":["\#(everyone)","\#(other)"]}"#)
+            #expect(Self.ids(checked) == [everyone])
+            let members = try await driver.get("/v1.0/groups/\(staff)/members", headers: auth)
+            #expect(Self.ids(members) == [testers])
+
+            // A cycle, directly or through others, and a duplicate: Graph's error, nothing added.
+            for (member, group) in [(everyone, testers), (staff, staff), (user.objectID, testers)] {
+                let refused = try await Self.add(driver, auth, member: member, to: group)
+                #expect(refused.status == .badRequest, "\(refused.text)")
+                #expect(GraphUsersTests.errorCode(refused) == "Request_BadRequest")
+            }
+            #expect(Self.ids(try await driver.get("/v1.0/groups/\(testers)/members", headers: auth)) == [user.objectID])
+            #expect((try await Self.add(driver, auth, member: UUID().uuidString, to: testers)).status == .notFound)
+
+            // Filter and page.
+            let page = try await driver.get("/v1.0/groups?$top=2", headers: auth)
+            #expect((page.json["value"] as? [Any])?.count == 2 && page.json["@odata.nextLink"] != nil)
+            #expect(Self.ids(try await driver.get("/v1.0/groups?$filter=startswith(displayName,'sta')", headers: auth)) == [staff])
+
+            // Removing, deleting a group, deleting the user: memberships go with them.
+            #expect((try await driver.request(.delete, "/v1.0/groups/\(staff)/members/\(testers)/$ref", headers: auth)).status == .noContent)
+            #expect(Self.ids(try await driver.get("/v1.0/users/\(user.objectID)/transitiveMemberOf", headers: auth)) == [testers])
+            #expect((try await driver.request(.delete, "/v1.0/groups/\(testers)", headers: auth)).status == .noContent)
+            #expect(Self.ids(try await driver.get("/v1.0/users/\(user.objectID)/memberOf", headers: auth)).isEmpty)
+            let again = try await Self.create(driver, auth, "Again")
+            #expect(try await Self.add(driver, auth, member: user.objectID, to: again).status == .noContent)
+            _ = try await h.server.administration.deleteUser(user)
+            #expect(Self.ids(try await driver.get("/v1.0/groups/\(again)/members", headers: auth)).isEmpty)
+        }
+    }
+
+    @Test("only security groups; writes need Group.ReadWrite.All", arguments: TestDatabase.engines)
+    func refusals(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let reader = try await GraphUsersTests.appToken(h, driver, roles: ["Group.Read.All"])
+            let refused = try await driver.request(
+                .post, "/v1.0/groups", headers: GraphApplicationsTests.json(reader),
+                body: #"{"displayName":"X","mailNickname":"x","mailEnabled":false,"securityEnabled":true}"#)
+            #expect(refused.status == .forbidden)
+            let auth = try await GraphUsersTests.appToken(h, driver, roles: Self.roles)
+            for body in [
+                #"{"displayName":"M365","mailNickname":"m","mailEnabled":true,"securityEnabled":false,"groupTypes":["Unified"]}"#,
+                #"{"displayName":"No nick","mailEnabled":false,"securityEnabled":true}"#,
+                #"{"displayName":"Bad nick","mailNickname":"a b@c","mailEnabled":false,"securityEnabled":true}"#,
+                #"{"displayName":"Extra","mailNickname":"e","visibility":"Public"}"#,
+            ] {
+                let response = try await driver.request(.post, "/v1.0/groups", headers: GraphApplicationsTests.json(auth), body: body)
+                #expect(response.status == .badRequest, "\(body): \(response.text)")
+            }
+            #expect(try await h.server.administration.groups(tenantID: h.tenant.id).isEmpty)
+        }
+    }
+
+    @Test("the groups claim: on the Entra face, for an app whose groupMembershipClaims asks for it", arguments: TestDatabase.engines)
+    func groupsClaim(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let auth = try await GraphUsersTests.appToken(h, driver, roles: Self.roles)
+            let user = try await h.addUser()
+            let inner = try await Self.create(driver, auth, "Inner")
+            let outer = try await Self.create(driver, auth, "Outer")
+            _ = try await Self.add(driver, auth, member: user.objectID, to: inner)
+            _ = try await Self.add(driver, auth, member: inner, to: outer)
+            func mint(entra: Bool) async throws -> [String: Any] {
+                let minted = try await driver.request(
+                    .post, "/dev/tokens", headers: DevelopmentSurfaceTests.json,
+                    body: #"{"user":"alice@example.com","client":"\#(h.clientID)","scope":"openid \#(h.clientID)","entra":\#(entra)}"#)
+                #expect(minted.status == .ok, "\(minted.text)")
+                return DecodedJWT(minted.json["id_token"] as? String ?? "").claims
+            }
+            #expect(try await mint(entra: true)["groups"] == nil)
+
+            let app = try #require(try await h.server.administration.applications(tenantID: h.tenant.id).first { $0.clientIDString == h.clientID })
+            let patched = try await driver.request(
+                .patch, "/v1.0/applications/\(GraphApplicationJSON.objectID(of: app))", headers: GraphApplicationsTests.json(auth),
+                body: #"{"groupMembershipClaims":"SecurityGroup"}"#)
+            #expect(patched.status == .noContent, "\(patched.text)")
+            #expect(Set(try await mint(entra: true)["groups"] as? [String] ?? []) == [inner, outer])
+            // B2C's face has no groups claim (B2C user flows do not issue one).
+            #expect(try await mint(entra: false)["groups"] == nil)
+        }
+    }
+}
