@@ -83,11 +83,7 @@ extension IdentityAdministration {
         return TenantDeclaration.FlowPart(
             name: flow.name, type: flow.type, identityProviders: providers, signUpAttributes: flow.signUpAttributes,
             applicationClaims: flow.applicationClaims,
-            lifetimes: .init(
-                accessTokenMinutes: lifetimes.accessTokenSeconds / 60, idTokenMinutes: lifetimes.idTokenSeconds / 60,
-                refreshTokenDays: lifetimes.refreshTokenSeconds / 86_400,
-                slidingWindowDays: lifetimes.slidingWindowSeconds.map { $0 / 86_400 },
-                unboundedSlidingWindow: lifetimes.slidingWindowSeconds == nil ? true : nil),
+            tokenLifetimes: TenantDeclaration.TokenLifetimesPart(lifetimes), lifetimes: nil,
             emailVerification: flow.emailVerification, mfa: flow.mfa.isOn ? flow.mfa : nil,
             apiConnectors: flow.connectors.isEmpty ? nil : flow.connectors)
     }

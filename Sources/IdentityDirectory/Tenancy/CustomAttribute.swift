@@ -8,10 +8,15 @@ import WireCoding
 /// stored by Graph as a directory extension of the tenant's `b2c-extensions-app`, named
 /// `extension_{extensionsAppIdWithoutDashes}_{name}`.
 public struct CustomAttribute: Sendable, Codable, Equatable {
-    /// The data types B2C's portal offers: String, Boolean, Int.
+    /// The data types B2C's portal offers (String, Boolean, Int), and the two more Graph's
+    /// `userFlowAttributes` create (`dateTime`, `stringCollection`; SPEC §2.14). Graph calls
+    /// `int` `int64`; its directory extension stores an Int32.
     public enum DataType: String, Sendable, Codable, CaseIterable {
-        case string, boolean, int
+        case string, boolean, int, dateTime, stringCollection
     }
+
+    /// A collection holds at most this many strings.
+    static let maximumItems = 20
 
     /// The bare name, e.g. `loyaltyNumber`.
     public var name: String
@@ -76,7 +81,42 @@ public struct CustomAttribute: Sendable, Codable, Equatable {
                 return .failure(AttributeProblem(message: "\(label) must be a whole number between -2147483648 and 2147483647."))
             }
             return .success(String(value))
+        case .dateTime:
+            // ISO 8601 (a date, or a date and time with its zone), stored in UTC with a Z.
+            guard let date = Self.date(text) else {
+                return .failure(AttributeProblem(message: "\(label) must be a date (2026-11-26) or a date and time (2026-11-26T09:30:00Z)."))
+            }
+            return .success(Self.utc.string(from: date))
+        case .stringCollection:
+            // On a page: the values separated by commas.
+            return collection(text.split(separator: ",").map { TextRules.trimmed(String($0)) }.filter { !$0.isEmpty })
         }
+    }
+
+    private func collection(_ items: [String]) -> Result<String?, AttributeProblem> {
+        guard items.count <= Self.maximumItems else {
+            return .failure(AttributeProblem(message: "\(label) holds at most \(Self.maximumItems) values."))
+        }
+        var kept: [String] = []
+        for item in items {
+            guard case .success(let value) = TextRules.name(item, maximumLength: Self.maximumLength) else {
+                return .failure(AttributeProblem(message: "\(label): each value is 1 to \(Self.maximumLength) characters without controls."))
+            }
+            kept.append(value)
+        }
+        return .success(kept.isEmpty ? nil : StoredJSON.encode(kept))
+    }
+
+    static var utc: ISO8601DateFormatter { ISO8601DateFormatter() }
+
+    static func date(_ text: String) -> Date? {
+        if let date = ISO8601DateFormatter().date(from: text) { return date }
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = fractional.date(from: text) { return date }
+        let day = ISO8601DateFormatter()
+        day.formatOptions = [.withFullDate]
+        return text.count == 10 ? day.date(from: text) : nil
     }
 
     /// The stored form of a JSON value Graph was sent, nil for JSON null (remove), or a refusal
@@ -91,6 +131,14 @@ public struct CustomAttribute: Sendable, Codable, Equatable {
                 return .failure(AttributeProblem(message: "\(label) must be a 32-bit integer."))
             }
             return .success(String(value))
+        case (.dateTime, .string(let text)): return validate(text)
+        case (.stringCollection, .array(let values)):
+            var items: [String] = []
+            for value in values {
+                guard case .string(let item) = value else { return .failure(AttributeProblem(message: "\(label) must be a list of strings.")) }
+                items.append(item)
+            }
+            return collection(items)
         default: return .failure(AttributeProblem(message: "\(label) must be of type \(type.rawValue)."))
         }
     }
@@ -103,6 +151,8 @@ public struct CustomAttribute: Sendable, Codable, Equatable {
         case .string: return .string(stored)
         case .boolean: return stored == "true" ? .bool(true) : stored == "false" ? .bool(false) : nil
         case .int: return Int32(stored).map { JSONText.int(Int64($0)) }
+        case .dateTime: return Self.date(stored) == nil ? nil : .string(stored)
+        case .stringCollection: return StoredJSON.decode([String].self, stored).map { .array($0.map(JSONText.string)) }
         }
     }
 

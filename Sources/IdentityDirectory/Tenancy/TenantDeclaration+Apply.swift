@@ -85,6 +85,7 @@ extension TenantDeclaration {
                 if let days = given.slidingWindowDays { lifetimes.slidingWindowSeconds = min(max(days, 1), 365) * 86_400 }
                 if given.unboundedSlidingWindow == true { lifetimes.slidingWindowSeconds = nil }
             }
+            if let given = flow.tokenLifetimes { lifetimes = try given.lifetimes().get() }
             var declared = UserFlow(
                 tenantID: model.id, name: flow.name, type: flow.type,
                 identityProviders: (flow.identityProviders ?? [.local]).map { model.upstreamProvider(named: $0.rawValue)?.kind ?? $0 },

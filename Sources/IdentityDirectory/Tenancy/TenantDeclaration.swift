@@ -55,6 +55,9 @@ public struct TenantDeclaration: Codable, Sendable {
         var identityProviders: [IdentityProviderKind]?
         var signUpAttributes: [FlowAttribute]?
         var applicationClaims: [String]?
+        /// B2C's token lifetime settings (SPEC §2.14: ranges checked, ``TokenLifetimesPart``).
+        var tokenLifetimes: TokenLifetimesPart?
+        /// The older spelling, values clamped into range; a file gives one of the two.
         var lifetimes: Lifetimes?
         /// Sign-up verifies the email with a code (default true, as in B2C).
         var emailVerification: Bool?
@@ -229,6 +232,12 @@ public struct TenantDeclaration: Codable, Sendable {
                         "user flow \(flow.name): claim '\(TextRules.printable(claim))' is not one of the declared userAttributes")
                 }
             }
+        }
+        for flow in userFlows {
+            if flow.tokenLifetimes != nil, flow.lifetimes != nil {
+                problems.append("user flow \(flow.name): give tokenLifetimes or lifetimes, not both")
+            }
+            if case .failure(.invalid(let reason))? = flow.tokenLifetimes?.lifetimes() { problems.append("user flow \(flow.name): \(reason)") }
         }
         for flow in userFlows {
             if let mfa = flow.mfa, mfa.enforcement != .off, mfa.methods.isEmpty {

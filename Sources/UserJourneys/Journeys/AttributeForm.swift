@@ -57,8 +57,12 @@ extension JourneyRun {
                     "name": attribute.rawValue, "label": declared.label, "value": current, "autocomplete": "off", "required": false,
                 ]
                 switch declared.type {
-                case .string: field["inputType"] = "text"
+                case .string, .dateTime: field["inputType"] = "text"
                 case .int: field["inputType"] = "number"
+                case .stringCollection:
+                    // Shown as its values separated by commas, as the page takes them.
+                    field["inputType"] = "text"
+                    field["value"] = StoredJSON.decode([String].self, current)?.joined(separator: ", ") ?? current
                 case .boolean:
                     field["checkbox"] = true
                     field["checked"] = declared.validate(current) == .success("true")

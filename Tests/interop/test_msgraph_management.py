@@ -1,0 +1,170 @@
+"""Graph as the tenant's management plane (SPEC §2.14), driven by clients nobody here wrote:
+msgraph-sdk registers an app and adds its secret, makes a security group and puts a user in it;
+MSAL for Python signs in with the new app and secret at once; after `/dev/clock` moves past the
+access token's lifetime, MSAL's `acquire_token_silent` makes exactly one refresh and PyJWT
+refuses the old token as expired."""
+
+import asyncio
+import datetime
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from unittest import mock
+from urllib.parse import parse_qs, urlparse
+
+import jwt
+import msal
+import requests
+from msgraph.generated.applications.item.add_password.add_password_post_request_body import AddPasswordPostRequestBody
+from msgraph.generated.models.application import Application
+from msgraph.generated.models.group import Group
+from msgraph.generated.models.o_data_errors.o_data_error import ODataError
+from msgraph.generated.models.password_credential import PasswordCredential
+from msgraph.generated.models.reference_create import ReferenceCreate
+from msgraph.generated.models.web_application import WebApplication
+
+from conftest import Page, unique_email
+from test_msgraph_sdk import graph_client
+
+REDIRECT = "http://localhost:8767/auth"
+
+
+def manager_app(settings_path, permissions):
+    """A confidential app holding several Graph application permissions (the admin command)."""
+    command = [os.environ["TODO_SERVER_BIN"], "apps", "add", "--data-dir", str(Path(settings_path).parent), "--name", "Graph manager",
+               "--kind", "confidential", "--json"]
+    if os.environ.get("TODO_SERVER_DATABASE_URL"):
+        command += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
+    for permission in permissions:
+        command += ["--graph-permission", permission]
+    result = subprocess.run(command, capture_output=True, text=True, check=True, timeout=60)
+    return json.loads(result.stdout)
+
+
+def add_user(settings_path, email, password):
+    command = [os.environ["TODO_SERVER_BIN"], "users", "add", "--data-dir", str(Path(settings_path).parent), "--email", email,
+               "--name", "Gus Group", "--password-stdin"]
+    if os.environ.get("TODO_SERVER_DATABASE_URL"):
+        command += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
+    result = subprocess.run(command, input=password + "\n", capture_output=True, text=True, check=True, timeout=60)
+    # "created EMAIL oid ID"
+    return result.stdout.split(" oid ")[1].split()[0]
+
+
+class CountingSession(requests.Session):
+    """MSAL's HTTP client, counting the token requests it makes."""
+
+    def __init__(self, ca):
+        super().__init__()
+        self.verify = ca
+        self.token_posts = 0
+
+    def post(self, url, *args, **kwargs):
+        if url.endswith("/oauth2/v2.0/token"):
+            self.token_posts += 1
+        return super().post(url, *args, **kwargs)
+
+
+def test_msgraph_sdk_registers_an_app_msal_signs_in_with_it_and_the_clock_expires_its_token(tls_server):
+    settings = os.environ["TODO_TLS_SETTINGS"]
+    manager = manager_app(settings, ["Application.ReadWrite.All", "Group.ReadWrite.All", "User.Read.All"])
+    email, password = unique_email("graphmgmt"), "Graph-Mgmt1"
+    user_id = add_user(settings, email, password)
+
+    async def register():
+        client, credential = graph_client(tls_server, manager)
+        try:
+            app = await client.applications.post(Application(
+                display_name="Made by msgraph-sdk", web=WebApplication(redirect_uris=[REDIRECT])))
+            assert app.app_id and app.id and app.app_id != app.id
+            assert app.web.redirect_uris == [REDIRECT]
+            secret = await client.applications.by_application_id(app.id).add_password.post(
+                AddPasswordPostRequestBody(password_credential=PasswordCredential(display_name="interop")))
+            assert secret.secret_text and secret.hint == secret.secret_text[:3] and secret.key_id
+            again = await client.applications.by_application_id(app.id).get()
+            assert [c.key_id for c in again.password_credentials] == [secret.key_id]
+            assert again.password_credentials[0].secret_text is None
+
+            # A redirect URI B2C refuses: Graph's error, nothing registered.
+            try:
+                await client.applications.post(Application(
+                    display_name="Fragment", web=WebApplication(redirect_uris=["https://app.example/cb#frag"])))
+                raise AssertionError("a fragment redirect URI was accepted")
+            except ODataError as error:
+                assert error.response_status_code == 400 and error.error.code == "Request_BadRequest"
+            listed = await client.applications.get()
+            assert "Fragment" not in [a.display_name for a in listed.value]
+
+            group = await client.groups.post(Group(
+                display_name="Interop testers", mail_nickname="interoptesters", mail_enabled=False, security_enabled=True))
+            await client.groups.by_group_id(group.id).members.ref.post(
+                ReferenceCreate(odata_id=f"https://graph.microsoft.com/v1.0/directoryObjects/{user_id}"))
+            member_of = await client.users.by_user_id(user_id).member_of.get()
+            assert [entry.id for entry in member_of.value] == [group.id]
+            members = await client.groups.by_group_id(group.id).members.get()
+            assert [entry.id for entry in members.value] == [user_id]
+            return app.app_id, secret.secret_text
+        finally:
+            await credential.close()
+
+    app_id, secret = asyncio.run(register())
+
+    # MSAL signs in with the app and secret Graph just made (the authorization code flow).
+    os.environ["REQUESTS_CA_BUNDLE"] = tls_server.ca
+    http = CountingSession(tls_server.ca)
+    authority = f"{tls_server.base}/{tls_server.tenant}/B2C_1_susi"
+    app = msal.ConfidentialClientApplication(app_id, client_credential=secret, authority=authority, http_client=http)
+    scopes = [app_id]
+    flow = app.initiate_auth_code_flow(scopes, redirect_uri=REDIRECT)
+    browser = requests.Session()
+    browser.verify = tls_server.ca
+    page = Page(browser.get(flow["auth_uri"]))
+    response = page.submit(browser, "localAccountForm", {"email": email, "password": password})
+    assert response.status_code == 302, response.text[:300]
+    query = {key: values[0] for key, values in parse_qs(urlparse(response.headers["Location"]).query).items()}
+    result = app.acquire_token_by_auth_code_flow(flow, query)
+    assert "access_token" in result, result
+    old_token = result["access_token"]
+    account = app.get_accounts()[0]
+    assert app.acquire_token_silent(scopes, account=account)["token_source"] == "cache"
+
+    keys = jwt.PyJWKClient(f"{tls_server.base}/{tls_server.tenant}/B2C_1_susi/discovery/v2.0/keys",
+                           ssl_context=__import__("ssl").create_default_context(cafile=tls_server.ca))
+    key = keys.get_signing_key_from_jwt(old_token).key
+    jwt.decode(old_token, key, algorithms=["RS256"], audience=app_id)
+
+    # The server's clock moves past the token's lifetime; the test's clock follows it.
+    dev = f"{tls_server.base}/dev/clock"
+    moved = requests.post(dev, json={"advanceSeconds": int(result["expires_in"]) + 120}, verify=tls_server.ca, timeout=30)
+    assert moved.status_code == 200, moved.text
+    offset = moved.json()["epochSeconds"] - time.time()
+    real_time = time.time
+
+    class ServerDateTime(datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime.datetime.fromtimestamp(real_time() + offset, tz)
+
+    try:
+        posts_before = http.token_posts
+        with mock.patch("time.time", lambda: real_time() + offset), mock.patch("jwt.api_jwt.datetime", ServerDateTime):
+            renewed = app.acquire_token_silent(scopes, account=account)
+            assert renewed and renewed["token_source"] == "identity_provider", renewed
+            assert renewed["access_token"] != old_token
+            assert http.token_posts == posts_before + 1
+            # And from the cache again: one refresh, not one per call.
+            assert app.acquire_token_silent(scopes, account=account)["token_source"] == "cache"
+            assert http.token_posts == posts_before + 1
+            try:
+                jwt.decode(old_token, key, algorithms=["RS256"], audience=app_id)
+                raise AssertionError("PyJWT accepted the old token after the clock moved")
+            except jwt.ExpiredSignatureError:
+                pass
+            jwt.decode(renewed["access_token"], key, algorithms=["RS256"], audience=app_id)
+        # Backwards is refused and changes nothing.
+        refused = requests.post(dev, json={"advanceSeconds": -60}, verify=tls_server.ca, timeout=30)
+        assert refused.status_code == 400 and refused.json()["error"] == "invalid_request"
+    finally:
+        assert requests.delete(dev, verify=tls_server.ca, timeout=30).json()["offsetSeconds"] == 0
