@@ -94,6 +94,11 @@ package final class CachedTenantDirectory: TenantDirectory {
         try await base.save(flow)
     }
 
+    package func removeUserFlow(tenantID: UUID, name: String) async throws -> Bool {
+        defer { invalidate() }
+        return try await base.removeUserFlow(tenantID: tenantID, name: name)
+    }
+
     package func save(_ application: AppRegistration, now: Date) async throws {
         defer { invalidate() }
         try await base.save(application, now: now)

@@ -23,8 +23,11 @@ public struct CustomAttribute: Sendable, Codable, Equatable {
     public var type: DataType
     /// The label the pages show; the name when absent.
     public var displayName: String?
+    /// What it is for (Graph's `userFlowAttribute.description`).
+    public var description: String?
 
-    public init(name: String, type: DataType, displayName: String? = nil) {
+    public init(name: String, type: DataType, displayName: String? = nil, description: String? = nil) {
+        self.description = description
         self.name = name
         self.type = type
         self.displayName = displayName

@@ -253,7 +253,7 @@ extension TenantDeclaration {
     /// A declared secret as stored: an exported (`sealed:`) one as it is, once it opens with this
     /// data key; a clear one that the store already holds keeps its sealed form (so applying a
     /// file twice changes nothing); any other sealed anew.
-    private static func sealedSecret(_ value: String?, stored: String?, context: String, owner: String, dataKey: DataKey) throws
+    static func sealedSecret(_ value: String?, stored: String?, context: String, owner: String, dataKey: DataKey) throws
         -> String?
     {
         guard let value else { return nil }

@@ -18,6 +18,8 @@ package protocol TenantDirectory: Sendable {
 
     func save(_ tenant: Tenant, now: Date) async throws
     func save(_ flow: UserFlow) async throws
+    /// Removes a user flow; false when the tenant has none of that name.
+    func removeUserFlow(tenantID: UUID, name: String) async throws -> Bool
     func save(_ application: AppRegistration, now: Date) async throws
     /// Adds a secret (its hash kept) and returns what Graph shows of it.
     func addPasswordCredential(clientID: UUID, secret: String, now: Date, expiresAt: Date?, displayName: String?) async throws
@@ -268,6 +270,17 @@ package struct SQLTenantDirectory: TenantDirectory {
             try await sql.delete(from: "user_flows").where("tenant_id", .equal, row.tenantId)
                 .where("name_lower", .equal, row.nameLower).run()
             try await sql.insert(into: "user_flows").model(row, with: .snakeCase).run()
+        }
+    }
+
+    package func removeUserFlow(tenantID: UUID, name: String) async throws -> Bool {
+        let (tenant, key) = (tenantID.uuidString.lowercased(), name.lowercased())
+        return try await database.transaction { sql in
+            guard try await sql.select().column("name").from("user_flows").where("tenant_id", .equal, tenant)
+                .where("name_lower", .equal, key).first() != nil
+            else { return false }
+            try await sql.delete(from: "user_flows").where("tenant_id", .equal, tenant).where("name_lower", .equal, key).run()
+            return true
         }
     }
 

@@ -8,10 +8,10 @@ extension TenantDeclaration {
     /// `absolute` (no sliding: the sign-in's tokens end with its first refresh token's lifetime).
     /// Values outside the ranges are refused, not clamped.
     public struct TokenLifetimesPart: Codable, Sendable, Equatable {
-        var accessTokenMinutes: Int?
-        var idTokenMinutes: Int?
-        var refreshTokenDays: Int?
-        var refreshTokenWindow: String?
+        public var accessTokenMinutes: Int?
+        public var idTokenMinutes: Int?
+        public var refreshTokenDays: Int?
+        public var refreshTokenWindow: String?
 
         init(accessTokenMinutes: Int? = nil, idTokenMinutes: Int? = nil, refreshTokenDays: Int? = nil, refreshTokenWindow: String? = nil) {
             self.accessTokenMinutes = accessTokenMinutes

@@ -110,12 +110,15 @@ extension IdentityServer {
         graph.get("users/:id/memberOf", use: groups.memberships(transitive: false, ofGroup: false))
         graph.get("users/:id/transitiveMemberOf", use: groups.memberships(transitive: true, ofGroup: false))
         graph.post("users/:id/checkMemberGroups", use: groups.checkMemberGroups(ofGroup: false))
+        // The user-flow engine's resources (SPEC §2.14), on the tenant YAML's store.
         let directoryAudits = GraphDirectoryAudits(
             authenticator: graphCallers, audits: service.directoryAudits, signIns: service.signIns.log, hosts: service.hosts)
         graph.get("auditLogs/directoryAudits", use: directoryAudits.list)
         graph.get("auditLogs/directoryAudits/:id", use: directoryAudits.get)
         // Graph beta: the tenant's custom policies (SPEC §2.12).
         let beta = router.group("beta").add(middleware: GraphErrorMiddleware<IdentityRequestContext>(clock: service.clock))
+        // The user-flow engine's resources (SPEC §2.14), on the tenant YAML's store; v1.0 and beta alike.
+        for version in [graph, beta] { addIdentityResources(to: version, callers: graphCallers) }
         let policies = GraphTrustFramework(authenticator: graphCallers, administration: administration)
         beta.get("trustFramework/policies", use: policies.list)
         beta.post("trustFramework/policies", use: policies.create)
@@ -123,6 +126,31 @@ extension IdentityServer {
         beta.delete("trustFramework/policies/:id", use: policies.delete)
         beta.get("trustFramework/policies/:id/$value", use: policies.value)
         beta.put("trustFramework/policies/:id/$value", use: policies.put)
+        // B2C user flows (Graph beta), with their providers, attributes, languages and connectors.
+        let flows = GraphB2CUserFlows(authenticator: graphCallers, server: self, simulatedFacebook: service.configuration.servesSimulatedFacebook)
+        let assignments = GraphUserFlowAssignments(authenticator: graphCallers, server: self)
+        beta.get("identity/b2cUserFlows", use: flows.list)
+        beta.post("identity/b2cUserFlows", use: flows.create)
+        beta.get("identity/b2cUserFlows/:id", use: flows.get)
+        beta.patch("identity/b2cUserFlows/:id", use: flows.update)
+        beta.delete("identity/b2cUserFlows/:id", use: flows.delete)
+        for list in ["identityProviders", "userFlowIdentityProviders"] {
+            beta.get(RouterPath("identity/b2cUserFlows/:id/\(list)"), use: flows.providers)
+            beta.post(RouterPath("identity/b2cUserFlows/:id/\(list)/$ref"), use: flows.addProvider)
+            beta.patch(RouterPath("identity/b2cUserFlows/:id/\(list)/$ref"), use: flows.addProvider)
+            beta.delete(RouterPath("identity/b2cUserFlows/:id/\(list)/:provider/$ref"), use: flows.removeProvider)
+        }
+        beta.get("identity/b2cUserFlows/:id/apiConnectorConfiguration", use: flows.connectorConfiguration)
+        beta.put("identity/b2cUserFlows/:id/apiConnectorConfiguration/:step/$ref", use: flows.putConnector)
+        beta.get("identity/b2cUserFlows/:id/userAttributeAssignments", use: assignments.list)
+        beta.post("identity/b2cUserFlows/:id/userAttributeAssignments", use: assignments.create)
+        beta.get("identity/b2cUserFlows/:id/userAttributeAssignments/getOrder", use: assignments.getOrder)
+        beta.get("identity/b2cUserFlows/:id/userAttributeAssignments/getOrder()", use: assignments.getOrder)
+        beta.post("identity/b2cUserFlows/:id/userAttributeAssignments/setOrder", use: assignments.setOrder)
+        beta.get("identity/b2cUserFlows/:id/userAttributeAssignments/:assignment", use: assignments.get)
+        beta.patch("identity/b2cUserFlows/:id/userAttributeAssignments/:assignment", use: assignments.update)
+        beta.delete("identity/b2cUserFlows/:id/userAttributeAssignments/:assignment", use: assignments.delete)
+        beta.get("identity/b2cUserFlows/:id/languages", use: assignments.languages)
         let keySets = GraphKeySets(authenticator: graphCallers, keySets: service.policyKeySets, administration: administration)
         beta.get("trustFramework/keySets", use: keySets.list)
         beta.post("trustFramework/keySets", use: keySets.create)
@@ -181,6 +209,30 @@ extension IdentityServer {
             addProtocolRoutes(to: router.group(prefix), placement: placement, journeys: journeys)
         }
         return router
+    }
+
+    /// Graph's `identity/userFlowAttributes`, `identity/apiConnectors` and `identity/identityProviders`.
+    private func addIdentityResources(to graph: RouterGroup<IdentityRequestContext>, callers graphCallers: GraphCaller.Authenticator) {
+        let service = self.service
+        let identity = GraphIdentityResources(authenticator: graphCallers, server: self, hosts: service.hosts)
+        graph.get("identity/userFlowAttributes", use: identity.listAttributes)
+        graph.post("identity/userFlowAttributes", use: identity.createAttribute)
+        graph.get("identity/userFlowAttributes/:id", use: identity.getAttribute)
+        graph.patch("identity/userFlowAttributes/:id", use: identity.updateAttribute)
+        graph.delete("identity/userFlowAttributes/:id", use: identity.deleteAttribute)
+        graph.get("identity/apiConnectors", use: identity.listConnectors)
+        graph.post("identity/apiConnectors", use: identity.createConnector)
+        graph.get("identity/apiConnectors/:id", use: identity.getConnector)
+        graph.patch("identity/apiConnectors/:id", use: identity.updateConnector)
+        graph.delete("identity/apiConnectors/:id", use: identity.deleteConnector)
+        let providers = GraphIdentityProviders(
+            authenticator: graphCallers, server: self, simulatedFacebook: service.configuration.servesSimulatedFacebook)
+        graph.get("identity/identityProviders", use: providers.list)
+        graph.post("identity/identityProviders", use: providers.create)
+        graph.get("identity/identityProviders/availableProviderTypes", use: providers.availableTypes)
+        graph.get("identity/identityProviders/:id", use: providers.get)
+        graph.patch("identity/identityProviders/:id", use: providers.update)
+        graph.delete("identity/identityProviders/:id", use: providers.delete)
     }
 
     /// The protocol endpoints under one URL shape. Old (v1-style) paths without `v2.0` are
