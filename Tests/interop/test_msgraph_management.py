@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 from unittest import mock
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urljoin, urlparse
 
 import jwt
 import msal
@@ -25,7 +25,7 @@ from msgraph.generated.models.password_credential import PasswordCredential
 from msgraph.generated.models.reference_create import ReferenceCreate
 from msgraph.generated.models.web_application import WebApplication
 
-from conftest import Page, unique_email
+from conftest import Page, outbox_code, unique_email
 from test_msgraph_sdk import graph_client
 
 REDIRECT = "http://localhost:8767/auth"
@@ -168,3 +168,72 @@ def test_msgraph_sdk_registers_an_app_msal_signs_in_with_it_and_the_clock_expire
         assert refused.status_code == 400 and refused.json()["error"] == "invalid_request"
     finally:
         assert requests.delete(dev, verify=tls_server.ca, timeout=30).json()["offsetSeconds"] == 0
+
+
+def test_msgraph_beta_sdk_creates_a_user_flow_with_a_custom_attribute_and_the_export_shows_it(tls_server):
+    from msgraph_beta import GraphRequestAdapter as BetaAdapter, GraphServiceClient as BetaClient
+    from msgraph_beta.generated.models.b2c_identity_user_flow import B2cIdentityUserFlow
+    from msgraph_beta.generated.models.identity_user_flow_attribute import IdentityUserFlowAttribute
+    from msgraph_beta.generated.models.identity_user_flow_attribute_assignment import IdentityUserFlowAttributeAssignment
+    from msgraph_beta.generated.models.identity_user_flow_attribute_data_type import IdentityUserFlowAttributeDataType
+    from msgraph_beta.generated.models.identity_user_flow_attribute_input_type import IdentityUserFlowAttributeInputType
+    from msgraph_beta.generated.models.o_data_errors.o_data_error import ODataError as BetaError
+    from msgraph_beta.generated.models.user_flow_type import UserFlowType
+
+    settings = os.environ["TODO_TLS_SETTINGS"]
+    manager = manager_app(settings, ["IdentityUserFlow.ReadWrite.All"])
+    suffix = os.urandom(3).hex()
+
+    async def scenario():
+        client, credential = graph_client(tls_server, manager, sdk=(BetaAdapter, BetaClient), version="beta")
+        try:
+            attribute = await client.identity.user_flow_attributes.post(IdentityUserFlowAttribute(
+                display_name=f"shoeSize{suffix}", description="Shoe size", data_type=IdentityUserFlowAttributeDataType.Int64))
+            assert attribute.id.endswith(f"_shoeSize{suffix}") and attribute.data_type == IdentityUserFlowAttributeDataType.Int64
+            try:
+                await client.identity.user_flow_attributes.post(IdentityUserFlowAttribute(
+                    display_name=f"money{suffix}", data_type=IdentityUserFlowAttributeDataType.UnknownFutureValue))
+                raise AssertionError("an unknown attribute type was accepted")
+            except BetaError as error:
+                assert error.response_status_code == 400 and error.error.code == "Request_BadRequest"
+
+            flow = await client.identity.b2c_user_flows.post(B2cIdentityUserFlow(
+                id=f"Interop{suffix}", user_flow_type=UserFlowType.SignUpOrSignIn, user_flow_type_version=3.0))
+            assert flow.id == f"B2C_1_Interop{suffix}" and flow.user_flow_type == UserFlowType.SignUpOrSignIn
+            assignment = await client.identity.b2c_user_flows.by_b2c_identity_user_flow_id(flow.id).user_attribute_assignments.post(
+                IdentityUserFlowAttributeAssignment(
+                    user_attribute=IdentityUserFlowAttribute(id=attribute.id), is_optional=True, requires_verification=False,
+                    user_input_type=IdentityUserFlowAttributeInputType.TextBox, display_name="Shoe size"))
+            assert assignment.id == attribute.id
+            listed = await client.identity.b2c_user_flows.by_b2c_identity_user_flow_id(flow.id).user_attribute_assignments.get()
+            assert [a.id for a in listed.value] == ["DisplayName", attribute.id]
+            return flow.id
+        finally:
+            await credential.close()
+
+    flow_id = asyncio.run(scenario())
+
+    # The flow's sign-up page collects the attribute.
+    browser = requests.Session()
+    browser.verify = tls_server.ca
+    query = {"client_id": tls_server.client_id, "response_type": "code", "redirect_uri": "http://localhost:8766",
+             "scope": "openid", "code_challenge": "x" * 43, "code_challenge_method": "S256"}
+    first = Page(browser.get(f"{tls_server.base}/{tls_server.tenant}/{flow_id}/oauth2/v2.0/authorize", params=query))
+    email = unique_email("flow")
+    signup = Page(browser.get(first.link("createAccount")))
+
+    def step(current, values):
+        response = current.submit(browser, "attributeVerification", values)
+        assert response.status_code == 303, response.text[:500]
+        return Page(browser.get(urljoin(response.url, response.headers["Location"])))
+
+    code_page = step(signup, {"email": email})
+    details = step(code_page, {"code": outbox_code(browser, code_page.response.url, email)})
+    assert f'name="extension_shoeSize{suffix}"' in details.response.text, details.response.text[:500]
+
+    # The export shows what Graph made.
+    command = [os.environ["TODO_SERVER_BIN"], "tenant", "export", "--data-dir", str(Path(settings).parent)]
+    if os.environ.get("TODO_SERVER_DATABASE_URL"):
+        command += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
+    exported = subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout
+    assert flow_id in exported and f"extension_shoeSize{suffix}" in exported
