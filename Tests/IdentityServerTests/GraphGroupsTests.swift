@@ -5,6 +5,7 @@ import HummingbirdTesting
 import Storage
 import TestSupport
 import Testing
+import Yams
 
 @testable import IdentityServer
 @testable import UserJourneys
@@ -130,6 +131,35 @@ struct GraphGroupsTests {
             #expect(Set(try await mint(entra: true)["groups"] as? [String] ?? []) == [inner, outer])
             // B2C's face has no groups claim (B2C user flows do not issue one).
             #expect(try await mint(entra: false)["groups"] == nil)
+        }
+    }
+
+    @Test("groups in the tenant YAML: an export after Graph changes applies with no change, and a declaration sets the members", arguments: TestDatabase.engines)
+    func declared(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let auth = try await GraphUsersTests.appToken(h, driver, roles: Self.roles)
+            let user = try await h.addUser()
+            let inner = try await Self.create(driver, auth, "Inner")
+            let outer = try await Self.create(driver, auth, "Outer")
+            _ = try await Self.add(driver, auth, member: user.objectID, to: inner)
+            _ = try await Self.add(driver, auth, member: inner, to: outer)
+            let yaml = try await h.server.administration.exportTenant(tenantID: h.tenant.id, withUsers: false)
+            #expect(yaml.contains("alice@example.com") && yaml.lowercased().contains(inner))
+            let declaration = try YAMLDecoder().decode(TenantDeclaration.self, from: yaml)
+            let (_, unchanged) = try await declaration.applyReporting(to: h.server.administration, baseDirectory: URL(fileURLWithPath: "/tmp"))
+            #expect(unchanged.isEmpty, "\(unchanged)")
+
+            // The file says who is in the group: Inner loses Alice.
+            var trimmed = try YAMLDecoder().decode(TenantDeclaration.self, from: yaml)
+            trimmed.groups = trimmed.groups?.map { group in
+                var group = group
+                group.members = nil
+                return group
+            }
+            let (_, changes) = try await trimmed.applyReporting(to: h.server.administration, baseDirectory: URL(fileURLWithPath: "/tmp"))
+            #expect(changes.contains { $0.contains("group members") }, "\(changes)")
+            #expect(Self.ids(try await driver.get("/v1.0/users/\(user.objectID)/memberOf", headers: auth)).isEmpty)
+            #expect(Self.ids(try await driver.get("/v1.0/groups/\(outer)/members", headers: auth)) == [inner])
         }
     }
 }

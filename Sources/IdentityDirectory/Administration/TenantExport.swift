@@ -67,6 +67,7 @@ extension IdentityAdministration {
             }
             declaration.users = parts
         }
+        declaration.groups = try await declaredGroups(tenantID: tenantID)
         let encoder = YAMLEncoder()
         encoder.options.sortKeys = false
         return "# TodoB2C tenant declaration, exported \(ISO8601DateFormatter().string(from: clock.now)).\n"

@@ -175,6 +175,7 @@ extension TenantDeclaration {
                 note("user", name, before: nil)
             }
         }
+        try await applyGroups(tenantID: model.id, administration: administration, now: now) { note($0, $1, before: $2) }
         _ = try await administration.keys.activeKey()
         if !counts.isEmpty {
             let changed = counts.sorted { $0.key < $1.key }.map { kind, count in

@@ -156,6 +156,8 @@ public struct TenantDeclaration: Codable, Sendable {
     var policyKeys: [PolicyKeyPart]?
     var applications: [ApplicationPart]?
     var users: [UserPart]?
+    /// Security groups and their members (SPEC §2.14), applied after the users.
+    var groups: [GroupPart]?
 
     public enum DeclarationError: Error, CustomStringConvertible {
         case invalid(String)
