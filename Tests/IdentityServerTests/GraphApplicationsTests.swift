@@ -86,6 +86,9 @@ struct GraphApplicationsTests {
             let secret = try #require(password.json["secretText"] as? String)
             let keyID = try #require(password.json["keyId"] as? String)
             #expect(password.json["hint"] as? String == String(secret.prefix(3)))
+            // Graph's default lifetime: two years.
+            let end = try #require(ISO8601DateFormatter().date(from: password.json["endDateTime"] as? String ?? ""))
+            #expect(abs(end.timeIntervalSinceNow - 2 * 365 * 86_400) < 3 * 86_400)
             let listed = try await driver.get("/v1.0/applications/\(id)", headers: auth)
             let credentials = try #require(listed.json["passwordCredentials"] as? [[String: Any]])
             #expect(credentials.count == 1 && credentials[0]["keyId"] as? String == keyID && credentials[0]["secretText"] is NSNull)
@@ -104,6 +107,13 @@ struct GraphApplicationsTests {
             let token = try await Self.clientCredentials(h, driver, client: appID, secret: secret)
             #expect(token.status == .ok, "\(token.text)")
             #expect(DecodedJWT(token.json["access_token"] as? String ?? "").claims["roles"] as? [String] == ["User.Read.All"])
+            let assignedTo = try await driver.get("/v1.0/servicePrincipals/\(graphSP["id"] as? String ?? "")/appRoleAssignedTo", headers: auth)
+            #expect((assignedTo.json["value"] as? [[String: Any]])?.contains { $0["principalId"] as? String == spID } == true)
+            // A role the caller does not hold itself is not granted.
+            let beyond = try await driver.request(
+                .post, "/v1.0/servicePrincipals/\(spID)/appRoleAssignments", headers: Self.json(auth),
+                body: #"{"principalId":"\#(spID)","resourceId":"\#(graphSP["id"] as? String ?? "")","appRoleId":"9e3f62cf-ca93-4989-b6ce-bf83c28f9fe8"}"#)
+            #expect(beyond.status == .forbidden)
 
             let removed = try await driver.request(
                 .post, "/v1.0/applications/\(id)/removePassword", headers: Self.json(auth), body: #"{"keyId":"\#(keyID)"}"#)
@@ -137,6 +147,7 @@ struct GraphApplicationsTests {
                 #"{"displayName":"Unknown","homeRealm":"x"}"#,
                 #"{"displayName":"Bad claims","groupMembershipClaims":"Everything"}"#,
                 #"{"displayName":"  spaced  "}"#,
+                #"{"displayName":"Graph squatter","identifierUris":["https://graph.microsoft.com"]}"#,
                 #"{"web":{"redirectUris":[]}}"#,
             ] {
                 let refused = try await Self.create(driver, auth, body)
@@ -153,6 +164,17 @@ struct GraphApplicationsTests {
                 .patch, "/v1.0/applications/\(id)", headers: Self.json(auth), body: #"{"displayName":"Renamed","web":{"redirectUris":["https://x.example/#f"]}}"#)
             #expect(patch.status == .badRequest)
             #expect(try await driver.get("/v1.0/applications/\(id)", headers: auth).json["displayName"] as? String == "API")
+
+            // A scope another app was granted is not withdrawn under it.
+            let api = try await Self.create(
+                driver, auth, #"{"displayName":"Tasks API","identifierUris":["api://tasks"],"api":{"oauth2PermissionScopes":[{"value":"tasks.read"}]}}"#)
+            let apiID = try #require(api.json["appId"] as? String)
+            let client = try #require(try await h.server.administration.applications(tenantID: h.tenant.id).first { $0.displayName == "Native" })
+            try await h.server.administration.setGrantedScopes(["tasks.read"], on: apiID, of: client)
+            let withdrawn = try await driver.request(
+                .patch, "/v1.0/applications/\(try #require(api.json["id"] as? String))", headers: Self.json(auth),
+                body: #"{"api":{"oauth2PermissionScopes":[]}}"#)
+            #expect(withdrawn.status == .badRequest, "\(withdrawn.text)")
         }
     }
 
@@ -182,6 +204,20 @@ struct GraphApplicationsTests {
                 .post, "/v1.0/servicePrincipals/\(spID)/appRoleAssignments", headers: Self.json(appManager),
                 body: #"{"principalId":"\#(spID)","resourceId":"x","appRoleId":"df021288-bdef-4463-88db-98f22de89214"}"#)
             #expect(assign.status == .forbidden)
+            // The admin console's own app is the server's: Graph neither shows nor changes it.
+            let console = AppRegistration(
+                clientID: AdminConsole.clientID(of: h.tenant), tenantID: h.tenant.id, displayName: "TodoB2C admin console", kind: .public,
+                redirectURIs: ["http://localhost:5080/admin/callback"])
+            try await h.server.tenants.save(console, now: Date())
+            let manager = try await GraphUsersTests.appToken(h, driver, roles: ["Application.ReadWrite.All"])
+            #expect((try await driver.get("/v1.0/applications(appId='\(console.clientIDString)')", headers: manager)).status == .notFound)
+            let hijack = try await driver.request(
+                .patch, "/v1.0/applications/\(GraphApplicationJSON.objectID(of: console))", headers: Self.json(manager),
+                body: #"{"spa":{"redirectUris":["https://evil.example/cb"]}}"#)
+            #expect(hijack.status == .notFound)
+            let all = try await driver.get("/v1.0/applications", headers: manager)
+            #expect((all.json["value"] as? [[String: Any]])?.contains { $0["appId"] as? String == console.clientIDString } == false)
+            #expect(try await h.server.tenants.application(tenantID: h.tenant.id, clientID: console.clientIDString)?.redirectURIs == console.redirectURIs)
             // Its own plain app it may change.
             let plainID = try #require(mine.json["id"] as? String)
             #expect((try await driver.request(.post, "/v1.0/applications/\(plainID)/addPassword", headers: Self.json(appManager), body: "{}")).status == .ok)

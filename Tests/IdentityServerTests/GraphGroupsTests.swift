@@ -54,6 +54,9 @@ struct GraphGroupsTests {
                 .post, "/v1.0/users/\(user.objectID)/checkMemberGroups", headers: GraphApplicationsTests.json(auth),
                 body: #"{"groupIds":["\#(everyone)","\#(other)"]}"#)
             #expect(Self.ids(checked) == [everyone])
+            let objects = try await driver.request(
+                .post, "/v1.0/users/\(user.objectID)/getMemberObjects", headers: GraphApplicationsTests.json(auth), body: #"{"securityEnabledOnly":true}"#)
+            #expect(Self.ids(objects) == [testers, staff, everyone])
             let members = try await driver.get("/v1.0/groups/\(staff)/members", headers: auth)
             #expect(Self.ids(members) == [testers])
 
@@ -80,6 +83,38 @@ struct GraphGroupsTests {
             #expect(try await Self.add(driver, auth, member: user.objectID, to: again).status == .noContent)
             _ = try await h.server.administration.deleteUser(user)
             #expect(Self.ids(try await driver.get("/v1.0/groups/\(again)/members", headers: auth)).isEmpty)
+        }
+    }
+
+    @Test("nesting stays within its depth, counted above and below the new link", arguments: TestDatabase.engines)
+    func depth(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let administration = h.server.administration
+            func group(_ name: String) async throws -> DirectoryGroup {
+                let group = DirectoryGroup(id: UUID(), tenantID: h.tenant.id, displayName: name, description: nil, mailNickname: name, createdAt: Date())
+                try await administration.createGroup(group)
+                return group
+            }
+            // Two chains of 8, each built top-down; linking them makes 16 levels, one more is refused.
+            var upper: [DirectoryGroup] = []
+            var lower: [DirectoryGroup] = []
+            for index in 0..<8 {
+                upper.append(try await group("u\(index)"))
+                lower.append(try await group("l\(index)"))
+                if index > 0 {
+                    try await administration.addMember(.group(upper[index].id), to: upper[index - 1])
+                    try await administration.addMember(.group(lower[index].id), to: lower[index - 1])
+                }
+            }
+            try await administration.addMember(.group(lower[0].id), to: upper[7])
+            let extra = try await group("extra")
+            await #expect(throws: IdentityAdministration.AdministrationError.self) { try await administration.addMember(.group(extra.id), to: lower[7]) }
+            let top = try await group("top")
+            await #expect(throws: IdentityAdministration.AdministrationError.self) { try await administration.addMember(.group(upper[0].id), to: top) }
+            // A user at the bottom is in all sixteen.
+            let user = try await h.addUser()
+            try await administration.addMember(.user(user.id), to: lower[7])
+            #expect(try await administration.transitiveGroups(of: user.id).count == 16)
         }
     }
 

@@ -150,8 +150,12 @@ struct GraphIdentityTests {
             #expect(wired.status == .noContent, "\(wired.text)")
             #expect(try await h.server.tenants.userFlow(tenantID: h.tenant.id, name: "B2C_1_susi")?.connectors.beforeCreatingUser == "checkLoyalty")
             #expect((try await driver.request(.delete, "/v1.0/identity/apiConnectors/\(connectorID)", headers: auth)).status == .badRequest)
-            // A new target keeps the sealed password.
-            #expect((try await Self.send(driver, .patch, "/v1.0/identity/apiConnectors/\(connectorID)", auth, #"{"targetUrl":"https://api.example/v2"}"#)).status == .noContent)
+            // The sealed password goes only where it was given for: a new target needs it again.
+            #expect((try await Self.send(driver, .patch, "/v1.0/identity/apiConnectors/\(connectorID)", auth, #"{"targetUrl":"https://attacker.example/"}"#)).status == .badRequest)
+            let readBack = ##"{"targetUrl":"https://attacker.example/","authenticationConfiguration":{"@odata.type":"#microsoft.graph.basicAuthentication","username":"b2c","password":"******"}}"##
+            #expect((try await Self.send(driver, .patch, "/v1.0/identity/apiConnectors/\(connectorID)", auth, readBack)).status == .badRequest)
+            #expect(try await h.server.tenants.tenant(matching: h.tenant.name)?.apiConnectors.first?.url == "https://api.example/check")
+            #expect((try await Self.send(driver, .patch, "/v1.0/identity/apiConnectors/\(connectorID)", auth, #"{"displayName":"checkLoyalty"}"#)).status == .noContent)
             #expect(try await h.server.tenants.tenant(matching: h.tenant.name)?.apiConnectors.first?.password == stored.password)
 
             let provider = try await Self.send(

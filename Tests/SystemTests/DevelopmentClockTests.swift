@@ -101,11 +101,15 @@ struct DevelopmentClockTests {
             let tasks = live.apiBase.appendingPathComponent("tasks").absoluteString
             #expect(try await Self.send("GET", tasks, bearer: try #require(minted.json["access_token"] as? String)).status == 200)
 
-            for claims in [#"{"exp": 1}"#, #"{"iss": "https://elsewhere"}"#, #"{"aud": "x"}"#, #"{"x": 1.5}"#] {
+            for claims in [#"{"exp": 1}"#, #"{"iss": "https://elsewhere"}"#, #"{"aud": "x"}"#, #"{"x": 1.5}"#, #"{"idtyp": "app"}"#, #"{"azp": "x"}"#] {
                 let refused = try await Self.send(
                     "POST", dev, json: #"{"user":"claims@example.com","client":"\#(live.clientID)","claims":\#(claims)}"#)
                 #expect(refused.status == 400, "\(claims)")
             }
+            // Microsoft Graph's tokens carry only what Graph grants.
+            let graph = try await Self.send(
+                "POST", dev, json: #"{"user":"claims@example.com","client":"\#(live.clientID)","scope":"openid User.Read","entra":true,"claims":{"roles":["User.ReadWrite.All"]}}"#)
+            #expect(graph.status == 400)
         }
     }
 }

@@ -43,6 +43,8 @@ public enum GroupMembershipRefusal: Error, Equatable {
     case cycle
     /// A group holds at most ``DirectoryGroups/maximumMembers`` direct members.
     case full
+    /// Groups nest at most ``DirectoryGroups/maximumDepth`` deep.
+    case tooDeep
 }
 
 /// Groups and their memberships. A deleted account or group leaves every group it was in
@@ -52,8 +54,8 @@ package struct DirectoryGroups: Sendable {
     /// A tenant holds at most this many groups; a group this many direct members.
     package static let maximumGroups = 10_000
     package static let maximumMembers = 10_000
-    /// Nesting followed at most this deep (a transitive walk is bounded whatever the data).
-    static let maximumDepth = 32
+    /// Groups nest at most this deep (adding a member that would make it deeper is refused).
+    static let maximumDepth = 16
 
     package init(database: any Database) { self.database = database }
 
@@ -131,43 +133,57 @@ package struct DirectoryGroups: Sendable {
         let (group, tenant) = (groupID.uuidString.lowercased(), tenantID.uuidString.lowercased())
         let engine = database.engine
         let outcome = try await database.transaction { sql -> GroupMembershipRefusal? in
-                if engine == .postgres {
-                    try await sql.raw("SELECT pg_advisory_xact_lock(\(bind: Self.lockKey(tenantID)))").run()
-                }
-                let existing = try await sql.select().column("member_id").from("group_members")
-                    .where("group_id", .equal, group).where("member_id", .equal, member.id.uuidString.lowercased()).first()
-                if existing != nil { return .alreadyMember }
-                let count = try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("group_members")
-                    .where("group_id", .equal, group).first(decodingColumn: "n", as: Int.self) ?? 0
-                if count >= Self.maximumMembers { return .full }
-                if case .group(let child) = member {
-                    // A cycle: the group is the child, or among the groups the child contains.
-                    if child == groupID { return .cycle }
-                    var frontier = [child.uuidString.lowercased()]
-                    var seen = Set(frontier)
-                    for _ in 0..<Self.maximumDepth where !frontier.isEmpty {
-                        let rows = try await sql.select().column("member_group_id").from("group_members")
-                            .where("group_id", .in, frontier).where("member_group_id", .isNot, SQLLiteral.null)
-                            .all(decodingColumn: "member_group_id", as: String.self)
-                        if rows.contains(group) { return .cycle }
-                        frontier = rows.filter { seen.insert($0).inserted }
-                    }
-                    if !frontier.isEmpty { return .cycle }
-                }
-                let (user, child): (String?, String?) =
-                    switch member {
-                    case .user(let id): (id.uuidString.lowercased(), nil)
-                    case .group(let id): (nil, id.uuidString.lowercased())
-                    }
-                try await sql.insert(into: "group_members")
-                    .columns("group_id", "member_id", "user_id", "member_group_id", "tenant_id", "created_at")
-                    .values(
-                        SQLBind(group), SQLBind(member.id.uuidString.lowercased()), SQLBind(user), SQLBind(child), SQLBind(tenant),
-                        SQLBind(now.epochSeconds)
-                    ).run()
-                return nil
+            if engine == .postgres {
+                try await sql.raw("SELECT pg_advisory_xact_lock(\(bind: Self.lockKey(tenantID)))").run()
             }
+            let existing = try await sql.select().column("member_id").from("group_members")
+                .where("group_id", .equal, group).where("member_id", .equal, member.id.uuidString.lowercased()).first()
+            if existing != nil { return .alreadyMember }
+            let count = try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("group_members")
+                .where("group_id", .equal, group).first(decodingColumn: "n", as: Int.self) ?? 0
+            if count >= Self.maximumMembers { return .full }
+            if case .group(let child) = member {
+                // A cycle: the group is the child, or among the groups the child contains.
+                // And nesting stays within ``maximumDepth`` levels, counted through both
+                // (what is above the group and what is below the child), so every walk of
+                // it (the groups claim, checkMemberGroups) sees all of it.
+                if child == groupID { return .cycle }
+                let below = try await Self.levels(from: child.uuidString.lowercased(), down: true, sql: sql, stopAt: group)
+                guard let below else { return .cycle }
+                let above = try await Self.levels(from: group, down: false, sql: sql, stopAt: nil) ?? Self.maximumDepth
+                if above + below > Self.maximumDepth { return .tooDeep }
+            }
+            let (user, child): (String?, String?) =
+                switch member {
+                case .user(let id): (id.uuidString.lowercased(), nil)
+                case .group(let id): (nil, id.uuidString.lowercased())
+                }
+            try await sql.insert(into: "group_members")
+                .columns("group_id", "member_id", "user_id", "member_group_id", "tenant_id", "created_at")
+                .values(
+                    SQLBind(group), SQLBind(member.id.uuidString.lowercased()), SQLBind(user), SQLBind(child), SQLBind(tenant),
+                    SQLBind(now.epochSeconds)
+                ).run()
+            return nil
+        }
         if let outcome { throw outcome }
+    }
+
+    /// How many levels of groups there are from `start` (itself one) down through its member
+    /// groups, or up through the groups it is in; nil when walking down reaches `stopAt` (a cycle).
+    private static func levels(from start: String, down: Bool, sql: any SQLDatabase, stopAt: String?) async throws -> Int? {
+        var frontier = [start]
+        var seen = Set(frontier)
+        var depth = 0
+        while !frontier.isEmpty, depth <= maximumDepth {
+            depth += 1
+            let next = try await sql.select().column(down ? "member_group_id" : "group_id").from("group_members")
+                .where(down ? "group_id" : "member_group_id", .in, frontier).where(down ? "member_group_id" : "group_id", .isNot, SQLLiteral.null)
+                .all(decodingColumn: down ? "member_group_id" : "group_id", as: String.self)
+            if let stopAt, next.contains(stopAt) { return nil }
+            frontier = next.filter { seen.insert($0).inserted }
+        }
+        return depth
     }
 
     /// Takes `memberID` out of the group; false when it was not a member.
@@ -190,18 +206,20 @@ package struct DirectoryGroups: Sendable {
     }
 
     /// Every group `memberID` is in, directly or through nested groups (Graph's
-    /// `transitiveMemberOf`, the `groups` claim, `checkMemberGroups`).
-    package func transitiveGroups(of memberID: UUID) async throws -> Set<UUID> {
-        var found = Set<UUID>()
-        var frontier = [memberID]
+    /// `transitiveMemberOf`, the `groups` claim, `checkMemberGroups`): one query per level of
+    /// nesting; with `limit`, the walk stops once more than that many are found.
+    package func transitiveGroups(of memberID: UUID, limit: Int? = nil) async throws -> Set<UUID> {
+        var found = Set<String>()
+        var frontier = [memberID.uuidString.lowercased()]
         for _ in 0..<Self.maximumDepth where !frontier.isEmpty {
-            var next: [UUID] = []
-            for id in frontier {
-                for group in try await directGroups(of: id) where found.insert(group).inserted { next.append(group) }
+            let next = try await database.read { [frontier] sql in
+                try await sql.select().column("group_id").from("group_members").where("member_id", .in, frontier)
+                    .all(decodingColumn: "group_id", as: String.self)
             }
-            frontier = next
+            frontier = next.filter { found.insert($0).inserted }
+            if let limit, found.count > limit { break }
         }
-        return found
+        return Set(found.compactMap(UUID.init(uuidString:)))
     }
 
     static func lockKey(_ tenantID: UUID) -> Int64 {

@@ -23,6 +23,11 @@ extension IdentityAdministration {
             guard uri.count <= 256, let parts = URLComponents(string: uri), let scheme = parts.scheme?.lowercased(),
                 ["https", "api", "urn"].contains(scheme), parts.fragment == nil, !uri.contains("*")
             else { return "The identifierUri '\(TextRules.printable(String(uri.prefix(80))))' is not an https, api: or urn: URI." }
+            // Microsoft's own hosts name Microsoft's APIs (Graph's audience is its app id).
+            let host = parts.host?.lowercased() ?? ""
+            if ["microsoft.com", "microsoftonline.com", "windows.net", "azure.com"].contains(where: { host == $0 || host.hasSuffix("." + $0) }) {
+                return "The identifierUri names a Microsoft host: use api://… or a domain of your own."
+            }
             let key = uri.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/"))
             if others.contains(where: { $0.clientID != app.clientID && $0.appIDURI?.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "/")) == key }) {
                 return "Another object with the same value for property identifierUris already exists."
@@ -49,12 +54,18 @@ extension IdentityAdministration {
         return nil
     }
 
+    /// A tenant holds at most this many app registrations made through Graph; an app this many secrets.
+    public static let maximumApplications = 1_000
+    public static let maximumSecrets = 20
+
     /// Registers `app` as given (Graph `POST /applications`): checked, then saved and audited.
     public func createApplication(_ app: AppRegistration) async throws -> AppRegistration {
         try await audited(.addApplication, tenantID: app.tenantID, target: .application(app)) {
-            if let problem = Self.problem(with: app, among: try await tenants.applications(tenantID: app.tenantID)) {
-                throw AdministrationError.refused(problem)
+            let others = try await tenants.uncached.applications(tenantID: app.tenantID)
+            guard others.count < Self.maximumApplications else {
+                throw AdministrationError.refused("A tenant holds at most \(Self.maximumApplications) app registrations.")
             }
+            if let problem = Self.problem(with: app, among: others) { throw AdministrationError.refused(problem) }
             if let flow = app.userFlow, try await tenants.userFlow(tenantID: app.tenantID, name: flow) == nil {
                 throw AdministrationError.unknownUserFlow(flow)
             }
@@ -65,14 +76,23 @@ extension IdentityAdministration {
 
     /// Saves a changed registration (Graph `PATCH /applications/{id}`); `modified` names the
     /// properties the caller changed, for the audit record.
-    public func updateApplication(_ app: AppRegistration, modified: [String]) async throws {
-        let target = AuditTarget.application(app, modified: modified.map { .init(name: $0, newValue: nil) })
-        try await audited(.updateApplication, tenantID: app.tenantID, target: target) {
-            guard try await tenants.application(tenantID: app.tenantID, clientID: app.clientIDString) != nil else {
-                throw AdministrationError.noSuchApplication(app.clientIDString)
+    public func updateApplication(_ changed: AppRegistration, modified: [String]) async throws {
+        let target = AuditTarget.application(changed, modified: modified.map { .init(name: $0, newValue: nil) })
+        try await audited(.updateApplication, tenantID: changed.tenantID, target: target) {
+            let others = try await tenants.uncached.applications(tenantID: changed.tenantID)
+            guard let stored = others.first(where: { $0.clientID == changed.clientID }) else {
+                throw AdministrationError.noSuchApplication(changed.clientIDString)
             }
-            if let problem = Self.problem(with: app, among: try await tenants.applications(tenantID: app.tenantID)) {
-                throw AdministrationError.refused(problem)
+            // Its grants are changed only by consent (``assignAppRole(_:on:to:)``,
+            // ``setGrantedScopes(_:on:of:)``): what is granted now stays, whatever the caller read.
+            var app = changed
+            app.apiPermissions = stored.apiPermissions
+            if let problem = Self.problem(with: app, among: others) { throw AdministrationError.refused(problem) }
+            // A scope another app was granted stays exposed until that grant goes.
+            for scope in stored.exposedScopes where !app.exposedScopes.contains(scope) {
+                if let holder = others.first(where: { $0.permission(on: app.clientIDString)?.scopes.contains(scope) == true }) {
+                    throw AdministrationError.refused("The scope \(scope) is granted to '\(holder.displayName)': remove that grant first.")
+                }
             }
             if let flow = app.userFlow, try await tenants.userFlow(tenantID: app.tenantID, name: flow) == nil {
                 throw AdministrationError.unknownUserFlow(flow)
@@ -92,8 +112,14 @@ extension IdentityAdministration {
         let target = AuditTarget.application(app, modified: [.init(name: "KeyDescription", newValue: nil)])
         let credential = try await audited(.addSecret, tenantID: app.tenantID, target: target) {
             if let expiresAt, expiresAt <= clock.now { throw AdministrationError.refused("endDateTime must be in the future.") }
-            if app.kind == .public {
-                var confidential = app
+            guard try await tenants.passwordCredentials(clientID: app.clientID).count < Self.maximumSecrets else {
+                throw AdministrationError.refused("An app holds at most \(Self.maximumSecrets) secrets.")
+            }
+            // An app without a native or single-page redirect authenticates with its secret
+            // (a daemon's client credentials); one with them stays a public client for those.
+            if app.kind == .public, app.redirectURIs(on: .spa).isEmpty, app.redirectURIs(on: .publicClient).isEmpty,
+                var confidential = try await tenants.uncached.application(tenantID: app.tenantID, clientID: app.clientIDString)
+            {
                 confidential.setKind(.confidential)
                 try await tenants.save(confidential, now: clock.now)
             }
@@ -163,7 +189,7 @@ extension IdentityAdministration {
     private func changePermission(of app: AppRegistration, on resource: String, _ change: (inout APIPermission) throws -> Void)
         async throws
     {
-        guard var current = try await tenants.application(tenantID: app.tenantID, clientID: app.clientIDString) else {
+        guard var current = try await tenants.uncached.application(tenantID: app.tenantID, clientID: app.clientIDString) else {
             throw AdministrationError.noSuchApplication(app.clientIDString)
         }
         var permission = current.permission(on: resource) ?? APIPermission(resource: resource)

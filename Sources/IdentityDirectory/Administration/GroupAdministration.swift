@@ -73,6 +73,7 @@ extension IdentityAdministration {
                         "One or more added object references already exist for the following modified properties: 'members'.")
                 case .cycle: throw AdministrationError.refused("A group cannot contain itself, directly or through other groups.")
                 case .full: throw AdministrationError.refused("A group holds at most \(DirectoryGroups.maximumMembers) direct members.")
+                case .tooDeep: throw AdministrationError.refused("Groups nest at most \(DirectoryGroups.maximumDepth) deep.")
                 }
             }
         }

@@ -7,8 +7,9 @@ import TodoModels
 /// Graph change and applying that export changes nothing. Each change is checked whole against
 /// the tenant before it is written; something a flow still uses is not removed.
 extension IdentityAdministration {
+    /// The tenant as stored now (not a cached copy: it is changed and written back).
     private func tenant(_ tenantID: UUID) async throws -> Tenant {
-        guard let tenant = try await tenants.tenant(matching: tenantID.uuidString) else {
+        guard let tenant = try await tenants.uncached.tenant(matching: tenantID.uuidString) else {
             throw AdministrationError.refused("no tenant \(tenantID.uuidString.lowercased())")
         }
         return tenant
@@ -59,7 +60,7 @@ extension IdentityAdministration {
     /// Removes a custom attribute no flow collects or returns; accounts keep their values (as
     /// B2C keeps the extension property's data) but nothing shows them.
     public func removeUserAttribute(named name: String, tenantID: UUID) async throws {
-        let flows = try await tenants.userFlows(tenantID: tenantID)
+        let flows = try await tenants.uncached.userFlows(tenantID: tenantID)
         _ = try await changeTenant(tenantID, .deleteUserAttribute, target: AuditTarget(type: "UserAttribute", id: name)) { tenant in
             guard tenant.userAttributes.contains(where: { $0.name == name }) else {
                 throw AdministrationError.refused("No custom attribute '\(TextRules.printable(name))'.")
@@ -82,6 +83,12 @@ extension IdentityAdministration {
             if creating, index != nil { throw AdministrationError.refused("An API connector named '\(connector.name)' already exists.") }
             if !creating, index == nil { throw AdministrationError.refused("No API connector '\(TextRules.printable(connector.name))'.") }
             let stored = index.map { tenant.apiConnectors[$0] }
+            // A stored secret goes only where it was given for: a new target or user name needs it again.
+            if let stored, stored.url != connector.url || stored.username != connector.username || stored.auth != connector.auth,
+                connector.auth != .none, connector.password == nil, connector.token == nil
+            {
+                throw AdministrationError.refused("Give the connector's password (or token) again when its targetUrl, username or authentication changes.")
+            }
             var sealed = connector
             for field in ["password", "token"] {
                 let value = field == "password" ? connector.password : connector.token
@@ -100,7 +107,7 @@ extension IdentityAdministration {
     }
 
     public func removeAPIConnector(named name: String, tenantID: UUID) async throws {
-        let flows = try await tenants.userFlows(tenantID: tenantID)
+        let flows = try await tenants.uncached.userFlows(tenantID: tenantID)
         _ = try await changeTenant(tenantID, .deleteAPIConnector, target: AuditTarget(type: "ApiConnector", id: name)) { tenant in
             guard tenant.apiConnectors.contains(where: { $0.name == name }) else {
                 throw AdministrationError.refused("No API connector '\(TextRules.printable(name))'.")
@@ -142,7 +149,7 @@ extension IdentityAdministration {
     }
 
     public func removeIdentityProvider(named name: String, tenantID: UUID) async throws {
-        let flows = try await tenants.userFlows(tenantID: tenantID)
+        let flows = try await tenants.uncached.userFlows(tenantID: tenantID)
         _ = try await changeTenant(tenantID, .deleteIdentityProvider, target: AuditTarget(type: "IdentityProvider", id: name)) { tenant in
             guard let provider = tenant.upstreamProvider(named: name) else {
                 throw AdministrationError.refused("No identity provider '\(TextRules.printable(name))'.")
@@ -183,7 +190,7 @@ extension IdentityAdministration {
     public func saveUserFlow(_ flow: UserFlow, creating: Bool) async throws {
         try await audited(.saveUserFlow, tenantID: flow.tenantID, target: .policy(flow.name)) {
             let tenant = try await tenant(flow.tenantID)
-            let stored = try await tenants.userFlow(tenantID: flow.tenantID, name: flow.name)
+            let stored = try await tenants.uncached.userFlow(tenantID: flow.tenantID, name: flow.name)
             if creating, stored != nil { throw AdministrationError.refused("A user flow named \(flow.name) already exists.") }
             if !creating, stored == nil { throw AdministrationError.refused("No user flow \(flow.name).") }
             if creating, try await customPolicies.policies(tenantID: flow.tenantID).contains(where: { $0.id.lowercased() == flow.name.lowercased() }) {

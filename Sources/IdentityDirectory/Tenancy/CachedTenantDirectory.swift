@@ -45,6 +45,8 @@ package final class CachedTenantDirectory: TenantDirectory {
         return value
     }
 
+    package var uncached: any TenantDirectory { base.uncached }
+
     /// How many lookups are held (for tests).
     var count: Int { entries.withLock { $0.values.count } }
 

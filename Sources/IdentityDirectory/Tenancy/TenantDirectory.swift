@@ -5,6 +5,9 @@ import WireCoding
 
 /// Tenants, app registrations and user flows.
 package protocol TenantDirectory: Sendable {
+    /// This directory without any cache in front: what a read-modify-write reads, so it does
+    /// not write back what another instance changed a moment ago.
+    var uncached: any TenantDirectory { get }
     /// Finds a tenant by its name (case-insensitive) or its GUID, the two forms B2C URLs use.
     func tenant(matching segment: String) async throws -> Tenant?
     func defaultTenant() async throws -> Tenant?
@@ -65,6 +68,8 @@ package struct SQLTenantDirectory: TenantDirectory {
     let database: any Database
 
     package init(database: any Database) { self.database = database }
+
+    package var uncached: any TenantDirectory { self }
 
     struct TenantRow: Codable {
         var id: String

@@ -66,6 +66,11 @@ extension IdentityServer {
         var issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: HostPolicy.issuer(origin: origin, tenant: tenant, face: face),
             scopes: scopes, nonce: nil, authTime: now, newUser: false, identityProvider: user.identityProvider, face: face)
+        // Microsoft Graph's tokens carry only what Graph grants: extra claims (scopes, roles)
+        // would be a way around its permissions.
+        if request.claims?.isEmpty == false, scopes.resource?.audience == APIPermission.graphResource {
+            throw ProtocolFailure.malformedRequest("Extra claims are not added to Microsoft Graph's tokens.")
+        }
         do {
             issuance.extraClaims = try ExtraClaims(request.claims ?? [:])
         } catch {

@@ -28,7 +28,7 @@ struct GraphApplications: Sendable {
         let query = try GraphListQuery(
             request.uri.query, type: "application", properties: GraphApplicationJSON.properties, filterable: GraphApplicationJSON.filterable)
         var items: [[(String, JSONText)]] = []
-        for app in try await server.administration.applications(tenantID: tenant.id).sorted(by: { $0.clientIDString < $1.clientIDString }) {
+        for app in try await Self.applications(tenant, server: server) {
             items.append(GraphApplicationJSON.members(app, tenant: tenant, credentials: try await server.administration.passwordCredentials(of: app)))
         }
         return .json(
@@ -110,8 +110,10 @@ struct GraphApplications: Sendable {
                 end = date
             }
         }
+        // Graph's default: two years from now.
+        let expiresAt = end ?? server.clock.now.addingTimeInterval(2 * 365 * 86_400)
         do {
-            let (credential, secret) = try await administration.addPassword(to: app, displayName: displayName, expiresAt: end)
+            let (credential, secret) = try await administration.addPassword(to: app, displayName: displayName, expiresAt: expiresAt)
             guard case .object(var members) = GraphApplicationJSON.credential(.string(secret), credential) else { throw GraphError.resourceNotFound }
             members.insert(("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#microsoft.graph.passwordCredential")), at: 0)
             return .json(.object(members), noStore: true)
@@ -149,10 +151,18 @@ struct GraphApplications: Sendable {
         return .json(.object(members), status: status)
     }
 
+    /// The tenant's apps Graph shows: all but the admin console's own, which only the server
+    /// manages (a redirect URI added to it through Graph would send an admin's sign-in elsewhere).
+    static func applications(_ tenant: Tenant, server: IdentityServer) async throws -> [AppRegistration] {
+        let console = AdminConsole.clientID(of: tenant)
+        return try await server.administration.applications(tenantID: tenant.id).filter { $0.clientID != console }
+            .sorted { $0.clientIDString < $1.clientIDString }
+    }
+
     /// The app `{id}` names: its object id, or `(appId='…')` / `appId=…` (Graph's alternate key).
     static func application(_ context: IdentityRequestContext, tenant: Tenant, server: IdentityServer) async throws -> AppRegistration {
         let key = (context.parameters.get("id")?.removingPercentEncoding ?? "").lowercased()
-        let apps = try await server.administration.applications(tenantID: tenant.id)
+        let apps = try await applications(tenant, server: server)
         if let appID = alternateKey(key, name: "appid") {
             guard let app = apps.first(where: { $0.clientIDString == appID }) else { throw GraphError.resourceNotFound }
             return app

@@ -228,6 +228,25 @@ struct GraphGroups: Sendable {
         }
     }
 
+    /// `POST …/getMemberObjects {"securityEnabledOnly"}`: every group the user (or group) is in,
+    /// through nesting, and a user's directory roles — where Entra's groups overage claim sends
+    /// an app for the groups its token could not hold.
+    func memberObjects(ofGroup: Bool) -> @Sendable (Request, IdentityRequestContext) async throws -> Response {
+        { request, context in
+            let tenant = try await authenticator.application(of: request, anyOf: Self.userReadRoles)
+            let id = try await subject(context, tenant: tenant, group: ofGroup)
+            var ids = try await server.administration.transitiveGroups(of: id).map { $0.uuidString.lowercased() }.sorted()
+            if !ofGroup, let user = try await server.users.user(id: id), try await server.administration.roles(of: user).contains(.admin) {
+                ids.append(GraphDirectoryRoles.roleID(of: tenant))
+            }
+            return .json(
+                .object([
+                    ("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#Collection(Edm.String)")),
+                    ("value", .array(ids.map(JSONText.string))),
+                ]))
+        }
+    }
+
     // MARK: Lookups
 
     private func group(_ context: IdentityRequestContext, tenant: Tenant) async throws -> DirectoryGroup {

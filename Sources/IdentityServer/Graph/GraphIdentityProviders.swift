@@ -91,7 +91,8 @@ struct GraphIdentityProviders: Sendable {
                 }
             case ("displayName", .string(let name)): provider.displayName = name
             case ("clientId", .string(let id)): provider.clientId = id
-            case ("clientSecret", .string(let secret)): provider.clientSecret = secret
+            // What a client read back (`******`) is not a new secret: the stored one stays.
+            case ("clientSecret", .string(let secret)): provider.clientSecret = secret == "******" ? nil : secret
             case ("metadataUrl", .string(let url)): provider.metadataUrl = url
             case ("scope", .string(let scope)): provider.scope = scope
             case ("domainHint", .string(let hint)):

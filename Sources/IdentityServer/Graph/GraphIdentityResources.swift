@@ -204,7 +204,8 @@ struct GraphIdentityResources: Sendable {
                 else {
                     throw GraphError.badRequest("authenticationConfiguration must be #microsoft.graph.basicAuthentication with username and password.")
                 }
-                (connector.auth, connector.username, connector.password) = (.basic, username, password)
+                // What a client read back (`******`) is not a new password: the stored one stays.
+                (connector.auth, connector.username, connector.password) = (.basic, username, password == "******" ? nil : password)
             default: throw GraphError.badRequest("Invalid value for property '\(TextRules.printable(String(key.prefix(64))))' of apiConnector.")
             }
         }

@@ -30,7 +30,7 @@ struct GraphPermissionGrants: Sendable {
     }
 
     private func grants(_ tenant: Tenant) async throws -> [Grant] {
-        try await server.administration.applications(tenantID: tenant.id).flatMap { app in
+        try await GraphApplications.applications(tenant, server: server).flatMap { app in
             app.apiPermissions.filter { !$0.scopes.isEmpty }.map { Grant(app: app, resource: $0.resource, scopes: $0.scopes) }
         }
     }
@@ -76,7 +76,7 @@ struct GraphPermissionGrants: Sendable {
         guard case .string("AllPrincipals")? = body["consentType"] else {
             throw GraphError.badRequest("consentType must be AllPrincipals: this service keeps admin consent only.")
         }
-        let apps = try await server.administration.applications(tenantID: tenant.id)
+        let apps = try await GraphApplications.applications(tenant, server: server)
         guard case .string(let clientID)? = body["clientId"], let app = apps.first(where: { Principal.app($0).id(in: tenant) == clientID.lowercased() })
         else { throw GraphError.badRequest("clientId must be the id of one of this tenant's service principals.") }
         guard case .string(let resourceID)? = body["resourceId"],

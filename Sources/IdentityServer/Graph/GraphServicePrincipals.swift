@@ -50,7 +50,7 @@ struct GraphServicePrincipals: Sendable {
     }
 
     private func principals(_ tenant: Tenant) async throws -> [Principal] {
-        [.graph] + (try await server.administration.applications(tenantID: tenant.id)).map(Principal.app)
+        [.graph] + (try await GraphApplications.applications(tenant, server: server)).map(Principal.app)
     }
 
     private func principal(_ key: String?, tenant: Tenant) async throws -> Principal {
@@ -131,7 +131,7 @@ struct GraphServicePrincipals: Sendable {
         let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
         let body = try await GraphBody.object(request, context: context)
         guard case .string(let appID)? = body["appId"],
-            let app = try await server.administration.applications(tenantID: tenant.id).first(where: { $0.clientIDString == appID.lowercased() })
+            let app = try await GraphApplications.applications(tenant, server: server).first(where: { $0.clientIDString == appID.lowercased() })
         else {
             throw GraphError.badRequest("The appId of the service principal does not reference a valid application object.")
         }
@@ -173,10 +173,26 @@ struct GraphServicePrincipals: Sendable {
             ]))
     }
 
+    /// `GET …/appRoleAssignedTo`: the assignments of this principal's app roles to others —
+    /// Microsoft Graph's are every app's Graph application permissions; an app's own, none.
+    @Sendable func listAssignedTo(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+        let principal = try await principal(context.parameters.get("id"), tenant: tenant)
+        var value: [JSONText] = []
+        if case .graph = principal {
+            for app in try await GraphApplications.applications(tenant, server: server) { value += assignments(of: app, tenant: tenant) }
+        }
+        return .json(
+            .object([
+                ("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#servicePrincipals('\(principal.id(in: tenant))')/appRoleAssignedTo")),
+                ("value", .array(value)),
+            ]))
+    }
+
     /// `POST …/appRoleAssignments {"principalId", "resourceId", "appRoleId"}`: the principal
     /// must be the path's, the resource Microsoft Graph's, the role one of its `appRoles`.
     @Sendable func assign(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
+        let (tenant, administration, held) = try await authenticator.administrator(
             server.administration, of: request, context: context, anyOf: Self.assignRoles)
         guard case .app(let app) = try await principal(context.parameters.get("id"), tenant: tenant) else {
             throw GraphError.badRequest("Microsoft Graph's own service principal holds no app roles here.")
@@ -190,6 +206,9 @@ struct GraphServicePrincipals: Sendable {
         }
         guard case .string(let roleText)? = body["appRoleId"], let roleID = UUID(uuidString: roleText), let role = GraphPermissions.appRole(id: roleID)
         else { throw GraphError.badRequest("Permission being assigned was not found on application") }
+        // As for changing an app (``GraphApplications/refuseEscalation(to:held:)``): an app grants
+        // only the permissions it holds, so this one is not every other permission.
+        guard held.contains(role.lowercased()) else { throw GraphError.insufficientPrivileges }
         do {
             try await administration.assignAppRole(role, on: APIPermission.graphResource, to: app)
         } catch let error as IdentityAdministration.AdministrationError {
@@ -205,7 +224,7 @@ struct GraphServicePrincipals: Sendable {
     }
 
     @Sendable func unassign(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
+        let (tenant, administration, held) = try await authenticator.administrator(
             server.administration, of: request, context: context, anyOf: Self.assignRoles)
         guard case .app(let app) = try await principal(context.parameters.get("id"), tenant: tenant) else { throw GraphError.resourceNotFound }
         let id = context.parameters.get("assignment") ?? ""
@@ -213,6 +232,7 @@ struct GraphServicePrincipals: Sendable {
         guard let role = (app.permission(on: APIPermission.graphResource)?.roles ?? []).first(where: { role in
             GraphPermissions.appRoleID(role).map { Self.assignmentID(principal: principal, resource: Principal.graph.id(in: tenant), role: $0) } == id
         }) else { throw GraphError.resourceNotFound }
+        guard held.contains(role.lowercased()) else { throw GraphError.insufficientPrivileges }
         _ = try await administration.removeAppRole(role, on: APIPermission.graphResource, from: app)
         return Response(status: .noContent)
     }

@@ -87,6 +87,7 @@ extension IdentityServer {
             graph.get(RouterPath(path + "/appRoleAssignments"), use: principals.listAssignments)
             graph.post(RouterPath(path + "/appRoleAssignments"), use: principals.assign)
             graph.delete(RouterPath(path + "/appRoleAssignments/:assignment"), use: principals.unassign)
+            graph.get(RouterPath(path + "/appRoleAssignedTo"), use: principals.listAssignedTo)
         }
         let grants = GraphPermissionGrants(authenticator: graphCallers, server: self, hosts: service.hosts)
         graph.get("oauth2PermissionGrants", use: grants.list)
@@ -110,6 +111,8 @@ extension IdentityServer {
         graph.get("users/:id/memberOf", use: groups.memberships(transitive: false, ofGroup: false))
         graph.get("users/:id/transitiveMemberOf", use: groups.memberships(transitive: true, ofGroup: false))
         graph.post("users/:id/checkMemberGroups", use: groups.checkMemberGroups(ofGroup: false))
+        graph.post("users/:id/getMemberObjects", use: groups.memberObjects(ofGroup: false))
+        graph.post("groups/:id/getMemberObjects", use: groups.memberObjects(ofGroup: true))
         // The user-flow engine's resources (SPEC §2.14), on the tenant YAML's store.
         let directoryAudits = GraphDirectoryAudits(
             authenticator: graphCallers, audits: service.directoryAudits, signIns: service.signIns.log, hosts: service.hosts)

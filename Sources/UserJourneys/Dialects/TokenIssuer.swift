@@ -59,7 +59,9 @@ package struct IssuanceContext: Sendable {
 /// claims that make a token the issuer's — who issued it, for whom, when — stay the issuer's:
 /// time moves with `/dev/clock`, the audience with the client and scopes.
 package struct ExtraClaims: Sendable, Equatable {
-    package static let reserved: Set<String> = ["iss", "aud", "exp", "nbf", "iat", "ver", "tid", "tfp", "acr"]
+    /// Who issued it, for whom and when, and the claims that make a token an app's own
+    /// (`idtyp`, `azp`, `appid`): a tester's user token never passes for an app-only one.
+    package static let reserved: Set<String> = ["iss", "aud", "exp", "nbf", "iat", "ver", "tid", "tfp", "acr", "idtyp", "azp", "appid"]
     package static let maximumCount = 50
     package private(set) var members: [(String, JSONText)] = []
 
@@ -152,7 +154,7 @@ package struct TokenIssuer: Sendable {
     /// followed), or Entra's overage claims when there are too many.
     func groupClaims(_ context: IssuanceContext) async throws -> [(String, JSONText)] {
         guard context.face == .entra, context.client.wantsGroupsClaim, let groups else { return [] }
-        let ids = try await groups.transitiveGroups(of: context.user.id).map { $0.uuidString.lowercased() }.sorted()
+        let ids = try await groups.transitiveGroups(of: context.user.id, limit: Self.groupsInToken).map { $0.uuidString.lowercased() }.sorted()
         guard ids.count <= Self.groupsInToken else {
             return [
                 ("_claim_names", .object([("groups", .string("src1"))])),
