@@ -51,11 +51,7 @@ struct GraphApplications: Sendable {
         // Public until it has a web redirect or a secret (``GraphApplicationDraft``).
         var app = AppRegistration(clientID: UUID(), tenantID: tenant.id, displayName: "", kind: .public, redirectURIs: [])
         _ = try GraphApplicationDraft.apply(body, to: &app, creating: true)
-        do {
-            app = try await administration.createApplication(app)
-        } catch let error as IdentityAdministration.AdministrationError {
-            throw GraphError(error)
-        }
+        app = try await administration.createApplication(app)
         context.logger.info("application created through Graph", metadata: ["appId": "\(app.clientIDString)"])
         return try await answer(app, tenant: tenant, select: nil, status: .created)
     }
@@ -68,11 +64,7 @@ struct GraphApplications: Sendable {
         let body = try await GraphBody.object(request, context: context)
         let modified = try GraphApplicationDraft.apply(body, to: &app, creating: false)
         guard !modified.isEmpty else { return Response(status: .noContent) }
-        do {
-            try await administration.updateApplication(app, modified: modified)
-        } catch let error as IdentityAdministration.AdministrationError {
-            throw GraphError(error)
-        }
+        try await administration.updateApplication(app, modified: modified)
         return Response(status: .noContent)
     }
 
@@ -112,14 +104,10 @@ struct GraphApplications: Sendable {
         }
         // Graph's default: two years from now.
         let expiresAt = end ?? server.clock.now.addingTimeInterval(2 * 365 * 86_400)
-        do {
-            let (credential, secret) = try await administration.addPassword(to: app, displayName: displayName, expiresAt: expiresAt)
-            guard case .object(var members) = GraphApplicationJSON.credential(.string(secret), credential) else { throw GraphError.resourceNotFound }
-            members.insert(("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#microsoft.graph.passwordCredential")), at: 0)
-            return .json(.object(members), noStore: true)
-        } catch let error as IdentityAdministration.AdministrationError {
-            throw GraphError(error)
-        }
+        let (credential, secret) = try await administration.addPassword(to: app, displayName: displayName, expiresAt: expiresAt)
+        guard case .object(var members) = GraphApplicationJSON.credential(.string(secret), credential) else { throw GraphError.resourceNotFound }
+        members.insert(("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#microsoft.graph.passwordCredential")), at: 0)
+        return .json(.object(members), noStore: true)
     }
 
     /// `POST …/removePassword` `{"keyId"}`.

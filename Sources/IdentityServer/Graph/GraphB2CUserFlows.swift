@@ -42,17 +42,16 @@ struct GraphB2CUserFlows: Sendable {
     }
 
     private func flow(_ context: IdentityRequestContext, tenant: Tenant) async throws -> UserFlow {
+        try await Self.flow(context, tenant: tenant, server: server)
+    }
+
+    /// The user flow `{id}` names (never a custom policy).
+    static func flow(_ context: IdentityRequestContext, tenant: Tenant, server: IdentityServer) async throws -> UserFlow {
         let name = context.parameters.get("id")?.removingPercentEncoding ?? ""
         guard !name.lowercased().hasPrefix("b2c_1a_"), let flow = try await server.administration.userFlows(tenantID: tenant.id)
             .first(where: { $0.name.lowercased() == name.lowercased() })
         else { throw GraphError.resourceNotFound }
         return flow
-    }
-
-    private func save(_ flow: UserFlow, creating: Bool, _ administration: IdentityAdministration) async throws {
-        do {
-            try await administration.saveUserFlow(flow, creating: creating)
-        } catch { throw GraphIdentityResources.refused(error) }
     }
 
     // MARK: Flows
@@ -105,7 +104,7 @@ struct GraphB2CUserFlows: Sendable {
         }
         try Self.applyLifetimes(body["tokenLifetimes"], to: &flow)
         try Self.checkLanguages(body, tenant: tenant)
-        try await save(flow, creating: true, administration)
+        try await administration.saveUserFlow(flow, creating: true)
         var response = Response.json(.object([("@odata.context", .string(Self.base + "/$entity"))] + Self.json(flow, tenant: tenant)), status: .created)
         response.headers[.location] = "https://graph.microsoft.com/beta/identity/b2cUserFlows/\(flow.name)"
         return response
@@ -124,7 +123,7 @@ struct GraphB2CUserFlows: Sendable {
         try Self.checkLanguages(body, tenant: tenant)
         guard body["tokenLifetimes"] != nil else { return Response(status: .noContent) }
         try Self.applyLifetimes(body["tokenLifetimes"], to: &flow)
-        try await save(flow, creating: false, administration)
+        try await administration.saveUserFlow(flow, creating: false)
         return Response(status: .noContent)
     }
 
@@ -132,9 +131,7 @@ struct GraphB2CUserFlows: Sendable {
         let (tenant, administration) = try await authenticator.administration(
             server.administration, of: request, context: context, anyOf: Self.writeRoles)
         let flow = try await flow(context, tenant: tenant)
-        do {
-            _ = try await administration.removeUserFlow(named: flow.name, tenantID: tenant.id)
-        } catch { throw GraphIdentityResources.refused(error) }
+        _ = try await administration.removeUserFlow(named: flow.name, tenantID: tenant.id)
         return Response(status: .noContent)
     }
 
@@ -201,7 +198,7 @@ struct GraphB2CUserFlows: Sendable {
         var flow = try await flow(context, tenant: tenant)
         let body = try await GraphBody.object(request, context: context)
         try Self.setConnector(context.parameters.get("step") ?? "", .object(body), of: &flow, tenant: tenant)
-        try await save(flow, creating: false, administration)
+        try await administration.saveUserFlow(flow, creating: false)
         return Response(status: .noContent)
     }
 
@@ -233,7 +230,7 @@ struct GraphB2CUserFlows: Sendable {
             throw GraphError.badRequest("One or more added object references already exist for the following modified properties: 'identityProviders'.")
         }
         flow.identityProviders.append(kind)
-        try await save(flow, creating: false, administration)
+        try await administration.saveUserFlow(flow, creating: false)
         return Response(status: .noContent)
     }
 
@@ -245,7 +242,7 @@ struct GraphB2CUserFlows: Sendable {
             flow.identityProviders.contains(kind)
         else { throw GraphError.resourceNotFound }
         flow.identityProviders.removeAll { $0 == kind }
-        try await save(flow, creating: false, administration)
+        try await administration.saveUserFlow(flow, creating: false)
         return Response(status: .noContent)
     }
 }

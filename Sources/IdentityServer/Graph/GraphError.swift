@@ -39,6 +39,9 @@ struct GraphErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
             } catch StorageError.unavailable(let reason) {
                 context.logger.warning("database unavailable", metadata: ["reason": "\(reason)"])
                 throw GraphError.serviceUnavailable
+            } catch let refusal as IdentityAdministration.AdministrationError {
+                // The administration door's refusals, in Graph's words (``GraphError/init(_:)``).
+                throw GraphError(refusal)
             }
         } catch let error as GraphError {
             let body = JSONText.object([

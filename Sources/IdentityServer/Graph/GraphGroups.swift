@@ -97,12 +97,8 @@ struct GraphGroups: Sendable {
         let group = DirectoryGroup(
             id: UUID(), tenantID: tenant.id, displayName: name, description: description, mailNickname: nickname,
             createdAt: Date(timeIntervalSince1970: TimeInterval(server.clock.now.epochSeconds)))
-        do {
-            try await administration.createGroup(group)
-            for user in initial { try await administration.addMember(.user(user.id), to: group) }
-        } catch let error as IdentityAdministration.AdministrationError {
-            throw GraphError(error)
-        }
+        try await administration.createGroup(group)
+        for user in initial { try await administration.addMember(.user(user.id), to: group) }
         return Self.entity(group, status: .created)
     }
 
@@ -124,11 +120,7 @@ struct GraphGroups: Sendable {
             modified.append(key)
         }
         guard !modified.isEmpty else { return Response(status: .noContent) }
-        do {
-            try await administration.updateGroup(group, modified: modified)
-        } catch let error as IdentityAdministration.AdministrationError {
-            throw GraphError(error)
-        }
+        try await administration.updateGroup(group, modified: modified)
         return Response(status: .noContent)
     }
 
@@ -169,11 +161,7 @@ struct GraphGroups: Sendable {
         } else {
             throw GraphError(status: .notFound, code: "Request_ResourceNotFound", message: "Resource '\(id)' does not exist.")
         }
-        do {
-            try await administration.addMember(member, to: group)
-        } catch let error as IdentityAdministration.AdministrationError {
-            throw GraphError(error)
-        }
+        try await administration.addMember(member, to: group)
         return Response(status: .noContent)
     }
 

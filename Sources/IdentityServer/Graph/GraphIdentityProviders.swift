@@ -127,9 +127,7 @@ struct GraphIdentityProviders: Sendable {
             // Named after its display name, as a domain hint can be.
             provider.name = String((provider.displayName ?? "").filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }.prefix(64))
         }
-        do {
-            try await administration.saveIdentityProvider(provider, tenantID: tenant.id, creating: true)
-        } catch { throw GraphIdentityResources.refused(error) }
+        try await administration.saveIdentityProvider(provider, tenantID: tenant.id, creating: true)
         guard case .object(var members) = Self.json(provider) else { throw GraphError.resourceNotFound }
         members.insert(("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#identity/identityProviders/$entity")), at: 0)
         return .json(.object(members), status: .created)
@@ -142,9 +140,7 @@ struct GraphIdentityProviders: Sendable {
         guard var provider = tenant.identityProviders.first(where: { Self.id($0).lowercased() == id }) else { throw GraphError.resourceNotFound }
         provider.clientSecret = nil
         try Self.apply(try await GraphBody.object(request, context: context), to: &provider)
-        do {
-            try await administration.saveIdentityProvider(provider, tenantID: tenant.id, creating: false)
-        } catch { throw GraphIdentityResources.refused(error) }
+        try await administration.saveIdentityProvider(provider, tenantID: tenant.id, creating: false)
         return Response(status: .noContent)
     }
 
@@ -153,9 +149,7 @@ struct GraphIdentityProviders: Sendable {
             server.administration, of: request, context: context, anyOf: Self.writeRoles)
         let id = (context.parameters.get("id") ?? "").lowercased()
         guard let provider = tenant.identityProviders.first(where: { Self.id($0).lowercased() == id }) else { throw GraphError.resourceNotFound }
-        do {
-            try await administration.removeIdentityProvider(named: provider.name, tenantID: tenant.id)
-        } catch { throw GraphIdentityResources.refused(error) }
+        try await administration.removeIdentityProvider(named: provider.name, tenantID: tenant.id)
         return Response(status: .noContent)
     }
 }

@@ -22,10 +22,6 @@ struct GraphIdentityResources: Sendable {
     static let providerWriteRoles = ["IdentityProvider.ReadWrite.All"]
     static let hidden = JSONText.string("******")
 
-    static func refused(_ error: any Error) -> any Error {
-        (error as? IdentityAdministration.AdministrationError).map { GraphError($0) } ?? error
-    }
-
     private static func collection(_ context: String, _ items: [JSONText]) -> Response {
         .json(.object([("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#\(context)")), ("value", .array(items))]))
     }
@@ -107,9 +103,7 @@ struct GraphIdentityResources: Sendable {
         var description: String?
         if case .string(let text)? = body["description"] { description = text }
         let attribute = CustomAttribute(name: name, type: type, description: description)
-        do {
-            try await administration.addUserAttribute(attribute, tenantID: tenant.id)
-        } catch { throw Self.refused(error) }
+        try await administration.addUserAttribute(attribute, tenantID: tenant.id)
         var updated = tenant
         updated.userAttributes.append(attribute)
         return Self.entity("identity/userFlowAttributes", Self.attributeJSON(attribute, tenant: updated), status: .created)
@@ -129,9 +123,7 @@ struct GraphIdentityResources: Sendable {
         }
         var description: String?
         if case .string(let text)? = body["description"] { description = text }
-        do {
-            try await administration.describeUserAttribute(named: name, description: description, tenantID: tenant.id)
-        } catch { throw Self.refused(error) }
+        try await administration.describeUserAttribute(named: name, description: description, tenantID: tenant.id)
         return Response(status: .noContent)
     }
 
@@ -140,9 +132,7 @@ struct GraphIdentityResources: Sendable {
             server.administration, of: request, context: context, anyOf: Self.flowWriteRoles)
         guard let attribute = Self.flowAttribute(context.parameters.get("id") ?? "", tenant: tenant) else { throw GraphError.resourceNotFound }
         guard case .custom(let name) = attribute else { throw GraphError.badRequest("Only custom user flow attributes can be deleted.") }
-        do {
-            try await administration.removeUserAttribute(named: name, tenantID: tenant.id)
-        } catch { throw Self.refused(error) }
+        try await administration.removeUserAttribute(named: name, tenantID: tenant.id)
         return Response(status: .noContent)
     }
 
@@ -217,9 +207,7 @@ struct GraphIdentityResources: Sendable {
         var connector = APIConnector(name: "", url: "")
         try Self.apply(try await GraphBody.object(request, context: context), to: &connector)
         guard !connector.name.isEmpty, !connector.url.isEmpty else { throw GraphError.badRequest("displayName and targetUrl are required.") }
-        do {
-            try await administration.saveAPIConnector(connector, tenantID: tenant.id, creating: true)
-        } catch { throw Self.refused(error) }
+        try await administration.saveAPIConnector(connector, tenantID: tenant.id, creating: true)
         return Self.entity("identity/apiConnectors", Self.connectorJSON(connector, tenant: tenant), status: .created)
     }
 
@@ -231,18 +219,14 @@ struct GraphIdentityResources: Sendable {
         connector.password = nil
         connector.token = nil
         try Self.apply(try await GraphBody.object(request, context: context), to: &connector)
-        do {
-            try await administration.saveAPIConnector(connector, tenantID: tenant.id, creating: false)
-        } catch { throw Self.refused(error) }
+        try await administration.saveAPIConnector(connector, tenantID: tenant.id, creating: false)
         return Response(status: .noContent)
     }
 
     @Sendable func deleteConnector(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let (tenant, administration) = try await authenticator.administration(
             server.administration, of: request, context: context, anyOf: Self.connectorWriteRoles)
-        do {
-            try await administration.removeAPIConnector(named: try connector(context, tenant: tenant).name, tenantID: tenant.id)
-        } catch { throw Self.refused(error) }
+        try await administration.removeAPIConnector(named: try connector(context, tenant: tenant).name, tenantID: tenant.id)
         return Response(status: .noContent)
     }
 }

@@ -30,17 +30,10 @@ struct GraphListQuery: Sendable {
         for (name, value) in FormEncoding.decode(query ?? "") {
             switch name.lowercased() {
             case "$top":
-                guard let number = Int(value), (1...999).contains(number) else {
-                    throw GraphError.badRequest(
-                        "Invalid page size specified: '\(TextRules.printable(value))'. Must be between 1 and 999 inclusive.")
-                }
-                top = number
+                top = try Self.pageSize(value)
                 passThrough.append(("$top", value))
             case "$skiptoken":
-                guard let data = Base64URL.decode(value), let text = String(data: data, encoding: .utf8), text.hasPrefix("skip:"),
-                    let offset = Int(text.dropFirst(5)), offset >= 0
-                else { throw GraphError.badRequest("The $skiptoken is not one this service issued.") }
-                skip = offset
+                skip = try Self.offset(skipToken: value)
             case "$select":
                 select = try value.split(separator: ",").map { raw in
                     let name = raw.trimmingCharacters(in: .whitespaces)
@@ -67,6 +60,22 @@ struct GraphListQuery: Sendable {
                 continue
             }
         }
+    }
+
+    /// `$top`: 1 to 999, as Graph's directory takes it.
+    static func pageSize(_ value: String) throws -> Int {
+        guard let number = Int(value), (1...999).contains(number) else {
+            throw GraphError.badRequest("Invalid page size specified: '\(TextRules.printable(value))'. Must be between 1 and 999 inclusive.")
+        }
+        return number
+    }
+
+    /// The offset a `$skiptoken` of this service's next links carries.
+    static func offset(skipToken value: String) throws -> Int {
+        guard let data = Base64URL.decode(value), let text = String(data: data, encoding: .utf8), text.hasPrefix("skip:"),
+            let offset = Int(text.dropFirst(5)), offset >= 0
+        else { throw GraphError.badRequest("The $skiptoken is not one this service issued.") }
+        return offset
     }
 
     private static func clauses(_ text: String, filterable: [String]) throws -> [Clause] {

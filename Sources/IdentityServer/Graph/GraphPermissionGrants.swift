@@ -112,11 +112,7 @@ struct GraphPermissionGrants: Sendable {
     }
 
     private func set(_ scopes: [String], on resource: String, of app: AppRegistration, _ administration: IdentityAdministration) async throws {
-        do {
-            try await administration.setGrantedScopes(scopes, on: resource, of: app)
-        } catch let error as IdentityAdministration.AdministrationError {
-            throw GraphError(error)
-        }
+        try await administration.setGrantedScopes(scopes, on: resource, of: app)
     }
 
     private func current(_ app: AppRegistration, _ resource: String, _ tenant: Tenant) async throws -> [String] {

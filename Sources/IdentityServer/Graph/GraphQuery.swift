@@ -28,16 +28,9 @@ struct GraphQuery: Sendable {
         for (name, value) in FormEncoding.decode(query ?? "") {
             switch name.lowercased() {
             case "$top":
-                guard let number = Int(value), (1...999).contains(number) else {
-                    throw GraphError.badRequest(
-                        "Invalid page size specified: '\(TextRules.printable(value))'. Must be between 1 and 999 inclusive.")
-                }
-                top = number
+                top = try GraphListQuery.pageSize(value)
             case "$skiptoken":
-                guard let data = Base64URL.decode(value), let text = String(data: data, encoding: .utf8), text.hasPrefix("skip:"),
-                    let offset = Int(text.dropFirst(5)), offset >= 0
-                else { throw GraphError.badRequest("The $skiptoken is not one this service issued.") }
-                skip = offset
+                skip = try GraphListQuery.offset(skipToken: value)
             case "$select":
                 selectText = value
                 select = try value.split(separator: ",").map { raw in

@@ -209,11 +209,7 @@ struct GraphServicePrincipals: Sendable {
         // As for changing an app (``GraphApplications/refuseEscalation(to:held:)``): an app grants
         // only the permissions it holds, so this one is not every other permission.
         guard held.contains(role.lowercased()) else { throw GraphError.insufficientPrivileges }
-        do {
-            try await administration.assignAppRole(role, on: APIPermission.graphResource, to: app)
-        } catch let error as IdentityAdministration.AdministrationError {
-            throw GraphError(error)
-        }
+        try await administration.assignAppRole(role, on: APIPermission.graphResource, to: app)
         let updated = try await server.administration.applications(tenantID: tenant.id).first { $0.clientID == app.clientID } ?? app
         let id = Self.assignmentID(principal: Principal.app(app).id(in: tenant), resource: Principal.graph.id(in: tenant), role: roleID)
         guard let assignment = assignments(of: updated, tenant: tenant).first(where: { Self.member("id", of: $0) == id }),

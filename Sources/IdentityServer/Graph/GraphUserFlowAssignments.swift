@@ -17,11 +17,7 @@ struct GraphUserFlowAssignments: Sendable {
     static let writeRoles = GraphIdentityResources.flowWriteRoles
 
     private func flow(_ context: IdentityRequestContext, tenant: Tenant) async throws -> UserFlow {
-        let name = context.parameters.get("id")?.removingPercentEncoding ?? ""
-        guard !name.lowercased().hasPrefix("b2c_1a_"), let flow = try await server.administration.userFlows(tenantID: tenant.id)
-            .first(where: { $0.name.lowercased() == name.lowercased() })
-        else { throw GraphError.resourceNotFound }
-        return flow
+        try await GraphB2CUserFlows.flow(context, tenant: tenant, server: server)
     }
 
     static func assignmentID(_ attribute: FlowAttribute, tenant: Tenant) -> String {
@@ -110,9 +106,7 @@ struct GraphUserFlowAssignments: Sendable {
             throw GraphError(status: .conflict, code: "Request_MultipleObjectsWithSameKeyValue", message: "The attribute is already assigned to the user flow.")
         }
         flow.signUpAttributes.append(attribute)
-        do {
-            try await administration.saveUserFlow(flow, creating: false)
-        } catch { throw GraphIdentityResources.refused(error) }
+        try await administration.saveUserFlow(flow, creating: false)
         var response = Response.json(Self.json(attribute, tenant: tenant, expand: false), status: .created)
         response.headers[.location] = "https://graph.microsoft.com/beta/identity/b2cUserFlows/\(flow.name)/userAttributeAssignments/\(Self.assignmentID(attribute, tenant: tenant))"
         return response
@@ -140,9 +134,7 @@ struct GraphUserFlowAssignments: Sendable {
             throw GraphError.resourceNotFound
         }
         flow.signUpAttributes.removeAll { Self.assignmentID($0, tenant: tenant).lowercased() == key }
-        do {
-            try await administration.saveUserFlow(flow, creating: false)
-        } catch { throw GraphIdentityResources.refused(error) }
+        try await administration.saveUserFlow(flow, creating: false)
         return Response(status: .noContent)
     }
 
@@ -175,9 +167,7 @@ struct GraphUserFlowAssignments: Sendable {
             throw GraphError.badRequest("order must name each of the flow's assignments once.")
         }
         flow.signUpAttributes = reordered
-        do {
-            try await administration.saveUserFlow(flow, creating: false)
-        } catch { throw GraphIdentityResources.refused(error) }
+        try await administration.saveUserFlow(flow, creating: false)
         return Response(status: .noContent)
     }
 
