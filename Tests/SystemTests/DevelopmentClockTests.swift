@@ -1,4 +1,5 @@
 import Foundation
+import IdentityClient
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -110,6 +111,45 @@ struct DevelopmentClockTests {
             let graph = try await Self.send(
                 "POST", dev, json: #"{"user":"claims@example.com","client":"\#(live.clientID)","scope":"openid User.Read","entra":true,"claims":{"roles":["User.ReadWrite.All"]}}"#)
             #expect(graph.status == 400)
+        }
+    }
+
+    @Test("the SSO session and a sign-up code follow the clock: both end when it passes their lifetimes")
+    func sessionsAndCodesFollow() async throws {
+        try await LiveSystem.run { live in
+            try await live.addUser("session@example.com")
+            let app = try live.app()
+            let browser = HostedPagesBrowser(identityBase: live.identityBase)
+            _ = try await app.acquireTokenInteractively(
+                InteractiveParameters(scopes: [live.clientID]),
+                authenticator: ScriptedWebAuthenticator { url in try await browser.signIn(url, email: "session@example.com", password: "Passw0rd!") })
+            let silentPage = ScriptedWebAuthenticator { url in try await browser.straightThrough(url) }
+            _ = try await app.acquireTokenInteractively(InteractiveParameters(scopes: [live.clientID], prompt: Prompt.none), authenticator: silentPage)
+
+            // Past the session's day, prompt=none needs a sign-in again.
+            #expect(try await Self.send("POST", live.identityBase + "/dev/clock", json: #"{"advanceSeconds": 86460}"#).status == 200)
+            await #expect {
+                try await app.acquireTokenInteractively(InteractiveParameters(scopes: [live.clientID], prompt: Prompt.none), authenticator: silentPage)
+            } throws: { error in
+                if case IdentityError.interactionRequired(_, let code, _) = error { return code == "AADB2C90077" }
+                return false
+            }
+
+            // A code sent and entered at once proves the address; one entered after the clock
+            // passed its ten minutes does not.
+            let start = URL(string: "\(live.identityBase)/\(live.tenantName)/B2C_1_sign_up/oauth2/v2.0/authorize?client_id=\(live.clientID)&response_type=code&redirect_uri=http%3A%2F%2F127.0.0.1&scope=openid&code_challenge=\(String(repeating: "a", count: 43))&code_challenge_method=S256")!
+            let onTime = HostedPagesBrowser(identityBase: live.identityBase)
+            var first = try await onTime.submit(try await onTime.open(start), [("step", "send"), ("email", "ontime@example.com")])
+            first = try await onTime.submit(first, [("step", "verify"), ("code", try await onTime.outboxCode(for: "ontime@example.com"))])
+            #expect(first.text.contains("email_success"), "\(first.text.prefix(300))")
+            let signUp = HostedPagesBrowser(identityBase: live.identityBase)
+            var page = try await signUp.open(start)
+            page = try await signUp.submit(page, [("step", "send"), ("email", "late@example.com")])
+            #expect(page.text.contains("email_ver_input"), "\(page.text.prefix(300))")
+            let code = try await signUp.outboxCode(for: "late@example.com")
+            #expect(try await Self.send("POST", live.identityBase + "/dev/clock", json: #"{"advanceSeconds": 660}"#).status == 200)
+            page = try await signUp.submit(page, [("step", "verify"), ("code", code)])
+            #expect(!page.text.contains("email_success"), "\(page.text.prefix(300))")
         }
     }
 }

@@ -32,11 +32,11 @@ REDIRECT = "http://localhost:8767/auth"
 
 
 def manager_app(settings_path, permissions):
-    """A confidential app holding several Graph application permissions (the admin command)."""
+    """A confidential app holding several Graph application permissions (the admin command), in
+    the TLS server's own store (its data directory's SQLite file, whichever server the other
+    interop tests run against)."""
     command = [os.environ["TODO_SERVER_BIN"], "apps", "add", "--data-dir", str(Path(settings_path).parent), "--name", "Graph manager",
                "--kind", "confidential", "--json"]
-    if os.environ.get("TODO_SERVER_DATABASE_URL"):
-        command += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
     for permission in permissions:
         command += ["--graph-permission", permission]
     result = subprocess.run(command, capture_output=True, text=True, check=True, timeout=60)
@@ -46,8 +46,6 @@ def manager_app(settings_path, permissions):
 def add_user(settings_path, email, password):
     command = [os.environ["TODO_SERVER_BIN"], "users", "add", "--data-dir", str(Path(settings_path).parent), "--email", email,
                "--name", "Gus Group", "--password-stdin"]
-    if os.environ.get("TODO_SERVER_DATABASE_URL"):
-        command += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
     result = subprocess.run(command, input=password + "\n", capture_output=True, text=True, check=True, timeout=60)
     # "created EMAIL oid ID"
     return result.stdout.split(" oid ")[1].split()[0]
@@ -233,7 +231,5 @@ def test_msgraph_beta_sdk_creates_a_user_flow_with_a_custom_attribute_and_the_ex
 
     # The export shows what Graph made.
     command = [os.environ["TODO_SERVER_BIN"], "tenant", "export", "--data-dir", str(Path(settings).parent)]
-    if os.environ.get("TODO_SERVER_DATABASE_URL"):
-        command += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
     exported = subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout
     assert flow_id in exported and f"extension_shoeSize{suffix}" in exported
