@@ -79,5 +79,7 @@ extension IdentityMigrations {
                 """,
                 "CREATE INDEX group_members_by_member ON group_members (member_id)",
             ]),
+        // Native authentication (SPEC §2.15): which apps the API answers.
+        Migration(version: 39, name: "native authentication opt-in", ["ALTER TABLE applications ADD COLUMN native_auth BOOLEAN NOT NULL DEFAULT FALSE"]),
     ]
 }

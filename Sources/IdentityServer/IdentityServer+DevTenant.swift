@@ -100,6 +100,8 @@ extension IdentityServer {
             redirectURIs: DevTenant.nativeRedirectURIs, allowPublicClientFlows: true, allowImplicit: false,
             appIDURI: "https://\(DevTenant.name)/tasks", exposedScopes: ["tasks.read", "tasks.write"])
         publicApp.apiPermissions = DevTenant.permissions(taskAPI: publicApp, web: false)
+        // A dev tenant's native app signs users in with the native authentication API too.
+        publicApp.nativeAuthentication = true
         try await tenants.save(publicApp, now: now)
         let webApp = AppRegistration(
             clientID: UUID(), tenantID: tenant.id, displayName: DevTenant.webAppName, kind: .confidential,

@@ -50,6 +50,8 @@ struct Apps: AsyncParsableCommand {
             name: .customLong("graph-permission"),
             help: "A Microsoft Graph application permission for app-only tokens: User.Read.All, User.ReadWrite.All, Policy.ReadWrite.TrustFramework, TrustFrameworkKeySet.Read.All, TrustFrameworkKeySet.ReadWrite.All, AuditLog.Read.All, RoleManagement.Read.Directory or RoleManagement.ReadWrite.Directory (repeatable).")
         var graphPermissions: [String] = []
+        @Flag(help: "Answer External ID's native authentication API for this app (Graph's nativeAuthenticationApisEnabled: all).")
+        var nativeAuth = false
         @Flag(help: "Print {\"clientId\", \"clientSecret\"} as JSON (the secret once).") var json = false
 
         func run() async throws {
@@ -62,6 +64,7 @@ struct Apps: AsyncParsableCommand {
             draft.exposedScopes = scopes
             draft.userFlow = userFlow
             draft.graphPermissions = graphPermissions
+            draft.nativeAuthentication = nativeAuth
             // The registration's rules are the administration's: checked before anything is written.
             let (app, secret): (AppRegistration, String?)
             do {

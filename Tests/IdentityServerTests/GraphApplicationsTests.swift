@@ -51,6 +51,19 @@ struct GraphApplicationsTests {
             #expect(id != appID)
             #expect((created.json["web"] as? [String: Any])?["redirectUris"] as? [String] == ["https://app.contoso.example/signin-oidc"])
             #expect((created.json["spa"] as? [String: Any])?["redirectUris"] as? [String] == ["https://spa.contoso.example/"])
+            // Native authentication (SPEC §2.15) is off until the registration turns it on.
+            #expect(created.json["nativeAuthenticationApisEnabled"] as? String == "none")
+            let native = try await driver.request(
+                .patch, "/v1.0/applications/\(try #require(created.json["id"] as? String))", headers: Self.json(auth),
+                body: #"{"nativeAuthenticationApisEnabled":"all"}"#)
+            #expect(native.status == .noContent)
+            let wrongValue = try await driver.request(
+                .patch, "/v1.0/applications/\(try #require(created.json["id"] as? String))", headers: Self.json(auth),
+                body: #"{"nativeAuthenticationApisEnabled":"some"}"#)
+            #expect(wrongValue.status == .badRequest)
+            #expect(try await h.server.tenants.application(tenantID: h.tenant.id, clientID: try #require(created.json["appId"] as? String))?.nativeAuthentication == true)
+            // The dev tenant's own native app has it on.
+            #expect(try await h.server.tenants.application(tenantID: h.tenant.id, clientID: h.clientID)?.nativeAuthentication == true)
             let scopes = (created.json["api"] as? [String: Any])?["oauth2PermissionScopes"] as? [[String: Any]]
             #expect(scopes?.first?["id"] as? String == "a1b2c3d4-0000-4000-8000-000000000001")
 

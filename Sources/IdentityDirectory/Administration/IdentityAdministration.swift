@@ -119,6 +119,8 @@ public struct IdentityAdministration: Sendable {
         public var userFlow: String?
         /// Microsoft Graph application permissions (`User.Read.All`, `User.ReadWrite.All`).
         public var graphPermissions: [String] = []
+        /// External ID's native authentication API answers it (SPEC §2.15).
+        public var nativeAuthentication = false
 
         public init(name: String, kind: ClientKind) {
             self.name = name
@@ -163,10 +165,11 @@ public struct IdentityAdministration: Sendable {
             }
             flowName = flow.name
         }
-        let app = AppRegistration(
+        var app = AppRegistration(
             clientID: UUID(), tenantID: tenantID, displayName: draft.name, kind: draft.kind, redirectURIs: draft.redirectURIs,
             allowPublicClientFlows: draft.allowPublicClientFlows, requirePKCE: draft.requirePKCE, appIDURI: draft.appIDURI,
             exposedScopes: draft.exposedScopes, userFlow: flowName)
+        app.nativeAuthentication = draft.nativeAuthentication
         try await audited(.addApplication, tenantID: tenantID, target: .application(app)) { try await tenants.save(app, now: clock.now) }
         var registered = app
         if !draft.graphPermissions.isEmpty {

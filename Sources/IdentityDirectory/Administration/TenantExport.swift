@@ -49,6 +49,7 @@ extension IdentityAdministration {
             part.scopeIds = app.scopeIDs.isEmpty ? nil : app.scopeIDs
             part.requiredResourceAccess = app.requiredResourceAccess.isEmpty ? nil : app.requiredResourceAccess
             part.groupMembershipClaims = app.groupMembershipClaims
+            part.nativeAuthentication = app.nativeAuthentication ? true : nil
             declaration.applications?.append(part)
         }
         if withUsers {

@@ -89,6 +89,9 @@ public struct AppRegistration: Sendable, Equatable {
     /// Graph's `groupMembershipClaims`: `SecurityGroup` or `All` puts a `groups` claim in its
     /// Entra-face tokens.
     public var groupMembershipClaims: String?
+    /// External ID's native authentication API (SPEC §2.15) answers this app: Graph's
+    /// `nativeAuthenticationApisEnabled: all`. Off unless the registration turns it on.
+    public var nativeAuthentication = false
 
     public init(
         clientID: UUID, tenantID: UUID, displayName: String, kind: ClientKind, redirectURIs: [String],

@@ -135,6 +135,7 @@ extension TenantDeclaration {
             registration.scopeIDs = app.scopeIds ?? [:]
             registration.requiredResourceAccess = app.requiredResourceAccess ?? []
             registration.groupMembershipClaims = app.groupMembershipClaims
+            registration.nativeAuthentication = app.nativeAuthentication ?? false
             let stored = storedApps.first { $0.clientID == registration.clientID }
             let hashes = ((app.secrets ?? []).map(Secrets.sha256Hex) + (app.secretHashes ?? []).map { $0.lowercased() }).sorted()
             let storedHashes = stored == nil ? [] : try await administration.tenants.secretHashes(clientID: registration.clientID)

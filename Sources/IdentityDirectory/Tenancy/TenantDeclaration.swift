@@ -96,6 +96,8 @@ public struct TenantDeclaration: Codable, Sendable {
         var requiredResourceAccess: [RequiredResourceAccess]?
         /// `SecurityGroup` or `All`: a `groups` claim in its Entra-face tokens.
         var groupMembershipClaims: String?
+        /// External ID's native authentication API answers it (SPEC §2.15).
+        var nativeAuthentication: Bool?
 
         /// The redirect URIs by platform.
         var redirectsByPlatform: [RedirectPlatform: [String]] {

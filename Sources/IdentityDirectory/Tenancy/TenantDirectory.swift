@@ -115,6 +115,7 @@ package struct SQLTenantDirectory: TenantDirectory {
         var scopeIds: String
         var requiredResourceAccess: String
         var groupMembershipClaims: String?
+        var nativeAuth: Bool
 
         var application: AppRegistration? {
             guard let clientID = UUID(uuidString: clientId), let tenantID = UUID(uuidString: tenantId),
@@ -131,6 +132,7 @@ package struct SQLTenantDirectory: TenantDirectory {
             app.scopeIDs = StoredJSON.decode([String: UUID].self, scopeIds) ?? [:]
             app.requiredResourceAccess = StoredJSON.decode([RequiredResourceAccess].self, requiredResourceAccess) ?? []
             app.groupMembershipClaims = groupMembershipClaims
+            app.nativeAuthentication = nativeAuth
             return app
         }
     }
@@ -300,7 +302,7 @@ package struct SQLTenantDirectory: TenantDirectory {
             apiPermissions: StoredJSON.encode(application.apiPermissions), userFlow: application.userFlow,
             redirectPlatforms: StoredJSON.encode(application.redirectPlatforms), scopeIds: StoredJSON.encode(application.scopeIDs),
             requiredResourceAccess: StoredJSON.encode(application.requiredResourceAccess),
-            groupMembershipClaims: application.groupMembershipClaims)
+            groupMembershipClaims: application.groupMembershipClaims, nativeAuth: application.nativeAuthentication)
         try await database.transaction { sql in
             let exists = try await sql.select().column("tenant_id").from("applications")
                 .where("client_id", .equal, row.clientId).first(decodingColumn: "tenant_id", as: String.self)
@@ -320,7 +322,7 @@ package struct SQLTenantDirectory: TenantDirectory {
                     .set("api_permissions", to: row.apiPermissions).set("user_flow", to: row.userFlow)
                     .set("redirect_platforms", to: row.redirectPlatforms).set("scope_ids", to: row.scopeIds)
                     .set("required_resource_access", to: row.requiredResourceAccess)
-                    .set("group_membership_claims", to: row.groupMembershipClaims)
+                    .set("group_membership_claims", to: row.groupMembershipClaims).set("native_auth", to: row.nativeAuth)
                     .where("client_id", .equal, row.clientId).where("tenant_id", .equal, row.tenantId).run()
             }
         }

@@ -10,7 +10,7 @@ enum GraphApplicationJSON {
     static let properties = [
         "id", "appId", "displayName", "createdDateTime", "deletedDateTime", "signInAudience", "identifierUris", "isFallbackPublicClient",
         "groupMembershipClaims", "api", "web", "spa", "publicClient", "requiredResourceAccess", "passwordCredentials", "keyCredentials",
-        "appRoles", "publisherDomain", "tags",
+        "appRoles", "publisherDomain", "tags", "nativeAuthenticationApisEnabled",
     ]
     static let filterable = ["appId", "displayName", "id", "identifierUris", "publisherDomain", "signInAudience"]
     /// B2C registers apps for "accounts in any identity provider or organizational directory".
@@ -36,6 +36,7 @@ enum GraphApplicationJSON {
             ("identifierUris", .array(app.appIDURI.map { [.string($0)] } ?? [])),
             ("isFallbackPublicClient", .bool(app.allowPublicClientFlows)),
             ("groupMembershipClaims", app.groupMembershipClaims.map(JSONText.string) ?? .null),
+            ("nativeAuthenticationApisEnabled", .string(app.nativeAuthentication ? "all" : "none")),
             ("tags", .array([])), ("appRoles", .array([])), ("keyCredentials", .array([])),
             (
                 "api",
@@ -93,7 +94,7 @@ enum GraphApplicationJSON {
 enum GraphApplicationDraft {
     static let ignored: Set<String> = ["@odata.type", "id", "appId", "deletedDateTime", "publisherDomain", "createdDateTime"]
     static let accepted: Set<String> = [
-        "displayName", "signInAudience", "identifierUris", "isFallbackPublicClient", "groupMembershipClaims", "api", "web", "spa",
+        "displayName", "signInAudience", "identifierUris", "isFallbackPublicClient", "groupMembershipClaims", "nativeAuthenticationApisEnabled", "api", "web", "spa",
         "publicClient", "requiredResourceAccess", "tags", "appRoles", "keyCredentials", "passwordCredentials",
     ]
 
@@ -129,6 +130,12 @@ enum GraphApplicationDraft {
                 switch value {
                 case .string(let claims): app.groupMembershipClaims = claims
                 case .null: app.groupMembershipClaims = nil
+                default: throw invalid(key)
+                }
+            case "nativeAuthenticationApisEnabled":
+                switch value {
+                case .string("all"): app.nativeAuthentication = true
+                case .string("none"), .null: app.nativeAuthentication = false
                 default: throw invalid(key)
                 }
             case "web":
