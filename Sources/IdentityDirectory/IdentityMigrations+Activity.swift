@@ -81,5 +81,17 @@ extension IdentityMigrations {
             ]),
         // Native authentication (SPEC §2.15): which apps the API answers.
         Migration(version: 39, name: "native authentication opt-in", ["ALTER TABLE applications ADD COLUMN native_auth BOOLEAN NOT NULL DEFAULT FALSE"]),
+        // Native-authentication flows in progress, by their continuation token's hash.
+        Migration(
+            version: 40, name: "native authentication flows",
+            [
+                """
+                CREATE TABLE native_auth_flows (
+                    token_hash TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE, client_id TEXT NOT NULL,
+                    user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, step TEXT NOT NULL, method TEXT, attempts BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX native_auth_flows_by_age ON native_auth_flows (expires_at)",
+            ]),
     ]
 }

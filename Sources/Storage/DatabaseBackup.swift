@@ -93,6 +93,8 @@ public enum DatabaseBackup {
         "outbox", "verification_codes", "federation_codes", "authorization_codes", "mfa_challenges", "upstream_requests",
         // An admin console session is an hour's bearer credential: a restored server signs admins in again.
         "console_sessions",
+        // A native-authentication flow lives ten minutes.
+        "native_auth_flows",
     ]
 
     /// Columns a backup seals with the data key, by table: the column, and the column whose

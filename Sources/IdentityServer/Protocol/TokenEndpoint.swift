@@ -27,6 +27,8 @@ struct TokenEndpoint: Sendable {
     let refreshReuseInterval: TimeInterval
     /// Each grant's end, granted or refused, goes to the sign-in log.
     let signIns: SignInRecorder
+    /// Native authentication's sign-in (SPEC §2.15), on the routes that serve it.
+    var nativeSignIn: NativeAuthSignIn? = nil
 
     /// The user a grant issued tokens for, noted where the tokens are made (``respond(_:refreshToken:clientInfo:now:)``)
     /// for the sign-in log's record of the request.
@@ -62,6 +64,8 @@ struct TokenEndpoint: Sendable {
     }
 
     private func grant(_ request: Request, form: RequestParameters, now: Date, context: PolicyRequestContext) async throws -> Response {
+        // A native-authentication sign-in's last step names its flow by continuation token.
+        if form["continuation_token"] != nil, nativeSignIn != nil { return try await nativeToken(request, form: form, context: context, now: now) }
         let (tenant, face) = (context.tenant, context.route.face)
         let client = try await authenticateClient(request, form: form, tenant: tenant, now: now)
         guard let named = form.nonEmpty("grant_type") else { throw ProtocolFailure.missingParameter("grant_type") }
@@ -318,7 +322,7 @@ struct TokenEndpoint: Sendable {
 
     // MARK: Response
 
-    private func startFamily(_ issuance: IssuanceContext, now: Date, forCode code: String?) async throws -> String {
+    func startFamily(_ issuance: IssuanceContext, now: Date, forCode code: String?) async throws -> String {
         let token = Secrets.randomToken()
         let lifetimes = issuance.flow.lifetimes
         // The sliding window counts from the last time the user entered credentials
@@ -337,7 +341,7 @@ struct TokenEndpoint: Sendable {
 
     /// The B2C token response, fields in B2C's order, numbers as JSON numbers
     /// (research/b2c-protocol.md §2.5).
-    private func respond(_ issuance: IssuanceContext, refreshToken: String?, clientInfo: Bool, now: Date) async throws -> Response {
+    func respond(_ issuance: IssuanceContext, refreshToken: String?, clientInfo: Bool, now: Date) async throws -> Response {
         GrantNote.current?.user = issuance.user
         return .json(try await tokenResponse(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now), noStore: true)
     }

@@ -251,12 +251,19 @@ extension IdentityServer {
             .add(middleware: resolver)
             .group(context: PolicyRequestContext.self)
         let metadata = MetadataEndpoints(signingKeys: service.keys, policyKeys: service.policyKeySets, hosts: service.hosts)
-        let token = TokenEndpoint(
+        // Native authentication (SPEC §2.15) on the Entra face's policy-less URLs only.
+        let native = placement == .query ? NativeAuthSignIn(service: service, flows: NativeAuthFlows(database: database)) : nil
+        var token = TokenEndpoint(
             tenants: service.tenants, users: service.users, grants: service.grants, consents: service.consents, tokens: service.issuer,
             clock: service.clock, hosts: service.hosts,
             connectors: service.connectors,
             journeys: journeys, refreshReuseInterval: service.configuration.refreshTokenReuseInterval,
             signIns: service.signIns)
+        token.nativeSignIn = native
+        if let native {
+            machine.post("oauth2/v2.0/initiate", use: native.initiate)
+            machine.post("oauth2/v2.0/challenge", use: native.challenge)
+        }
         for path in ["v2.0/.well-known/openid-configuration", ".well-known/openid-configuration"] {
             machine.get(RouterPath(path), use: metadata.discovery)
         }

@@ -9,6 +9,15 @@ package protocol JourneyProvider: Sendable {
     var passwordGrant: Journey { get }
 }
 
+extension JourneyProvider {
+    /// Native authentication's password sign-in (SPEC §2.15): the password grant's journey
+    /// without its consent step. External ID has a native app's permissions consented by an
+    /// admin (the registration's granted permissions): there is no page to ask a user on.
+    package var nativePasswordSignIn: Journey {
+        Journey(name: "NativeAuthenticationSignIn", steps: passwordGrant.steps.filter { $0.id != "Consent" })
+    }
+}
+
 /// The journeys of the built-in user flows, as B2C defines them on its own engine: each flow
 /// type is an ordered list of steps, each step's preconditions deciding whether it runs for a
 /// given sign-in. The steps are made once, each with only the collaborators it uses; this is
