@@ -98,16 +98,6 @@ public struct TenantDeclaration: Codable, Sendable {
         var groupMembershipClaims: String?
         /// External ID's native authentication API answers it (SPEC §2.15).
         var nativeAuthentication: Bool?
-
-        /// The redirect URIs by platform.
-        var redirectsByPlatform: [RedirectPlatform: [String]] {
-            let own: RedirectPlatform = kind == .confidential ? .web : .publicClient
-            var platforms: [RedirectPlatform: [String]] = [
-                .web: webRedirectUris ?? [], .spa: spaRedirectUris ?? [], .publicClient: publicClientRedirectUris ?? [],
-            ]
-            platforms[own, default: []].insert(contentsOf: redirectUris ?? [], at: 0)
-            return platforms
-        }
     }
 
     /// One API permission: the API by Application ID URI, client id, or
@@ -242,8 +232,6 @@ public struct TenantDeclaration: Codable, Sendable {
                 problems.append("user flow \(flow.name): give tokenLifetimes or lifetimes, not both")
             }
             if case .failure(.invalid(let reason))? = flow.tokenLifetimes?.lifetimes() { problems.append("user flow \(flow.name): \(reason)") }
-        }
-        for flow in userFlows {
             if let mfa = flow.mfa, mfa.enforcement != .off, mfa.methods.isEmpty {
                 problems.append("user flow \(flow.name): mfa needs at least one method (totp, email)")
             }
@@ -315,20 +303,7 @@ public struct TenantDeclaration: Codable, Sendable {
             if let flow = app.userFlow, !names.contains(flow.lowercased()) {
                 problems.append("application '\(app.name)': userFlow '\(TextRules.printable(flow))' is not one of the user flows")
             }
-            for (platform, uris) in app.redirectsByPlatform {
-                // Only a native app's redirect may be a custom scheme.
-                let kind: ClientKind = platform == .publicClient ? .public : .confidential
-                for uri in uris {
-                    if let problem = RedirectURIRule.problem(with: uri, kind: kind) { problems.append("application '\(app.name)': \(problem)") }
-                }
-            }
-            if let claims = app.groupMembershipClaims,
-                !claims.split(separator: ",").allSatisfy({
-                    ["none", "securitygroup", "all", "directoryrole", "applicationgroup"].contains($0.trimmingCharacters(in: .whitespaces).lowercased())
-                })
-            {
-                problems.append("application '\(app.name)': groupMembershipClaims is None, SecurityGroup, All, DirectoryRole or ApplicationGroup")
-            }
+            problems += app.platformProblems()
             if let pkce = app.pkce, !["required", "optional"].contains(pkce.lowercased()) {
                 problems.append("application '\(app.name)': pkce must be required or optional, not '\(TextRules.printable(pkce))'")
             }

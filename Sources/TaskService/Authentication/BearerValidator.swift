@@ -173,14 +173,11 @@ public final class BearerValidator: Sendable {
     /// name last caused a discovery (both bounded; BearerValidator+Policies.swift).
     let policyAuthorities = Mutex(FoundPolicies())
     private static let cacheLimit = 20_000
-
-    /// The time tokens are judged at: the wall clock, or the identity service's adjustable one
-    /// where the two run in one process (SPEC §2.14 `/dev/clock`).
+    /// The time tokens are judged at: the identity service's clock where both run in one process (`/dev/clock`).
     let clock: @Sendable () -> Date
 
     public init(policy: BearerPolicy, fetcher: any MetadataFetcher, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
-        self.clock = clock
-        self.policy = policy
+        (self.clock, self.policy) = (clock, policy)
         self.fetcher = fetcher
         self.logger = logger
     }

@@ -1,0 +1,34 @@
+import Foundation
+import TodoModels
+
+extension TenantDeclaration.ApplicationPart {
+    /// The redirect URIs by platform: `redirectUris` on the kind's own, the others on theirs.
+    var redirectsByPlatform: [RedirectPlatform: [String]] {
+        let own: RedirectPlatform = kind == .confidential ? .web : .publicClient
+        var platforms: [RedirectPlatform: [String]] = [
+            .web: webRedirectUris ?? [], .spa: spaRedirectUris ?? [], .publicClient: publicClientRedirectUris ?? [],
+        ]
+        platforms[own, default: []].insert(contentsOf: redirectUris ?? [], at: 0)
+        return platforms
+    }
+
+    /// What B2C's redirect-URI rules and Graph's `groupMembershipClaims` values refuse of it.
+    func platformProblems() -> [String] {
+        var problems: [String] = []
+        for (platform, uris) in redirectsByPlatform {
+            // Only a native app's redirect may be a custom scheme.
+            let kind: ClientKind = platform == .publicClient ? .public : .confidential
+            for uri in uris {
+                if let problem = RedirectURIRule.problem(with: uri, kind: kind) { problems.append("application '\(name)': \(problem)") }
+            }
+        }
+        if let claims = groupMembershipClaims,
+            !claims.split(separator: ",").allSatisfy({
+                ["none", "securitygroup", "all", "directoryrole", "applicationgroup"].contains($0.trimmingCharacters(in: .whitespaces).lowercased())
+            })
+        {
+            problems.append("application '\(name)': groupMembershipClaims is None, SecurityGroup, All, DirectoryRole or ApplicationGroup")
+        }
+        return problems
+    }
+}
