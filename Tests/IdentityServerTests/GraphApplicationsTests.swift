@@ -206,6 +206,13 @@ struct GraphApplicationsTests {
             #expect(try await h.server.administration.passwordCredentials(of: privileged).count == 1)
             let renamed = try await driver.request(.patch, "/v1.0/applications/\(id)", headers: Self.json(appManager), body: #"{"displayName":"Mine"}"#)
             #expect(renamed.status == .forbidden)
+            // Nor delete it, nor take its secrets away.
+            #expect((try await driver.request(.delete, "/v1.0/applications/\(id)", headers: appManager)).status == .forbidden)
+            let keyID = try #require(try await h.server.administration.passwordCredentials(of: privileged).first?.keyID)
+            let taken = try await driver.request(
+                .post, "/v1.0/applications/\(id)/removePassword", headers: Self.json(appManager), body: #"{"keyId":"\#(keyID.uuidString)"}"#)
+            #expect(taken.status == .forbidden)
+            #expect(try await h.server.administration.passwordCredentials(of: privileged).count == 1)
             // Granting roles takes AppRoleAssignment.ReadWrite.All.
             let principals = try await driver.get("/v1.0/servicePrincipals", headers: appManager)
             #expect(principals.status == .ok)

@@ -57,6 +57,13 @@ struct GraphGroupsTests {
             let objects = try await driver.request(
                 .post, "/v1.0/users/\(user.objectID)/getMemberObjects", headers: GraphApplicationsTests.json(auth), body: #"{"securityEnabledOnly":true}"#)
             #expect(Self.ids(objects) == [testers, staff, everyone])
+            // A group named by its own URL is a member too.
+            let nested = try await Self.create(driver, auth, "Nested")
+            let byGroupURL = try await driver.request(
+                .post, "/v1.0/groups/\(nested)/members/$ref", headers: GraphApplicationsTests.json(auth),
+                body: #"{"@odata.id":"https://graph.microsoft.com/v1.0/groups/\#(everyone)"}"#)
+            #expect(byGroupURL.status == .noContent)
+            _ = try await driver.request(.delete, "/v1.0/groups/\(nested)", headers: auth)
             let members = try await driver.get("/v1.0/groups/\(staff)/members", headers: auth)
             #expect(Self.ids(members) == [testers])
 

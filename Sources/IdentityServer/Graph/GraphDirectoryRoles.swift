@@ -83,11 +83,13 @@ struct GraphDirectoryRoles: Sendable {
 
     /// The object id of `https://graph.microsoft.com/v1.0/directoryObjects/{id}` (or `users/{id}`,
     /// on any host this service answers as Graph): nothing else is a reference.
-    static func referencedID(_ reference: String) -> String? {
+    /// `collections` are the segments a reference may name (lower-case; a group's members may
+    /// also be `groups/{id}`).
+    static func referencedID(_ reference: String, collections: Set<String> = ["directoryobjects", "users"]) -> String? {
         guard let url = URLComponents(string: reference), ["https", "http"].contains(url.scheme?.lowercased() ?? ""), url.query == nil else { return nil }
         let segments = url.path.split(separator: "/").map(String.init)
         guard segments.count == 3, ["v1.0", "beta"].contains(segments[0].lowercased()),
-            ["directoryobjects", "users"].contains(segments[1].lowercased()), UUID(uuidString: segments[2]) != nil
+            collections.contains(segments[1].lowercased()), UUID(uuidString: segments[2]) != nil
         else { return nil }
         return segments[2]
     }

@@ -150,7 +150,7 @@ struct GraphGroups: Sendable {
             server.administration, of: request, context: context, anyOf: Self.memberRoles)
         let group = try await group(context, tenant: tenant)
         let body = try await GraphBody.object(request, context: context)
-        guard case .string(let reference)? = body["@odata.id"], let id = Self.referencedID(reference) else {
+        guard case .string(let reference)? = body["@odata.id"], let id = GraphDirectoryRoles.referencedID(reference, collections: ["directoryobjects", "users", "groups"]) else {
             throw GraphError.badRequest("The @odata.id must name a user or group of this tenant (…/directoryObjects/{id}).")
         }
         let member: GroupMember
@@ -264,16 +264,5 @@ struct GraphGroups: Sendable {
             ])
         }
         return try await server.administration.group(tenantID: tenant.id, id: id).map(Self.typed)
-    }
-
-    /// `…/directoryObjects/{id}`, `…/users/{id}` or `…/groups/{id}`.
-    static func referencedID(_ reference: String) -> String? {
-        if let id = GraphDirectoryRoles.referencedID(reference) { return id }
-        guard let url = URLComponents(string: reference), ["https", "http"].contains(url.scheme?.lowercased() ?? ""), url.query == nil else { return nil }
-        let segments = url.path.split(separator: "/").map(String.init)
-        guard segments.count == 3, ["v1.0", "beta"].contains(segments[0].lowercased()), segments[1].lowercased() == "groups",
-            UUID(uuidString: segments[2]) != nil
-        else { return nil }
-        return segments[2]
     }
 }

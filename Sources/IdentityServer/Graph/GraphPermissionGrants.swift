@@ -121,15 +121,11 @@ struct GraphPermissionGrants: Sendable {
 
     private func grant(_ context: IdentityRequestContext, tenant: Tenant) async throws -> Grant {
         let id = context.parameters.get("id") ?? ""
-        guard let grant = try await grants(tenant).first(where: { Self.member(members($0, tenant: tenant), "id") == id }) else {
+        guard let grant = try await grants(tenant).first(where: { GraphServicePrincipals.member("id", of: .object(members($0, tenant: tenant))) == id })
+        else {
             throw GraphError.resourceNotFound
         }
         return grant
-    }
-
-    private static func member(_ members: [(String, JSONText)], _ name: String) -> String? {
-        guard case .string(let value)? = members.first(where: { $0.0 == name })?.1 else { return nil }
-        return value
     }
 
     private static func scopes(_ body: [String: JSONValue]) throws -> [String] {
