@@ -313,7 +313,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "TestSupport", .product(name: "SQLKit", package: "sql-kit")],
+            dependencies: ["Storage", "TestSupport", .product(name: "SQLKit", package: "sql-kit"), .product(name: "PostgresKit", package: "postgres-kit")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

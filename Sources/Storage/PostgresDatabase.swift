@@ -133,14 +133,17 @@ public final class PostgresDatabase: Database {
     private static var uptimeMilliseconds: Int64 { Int64(DispatchTime.now().uptimeNanoseconds / 1_000_000) }
 
     /// A pooled connection for `body`, or ``StorageError/unavailable(_:)`` when none comes within
-    /// ``connectionDeadline`` while no other request got one either (or within ``busyDeadline``
+    /// ``connectionDeadline`` while no other request got or gave back one and no work ran on one
+    /// (`countsAsWork`: a parked read session is not work) either (or within ``busyDeadline``
     /// at all), and within ``outageDeadline`` while the database is known to be down (no lease for
     /// the whole deadline, and the last work failed as unavailable): an outage is answered at once,
     /// not after seconds of waiting for every request (the reliability rerun's P-4). The lease is
     /// cancelled then, and not waited for: postgres-nio may hold a cancelled lease request until
     /// its pool gives up on connecting. A body already running is never abandoned. Errors that
     /// mean PostgreSQL cannot work now become ``StorageError/unavailable(_:)`` too.
-    private func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    private func withConnection<T: Sendable>(
+        countsAsWork: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
         let client = self.client
         let health = self.health
         let lastLease = self.lastLease
@@ -162,19 +165,31 @@ public final class PostgresDatabase: Database {
                     // postgres-nio drops a statement written to a channel that has closed, and it
                     // never answers (see ``StatementGuard``).
                     guard !connection.isClosed else { throw StorageError.unavailable("the PostgreSQL connection has closed") }
+                    guard countsAsWork else { return try await body(connection) }
+                    lastLease.running.add(1, ordering: .relaxed)
+                    defer {
+                        lastLease.running.subtract(1, ordering: .relaxed)
+                        lastLease.value.store(Self.uptimeMilliseconds, ordering: .relaxed)
+                    }
                     return try await body(connection)
                 }
             } timer: {
                 var waited: Duration = .zero
                 var lookedAgain = false
                 while true {
-                    let idle = Self.uptimeMilliseconds - lastLease.value.load(ordering: .relaxed)
+                    let idle = lastLease.isBusy ? 0 : Self.uptimeMilliseconds - lastLease.value.load(ordering: .relaxed)
                     let outage = health.isFailing && idle > Self.connectionDeadline.milliseconds
                     let pause = outage ? Self.outageDeadline : (lookedAgain ? Self.stallAllowance : Self.connectionDeadline)
                     guard (try? await Task.sleep(for: pause)) != nil else { return nil }
                     waited += pause
                     if lease.state == .acquired { return nil }
-                    let idleNow = Self.uptimeMilliseconds - lastLease.value.load(ordering: .relaxed)
+                    // Work running on a connection means PostgreSQL is there, only busy: wait
+                    // (up to the busy deadline) rather than call it down. Every pooled connection
+                    // held by statements slower than the deadline, under a loaded machine, once
+                    // made hundreds of queued requests 503 at once. A statement that never
+                    // answers ends at its own deadline (``StatementDeadline``), so this wait is
+                    // bounded by that too.
+                    let idleNow = lastLease.isBusy ? 0 : Self.uptimeMilliseconds - lastLease.value.load(ordering: .relaxed)
                     if waited >= Self.busyDeadline || outage || (idleNow > Self.connectionDeadline.milliseconds && lookedAgain) {
                         guard lease.take(.timedOut) else { return nil }
                         _ = lent.take()
@@ -213,7 +228,9 @@ public final class PostgresDatabase: Database {
     public func withReadSession<T: Sendable>(_ body: @escaping @Sendable (ReadSession) async throws -> T) async throws -> T {
         let logger = self.logger
         let (health, watch) = (self.health, self.watch)
-        let value = try await withConnection { connection in
+        // A session parks between batches, holding its connection without work: it is no sign
+        // that PostgreSQL is there.
+        let value = try await withConnection(countsAsWork: false) { connection in
             try await body(
                 ReadSession(connection: connection, logger: logger, health: health, statements: watch.statements(of: connection)))
         }
@@ -290,9 +307,11 @@ extension Duration {
     fileprivate var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
 }
 
-/// When the pool last handed out a connection.
+/// When the pool last handed out or took back a connection, and how many bodies run on one now.
 private final class LeaseClock: Sendable {
     let value = Atomic<Int64>(0)
+    let running = Atomic<Int>(0)
+    var isBusy: Bool { running.load(ordering: .relaxed) > 0 }
 }
 
 /// A body lent to the lease task, taken out once: by the lease when it runs it, else by whoever

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresKit
 import SQLKit
 import Storage
 import TestSupport
@@ -170,6 +171,26 @@ struct AvailabilityTests {
         #expect(recovered)
         // No deadline outside a request: a long statement is let run.
         try await database.read { try await $0.raw("SELECT pg_sleep(1.5)").run() }
+        try await database.close()
+    }
+
+    @Test("a busy pool is not an outage: a request queued behind work slower than the connection deadline waits for it, not 503")
+    func busyPoolWaits() async throws {
+        guard let url = TestDatabase.postgresURL, let parts = URLComponents(string: url), let host = parts.host, let user = parts.user
+        else { return }
+        var configuration = PostgresClient.Configuration(
+            host: host, port: parts.port ?? 5432, username: user, password: parts.password,
+            database: parts.path.split(separator: "/").first.map(String.init), tls: .disable)
+        configuration.options.maximumConnections = 1
+        let database = PostgresDatabase(configuration: configuration, logger: TestDatabase.logger)
+        try await database.read { try await $0.raw("SELECT 1").run() }
+        // The one connection is held past the connection deadline (3 s) by a statement that runs.
+        async let slow: Void = database.read { try await $0.raw("SELECT pg_sleep(4.5)").run() }
+        try await Task.sleep(for: .milliseconds(200))
+        let rows = try await database.rows("SELECT 7 AS n", [])
+        #expect(try rows.first?.integer("n") == 7)
+        try await slow
+        #expect(database.health.problem() == nil)
         try await database.close()
     }
 }
