@@ -93,5 +93,20 @@ extension IdentityMigrations {
                 """,
                 "CREATE INDEX native_auth_flows_by_age ON native_auth_flows (expires_at)",
             ]),
+        // Native authentication's sign-up and password reset (no account yet, or one to prove):
+        // flows keep a stable id (their codes are bound to it), the address, and their pending
+        // data. The table holds ten-minute flows only, so it is made anew.
+        Migration(
+            version: 41, name: "native authentication sign-up and reset flows",
+            [
+                "DROP TABLE native_auth_flows",
+                """
+                CREATE TABLE native_auth_flows (
+                    token_hash TEXT PRIMARY KEY, flow_id TEXT NOT NULL, tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+                    client_id TEXT NOT NULL, user_id TEXT REFERENCES users(id) ON DELETE CASCADE, email TEXT, step TEXT NOT NULL,
+                    method TEXT, data TEXT NOT NULL, attempts BIGINT NOT NULL, expires_at BIGINT NOT NULL)
+                """,
+                "CREATE INDEX native_auth_flows_by_age ON native_auth_flows (expires_at)",
+            ]),
     ]
 }

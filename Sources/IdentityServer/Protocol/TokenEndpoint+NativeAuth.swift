@@ -5,68 +5,150 @@ import UserJourneys
 import WireCoding
 
 extension TokenEndpoint {
-    /// The token request that ends a native-authentication sign-in (SPEC §2.15): the
-    /// continuation token of the flow's `token` step, `grant_type=password` with the password,
-    /// and `scope`. The password grant's journey checks it (lockout, a disabled account, a second
-    /// factor, a forced password change; consent is the admin's, as External ID has it for
-    /// native apps), so the API signs in no one the hosted pages would not; what needs a page
-    /// answers `challenge_type: redirect`. A wrong password counts against the flow, which
+    /// The token request that ends a native-authentication sign-in (SPEC §2.15): the flow's
+    /// continuation token, `scope`, and its proof by `grant_type`:
+    /// - `password` with the password (the flow's `token` step, for an account with one);
+    /// - `oob` with the mailed code (the `token` step, for an account without a password);
+    /// - `continuation_token` alone, after a sign-up or reset proved the account;
+    /// - `mfa_oob` with the second factor's code, after `mfa_required`.
+    /// The sign-in journey runs after the proof (lockout, a disabled account, the flow's second
+    /// factor, a forced password change; consent is the admin's, as External ID has it for native
+    /// apps), so the API signs in no one the hosted pages would not. A second factor the client
+    /// can answer (`capabilities=mfa_required`) is `mfa_required`; anything else that needs a page
+    /// is `challenge_type: redirect`. A wrong password or code counts against the flow, which
     /// ends after five; the tokens end it.
     func nativeToken(_ request: Request, form: RequestParameters, context: PolicyRequestContext, now: Date) async throws -> Response {
-        guard let native = nativeSignIn else { throw ProtocolFailure.grantTypeNotSupported(form["grant_type"] ?? "") }
+        guard let api = nativeAuth else { throw ProtocolFailure.grantTypeNotSupported(form["grant_type"] ?? "") }
         let tenant = context.tenant
-        return try await native.answering(context) {
-            let client = try await native.client(form, tenant: tenant)
-            let flow = try await native.flow(form, client: client, tenant: tenant, step: .token)
+        return try await api.answering(context) {
+            let client = try await api.client(form, tenant: tenant)
             guard let grantType = form.nonEmpty("grant_type") else { throw NativeAuthError.missing("grant_type") }
-            guard grantType == "password", flow.method == "password" else {
-                throw NativeAuthError(error: "unsupported_grant_type", code: 70_003, message: "The app requested an unsupported grant type '\(grantType.prefix(40))'.")
-            }
-            guard let password = form["password"], !password.isEmpty else { throw NativeAuthError.missing("password") }
+            let steps: Set<NativeAuthFlow.Step> =
+                switch grantType {
+                case "password", "oob": [.token]
+                case "continuation_token": [.signedIn]
+                case "mfa_oob": [.secondFactorToken]
+                default: throw NativeAuthError.unsupportedGrant(grantType)
+                }
+            let flow = try await api.flow(form, client: client, tenant: tenant, at: steps)
             guard form.nonEmpty("scope") != nil else { throw NativeAuthError.missing("scope") }
-            guard let user = try await users.user(id: flow.userID), user.tenantID == tenant.id else { throw NativeAuthError.userNotFound }
-            let userFlow = try await tenants.userFlow(tenantID: tenant.id, name: client.userFlow ?? tenant.defaultPolicy) ?? context.flow
-            // A second factor needs a page here (the API's MFA steps are not served yet).
-            if userFlow.mfa.isOn { return NativeAuthSignIn.redirect }
-            let scopes = [String].scopes(form["scope"])
-            let attempt = AuthorizationRequest(
-                tenantID: tenant.id, tenantSegment: context.route.tenantSegment, policy: userFlow.name, clientID: client.clientIDString,
-                redirectURI: "", responseTypes: [], responseMode: .query, scopes: scopes, state: nil, nonce: nil, codeChallenge: nil,
-                codeChallengeMethod: nil, prompt: nil, loginHint: nil, domainHint: nil, maxAge: nil, origin: hosts.origin(of: request),
-                face: .entra)
-            let record = InteractionRecord(id: "native-sign-in", request: attempt, csrfHash: "", expiresAt: now)
-            let credentials = RequestParameters(pairs: [("username", user.signInName), ("password", password)])
-            let run: JourneyRun
-            do {
+            guard let userID = flow.userID, let user = try await users.user(id: userID), user.tenantID == tenant.id, let email = flow.email else {
+                throw NativeAuthError.userNotFound
+            }
+            // A sign-up's or reset's client names the account again; it must be the flow's.
+            if let username = form.nonEmpty("username"), EmailAddress.canonical(username) != email { throw NativeAuthError.invalidUsername }
+            var proven: ProvenAccount?
+            switch grantType {
+            case "password":
+                guard flow.method == "password" else { throw NativeAuthError.unsupportedGrant(grantType) }
+                guard form["password"]?.isEmpty == false else { throw NativeAuthError.missing("password") }
+            case "oob":
+                guard flow.method == "oob" else { throw NativeAuthError.unsupportedGrant(grantType) }
+                try await checkingCode(api, form, flow, email, tenant)
+                proven = ProvenAccount(user: user, newUser: false, secondFactorPassed: false)
+            case "mfa_oob":
+                try await checkingCode(api, form, flow, email, tenant)
+                proven = ProvenAccount(user: user, newUser: flow.data.newUser, secondFactorPassed: true)
+            default:
+                proven = ProvenAccount(user: user, newUser: flow.data.newUser, secondFactorPassed: false)
+            }
+            return try await nativeSignIn(request, form: form, flow: flow, client: client, user: user, proven: proven, context: context, now: now)
+        }
+    }
+
+    /// Checks the flow's code; a wrong one counts against the flow.
+    private func checkingCode(_ api: NativeAuthAPI, _ form: RequestParameters, _ flow: NativeAuthFlow, _ email: String, _ tenant: Tenant)
+        async throws
+    {
+        do {
+            try await api.checkCode(form, for: flow, email: email, tenant: tenant)
+        } catch let error as NativeAuthError where error.suberror == "invalid_oob_value" {
+            _ = try await api.flows.failed(flow)
+            throw error
+        }
+    }
+
+    /// Runs the sign-in journey for the flow's account (with the password, or `proven` by the
+    /// API), then issues the Entra face's tokens with `client_info`.
+    private func nativeSignIn(
+        _ request: Request, form: RequestParameters, flow: NativeAuthFlow, client: AppRegistration, user: UserAccount, proven: ProvenAccount?,
+        context: PolicyRequestContext, now: Date
+    ) async throws -> Response {
+        guard let api = nativeAuth else { throw NativeAuthError.invalidToken }
+        let tenant = context.tenant
+        let userFlow = try await api.userFlow(for: client, tenant: tenant, fallback: context.flow)
+        let scopes = [String].scopes(form["scope"])
+        let attempt = AuthorizationRequest(
+            tenantID: tenant.id, tenantSegment: context.route.tenantSegment, policy: userFlow.name, clientID: client.clientIDString,
+            redirectURI: "", responseTypes: [], responseMode: .query, scopes: scopes, state: nil, nonce: nil, codeChallenge: nil,
+            codeChallengeMethod: nil, prompt: nil, loginHint: nil, domainHint: nil, maxAge: nil, origin: hosts.origin(of: request), face: .entra)
+        let record = InteractionRecord(id: "native-sign-in", request: attempt, csrfHash: "", expiresAt: now)
+        let run: JourneyRun
+        do {
+            if let proven {
+                run = try await journeys.runWithoutPages(
+                    journeys.catalog.nativeProvenSignIn, record: record, tenant: tenant, flow: userFlow, request: request,
+                    form: RequestParameters(pairs: []), context: context, proven: proven)
+            } else {
+                let credentials = RequestParameters(pairs: [("username", user.signInName), ("password", form["password"] ?? "")])
                 run = try await journeys.runWithoutPages(
                     journeys.catalog.nativePasswordSignIn, record: record, tenant: tenant, flow: userFlow, request: request, form: credentials,
                     context: context)
-            } catch let failure as ProtocolFailure {
-                switch failure {
-                case .invalidCredentials:
-                    _ = try await native.flows.failed(flow)
-                    throw NativeAuthError.wrongPassword
-                case .accountLocked: throw NativeAuthError.locked
-                case .accountDisabled: throw NativeAuthError.disabled
-                case .multiFactorRequired, .grantNotConsented, .passwordChangeRequired: return NativeAuthSignIn.redirect
-                default: throw NativeAuthError(error: "invalid_request", code: failure.entra.code, message: failure.entra.message)
-                }
             }
-            guard let signedIn = run.user, signedIn.id == user.id else { throw NativeAuthError.wrongPassword }
-            let granted: GrantedScopes
-            do {
-                granted = try GrantedScopes.resolve(scopes, client: client, tenantApps: try await tenants.applications(tenantID: tenant.id))
-            } catch let failure as ProtocolFailure {
-                throw NativeAuthError(error: "invalid_scope", code: failure.entra.code, message: failure.entra.message)
+        } catch let failure as ProtocolFailure {
+            switch failure {
+            case .invalidCredentials:
+                _ = try await api.flows.failed(flow)
+                throw NativeAuthError.wrongPassword
+            case .accountLocked: throw NativeAuthError.locked
+            case .accountDisabled: throw NativeAuthError.disabled
+            case .multiFactorRequired: return try await secondFactorNeeded(api, flow: flow, user: user, flowRules: userFlow)
+            case .grantNotConsented, .passwordChangeRequired: return NativeAuthAPI.redirect(because: "The sign-in needs the browser.")
+            default: throw NativeAuthError(error: "invalid_request", code: failure.entra.code, message: failure.entra.message)
             }
-            // The proof is spent once: a request racing with the same token gets nothing.
-            guard try await native.flows.finish(flow) else { throw NativeAuthError.invalidToken }
-            let issuance = IssuanceContext(
-                tenant: tenant, flow: userFlow, client: client, user: signedIn,
-                issuer: HostPolicy.issuer(origin: hosts.origin(of: request), tenant: tenant, face: .entra), scopes: granted, nonce: nil,
-                authTime: now, newUser: false, identityProvider: .local, face: .entra)
-            let refreshToken = granted.offlineAccess ? try await startFamily(issuance, now: now, forCode: nil) : nil
-            return try await respond(issuance, refreshToken: refreshToken, clientInfo: true, now: now)
         }
+        guard let signedIn = run.user, signedIn.id == user.id else { throw NativeAuthError.wrongPassword }
+        let granted: GrantedScopes
+        do {
+            granted = try GrantedScopes.resolve(scopes, client: client, tenantApps: try await tenants.applications(tenantID: tenant.id))
+        } catch let failure as ProtocolFailure {
+            throw NativeAuthError(error: "invalid_scope", code: failure.entra.code, message: failure.entra.message)
+        }
+        // The flow's "before sending the token" connector holds here as on every other way to
+        // tokens: its values go into them, its failure ends the sign-in.
+        let overrides: [String: String]
+        switch await connectors.tokenClaimOverrides(
+            flow: userFlow, user: signedIn, tenant: tenant, clientID: client.clientIDString, uiLocales: nil, logger: context.logger)
+        {
+        case .success(let values): overrides = values
+        case .failure(let failure):
+            throw NativeAuthError(error: "server_error", code: 90_075, message: "The sign-in's API connector failed: \(failure.reason).")
+        }
+        // The proof is spent once: a request racing with the same token gets nothing.
+        guard try await api.flows.finish(flow) else { throw NativeAuthError.invalidToken }
+        let issuance = IssuanceContext(
+            tenant: tenant, flow: userFlow, client: client, user: signedIn,
+            issuer: HostPolicy.issuer(origin: hosts.origin(of: request), tenant: tenant, face: .entra), scopes: granted, nonce: nil,
+            authTime: now, newUser: proven?.newUser ?? false, identityProvider: .local, face: .entra, claimOverrides: overrides)
+        let refreshToken = granted.offlineAccess ? try await startFamily(issuance, now: now, forCode: nil) : nil
+        return try await respond(issuance, refreshToken: refreshToken, clientInfo: true, now: now)
+    }
+
+    /// The flow's second factor stopped the sign-in: `mfa_required` with the flow's next token
+    /// when the client said it can answer it and the factor is a mailed code (the API's only
+    /// method here); otherwise the browser, which serves every method.
+    private func secondFactorNeeded(_ api: NativeAuthAPI, flow: NativeAuthFlow, user: UserAccount, flowRules: UserFlow) async throws -> Response {
+        guard flow.data.capabilities.contains("mfa_required") else {
+            return NativeAuthAPI.redirect(because: "Client is missing mfa_required capability.")
+        }
+        let methods = flowRules.mfa.methods
+        let enrolled = try await api.service.secondFactors.hasAuthenticator(userID: user.id)
+        // As the hosted step chooses: an enrolled authenticator whenever the flow offers it.
+        let usesAuthenticator = methods.contains(.totp) && (enrolled || !methods.contains(.email) || user.presentableEmail == nil)
+        guard !usesAuthenticator, methods.contains(.email), user.presentableEmail != nil else {
+            return NativeAuthAPI.redirect(because: "The account's second factor needs the browser.")
+        }
+        let next = try await api.advance(flow, to: .secondFactor)
+        throw NativeAuthError.secondFactorRequired.continuing(next)
     }
 }

@@ -28,7 +28,7 @@ struct TokenEndpoint: Sendable {
     /// Each grant's end, granted or refused, goes to the sign-in log.
     let signIns: SignInRecorder
     /// Native authentication's sign-in (SPEC §2.15), on the routes that serve it.
-    var nativeSignIn: NativeAuthSignIn? = nil
+    var nativeAuth: NativeAuthAPI? = nil
 
     /// The user a grant issued tokens for, noted where the tokens are made (``respond(_:refreshToken:clientInfo:now:)``)
     /// for the sign-in log's record of the request.
@@ -65,7 +65,7 @@ struct TokenEndpoint: Sendable {
 
     private func grant(_ request: Request, form: RequestParameters, now: Date, context: PolicyRequestContext) async throws -> Response {
         // A native-authentication sign-in's last step names its flow by continuation token.
-        if form["continuation_token"] != nil, nativeSignIn != nil { return try await nativeToken(request, form: form, context: context, now: now) }
+        if form["continuation_token"] != nil, nativeAuth != nil { return try await nativeToken(request, form: form, context: context, now: now) }
         let (tenant, face) = (context.tenant, context.route.face)
         let client = try await authenticateClient(request, form: form, tenant: tenant, now: now)
         guard let named = form.nonEmpty("grant_type") else { throw ProtocolFailure.missingParameter("grant_type") }

@@ -238,6 +238,25 @@ extension IdentityServer {
         graph.delete("identity/identityProviders/:id", use: providers.delete)
     }
 
+    /// External ID's native authentication API (SPEC §2.15): sign-in, sign-up and password
+    /// reset without a browser; the token endpoint ends each.
+    private func addNativeAuthRoutes(to machine: RouterGroup<PolicyRequestContext>, api: NativeAuthAPI) {
+        let signIn = NativeAuthSignIn(api: api)
+        machine.post("oauth2/v2.0/initiate", use: signIn.initiate)
+        machine.post("oauth2/v2.0/challenge", use: signIn.challenge)
+        machine.post("oauth2/v2.0/introspect", use: signIn.introspect)
+        let signUp = NativeAuthSignUp(api: api)
+        machine.post("signup/v1.0/start", use: signUp.start)
+        machine.post("signup/v1.0/challenge", use: signUp.challenge)
+        machine.post("signup/v1.0/continue", use: signUp.continue)
+        let reset = NativeAuthPasswordReset(api: api)
+        machine.post("resetpassword/v1.0/start", use: reset.start)
+        machine.post("resetpassword/v1.0/challenge", use: reset.challenge)
+        machine.post("resetpassword/v1.0/continue", use: reset.continue)
+        machine.post("resetpassword/v1.0/submit", use: reset.submit)
+        machine.post("resetpassword/v1.0/poll_completion", use: reset.pollCompletion)
+    }
+
     /// The protocol endpoints under one URL shape. Old (v1-style) paths without `v2.0` are
     /// served too: B2C answers both (research/b2c-protocol.md §1.1).
     private func addProtocolRoutes(to shape: RouterGroup<IdentityRequestContext>, placement: PolicyPlacement, journeys: JourneyEngine) {
@@ -252,18 +271,15 @@ extension IdentityServer {
             .group(context: PolicyRequestContext.self)
         let metadata = MetadataEndpoints(signingKeys: service.keys, policyKeys: service.policyKeySets, hosts: service.hosts)
         // Native authentication (SPEC §2.15) on the Entra face's policy-less URLs only.
-        let native = placement == .query ? NativeAuthSignIn(service: service, flows: NativeAuthFlows(database: database)) : nil
+        let native = placement == .query ? NativeAuthAPI(service: service, flows: NativeAuthFlows(database: database)) : nil
         var token = TokenEndpoint(
             tenants: service.tenants, users: service.users, grants: service.grants, consents: service.consents, tokens: service.issuer,
             clock: service.clock, hosts: service.hosts,
             connectors: service.connectors,
             journeys: journeys, refreshReuseInterval: service.configuration.refreshTokenReuseInterval,
             signIns: service.signIns)
-        token.nativeSignIn = native
-        if let native {
-            machine.post("oauth2/v2.0/initiate", use: native.initiate)
-            machine.post("oauth2/v2.0/challenge", use: native.challenge)
-        }
+        token.nativeAuth = native
+        if let native { addNativeAuthRoutes(to: machine, api: native) }
         for path in ["v2.0/.well-known/openid-configuration", ".well-known/openid-configuration"] {
             machine.get(RouterPath(path), use: metadata.discovery)
         }

@@ -16,6 +16,26 @@ extension JourneyProvider {
     package var nativePasswordSignIn: Journey {
         Journey(name: "NativeAuthenticationSignIn", steps: passwordGrant.steps.filter { $0.id != "Consent" })
     }
+
+    /// Native authentication's sign-in once the API has proven the account itself (an email
+    /// code, or a sign-up's or reset's continuation token): the same journey without the
+    /// password step, so a second factor and a forced password change hold as for every sign-in.
+    package var nativeProvenSignIn: Journey {
+        Journey(name: "NativeAuthenticationContinuation", steps: nativePasswordSignIn.steps.filter { $0.id != "login-NonInteractive" })
+    }
+}
+
+/// An account authenticated outside the journey's own steps (``JourneyEngine/runWithoutPages``).
+package struct ProvenAccount: Sendable {
+    package var user: UserAccount
+    package var newUser: Bool
+    package var secondFactorPassed: Bool
+
+    package init(user: UserAccount, newUser: Bool, secondFactorPassed: Bool) {
+        self.user = user
+        self.newUser = newUser
+        self.secondFactorPassed = secondFactorPassed
+    }
 }
 
 /// The journeys of the built-in user flows, as B2C defines them on its own engine: each flow

@@ -123,12 +123,23 @@ package struct JourneyEngine: Sendable {
     /// so a step that would ask the person something fails in the protocol's form instead; the
     /// engine's rules hold as for a sign-in with pages. The run, its account established, or
     /// the failure thrown.
+    /// `proven`: an account the caller has already authenticated (native authentication's
+    /// code, or the continuation token of a sign-up or reset), and whether its second factor was
+    /// passed too; the journey's own steps decide the rest.
     package func runWithoutPages(
         _ journey: Journey, record: InteractionRecord, tenant: Tenant, flow: UserFlow, request: Request, form: RequestParameters,
-        context: some IdentityContext
+        context: some IdentityContext, proven: ProvenAccount? = nil
     ) async throws -> JourneyRun {
         var run = makeRun(record, tenant: tenant, flow: flow, request: request, form: form, context: context)
         run.pagesAllowed = false
+        if let proven {
+            run.claims.authenticated(proven.user, by: .local, at: now, newUser: proven.newUser)
+            run.user = proven.user
+            if proven.secondFactorPassed {
+                run.claims.secondFactorClearedFor = proven.user.id
+                run.claims.secondFactorPassedNow = true
+            }
+        }
         run.state.move(to: 0, in: journey)
         var outcome = try await nextOutcome(&run, journey)
         for _ in 0...journey.steps.count {

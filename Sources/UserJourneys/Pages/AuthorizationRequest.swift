@@ -150,7 +150,7 @@ extension OutboxMessage {
     static let retentionSeconds: Int64 = 86_400
 
     /// A new message id: wall-clock microseconds in 16 hex digits, then randomness.
-    static func newID() -> String {
+    package static func newID() -> String {
         let micros = UInt64(Date().timeIntervalSince1970 * 1_000_000)
         let hex = String(micros, radix: 16)
         return String(repeating: "0", count: max(0, 16 - hex.count)) + hex + "-" + Secrets.randomToken(byteCount: 6)

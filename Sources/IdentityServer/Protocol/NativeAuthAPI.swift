@@ -1,0 +1,186 @@
+import Foundation
+import Hummingbird
+import IdentityDirectory
+import Logging
+import UserJourneys
+import WireCoding
+
+/// What every native-authentication endpoint shares (SPEC §2.15; Microsoft's native-authentication
+/// API reference): the app, which must be the tenant's and have opted in; the continuation token,
+/// which must be this app's, this tenant's and at the step the endpoint serves; the
+/// `challenge_type` list, which must offer `redirect`; the one-time codes, sent through the
+/// outbox within the per-address limits; and the answers in the API's own JSON.
+struct NativeAuthAPI: Sendable {
+    let service: IdentityService
+    let flows: NativeAuthFlows
+
+    var now: Date { service.clock.now }
+
+    /// The `challenge_type` list: space-separated, and it must offer `redirect` (the client's
+    /// way out when the API cannot go on).
+    static func challengeTypes(_ form: RequestParameters) throws(NativeAuthError) -> Set<String> {
+        guard let text = form.nonEmpty("challenge_type") else { throw .missing("challenge_type") }
+        let types = Set(text.split(separator: " ").map { $0.lowercased() })
+        guard types.contains("redirect") else { throw .missingRedirect }
+        return types
+    }
+
+    /// What the client handles itself: `capabilities`, space-separated (the reference before
+    /// 2026 spelled it `capability`, comma-separated; both are read). Unknown values are dropped.
+    static func capabilities(_ form: RequestParameters) -> [String] {
+        let text = form["capabilities"] ?? form["capability"] ?? ""
+        let known: Set<String> = ["mfa_required", "registration_required"]
+        return Array(Set(text.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)).intersection(known)).sorted()
+    }
+
+    static let redirect = Response.json(.object([("challenge_type", .string("redirect"))]), noStore: true)
+
+    /// The browser it is, and why (the token endpoint's `redirect_reason`).
+    static func redirect(because reason: String) -> Response {
+        .json(.object([("challenge_type", .string("redirect")), ("redirect_reason", .string(reason))]), noStore: true)
+    }
+
+    static func answer(_ members: [(String, JSONText)]) -> Response { .json(.object(members), noStore: true) }
+
+    static func continuation(_ token: String) -> Response { answer([("continuation_token", .string(token))]) }
+
+    /// The app, which must be this tenant's and have opted in.
+    func client(_ form: RequestParameters, tenant: Tenant) async throws -> AppRegistration {
+        guard let id = form.nonEmpty("client_id") else { throw NativeAuthError.missing("client_id") }
+        guard let app = try await service.tenants.application(tenantID: tenant.id, clientID: id) else { throw NativeAuthError.unknownClient(id) }
+        guard app.nativeAuthentication else { throw NativeAuthError.disabledForApp }
+        return app
+    }
+
+    /// The user flow whose rules the app's sign-ins follow: the one it is bound to, else the
+    /// tenant's default.
+    func userFlow(for client: AppRegistration, tenant: Tenant, fallback: UserFlow) async throws -> UserFlow {
+        try await service.tenants.userFlow(tenantID: tenant.id, name: client.userFlow ?? tenant.defaultPolicy) ?? fallback
+    }
+
+    /// Runs `body`, answering a ``NativeAuthError`` in the API's own form.
+    func answering(_ context: PolicyRequestContext, _ body: () async throws -> Response) async throws -> Response {
+        do {
+            return try await body()
+        } catch let error as NativeAuthError {
+            return error.response(correlationID: context.correlationID, at: now)
+        }
+    }
+
+    /// The request's form and app, then `body`, its refusals in the API's form.
+    func handle(
+        _ request: Request, _ context: PolicyRequestContext,
+        _ body: @Sendable (RequestParameters, AppRegistration) async throws -> Response
+    ) async throws -> Response {
+        let form = try await FormBody.read(request, context: context)
+        return try await answering(context) { try await body(form, try await client(form, tenant: context.tenant)) }
+    }
+
+    /// The live flow a request's continuation token continues, at one of `steps`, for this app.
+    func flow(_ form: RequestParameters, client: AppRegistration, tenant: Tenant, at steps: Set<NativeAuthFlow.Step>) async throws
+        -> NativeAuthFlow
+    {
+        guard let token = form.nonEmpty("continuation_token") else { throw NativeAuthError.missing("continuation_token") }
+        switch try await flows.find(token, now: now) {
+        case .expired: throw NativeAuthError.expiredToken
+        case .unknown: throw NativeAuthError.invalidToken
+        case .found(let flow):
+            // Another app's, another tenant's, or another step's token continues nothing here.
+            guard flow.clientID == client.clientIDString, flow.tenantID == tenant.id, steps.contains(flow.step) else {
+                throw NativeAuthError.invalidToken
+            }
+            return flow
+        }
+    }
+
+    /// Moves `flow` on, or refuses when its token was spent by a request racing with this one.
+    func advance(
+        _ flow: NativeAuthFlow, to step: NativeAuthFlow.Step, method: String? = nil, data: NativeAuthFlowData? = nil, userID: UUID? = nil
+    ) async throws -> String {
+        try await advanced(flow, to: step, method: method, data: data, userID: userID).token
+    }
+
+    /// ``advance(_:to:method:data:userID:)``, with the flow as it now is.
+    func advanced(
+        _ flow: NativeAuthFlow, to step: NativeAuthFlow.Step, method: String? = nil, data: NativeAuthFlowData? = nil, userID: UUID? = nil
+    ) async throws -> (token: String, flow: NativeAuthFlow) {
+        guard let moved = try await flows.advance(flow, to: step, method: method, data: data, userID: userID) else {
+            throw NativeAuthError.invalidToken
+        }
+        return moved
+    }
+
+    // MARK: One-time codes
+
+    /// External ID's codes are eight digits (the reference's `code_length`).
+    static let codeLength = 8
+
+    /// Sends a new code for `flow` to `recipient` (the canonical address `email`), replacing the
+    /// flow's earlier one; `userID` binds it to an account (nil in a sign-up). Throws
+    /// ``NativeAuthError/tooManyCodes`` when the address was sent its share lately.
+    func sendCode(for flow: NativeAuthFlow, to recipient: String, email: String, userID: UUID?, tenant: Tenant, logger: Logger) async throws {
+        let code = String(format: "%08d", Int.random(in: 0..<100_000_000))
+        let mail = OutboxMessage(
+            id: OutboxMessage.newID(), tenantID: tenant.id, recipient: recipient, subject: "\(tenant.displayName) account verification code",
+            body: "Your code is: \(code)\nIt expires in 10 minutes.", createdAt: now)
+        guard
+            try await service.interactions.saveVerificationCode(
+                interactionID: Self.codeBinding(flow), tenantID: tenant.id, email: email, userID: userID, code: code,
+                expiresAt: now.addingTimeInterval(NativeAuthFlows.lifetime), mail: mail, limits: service.configuration.codeLimits, now: now)
+        else {
+            logger.warning("native authentication: codes throttled for an address")
+            throw NativeAuthError.tooManyCodes
+        }
+        logger.info("native authentication: code sent", metadata: ["flow_step": "\(flow.step.rawValue)"])
+    }
+
+    /// Whether `code` is the one last sent in `flow` for `email`: a wrong one is
+    /// `invalid_oob_value` (five per code, ten per address an hour, as the hosted pages count).
+    func checkCode(_ form: RequestParameters, for flow: NativeAuthFlow, email: String, tenant: Tenant) async throws {
+        guard let code = form.nonEmpty("oob") else { throw NativeAuthError.missing("oob") }
+        switch try await service.interactions.checkVerificationCode(
+            interactionID: Self.codeBinding(flow), tenantID: tenant.id, email: email, code: code, limits: service.configuration.codeLimits,
+            now: now)
+        {
+        case .proves(let account) where account == flow.userID: return
+        case .throttled: throw NativeAuthError.tooManyCodes
+        case .proves, .refused: throw NativeAuthError.invalidCode
+        }
+    }
+
+    /// The code's binding: the flow's stable id, which its rotating tokens keep.
+    private static func codeBinding(_ flow: NativeAuthFlow) -> String { "native:" + flow.id }
+
+    /// The answer to a challenge that sent a code (the reference's `oob` challenge).
+    static func codeSent(_ token: String, to email: String) -> Response {
+        answer([
+            ("continuation_token", .string(token)), ("challenge_type", .string("oob")), ("binding_method", .string("prompt")),
+            ("challenge_channel", .string("email")), ("challenge_target_label", .string(masked(email))),
+            ("code_length", .int(Int64(codeLength))), ("interval", .int(300)),
+        ])
+    }
+
+    /// An address shown without giving it away, as Entra masks it: `c***r@co**o.com`.
+    static func masked(_ email: String) -> String {
+        let parts = email.split(separator: "@", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { return "***" }
+        func mask(_ text: Substring, keep: Int) -> String {
+            guard text.count > keep + 1 else { return String(text.prefix(1)) + "***" }
+            return String(text.prefix(keep)) + "***" + String(text.suffix(1))
+        }
+        let domain = parts[1].split(separator: ".")
+        let maskedDomain = domain.dropLast().map { mask($0, keep: 2) } + domain.suffix(1).map(String.init)
+        return mask(Substring(parts[0]), keep: 1) + "@" + maskedDomain.joined(separator: ".")
+    }
+
+    // MARK: Passwords
+
+    /// The password rules' refusal in the API's suberrors (B2C's "strong" complexity).
+    static func passwordProblem(_ password: String) -> NativeAuthError? {
+        guard let problem = PasswordPolicy.problem(with: password) else { return nil }
+        if password.count < 8 { return .password("password_too_short", problem) }
+        if password.count > 64 || password.utf8.count > 72 { return .password("password_too_long", problem) }
+        if password.utf8.contains(0) { return .password("password_is_invalid", problem) }
+        return .password("password_too_weak", problem)
+    }
+}
