@@ -59,10 +59,11 @@ struct IdentityHarness: Sendable {
         try await server.administration.createLocalUser(tenantID: tenant.id, email: email, displayName: name, password: password)
     }
 
-    /// The code in the newest outbox message.
-    func latestCode() async throws -> String {
+    /// The code in the newest outbox message (six digits on B2C's pages, eight in External ID's
+    /// native authentication).
+    func latestCode(digits: Int = 6) async throws -> String {
         let body = try await server.outbox(tenantID: tenant.id).first?.body ?? ""
-        return String(body.split(whereSeparator: { !$0.isNumber }).first { $0.count == 6 } ?? "")
+        return String(body.split(whereSeparator: { !$0.isNumber }).first { $0.count == digits } ?? "")
     }
 
     func path(_ policy: String, _ endpoint: String) -> String { "/\(tenant.name)/\(policy)/\(endpoint)" }

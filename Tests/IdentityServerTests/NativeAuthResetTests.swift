@@ -1,0 +1,146 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+@testable import IdentityDirectory
+import Storage
+import TestSupport
+import Testing
+
+@testable import IdentityServer
+@testable import UserJourneys
+
+/// External ID's native authentication API, password reset and the second factor (SPEC
+/// §2.15): a reset proven by a code sets the password as the hosted reset does and signs in by
+/// its continuation token; a flow's emailed second factor is `mfa_required`, `introspect`, a
+/// challenge by method id and `mfa_oob`, or the browser for a client that cannot answer it.
+@Suite("Native authentication: password reset and second factor")
+struct NativeAuthResetTests {
+    typealias S = NativeAuthSignUpTests
+
+    @Test("a reset: code, a weak password refused, the new one set, poll succeeded, signed in; the old password no longer works", arguments: TestDatabase.engines)
+    func passwordReset(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let user = try await h.addUser()
+            #expect(Self.error(try await S.call(h, driver, "resetpassword/v1.0/start", [("username", "nobody@example.com"), ("challenge_type", "oob redirect")])) == ("user_not_found", 50_034, nil))
+            let started = try await S.call(h, driver, "resetpassword/v1.0/start", [("username", "alice@example.com"), ("challenge_type", "oob redirect")])
+            let challenged = try await S.call(h, driver, "resetpassword/v1.0/challenge", [("continuation_token", try S.continuation(started)), ("challenge_type", "oob redirect")])
+            #expect(challenged.json["challenge_type"] as? String == "oob" && challenged.json["code_length"] as? Int == 8, "\(challenged.text)")
+            let codeStep = try S.continuation(challenged)
+            // Submitting before the code is proven: not this step's token.
+            #expect(Self.error(try await S.call(h, driver, "resetpassword/v1.0/submit", [("continuation_token", codeStep), ("new_password", "N3w-Passw0rd!")])).1 == 55_200)
+            #expect(Self.error(try await S.call(h, driver, "resetpassword/v1.0/continue", [("continuation_token", codeStep), ("grant_type", "oob"), ("oob", "99999999")])).2 == "invalid_oob_value")
+            let proven = try await S.call(
+                h, driver, "resetpassword/v1.0/continue", [("continuation_token", codeStep), ("grant_type", "oob"), ("oob", try await h.latestCode(digits: 8))])
+            let expiresIn = try #require(proven.json["expires_in"] as? Int, "\(proven.text)")
+            #expect(expiresIn > 0 && expiresIn <= 600)
+            let submitStep = try S.continuation(proven)
+            #expect(Self.error(try await S.call(h, driver, "resetpassword/v1.0/submit", [("continuation_token", submitStep), ("new_password", "short")])).2 == "password_too_short")
+            let submitted = try await S.call(h, driver, "resetpassword/v1.0/submit", [("continuation_token", submitStep), ("new_password", "N3w-Passw0rd!")])
+            #expect(submitted.json["poll_interval"] as? Int == 1, "\(submitted.text)")
+            let polled = try await S.call(h, driver, "resetpassword/v1.0/poll_completion", [("continuation_token", try S.continuation(submitted))])
+            #expect(polled.json["status"] as? String == "succeeded", "\(polled.text)")
+            let tokens = try await S.signIn(h, driver, try S.continuation(polled), username: "alice@example.com")
+            #expect(tokens.status == .ok && tokens.json["refresh_token"] is String, "\(tokens.text)")
+            #expect(DecodedJWT(try #require(tokens.json["id_token"] as? String)).claims["oid"] as? String == user.objectID)
+            let old = try await NativeAuthTests.toTokenStep(h, driver)
+            #expect(Self.error(try await NativeAuthTests.token(h, driver, old)) == ("invalid_grant", 50_126, nil))
+            let new = try await NativeAuthTests.toTokenStep(h, driver)
+            #expect(try await NativeAuthTests.token(h, driver, new, password: "N3w-Passw0rd!").status == .ok)
+        }
+    }
+
+    static func error(_ response: TestResponse) -> (String?, Int?, String?) { S.error(response) }
+
+    /// An app bound to a flow whose second factor is a mailed code, always.
+    static func emailMFAApp(_ h: IdentityHarness, methods: [MFAPolicy.Method] = [.email]) async throws -> AppRegistration {
+        var flow = UserFlow(tenantID: h.tenant.id, name: "B2C_1_susi_email_mfa", type: .signUpOrSignIn, identityProviders: [.local], signUpAttributes: [.displayName])
+        flow.mfa = MFAPolicy(methods: methods, enforcement: .always)
+        try await h.server.tenants.save(flow)
+        var app = AppRegistration(clientID: UUID(), tenantID: h.tenant.id, displayName: "MFA native", kind: .public, redirectURIs: [])
+        app.nativeAuthentication = true
+        app.userFlow = flow.name
+        try await h.server.tenants.save(app, now: Date())
+        return app
+    }
+
+    @Test("the second factor: redirect without the capability; with it mfa_required, introspect, challenge by id, mfa_oob", arguments: TestDatabase.engines)
+    func secondFactor(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let app = try await Self.emailMFAApp(h)
+            let client = app.clientIDString
+            func call(_ endpoint: String, _ fields: [(String, String)]) async throws -> TestResponse {
+                try await driver.post(S.path(h, endpoint), [("client_id", client)] + fields)
+            }
+            func passwordStep(capabilities: String?) async throws -> String {
+                var fields = [("username", "alice@example.com"), ("challenge_type", "password oob redirect")]
+                if let capabilities { fields.append(("capabilities", capabilities)) }
+                let started = try await call("oauth2/v2.0/initiate", fields)
+                let challenged = try await call("oauth2/v2.0/challenge", [("continuation_token", try S.continuation(started)), ("challenge_type", "password oob redirect")])
+                return try S.continuation(challenged)
+            }
+            func password(_ step: String) async throws -> TestResponse {
+                try await call("oauth2/v2.0/token", [("continuation_token", step), ("grant_type", "password"), ("password", "Passw0rd!"), ("scope", "openid offline_access")])
+            }
+            let browser = try await password(try await passwordStep(capabilities: nil))
+            #expect(browser.status == .ok && browser.json["challenge_type"] as? String == "redirect" && browser.json["access_token"] == nil)
+            #expect((browser.json["redirect_reason"] as? String)?.contains("mfa_required") == true)
+
+            let stopped = try await password(try await passwordStep(capabilities: "registration_required mfa_required"))
+            #expect(Self.error(stopped) == ("invalid_grant", 50_076, "mfa_required"), "\(stopped.text)")
+            let mfaToken = try S.continuation(stopped)
+            // The MFA step's token is nothing at the token endpoint before its code.
+            #expect(Self.error(try await call("oauth2/v2.0/token", [("continuation_token", mfaToken), ("grant_type", "mfa_oob"), ("oob", "1"), ("scope", "openid")])).1 == 55_200)
+            let introspected = try await call("oauth2/v2.0/introspect", [("continuation_token", mfaToken)])
+            let method = try #require((introspected.json["methods"] as? [[String: Any]])?.first, "\(introspected.text)")
+            #expect(method["challenge_type"] as? String == "oob" && method["challenge_channel"] as? String == "email")
+            #expect((method["login_hint"] as? String)?.contains("***") == true)
+            let id = try #require(method["id"] as? String)
+            let afterIntrospect = try S.continuation(introspected)
+            #expect(Self.error(try await call("oauth2/v2.0/challenge", [("continuation_token", afterIntrospect), ("id", UUID().uuidString)])).0 == "invalid_request")
+            let challenged = try await call("oauth2/v2.0/challenge", [("continuation_token", afterIntrospect), ("id", id), ("challenge_type", "oob redirect")])
+            #expect(challenged.json["challenge_type"] as? String == "oob", "\(challenged.text)")
+            let codeStep = try S.continuation(challenged)
+            func mfa(_ code: String) async throws -> TestResponse {
+                try await call("oauth2/v2.0/token", [("continuation_token", codeStep), ("grant_type", "mfa_oob"), ("oob", code), ("scope", "openid offline_access")])
+            }
+            #expect(Self.error(try await mfa("00000000")).2 == "invalid_oob_value")
+            let tokens = try await mfa(try await h.latestCode(digits: 8))
+            #expect(tokens.status == .ok && tokens.json["refresh_token"] is String, "\(tokens.text)")
+
+            // An authenticator-app flow needs the browser even with the capability.
+            var totp = try await Self.emailMFAApp(h, methods: [.totp])
+            totp.userFlow = "B2C_1_susi_mfa"
+            try await h.server.tenants.save(totp, now: Date())
+            let started = try await driver.post(
+                S.path(h, "oauth2/v2.0/initiate"),
+                [("client_id", totp.clientIDString), ("username", "alice@example.com"), ("challenge_type", "password redirect"), ("capabilities", "mfa_required")])
+            let challenged2 = try await driver.post(
+                S.path(h, "oauth2/v2.0/challenge"),
+                [("client_id", totp.clientIDString), ("continuation_token", try S.continuation(started)), ("challenge_type", "password redirect")])
+            let redirected = try await driver.post(
+                S.path(h, "oauth2/v2.0/token"),
+                [("client_id", totp.clientIDString), ("continuation_token", try S.continuation(challenged2)), ("grant_type", "password"), ("password", "Passw0rd!"), ("scope", "openid")])
+            #expect(redirected.json["challenge_type"] as? String == "redirect" && redirected.json["access_token"] == nil, "\(redirected.text)")
+        }
+    }
+
+    @Test("after a sign-up, the second factor still holds for the new account", arguments: TestDatabase.engines)
+    func secondFactorAfterSignUp(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let app = try await Self.emailMFAApp(h)
+            func call(_ endpoint: String, _ fields: [(String, String)]) async throws -> TestResponse {
+                try await driver.post(S.path(h, endpoint), [("client_id", app.clientIDString)] + fields)
+            }
+            let started = try await call(
+                "signup/v1.0/start",
+                [("username", "new@example.com"), ("challenge_type", "oob password redirect"), ("password", "Str0ng-Pass!"), ("attributes", #"{"displayName":"N"}"#),
+                 ("capabilities", "mfa_required")])
+            let challenged = try await call("signup/v1.0/challenge", [("continuation_token", try S.continuation(started))])
+            let done = try await call("signup/v1.0/continue", [("continuation_token", try S.continuation(challenged)), ("grant_type", "oob"), ("oob", try await h.latestCode(digits: 8))])
+            let stopped = try await call("oauth2/v2.0/token", [("continuation_token", try S.continuation(done)), ("grant_type", "continuation_token"), ("scope", "openid")])
+            #expect(Self.error(stopped).2 == "mfa_required", "\(stopped.text)")
+            #expect(stopped.json["access_token"] == nil)
+        }
+    }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+@testable import IdentityDirectory
+import Storage
+import TestSupport
+import Testing
+
+@testable import IdentityServer
+@testable import UserJourneys
+
+/// External ID's native authentication API, sign-up and password reset (SPEC §2.15): the
+/// address proven by an eight-digit code from the outbox, the password and attributes taken as
+/// the flow asks for them, the account made once at the end, and a continuation token that
+/// signs in; every refusal in the API's own form, nothing half-made.
+@Suite("Native authentication: sign-up and password reset")
+struct NativeAuthSignUpTests {
+    static func path(_ h: IdentityHarness, _ endpoint: String) -> String { "/\(h.tenant.name)/\(endpoint)" }
+
+    static func error(_ response: TestResponse) -> (String?, Int?, String?) {
+        (response.json["error"] as? String, (response.json["error_codes"] as? [Int])?.first, response.json["suberror"] as? String)
+    }
+
+    static func call(_ h: IdentityHarness, _ driver: Driver, _ endpoint: String, _ fields: [(String, String)]) async throws -> TestResponse {
+        try await driver.post(path(h, endpoint), [("client_id", h.clientID)] + fields)
+    }
+
+    static func continuation(_ response: TestResponse) throws -> String { try #require(response.json["continuation_token"] as? String, "\(response.text)") }
+
+    static func users(_ h: IdentityHarness) async throws -> Int {
+        try await h.database.read { sql in try await sql.raw("SELECT COUNT(*) AS n FROM users").first(decodingColumn: "n", as: Int.self) ?? 0 }
+    }
+
+    /// Signs in with a continuation token from a sign-up or reset; the response.
+    static func signIn(_ h: IdentityHarness, _ driver: Driver, _ token: String, username: String) async throws -> TestResponse {
+        try await call(
+            h, driver, "oauth2/v2.0/token",
+            [("continuation_token", token), ("grant_type", "continuation_token"), ("username", username), ("scope", "openid offline_access")])
+    }
+
+    @Test("sign-up with the password and attributes at start: a code from the outbox, then tokens for the new account", arguments: TestDatabase.engines)
+    func signUpAllAtOnce(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let started = try await Self.call(
+                h, driver, "signup/v1.0/start",
+                [
+                    ("username", "New.Person@Example.com"), ("challenge_type", "oob password redirect"), ("password", "Str0ng-Pass!"),
+                    ("attributes", #"{"displayName":"New Person","givenName":"New","unknownThing":"ignored"}"#),
+                ])
+            let first = try Self.continuation(started)
+            let challenged = try await Self.call(h, driver, "signup/v1.0/challenge", [("continuation_token", first), ("challenge_type", "oob password redirect")])
+            #expect(challenged.json["challenge_type"] as? String == "oob" && challenged.json["code_length"] as? Int == 8, "\(challenged.text)")
+            #expect(challenged.json["binding_method"] as? String == "prompt" && challenged.json["challenge_channel"] as? String == "email")
+            #expect((challenged.json["challenge_target_label"] as? String)?.contains("example.com") == false, "the address is masked")
+            let second = try Self.continuation(challenged)
+            let code = try await h.latestCode(digits: 8)
+            #expect(code.count == 8)
+            #expect(try await h.server.outbox(tenantID: h.tenant.id).first?.recipient == "New.Person@Example.com")
+            // A wrong code: refused, and the same token may try again.
+            let wrong = try await Self.call(h, driver, "signup/v1.0/continue", [("continuation_token", second), ("grant_type", "oob"), ("oob", "00000000")])
+            #expect(Self.error(wrong) == ("invalid_grant", 50_181, "invalid_oob_value"))
+            #expect(try await Self.users(h) == 0)
+            let done = try await Self.call(h, driver, "signup/v1.0/continue", [("continuation_token", second), ("grant_type", "oob"), ("oob", code)])
+            let signedUp = try Self.continuation(done)
+            #expect(done.status == .ok && done.json["error"] == nil)
+            let user = try #require(try await h.server.users.user(tenantID: h.tenant.id, provider: .local, signInName: "new.person@example.com"))
+            #expect(user.displayName == "New Person" && user.attributes["givenName"] == "New" && user.emailVerified && user.passwordHash != nil)
+            #expect(user.email == "New.Person@Example.com")
+            // The sign-up's tokens; the continuation token works once.
+            let tokens = try await Self.signIn(h, driver, signedUp, username: "new.person@example.com")
+            #expect(tokens.status == .ok && tokens.json["client_info"] is String && tokens.json["refresh_token"] is String, "\(tokens.text)")
+            let claims = DecodedJWT(try #require(tokens.json["id_token"] as? String)).claims
+            #expect(claims["oid"] as? String == user.objectID)
+            #expect(Self.error(try await Self.signIn(h, driver, signedUp, username: "new.person@example.com")) == ("invalid_request", 55_200, nil))
+            // The tokens from before each step are spent.
+            for old in [first, second] {
+                #expect(Self.error(try await Self.call(h, driver, "signup/v1.0/challenge", [("continuation_token", old)])).1 == 55_200)
+            }
+            // The new password signs in through the API too.
+            let again = try await NativeAuthTests.toTokenStep(h, driver, email: "new.person@example.com")
+            #expect(try await NativeAuthTests.token(h, driver, again, password: "Str0ng-Pass!").status == .ok)
+        }
+    }
+
+    @Test("sign-up step by step: credential_required, a weak password, attributes_required, a refused attribute, then the account", arguments: TestDatabase.engines)
+    func signUpStepByStep(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let started = try await Self.call(h, driver, "signup/v1.0/start", [("username", "bob@example.com"), ("challenge_type", "oob password redirect")])
+            let challenged = try await Self.call(h, driver, "signup/v1.0/challenge", [("continuation_token", try Self.continuation(started))])
+            let proved = try await Self.call(
+                h, driver, "signup/v1.0/continue",
+                [("continuation_token", try Self.continuation(challenged)), ("grant_type", "oob"), ("oob", try await h.latestCode(digits: 8))])
+            #expect(Self.error(proved) == ("credential_required", 55_103, nil))
+            let passwordChallenge = try await Self.call(
+                h, driver, "signup/v1.0/challenge", [("continuation_token", try Self.continuation(proved)), ("challenge_type", "oob password redirect")])
+            #expect(passwordChallenge.json["challenge_type"] as? String == "password", "\(passwordChallenge.text)")
+            let step = try Self.continuation(passwordChallenge)
+            let weak = try await Self.call(h, driver, "signup/v1.0/continue", [("continuation_token", step), ("grant_type", "password"), ("password", "password")])
+            #expect(Self.error(weak) == ("invalid_grant", 399_246, "password_too_weak"))
+            let short = try await Self.call(h, driver, "signup/v1.0/continue", [("continuation_token", step), ("grant_type", "password"), ("password", "Ab1!")])
+            #expect(Self.error(short).2 == "password_too_short")
+            let password = try await Self.call(h, driver, "signup/v1.0/continue", [("continuation_token", step), ("grant_type", "password"), ("password", "Str0ng-Pass!")])
+            #expect(Self.error(password) == ("attributes_required", 55_106, nil))
+            let required = try #require(password.json["required_attributes"] as? [[String: Any]])
+            #expect(required.contains { $0["name"] as? String == "displayName" && $0["required"] as? Bool == true })
+            let attributesStep = try Self.continuation(password)
+            let refused = try await Self.call(
+                h, driver, "signup/v1.0/continue", [("continuation_token", attributesStep), ("grant_type", "attributes"), ("attributes", #"{"displayName":"   "}"#)])
+            #expect(Self.error(refused) == ("invalid_grant", 55_107, "attribute_validation_failed"))
+            #expect((refused.json["invalid_attributes"] as? [[String: Any]])?.first?["name"] as? String == "displayName")
+            #expect(try await Self.users(h) == 0, "nothing made before the last step")
+            let notJSON = try await Self.call(
+                h, driver, "signup/v1.0/continue", [("continuation_token", attributesStep), ("grant_type", "attributes"), ("attributes", "[1,2")])
+            #expect(Self.error(notJSON).0 == "invalid_request")
+            let done = try await Self.call(
+                h, driver, "signup/v1.0/continue", [("continuation_token", attributesStep), ("grant_type", "attributes"), ("attributes", #"{"displayName":"Bob"}"#)])
+            let tokens = try await Self.signIn(h, driver, try Self.continuation(done), username: "bob@example.com")
+            #expect(tokens.status == .ok, "\(tokens.text)")
+            #expect(try await h.server.users.user(tenantID: h.tenant.id, provider: .local, signInName: "bob@example.com")?.displayName == "Bob")
+        }
+    }
+
+    @Test("sign-up refusals: an existing account, a name that is not an address, no code offered, an app that did not opt in, another account's name at the token", arguments: TestDatabase.engines)
+    func signUpRefusals(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let existing = try await Self.call(h, driver, "signup/v1.0/start", [("username", "ALICE@example.com"), ("challenge_type", "oob password redirect")])
+            #expect(Self.error(existing) == ("user_already_exists", 1_003_037, nil))
+            #expect(Self.error(try await Self.call(h, driver, "signup/v1.0/start", [("username", "alice"), ("challenge_type", "oob redirect")])).1 == 90_100)
+            let noCode = try await Self.call(h, driver, "signup/v1.0/start", [("username", "carol@example.com"), ("challenge_type", "password redirect")])
+            #expect(noCode.status == .ok && noCode.json["challenge_type"] as? String == "redirect")
+            #expect(Self.error(try await Self.call(h, driver, "signup/v1.0/start", [("username", "carol@example.com"), ("challenge_type", "oob")])).1 == 901_007)
+            let plain = AppRegistration(clientID: UUID(), tenantID: h.tenant.id, displayName: "No native", kind: .public, redirectURIs: [])
+            try await h.server.tenants.save(plain, now: Date())
+            let off = try await driver.post(
+                Self.path(h, "signup/v1.0/start"), [("client_id", plain.clientIDString), ("username", "carol@example.com"), ("challenge_type", "oob redirect")])
+            #expect(Self.error(off) == ("invalid_client", 500_208, "nativeauthapi_disabled"))
+            // A weak password at start: refused before any code is sent.
+            let weak = try await Self.call(
+                h, driver, "signup/v1.0/start", [("username", "carol@example.com"), ("challenge_type", "oob password redirect"), ("password", "weakweak")])
+            #expect(Self.error(weak).2 == "password_too_weak")
+            #expect(try await h.server.outbox(tenantID: h.tenant.id).isEmpty)
+            // The account finished by a sign-up is the only one its token signs in.
+            let token = try await Self.signUp(h, driver, "dave@example.com", password: "Str0ng-Pass!")
+            #expect(Self.error(try await Self.signIn(h, driver, token, username: "alice@example.com")).1 == 90_100)
+            // Two sign-ups for one address: the second to finish finds the account made.
+            let first = try await Self.call(
+                h, driver, "signup/v1.0/start",
+                [("username", "erin@example.com"), ("challenge_type", "oob password redirect"), ("password", "Str0ng-Pass!"), ("attributes", #"{"displayName":"E"}"#)])
+            let firstCode = try await Self.call(h, driver, "signup/v1.0/challenge", [("continuation_token", try Self.continuation(first))])
+            let firstOOB = try await h.latestCode(digits: 8)
+            _ = try await Self.signUp(h, driver, "erin@example.com", password: "Str0ng-Pass!")
+            let late = try await Self.call(
+                h, driver, "signup/v1.0/continue", [("continuation_token", try Self.continuation(firstCode)), ("grant_type", "oob"), ("oob", firstOOB)])
+            #expect(Self.error(late).0 == "user_already_exists", "\(late.text)")
+        }
+    }
+
+    /// A whole sign-up with the password and display name at start; the token that signs in.
+    static func signUp(_ h: IdentityHarness, _ driver: Driver, _ email: String, password: String?) async throws -> String {
+        var fields = [("username", email), ("challenge_type", password == nil ? "oob redirect" : "oob password redirect"), ("attributes", #"{"displayName":"Someone"}"#)]
+        if let password { fields.append(("password", password)) }
+        let started = try await call(h, driver, "signup/v1.0/start", fields)
+        let challenged = try await call(h, driver, "signup/v1.0/challenge", [("continuation_token", try continuation(started))])
+        let done = try await call(
+            h, driver, "signup/v1.0/continue", [("continuation_token", try continuation(challenged)), ("grant_type", "oob"), ("oob", try await h.latestCode(digits: 8))])
+        return try continuation(done)
+    }
+
+    @Test("an account made with codes only signs in with a mailed code: a wrong one refused, the right one once", arguments: TestDatabase.engines)
+    func codeOnlyAccount(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await Self.signUp(h, driver, "otp@example.com", password: nil)
+            let user = try #require(try await h.server.users.user(tenantID: h.tenant.id, provider: .local, signInName: "otp@example.com"))
+            #expect(user.passwordHash == nil)
+            let started = try await Self.call(h, driver, "oauth2/v2.0/initiate", [("username", "otp@example.com"), ("challenge_type", "oob redirect")])
+            let challenged = try await Self.call(
+                h, driver, "oauth2/v2.0/challenge", [("continuation_token", try Self.continuation(started)), ("challenge_type", "oob redirect")])
+            #expect(challenged.json["challenge_type"] as? String == "oob", "\(challenged.text)")
+            let step = try Self.continuation(challenged)
+            func token(_ code: String) async throws -> TestResponse {
+                try await Self.call(h, driver, "oauth2/v2.0/token", [("continuation_token", step), ("grant_type", "oob"), ("oob", code), ("scope", "openid")])
+            }
+            #expect(Self.error(try await token("12345678")) == ("invalid_grant", 50_181, "invalid_oob_value"))
+            // A password grant on a code flow is not this flow's proof.
+            let password = try await Self.call(
+                h, driver, "oauth2/v2.0/token", [("continuation_token", step), ("grant_type", "password"), ("password", "x"), ("scope", "openid")])
+            #expect(Self.error(password).0 == "unsupported_grant_type")
+            let code = try await h.latestCode(digits: 8)
+            let tokens = try await token(code)
+            #expect(tokens.status == .ok && tokens.json["id_token"] is String, "\(tokens.text)")
+            #expect(Self.error(try await token(code)).1 == 55_200)
+            // It has no password to reset.
+            let reset = try await Self.call(h, driver, "resetpassword/v1.0/start", [("username", "otp@example.com"), ("challenge_type", "oob redirect")])
+            #expect(Self.error(reset) == ("invalid_request", 500_222, nil))
+        }
+    }
+}
