@@ -143,4 +143,56 @@ struct NativeAuthResetTests {
             #expect(stopped.json["access_token"] == nil)
         }
     }
+
+    @Test("an address no code has proven is registered first: registration_required, register introspect, challenge, continue, then signed in", arguments: TestDatabase.engines)
+    func registration(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let app = try await Self.emailMFAApp(h)
+            let hash = try await h.server.service.hasher.hash("Passw0rd!")
+            let unproven = UserAccount(
+                tenantID: h.tenant.id, identityProvider: .local, signInName: "imported@example.com", email: "Imported@example.com",
+                displayName: "Imported", passwordHash: hash, createdAt: Date(), emailVerified: false)
+            try await h.server.users.create(unproven)
+            func call(_ endpoint: String, _ fields: [(String, String)]) async throws -> TestResponse {
+                try await driver.post(S.path(h, endpoint), [("client_id", app.clientIDString)] + fields)
+            }
+            func signIn(capabilities: String) async throws -> TestResponse {
+                let started = try await call(
+                    "oauth2/v2.0/initiate", [("username", "imported@example.com"), ("challenge_type", "password redirect"), ("capabilities", capabilities)])
+                let challenged = try await call("oauth2/v2.0/challenge", [("continuation_token", try S.continuation(started)), ("challenge_type", "password redirect")])
+                return try await call(
+                    "oauth2/v2.0/token",
+                    [("continuation_token", try S.continuation(challenged)), ("grant_type", "password"), ("password", "Passw0rd!"), ("scope", "openid")])
+            }
+            let browser = try await signIn(capabilities: "mfa_required")
+            #expect((browser.json["redirect_reason"] as? String)?.contains("registration_required") == true, "\(browser.text)")
+            let stopped = try await signIn(capabilities: "mfa_required registration_required")
+            #expect(Self.error(stopped) == ("invalid_grant", 50_079, "registration_required"), "\(stopped.text)")
+            // The registration's token is not the second factor's.
+            #expect(Self.error(try await call("oauth2/v2.0/introspect", [("continuation_token", try S.continuation(stopped))])).1 == 55_200)
+            let introspected = try await call("register/v1.0/introspect", [("continuation_token", try S.continuation(stopped))])
+            let method = try #require((introspected.json["methods"] as? [[String: Any]])?.first, "\(introspected.text)")
+            #expect(method["id"] as? String == "email" && method["login_hint"] as? String == "Imported@example.com")
+            let step = try S.continuation(introspected)
+            let elsewhere = try await call(
+                "register/v1.0/challenge", [("continuation_token", step), ("challenge_type", "oob"), ("challenge_target", "attacker@example.com")])
+            #expect(Self.error(elsewhere).1 == 90_100)
+            #expect(try await h.server.outbox(tenantID: h.tenant.id).isEmpty, "no code to another address")
+            let challenged = try await call(
+                "register/v1.0/challenge",
+                [("continuation_token", step), ("challenge_type", "oob"), ("challenge_target", "imported@example.com"), ("challenge_channel", "email")])
+            #expect(challenged.json["challenge_target"] as? String == "Imported@example.com" && challenged.json["code_length"] as? Int == 8, "\(challenged.text)")
+            let codeStep = try S.continuation(challenged)
+            #expect(Self.error(try await call("register/v1.0/continue", [("continuation_token", codeStep), ("grant_type", "oob"), ("oob", "11111111")])).2 == "invalid_oob_value")
+            #expect(try await h.server.users.user(id: unproven.id)?.emailVerified == false)
+            let registered = try await call(
+                "register/v1.0/continue", [("continuation_token", codeStep), ("grant_type", "oob"), ("oob", try await h.latestCode(digits: 8))])
+            let tokens = try await call(
+                "oauth2/v2.0/token", [("continuation_token", try S.continuation(registered)), ("grant_type", "continuation_token"), ("scope", "openid")])
+            #expect(tokens.status == .ok && tokens.json["id_token"] is String, "\(tokens.text)")
+            #expect(try await h.server.users.user(id: unproven.id)?.emailVerified == true)
+            // Registered: the next sign-in asks for the second factor itself.
+            #expect(Self.error(try await signIn(capabilities: "mfa_required registration_required")).2 == "mfa_required")
+        }
+    }
 }

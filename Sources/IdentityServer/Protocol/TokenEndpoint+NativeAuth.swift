@@ -50,7 +50,8 @@ extension TokenEndpoint {
                 try await checkingCode(api, form, flow, email, tenant)
                 proven = ProvenAccount(user: user, newUser: flow.data.newUser, secondFactorPassed: true)
             default:
-                proven = ProvenAccount(user: user, newUser: flow.data.newUser, secondFactorPassed: false)
+                // A registration's code was the second factor too.
+                proven = ProvenAccount(user: user, newUser: flow.data.newUser, secondFactorPassed: flow.data.secondFactorPassed)
             }
             return try await nativeSignIn(request, form: form, flow: flow, client: client, user: user, proven: proven, context: context, now: now)
         }
@@ -136,9 +137,10 @@ extension TokenEndpoint {
 
     /// The flow's second factor stopped the sign-in: `mfa_required` with the flow's next token
     /// when the client said it can answer it and the factor is a mailed code (the API's only
-    /// method here); otherwise the browser, which serves every method.
+    /// method here); `registration_required` first when no code has proven the account's address
+    /// yet; otherwise the browser, which serves every method.
     private func secondFactorNeeded(_ api: NativeAuthAPI, flow: NativeAuthFlow, user: UserAccount, flowRules: UserFlow) async throws -> Response {
-        guard flow.data.capabilities.contains("mfa_required") else {
+        guard flow.data.capabilities.contains("mfa_required") || !user.emailVerified else {
             return NativeAuthAPI.redirect(because: "Client is missing mfa_required capability.")
         }
         let methods = flowRules.mfa.methods
@@ -147,6 +149,13 @@ extension TokenEndpoint {
         let usesAuthenticator = methods.contains(.totp) && (enrolled || !methods.contains(.email) || user.presentableEmail == nil)
         guard !usesAuthenticator, methods.contains(.email), user.presentableEmail != nil else {
             return NativeAuthAPI.redirect(because: "The account's second factor needs the browser.")
+        }
+        // An address no code has proven is registered first (register/v1.0).
+        guard user.emailVerified else {
+            guard flow.data.capabilities.contains("registration_required") else {
+                return NativeAuthAPI.redirect(because: "Client is missing registration_required capability.")
+            }
+            throw NativeAuthError.registrationRequired.continuing(try await api.advance(flow, to: .registration))
         }
         let next = try await api.advance(flow, to: .secondFactor)
         throw NativeAuthError.secondFactorRequired.continuing(next)

@@ -255,6 +255,10 @@ extension IdentityServer {
         machine.post("resetpassword/v1.0/continue", use: reset.continue)
         machine.post("resetpassword/v1.0/submit", use: reset.submit)
         machine.post("resetpassword/v1.0/poll_completion", use: reset.pollCompletion)
+        let registration = NativeAuthRegistration(api: api)
+        machine.post("register/v1.0/introspect", use: registration.introspect)
+        machine.post("register/v1.0/challenge", use: registration.challenge)
+        machine.post("register/v1.0/continue", use: registration.continue)
     }
 
     /// The protocol endpoints under one URL shape. Old (v1-style) paths without `v2.0` are
