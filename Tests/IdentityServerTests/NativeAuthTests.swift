@@ -127,4 +127,27 @@ struct NativeAuthTests {
             #expect(b2c.status == .notFound)
         }
     }
+
+    @Test("/dev/faults arms a documented error on one native endpoint, once; unknown endpoints and errors are refused")
+    func faults() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            _ = try await h.addUser()
+            let json: HTTPFields = [.contentType: "application/json"]
+            func arm(_ body: String) async throws -> TestResponse { try await driver.request(.post, "/dev/faults", headers: json, body: body) }
+            #expect(try await arm(#"{"endpoint":"signup/v1.0/start","error":"user_already_exists"}"#).status == .noContent)
+            let start: [(String, String)] = [("client_id", h.clientID), ("username", "new@example.com"), ("challenge_type", "oob password redirect")]
+            #expect(Self.error(try await driver.post("/\(h.tenant.name)/signup/v1.0/start", start)) == ("user_already_exists", 1_003_037, nil))
+            // Once: the next call is served.
+            #expect(try await driver.post("/\(h.tenant.name)/signup/v1.0/start", start).json["continuation_token"] is String)
+            #expect(try await arm(#"{"endpoint":"oauth2/v2.0/token","error":"redirect"}"#).status == .noContent)
+            let continuation = try await Self.toTokenStep(h, driver)
+            let redirected = try await Self.token(h, driver, continuation)
+            #expect(redirected.status == .ok && redirected.json["challenge_type"] as? String == "redirect" && redirected.json["access_token"] == nil)
+            #expect(try await arm(#"{"endpoint":"oauth2/v2.0/initiate","error":"password_too_weak"}"#).status == .noContent)
+            #expect(Self.error(try await driver.post(Self.path(h, "initiate"), [("client_id", h.clientID)])).2 == "password_too_weak")
+            #expect(try await arm(#"{"endpoint":"signup/v1.0/nothing","error":"user_not_found"}"#).status == .badRequest)
+            #expect(try await arm(#"{"endpoint":"signup/v1.0/start","error":"no_such_error"}"#).status == .badRequest)
+            #expect(try await arm(#"{"endpoint":"signup/v1.0/start","error":"user_not_found","delayMs":5}"#).status == .badRequest)
+        }
+    }
 }

@@ -209,19 +209,51 @@ struct DevelopmentEndpoints: Sendable {
     }
 
     struct FaultRequest: Decodable {
-        var policy: String
+        var policy: String?
+        /// A native-authentication endpoint (`signup/v1.0/start`, `oauth2/v2.0/token`, …)
+        /// instead of a flow.
+        var endpoint: String?
         var error: String?
         var delayMs: Int?
     }
 
+    /// The native-authentication endpoints a fault can be armed on.
+    static let nativeEndpoints: Set<String> = [
+        "oauth2/v2.0/initiate", "oauth2/v2.0/challenge", "oauth2/v2.0/introspect", "oauth2/v2.0/token", "signup/v1.0/start",
+        "signup/v1.0/challenge", "signup/v1.0/continue", "resetpassword/v1.0/start", "resetpassword/v1.0/challenge",
+        "resetpassword/v1.0/continue", "resetpassword/v1.0/submit", "resetpassword/v1.0/poll_completion", "register/v1.0/introspect",
+        "register/v1.0/challenge", "register/v1.0/continue",
+    ]
+
+    /// `{"endpoint", "error"}`: the next call to that native-authentication endpoint answers the
+    /// error (``NativeAuthError/faults``) once.
+    private func armNative(_ fault: FaultRequest, endpoint: String) throws -> Response {
+        guard Self.nativeEndpoints.contains(endpoint.lowercased()) else {
+            throw ProtocolFailure.malformedRequest(
+                "Unknown native-authentication endpoint '\(TextRules.printable(endpoint))'; known: \(Self.nativeEndpoints.sorted().joined(separator: ", ")).")
+        }
+        guard fault.policy == nil, fault.delayMs == nil, let name = fault.error else {
+            throw ProtocolFailure.malformedRequest("A native-authentication fault takes 'endpoint' and 'error' only.")
+        }
+        guard NativeAuthError.faultNames.contains(name) else {
+            throw ProtocolFailure.malformedRequest(
+                "Unknown native-authentication fault '\(TextRules.printable(name))'; known: \(NativeAuthError.faultNames.joined(separator: ", ")).")
+        }
+        service.faults.arm(.nativeAuth(name), policy: FaultInjector.nativeKey(endpoint))
+        return Response(status: .noContent)
+    }
+
     /// `POST /dev/faults` with `{"policy", "error": "AADB2C90118" | "AADB2C90091" | "server_error" | …}`
     /// or `{"policy", "delayMs": n}`: the next authorize or token call on that flow fails (or
-    /// waits) once. `DELETE /dev/faults` disarms everything.
+    /// waits) once; `{"endpoint": "signup/v1.0/start", "error": "user_already_exists"}`, the next
+    /// call to that native-authentication endpoint. `DELETE /dev/faults` disarms everything.
     @Sendable func arm(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let tenant = try await tenant(request)
         let fault = try await Self.body(FaultRequest.self, request, context: context)
-        guard UserFlow.isValidName(fault.policy), try await service.tenants.userFlow(tenantID: tenant.id, name: fault.policy) != nil else {
-            throw ProtocolFailure.unknownPolicy(fault.policy, tenant: tenant.name)
+        if let endpoint = fault.endpoint { return try armNative(fault, endpoint: endpoint) }
+        guard let policy = fault.policy else { throw ProtocolFailure.malformedRequest("Give 'policy' (a user flow) or 'endpoint'.") }
+        guard UserFlow.isValidName(policy), try await service.tenants.userFlow(tenantID: tenant.id, name: policy) != nil else {
+            throw ProtocolFailure.unknownPolicy(policy, tenant: tenant.name)
         }
         switch (fault.error, fault.delayMs) {
         case (let name?, nil):
@@ -229,10 +261,10 @@ struct DevelopmentEndpoints: Sendable {
                 throw ProtocolFailure.malformedRequest(
                     "Unknown fault '\(TextRules.printable(name))'; known: \(FaultInjector.errors.keys.sorted().joined(separator: ", ")).")
             }
-            service.faults.arm(.error(error), policy: fault.policy)
+            service.faults.arm(.error(error), policy: policy)
         case (nil, let milliseconds?):
             guard (0...60_000).contains(milliseconds) else { throw ProtocolFailure.malformedRequest("delayMs must be 0 to 60000.") }
-            service.faults.arm(.delay(milliseconds: milliseconds), policy: fault.policy)
+            service.faults.arm(.delay(milliseconds: milliseconds), policy: policy)
         default:
             throw ProtocolFailure.malformedRequest("Give exactly one of 'error' and 'delayMs'.")
         }

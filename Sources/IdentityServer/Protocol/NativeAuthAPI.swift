@@ -73,7 +73,20 @@ struct NativeAuthAPI: Sendable {
         _ body: @Sendable (RequestParameters, AppRegistration) async throws -> Response
     ) async throws -> Response {
         let form = try await FormBody.read(request, context: context)
-        return try await answering(context) { try await body(form, try await client(form, tenant: context.tenant)) }
+        return try await answering(context) {
+            if let armed = try armedFault(request) { return armed }
+            return try await body(form, try await client(form, tenant: context.tenant))
+        }
+    }
+
+    /// The fault `/dev/faults` armed on this endpoint (``FaultInjector/nativeKey(_:)``): its
+    /// error thrown, `redirect` answered. Armed only where the test-control surface is on.
+    func armedFault(_ request: Request) throws -> Response? {
+        // `/{tenant}/signup/v1.0/start` → `signup/v1.0/start`.
+        let endpoint = request.uri.path.split(separator: "/").dropFirst().joined(separator: "/")
+        guard case .nativeAuth(let name) = service.faults.take(policy: FaultInjector.nativeKey(endpoint)) else { return nil }
+        if name == "redirect" { return Self.redirect }
+        throw NativeAuthError.faults[name] ?? NativeAuthError(error: "server_error", code: 90_033, message: "An armed fault.")
     }
 
     /// The live flow a request's continuation token continues, at one of `steps`, for this app.

@@ -89,6 +89,26 @@ struct NativeAuthError: Error {
         NativeAuthError(error: "unsupported_grant_type", code: 70_003, message: "The app requested an unsupported grant type '\(grant.prefix(40))'.")
     }
 
+    /// What `/dev/faults` arms on a native-authentication endpoint (`{"endpoint", "error"}`), by
+    /// the name the reference gives each (the suberror where there is one); `redirect` is the
+    /// browser answer. Errors that carry the flow's next token are not armed: a made-up token
+    /// would only fail the call after.
+    static var faults: [String: NativeAuthError] {
+        var catalog: [String: NativeAuthError] = [
+            "user_already_exists": .userAlreadyExists, "user_not_found": .userNotFound, "expired_token": .expiredToken,
+            "invalid_oob_value": .invalidCode, "invalid_password": .wrongPassword, "nativeauthapi_disabled": .disabledForApp,
+            "unsupported_challenge_type": .missingRedirect, "invalid_continuation_token": .invalidToken, "too_many_codes": .tooManyCodes,
+            "user_has_no_password": .noPassword, "account_locked": .locked,
+            "server_error": NativeAuthError(error: "server_error", code: 90_033, message: "A transient error has occurred. Please try again."),
+        ]
+        for suberror in ["password_too_weak", "password_too_short", "password_too_long", "password_recently_used", "password_banned", "password_is_invalid"] {
+            catalog[suberror] = .password(suberror, "The new password does not meet the tenant's rules (\(suberror)).")
+        }
+        return catalog
+    }
+
+    static let faultNames: [String] = (Array(faults.keys) + ["redirect"]).sorted()
+
     func response(correlationID: String, at date: Date) -> Response {
         let traceID = UUID().uuidString.lowercased()
         let stamp = B2CTimestamp.format(date)

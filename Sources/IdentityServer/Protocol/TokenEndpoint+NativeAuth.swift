@@ -21,6 +21,7 @@ extension TokenEndpoint {
         guard let api = nativeAuth else { throw ProtocolFailure.grantTypeNotSupported(form["grant_type"] ?? "") }
         let tenant = context.tenant
         return try await api.answering(context) {
+            if let armed = try api.armedFault(request) { return armed }
             let client = try await api.client(form, tenant: tenant)
             guard let grantType = form.nonEmpty("grant_type") else { throw NativeAuthError.missing("grant_type") }
             let steps: Set<NativeAuthFlow.Step> =

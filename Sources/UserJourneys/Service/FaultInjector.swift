@@ -13,7 +13,13 @@ package final class FaultInjector: Sendable {
         case error(ProtocolFailure)
         /// The call waits this long, then proceeds normally.
         case delay(milliseconds: Int)
+        /// An error of External ID's native authentication API, by its catalog name (armed on
+        /// an endpoint, not a flow; the API's own code knows the errors).
+        case nativeAuth(String)
     }
+
+    /// The key a native-authentication endpoint's faults are armed under (`signup/v1.0/start`).
+    package static func nativeKey(_ endpoint: String) -> String { "native:" + endpoint.lowercased() }
 
     /// The errors a tester may ask for, by the name B2C's documentation gives them.
     package static let errors: [String: ProtocolFailure] = [
@@ -48,7 +54,7 @@ package final class FaultInjector: Sendable {
         switch take(policy: policy) {
         case .error(let error): throw error
         case .delay(let milliseconds): try await Task.sleep(for: .milliseconds(milliseconds))
-        case nil: return
+        case .nativeAuth, nil: return
         }
     }
 }
