@@ -195,4 +195,28 @@ struct NativeAuthSignUpTests {
             #expect(Self.error(reset) == ("invalid_request", 500_222, nil))
         }
     }
+
+    @Test("the sign-in log keeps each native sign-in's end: a sign-up's tokens as signUp, a wrong code with its number and the account; nothing secret")
+    func signInLog() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            let token = try await Self.signUp(h, driver, "logged@example.com", password: nil)
+            #expect(try await Self.signIn(h, driver, token, username: "logged@example.com").status == .ok)
+            let user = try #require(try await h.server.users.user(tenantID: h.tenant.id, provider: .local, signInName: "logged@example.com"))
+            let started = try await Self.call(h, driver, "oauth2/v2.0/initiate", [("username", "logged@example.com"), ("challenge_type", "oob redirect")])
+            let challenged = try await Self.call(h, driver, "oauth2/v2.0/challenge", [("continuation_token", try Self.continuation(started)), ("challenge_type", "oob redirect")])
+            let code = try await h.latestCode(digits: 8)
+            let wrong = code == "12345678" ? "87654321" : "12345678"
+            _ = try await Self.call(
+                h, driver, "oauth2/v2.0/token", [("continuation_token", try Self.continuation(challenged)), ("grant_type", "oob"), ("oob", wrong), ("scope", "openid")])
+            let auth = try await GraphUsersTests.appToken(h, driver, roles: ["AuditLog.Read.All"])
+            let response = try await SignInLogTests.list(driver, auth)
+            let records = SignInLogTests.values(response).filter { ($0["userId"] as? String) == user.objectID }
+            func details(_ record: [String: Any]) -> String { ((record["status"] as? [String: Any])?["additionalDetails"] as? String) ?? "" }
+            func errorCode(_ record: [String: Any]) -> Int? { (record["status"] as? [String: Any])?["errorCode"] as? Int }
+            #expect(records.count == 2, "\(response.text)")
+            #expect(records.contains { errorCode($0) == 0 && details($0).hasPrefix("signUp with B2C_1_susi") && details($0).contains("grant_type native_continuation_token") })
+            #expect(records.contains { errorCode($0) == 50_181 && details($0).contains("grant_type native_oob") && $0["appId"] as? String == h.clientID })
+            #expect(!response.text.contains(code) && !response.text.contains(wrong))
+        }
+    }
 }

@@ -20,7 +20,7 @@ extension TokenEndpoint {
     func nativeToken(_ request: Request, form: RequestParameters, context: PolicyRequestContext, now: Date) async throws -> Response {
         guard let api = nativeAuth else { throw ProtocolFailure.grantTypeNotSupported(form["grant_type"] ?? "") }
         let tenant = context.tenant
-        return try await api.answering(context) {
+        do {
             if let armed = try api.armedFault(request) { return armed }
             let client = try await api.client(form, tenant: tenant)
             guard let grantType = form.nonEmpty("grant_type") else { throw NativeAuthError.missing("grant_type") }
@@ -36,6 +36,8 @@ extension TokenEndpoint {
             guard let userID = flow.userID, let user = try await users.user(id: userID), user.tenantID == tenant.id, let email = flow.email else {
                 throw NativeAuthError.userNotFound
             }
+            GrantNote.current?.user = user
+            GrantNote.current?.nativeOutcome.newUser = flow.data.newUser
             // A sign-up's or reset's client names the account again; it must be the flow's.
             if let username = form.nonEmpty("username"), EmailAddress.canonical(username) != email { throw NativeAuthError.invalidUsername }
             var proven: ProvenAccount?
@@ -56,6 +58,27 @@ extension TokenEndpoint {
             }
             return try await nativeSignIn(request, form: form, flow: flow, client: client, user: user, proven: proven, context: context, now: now)
         }
+    }
+
+    /// ``nativeToken(_:form:context:now:)``, its end kept in the sign-in log: tokens, or the
+    /// API's error (an answer that only sends the client to the browser is no sign-in yet).
+    func nativeTokenLogged(_ request: Request, form: RequestParameters, context: PolicyRequestContext, now: Date) async throws -> Response {
+        var refusal: NativeAuthError?
+        let response: Response
+        do {
+            response = try await nativeToken(request, form: form, context: context, now: now)
+        } catch let error as NativeAuthError {
+            refusal = error
+            response = error.response(correlationID: context.correlationID, at: clock.now)
+        }
+        let outcome = GrantNote.current?.nativeOutcome ?? (policy: nil, newUser: false, issued: false)
+        if refusal != nil || outcome.issued {
+            await signIns.nativeAuthentication(
+                tenantID: context.tenant.id, grant: form["grant_type"] ?? "", appID: form["client_id"], policy: outcome.policy,
+                user: GrantNote.current?.user, newUser: outcome.newUser, errorCode: refusal?.code ?? 0, reason: refusal?.message,
+                clientAddress: context.clientAddress, correlationID: context.correlationID, at: clock.now, logger: context.logger)
+        }
+        return response
     }
 
     /// Checks the flow's code; a wrong one counts against the flow.
@@ -79,6 +102,7 @@ extension TokenEndpoint {
         guard let api = nativeAuth else { throw NativeAuthError.invalidToken }
         let tenant = context.tenant
         let userFlow = try await api.userFlow(for: client, tenant: tenant, fallback: context.flow)
+        GrantNote.current?.nativeOutcome.policy = userFlow.name
         let scopes = [String].scopes(form["scope"])
         let attempt = AuthorizationRequest(
             tenantID: tenant.id, tenantSegment: context.route.tenantSegment, policy: userFlow.name, clientID: client.clientIDString,

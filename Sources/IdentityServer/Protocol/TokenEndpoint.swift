@@ -39,6 +39,13 @@ struct TokenEndpoint: Sendable {
             get { noted.withLock { $0 } }
             set { noted.withLock { $0 = newValue } }
         }
+        /// What a native-authentication sign-in established: the flow's policy, whether the
+        /// account was just made, and whether tokens were issued.
+        private let native = Mutex<(policy: String?, newUser: Bool, issued: Bool)>((nil, false, false))
+        var nativeOutcome: (policy: String?, newUser: Bool, issued: Bool) {
+            get { native.withLock { $0 } }
+            set { native.withLock { $0 = newValue } }
+        }
     }
 
     /// Errors are B2C's JSON form, written by the route group's ``OAuthErrorMiddleware``.
@@ -53,6 +60,10 @@ struct TokenEndpoint: Sendable {
                 policy: context.flow.name, user: note.user, attemptedName: form["username"], failure: failure, face: context.route.face,
                 clientAddress: context.clientAddress, correlationID: context.correlationID, at: clock.now, logger: context.logger)
         }
+        // A native-authentication sign-in's last step names its flow by continuation token.
+        if form["continuation_token"] != nil, nativeAuth != nil {
+            return try await GrantNote.$current.withValue(note) { try await nativeTokenLogged(request, form: form, context: context, now: now) }
+        }
         do {
             let response = try await GrantNote.$current.withValue(note) { try await grant(request, form: form, now: now, context: context) }
             await log(nil)
@@ -64,8 +75,6 @@ struct TokenEndpoint: Sendable {
     }
 
     private func grant(_ request: Request, form: RequestParameters, now: Date, context: PolicyRequestContext) async throws -> Response {
-        // A native-authentication sign-in's last step names its flow by continuation token.
-        if form["continuation_token"] != nil, nativeAuth != nil { return try await nativeToken(request, form: form, context: context, now: now) }
         let (tenant, face) = (context.tenant, context.route.face)
         let client = try await authenticateClient(request, form: form, tenant: tenant, now: now)
         guard let named = form.nonEmpty("grant_type") else { throw ProtocolFailure.missingParameter("grant_type") }
@@ -343,6 +352,7 @@ struct TokenEndpoint: Sendable {
     /// (research/b2c-protocol.md §2.5).
     func respond(_ issuance: IssuanceContext, refreshToken: String?, clientInfo: Bool, now: Date) async throws -> Response {
         GrantNote.current?.user = issuance.user
+        GrantNote.current?.nativeOutcome.issued = true
         return .json(try await tokenResponse(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now), noStore: true)
     }
 

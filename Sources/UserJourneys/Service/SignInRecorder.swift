@@ -61,10 +61,28 @@ package struct SignInRecorder: Sendable {
             correlationID: correlationID, at: time, logger: logger)
     }
 
+    /// The grants that end a native-authentication sign-in (SPEC §2.15), as the log names them.
+    package static let nativeGrants: Set<String> = ["password", "oob", "continuation_token", "mfa_oob"]
+
+    /// A native-authentication sign-in's end at the token endpoint (SPEC §2.15): tokens, or the
+    /// API's error (its `AADSTS` number; a second factor asked for is Entra's 50076 or 50079,
+    /// an interrupted sign-in as in Entra's log). Kept only for an app of the tenant, and with
+    /// the account only once the flow has established it. Its grant is `native_{grant_type}`.
+    package func nativeAuthentication(
+        tenantID: UUID, grant: String, appID: String?, policy: String?, user: UserAccount?, newUser: Bool, errorCode: Int, reason: String?,
+        clientAddress: String, correlationID: String, at time: Date, logger: Logger
+    ) async {
+        let known = Self.nativeGrants.contains(grant) ? grant : "unsupported"
+        await write(
+            tenantID: tenantID, kind: newUser ? .signUp : .signIn, appID: appID, policy: policy, userID: user?.id, user: user, failure: nil,
+            face: .entra, grantType: "native_" + known, interactive: true, steps: [], clientAddress: clientAddress,
+            correlationID: correlationID, at: time, logger: logger, outcome: (errorCode, reason), requireApp: true)
+    }
+
     private func write(
         tenantID: UUID, kind: SignInEvent.Kind, appID: String?, policy: String?, userID: UUID?, user: UserAccount?,
         failure: ProtocolFailure?, face: ProtocolFace, grantType: String?, interactive: Bool, steps: [String], clientAddress: String,
-        correlationID: String, at time: Date, logger: Logger
+        correlationID: String, at time: Date, logger: Logger, outcome: (code: Int, reason: String?)? = nil, requireApp: Bool = false
     ) async {
         do {
             var account = user
@@ -73,14 +91,14 @@ package struct SignInRecorder: Sendable {
             // Only an app of the tenant is named: text a client sent is not kept.
             var app: AppRegistration?
             if let appID, UUID(uuidString: appID) != nil { app = try await tenants.application(tenantID: tenantID, clientID: appID) }
-            guard app != nil || appID == nil || interactive else { return }
-            let code = failure.map { face == .entra ? $0.entra.code : SignInEvent.number(ofCode: $0.code) } ?? 0
+            guard app != nil || ((appID == nil || interactive) && !requireApp) else { return }
+            let code = outcome?.code ?? failure.map { face == .entra ? $0.entra.code : SignInEvent.number(ofCode: $0.code) } ?? 0
             let event = SignInEvent(
                 tenantID: tenantID, at: time, correlationID: correlationID.lowercased(), kind: kind,
                 appID: app?.clientIDString, appName: app?.displayName,
                 policy: policy, userID: account?.id ?? userID, userPrincipalName: account?.presentableEmail,
                 userDisplayName: account?.displayName, ipAddress: clientAddress, errorCode: code,
-                failureReason: failure.map { Self.reason($0, face: face) }, grantType: grantType,
+                failureReason: outcome.map(\.reason) ?? failure.map { Self.reason($0, face: face) }, grantType: grantType,
                 interactive: interactive, steps: steps)
             Self.count(event)
             try await log.record(event)
