@@ -81,6 +81,13 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
         return Authority(origin: origin, kind: .b2c(tenant: tenant, policy: policy), issuerURL: nil)
     }
 
+    /// The tenant without its user flow: the Entra face's URLs (External ID's native
+    /// authentication lives there). Issuers are returned unchanged.
+    public var tenantOnly: Authority {
+        guard case .b2c(let tenant, _) = kind else { return self }
+        return Authority(origin: origin, kind: .b2c(tenant: tenant, policy: nil), issuerURL: nil)
+    }
+
     private init(origin: String, kind: Kind, issuerURL: String?) {
         self.origin = origin
         self.kind = kind
@@ -105,10 +112,10 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
         let text: String
         switch kind {
         case .b2c(let tenant, let policy):
-            guard let policy else {
-                throw IdentityError.invalidConfiguration("no user flow (policy) given for the B2C authority \(url)")
-            }
-            text = "\(origin)/\(tenant)/\(policy)/v2.0/.well-known/openid-configuration"
+            // Without a user flow: the tenant's Entra face (External ID's URLs, which native
+            // authentication uses), whose discovery has no policy segment.
+            text = policy.map { "\(origin)/\(tenant)/\($0)/v2.0/.well-known/openid-configuration" }
+                ?? "\(origin)/\(tenant)/v2.0/.well-known/openid-configuration"
         case .issuer:
             text = "\(issuerURL ?? origin)/.well-known/openid-configuration"
         }

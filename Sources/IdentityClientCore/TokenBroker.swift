@@ -187,6 +187,17 @@ actor TokenBroker {
             "token request",
             metadata: ["grant": "\(fields.first?.1 ?? "")", "authority": "\(authority.url)", "correlation_id": "\(correlationID)"])
         let response = try await transport.send(request)
+        return try await accept(
+            response, authority: authority, configuration: configuration, scopes: scopes, nonce: nonce, correlationID: correlationID,
+            makeCurrent: makeCurrent, previous: previous)
+    }
+
+    /// A token endpoint's answer: its error thrown, or its tokens checked (the ID token's
+    /// issuer, audience, expiry and `nonce`) and stored before this returns.
+    func accept(
+        _ response: TransportResponse, authority: Authority, configuration: OpenIDConfiguration, scopes: [String], nonce: String?,
+        correlationID: String, makeCurrent: Bool, previous: TokenCacheEntry? = nil
+    ) async throws -> AuthenticationResult {
         let tokens: TokenResponse
         do {
             tokens = try TokenResponse.parse(response, requestCorrelationID: correlationID)

@@ -21,7 +21,9 @@ struct IdentityClientUnitTests {
         #expect(query.policy == "B2C_1A_signup_signin")
         let local = try Authority("http://127.0.0.1:5080/todob2c.onmicrosoft.com/")
         #expect(local.kind == .b2c(tenant: "todob2c.onmicrosoft.com", policy: nil))
-        #expect(throws: IdentityError.self) { try local.discoveryURL() }
+        // Without a user flow: the tenant's Entra face (External ID's discovery, no policy segment).
+        #expect(try local.discoveryURL().absoluteString == "http://127.0.0.1:5080/todob2c.onmicrosoft.com/v2.0/.well-known/openid-configuration")
+        #expect(try Authority("http://127.0.0.1:5080/todob2c.onmicrosoft.com/B2C_1_susi").tenantOnly == local)
         #expect(local.with(policy: "B2C_1_reset").url == "http://127.0.0.1:5080/todob2c.onmicrosoft.com/B2C_1_reset")
         #expect(local.environment == "127.0.0.1:5080")
         let guid = try Authority("https://login.example.com/2f3e71ec-0de4-4ba3-a3b3-283a88f5e15d/B2C_1_susi")

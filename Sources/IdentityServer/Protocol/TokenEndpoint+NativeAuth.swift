@@ -152,6 +152,10 @@ extension TokenEndpoint {
         }
         // The proof is spent once: a request racing with the same token gets nothing.
         guard try await api.flows.finish(flow) else { throw NativeAuthError.invalidToken }
+        // External ID has a native app's permissions consented by an admin (no page asks a
+        // person): the grant is kept as the account's, so its refresh tokens go on as any
+        // consented grant does on this face (SPEC §2.9), and never beyond what was granted.
+        try await consents.grant(granted.consentKeys, userID: signedIn.id, clientID: client.clientIDString, now: now)
         let issuance = IssuanceContext(
             tenant: tenant, flow: userFlow, client: client, user: signedIn,
             issuer: HostPolicy.issuer(origin: hosts.origin(of: request), tenant: tenant, face: .entra), scopes: granted, nonce: nil,
