@@ -104,12 +104,13 @@ public struct NativeAuthClient: Sendable {
         }
     }
 
-    /// Starts a sign-up. Without a `password` the account signs in with mailed codes.
+    /// Starts a sign-up. Without a `password` one is asked for (``NativeAuthState/passwordRequired(_:)``)
+    /// once the address is proven.
     public func signUp(username: String, password: String? = nil, attributes: [String: String] = [:], scopes: [String]) async throws
         -> NativeAuthState
     {
         var fields = [
-            ("username", username), ("challenge_type", password == nil ? "oob redirect" : "oob password redirect"),
+            ("username", username), ("challenge_type", "oob password redirect"),
             ("capabilities", capabilityList),
         ]
         if let password { fields.append(("password", password)) }
@@ -226,7 +227,12 @@ struct NativeAnswer: Sendable {
         return nil
     }
 
-    var description: String? { string("error_description")?.split(separator: "\r\n").first.map(String.init) }
+    /// The description's first line, without its `AADSTSnnnn: ` prefix (the number is ``code``).
+    var description: String? {
+        guard let line = string("error_description")?.split(separator: "\r\n").first.map(String.init) else { return nil }
+        guard line.hasPrefix("AADSTS"), let colon = line.range(of: ": ") else { return line }
+        return String(line[colon.upperBound...])
+    }
 
     /// The `name`s of a list of objects (`invalid_attributes`, `required_attributes`).
     func names(_ list: String) -> [String] {

@@ -14,15 +14,25 @@ struct Login: AsyncParsableCommand {
     @Flag(help: "Print the sign-in URL instead of opening a browser.") var noBrowser = false
     @Option(help: "Seconds to wait for the browser.") var timeout = 300
     @Flag(help: "Let the identity service's browser session sign you in without asking (single sign-on).") var sso = false
+    @Flag(help: "Sign in in the terminal (External ID's native authentication), with --username.") var native = false
+    @Flag(help: "With --native: read an emailed code from the development server's outbox.") var codeFromOutbox = false
 
     func validate() throws {
         if [policy != nil, signUp, facebook].filter({ $0 }).count > 1 {
             throw ValidationError("choose one of --policy, --sign-up and --facebook")
         }
         if passwordStdin && username == nil { throw ValidationError("--password-stdin needs --username") }
+        if native && username == nil { throw ValidationError("--native needs --username") }
+        if native && (policy != nil || signUp || facebook) { throw ValidationError("--native signs in without a user flow's pages") }
+        if codeFromOutbox && !native { throw ValidationError("--code-from-outbox needs --native") }
     }
 
     func run() async throws {
+        if native, let username {
+            return try await reportingFailures {
+                try await NativeSignIn.signIn(global, username: username, passwordStdin: passwordStdin, codeFromOutbox: codeFromOutbox)
+            }
+        }
         try await reportingFailures {
             let session = try Session(global)
             let result: AuthenticationResult
@@ -224,8 +234,22 @@ struct PasswordReset: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @Flag(help: "Print the URL instead of opening a browser.") var noBrowser = false
+    @Flag(help: "Reset in the terminal (External ID's native authentication), with --username.") var native = false
+    @Option(help: "With --native: the account's email address.") var username: String?
+    @Flag(help: "With --native: read the new password from standard input.") var passwordStdin = false
+    @Flag(help: "With --native: read the emailed code from the development server's outbox.") var codeFromOutbox = false
+
+    func validate() throws {
+        if native != (username != nil) { throw ValidationError("--native and --username go together") }
+        if (passwordStdin || codeFromOutbox) && !native { throw ValidationError("--password-stdin and --code-from-outbox need --native") }
+    }
 
     func run() async throws {
+        if native, let username {
+            return try await reportingFailures {
+                try await NativeSignIn.reset(global, username: username, passwordStdin: passwordStdin, codeFromOutbox: codeFromOutbox)
+            }
+        }
         try await reportingFailures {
             let session = try Session(global)
             let result = try await Interactive.signIn(

@@ -100,6 +100,7 @@ enum Failure {
             case .userCanceled: return "sign-in cancelled"
             default: return error.description
             }
+        case let error as NativeAuthFailure: return error.description
         case let error as TaskClientError:
             if case .unauthorized = error { return "\(error); sign in again with `todo login`" }
             return error.description

@@ -191,6 +191,6 @@ struct Todo: AsyncParsableCommand {
         abstract: "Your to-do list, signed in through the TodoB2C identity service.",
         subcommands: [
             Login.self, Logout.self, WhoAmI.self, Accounts.self, Switch.self, List.self, Add.self, Done.self, Undo.self, Rename.self,
-            Remove.self, Profile.self, PasswordReset.self, Me.self,
+            Remove.self, Profile.self, PasswordReset.self, Me.self, SignUp.self,
         ])
 }

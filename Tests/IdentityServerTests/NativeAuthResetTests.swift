@@ -195,4 +195,59 @@ struct NativeAuthResetTests {
             #expect(Self.error(try await signIn(capabilities: "mfa_required registration_required")).2 == "mfa_required")
         }
     }
+
+    @Test("the rules of the app's flow hold: no sign-up where the flow has none, no local accounts where it offers none; a disabled account gets nothing, not even a reset; a confidential app is refused", arguments: TestDatabase.engines)
+    func flowRulesAndDisabledAccounts(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            func app(flow: String, kind: ClientKind = .public) async throws -> String {
+                var app = AppRegistration(clientID: UUID(), tenantID: h.tenant.id, displayName: "Bound \(flow)", kind: kind, redirectURIs: [])
+                app.nativeAuthentication = true
+                app.userFlow = flow
+                try await h.server.tenants.save(app, now: Date())
+                return app.clientIDString
+            }
+            func redirected(_ response: TestResponse) -> Bool { response.status == .ok && response.json["challenge_type"] as? String == "redirect" }
+            let signInOnly = try await app(flow: "B2C_1_sign_in")
+            let signUp: [(String, String)] = [("username", "new@example.com"), ("challenge_type", "oob password redirect"), ("password", "Str0ng-Pass!")]
+            #expect(redirected(try await driver.post(S.path(h, "signup/v1.0/start"), [("client_id", signInOnly)] + signUp)))
+            let facebookOnly = try await app(flow: "B2C_1_facebook")
+            #expect(redirected(try await driver.post(
+                S.path(h, "oauth2/v2.0/initiate"), [("client_id", facebookOnly), ("username", "alice@example.com"), ("challenge_type", "password redirect")])))
+            let confidential = try await app(flow: "B2C_1_susi", kind: .confidential)
+            #expect(Self.error(try await driver.post(S.path(h, "signup/v1.0/start"), [("client_id", confidential)] + signUp)).0 == "unauthorized_client")
+            #expect(try await S.users(h) == 0)
+
+            // A disabled account: no reset, and a reset's or sign-up's token signs it in no more.
+            let user = try await h.addUser()
+            let started = try await S.call(h, driver, "resetpassword/v1.0/start", [("username", "alice@example.com"), ("challenge_type", "oob redirect")])
+            let challenged = try await S.call(h, driver, "resetpassword/v1.0/challenge", [("continuation_token", try S.continuation(started))])
+            let proven = try await S.call(
+                h, driver, "resetpassword/v1.0/continue",
+                [("continuation_token", try S.continuation(challenged)), ("grant_type", "oob"), ("oob", try await h.latestCode(digits: 8))])
+            try await h.server.users.setAccountState(id: user.id, enabled: false, passwordPolicies: nil, now: Date())
+            let submitted = try await S.call(h, driver, "resetpassword/v1.0/submit", [("continuation_token", try S.continuation(proven)), ("new_password", "N3w-Passw0rd!")])
+            #expect(Self.error(submitted) == ("invalid_grant", 50_057, nil))
+            #expect(Self.error(try await S.call(h, driver, "resetpassword/v1.0/start", [("username", "alice@example.com"), ("challenge_type", "oob redirect")])).1 == 50_057)
+            let token = try await S.signUp(h, driver, "bob@example.com", password: "Str0ng-Pass!")
+            let bob = try #require(try await h.server.users.user(tenantID: h.tenant.id, provider: .local, signInName: "bob@example.com"))
+            try await h.server.users.setAccountState(id: bob.id, enabled: false, passwordPolicies: nil, now: Date())
+            let refused = try await S.signIn(h, driver, token, username: "bob@example.com")
+            #expect(Self.error(refused) == ("invalid_grant", 50_057, nil), "\(refused.text)")
+        }
+    }
+
+    @Test("a reset where the second factor is an authenticator app goes to the browser, which asks for it first", arguments: TestDatabase.engines)
+    func resetWithAuthenticator(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            var app = AppRegistration(clientID: UUID(), tenantID: h.tenant.id, displayName: "TOTP", kind: .public, redirectURIs: [])
+            app.nativeAuthentication = true
+            app.userFlow = "B2C_1_susi_mfa"
+            try await h.server.tenants.save(app, now: Date())
+            let started = try await driver.post(
+                S.path(h, "resetpassword/v1.0/start"), [("client_id", app.clientIDString), ("username", "alice@example.com"), ("challenge_type", "oob redirect")])
+            #expect(started.status == .ok && started.json["challenge_type"] as? String == "redirect", "\(started.text)")
+            #expect(try await h.server.outbox(tenantID: h.tenant.id).isEmpty)
+        }
+    }
 }

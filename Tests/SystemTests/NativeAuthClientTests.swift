@@ -51,7 +51,7 @@ struct NativeAuthClientTests {
         }
     }
 
-    @Test("sign-in: a wrong password is typed and the step stays usable; a code-only account answers codes; an existing address cannot sign up")
+    @Test("sign-in: a wrong password is typed and the step stays usable; a sign-up asks for what it lacks; an existing address cannot sign up")
     func signIn() async throws {
         try await LiveSystem.run { live in
             try await live.addUser("ada@example.com")
@@ -65,21 +65,25 @@ struct NativeAuthClientTests {
             await #expect(throws: NativeAuthFailure.userNotFound) { _ = try await native.signIn(username: "nobody@example.com", scopes: []) }
             await #expect(throws: NativeAuthFailure.userAlreadyExists) { _ = try await native.signUp(username: "ada@example.com", password: "Str0ng-Pass!", scopes: []) }
 
-            guard case .codeRequired(let signUp) = try await native.signUp(username: "codes@example.com", scopes: []) else { return }
-            // No display name given: the sign-up asks for it.
-            guard case .attributesRequired(let details) = try await signUp.submit(code: try await Self.code(live)) else {
+            // No password and no display name given: the sign-up asks for each once the address is proven.
+            guard case .codeRequired(let signUp) = try await native.signUp(username: "steps@example.com", scopes: []) else { return }
+            let resent = try await signUp.resendCode()
+            guard case .passwordRequired(let choose) = try await resent.submit(code: try await Self.code(live)) else {
+                Issue.record("expected a password step")
+                return
+            }
+            await #expect(throws: NativeAuthFailure.passwordRejected(reason: "password_too_short", message: "The password must be between 8 and 64 characters.")) {
+                _ = try await choose.submit(password: "Ab1!")
+            }
+            guard case .attributesRequired(let details) = try await choose.submit(password: "Str0ng-Pass!") else {
                 Issue.record("expected attributes")
                 return
             }
             #expect(details.attributes.contains { $0.name == "displayName" && $0.required })
             await #expect(throws: NativeAuthFailure.attributesInvalid(["displayName"])) { _ = try await details.submit(["displayName": " "]) }
-            _ = try Self.signedIn(try await details.submit(["displayName": "Codes"]))
-            guard case .codeRequired(let code) = try await native.signIn(username: "codes@example.com", scopes: []) else {
-                Issue.record("a code-only account signs in with a code")
-                return
-            }
-            let again = try await code.resendCode()
-            _ = try Self.signedIn(try await again.submit(code: try await Self.code(live)))
+            _ = try Self.signedIn(try await details.submit(["displayName": "Steps"]))
+            guard case .passwordRequired(let again) = try await native.signIn(username: "steps@example.com", scopes: []) else { return }
+            _ = try Self.signedIn(try await again.submit(password: "Str0ng-Pass!"))
         }
     }
 

@@ -78,6 +78,8 @@ package struct NativeAuthFlowData: Sendable, Codable, Equatable {
     package var secondFactorPassed = false
     /// The account was made in this flow.
     package var newUser = false
+    /// The flow reset the account's password.
+    package var afterReset = false
 
     package init() {}
 }

@@ -32,6 +32,8 @@ package protocol UserDirectory: Sendable {
     func replace(_ user: UserAccount) async throws
     /// Replaces the hash without revoking anything (a cost upgrade at sign-in).
     func upgradeHash(id: UUID, hash: String) async throws
+    /// Marks the account's address proven (a code sent to it was returned), and nothing else.
+    func markEmailVerified(id: UUID, now: Date) async throws
     /// Applies `transition` to the lockout state of one source (an IP address) and of the whole
     /// account atomically (no other transition of the same account runs in between, on any
     /// instance) and returns what it decided; nil when the account is gone.
@@ -292,6 +294,13 @@ package struct SQLUserDirectory: UserDirectory {
         let key = id.uuidString.lowercased()
         try await database.transaction { sql in
             try await sql.update("users").set("password_hash", to: hash).where("id", .equal, key).run()
+        }
+    }
+
+    package func markEmailVerified(id: UUID, now: Date) async throws {
+        let key = id.uuidString.lowercased()
+        try await database.transaction { sql in
+            try await sql.update("users").set("email_verified", to: true).set("updated_at", to: now.epochSeconds).where("id", .equal, key).run()
         }
     }
 

@@ -166,7 +166,8 @@ struct DevelopmentEndpoints: Sendable {
         return .html(try service.pages.render(.outbox, values, tenant: tenant))
     }
 
-    /// The one-time code a message carries: its first run of exactly six digits.
+    /// The one-time code a message carries: its first run of exactly six digits (B2C's pages)
+    /// or eight (External ID's native authentication).
     static func code(in body: String) -> String? {
         let characters = Array(body)
         var index = 0
@@ -177,7 +178,7 @@ struct DevelopmentEndpoints: Sendable {
             }
             var end = index
             while end < characters.count, characters[end].isASCII, characters[end].isNumber { end += 1 }
-            if end - index == 6 { return String(characters[index..<end]) }
+            if end - index == 6 || end - index == 8 { return String(characters[index..<end]) }
             index = end
         }
         return nil

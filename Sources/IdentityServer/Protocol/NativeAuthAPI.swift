@@ -44,26 +44,60 @@ struct NativeAuthAPI: Sendable {
 
     static func continuation(_ token: String) -> Response { answer([("continuation_token", .string(token))]) }
 
-    /// The app, which must be this tenant's and have opted in.
+    /// The app, which must be this tenant's, a public client (it has no secret to prove, as
+    /// External ID requires of native apps) and have opted in.
     func client(_ form: RequestParameters, tenant: Tenant) async throws -> AppRegistration {
         guard let id = form.nonEmpty("client_id") else { throw NativeAuthError.missing("client_id") }
         guard let app = try await service.tenants.application(tenantID: tenant.id, clientID: id) else { throw NativeAuthError.unknownClient(id) }
         guard app.nativeAuthentication else { throw NativeAuthError.disabledForApp }
+        guard app.kind == .public else {
+            throw NativeAuthError(error: "unauthorized_client", code: 7_000_218, message: "A confidential client cannot use the native authentication API.")
+        }
         return app
     }
 
-    /// The user flow whose rules the app's sign-ins follow: the one it is bound to, else the
-    /// tenant's default.
-    func userFlow(for client: AppRegistration, tenant: Tenant, fallback: UserFlow) async throws -> UserFlow {
-        try await service.tenants.userFlow(tenantID: tenant.id, name: client.userFlow ?? tenant.defaultPolicy) ?? fallback
+    /// What a native call does for the person, each allowed by the flow as its pages allow it.
+    enum Purpose {
+        case signIn, signUp, passwordReset
     }
 
-    /// Runs `body`, answering a ``NativeAuthError`` in the API's own form.
+    /// The browser is needed: the API answers `challenge_type: redirect` (with a reason on the
+    /// token endpoint).
+    struct BrowserNeeded: Error {
+        var reason: String
+    }
+
+    /// The user flow whose rules the app's sign-ins follow: the one it is bound to, else the
+    /// tenant's default; never the request's `p`. The flow must offer local accounts and allow
+    /// `purpose`, as the hosted pages do (a sign-up only in a flow with sign-up); a custom
+    /// policy's journey runs only on its pages. Otherwise the browser.
+    func rules(for client: AppRegistration, tenant: Tenant, _ purpose: Purpose) async throws -> UserFlow {
+        let name = client.userFlow ?? tenant.defaultPolicy
+        guard let flow = try await service.tenants.userFlow(tenantID: tenant.id, name: name).map(service.offered) else {
+            throw BrowserNeeded(reason: "The app's user flow is not available.")
+        }
+        guard flow.customPolicy == nil else { throw BrowserNeeded(reason: "A custom policy runs on its pages.") }
+        guard flow.offersLocalAccounts else { throw BrowserNeeded(reason: "The user flow offers no local accounts.") }
+        let allowed: Bool =
+            switch purpose {
+            case .signIn: [.signUpOrSignIn, .signIn, .ropc].contains(flow.type)
+            case .signUp: [.signUpOrSignIn, .signUp].contains(flow.type)
+            case .passwordReset: [.signUpOrSignIn, .signIn, .passwordReset].contains(flow.type)
+            }
+        guard allowed else { throw BrowserNeeded(reason: "The user flow does not offer this.") }
+        return flow
+    }
+
+    /// Runs `body`, answering a ``NativeAuthError`` in the API's own form, and
+    /// ``BrowserNeeded`` as `redirect`.
     func answering(_ context: PolicyRequestContext, _ body: () async throws -> Response) async throws -> Response {
         do {
             return try await body()
         } catch let error as NativeAuthError {
             return error.response(correlationID: context.correlationID, at: now)
+        } catch let browser as BrowserNeeded {
+            context.logger.info("native authentication: the browser is needed", metadata: ["reason": "\(browser.reason)"])
+            return Self.redirect
         }
     }
 
@@ -123,10 +157,26 @@ struct NativeAuthAPI: Sendable {
         return moved
     }
 
+    /// Whether the flow's second factor for `user` is an authenticator app, as the hosted step
+    /// chooses: an enrolled one whenever the flow offers it, and always when mail is not offered.
+    func usesAuthenticator(_ user: UserAccount, flow: UserFlow) async throws -> Bool {
+        let methods = flow.mfa.methods
+        guard methods.contains(.totp) else { return false }
+        if !methods.contains(.email) || user.presentableEmail == nil { return true }
+        return try await service.secondFactors.hasAuthenticator(userID: user.id)
+    }
+
     // MARK: One-time codes
 
     /// External ID's codes are eight digits (the reference's `code_length`).
     static let codeLength = 8
+
+    /// The key a code's per-address limits count under: a second factor's codes have their own,
+    /// so resets asked for by anyone who knows the address cannot use up the account's
+    /// second-factor codes (they are the hosted pages' separate store there).
+    static func limitKey(_ email: String, for flow: NativeAuthFlow) -> String {
+        [.secondFactor, .secondFactorToken, .registration, .registrationCode].contains(flow.step) ? "mfa:" + email : email
+    }
 
     /// Sends a new code for `flow` to `recipient` (the canonical address `email`), replacing the
     /// flow's earlier one; `userID` binds it to an account (nil in a sign-up). Throws
@@ -138,7 +188,7 @@ struct NativeAuthAPI: Sendable {
             body: "Your code is: \(code)\nIt expires in 10 minutes.", createdAt: now)
         guard
             try await service.interactions.saveVerificationCode(
-                interactionID: Self.codeBinding(flow), tenantID: tenant.id, email: email, userID: userID, code: code,
+                interactionID: Self.codeBinding(flow), tenantID: tenant.id, email: Self.limitKey(email, for: flow), userID: userID, code: code,
                 expiresAt: now.addingTimeInterval(NativeAuthFlows.lifetime), mail: mail, limits: service.configuration.codeLimits, now: now)
         else {
             logger.warning("native authentication: codes throttled for an address")
@@ -152,7 +202,8 @@ struct NativeAuthAPI: Sendable {
     func checkCode(_ form: RequestParameters, for flow: NativeAuthFlow, email: String, tenant: Tenant) async throws {
         guard let code = form.nonEmpty("oob") else { throw NativeAuthError.missing("oob") }
         switch try await service.interactions.checkVerificationCode(
-            interactionID: Self.codeBinding(flow), tenantID: tenant.id, email: email, code: code, limits: service.configuration.codeLimits,
+            interactionID: Self.codeBinding(flow), tenantID: tenant.id, email: Self.limitKey(email, for: flow), code: code,
+            limits: service.configuration.codeLimits,
             now: now)
         {
         case .proves(let account) where account == flow.userID: return

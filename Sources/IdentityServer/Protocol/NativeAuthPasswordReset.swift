@@ -22,12 +22,20 @@ struct NativeAuthPasswordReset: Sendable {
         try await api.handle(request, context) { form, client in
             let types = try NativeAuthAPI.challengeTypes(form)
             guard let username = form.nonEmpty("username"), let email = EmailAddress.canonical(username) else { throw NativeAuthError.invalidUsername }
+            let flow = try await api.rules(for: client, tenant: context.tenant, .passwordReset)
             guard types.contains("oob") else { return NativeAuthAPI.redirect }
             guard let user = try await api.service.users.user(tenantID: context.tenant.id, provider: .local, signInName: email) else {
                 throw NativeAuthError.userNotFound
             }
             // An account that signs in with codes has no password to reset.
             guard user.passwordHash != nil else { throw NativeAuthError.noPassword }
+            guard user.accountEnabled else { throw NativeAuthError.disabled }
+            // The hosted reset asks for the second factor before the new password; here the
+            // mailed code is the only proof, so an account whose second factor is an
+            // authenticator app resets in the browser.
+            if flow.mfa.isOn, try await api.usesAuthenticator(user, flow: flow) {
+                throw NativeAuthAPI.BrowserNeeded(reason: "The account's second factor is an authenticator app.")
+            }
             var data = NativeAuthFlowData()
             data.capabilities = NativeAuthAPI.capabilities(form)
             let token = try await api.flows.start(
@@ -79,6 +87,7 @@ struct NativeAuthPasswordReset: Sendable {
             guard let userID = flow.userID, let user = try await api.service.users.user(id: userID), user.tenantID == context.tenant.id,
                 user.identityProvider == .local, user.signInName == flow.email
             else { throw NativeAuthError.userNotFound }
+            guard user.accountEnabled else { throw NativeAuthError.disabled }
             let hash = try await api.service.hasher.hash(password)
             // Set, then the step taken: a poll never says `succeeded` for a password not set. (Two
             // submits racing with one token both hold the same proof; the later password stays.)
@@ -93,7 +102,9 @@ struct NativeAuthPasswordReset: Sendable {
     @Sendable func pollCompletion(_ request: Request, context: PolicyRequestContext) async throws -> Response {
         try await api.handle(request, context) { form, client in
             let flow = try await api.flow(form, client: client, tenant: context.tenant, at: [.resetPoll])
-            let next = try await api.advance(flow, to: .signedIn)
+            var data = flow.data
+            data.afterReset = true
+            let next = try await api.advance(flow, to: .signedIn, data: data)
             return NativeAuthAPI.answer([("status", .string("succeeded")), ("continuation_token", .string(next))])
         }
     }

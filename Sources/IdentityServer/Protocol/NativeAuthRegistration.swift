@@ -72,9 +72,8 @@ struct NativeAuthRegistration: Sendable {
                 _ = try await api.flows.failed(flow)
                 throw error
             }
-            var user = try await account(flow, tenant: context.tenant)
-            user.emailVerified = true
-            try await api.service.users.replace(user)
+            let user = try await account(flow, tenant: context.tenant)
+            try await api.service.users.markEmailVerified(id: user.id, now: api.now)
             context.logger.info("second factor registered", metadata: ["oid": "\(user.objectID)", "via": "native authentication"])
             var data = flow.data
             data.secondFactorPassed = true

@@ -19,6 +19,7 @@ struct NativeAuthSignIn: Sendable {
         try await api.handle(request, context) { form, client in
             let types = try NativeAuthAPI.challengeTypes(form)
             guard let username = form.nonEmpty("username"), let email = EmailAddress.canonical(username) else { throw NativeAuthError.invalidUsername }
+            _ = try await api.rules(for: client, tenant: context.tenant, .signIn)
             // Neither a password nor a code offered: the browser it is.
             guard types.contains("password") || types.contains("oob") else { return NativeAuthAPI.redirect }
             guard let user = try await api.service.users.user(tenantID: context.tenant.id, provider: .local, signInName: email) else {

@@ -11,8 +11,8 @@ import WireCoding
 /// flow requires (`attributes_required`). The account is made only at the end, in one insert,
 /// after the flow's "before creating the user" API connector agreed; the last answer's
 /// continuation token signs in at the token endpoint (`grant_type=continuation_token`).
-/// A client that offered only `oob` makes an account without a password, which signs in with
-/// codes (External ID's email one-time-passcode accounts).
+/// The flow must offer local accounts and sign-up; the client must take both a code and a
+/// password (the tenant's local accounts have passwords), or it is sent to the browser.
 struct NativeAuthSignUp: Sendable {
     let api: NativeAuthAPI
 
@@ -22,17 +22,19 @@ struct NativeAuthSignUp: Sendable {
         try await api.handle(request, context) { form, client in
             let types = try NativeAuthAPI.challengeTypes(form)
             guard let username = form.nonEmpty("username"), let email = EmailAddress(username) else { throw NativeAuthError.invalidUsername }
-            // The address is proven by a code: a client that cannot take one needs the browser.
-            guard types.contains("oob") else { return NativeAuthAPI.redirect }
             let tenant = context.tenant
+            let flow = try await api.rules(for: client, tenant: tenant, .signUp)
+            // The address is proven by a code, and the tenant's local accounts have passwords: a
+            // client that cannot take both needs the browser (the reference: a method the
+            // tenant needs that the client did not list).
+            guard types.contains("oob"), types.contains("password") else { return NativeAuthAPI.redirect }
             if try await api.service.users.user(tenantID: tenant.id, provider: .local, signInName: email.canonical) != nil {
                 throw NativeAuthError.userAlreadyExists
             }
-            let flow = try await api.userFlow(for: client, tenant: tenant, fallback: context.flow)
             var data = NativeAuthFlowData()
             data.displayEmail = email.display
             data.capabilities = NativeAuthAPI.capabilities(form)
-            data.awaiting = types.contains("password") ? "password" : nil
+            data.awaiting = "password"
             if let password = form["password"], !password.isEmpty {
                 if let problem = NativeAuthAPI.passwordProblem(password) { throw problem }
                 data.passwordHash = try await api.service.hasher.hash(password)
@@ -75,7 +77,7 @@ struct NativeAuthSignUp: Sendable {
             let tenant = context.tenant
             var flow = try await api.flow(form, client: client, tenant: tenant, at: [.signUpContinue])
             guard let email = flow.email else { throw NativeAuthError.invalidToken }
-            let rules = try await api.userFlow(for: client, tenant: tenant, fallback: context.flow)
+            let rules = try await api.rules(for: client, tenant: tenant, .signUp)
             guard let grantType = form.nonEmpty("grant_type") else { throw NativeAuthError.missing("grant_type") }
             switch grantType {
             case "oob" where !flow.data.emailVerified:

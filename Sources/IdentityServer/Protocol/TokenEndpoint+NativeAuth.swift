@@ -70,6 +70,8 @@ extension TokenEndpoint {
         } catch let error as NativeAuthError {
             refusal = error
             response = error.response(correlationID: context.correlationID, at: clock.now)
+        } catch let browser as NativeAuthAPI.BrowserNeeded {
+            response = NativeAuthAPI.redirect(because: browser.reason)
         }
         let outcome = GrantNote.current?.nativeOutcome ?? (policy: nil, newUser: false, issued: false)
         if refusal != nil || outcome.issued {
@@ -101,7 +103,8 @@ extension TokenEndpoint {
     ) async throws -> Response {
         guard let api = nativeAuth else { throw NativeAuthError.invalidToken }
         let tenant = context.tenant
-        let userFlow = try await api.userFlow(for: client, tenant: tenant, fallback: context.flow)
+        // The flow must still allow what this sign-in ends (a sign-up's, a reset's, a sign-in).
+        let userFlow = try await api.rules(for: client, tenant: tenant, flow.data.newUser ? .signUp : flow.data.afterReset ? .passwordReset : .signIn)
         GrantNote.current?.nativeOutcome.policy = userFlow.name
         let scopes = [String].scopes(form["scope"])
         let attempt = AuthorizationRequest(
@@ -172,11 +175,7 @@ extension TokenEndpoint {
         guard flow.data.capabilities.contains("mfa_required") || !user.emailVerified else {
             return NativeAuthAPI.redirect(because: "Client is missing mfa_required capability.")
         }
-        let methods = flowRules.mfa.methods
-        let enrolled = try await api.service.secondFactors.hasAuthenticator(userID: user.id)
-        // As the hosted step chooses: an enrolled authenticator whenever the flow offers it.
-        let usesAuthenticator = methods.contains(.totp) && (enrolled || !methods.contains(.email) || user.presentableEmail == nil)
-        guard !usesAuthenticator, methods.contains(.email), user.presentableEmail != nil else {
+        guard try await !api.usesAuthenticator(user, flow: flowRules), flowRules.mfa.methods.contains(.email), user.presentableEmail != nil else {
             return NativeAuthAPI.redirect(because: "The account's second factor needs the browser.")
         }
         // An address no code has proven is registered first (register/v1.0).

@@ -146,6 +146,9 @@ package struct JourneyEngine: Sendable {
             switch outcome {
             case nil:
                 context.logger.debug("journey without pages done", metadata: ["trace": "\(run.state.trace.map(\.step))"])
+                // Whatever steps applied: a disabled account gets nothing (its admission is checked
+                // only by steps that run, and a journey's steps may all be skipped).
+                if let user = run.user, !user.accountEnabled { throw ProtocolFailure.accountDisabled }
                 return run
             case .next:
                 run.state.move(to: run.state.step + 1, in: journey)
