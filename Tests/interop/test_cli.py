@@ -260,3 +260,32 @@ def test_the_cli_reads_either_tutorials_plist(cli, tutorial):
     assert "From a plist" in cli("list", "--settings", plist).stdout
     # The tasks are the user's, whatever settings file the CLI read them through.
     assert "From a plist" in cli("list").stdout
+
+
+def test_native_signup_login_and_reset_in_the_terminal(cli):
+    """External ID's native authentication in the CLI (SPEC §2.15): no browser; the emailed code from
+    the development server's outbox; the signed-in account works with every task command."""
+    email = unique_email("native")
+    created = cli("signup", "--username", email, "--name", "Native Cli", "--password-stdin", "--code-from-outbox",
+                  stdin="Native-Passw0rd\n")
+    assert f"Signed up and signed in as {email}" in created.stdout
+    assert "Added" in cli("add", "From the terminal").stdout
+    claims = json.loads(cli("whoami", "--json").stdout)["claims"]
+    assert claims["name"] == "Native Cli" and claims["ver"] == "2.0"
+    cli("logout")
+
+    wrong = cli("login", "--native", "--username", email, "--password-stdin", stdin="Wrong-Passw0rd\n", check=False)
+    assert one_line_error(wrong) == "todo: the user name or password is not valid"
+    assert f"Signed in as {email}" in cli("login", "--native", "--username", email, "--password-stdin",
+                                          stdin="Native-Passw0rd\n").stdout
+    assert [task["title"] for task in json.loads(cli("list", "--json").stdout)] == ["From the terminal"]
+
+    again = cli("signup", "--username", email, "--password-stdin", "--code-from-outbox", stdin="Other-Passw0rd\n", check=False)
+    assert one_line_error(again) == "todo: an account with that email address exists already"
+    reset = cli("password-reset", "--native", "--username", email, "--password-stdin", "--code-from-outbox",
+                stdin="Newer-Passw0rd\n")
+    assert f"Password changed; signed in as {email}" in reset.stdout
+    old = cli("login", "--native", "--username", email, "--password-stdin", stdin="Native-Passw0rd\n", check=False)
+    assert one_line_error(old) == "todo: the user name or password is not valid"
+    bad = cli("login", "--code-from-outbox", check=False)
+    assert bad.returncode != 0 and "--code-from-outbox needs --native" in bad.stderr
