@@ -80,6 +80,8 @@ package struct NativeAuthFlowData: Sendable, Codable, Equatable {
     package var newUser = false
     /// The flow reset the account's password.
     package var afterReset = false
+    /// The flow's OnAttributeCollectionStart extension was called.
+    package var attributeCollectionStarted = false
 
     package init() {}
 }

@@ -19,6 +19,7 @@ extension IdentityAdministration {
             userAttributes: tenant.userAttributes.isEmpty ? nil : tenant.userAttributes,
             apiConnectors: tenant.apiConnectors.isEmpty ? nil : tenant.apiConnectors,
             identityProviders: tenant.identityProviders.isEmpty ? nil : tenant.identityProviders,
+            authenticationExtensions: tenant.authenticationExtensions.isEmpty ? nil : tenant.authenticationExtensions,
             languages: tenant.languages.isEmpty ? nil : tenant.languages,
             localizedStrings: tenant.localizedStrings.isEmpty ? nil : tenant.localizedStrings,
             userFlows: flows.map { Self.declared($0, tenant: tenant) }, applications: [], users: nil)
@@ -87,7 +88,8 @@ extension IdentityAdministration {
             applicationClaims: flow.applicationClaims,
             tokenLifetimes: TenantDeclaration.TokenLifetimesPart(lifetimes), lifetimes: nil,
             emailVerification: flow.emailVerification, mfa: flow.mfa.isOn ? flow.mfa : nil,
-            apiConnectors: flow.connectors.isEmpty ? nil : flow.connectors)
+            apiConnectors: flow.connectors.isEmpty ? nil : flow.connectors,
+            authenticationExtensions: flow.extensions.isEmpty ? nil : flow.extensions)
     }
 
     /// An account's attributes as a declaration may carry them: built-in ones, and the tenant's

@@ -22,6 +22,8 @@ public struct Tenant: Sendable, Equatable {
     public var languages: [String] = []
     /// Per-language string overrides of the pages (language → string key → text).
     public var localizedStrings: [String: [String: String]] = [:]
+    /// External ID's custom authentication extensions its flows may call (SPEC §2.15).
+    public var authenticationExtensions: [AuthenticationExtension] = []
 
     public init(
         id: UUID, name: String, displayName: String, defaultPolicy: String, pageTemplatesPath: String? = nil,

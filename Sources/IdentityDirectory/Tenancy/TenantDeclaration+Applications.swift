@@ -32,3 +32,26 @@ extension TenantDeclaration.ApplicationPart {
         return problems
     }
 }
+
+extension TenantDeclaration {
+    /// The authentication extensions' own problems, and each flow's bindings: a declared
+    /// extension of the event it is bound to.
+    func extensionProblems() -> [String] {
+        let extensions = authenticationExtensions ?? []
+        var problems = extensions.flatMap { $0.problems() }
+        let names = extensions.map(\.name)
+        if Set(names).count != names.count { problems.append("authentication extension names must be unique") }
+        for flow in userFlows {
+            for (event, name) in flow.authenticationExtensions?.bindings ?? [] {
+                guard let declared = extensions.first(where: { $0.name == name }) else {
+                    problems.append("user flow \(flow.name): authentication extension '\(TextRules.printable(name))' is not one of the authenticationExtensions")
+                    continue
+                }
+                if declared.event != event {
+                    problems.append("user flow \(flow.name): '\(name)' is an \(declared.event.rawValue) extension, not \(event.rawValue)")
+                }
+            }
+        }
+        return problems
+    }
+}

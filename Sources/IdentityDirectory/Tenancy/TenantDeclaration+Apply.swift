@@ -62,6 +62,7 @@ extension TenantDeclaration {
             identityProviders: try sealedProviders(tenantID: tenantID, existing: existing, dataKey: administration.dataKey))
         model.languages = languages ?? []
         model.localizedStrings = localizedStrings ?? [:]
+        model.authenticationExtensions = authenticationExtensions ?? []
         // The custom policies that differ from the stored ones, checked whole before the first write.
         let policyFiles = try await changedPolicies(tenantID: tenantID, administration: administration, baseDirectory: baseDirectory)
         if !policyFiles.isEmpty {
@@ -94,6 +95,7 @@ extension TenantDeclaration {
                 lifetimes: lifetimes, emailVerification: flow.emailVerification ?? true)
             declared.mfa = flow.mfa.flatMap { $0.isOn ? $0 : nil } ?? .off
             declared.connectors = flow.apiConnectors ?? FlowConnectors()
+            declared.extensions = flow.authenticationExtensions ?? FlowExtensions()
             let stored = try await administration.tenants.userFlow(tenantID: model.id, name: flow.name)
             if stored != declared {
                 try await administration.tenants.save(declared)

@@ -65,6 +65,9 @@ public struct TenantDeclaration: Codable, Sendable {
         var mfa: MFAPolicy?
         /// `{afterFederatingIdentityProvider, beforeCreatingUser, beforeSendingToken}`: connector names.
         var apiConnectors: FlowConnectors?
+        /// `{onTokenIssuanceStart, onAttributeCollectionStart, onAttributeCollectionSubmit, onOtpSend}`:
+        /// names of the tenant's authenticationExtensions (External ID, SPEC §2.15).
+        var authenticationExtensions: FlowExtensions?
     }
 
     public struct ApplicationPart: Codable, Sendable {
@@ -136,6 +139,10 @@ public struct TenantDeclaration: Codable, Sendable {
     /// Upstream OpenID Connect providers flows may list by name; `clientSecret` in clear or
     /// sealed, as for connectors.
     var identityProviders: [UpstreamProvider]?
+    /// External ID's custom authentication extensions flows bind to events:
+    /// `[{name, event: OnTokenIssuanceStart | OnAttributeCollectionStart |
+    /// OnAttributeCollectionSubmit | OnOtpSend, url, resourceId, claims, timeoutSeconds}]`.
+    var authenticationExtensions: [AuthenticationExtension]?
     /// The pages' languages (`[en, es]`), the first the default.
     var languages: [String]?
     /// Per-language overrides of the pages' strings: `{es: {signin_submit: Entrar}}`.
@@ -286,6 +293,7 @@ public struct TenantDeclaration: Codable, Sendable {
                 problems.append("user flow \(flow.name): a ROPC flow calls no API connector")
             }
         }
+        problems += extensionProblems()
         let names = userFlows.map { $0.name.lowercased() }
         if Set(names).count != names.count { problems.append("user flow names must be unique (case-insensitive)") }
         if let policy = tenant.defaultPolicy, !names.contains(policy.lowercased()) {

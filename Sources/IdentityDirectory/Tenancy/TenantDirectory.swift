@@ -49,6 +49,7 @@ struct TenantSettings: Codable, Equatable {
     var identityProviders: [UpstreamProvider]?
     var languages: [String]?
     var localizedStrings: [String: [String: String]]?
+    var authenticationExtensions: [AuthenticationExtension]?
 }
 
 /// A change the tenant directory refuses.
@@ -92,6 +93,7 @@ package struct SQLTenantDirectory: TenantDirectory {
                 apiConnectors: settings.apiConnectors ?? [], identityProviders: settings.identityProviders ?? [])
             tenant.languages = settings.languages ?? []
             tenant.localizedStrings = settings.localizedStrings ?? [:]
+            tenant.authenticationExtensions = settings.authenticationExtensions ?? []
             return tenant
         }
     }
@@ -154,6 +156,7 @@ package struct SQLTenantDirectory: TenantDirectory {
                 lifetimes: definition.lifetimes, emailVerification: definition.emailVerification ?? true)
             flow.mfa = definition.mfa ?? .off
             flow.connectors = definition.apiConnectors ?? FlowConnectors()
+            flow.extensions = definition.authenticationExtensions ?? FlowExtensions()
             return flow
         }
     }
@@ -247,7 +250,8 @@ package struct SQLTenantDirectory: TenantDirectory {
                 TenantSettings(
                     userAttributes: tenant.userAttributes, apiConnectors: tenant.apiConnectors,
                     identityProviders: tenant.identityProviders, languages: tenant.languages,
-                    localizedStrings: tenant.localizedStrings)))
+                    localizedStrings: tenant.localizedStrings,
+                    authenticationExtensions: tenant.authenticationExtensions.isEmpty ? nil : tenant.authenticationExtensions)))
         try await database.transaction { sql in
             if row.isDefault {
                 try await sql.update("tenants").set("is_default", to: false).run()
@@ -269,7 +273,8 @@ package struct SQLTenantDirectory: TenantDirectory {
         let definition = UserFlowDefinition(
             type: flow.type, identityProviders: flow.identityProviders, signUpAttributes: flow.signUpAttributes,
             applicationClaims: flow.applicationClaims, lifetimes: flow.lifetimes, emailVerification: flow.emailVerification,
-            mfa: flow.mfa.isOn ? flow.mfa : nil, apiConnectors: flow.connectors.isEmpty ? nil : flow.connectors)
+            mfa: flow.mfa.isOn ? flow.mfa : nil, apiConnectors: flow.connectors.isEmpty ? nil : flow.connectors,
+            authenticationExtensions: flow.extensions.isEmpty ? nil : flow.extensions)
         let row = UserFlowRow(
             tenantId: flow.tenantID.uuidString.lowercased(), nameLower: flow.name.lowercased(), name: flow.name,
             type: flow.type.rawValue, definition: StoredJSON.encode(definition))

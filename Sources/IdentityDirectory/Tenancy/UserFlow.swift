@@ -174,6 +174,8 @@ public struct UserFlow: Sendable, Equatable {
     public var mfa: MFAPolicy = .off
     /// The tenant's API connectors this flow calls, by step (SPEC §2.11).
     public var connectors = FlowConnectors()
+    /// The tenant's custom authentication extensions this flow calls, by event (SPEC §2.15).
+    public var extensions = FlowExtensions()
     /// The compiled custom policy, when this "flow" is one (`B2C_1A_…`, SPEC §2.12): its journey
     /// and token claims come from the policy, not from the fields above.
     package var customPolicy: CustomPolicyProgram?
@@ -228,4 +230,5 @@ struct UserFlowDefinition: Codable {
     var emailVerification: Bool?
     var mfa: MFAPolicy?
     var apiConnectors: FlowConnectors?
+    var authenticationExtensions: FlowExtensions?
 }

@@ -6,6 +6,11 @@ package struct TokenResource: Equatable, Sendable {
     package var audience: String
     /// Short scope names for `scp`; empty for the client-id-as-scope trick.
     package var scopeNames: [String]
+
+    package init(audience: String, scopeNames: [String]) {
+        self.audience = audience
+        self.scopeNames = scopeNames
+    }
 }
 
 /// What a `scope` parameter asks for, after B2C's rules (research/b2c-protocol.md §3).

@@ -109,8 +109,16 @@ struct NativeAuthAPI: Sendable {
         let form = try await FormBody.read(request, context: context)
         return try await answering(context) {
             if let armed = try armedFault(request) { return armed }
-            return try await body(form, try await client(form, tenant: context.tenant))
+            let client = try await client(form, tenant: context.tenant)
+            return try await NativeAuthCall.$current.withValue(call(request, context, client: client)) { try await body(form, client) }
         }
+    }
+
+    /// This request as the tenant's authentication extensions see it.
+    func call(_ request: Request, _ context: PolicyRequestContext, client: AppRegistration) -> NativeAuthCall {
+        NativeAuthCall(
+            client: client, issuer: HostPolicy.issuer(origin: service.hosts.origin(of: request), tenant: context.tenant, face: .entra),
+            correlationID: context.correlationID, clientAddress: context.clientAddress)
     }
 
     /// The fault `/dev/faults` armed on this endpoint (``FaultInjector/nativeKey(_:)``): its
@@ -183,16 +191,35 @@ struct NativeAuthAPI: Sendable {
     /// ``NativeAuthError/tooManyCodes`` when the address was sent its share lately.
     func sendCode(for flow: NativeAuthFlow, to recipient: String, email: String, userID: UUID?, tenant: Tenant, logger: Logger) async throws {
         let code = String(format: "%08d", Int.random(in: 0..<100_000_000))
+        // With the flow's OnOtpSend extension the code goes to it (after it is saved, within the
+        // limits), and the outbox gets nothing.
+        var otpSend: (AuthenticationExtension, UserFlow)?
+        if let client = NativeAuthCall.current?.client, let flow = try await boundFlow(of: client, tenant: tenant),
+            let ext = authenticationExtension(.onOtpSend, flow: flow, tenant: tenant)
+        {
+            otpSend = (ext, flow)
+        }
         let mail = OutboxMessage(
             id: OutboxMessage.newID(), tenantID: tenant.id, recipient: recipient, subject: "\(tenant.displayName) account verification code",
             body: "Your code is: \(code)\nIt expires in 10 minutes.", createdAt: now)
         guard
             try await service.interactions.saveVerificationCode(
                 interactionID: Self.codeBinding(flow), tenantID: tenant.id, email: Self.limitKey(email, for: flow), userID: userID, code: code,
-                expiresAt: now.addingTimeInterval(NativeAuthFlows.lifetime), mail: mail, limits: service.configuration.codeLimits, now: now)
+                expiresAt: now.addingTimeInterval(NativeAuthFlows.lifetime), mail: otpSend == nil ? mail : nil,
+                limits: service.configuration.codeLimits, now: now)
         else {
             logger.warning("native authentication: codes throttled for an address")
             throw NativeAuthError.tooManyCodes
+        }
+        if let (ext, rules) = otpSend {
+            var user: UserAccount?
+            if let userID { user = try await service.users.user(id: userID) }
+            let action = try await callExtension(
+                ext, tenant: tenant, flow: rules, user: user,
+                data: [("otpContext", .object([("identifier", .string(recipient)), ("oneTimeCode", .string(code))]))])
+            guard action.kind.lowercased() == "continuewithdefaultbehavior" else {
+                throw NativeAuthError.extensionFailed(ext.name, "OnOtpSend answers continueWithDefaultBehavior only")
+            }
         }
         logger.info("native authentication: code sent", metadata: ["flow_step": "\(flow.step.rawValue)"])
     }

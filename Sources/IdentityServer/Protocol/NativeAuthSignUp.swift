@@ -104,9 +104,16 @@ struct NativeAuthSignUp: Sendable {
             // The progress is kept first (a spent code cannot be taken again), so every answer
             // below carries the flow's next token.
             let needsPassword = flow.data.passwordHash == nil && flow.data.awaiting == "password"
-            let missing = needsPassword ? [] : NativeAuthAttributes.missing(flow.data, flow: rules, tenant: tenant)
-            let (next, saved) = try await api.advanced(flow, to: needsPassword ? .signUpChallenge : .signUpContinue, data: flow.data)
+            var (next, saved) = try await api.advanced(flow, to: needsPassword ? .signUpChallenge : .signUpContinue, data: flow.data)
             if needsPassword { throw NativeAuthError.credentialRequired.continuing(next) }
+            if !saved.data.attributeCollectionStarted, let ext = api.authenticationExtension(.onAttributeCollectionStart, flow: rules, tenant: tenant) {
+                do {
+                    (next, saved) = try await api.advanced(saved, to: .signUpContinue, data: try await attributeCollectionStart(ext, saved, rules, tenant))
+                } catch let error as NativeAuthError {
+                    throw error.continuing(next)
+                }
+            }
+            let missing = NativeAuthAttributes.missing(saved.data, flow: rules, tenant: tenant)
             if !missing.isEmpty { throw NativeAuthError.attributesRequired.continuing(next).with("required_attributes", .array(missing)) }
             let user: UserAccount
             do {
@@ -121,14 +128,64 @@ struct NativeAuthSignUp: Sendable {
         }
     }
 
-    /// Makes the account from what the flow gathered, after the flow's "before creating the
-    /// user" connector agreed (its values set, its refusal the answer).
+    /// External ID's OnAttributeCollectionStart, once, as the sign-up comes to its attributes: go
+    /// on, fill in values the person has not given (there is no form here to prefill), or block.
+    private func attributeCollectionStart(_ ext: AuthenticationExtension, _ flow: NativeAuthFlow, _ rules: UserFlow, _ tenant: Tenant) async throws
+        -> NativeAuthFlowData
+    {
+        var data = flow.data
+        data.attributeCollectionStarted = true
+        let info = NativeAuthAPI.signUpInfo(
+            email: data.displayEmail ?? flow.email ?? "", displayName: data.displayName, attributes: data.attributes, tenant: tenant)
+        let action = try await api.callExtension(ext, tenant: tenant, flow: rules, user: nil, data: [("userSignUpInfo", info)])
+        switch action.kind.lowercased() {
+        case "continuewithdefaultbehavior": break
+        case "setprefillvalues":
+            let prefill = try api.attributeValues(action.members["inputs"], ext: ext, flow: rules, tenant: tenant)
+            if data.displayName == nil { data.displayName = prefill.displayName }
+            data.attributes.merge(prefill.attributes) { given, _ in given }
+        case "showblockpage": throw NativeAuthError.blockedByExtension(action.text("message") ?? "Sign-up is not available.")
+        default: throw NativeAuthError.extensionFailed(ext.name, "'\(action.kind.prefix(64))' is not an OnAttributeCollectionStart action")
+        }
+        return data
+    }
+
+    /// External ID's OnAttributeCollectionSubmit, before the account is made: go on, change the
+    /// values, block, or refuse them with a message (`attribute_validation_failed`).
+    private func attributeCollectionSubmit(
+        _ ext: AuthenticationExtension, email: String, displayName: inout String, attributes: inout [String: String], rules: UserFlow, tenant: Tenant
+    ) async throws {
+        let info = NativeAuthAPI.signUpInfo(email: email, displayName: displayName, attributes: attributes, tenant: tenant)
+        let action = try await api.callExtension(ext, tenant: tenant, flow: rules, user: nil, data: [("userSignUpInfo", info)])
+        switch action.kind.lowercased() {
+        case "continuewithdefaultbehavior": break
+        case "modifyattributevalues":
+            let changed = try api.attributeValues(action.members["attributes"], ext: ext, flow: rules, tenant: tenant)
+            if let name = changed.displayName { displayName = name }
+            attributes.merge(changed.attributes) { _, new in new }
+        case "showblockpage": throw NativeAuthError.blockedByExtension(action.text("message") ?? "Sign-up is not available.")
+        case "showvalidationerror":
+            var names: [String] = []
+            if case .object(let errors)? = action.members["attributeErrors"] { names = errors.keys.sorted() }
+            var error = NativeAuthError.attributeValidationFailed
+            error.message = String((action.text("message") ?? "The details were refused.").prefix(1024))
+            throw error.with("invalid_attributes", .array((names.isEmpty ? [UserAttribute.displayName.rawValue] : names).map { .object([("name", .string($0))]) }))
+        default: throw NativeAuthError.extensionFailed(ext.name, "'\(action.kind.prefix(64))' is not an OnAttributeCollectionSubmit action")
+        }
+    }
+
+    /// Makes the account from what the flow gathered, after the flow's OnAttributeCollectionSubmit
+    /// extension and "before creating the user" connector agreed (their values set, their
+    /// refusal the answer).
     private func createAccount(_ flow: NativeAuthFlow, rules: UserFlow, client: AppRegistration, tenant: Tenant, context: PolicyRequestContext)
         async throws -> UserAccount
     {
         guard let email = flow.email, let display = flow.data.displayEmail else { throw NativeAuthError.invalidToken }
         var attributes = flow.data.attributes
         var displayName = flow.data.displayName ?? String(display.split(separator: "@").first ?? "")
+        if let ext = api.authenticationExtension(.onAttributeCollectionSubmit, flow: rules, tenant: tenant) {
+            try await attributeCollectionSubmit(ext, email: display, displayName: &displayName, attributes: &attributes, rules: rules, tenant: tenant)
+        }
         if let name = rules.connectors.beforeCreatingUser {
             guard let connector = tenant.apiConnectors.first(where: { $0.name == name }) else {
                 throw NativeAuthError(error: "server_error", code: 90_075, message: "The sign-up's API connector is not configured.")

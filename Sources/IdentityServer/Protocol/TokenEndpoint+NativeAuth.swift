@@ -19,10 +19,19 @@ extension TokenEndpoint {
     /// ends after five; the tokens end it.
     func nativeToken(_ request: Request, form: RequestParameters, context: PolicyRequestContext, now: Date) async throws -> Response {
         guard let api = nativeAuth else { throw ProtocolFailure.grantTypeNotSupported(form["grant_type"] ?? "") }
+        if let armed = try api.armedFault(request) { return armed }
+        let client = try await api.client(form, tenant: context.tenant)
+        return try await NativeAuthCall.$current.withValue(api.call(request, context, client: client)) {
+            try await nativeTokenSteps(request, form: form, client: client, context: context, now: now)
+        }
+    }
+
+    private func nativeTokenSteps(_ request: Request, form: RequestParameters, client: AppRegistration, context: PolicyRequestContext, now: Date)
+        async throws -> Response
+    {
+        guard let api = nativeAuth else { throw ProtocolFailure.grantTypeNotSupported(form["grant_type"] ?? "") }
         let tenant = context.tenant
         do {
-            if let armed = try api.armedFault(request) { return armed }
-            let client = try await api.client(form, tenant: tenant)
             guard let grantType = form.nonEmpty("grant_type") else { throw NativeAuthError.missing("grant_type") }
             let steps: Set<NativeAuthFlow.Step> =
                 switch grantType {
@@ -159,12 +168,41 @@ extension TokenEndpoint {
         // person): the grant is kept as the account's, so its refresh tokens go on as any
         // consented grant does on this face (SPEC §2.9), and never beyond what was granted.
         try await consents.grant(granted.consentKeys, userID: signedIn.id, clientID: client.clientIDString, now: now)
-        let issuance = IssuanceContext(
+        let issuanceBase = IssuanceContext(
             tenant: tenant, flow: userFlow, client: client, user: signedIn,
             issuer: HostPolicy.issuer(origin: hosts.origin(of: request), tenant: tenant, face: .entra), scopes: granted, nonce: nil,
             authTime: now, newUser: proven?.newUser ?? false, identityProvider: .local, face: .entra, claimOverrides: overrides)
+        var issuance = issuanceBase
+        issuance.extraClaims = try await providedClaims(api, flow: userFlow, user: signedIn, tenant: tenant)
         let refreshToken = granted.offlineAccess ? try await startFamily(issuance, now: now, forCode: nil) : nil
         return try await respond(issuance, refreshToken: refreshToken, clientInfo: true, now: now)
+    }
+
+    /// External ID's OnTokenIssuanceStart (a custom claims provider): the claims its
+    /// `provideClaimsForToken` action gives, as far as the extension declares them (strings or
+    /// lists of strings, 3 KB in all, never a claim that says who issued the token or whose it
+    /// is); they go into both tokens.
+    private func providedClaims(_ api: NativeAuthAPI, flow: UserFlow, user: UserAccount, tenant: Tenant) async throws -> ExtraClaims {
+        guard let ext = api.authenticationExtension(.onTokenIssuanceStart, flow: flow, tenant: tenant) else { return ExtraClaims() }
+        let action = try await api.callExtension(ext, tenant: tenant, flow: flow, user: user, data: [])
+        guard action.kind.lowercased() == "provideclaimsfortoken", case .object(let claims)? = action.members["claims"] else {
+            throw NativeAuthError.extensionFailed(ext.name, "OnTokenIssuanceStart answers provideClaimsForToken with claims")
+        }
+        let allowed = Set(ext.claims ?? []).subtracting(AuthenticationExtension.protectedClaims)
+        var kept: [String: JSONValue] = [:]
+        for (name, value) in claims where allowed.contains(name) {
+            switch value {
+            case .string: kept[name] = value
+            case .array(let items) where items.allSatisfy({ if case .string = $0 { true } else { false } }): kept[name] = value
+            default: throw NativeAuthError.extensionFailed(ext.name, "the claim '\(name)' is not a string or a list of strings")
+            }
+        }
+        guard ((try? JSONEncoder().encode(kept))?.count ?? 0) <= 3072 else { throw NativeAuthError.extensionFailed(ext.name, "its claims exceed 3 KB") }
+        do {
+            return try ExtraClaims(kept)
+        } catch {
+            throw NativeAuthError.extensionFailed(ext.name, "\(error)")
+        }
     }
 
     /// The flow's second factor stopped the sign-in: `mfa_required` with the flow's next token
