@@ -158,18 +158,24 @@ extension NativeAnswers {
 /// `todo login --native` and `todo password-reset --native`.
 enum NativeSignIn {
     static func signIn(_ global: GlobalOptions, username: String, passwordStdin: Bool, codeFromOutbox: Bool) async throws {
-        let session = try Session(global)
-        let answers = NativeAnswers(
-            session: session, username: username, codeFromOutbox: codeFromOutbox, passwordFromStdin: passwordStdin, attributes: [:])
-        let first = try await session.native.signIn(username: username, scopes: session.settings.scopes)
-        Account.report(try await answers.drive(first).account, global: global, verb: "Signed in as")
+        try await run(global, username: username, passwordStdin: passwordStdin, codeFromOutbox: codeFromOutbox, verb: "Signed in as") {
+            try await $0.native.signIn(username: username, scopes: $0.settings.scopes)
+        }
     }
 
     static func reset(_ global: GlobalOptions, username: String, passwordStdin: Bool, codeFromOutbox: Bool) async throws {
+        try await run(global, username: username, passwordStdin: passwordStdin, codeFromOutbox: codeFromOutbox, verb: "Password changed; signed in as") {
+            try await $0.native.resetPassword(username: username, scopes: $0.settings.scopes)
+        }
+    }
+
+    private static func run(
+        _ global: GlobalOptions, username: String, passwordStdin: Bool, codeFromOutbox: Bool, verb: String,
+        _ start: (Session) async throws -> NativeAuthState
+    ) async throws {
         let session = try Session(global)
         let answers = NativeAnswers(
             session: session, username: username, codeFromOutbox: codeFromOutbox, passwordFromStdin: passwordStdin, attributes: [:])
-        let first = try await session.native.resetPassword(username: username, scopes: session.settings.scopes)
-        Account.report(try await answers.drive(first).account, global: global, verb: "Password changed; signed in as")
+        Account.report(try await answers.drive(try await start(session)).account, global: global, verb: verb)
     }
 }

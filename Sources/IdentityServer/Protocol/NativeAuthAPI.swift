@@ -239,6 +239,17 @@ struct NativeAuthAPI: Sendable {
         }
     }
 
+    /// ``checkCode(_:for:email:tenant:)``, a wrong code also counted against the flow (which
+    /// ends after ``NativeAuthFlows/maximumAttempts``).
+    func checkCodeCounting(_ form: RequestParameters, for flow: NativeAuthFlow, email: String, tenant: Tenant) async throws {
+        do {
+            try await checkCode(form, for: flow, email: email, tenant: tenant)
+        } catch let error as NativeAuthError where error.suberror == "invalid_oob_value" {
+            _ = try await flows.failed(flow)
+            throw error
+        }
+    }
+
     /// The code's binding: the flow's stable id, which its rotating tokens keep.
     private static func codeBinding(_ flow: NativeAuthFlow) -> String { "native:" + flow.id }
 

@@ -65,12 +65,7 @@ struct NativeAuthPasswordReset: Sendable {
             let flow = try await api.flow(form, client: client, tenant: context.tenant, at: [.resetCode])
             guard form.nonEmpty("grant_type") == "oob" else { throw NativeAuthError.unsupportedGrant(form["grant_type"] ?? "") }
             guard let email = flow.email else { throw NativeAuthError.invalidToken }
-            do {
-                try await api.checkCode(form, for: flow, email: email, tenant: context.tenant)
-            } catch let error as NativeAuthError where error.suberror == "invalid_oob_value" {
-                _ = try await api.flows.failed(flow)
-                throw error
-            }
+            try await api.checkCodeCounting(form, for: flow, email: email, tenant: context.tenant)
             let next = try await api.advance(flow, to: .resetSubmit)
             let left = max(0, Int64(flow.expiresAt.timeIntervalSince(api.now).rounded(.down)))
             return NativeAuthAPI.answer([("continuation_token", .string(next)), ("expires_in", .int(min(left, 600)))])

@@ -66,12 +66,7 @@ struct NativeAuthRegistration: Sendable {
             let flow = try await api.flow(form, client: client, tenant: context.tenant, at: [.registrationCode])
             guard form.nonEmpty("grant_type") == "oob" else { throw NativeAuthError.unsupportedGrant(form["grant_type"] ?? "") }
             guard let email = flow.email else { throw NativeAuthError.invalidToken }
-            do {
-                try await api.checkCode(form, for: flow, email: email, tenant: context.tenant)
-            } catch let error as NativeAuthError where error.suberror == "invalid_oob_value" {
-                _ = try await api.flows.failed(flow)
-                throw error
-            }
+            try await api.checkCodeCounting(form, for: flow, email: email, tenant: context.tenant)
             let user = try await account(flow, tenant: context.tenant)
             try await api.service.users.markEmailVerified(id: user.id, now: api.now)
             context.logger.info("second factor registered", metadata: ["oid": "\(user.objectID)", "via": "native authentication"])

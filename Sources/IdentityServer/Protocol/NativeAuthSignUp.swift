@@ -81,12 +81,7 @@ struct NativeAuthSignUp: Sendable {
             guard let grantType = form.nonEmpty("grant_type") else { throw NativeAuthError.missing("grant_type") }
             switch grantType {
             case "oob" where !flow.data.emailVerified:
-                do {
-                    try await api.checkCode(form, for: flow, email: email, tenant: tenant)
-                } catch let error as NativeAuthError where error.suberror == "invalid_oob_value" {
-                    _ = try await api.flows.failed(flow)
-                    throw error
-                }
+                try await api.checkCodeCounting(form, for: flow, email: email, tenant: tenant)
                 flow.data.emailVerified = true
             case "password" where flow.data.emailVerified && flow.data.passwordHash == nil:
                 guard let password = form["password"], !password.isEmpty else { throw NativeAuthError.missing("password") }

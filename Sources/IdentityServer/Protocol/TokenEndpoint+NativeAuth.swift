@@ -56,10 +56,10 @@ extension TokenEndpoint {
                 guard form["password"]?.isEmpty == false else { throw NativeAuthError.missing("password") }
             case "oob":
                 guard flow.method == "oob" else { throw NativeAuthError.unsupportedGrant(grantType) }
-                try await checkingCode(api, form, flow, email, tenant)
+                try await api.checkCodeCounting(form, for: flow, email: email, tenant: tenant)
                 proven = ProvenAccount(user: user, newUser: false, secondFactorPassed: false)
             case "mfa_oob":
-                try await checkingCode(api, form, flow, email, tenant)
+                try await api.checkCodeCounting(form, for: flow, email: email, tenant: tenant)
                 proven = ProvenAccount(user: user, newUser: flow.data.newUser, secondFactorPassed: true)
             default:
                 // A registration's code was the second factor too.
@@ -90,18 +90,6 @@ extension TokenEndpoint {
                 clientAddress: context.clientAddress, correlationID: context.correlationID, at: clock.now, logger: context.logger)
         }
         return response
-    }
-
-    /// Checks the flow's code; a wrong one counts against the flow.
-    private func checkingCode(_ api: NativeAuthAPI, _ form: RequestParameters, _ flow: NativeAuthFlow, _ email: String, _ tenant: Tenant)
-        async throws
-    {
-        do {
-            try await api.checkCode(form, for: flow, email: email, tenant: tenant)
-        } catch let error as NativeAuthError where error.suberror == "invalid_oob_value" {
-            _ = try await api.flows.failed(flow)
-            throw error
-        }
     }
 
     /// Runs the sign-in journey for the flow's account (with the password, or `proven` by the
