@@ -172,11 +172,12 @@ struct NativeAuthExtensionTests {
             ]
             let index = try #require(declaration.userFlows.firstIndex { $0.name == "B2C_1_susi" })
             declaration.userFlows[index].authenticationExtensions = FlowExtensions(onTokenIssuanceStart: "claims")
+            declaration.userFlows[index].emailSignIn = .oneTimePasscode
             _ = try await declaration.apply(to: h.server.administration, baseDirectory: URL(fileURLWithPath: "/tmp"))
             let flow = try #require(try await h.server.tenants.userFlow(tenantID: h.tenant.id, name: "B2C_1_susi"))
-            #expect(flow.extensions.onTokenIssuanceStart == "claims")
+            #expect(flow.extensions.onTokenIssuanceStart == "claims" && flow.emailSignIn == .oneTimePasscode)
             yaml = try await h.server.administration.exportTenant(tenantID: h.tenant.id, withUsers: false)
-            #expect(yaml.contains("OnTokenIssuanceStart") && yaml.contains("onTokenIssuanceStart: claims"), "\(yaml)")
+            #expect(yaml.contains("OnTokenIssuanceStart") && yaml.contains("onTokenIssuanceStart: claims") && yaml.contains("emailSignIn: oneTimePasscode"), "\(yaml)")
             let (_, changes) = try await YAMLDecoder().decode(TenantDeclaration.self, from: yaml).applyReporting(
                 to: h.server.administration, baseDirectory: URL(fileURLWithPath: "/tmp"))
             #expect(changes.isEmpty, "\(changes)")

@@ -236,4 +236,53 @@ struct NativeAuthSignUpTests {
             #expect(!response.text.contains(code) && !response.text.contains(wrong))
         }
     }
+
+    @Test("a flow whose accounts sign in with one-time codes: sign-up takes no password (one given is refused), and the account signs in with a code", arguments: TestDatabase.engines)
+    func oneTimePasscodeFlow(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            var flow = UserFlow(tenantID: h.tenant.id, name: "B2C_1_susi_otp", type: .signUpOrSignIn, identityProviders: [.local])
+            flow.emailSignIn = .oneTimePasscode
+            try await h.server.tenants.save(flow)
+            var app = AppRegistration(clientID: UUID(), tenantID: h.tenant.id, displayName: "Codes", kind: .public, redirectURIs: [])
+            app.nativeAuthentication = true
+            app.userFlow = flow.name
+            try await h.server.tenants.save(app, now: Date())
+            func call(_ endpoint: String, _ fields: [(String, String)]) async throws -> TestResponse {
+                try await driver.post(Self.path(h, endpoint), [("client_id", app.clientIDString)] + fields)
+            }
+            let withPassword = try await call(
+                "signup/v1.0/start", [("username", "otp@example.com"), ("challenge_type", "oob password redirect"), ("password", "Str0ng-Pass!")])
+            #expect(Self.error(withPassword) == ("invalid_request", 90_100, nil))
+            let started = try await call(
+                "signup/v1.0/start", [("username", "otp@example.com"), ("challenge_type", "oob redirect"), ("attributes", #"{"displayName":"Otp"}"#)])
+            let challenged = try await call("signup/v1.0/challenge", [("continuation_token", try Self.continuation(started))])
+            let done = try await call(
+                "signup/v1.0/continue", [("continuation_token", try Self.continuation(challenged)), ("grant_type", "oob"), ("oob", try await h.latestCode(digits: 8))])
+            #expect(done.status == .ok && done.json["continuation_token"] is String, "\(done.text)")
+            let user = try #require(try await h.server.users.user(tenantID: h.tenant.id, provider: .local, signInName: "otp@example.com"))
+            #expect(user.passwordHash == nil && user.emailVerified)
+            let initiated = try await call("oauth2/v2.0/initiate", [("username", "otp@example.com"), ("challenge_type", "oob password redirect")])
+            let code = try await call("oauth2/v2.0/challenge", [("continuation_token", try Self.continuation(initiated)), ("challenge_type", "oob password redirect")])
+            #expect(code.json["challenge_type"] as? String == "oob", "\(code.text)")
+            let tokens = try await call(
+                "oauth2/v2.0/token",
+                [("continuation_token", try Self.continuation(code)), ("grant_type", "oob"), ("oob", try await h.latestCode(digits: 8)), ("scope", "openid")])
+            #expect(tokens.status == .ok && tokens.json["id_token"] is String, "\(tokens.text)")
+        }
+    }
+
+    @Test("too many codes for one address: refused with 429 and nothing sent, whatever flow asks")
+    func tooManyCodes() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            let started = try await Self.call(h, driver, "signup/v1.0/start", [("username", "many@example.com"), ("challenge_type", "oob password redirect")])
+            var token = try Self.continuation(started)
+            for _ in 0..<CodeLimits.default.sendsPerAddress {
+                let sent = try await Self.call(h, driver, "signup/v1.0/challenge", [("continuation_token", token)])
+                token = try Self.continuation(sent)
+            }
+            let refused = try await Self.call(h, driver, "signup/v1.0/challenge", [("continuation_token", token)])
+            #expect(refused.status == .tooManyRequests && Self.error(refused) == ("invalid_request", 90_055, nil), "\(refused.text)")
+            #expect(try await h.server.outbox(tenantID: h.tenant.id).count == Int(CodeLimits.default.sendsPerAddress))
+        }
+    }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import IdentityClient
-import TaskClient
 import TestSupport
 import Testing
 
@@ -28,7 +27,7 @@ struct NativeAuthClientTests {
         return result
     }
 
-    @Test("sign-up: a wrong code throws and the state stays usable; the right one signs in; the browser client refreshes the tokens; the Task API takes them")
+    @Test("sign-up: a wrong code throws and the state stays usable; the right one signs in; the browser client refreshes the tokens")
     func signUpToTasks() async throws {
         try await LiveSystem.run { live in
             let store = InMemoryTokenStore()
@@ -46,8 +45,8 @@ struct NativeAuthClientTests {
             let account = try #require(try await app.currentAccount())
             let refreshed = try await app.acquireTokenSilently(scopes: scopes, account: account, forceRefresh: true)
             #expect(!refreshed.fromCache && refreshed.accessToken != result.accessToken)
-            let created = try await live.tasks(app, account: account).create(title: "from a native sign-up")
-            #expect(created.task.title == "from a native sign-up")
+            // The Entra face issued it (External ID's issuer, not a user flow's).
+            #expect(refreshed.idToken?.claims["ver"] == .string("2.0") && refreshed.idToken?.claims["tfp"] == nil)
         }
     }
 

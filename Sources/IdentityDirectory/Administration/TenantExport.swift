@@ -89,7 +89,8 @@ extension IdentityAdministration {
             tokenLifetimes: TenantDeclaration.TokenLifetimesPart(lifetimes), lifetimes: nil,
             emailVerification: flow.emailVerification, mfa: flow.mfa.isOn ? flow.mfa : nil,
             apiConnectors: flow.connectors.isEmpty ? nil : flow.connectors,
-            authenticationExtensions: flow.extensions.isEmpty ? nil : flow.extensions)
+            authenticationExtensions: flow.extensions.isEmpty ? nil : flow.extensions,
+            emailSignIn: flow.emailSignIn == .password ? nil : flow.emailSignIn)
     }
 
     /// An account's attributes as a declaration may carry them: built-in ones, and the tenant's

@@ -96,6 +96,7 @@ extension TenantDeclaration {
             declared.mfa = flow.mfa.flatMap { $0.isOn ? $0 : nil } ?? .off
             declared.connectors = flow.apiConnectors ?? FlowConnectors()
             declared.extensions = flow.authenticationExtensions ?? FlowExtensions()
+            declared.emailSignIn = flow.emailSignIn ?? .password
             let stored = try await administration.tenants.userFlow(tenantID: model.id, name: flow.name)
             if stored != declared {
                 try await administration.tenants.save(declared)

@@ -21,5 +21,8 @@ extension TenantDeclaration {
         /// `{onTokenIssuanceStart, onAttributeCollectionStart, onAttributeCollectionSubmit, onOtpSend}`:
         /// names of the tenant's authenticationExtensions (External ID, SPEC §2.15).
         var authenticationExtensions: FlowExtensions?
+        /// `password` (the default) or `oneTimePasscode`: how native authentication's local
+        /// accounts of this flow sign in (External ID's "Email one-time passcode").
+        var emailSignIn: EmailSignInMethod?
     }
 }

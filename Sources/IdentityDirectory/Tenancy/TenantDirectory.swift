@@ -157,6 +157,7 @@ package struct SQLTenantDirectory: TenantDirectory {
             flow.mfa = definition.mfa ?? .off
             flow.connectors = definition.apiConnectors ?? FlowConnectors()
             flow.extensions = definition.authenticationExtensions ?? FlowExtensions()
+            flow.emailSignIn = definition.emailSignIn ?? .password
             return flow
         }
     }
@@ -274,7 +275,8 @@ package struct SQLTenantDirectory: TenantDirectory {
             type: flow.type, identityProviders: flow.identityProviders, signUpAttributes: flow.signUpAttributes,
             applicationClaims: flow.applicationClaims, lifetimes: flow.lifetimes, emailVerification: flow.emailVerification,
             mfa: flow.mfa.isOn ? flow.mfa : nil, apiConnectors: flow.connectors.isEmpty ? nil : flow.connectors,
-            authenticationExtensions: flow.extensions.isEmpty ? nil : flow.extensions)
+            authenticationExtensions: flow.extensions.isEmpty ? nil : flow.extensions,
+            emailSignIn: flow.emailSignIn == .password ? nil : flow.emailSignIn)
         let row = UserFlowRow(
             tenantId: flow.tenantID.uuidString.lowercased(), nameLower: flow.name.lowercased(), name: flow.name,
             type: flow.type.rawValue, definition: StoredJSON.encode(definition))

@@ -176,6 +176,10 @@ public struct UserFlow: Sendable, Equatable {
     public var connectors = FlowConnectors()
     /// The tenant's custom authentication extensions this flow calls, by event (SPEC §2.15).
     public var extensions = FlowExtensions()
+    /// How the flow's local accounts sign in through native authentication (External ID's two
+    /// local methods, SPEC §2.15): with a password, or with a one-time code mailed each time
+    /// (accounts made without a password). The hosted pages always use passwords.
+    public var emailSignIn: EmailSignInMethod = .password
     /// The compiled custom policy, when this "flow" is one (`B2C_1A_…`, SPEC §2.12): its journey
     /// and token claims come from the policy, not from the fields above.
     package var customPolicy: CustomPolicyProgram?
@@ -219,6 +223,12 @@ public struct UserFlow: Sendable, Equatable {
     }
 }
 
+/// External ID's local account methods: "Email with password" and "Email one-time passcode".
+public enum EmailSignInMethod: String, Sendable, Codable, CaseIterable {
+    case password
+    case oneTimePasscode
+}
+
 /// The stored form of a flow's settings (the `definition` column, JSON).
 struct UserFlowDefinition: Codable {
     var type: UserFlowType
@@ -231,4 +241,5 @@ struct UserFlowDefinition: Codable {
     var mfa: MFAPolicy?
     var apiConnectors: FlowConnectors?
     var authenticationExtensions: FlowExtensions?
+    var emailSignIn: EmailSignInMethod?
 }

@@ -11,8 +11,9 @@ import WireCoding
 /// flow requires (`attributes_required`). The account is made only at the end, in one insert,
 /// after the flow's "before creating the user" API connector agreed; the last answer's
 /// continuation token signs in at the token endpoint (`grant_type=continuation_token`).
-/// The flow must offer local accounts and sign-up; the client must take both a code and a
-/// password (the tenant's local accounts have passwords), or it is sent to the browser.
+/// The flow must offer local accounts and sign-up; the client must take a code, and a password
+/// unless the flow's accounts sign in with one-time codes (`emailSignIn: oneTimePasscode`), or it
+/// is sent to the browser.
 struct NativeAuthSignUp: Sendable {
     let api: NativeAuthAPI
 
@@ -24,17 +25,22 @@ struct NativeAuthSignUp: Sendable {
             guard let username = form.nonEmpty("username"), let email = EmailAddress(username) else { throw NativeAuthError.invalidUsername }
             let tenant = context.tenant
             let flow = try await api.rules(for: client, tenant: tenant, .signUp)
-            // The address is proven by a code, and the tenant's local accounts have passwords: a
-            // client that cannot take both needs the browser (the reference: a method the
-            // tenant needs that the client did not list).
-            guard types.contains("oob"), types.contains("password") else { return NativeAuthAPI.redirect }
+            // The address is proven by a code, and a password flow's accounts have passwords: a
+            // client that cannot take what the flow needs goes to the browser (the reference: a
+            // method the tenant needs that the client did not list).
+            let withPassword = flow.emailSignIn == .password
+            guard types.contains("oob"), types.contains("password") || !withPassword else { return NativeAuthAPI.redirect }
+            // A one-time-passcode flow's accounts have no password: one given would be lost.
+            if !withPassword, form["password"]?.isEmpty == false {
+                throw NativeAuthError(error: "invalid_request", code: 90_100, message: "This flow's accounts sign in with one-time codes, without a password.")
+            }
             if try await api.service.users.user(tenantID: tenant.id, provider: .local, signInName: email.canonical) != nil {
                 throw NativeAuthError.userAlreadyExists
             }
             var data = NativeAuthFlowData()
             data.displayEmail = email.display
             data.capabilities = NativeAuthAPI.capabilities(form)
-            data.awaiting = "password"
+            data.awaiting = withPassword ? "password" : nil
             if let password = form["password"], !password.isEmpty {
                 if let problem = NativeAuthAPI.passwordProblem(password) { throw problem }
                 data.passwordHash = try await api.service.hasher.hash(password)
