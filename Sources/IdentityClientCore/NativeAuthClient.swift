@@ -163,6 +163,13 @@ public struct NativeAuthClient: Sendable {
         if ["credential_required", "attributes_required"].contains(error) || ["mfa_required", "registration_required"].contains(suberror ?? "") {
             return answer.continuing(suberror ?? error)
         }
+        // Details refused after the step that proved the code or password: the flow went on
+        // (a new token), so the answer is a new state that asks for them again, not a failure
+        // of the state that was answered.
+        let sent = fields.first { $0.0 == "continuation_token" }?.1
+        if suberror == "attribute_validation_failed", let next = answer.string("continuation_token"), next != sent {
+            return answer.continuing("attribute_validation_failed")
+        }
         throw Self.failure(answer, error: error, suberror: suberror)
     }
 

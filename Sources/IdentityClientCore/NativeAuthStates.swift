@@ -210,6 +210,9 @@ enum SignUpProgress {
             let challenged = try await flow.client.call(
                 "signup/v1.0/challenge", [("continuation_token", try answer.token()), ("challenge_type", "oob password redirect")])
             return .passwordRequired(PasswordRequired(flow: flow, token: try challenged.token(), purpose: .signUp))
+        case "attribute_validation_failed"?:
+            let refused = answer.names("invalid_attributes").map { AttributesRequired.Attribute(name: $0, type: "string", required: true) }
+            return .attributesRequired(AttributesRequired(flow: flow, token: try answer.token(), attributes: refused))
         case "attributes_required"?:
             var attributes: [AttributesRequired.Attribute] = []
             if case .array(let items)? = answer.body["required_attributes"] {

@@ -45,7 +45,7 @@ struct NativeAuthExtensionTests {
             case "claims":
                 return answer(
                     "onTokenIssuanceStartResponseData",
-                    #"tokenIssuanceStart.provideClaimsForToken","claims":{"loyaltyTier":"gold","tags":["a","b"],"oid":"forged","other":"x"}"#)
+                    #"tokenIssuanceStart.provideClaimsForToken","claims":{"loyaltyTier":"gold","tags":["a","b"],"oid":"forged","OID":"forged","xms_cc":"x","other":"x"}"#)
             case "otp": return answer("OnOtpSendResponseData", #"OtpSend.continueWithDefaultBehavior""#)
             case "wrongevent": return answer("onTokenIssuanceStartResponseData", #"tokenIssuanceStart.provideClaimsForToken","claims":{}"#)
             default: return Response(status: .internalServerError)
@@ -64,7 +64,8 @@ struct NativeAuthExtensionTests {
         tenant.authenticationExtensions = [
             ext("prefill", .onAttributeCollectionStart), ext("startblock", .onAttributeCollectionStart),
             ext("modify", .onAttributeCollectionSubmit), ext("invalid", .onAttributeCollectionSubmit), ext("wrongevent", .onAttributeCollectionSubmit),
-            ext("claims", .onTokenIssuanceStart, claims: ["loyaltyTier", "tags", "oid"]), ext("otp", .onOtpSend), ext("broken", .onOtpSend),
+            ext("claims", .onTokenIssuanceStart, claims: ["loyaltyTier", "tags", "oid", "OID", "xms_cc"]), ext("otp", .onOtpSend),
+            ext("broken", .onOtpSend), ext("brokenclaims", .onTokenIssuanceStart, claims: ["loyaltyTier"]),
         ]
         try await h.server.tenants.save(tenant, now: Date())
         var flow = try #require(try await h.server.tenants.userFlow(tenantID: tenant.id, name: "B2C_1_susi"))
@@ -122,7 +123,19 @@ struct NativeAuthExtensionTests {
                 let tokens = try await S.signIn(h, driver, try S.continuation(done), username: "ext@example.com")
                 let claims = DecodedJWT(try #require(tokens.json["id_token"] as? String, "\(tokens.text)")).claims
                 #expect(claims["loyaltyTier"] as? String == "gold" && claims["tags"] as? [String] == ["a", "b"])
-                #expect(claims["oid"] as? String == user.objectID && claims["other"] == nil)
+                #expect(claims["oid"] as? String == user.objectID && claims["other"] == nil && claims["OID"] == nil && claims["xms_cc"] == nil)
+                // The OTP event says where it comes from.
+                #expect(((otpData["authenticationContext"] as? [String: Any])?["requestType"] as? String) == "signUp")
+                // None go into a token for Microsoft Graph.
+                let initiated = try await S.call(h, driver, "oauth2/v2.0/initiate", [("username", "ext@example.com"), ("challenge_type", "password redirect")])
+                let challenged2 = try await S.call(
+                    h, driver, "oauth2/v2.0/challenge", [("continuation_token", try S.continuation(initiated)), ("challenge_type", "password redirect")])
+                let graph = try await S.call(
+                    h, driver, "oauth2/v2.0/token",
+                    [("continuation_token", try S.continuation(challenged2)), ("grant_type", "password"), ("password", "Str0ng-Pass!"),
+                     ("scope", "openid https://graph.microsoft.com/User.Read")])
+                let graphToken = DecodedJWT(try #require(graph.json["access_token"] as? String, "\(graph.text)")).claims
+                #expect(graphToken["aud"] as? String != nil && graphToken["loyaltyTier"] == nil)
                 let issuance = try #require(await received.all().first { $0.path == "claims" })
                 let context = (issuance.body["data"] as? [String: Any])?["authenticationContext"] as? [String: Any]
                 #expect((context?["user"] as? [String: Any])?["id"] as? String == user.objectID)
@@ -150,9 +163,32 @@ struct NativeAuthExtensionTests {
                 let invalid = try await signUp("b@example.com", FlowExtensions(onAttributeCollectionSubmit: "invalid"))
                 #expect(S.error(invalid) == ("invalid_grant", 55_107, "attribute_validation_failed"), "\(invalid.text)")
                 #expect((invalid.json["invalid_attributes"] as? [[String: Any]])?.first?["name"] as? String == "city")
+                // Refused details sent with the attributes grant: the same token stays usable.
+                let again = try #require(invalid.json["continuation_token"] as? String)
+                let resent = try await S.call(
+                    h, driver, "signup/v1.0/continue", [("continuation_token", again), ("grant_type", "attributes"), ("attributes", #"{"city":"Bergen"}"#)])
+                #expect(S.error(resent).2 == "attribute_validation_failed" && resent.json["continuation_token"] as? String == again, "\(resent.text)")
+                #expect(S.error(try await S.call(
+                    h, driver, "signup/v1.0/continue", [("continuation_token", again), ("grant_type", "attributes"), ("attributes", #"{"city":"Oslo"}"#)])).2
+                    == "attribute_validation_failed")
                 let wrong = try await signUp("c@example.com", FlowExtensions(onAttributeCollectionSubmit: "wrongevent"))
                 #expect(S.error(wrong) == ("server_error", 1_100_001, nil), "\(wrong.text)")
+                #expect((wrong.json["error_description"] as? String)?.contains("wrongevent") == false, "the reason stays in the log")
+                // A binding to an extension the tenant does not declare fails closed.
+                let dangling = try await signUp("e@example.com", FlowExtensions(onAttributeCollectionSubmit: "nonexistent"))
+                #expect(S.error(dangling) == ("server_error", 1_100_001, nil), "\(dangling.text)")
                 #expect(try await S.users(h) == 0)
+                // A claims provider that fails: the sign-in's proof is not spent, the same step may try again.
+                try await Self.configure(h, port: port, FlowExtensions(onTokenIssuanceStart: "brokenclaims"))
+                _ = try await h.addUser("f@example.com", password: "Passw0rd!", name: "F")
+                let initiated = try await S.call(h, driver, "oauth2/v2.0/initiate", [("username", "f@example.com"), ("challenge_type", "password redirect")])
+                let passwordStep = try await S.call(
+                    h, driver, "oauth2/v2.0/challenge", [("continuation_token", try S.continuation(initiated)), ("challenge_type", "password redirect")])
+                let fields = [
+                    ("continuation_token", try S.continuation(passwordStep)), ("grant_type", "password"), ("password", "Passw0rd!"), ("scope", "openid"),
+                ]
+                #expect(S.error(try await S.call(h, driver, "oauth2/v2.0/token", fields)) == ("server_error", 1_100_001, nil))
+                #expect(S.error(try await S.call(h, driver, "oauth2/v2.0/token", fields)) == ("server_error", 1_100_001, nil), "not 55200: the step was not spent")
                 try await Self.configure(h, port: port, FlowExtensions(onOtpSend: "broken"))
                 let started = try await Self.start(h, driver, "d@example.com")
                 let failed = try await S.call(h, driver, "signup/v1.0/challenge", [("continuation_token", try S.continuation(started))])
@@ -189,6 +225,27 @@ struct NativeAuthExtensionTests {
             #expect(bad.extensionProblems().contains { $0.contains("is not one of the authenticationExtensions") })
             bad.authenticationExtensions?[0].claims = ["oid"]
             #expect(bad.extensionProblems().contains { $0.contains("'oid' cannot be provided") })
+            bad.authenticationExtensions?[0].claims = ["Sub", "xms_pl"]
+            #expect(bad.extensionProblems().filter { $0.contains("cannot be provided") }.count == 2)
+            bad.authenticationExtensions?[0].resourceId = "https://graph.microsoft.com"
+            #expect(bad.extensionProblems().contains { $0.contains("resourceId must be the extension's own API") })
+        }
+    }
+
+    @Test("the hosted pages make no account in a flow whose sign-up an extension gates: they do not call extensions")
+    func hostedSignUpGated() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            var tenant = h.tenant
+            tenant.authenticationExtensions = [
+                AuthenticationExtension(name: "gate", event: .onAttributeCollectionSubmit, url: "http://127.0.0.1:9/gate", resourceId: "api://gate")
+            ]
+            try await h.server.tenants.save(tenant, now: Date())
+            var flow = try #require(try await h.server.tenants.userFlow(tenantID: tenant.id, name: "B2C_1_sign_up"))
+            flow.extensions = FlowExtensions(onAttributeCollectionSubmit: "gate")
+            try await h.server.tenants.save(flow)
+            let (created, _) = try await APIConnectorTests.signUp(h, driver, email: "hosted@example.com")
+            #expect(created.status == .forbidden && created.text.contains("available in the application itself"), "\(created.status)")
+            #expect(try await APIConnectorTests.account(h, "hosted@example.com") == nil)
         }
     }
 }

@@ -256,6 +256,10 @@ struct NativeAuthSignUpTests {
             let started = try await call(
                 "signup/v1.0/start", [("username", "otp@example.com"), ("challenge_type", "oob redirect"), ("attributes", #"{"displayName":"Otp"}"#)])
             let challenged = try await call("signup/v1.0/challenge", [("continuation_token", try Self.continuation(started))])
+            // The password path is not this flow's, at continue either.
+            let sneaked = try await call(
+                "signup/v1.0/continue", [("continuation_token", try Self.continuation(challenged)), ("grant_type", "password"), ("password", "Str0ng-Pass!")])
+            #expect(Self.error(sneaked).1 == 55_200, "\(sneaked.text)")
             let done = try await call(
                 "signup/v1.0/continue", [("continuation_token", try Self.continuation(challenged)), ("grant_type", "oob"), ("oob", try await h.latestCode(digits: 8))])
             #expect(done.status == .ok && done.json["continuation_token"] is String, "\(done.text)")

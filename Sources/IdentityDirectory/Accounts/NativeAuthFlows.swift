@@ -168,6 +168,18 @@ package struct NativeAuthFlows: Sendable {
         return done ? (token, moved) : nil
     }
 
+    /// Keeps `flow`'s data under the same token (a step that spent nothing); false when the token
+    /// was spent meanwhile.
+    package func update(_ flow: NativeAuthFlow) async throws -> Bool {
+        let data = StoredJSON.encode(flow.data)
+        return try await database.transaction { sql in
+            guard try await sql.select().column("token_hash").from("native_auth_flows").where("token_hash", .equal, flow.tokenHash).first() != nil
+            else { return false }
+            try await sql.update("native_auth_flows").set("data", to: data).where("token_hash", .equal, flow.tokenHash).run()
+            return true
+        }
+    }
+
     /// Counts a failed proof; true when the flow may still be tried, false once it is gone.
     package func failed(_ flow: NativeAuthFlow) async throws -> Bool {
         try await database.transaction { sql in

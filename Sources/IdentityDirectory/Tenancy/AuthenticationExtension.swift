@@ -47,17 +47,28 @@ public struct AuthenticationExtension: Sendable, Codable, Equatable {
         self.timeoutSeconds = timeoutSeconds
     }
 
-    /// External ID waits up to 2 seconds by default (its `clientConfiguration.timeoutInMilliseconds`
-    /// allows up to 10); the service allows 1 to 60 so a slow test machine is no failure.
-    public static let defaultTimeoutSeconds = 10
+    /// External ID waits 1 second by default and allows at most 2 (its
+    /// `clientConfiguration.timeoutInMilliseconds`); the service waits 2 by default and allows 1
+    /// to 10 whole seconds, so a slow test machine is no failure and no unauthenticated request
+    /// holds a sign-in for long.
+    public static let defaultTimeoutSeconds = 2
 
     /// Claims an extension never sets: who issued the token, for whom, when, whose it is and
     /// what it grants. External ID lets a claims provider's claims be mapped only beside them.
     public static let protectedClaims: Set<String> = [
         "iss", "aud", "exp", "nbf", "iat", "ver", "tid", "tfp", "acr", "idtyp", "azp", "appid", "sub", "oid", "scp", "roles", "groups",
         "nonce", "auth_time", "preferred_username", "email", "emails", "name", "uti", "sid", "at_hash", "c_hash", "amr", "wids", "rh",
-        "hasgroups", "_claim_names", "_claim_sources", "login_hint", "upn", "unique_name",
+        "hasgroups", "_claim_names", "_claim_sources", "login_hint", "upn", "unique_name", "idp", "cnf", "verified_primary_email",
+        "verified_secondary_email", "acct", "ipaddr", "onprem_sid", "puid", "signin_state", "tenant_region_scope", "ctry", "family_name",
+        "given_name", "newuser", "tfp", "client_info", "altsecid", "deviceid", "home_oid",
     ]
+
+    /// Whether `claim` may never come from an extension: a protected name in any case, or one of
+    /// Microsoft's own `xms_` claims.
+    public static func isProtected(_ claim: String) -> Bool {
+        let lower = claim.lowercased()
+        return protectedClaims.contains(lower) || lower.hasPrefix("xms_")
+    }
 
     func problems() -> [String] {
         var problems: [String] = []
@@ -68,12 +79,17 @@ public struct AuthenticationExtension: Sendable, Codable, Equatable {
             problems.append("authentication extension '\(name)': url must be https (or http on loopback) without credentials")
         }
         if resourceId.isEmpty || resourceId.count > 256 { problems.append("authentication extension '\(name)': resourceId is required") }
-        if let seconds = timeoutSeconds, !(1...60).contains(seconds) {
-            problems.append("authentication extension '\(name)': timeoutSeconds must be 1 to 60")
+        // The token the extension is called with is for its own API, never Microsoft Graph's.
+        let resource = resourceId.lowercased()
+        if resource == APIPermission.graphResource || resource.hasPrefix("https://graph.microsoft.com") || resource == AuthenticationExtension.callerAppID {
+            problems.append("authentication extension '\(name)': resourceId must be the extension's own API")
+        }
+        if let seconds = timeoutSeconds, !(1...10).contains(seconds) {
+            problems.append("authentication extension '\(name)': timeoutSeconds must be 1 to 10")
         }
         if let claims {
             if event != .onTokenIssuanceStart { problems.append("authentication extension '\(name)': only OnTokenIssuanceStart provides claims") }
-            for claim in claims where Self.protectedClaims.contains(claim) || (try? TextRules.name(claim, maximumLength: 64).get()) != claim {
+            for claim in claims where Self.isProtected(claim) || (try? TextRules.name(claim, maximumLength: 64).get()) != claim {
                 problems.append("authentication extension '\(name)': the claim '\(TextRules.printable(claim))' cannot be provided")
             }
         }
@@ -110,6 +126,15 @@ public struct FlowExtensions: Sendable, Codable, Equatable {
 
     var bindings: [(AuthenticationExtension.Event, String)] { AuthenticationExtension.Event.allCases.compactMap { event in self[event].map { (event, $0) } } }
     var isEmpty: Bool { bindings.isEmpty }
+}
+
+extension UserFlow {
+    /// Whether an extension gates this flow's sign-ups. The hosted pages do not call extensions
+    /// (native authentication does), so they make no account in such a flow: otherwise the
+    /// pages would be a way around the gate.
+    package var extensionGatesSignUp: Bool {
+        extensions.onAttributeCollectionStart != nil || extensions.onAttributeCollectionSubmit != nil
+    }
 }
 
 extension Tenant {

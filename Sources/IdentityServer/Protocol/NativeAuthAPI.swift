@@ -195,7 +195,7 @@ struct NativeAuthAPI: Sendable {
         // limits), and the outbox gets nothing.
         var otpSend: (AuthenticationExtension, UserFlow)?
         if let client = NativeAuthCall.current?.client, let flow = try await boundFlow(of: client, tenant: tenant),
-            let ext = authenticationExtension(.onOtpSend, flow: flow, tenant: tenant)
+            let ext = try authenticationExtension(.onOtpSend, flow: flow, tenant: tenant)
         {
             otpSend = (ext, flow)
         }
@@ -216,7 +216,8 @@ struct NativeAuthAPI: Sendable {
             if let userID { user = try await service.users.user(id: userID) }
             let action = try await callExtension(
                 ext, tenant: tenant, flow: rules, user: user,
-                data: [("otpContext", .object([("identifier", .string(recipient)), ("oneTimeCode", .string(code))]))])
+                data: [("otpContext", .object([("identifier", .string(recipient)), ("oneTimeCode", .string(code))]))],
+                requestType: Self.requestType(flow))
             guard action.kind.lowercased() == "continuewithdefaultbehavior" else {
                 throw NativeAuthError.extensionFailed(ext.name, "OnOtpSend answers continueWithDefaultBehavior only")
             }

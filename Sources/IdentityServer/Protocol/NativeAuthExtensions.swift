@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import IdentityDirectory
+import Logging
 import TodoModels
 import UserJourneys
 import WireCoding
@@ -18,9 +19,12 @@ struct NativeAuthCall: Sendable {
 }
 
 extension NativeAuthAPI {
-    /// The extension `flow` binds to `event`, if any.
-    func authenticationExtension(_ event: AuthenticationExtension.Event, flow: UserFlow, tenant: Tenant) -> AuthenticationExtension? {
-        tenant.authenticationExtension(event, of: flow)
+    /// The extension `flow` binds to `event`, if any. A binding to an extension the tenant does
+    /// not declare (for that event) fails closed: the event is never skipped.
+    func authenticationExtension(_ event: AuthenticationExtension.Event, flow: UserFlow, tenant: Tenant) throws -> AuthenticationExtension? {
+        guard let name = flow.extensions[event] else { return nil }
+        guard let ext = tenant.authenticationExtension(event, of: flow) else { throw NativeAuthError.extensionFailed(name, "not declared") }
+        return ext
     }
 
     /// The flow an app's codes follow for ``AuthenticationExtension/Event/onOtpSend``: the one it
@@ -33,7 +37,7 @@ extension NativeAuthAPI {
     /// authentication events app with a five-minute token for the extension's `resourceId`.
     /// Its failure ends the request as External ID ends it (AADSTS1100001).
     func callExtension(
-        _ ext: AuthenticationExtension, tenant: Tenant, flow: UserFlow, user: UserAccount?, data: [(String, JSONText)]
+        _ ext: AuthenticationExtension, tenant: Tenant, flow: UserFlow, user: UserAccount?, data: [(String, JSONText)], requestType: String? = nil
     ) async throws -> AuthenticationExtensionAction {
         guard let call = NativeAuthCall.current else { throw NativeAuthError.extensionFailed(ext.name, "no request") }
         let caller = AppRegistration(
@@ -51,6 +55,7 @@ extension NativeAuthAPI {
             ("client", .object([("ip", .string(call.clientAddress)), ("locale", .string("en-us")), ("market", .string("en-us"))])),
             ("protocol", .string("OAUTH2.0")), ("clientServicePrincipal", principal), ("resourceServicePrincipal", principal),
         ]
+        if let requestType { context.append(("requestType", .string(requestType))) }
         if let user {
             context.append(
                 (
@@ -68,6 +73,15 @@ extension NativeAuthAPI {
             return try await ext.call(data: envelope, tenantID: tenant.id, appID: appID, bearer: bearer)
         } catch {
             throw NativeAuthError.extensionFailed(ext.name, error.reason)
+        }
+    }
+
+    /// Where the event comes from, as the envelope's `requestType` says.
+    static func requestType(_ flow: NativeAuthFlow?) -> String {
+        switch flow?.step {
+        case .signUpChallenge?, .signUpContinue?: "signUp"
+        case .resetChallenge?, .resetCode?, .resetSubmit?, .resetPoll?: "passwordReset"
+        default: "signIn"
         }
     }
 
@@ -126,12 +140,15 @@ extension NativeAuthAPI {
 
 extension NativeAuthError {
     /// Entra's answer when a custom authentication extension fails (AADSTS1100001).
+    /// The caller learns only that it failed: how (a status, "unreachable") would make the
+    /// extension's endpoint a probe of the network behind it. The reason is logged.
     static func extensionFailed(_ name: String, _ reason: String) -> NativeAuthError {
-        NativeAuthError(error: "server_error", code: 1_100_001, message: "The custom authentication extension '\(name)' failed: \(reason).")
+        Logger(label: "native-auth").warning("custom authentication extension failed", metadata: ["extension": "\(name)", "reason": "\(reason)"])
+        return NativeAuthError(error: "server_error", code: 1_100_001, message: "A custom authentication extension did not answer as its contract requires.")
     }
 
-    /// An extension's `showBlockPage`: the person may not go on.
+    /// An extension's `showBlockPage`: the person may not go on (its message, printable).
     static func blockedByExtension(_ message: String) -> NativeAuthError {
-        NativeAuthError(error: "access_denied", code: 1_100_002, message: String(message.prefix(1024)))
+        NativeAuthError(error: "access_denied", code: 1_100_002, message: TextRules.printable(String(message.prefix(1024))))
     }
 }

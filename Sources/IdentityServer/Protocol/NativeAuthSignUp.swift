@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import IdentityDirectory
+import TodoModels
 import UserJourneys
 import WireCoding
 
@@ -89,7 +90,7 @@ struct NativeAuthSignUp: Sendable {
             case "oob" where !flow.data.emailVerified:
                 try await api.checkCodeCounting(form, for: flow, email: email, tenant: tenant)
                 flow.data.emailVerified = true
-            case "password" where flow.data.emailVerified && flow.data.passwordHash == nil:
+            case "password" where flow.data.emailVerified && flow.data.passwordHash == nil && flow.data.awaiting == "password":
                 guard let password = form["password"], !password.isEmpty else { throw NativeAuthError.missing("password") }
                 if let problem = NativeAuthAPI.passwordProblem(password) { throw problem }
                 flow.data.passwordHash = try await api.service.hasher.hash(password)
@@ -105,9 +106,17 @@ struct NativeAuthSignUp: Sendable {
             // The progress is kept first (a spent code cannot be taken again), so every answer
             // below carries the flow's next token.
             let needsPassword = flow.data.passwordHash == nil && flow.data.awaiting == "password"
-            var (next, saved) = try await api.advanced(flow, to: needsPassword ? .signUpChallenge : .signUpContinue, data: flow.data)
+            var (next, saved): (String, NativeAuthFlow)
+            if grantType == "attributes", let current = form["continuation_token"] {
+                // Nothing was spent: the same token goes on, so a refusal below leaves the
+                // client's step usable.
+                guard try await api.flows.update(flow) else { throw NativeAuthError.invalidToken }
+                (next, saved) = (current, flow)
+            } else {
+                (next, saved) = try await api.advanced(flow, to: needsPassword ? .signUpChallenge : .signUpContinue, data: flow.data)
+            }
             if needsPassword { throw NativeAuthError.credentialRequired.continuing(next) }
-            if !saved.data.attributeCollectionStarted, let ext = api.authenticationExtension(.onAttributeCollectionStart, flow: rules, tenant: tenant) {
+            if !saved.data.attributeCollectionStarted, let ext = try api.authenticationExtension(.onAttributeCollectionStart, flow: rules, tenant: tenant) {
                 do {
                     (next, saved) = try await api.advanced(saved, to: .signUpContinue, data: try await attributeCollectionStart(ext, saved, rules, tenant))
                 } catch let error as NativeAuthError {
@@ -146,7 +155,7 @@ struct NativeAuthSignUp: Sendable {
             if data.displayName == nil { data.displayName = prefill.displayName }
             data.attributes.merge(prefill.attributes) { given, _ in given }
         case "showblockpage": throw NativeAuthError.blockedByExtension(action.text("message") ?? "Sign-up is not available.")
-        default: throw NativeAuthError.extensionFailed(ext.name, "'\(action.kind.prefix(64))' is not an OnAttributeCollectionStart action")
+        default: throw NativeAuthError.extensionFailed(ext.name, "not an OnAttributeCollectionStart action")
         }
         return data
     }
@@ -167,11 +176,13 @@ struct NativeAuthSignUp: Sendable {
         case "showblockpage": throw NativeAuthError.blockedByExtension(action.text("message") ?? "Sign-up is not available.")
         case "showvalidationerror":
             var names: [String] = []
-            if case .object(let errors)? = action.members["attributeErrors"] { names = errors.keys.sorted() }
+            if case .object(let errors)? = action.members["attributeErrors"] {
+                names = errors.keys.sorted().filter { NativeAuthAttributes.flowAttribute(named: $0) != nil }
+            }
             var error = NativeAuthError.attributeValidationFailed
-            error.message = String((action.text("message") ?? "The details were refused.").prefix(1024))
+            error.message = TextRules.printable(String((action.text("message") ?? "The details were refused.").prefix(1024)))
             throw error.with("invalid_attributes", .array((names.isEmpty ? [UserAttribute.displayName.rawValue] : names).map { .object([("name", .string($0))]) }))
-        default: throw NativeAuthError.extensionFailed(ext.name, "'\(action.kind.prefix(64))' is not an OnAttributeCollectionSubmit action")
+        default: throw NativeAuthError.extensionFailed(ext.name, "not an OnAttributeCollectionSubmit action")
         }
     }
 
@@ -184,7 +195,7 @@ struct NativeAuthSignUp: Sendable {
         guard let email = flow.email, let display = flow.data.displayEmail else { throw NativeAuthError.invalidToken }
         var attributes = flow.data.attributes
         var displayName = flow.data.displayName ?? String(display.split(separator: "@").first ?? "")
-        if let ext = api.authenticationExtension(.onAttributeCollectionSubmit, flow: rules, tenant: tenant) {
+        if let ext = try api.authenticationExtension(.onAttributeCollectionSubmit, flow: rules, tenant: tenant) {
             try await attributeCollectionSubmit(ext, email: display, displayName: &displayName, attributes: &attributes, rules: rules, tenant: tenant)
         }
         if let name = rules.connectors.beforeCreatingUser {

@@ -150,6 +150,11 @@ extension TokenEndpoint {
         case .failure(let failure):
             throw NativeAuthError(error: "server_error", code: 90_075, message: "The sign-in's API connector failed: \(failure.reason).")
         }
+        // The claims provider answers before the proof is spent: if it fails, the person may try
+        // the same step again. None go into a Microsoft Graph token, as none do from /dev/tokens.
+        let provided =
+            granted.resource?.audience == APIPermission.graphResource
+            ? ExtraClaims() : try await providedClaims(api, flow: userFlow, user: signedIn, tenant: tenant)
         // The proof is spent once: a request racing with the same token gets nothing.
         guard try await api.flows.finish(flow) else { throw NativeAuthError.invalidToken }
         // External ID has a native app's permissions consented by an admin (no page asks a
@@ -161,7 +166,7 @@ extension TokenEndpoint {
             issuer: HostPolicy.issuer(origin: hosts.origin(of: request), tenant: tenant, face: .entra), scopes: granted, nonce: nil,
             authTime: now, newUser: proven?.newUser ?? false, identityProvider: .local, face: .entra, claimOverrides: overrides)
         var issuance = issuanceBase
-        issuance.extraClaims = try await providedClaims(api, flow: userFlow, user: signedIn, tenant: tenant)
+        issuance.extraClaims = provided
         let refreshToken = granted.offlineAccess ? try await startFamily(issuance, now: now, forCode: nil) : nil
         return try await respond(issuance, refreshToken: refreshToken, clientInfo: true, now: now)
     }
@@ -171,18 +176,18 @@ extension TokenEndpoint {
     /// lists of strings, 3 KB in all, never a claim that says who issued the token or whose it
     /// is); they go into both tokens.
     private func providedClaims(_ api: NativeAuthAPI, flow: UserFlow, user: UserAccount, tenant: Tenant) async throws -> ExtraClaims {
-        guard let ext = api.authenticationExtension(.onTokenIssuanceStart, flow: flow, tenant: tenant) else { return ExtraClaims() }
+        guard let ext = try api.authenticationExtension(.onTokenIssuanceStart, flow: flow, tenant: tenant) else { return ExtraClaims() }
         let action = try await api.callExtension(ext, tenant: tenant, flow: flow, user: user, data: [])
         guard action.kind.lowercased() == "provideclaimsfortoken", case .object(let claims)? = action.members["claims"] else {
             throw NativeAuthError.extensionFailed(ext.name, "OnTokenIssuanceStart answers provideClaimsForToken with claims")
         }
-        let allowed = Set(ext.claims ?? []).subtracting(AuthenticationExtension.protectedClaims)
+        let allowed = Set((ext.claims ?? []).filter { !AuthenticationExtension.isProtected($0) })
         var kept: [String: JSONValue] = [:]
         for (name, value) in claims where allowed.contains(name) {
             switch value {
             case .string: kept[name] = value
             case .array(let items) where items.allSatisfy({ if case .string = $0 { true } else { false } }): kept[name] = value
-            default: throw NativeAuthError.extensionFailed(ext.name, "the claim '\(name)' is not a string or a list of strings")
+            default: throw NativeAuthError.extensionFailed(ext.name, "a claim is not a string or a list of strings")
             }
         }
         guard ((try? JSONEncoder().encode(kept))?.count ?? 0) <= 3072 else { throw NativeAuthError.extensionFailed(ext.name, "its claims exceed 3 KB") }

@@ -34,6 +34,10 @@ struct FederatedAccountStep: OrchestrationStep {
     }
 
     private func create(_ user: UserAccount, _ run: inout JourneyRun) async throws -> StepOutcome {
+        // An extension gates this flow's sign-ups, and the pages do not call extensions.
+        if run.flow.extensionGatesSignUp {
+            throw PageError(status: .forbidden, title: "Sign-up not available", message: LocalSignUpStep.gatedMessage)
+        }
         do {
             try await users.create(user)
             run.logger.info("federated account created", metadata: ["oid": "\(user.objectID)", "idp": "\(user.identityProvider.rawValue)"])

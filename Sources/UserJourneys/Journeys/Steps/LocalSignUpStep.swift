@@ -101,9 +101,12 @@ struct LocalSignUpStep: OrchestrationStep {
         }
     }
 
+    static let gatedMessage = "Sign-up for this application is available in the application itself."
+
     /// Creates the account from the details form. `provenEmail` is the canonical address a code
     /// proved in this journey; the account gets exactly that address, whatever was posted.
     private func createAccount(provenEmail: String?, _ run: inout JourneyRun) async throws -> StepOutcome {
+        guard !run.flow.extensionGatesSignUp else { return try again(run, Self.gatedMessage, .forbidden) }
         let form = run.form
         let password = form["newPassword"] ?? ""
         let email: EmailAddress
