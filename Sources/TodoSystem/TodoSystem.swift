@@ -137,7 +137,10 @@ public struct TodoSystem: Sendable {
         let tasks = try await taskServer(
             configuration, database: database,
             defaults: (
-                flows.map { "\(identityBase)/\(seed.tenant.name)/\($0)/v2.0/.well-known/openid-configuration" },
+                // The user flows, and the tenant's Entra face (External ID's issuer, which native
+                // authentication's tokens carry; the same keys and directory, so the same tasks).
+                flows.map { "\(identityBase)/\(seed.tenant.name)/\($0)/v2.0/.well-known/openid-configuration" }
+                    + ["\(identityBase)/\(seed.tenant.name)/v2.0/.well-known/openid-configuration"],
                 [seed.publicApp.clientIDString], "\(identityBase)/\(seed.tenant.name)"
             ),
             caPath: caPath, teardown: teardown, logger: logger, clock: { [clock = identity.clock] in clock.now })

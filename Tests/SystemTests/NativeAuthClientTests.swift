@@ -1,5 +1,6 @@
 import Foundation
 import IdentityClient
+import TaskClient
 import TestSupport
 import Testing
 
@@ -47,6 +48,12 @@ struct NativeAuthClientTests {
             #expect(!refreshed.fromCache && refreshed.accessToken != result.accessToken)
             // The Entra face issued it (External ID's issuer, not a user flow's).
             #expect(refreshed.idToken?.claims["ver"] == .string("2.0") && refreshed.idToken?.claims["tfp"] == nil)
+            // The Task API takes it, and the person's tasks are the same whichever way they sign in.
+            let created = try await live.tasks(app, account: account).create(title: "from a native sign-up")
+            let ropc = try live.app()
+            let viaFlow = try await ropc.acquireToken(username: "native@example.com", password: "Str0ng-Pass!", scopes: scopes, policy: "B2C_1_ROPC")
+            let listed = try await live.tasks(ropc, account: viaFlow.account).list()
+            #expect(listed.items.map(\.id) == [created.task.id])
         }
     }
 

@@ -122,6 +122,13 @@ struct OwnerBoundaryTests {
 
     @Test("owner keys: fixed-length issuer prefix, so no pair spells another pair's key")
     func ownerKeys() {
+        // B2C's issuer (with the slash) and Entra's (without) of one directory are one owner.
+        #expect(
+            AuthenticatedUser.ownerKey(issuer: "https://a.example/t/v2.0", objectID: "o")
+                == AuthenticatedUser.ownerKey(issuer: "https://a.example/t/v2.0/", objectID: "o"))
+        #expect(
+            AuthenticatedUser.ownerKey(issuer: "https://a.example/t/v2.0/", objectID: "o")
+                != AuthenticatedUser.ownerKey(issuer: "https://a.example/u/v2.0/", objectID: "o"))
         let one = AuthenticatedUser.ownerKey(issuer: "https://a.example/v2.0/", objectID: "x:y")
         let two = AuthenticatedUser.ownerKey(issuer: "https://a.example/v2.0/x", objectID: "y")
         #expect(one != two)

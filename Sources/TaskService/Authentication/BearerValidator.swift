@@ -24,8 +24,15 @@ public struct AuthenticatedUser: Sendable, Equatable {
     /// a fixed length, so no issuer/object-id pair can spell another pair's key; object ids
     /// stored before this rule (bare GUIDs) never contain a colon.
     public static func ownerKey(issuer: String, objectID: String) -> String {
-        Base64URL.encode(Data(SHA256.hash(data: Data(issuer.utf8)))).prefix(22) + ":" + objectID
+        Base64URL.encode(Data(SHA256.hash(data: Data(directory(of: issuer).utf8)))).prefix(22) + ":" + objectID
     }
+
+    /// The directory an issuer names, for keying its users: the issuer with one trailing slash.
+    /// B2C writes its issuer with the slash (`…/{tid}/v2.0/`) and Entra, External ID's native
+    /// authentication included, without (`…/{tid}/v2.0`): one directory, one user, the same
+    /// tasks whichever way the person signed in. Issuers written with the slash (every B2C one)
+    /// keep the keys they had.
+    public static func directory(of issuer: String) -> String { issuer.hasSuffix("/") ? issuer : issuer + "/" }
 }
 
 /// Why a bearer token was refused; each maps to RFC 6750's `WWW-Authenticate` error.
@@ -373,12 +380,13 @@ public final class BearerValidator: Sendable {
         }
     }
 
-    /// The one issuer of all trusted authorities, once every authority's keys are loaded and
-    /// only if they share it; nil otherwise.
+    /// The one issuer (directory, ``AuthenticatedUser/directory(of:)``) of all trusted
+    /// authorities, once every authority's keys are loaded and only if they share it; nil
+    /// otherwise.
     public func soleIssuer() -> String? {
         authorities.withLock { all in
             guard policy.discoveryURLs.allSatisfy({ all[$0] != nil }) else { return nil }
-            let issuers = Set(all.values.map(\.issuer))
+            let issuers = Set(all.values.map { AuthenticatedUser.directory(of: $0.issuer) })
             return issuers.count == 1 ? issuers.first : nil
         }
     }

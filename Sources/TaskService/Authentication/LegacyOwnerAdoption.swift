@@ -23,7 +23,7 @@ final class LegacyOwnerAdoption: Sendable {
 
     func adopt(for user: AuthenticatedUser) async throws {
         guard pending.withLock({ $0 }), !done.withLock({ $0.contains(user.objectID) }) else { return }
-        guard let issuer = validator.soleIssuer(), issuer == user.issuer else { return }
+        guard let issuer = validator.soleIssuer(), issuer == AuthenticatedUser.directory(of: user.issuer) else { return }
         let moved = try await repository.adoptLegacyTasks(objectID: user.objectID, ownerKey: user.ownerID)
         done.withLock { _ = $0.insert(user.objectID) }
         if moved > 0 {
