@@ -250,4 +250,31 @@ struct NativeAuthResetTests {
             #expect(try await h.server.outbox(tenantID: h.tenant.id).isEmpty)
         }
     }
+
+    @Test("the second factor's codes have their own window: resets asked for by anyone who knows the address do not use it up")
+    func secondFactorWindow() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            _ = try await h.addUser()
+            let started = try await S.call(h, driver, "resetpassword/v1.0/start", [("username", "alice@example.com"), ("challenge_type", "oob redirect")])
+            var token = try S.continuation(started)
+            for _ in 0..<CodeLimits.default.sendsPerAddress {
+                token = try S.continuation(try await S.call(h, driver, "resetpassword/v1.0/challenge", [("continuation_token", token)]))
+            }
+            #expect(try await S.call(h, driver, "resetpassword/v1.0/challenge", [("continuation_token", token)]).status == .tooManyRequests)
+            let app = try await Self.emailMFAApp(h)
+            func call(_ endpoint: String, _ fields: [(String, String)]) async throws -> TestResponse {
+                try await driver.post(S.path(h, endpoint), [("client_id", app.clientIDString)] + fields)
+            }
+            let initiated = try await call(
+                "oauth2/v2.0/initiate", [("username", "alice@example.com"), ("challenge_type", "password redirect"), ("capabilities", "mfa_required")])
+            let challenged = try await call("oauth2/v2.0/challenge", [("continuation_token", try S.continuation(initiated)), ("challenge_type", "password redirect")])
+            let stopped = try await call(
+                "oauth2/v2.0/token",
+                [("continuation_token", try S.continuation(challenged)), ("grant_type", "password"), ("password", "Passw0rd!"), ("scope", "openid")])
+            let introspected = try await call("oauth2/v2.0/introspect", [("continuation_token", try S.continuation(stopped))])
+            let id = try #require((introspected.json["methods"] as? [[String: Any]])?.first?["id"] as? String)
+            let sent = try await call("oauth2/v2.0/challenge", [("continuation_token", try S.continuation(introspected)), ("id", id)])
+            #expect(sent.status == .ok && sent.json["challenge_type"] as? String == "oob", "\(sent.text)")
+        }
+    }
 }

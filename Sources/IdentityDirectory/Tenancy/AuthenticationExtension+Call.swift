@@ -57,8 +57,7 @@ extension AuthenticationExtension {
 
     /// A stable id for the extension and its listener, as Graph gives each one.
     package func identifier(tenantID: UUID, _ role: String) -> String {
-        let hash = Array(Secrets.sha256Hex("\(tenantID.uuidString.lowercased())|\(name)|\(role)").prefix(32))
-        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(hash[$0]) }.joined(separator: "-")
+        UUID(nameBased: "todo-authentication-extension:\(tenantID.uuidString.lowercased()):\(name):\(role)").uuidString.lowercased()
     }
 
     static let maximumResponseBytes = 64 * 1024

@@ -72,8 +72,7 @@ struct NativeAuthAPI: Sendable {
     /// `purpose`, as the hosted pages do (a sign-up only in a flow with sign-up); a custom
     /// policy's journey runs only on its pages. Otherwise the browser.
     func rules(for client: AppRegistration, tenant: Tenant, _ purpose: Purpose) async throws -> UserFlow {
-        let name = client.userFlow ?? tenant.defaultPolicy
-        guard let flow = try await service.tenants.userFlow(tenantID: tenant.id, name: name).map(service.offered) else {
+        guard let flow = try await boundFlow(of: client, tenant: tenant).map(service.offered) else {
             throw BrowserNeeded(reason: "The app's user flow is not available.")
         }
         guard flow.customPolicy == nil else { throw BrowserNeeded(reason: "A custom policy runs on its pages.") }

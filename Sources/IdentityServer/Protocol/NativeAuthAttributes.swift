@@ -14,13 +14,18 @@ enum NativeAuthAttributes {
     /// Reads `text` into `data`, or refuses it whole (`attribute_validation_failed` naming each
     /// attribute refused, with `token` when the flow goes on).
     static func collect(_ text: String, into data: inout NativeAuthFlowData, flow: UserFlow, tenant: Tenant, token: String?) throws {
+        guard text.utf8.count <= maximumBytes, let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8)) else {
+            throw NativeAuthError(error: "invalid_request", code: 90_100, message: "The attributes parameter is not a JSON object.")
+        }
+        try collect(object, into: &data, flow: flow, tenant: tenant, token: token)
+    }
+
+    /// ``collect(_:into:flow:tenant:token:)`` for values already read (an extension's answer).
+    static func collect(_ object: [String: JSONValue], into data: inout NativeAuthFlowData, flow: UserFlow, tenant: Tenant, token: String?) throws {
         func refused(_ names: [String]) -> NativeAuthError {
             let error = NativeAuthError.attributeValidationFailed.with(
                 "invalid_attributes", .array(names.map { .object([("name", .string($0))]) }))
             return token.map(error.continuing) ?? error
-        }
-        guard text.utf8.count <= maximumBytes, let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8)) else {
-            throw NativeAuthError(error: "invalid_request", code: 90_100, message: "The attributes parameter is not a JSON object.")
         }
         var invalid: [String] = []
         var values: [(FlowAttribute, String)] = []

@@ -128,9 +128,8 @@ extension NativeAuthAPI {
             }
         }
         var data = NativeAuthFlowData()
-        let encoded = String(decoding: (try? JSONEncoder().encode(text)) ?? Data("{}".utf8), as: UTF8.self)
         do {
-            try NativeAuthAttributes.collect(encoded, into: &data, flow: flow, tenant: tenant, token: nil)
+            try NativeAuthAttributes.collect(text, into: &data, flow: flow, tenant: tenant, token: nil)
         } catch {
             throw NativeAuthError.extensionFailed(ext.name, "it answered attribute values the flow's rules refuse")
         }

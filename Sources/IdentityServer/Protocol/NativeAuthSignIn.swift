@@ -64,8 +64,7 @@ struct NativeAuthSignIn: Sendable {
 
     /// The second factor's method id: one per account, so a client can keep it between calls.
     static func emailMethodID(_ user: UserAccount) -> String {
-        let hash = Array(Secrets.sha256Hex("native-auth-mfa-email:" + user.id.uuidString).prefix(32))
-        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(hash[$0]) }.joined(separator: "-")
+        UUID(nameBased: "native-auth-mfa-email:" + user.id.uuidString).uuidString.lowercased()
     }
 
     /// `POST …/oauth2/v2.0/introspect`: the second-factor methods the account can use here.
