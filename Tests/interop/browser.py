@@ -3,6 +3,7 @@
 import os
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -21,5 +22,11 @@ def new_browser(width=1100):
     return driver
 
 
+def navigation_wait(driver, timeout=20):
+    """A wait whose checks may run while a page is being replaced: Chromium reports an element of
+    the old page as stale or (mid-navigation) as "not in the document"; both mean "look again"."""
+    return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException, WebDriverException))
+
+
 def wait_for(driver, element_id, timeout=20):
-    return WebDriverWait(driver, timeout).until(ready.presence_of_element_located((By.ID, element_id)))
+    return navigation_wait(driver, timeout).until(ready.presence_of_element_located((By.ID, element_id)))

@@ -144,9 +144,10 @@ def verify_email_in_browser(driver, email, timeout=20):
     verification code", the code from the dev outbox, "Verify code"; leaves the details step."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ready
-    from selenium.webdriver.support.ui import WebDriverWait
 
-    wait = WebDriverWait(driver, timeout)
+    from browser import navigation_wait
+
+    wait = navigation_wait(driver, timeout)
     driver.find_element(By.ID, "email").send_keys(email)
     driver.find_element(By.ID, "email_ver_but_send").click()
     wait.until(ready.presence_of_element_located((By.ID, "email_ver_input")))

@@ -11,11 +11,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
-from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
-from browser import new_browser, wait_for
+from browser import navigation_wait, new_browser, wait_for
 from conftest import unique_email
 
 ARTIFACTS = os.environ.get("TODO_ARTIFACTS", "artifacts")
@@ -76,7 +74,7 @@ def test_an_admin_manages_users_and_reads_the_logs_at_375_px(server, console_bro
     assert driver.find_element(By.ID, "notice").text == "Account created."
     driver.find_element(By.ID, "disable").click()
     # The same page comes back changed: wait for the new one, not the old one's elements.
-    WebDriverWait(driver, 20, ignored_exceptions=[StaleElementReferenceException]).until(
+    navigation_wait(driver).until(
         lambda d: d.find_element(By.ID, "state").text.startswith("disabled"))
     assert driver.find_element(By.ID, "notice").text.startswith("Account disabled")
     assert fits(driver)

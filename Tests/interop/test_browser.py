@@ -18,8 +18,8 @@ from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ready
-from selenium.webdriver.support.ui import WebDriverWait
 
+from browser import navigation_wait
 from conftest import unique_email, verify_email_in_browser
 
 ARTIFACTS = os.environ.get("TODO_ARTIFACTS", "artifacts")
@@ -107,7 +107,7 @@ def redeem(server, code, params, verifier):
 
 
 def test_sign_up_then_sign_in_in_chromium(server, receiver, browser):
-    wait = WebDriverWait(browser, 20)
+    wait = navigation_wait(browser)
     email, password = unique_email("chromium"), "Browser-Pass1"
 
     url, params, verifier = authorize_url(server, receiver)
@@ -160,7 +160,7 @@ def entra_url(server, redirect, extra=None):
 def test_entra_consent_and_account_picker_in_chromium(server, receiver, browser):
     """SPEC §2.9 in a real browser: a new user signs up at /common and meets the consent page;
     a second one too; prompt=select_account then lists both, and the one clicked is signed in."""
-    wait = WebDriverWait(browser, 20)
+    wait = navigation_wait(browser)
     people = [(unique_email("picker-a"), "Ada Picker"), (unique_email("picker-b"), "Bo Picker")]
     for index, (email, name) in enumerate(people):
         url, _, _ = entra_url(server, receiver, {"prompt": "login"} if index else None)

@@ -13,8 +13,8 @@ from authlib.jose import JsonWebKey
 from authlib.jose import jwt as jose_jwt
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ready
-from selenium.webdriver.support.ui import WebDriverWait
 
+from browser import navigation_wait
 from conftest import unique_email, verify_email_in_browser
 from test_browser import Receiver, browser, receiver, shot  # noqa: F401 (fixtures)
 from test_custom_policies import upload_local_policies
@@ -51,7 +51,7 @@ def redeem_and_verify(server, meta, params, verifier):
 def test_custom_policy_sign_up_then_sign_in_in_chromium(server, receiver, browser):  # noqa: F811
     upload_local_policies(server)
     meta = server.discovery(POLICY)
-    wait = WebDriverWait(browser, 20)
+    wait = navigation_wait(browser)
     email, password = unique_email("chromium-ief"), "Policy-Pass1"
 
     url, params, verifier = policy_authorize(server, receiver, meta)

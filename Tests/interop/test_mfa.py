@@ -13,8 +13,8 @@ import zxingcpp
 from PIL import Image
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ready
-from selenium.webdriver.support.ui import WebDriverWait
 
+from browser import navigation_wait
 from conftest import Page, complete_sign_up, unique_email, verify_email_in_browser
 from test_browser import Receiver, authorize_url, browser, receiver, redeem, shot  # noqa: F401 (fixtures)
 
@@ -36,7 +36,7 @@ def redeem_mfa(server, code, params, verifier):
 
 
 def test_enrol_from_the_qr_code_in_chromium_then_sign_in_with_a_code(server, receiver, browser):
-    wait = WebDriverWait(browser, 20)
+    wait = navigation_wait(browser)
     email, password = unique_email("mfa"), "Mfa-Pass-1"
     url, params, verifier = mfa_url(server, receiver)
     browser.get(url)

@@ -8,11 +8,9 @@ import time
 
 import pytest
 import requests
-from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
-from browser import new_browser, wait_for
+from browser import navigation_wait, new_browser, wait_for
 from conftest import outbox_code, unique_email, verify_email_in_browser
 
 ARTIFACTS = os.environ.get("TODO_ARTIFACTS", "artifacts")
@@ -52,9 +50,7 @@ def shot(driver, name):
 
 def until(driver, condition, timeout=20):
     """Waits for a condition across page loads (elements of the old page go stale mid-check)."""
-    # Chromium reports a node of the page being replaced as stale, or (mid-navigation) as "not in
-    # the document": both mean "look again".
-    return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException, WebDriverException)).until(condition)
+    return navigation_wait(driver, timeout).until(condition)
 
 
 def sign_up(driver, web, email, name="Web User"):
