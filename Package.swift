@@ -280,6 +280,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // `todo-server --version` names the commit the binary was built from (SPEC §6).
+        .plugin(name: "BuildCommit", capability: .buildTool()),
         .executableTarget(
             name: "todo-server",
             dependencies: [
@@ -300,7 +302,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            plugins: ["BuildCommit"]
         ),
         .target(
             name: "TestSupport",

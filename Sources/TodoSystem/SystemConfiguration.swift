@@ -147,9 +147,13 @@ public struct SystemConfiguration: Sendable {
                 problems.append("\(Setting.otlpEndpoint.sources) must be a collector's http or https URL such as http://127.0.0.1:4318, not '\(endpoint)'")
             }
         }
-        // Tokens and passwords must not cross a network in clear text.
-        if !tls, !Authority.isLoopback(host) {
-            problems.append("refusing to listen on \(host) without TLS: use --tls, or a loopback address")
+        // Tokens and passwords must not cross a network in clear text: off loopback, the listener
+        // speaks TLS, or only a declared proxy that terminates TLS for the https public origin
+        // reaches it (a container behind an ingress, SPEC §6).
+        if !tls, !Authority.isLoopback(host), !isBehindTLSProxy {
+            problems.append(
+                "refusing to listen on \(host) without TLS: use --tls, a loopback address, or a TLS-terminating proxy (--trusted-proxy and an https --public-url)"
+            )
         }
         if simulatedFacebook, !Authority.isLoopback(host) {
             problems.append(
@@ -174,6 +178,13 @@ public struct SystemConfiguration: Sendable {
     public var isMachineLocal: Bool {
         Authority.isLoopback(host) && trustedProxies.isEmpty
             && [publicURL, publicAPIURL].allSatisfy { url in url.map { URL(string: $0)?.host.map(Authority.isLoopback) ?? false } ?? true }
+    }
+
+    /// Whether a TLS-terminating proxy is declared in front: a trusted proxy, and the public origin
+    /// (and the API's, when given) on https.
+    var isBehindTLSProxy: Bool {
+        !trustedProxies.isEmpty && publicURL?.lowercased().hasPrefix("https://") == true
+            && (publicAPIURL?.lowercased().hasPrefix("https://") ?? true)
     }
 
     /// The URL host clients use for a listener on `host`: a wildcard address is reached as

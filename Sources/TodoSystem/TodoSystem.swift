@@ -22,6 +22,10 @@ import WebApp
 /// hasher's threads) registers its release with one ``Teardown``, which runs it when the service
 /// group shuts down, or at once when building fails half-way.
 public struct TodoSystem: Sendable {
+    /// This release's version: `todo-server --version`, the MCP server's `serverInfo`, the image's
+    /// `org.opencontainers.image.version` (SPEC §6).
+    public static let version = "0.9.0"
+
     public let configuration: SystemConfiguration
     /// The identity service, unless this process runs the Task API only.
     public let identity: IdentityServer?

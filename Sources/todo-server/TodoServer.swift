@@ -1,6 +1,7 @@
 import ArgumentParser
 import NIOCore
 import NIOPosix
+import TodoSystem
 
 /// `todo-server`: `serve` runs the system that ``TodoSystem`` builds; the other commands administer
 /// the same data directory or database, with the server running or not (SPEC §1).
@@ -9,6 +10,8 @@ struct TodoServer: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "todo-server",
         abstract: "TodoB2C: an Azure AD B2C-compatible identity service and a to-do API on one machine.",
+        // `buildCommit` is written by the BuildCommit plugin at build time.
+        version: "todo-server \(TodoSystem.version) (commit \(buildCommit))",
         subcommands: [
             Serve.self, Users.self, Apps.self, Keys.self, TenantCommand.self, Policies.self, Token.self, Backup.self, Restore.self,
             CryptoCost.self,

@@ -29,8 +29,8 @@ struct DevelopmentSurfaceTests {
             #expect(messages.first?["code"] as? String == (try await h.latestCode()))
             #expect((try await driver.get("/dev/outbox?format=json")).json["messages"] != nil)
             #expect((try await driver.get("/dev/outbox")).headers[.contentType]?.hasPrefix("text/html") == true)
-            #expect(DevelopmentEndpoints.code(in: "Your code is 1234567 or 042517.") == "042517")
-            #expect(DevelopmentEndpoints.code(in: "Your code is: 12345678\nIt expires in 10 minutes.") == "12345678")
+            #expect(DevelopmentControl.code(in: "Your code is 1234567 or 042517.") == "042517")
+            #expect(DevelopmentControl.code(in: "Your code is: 12345678\nIt expires in 10 minutes.") == "12345678")
         }
     }
 

@@ -140,6 +140,27 @@ struct SystemConfigurationTests {
         }
     }
 
+    @Test("off loopback without TLS only behind a declared TLS-terminating proxy (a container behind an ingress)")
+    func plainBehindAProxy() async throws {
+        let behind = ["TODO_HOST": "0.0.0.0", "TODO_TRUSTED_PROXIES": "10.0.0.0/8", "TODO_PUBLIC_URL": "https://id.example.com"]
+        let accepted = try await configuration(environment: behind)
+        #expect(accepted.tls == false && accepted.host == "0.0.0.0")
+        #expect(accepted.isMachineLocal == false)
+        // A proxy that is not declared, or a public origin in clear text, is no TLS in front.
+        for refused in [
+            behind.filter { $0.key != "TODO_TRUSTED_PROXIES" }, behind.merging(["TODO_PUBLIC_URL": "http://id.example.com"]) { _, b in b },
+            behind.filter { $0.key != "TODO_PUBLIC_URL" },
+            behind.merging(["TODO_PUBLIC_API_URL": "http://api.example.com"]) { _, b in b },
+        ] {
+            do {
+                _ = try await configuration(environment: refused)
+                Issue.record("accepted \(refused)")
+            } catch let problems as ConfigurationProblems {
+                #expect(problems.messages.contains { $0.contains("refusing to listen on 0.0.0.0 without TLS") }, "\(problems)")
+            }
+        }
+    }
+
     @Test("the API alone needs what it trusts; the simulated Facebook stays on loopback")
     func rules() async throws {
         await #expect(throws: ConfigurationProblems.self) { try await configuration(environment: ["TODO_ONLY": "api"]) }

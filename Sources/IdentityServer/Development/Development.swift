@@ -117,80 +117,46 @@ struct SameOriginOnly: RouterMiddleware {
     }
 }
 
-/// `/dev/…`: the test-control surface over HTTP. Errors are B2C's JSON (the token endpoint's form).
+/// `/dev/…`: the test-control surface over HTTP, a view of ``DevelopmentControl``. Errors are
+/// B2C's JSON (the token endpoint's form).
 struct DevelopmentEndpoints: Sendable {
     let server: IdentityServer
     var service: IdentityService { server.service }
 
-    /// The default tenant, on an allowed host; anything else is a 404 (the surface is not there).
-    private func tenant(_ request: Request) async throws -> Tenant {
-        guard service.hosts.isAllowedHost(request), let tenant = try await service.tenants.defaultTenant() else {
+    /// The default tenant's control, on an allowed host; anything else is a 404 (the surface is not there).
+    func control(_ request: Request) async throws -> DevelopmentControl {
+        guard service.hosts.isAllowedHost(request), let control = try await DevelopmentControl.forDefaultTenant(of: server) else {
             throw HTTPError(.notFound)
         }
-        return tenant
+        return control
     }
 
     /// `GET /dev/outbox`: a page, or with `Accept: application/json` (or `?format=json`) the
     /// messages as data, newest first, with the code of each parsed out.
     @Sendable func outbox(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await tenant(request)
-        let messages = try await service.interactions.outbox(tenantID: tenant.id, limit: 50)
-        let formatter = ISO8601DateFormatter()
+        let control = try await control(request)
+        let messages = try await control.outbox()
         let wantsJSON =
             request.headers[.accept]?.lowercased().contains("application/json") == true
             || RequestParameters(query: request.uri.query)["format"] == "json"
-        if wantsJSON {
-            return .json(
-                .object([
-                    (
-                        "messages",
-                        .array(
-                            messages.map { message in
-                                var members: [(String, JSONText)] = [
-                                    ("id", .string(message.id)), ("recipient", .string(message.recipient)),
-                                    ("subject", .string(message.subject)), ("body", .string(message.body)),
-                                    ("createdAt", .string(formatter.string(from: message.createdAt))),
-                                ]
-                                members.append(("code", Self.code(in: message.body).map(JSONText.string) ?? .null))
-                                return .object(members)
-                            })
-                    )
-                ]), noStore: true)
-        }
+        if wantsJSON { return .json(DevelopmentControl.json(messages), noStore: true) }
+        let formatter = ISO8601DateFormatter()
         let values: [String: Any] = [
             "title": "Development outbox",
             "messages": messages.map {
                 ["subject": $0.subject, "recipient": $0.recipient, "body": $0.body, "createdAt": formatter.string(from: $0.createdAt)]
             },
         ]
-        return .html(try service.pages.render(.outbox, values, tenant: tenant))
-    }
-
-    /// The one-time code a message carries: its first run of exactly six digits (B2C's pages)
-    /// or eight (External ID's native authentication).
-    static func code(in body: String) -> String? {
-        let characters = Array(body)
-        var index = 0
-        while index < characters.count {
-            guard characters[index].isASCII, characters[index].isNumber else {
-                index += 1
-                continue
-            }
-            var end = index
-            while end < characters.count, characters[end].isASCII, characters[end].isNumber { end += 1 }
-            if end - index == 6 || end - index == 8 { return String(characters[index..<end]) }
-            index = end
-        }
-        return nil
+        return .html(try service.pages.render(.outbox, values, tenant: control.tenant))
     }
 
     /// `POST /dev/tokens` with `{"user","client","policy"?,"scope"?,"entra"?}`: the token
     /// response a sign-in would give.
     @Sendable func tokens(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await tenant(request)
+        let control = try await control(request)
         let mint = try await Self.body(TokenMintRequest.self, request, context: context)
         do {
-            return .json(try await server.mint(tenantID: tenant.id, mint, origin: service.origin(of: request)), noStore: true)
+            return .json(try await control.mintTokens(mint, origin: service.origin(of: request)), noStore: true)
         } catch let error as IdentityAdministration.AdministrationError {
             throw ProtocolFailure.malformedRequest(error.description)
         }
@@ -200,11 +166,11 @@ struct DevelopmentEndpoints: Sendable {
     /// It takes a JSON body (`{}`) like the other writes, so no HTML form on another site can
     /// send it (a form's content types are CORS-safelisted; JSON needs a preflight nobody grants).
     @Sendable func reset(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await tenant(request)
+        let control = try await control(request)
         guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
             throw ProtocolFailure.malformedRequest("The request body must be application/json ({}).")
         }
-        let removed = try await server.resetAccounts(tenantID: tenant.id)
+        let removed = try await control.resetAccounts()
         context.logger.notice("development reset", metadata: ["accounts": "\(removed)"])
         return .json(.object([("accountsRemoved", .int(Int64(removed)))]), noStore: true)
     }
@@ -216,32 +182,22 @@ struct DevelopmentEndpoints: Sendable {
         var endpoint: String?
         var error: String?
         var delayMs: Int?
-    }
 
-    /// The native-authentication endpoints a fault can be armed on.
-    static let nativeEndpoints: Set<String> = [
-        "oauth2/v2.0/initiate", "oauth2/v2.0/challenge", "oauth2/v2.0/introspect", "oauth2/v2.0/token", "signup/v1.0/start",
-        "signup/v1.0/challenge", "signup/v1.0/continue", "resetpassword/v1.0/start", "resetpassword/v1.0/challenge",
-        "resetpassword/v1.0/continue", "resetpassword/v1.0/submit", "resetpassword/v1.0/poll_completion", "register/v1.0/introspect",
-        "register/v1.0/challenge", "register/v1.0/continue",
-    ]
-
-    /// `{"endpoint", "error"}`: the next call to that native-authentication endpoint answers the
-    /// error (``NativeAuthError/faults``) once.
-    private func armNative(_ fault: FaultRequest, endpoint: String) throws -> Response {
-        guard Self.nativeEndpoints.contains(endpoint.lowercased()) else {
-            throw ProtocolFailure.malformedRequest(
-                "Unknown native-authentication endpoint '\(TextRules.printable(endpoint))'; known: \(Self.nativeEndpoints.sorted().joined(separator: ", ")).")
+        /// The one fault the members name, or the refusal of a mix.
+        func fault() throws -> DevelopmentControl.Fault {
+            if let endpoint {
+                guard policy == nil, delayMs == nil, let error else {
+                    throw ProtocolFailure.malformedRequest("A native-authentication fault takes 'endpoint' and 'error' only.")
+                }
+                return .nativeError(endpoint: endpoint, name: error)
+            }
+            guard let policy else { throw ProtocolFailure.malformedRequest("Give 'policy' (a user flow) or 'endpoint'.") }
+            switch (error, delayMs) {
+            case (let name?, nil): return .error(policy: policy, name: name)
+            case (nil, let milliseconds?): return .delay(policy: policy, milliseconds: milliseconds)
+            default: throw ProtocolFailure.malformedRequest("Give exactly one of 'error' and 'delayMs'.")
+            }
         }
-        guard fault.policy == nil, fault.delayMs == nil, let name = fault.error else {
-            throw ProtocolFailure.malformedRequest("A native-authentication fault takes 'endpoint' and 'error' only.")
-        }
-        guard NativeAuthError.faultNames.contains(name) else {
-            throw ProtocolFailure.malformedRequest(
-                "Unknown native-authentication fault '\(TextRules.printable(name))'; known: \(NativeAuthError.faultNames.joined(separator: ", ")).")
-        }
-        service.faults.arm(.nativeAuth(name), policy: FaultInjector.nativeKey(endpoint))
-        return Response(status: .noContent)
     }
 
     /// `POST /dev/faults` with `{"policy", "error": "AADB2C90118" | "AADB2C90091" | "server_error" | …}`
@@ -249,32 +205,13 @@ struct DevelopmentEndpoints: Sendable {
     /// waits) once; `{"endpoint": "signup/v1.0/start", "error": "user_already_exists"}`, the next
     /// call to that native-authentication endpoint. `DELETE /dev/faults` disarms everything.
     @Sendable func arm(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await tenant(request)
-        let fault = try await Self.body(FaultRequest.self, request, context: context)
-        if let endpoint = fault.endpoint { return try armNative(fault, endpoint: endpoint) }
-        guard let policy = fault.policy else { throw ProtocolFailure.malformedRequest("Give 'policy' (a user flow) or 'endpoint'.") }
-        guard UserFlow.isValidName(policy), try await service.tenants.userFlow(tenantID: tenant.id, name: policy) != nil else {
-            throw ProtocolFailure.unknownPolicy(policy, tenant: tenant.name)
-        }
-        switch (fault.error, fault.delayMs) {
-        case (let name?, nil):
-            guard let error = FaultInjector.errors[name] else {
-                throw ProtocolFailure.malformedRequest(
-                    "Unknown fault '\(TextRules.printable(name))'; known: \(FaultInjector.errors.keys.sorted().joined(separator: ", ")).")
-            }
-            service.faults.arm(.error(error), policy: policy)
-        case (nil, let milliseconds?):
-            guard (0...60_000).contains(milliseconds) else { throw ProtocolFailure.malformedRequest("delayMs must be 0 to 60000.") }
-            service.faults.arm(.delay(milliseconds: milliseconds), policy: policy)
-        default:
-            throw ProtocolFailure.malformedRequest("Give exactly one of 'error' and 'delayMs'.")
-        }
+        let control = try await control(request)
+        try await control.arm(try await Self.body(FaultRequest.self, request, context: context).fault())
         return Response(status: .noContent)
     }
 
     @Sendable func disarm(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        _ = try await tenant(request)
-        service.faults.clear()
+        try await control(request).disarmFaults()
         return Response(status: .noContent)
     }
 
@@ -287,44 +224,22 @@ struct DevelopmentEndpoints: Sendable {
     /// "remember this browser" all read it. `GET` tells the time; `DELETE` goes back to the wall
     /// clock. A move backwards is refused and changes nothing.
     @Sendable func advanceClock(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        _ = try await tenant(request)
-        let clock = try adjustableClock()
+        let control = try await control(request)
+        _ = try control.clock()
         let move = try await Self.body(ClockMove.self, request, context: context)
-        do {
-            try clock.advance(bySeconds: move.advanceSeconds)
-        } catch {
-            throw ProtocolFailure.malformedRequest(error.description)
-        }
+        let clock = try control.advanceClock(seconds: move.advanceSeconds)
         context.logger.notice("development clock moved", metadata: ["seconds": "\(move.advanceSeconds)", "offset": "\(clock.offsetSeconds)"])
-        return Self.time(of: clock)
+        return .json(DevelopmentControl.json(clock), noStore: true)
     }
 
     @Sendable func readClock(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        _ = try await tenant(request)
-        return Self.time(of: try adjustableClock())
+        .json(DevelopmentControl.json(try await control(request).clock()), noStore: true)
     }
 
     @Sendable func resetClock(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        _ = try await tenant(request)
-        let clock = try adjustableClock()
+        let clock = try await control(request).clock()
         clock.reset()
-        return Self.time(of: clock)
-    }
-
-    private func adjustableClock() throws -> AdjustableClock {
-        guard let clock = server.clock as? AdjustableClock else {
-            throw ProtocolFailure.malformedRequest("This server's clock is not adjustable (it was given one of its own).")
-        }
-        return clock
-    }
-
-    private static func time(of clock: AdjustableClock) -> Response {
-        let now = clock.now
-        return .json(
-            .object([
-                ("now", .string(ISO8601DateFormatter().string(from: now))), ("epochSeconds", .int(now.epochSeconds)),
-                ("offsetSeconds", .int(clock.offsetSeconds)),
-            ]), noStore: true)
+        return .json(DevelopmentControl.json(clock), noStore: true)
     }
 
     private static func body<T: Decodable>(_ type: T.Type, _ request: Request, context: IdentityRequestContext) async throws -> T {
