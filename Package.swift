@@ -11,8 +11,11 @@ let package = Package(
     products: [
         .executable(name: "todo-server", targets: ["todo-server"]),
         .executable(name: "todo", targets: ["todo"]),
+        .executable(name: "todo-mcp", targets: ["todo-mcp"]),
         .library(name: "IdentityClient", targets: ["IdentityClient"]),
         .library(name: "TaskClient", targets: ["TaskClient"]),
+        // The whole system in-process for an app's own tests (SPEC §6).
+        .library(name: "TodoB2CTesting", targets: ["TodoB2CTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -40,6 +43,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // `todo-server mcp`: the Model Context Protocol over stdio (SPEC §6).
+        .package(url: "https://github.com/modelcontextprotocol/swift-sdk", from: "0.12.1"),
     ],
     targets: [
         // The shared data types: the Task API's DTOs, the text rules, ClientSettings.
@@ -280,6 +285,36 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The whole system in an app's own test process, on free loopback ports, with the
+        // test-control surface as Swift calls (SPEC §6). Built by the composition root.
+        .target(
+            name: "TodoB2CTesting",
+            dependencies: [
+                "TodoSystem",
+                "IdentityServer",
+                "IdentityDirectory",
+                "WireCoding",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The Model Context Protocol server for coding agents (`todo-server mcp` runs it): a binary
+        // of its own, as the MCP SDK brings FoundationNetworking, which todo-server keeps out.
+        .executableTarget(
+            name: "todo-mcp",
+            dependencies: [
+                "TodoB2CTesting",
+                "TodoSystem",
+                "ServerSupport",
+                .product(name: "MCP", package: "swift-sdk"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // `todo-server --version` names the commit the binary was built from (SPEC §6).
         .plugin(name: "BuildCommit", capability: .buildTool()),
         .executableTarget(
@@ -335,6 +370,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The library as an app's suite uses it: only its public surface (and the README's example).
+        .testTarget(name: "TodoB2CTestingTests", dependencies: ["TodoB2CTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "JOSETests",
             dependencies: ["JOSE", "WireCoding", .product(name: "CryptoExtras", package: "swift-crypto")],
@@ -354,6 +391,7 @@ let package = Package(
                 "UserJourneys",
                 "IdentityDirectory",
                 "TodoSystem",
+                "TodoB2CTesting",
                 "IdentityClient",
                 "WebApp",
                 "TaskClient",

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import NIOCore
 import NIOPosix
 import TodoSystem
@@ -14,7 +15,7 @@ struct TodoServer: AsyncParsableCommand {
         version: "todo-server \(TodoSystem.version) (commit \(buildCommit))",
         subcommands: [
             Serve.self, Users.self, Apps.self, Keys.self, TenantCommand.self, Policies.self, Token.self, Backup.self, Restore.self,
-            CryptoCost.self,
+            CryptoCost.self, MCPCommand.self,
         ],
         defaultSubcommand: Serve.self)
 
@@ -25,6 +26,13 @@ struct TodoServer: AsyncParsableCommand {
     /// Done before anything else runs, as NIO requires; nothing here blocks a loop on a future
     /// (`wait()`), and the blocking work (bcrypt, SQLite) has its own thread pools.
     static func main() async {
+        // Foundation's UUID() reads /dev/urandom on Linux and, without it (a root filesystem run
+        // with no /dev mounted), yields the same all-zero id every time: every app, account and
+        // key would get one id. Nothing starts then.
+        guard UUID() != UUID() else {
+            FileHandle.standardError.write(Data("todo-server: no random source: /dev/urandom cannot be read (mount /dev)\n".utf8))
+            Self.exit(withError: ExitCode(70))
+        }
         NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         await main(nil)
     }

@@ -12,6 +12,7 @@ import Synchronization
 import TaskClient
 import TaskService
 import TestSupport
+import TodoB2CTesting
 import TodoSystem
 import WebApp
 
@@ -54,8 +55,8 @@ struct LiveSystem: Sendable {
         defer { try? FileManager.default.removeItem(at: directory) }
         func text(_ value: String) -> ConfigValue { ConfigValue(.string(value), isSecret: false) }
         let flags: [String: ConfigValue] = [
-            Setting.dataDir.key: text(directory.path), Setting.identityPort.key: text("\(try TestPorts.reserve())"),
-            Setting.apiPort.key: text("\(try TestPorts.reserve())"), Setting.passwordHashCost.key: text("4"),
+            Setting.dataDir.key: text(directory.path), Setting.identityPort.key: text("\(try LoopbackPorts.reserve())"),
+            Setting.apiPort.key: text("\(try LoopbackPorts.reserve())"), Setting.passwordHashCost.key: text("4"),
             Setting.simulatedFacebook.key: text("true"), Setting.webPageSize.key: text("\(webPageSize)"),
             Setting.webAnonymousSessions.key: text("\(anonymousSessionsPerHour)"),
         ]
@@ -150,33 +151,5 @@ final class CountingTransport: HTTPTransport {
             counts.withLock { $0[String(grant.dropFirst("grant_type=".count)), default: 0] += 1 }
         }
         return try await inner.send(request)
-    }
-}
-
-/// Ports for the systems this test process starts: each is handed out once, comes from below
-/// Linux's ephemeral range (32768–60999, so no outgoing connection can be holding it), and is
-/// checked free by binding it. A port picked by binding port 0 could be reused by another test's
-/// outgoing connection, or handed to a second system, before the first one listens on it.
-enum TestPorts {
-    private static let next = Atomic<Int>(20_000 + Int.random(in: 0..<10_000))
-
-    static func reserve() throws -> Int {
-        for _ in 0..<500 {
-            let port = next.add(1, ordering: .relaxed).newValue
-            if port < 32_000, canBind(port) { return port }
-        }
-        throw CocoaError(.fileWriteUnknown)
-    }
-
-    private static func canBind(_ port: Int) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Storage
 import TestSupport
 import Testing
+import TodoB2CTesting
 import TodoSystem
 
 #if canImport(FoundationNetworking)
@@ -50,14 +51,14 @@ struct SharedDatabaseTests {
         let databaseURL = "sqlite:\(root.appendingPathComponent("shared.sqlite").path)"
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let dataKey = DataKey.generate()
-        let ports = (identity: try TestPorts.reserve(), api: try TestPorts.reserve())
+        let ports = (identity: try LoopbackPorts.reserve(), api: try LoopbackPorts.reserve())
 
         try await Self.serve(dataDir: first, databaseURL: databaseURL, dataKey: dataKey, ports: ports) { system in
             let web = try await Self.webApp(system)
             #expect(web.home == 200)
         }
         #expect(!FileManager.default.fileExists(atPath: first.appendingPathComponent("webapp-client-secret").path))
-        let other = (identity: try TestPorts.reserve(), api: try TestPorts.reserve())
+        let other = (identity: try LoopbackPorts.reserve(), api: try LoopbackPorts.reserve())
         try await Self.serve(dataDir: second, databaseURL: databaseURL, dataKey: dataKey, ports: other) { system in
             let web = try await Self.webApp(system)
             #expect(web.home == 200, "no web app: its secret was not found")
@@ -93,7 +94,7 @@ extension SharedDatabaseTests {
             ([Setting.trustedProxies.key: "10.0.0.5", Setting.devEndpoints.key: "true"], 200),
         ]
         for (index, (extra, expected)) in cases.enumerated() {
-            let ports = (identity: try TestPorts.reserve(), api: try TestPorts.reserve())
+            let ports = (identity: try LoopbackPorts.reserve(), api: try LoopbackPorts.reserve())
             try await Self.serve(
                 dataDir: root.appendingPathComponent("d\(index)"), databaseURL: databaseURL, dataKey: dataKey, ports: ports, extra: extra
             ) { system in
