@@ -84,7 +84,7 @@ def test_a_fault_fails_the_next_call_once_and_the_clock_expires_tokens(todob2c):
 def test_refusals_carry_the_servers_code(todob2c):
     with pytest.raises(TodoB2CError) as unknown:
         todob2c.fail_next("B2C_1_nope", "server_error")
-    assert unknown.value.status == 400 and "AADB2C" in str(unknown.value)
+    assert unknown.value.status == 404 and "AADB2C90037" in str(unknown.value)
     with pytest.raises(TodoB2CError):
         todob2c.advance_clock(-5)
 

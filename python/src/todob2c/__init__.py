@@ -71,8 +71,10 @@ class TodoB2C:
         environment = {key: value for key, value in os.environ.items() if not key.startswith("TODO_")}
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
-        self.identity_url = f"http://localhost:{identity_port}"
-        self.api_url = f"http://localhost:{api_port}"
+        # The addresses the server writes its issuer and settings with (127.0.0.1): a token minted
+        # through another name would carry another issuer.
+        self.identity_url = f"http://127.0.0.1:{identity_port}"
+        self.api_url = f"http://127.0.0.1:{api_port}"
         deadline = time.monotonic() + self.timeout
         for url in (f"{self.identity_url}/healthz", f"{self.api_url}/healthz"):
             while True:
