@@ -129,6 +129,16 @@ struct LibraryTests {
         }
     }
 
+    @Test("the README's example is this package's ReadmeExample.swift, word for word")
+    func readmeExample() throws {
+        let here = URL(fileURLWithPath: #filePath)
+        let example = try String(contentsOf: here.deletingLastPathComponent().appendingPathComponent("ReadmeExample.swift"), encoding: .utf8)
+        let readme = try String(
+            contentsOf: here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("README.md"),
+            encoding: .utf8)
+        #expect(readme.contains("```swift\n" + example.trimmingCharacters(in: .whitespacesAndNewlines) + "\n```"))
+    }
+
     @Test("two systems at once have their own ports and data; stop removes the data directory")
     func twoAtOnce() async throws {
         let first = try await TodoB2CTestServer.start()
