@@ -24,22 +24,45 @@ GROUP = "root:x:0:\ntodo:x:10001:\n"
 NSSWITCH = "passwd: files\ngroup: files\nhosts: files dns\n"
 HOSTS = "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+# Debian's copy of Mozilla's root store. Not the build machine's /etc/ssl/certs bundle, which
+# also holds whatever CAs its administrator added (a company's, an intercepting proxy's): every
+# container would trust them.
+MOZILLA_ROOTS = "/usr/share/ca-certificates/mozilla"
 
 
-def shared_libraries(binary):
-    """The absolute paths ldd resolves for the binary (the loader included), then libcrypto.so.3."""
-    listing = subprocess.run(["ldd", binary], check=True, capture_output=True, text=True).stdout
+def ca_bundle():
+    names = sorted(name for name in os.listdir(MOZILLA_ROOTS) if name.endswith(".crt"))
+    if not names:
+        sys.exit(f"image: no CA certificates in {MOZILLA_ROOTS} (install ca-certificates)")
+    parts = []
+    for name in names:
+        with open(os.path.join(MOZILLA_ROOTS, name), "rb") as source:
+            parts.append(source.read().strip() + b"\n")
+    return b"".join(parts)
+
+
+def linked(path):
+    """The absolute paths ldd resolves for `path` (the loader included)."""
+    listing = subprocess.run(["ldd", path], check=True, capture_output=True, text=True).stdout
     paths = []
     for line in listing.splitlines():
         if "not found" in line:
-            sys.exit(f"image: {binary} needs a library this machine lacks: {line.strip()}")
+            sys.exit(f"image: {path} needs a library this machine lacks: {line.strip()}")
         match = re.search(r"(?:=>\s*)?(/\S+)\s+\(0x", line)
         if match:
             paths.append(match.group(1))
-    cache = subprocess.run(["ldconfig", "-p"], check=True, capture_output=True, text=True).stdout
-    crypto = re.search(r"libcrypto\.so\.3 \(libc6,x86-64\) => (\S+)", cache) or re.search(r"libcrypto\.so\.3 .*=> (\S+)", cache)
-    if crypto:
-        paths.append(crypto.group(1))
+    return paths
+
+
+def shared_libraries(binary):
+    """What the binary links, and Debian's libcrypto.so.3 with what it links (the signer opens
+    it with dlopen, so ldd does not list it)."""
+    paths = linked(binary)
+    for directory in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu"):
+        crypto = os.path.join(directory, "libcrypto.so.3")
+        if os.path.exists(crypto):
+            paths += [crypto] + linked(crypto)
+            break
     return sorted(set(paths))
 
 
@@ -112,15 +135,14 @@ def main():
         if not bundles:
             sys.exit(f"image: no *.resources bundles beside {arguments.binary} (scripts/release copies them)")
         for bundle in bundles:
-            for directory, subdirectories, names in sorted(os.walk(os.path.join(home, bundle))):
-                subdirectories.sort()
+            # Sorted whole: one order whatever the file system's.
+            for directory, _, names in sorted(os.walk(os.path.join(home, bundle))):
                 relative = os.path.relpath(directory, home)
                 layer.directory("/usr/local/bin/" + relative)
                 for name in sorted(names):
                     with open(os.path.join(directory, name), "rb") as source:
                         layer.file(f"/usr/local/bin/{relative}/{name}", source.read())
-        with open(CA_BUNDLE, "rb") as source:
-            layer.file(CA_BUNDLE, source.read())
+        layer.file(CA_BUNDLE, ca_bundle())
         for path, text in (("/etc/passwd", PASSWD), ("/etc/group", GROUP), ("/etc/nsswitch.conf", NSSWITCH), ("/etc/hosts", HOSTS)):
             layer.file(path, text.encode())
         layer.directory("/data", 0o700, USER_ID)

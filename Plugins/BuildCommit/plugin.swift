@@ -16,11 +16,21 @@ struct BuildCommit: BuildToolPlugin {
             set -eu
             root=$1; out=$2
             mkdir -p "$out"
-            commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || true)
-            if [ -n "$commit" ] && [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-              commit="$commit-modified"
+            # The checkout is this package's own (safe.directory: CI may clone as another user);
+            # no optional locks, so a build never holds the index lock.
+            git_here() { git -c safe.directory="$root" --no-optional-locks -C "$root" "$@" 2>/dev/null; }
+            commit=""
+            top=$(git_here rev-parse --show-toplevel || true)
+            if [ -n "$top" ] && [ "$(cd "$top" && pwd -P)" = "$(cd "$root" && pwd -P)" ]; then
+              commit=$(git_here rev-parse --short=12 HEAD || true)
+              if [ -n "$commit" ] && [ -n "$(git_here status --porcelain --untracked-files=no)" ]; then
+                commit="$commit-modified"
+              fi
             fi
             [ -n "$commit" ] || commit=${TODO_BUILD_COMMIT:-unknown}
+            # Only what a commit id or a version is made of reaches the Swift string.
+            commit=$(printf %s "$commit" | tr -cd '0-9A-Za-z._+-' | cut -c1-64)
+            [ -n "$commit" ] || commit=unknown
             printf '/// Written by the BuildCommit plugin: the commit this binary was built from.\nlet buildCommit = "%s"\n' "$commit" >"$out/BuildCommit.swift.next"
             if cmp -s "$out/BuildCommit.swift.next" "$out/BuildCommit.swift"; then rm "$out/BuildCommit.swift.next"
             else mv "$out/BuildCommit.swift.next" "$out/BuildCommit.swift"; fi

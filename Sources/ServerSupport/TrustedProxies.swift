@@ -13,10 +13,63 @@ import HTTPTypes
 /// one attacker could lock everyone out. Only a trusted peer's header is read, and only its
 /// rightmost entries (the ones the trusted proxies appended), so a client cannot choose its
 /// own address by sending the header itself.
+///
+/// An entry is an address (`10.0.0.7`) or a range in CIDR notation (`10.0.0.0/8`, `fd00::/8`):
+/// an ingress's addresses change as it is rescheduled, its network does not.
 public struct TrustedProxies: Sendable {
+    /// The exact addresses, canonical.
     public let addresses: Set<String>
+    /// The ranges: the network's address bytes (4 or 16) and its prefix length.
+    let ranges: [(network: [UInt8], prefix: Int)]
 
-    public init(_ addresses: [String]) { self.addresses = Set(addresses.compactMap(Self.canonical)) }
+    public init(_ entries: [String]) {
+        var addresses = Set<String>()
+        var ranges: [(network: [UInt8], prefix: Int)] = []
+        for entry in entries {
+            if let range = Self.range(entry) { ranges.append(range) } else if let address = Self.canonical(entry) { addresses.insert(address) }
+        }
+        self.addresses = addresses
+        self.ranges = ranges
+    }
+
+    /// Whether `entry` is an address or a CIDR range (what ``init(_:)`` takes; anything else
+    /// would be dropped, trusting less than its writer meant).
+    public static func isValidEntry(_ entry: String) -> Bool { range(entry) != nil || canonical(entry) != nil }
+
+    /// Whether a canonical address (``canonical(_:)``) is one of the proxies.
+    public func contains(_ address: String) -> Bool {
+        if addresses.contains(address) { return true }
+        guard !ranges.isEmpty, let bytes = Self.bytes(address) else { return false }
+        return ranges.contains { range in
+            guard range.network.count == bytes.count else { return false }
+            var remaining = range.prefix
+            for index in bytes.indices where remaining > 0 {
+                let bits = min(8, remaining)
+                let mask = UInt8(truncatingIfNeeded: 0xff << (8 - bits))
+                if bytes[index] & mask != range.network[index] & mask { return false }
+                remaining -= bits
+            }
+            return true
+        }
+    }
+
+    /// `10.0.0.0/8` as its network bytes and prefix; nil when `text` is no CIDR range.
+    static func range(_ text: String) -> (network: [UInt8], prefix: Int)? {
+        let parts = text.trimmingCharacters(in: .whitespaces).split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[1].count <= 3, parts[1].allSatisfy(\.isNumber), let prefix = Int(parts[1]),
+            let address = canonical(String(parts[0])), let bytes = bytes(address), prefix <= bytes.count * 8
+        else { return nil }
+        return (bytes, prefix)
+    }
+
+    /// A canonical address's bytes: 4 for IPv4, 16 for IPv6.
+    static func bytes(_ address: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, address, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, address, &v6) == 1 else { return nil }
+        return withUnsafeBytes(of: v6) { Array($0) }
+    }
 
     /// The client's address: `peer`, or, when `peer` is a trusted proxy, the rightmost
     /// `X-Forwarded-For` entry that is not a trusted proxy itself (the leftmost if all are).
@@ -25,13 +78,13 @@ public struct TrustedProxies: Sendable {
     /// walk and the peer is the client.
     public func clientAddress(peer: String?, fields: HTTPFields) -> String? {
         // With no proxy trusted (the default), the peer is the client: nothing to parse.
-        guard let peer, !addresses.isEmpty, let trustedPeer = Self.canonical(peer), addresses.contains(trustedPeer) else { return peer }
+        guard let peer, !addresses.isEmpty || !ranges.isEmpty, let trustedPeer = Self.canonical(peer), contains(trustedPeer) else { return peer }
         let entries = fields[values: Self.forwardedFor].flatMap { $0.split(separator: ",") }
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         var leftmost: String?
         for entry in entries.reversed() {
             guard let address = Self.canonical(entry) else { return peer }
-            if !addresses.contains(address) { return address }
+            if !contains(address) { return address }
             leftmost = address
         }
         return leftmost ?? peer

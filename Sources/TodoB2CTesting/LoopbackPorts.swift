@@ -12,12 +12,13 @@ import Synchronization
 /// free by binding it. A port picked by binding port 0 could be reused by another test's
 /// outgoing connection, or handed to a second system, before the first one listens on it.
 package enum LoopbackPorts {
-    private static let next = Atomic<Int>(20_000 + Int.random(in: 0..<10_000))
+    private static let next = Atomic<Int>(Int.random(in: 0..<12_000))
 
     package static func reserve() throws -> Int {
         for _ in 0..<500 {
-            let port = next.add(1, ordering: .relaxed).newValue
-            if port < 32_000, canBind(port) { return port }
+            // 20000–31999, round and round: a long test process does not run out.
+            let port = 20_000 + next.add(1, ordering: .relaxed).newValue % 12_000
+            if canBind(port) { return port }
         }
         throw TodoB2CTestError(code: "no_free_port", message: "No free loopback port was found below 32000.")
     }
@@ -28,6 +29,7 @@ package enum LoopbackPorts {
         #else
             let descriptor = socket(AF_INET, SOCK_STREAM, 0)
         #endif
+        guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

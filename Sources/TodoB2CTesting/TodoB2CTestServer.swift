@@ -5,6 +5,7 @@ import IdentityDirectory
 import IdentityServer
 import Logging
 import ServiceLifecycle
+import Synchronization
 import TodoSystem
 import WireCoding
 
@@ -31,7 +32,7 @@ public final class TodoB2CTestServer: Sendable {
         public init(tenantConfig: URL? = nil) { self.tenantConfig = tenantConfig }
     }
 
-    /// The identity service's origin (`http://localhost:{port}`), the authorities' base.
+    /// The identity service's origin (`http://127.0.0.1:{port}`), the authorities' base.
     public let identityURL: URL
     /// The Task API's origin; the web app shares it.
     public let apiURL: URL
@@ -68,18 +69,16 @@ public final class TodoB2CTestServer: Sendable {
 
     /// Starts the system and returns once both listeners answer `/healthz`.
     public static func start(_ options: Options = Options()) async throws -> TodoB2CTestServer {
-        // A port found free can be taken before the listener binds it: try again on new ports.
-        var lastError: (any Error)?
-        for _ in 0..<3 {
+        // A port found free can be taken before the listener binds it: only then, try again on new ports.
+        var attempt = 0
+        while true {
+            attempt += 1
             do {
                 return try await startOnce(options)
-            } catch let error as TodoB2CTestError where error.code == "not_started" {
-                throw error
-            } catch {
-                lastError = error
+            } catch let error as TodoB2CTestError where error.code == "listener_failed" && attempt < 3 {
+                continue
             }
         }
-        throw lastError ?? TodoB2CTestError(code: "not_started", message: "The system did not start.")
     }
 
     /// Starts the system, runs `body` with it, and stops it whether `body` succeeded or not.
@@ -131,12 +130,26 @@ public final class TodoB2CTestServer: Sendable {
             throw error
         }
         let group = system.serviceGroup()
-        let running = Task { try await group.run() }
+        // Whether the services ended (a listener that could not bind ends them at once).
+        let ended = Mutex<(any Error)??>(nil)
+        let running = Task {
+            do {
+                try await group.run()
+                ended.withLock { $0 = .some(nil) }
+            } catch {
+                ended.withLock { $0 = .some(error) }
+                throw error
+            }
+        }
         do {
             guard let identity = system.identity, let control = try await DevelopmentControl.forDefaultTenant(of: identity) else {
                 throw TodoB2CTestError(code: "not_started", message: "The system started without its identity service.")
             }
-            try await waitUntilAnswering(["\(system.identityBaseURL)/healthz", "\(system.apiBaseURL)/healthz"])
+            try await waitUntilAnswering(["\(system.identityBaseURL)/healthz", "\(system.apiBaseURL)/healthz"]) {
+                ended.withLock { $0 }.map { error in
+                    TodoB2CTestError(code: "listener_failed", message: "The system stopped while starting: \(error.map { "\($0)" } ?? "no error")")
+                }
+            }
             return try TodoB2CTestServer(system: system, control: control, group: group, running: running, directory: directory)
         } catch {
             await group.triggerGracefulShutdown()
@@ -146,11 +159,14 @@ public final class TodoB2CTestServer: Sendable {
         }
     }
 
-    /// Polls each URL until it answers 200, for at most ten seconds.
-    private static func waitUntilAnswering(_ urls: [String]) async throws {
+    /// Polls each URL until it answers 200, for at most ten seconds; stops at once with what
+    /// `failure` tells (the services ended) or when the task is cancelled.
+    private static func waitUntilAnswering(_ urls: [String], failure: () -> TodoB2CTestError?) async throws {
         for url in urls {
             var answered = false
             for _ in 0..<200 where !answered {
+                if let failure = failure() { throw failure }
+                try Task.checkCancellation()
                 var request = HTTPClientRequest(url: url)
                 request.method = .GET
                 if let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)), response.status == .ok {

@@ -13,8 +13,9 @@ extension SystemConfiguration {
     public var identityServer: IdentityServerConfiguration {
         // The public origins' hosts too: a balancer forwards the name clients used.
         let publicHosts = [publicURL, publicAPIURL].compactMap { $0.flatMap { URL(string: $0)?.host } }
+        // Behind a TLS-terminating proxy the browser's scheme is https: Secure cookies and HSTS.
         var identity = IdentityServerConfiguration(
-            scheme: scheme, defaultAuthority: "\(displayHost):\(identityPort)",
+            scheme: servedOverHTTPS ? "https" : "http", defaultAuthority: "\(displayHost):\(identityPort)",
             passwordHashCost: UInt8(passwordHashCost),
             // The outbox shows password-reset codes: only on a machine-local server that no
             // balancer publishes (a trusted proxy or a public URL elsewhere), unless asked for.
@@ -33,7 +34,7 @@ extension SystemConfiguration {
     /// The Task API's configuration, trusting `policy` (the configured authorities, or the
     /// built-in service's user flows).
     func taskService(policy: BearerPolicy) -> TaskServiceConfiguration {
-        var tasks = TaskServiceConfiguration(policy: policy, corsAllowedOrigins: corsOrigins, https: tls)
+        var tasks = TaskServiceConfiguration(policy: policy, corsAllowedOrigins: corsOrigins, https: servedOverHTTPS)
         tasks.trustedProxies = trustedProxies
         return tasks
     }
@@ -44,7 +45,7 @@ extension SystemConfiguration {
     ) -> WebAppConfiguration {
         var web = WebAppConfiguration(
             clientID: clientID, clientSecret: clientSecret, authority: authority, apiBaseURL: apiBaseURL, apiScopes: apiScopes)
-        web.secure = tls
+        web.secure = servedOverHTTPS
         web.pageSize = webPageSize
         web.anonymousSessionsPerAddressPerHour = webAnonymousSessionsPerHour
         web.replyURLs = replyURLs

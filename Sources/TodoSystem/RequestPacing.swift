@@ -17,19 +17,23 @@ struct RequestPacing: Sendable {
     /// Connections one client (an address, an IPv6 /64) may hold on the server's listeners
     /// together; trusted proxies are exempt (every client behind them shares their address).
     var connectionsPerAddress: Int
-    var exemptAddresses: Set<String>
+    var proxies: TrustedProxies
+    /// Only the proxies may connect: a plain-HTTP listener off loopback, whose TLS a declared
+    /// proxy terminates (``SystemConfiguration/isBehindTLSProxy``). Anyone else reaching it
+    /// would speak in clear text past the proxy.
+    var proxiesOnly: Bool
 
-    init(requestDeadline: TimeAmount, connectionsPerAddress: Int, exemptAddresses: [String]) {
+    init(requestDeadline: TimeAmount, connectionsPerAddress: Int, proxies: [String], proxiesOnly: Bool = false) {
         self.requestDeadline = requestDeadline
         self.connectionsPerAddress = connectionsPerAddress
-        // In the one form connections are counted in, so `::ffff:10.0.0.2` is `10.0.0.2`.
-        self.exemptAddresses = Set(exemptAddresses.compactMap(TrustedProxies.canonical))
+        self.proxies = TrustedProxies(proxies)
+        self.proxiesOnly = proxiesOnly
     }
 
     /// A connection's handlers; `addresses` counts connections by client across the listeners.
     func handlers(counting addresses: ConnectionsByAddress) -> [any RemovableChannelHandler] {
         [
-            ConnectionCapHandler(limit: connectionsPerAddress, exempt: exemptAddresses, addresses: addresses),
+            ConnectionCapHandler(limit: connectionsPerAddress, proxies: proxies, proxiesOnly: proxiesOnly, addresses: addresses),
             RequestDeadlineHandler(deadline: requestDeadline, minimumRate: minimumBodyRate, grace: rateGrace),
         ]
     }
@@ -59,19 +63,22 @@ final class ConnectionsByAddress: Sendable {
     func count(_ address: String) -> Int { counts.withLock { $0[address, default: 0] } }
 }
 
-/// Closes a connection at once when its client address already holds its share.
+/// Closes a connection at once when its client address already holds its share, or, on a
+/// listener only the proxies may reach, when it is not from one of them.
 final class ConnectionCapHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
 
     private let limit: Int
-    private let exempt: Set<String>
+    private let proxies: TrustedProxies
+    private let proxiesOnly: Bool
     private let addresses: ConnectionsByAddress
     private var counted: String?
 
-    init(limit: Int, exempt: Set<String>, addresses: ConnectionsByAddress) {
+    init(limit: Int, proxies: TrustedProxies, proxiesOnly: Bool, addresses: ConnectionsByAddress) {
         self.limit = limit
-        self.exempt = exempt
+        self.proxies = proxies
+        self.proxiesOnly = proxiesOnly
         self.addresses = addresses
     }
 
@@ -85,9 +92,13 @@ final class ConnectionCapHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 
     private func admit(_ context: ChannelHandlerContext) {
-        guard counted == nil, let peer = context.remoteAddress?.ipAddress, let canonical = TrustedProxies.canonical(peer),
-            !exempt.contains(canonical), let client = TrustedProxies.client(canonical)
-        else { return }
+        guard counted == nil else { return }
+        let canonical = context.remoteAddress?.ipAddress.flatMap(TrustedProxies.canonical)
+        if proxiesOnly, !(canonical.map(proxies.contains) ?? false) {
+            context.close(promise: nil)
+            return
+        }
+        guard let canonical, !proxies.contains(canonical), let client = TrustedProxies.client(canonical) else { return }
         if addresses.open(client, limit: limit) {
             counted = client
         } else {

@@ -82,7 +82,7 @@ enum Listener {
         // a quarter of the connections at most (``RequestPacing``).
         let pacing = RequestPacing(
             requestDeadline: .seconds(Int64(configuration.idleTimeout)), connectionsPerAddress: max(4, cap / 4),
-            exemptAddresses: configuration.trustedProxies)
+            proxies: configuration.trustedProxies, proxiesOnly: configuration.onlyProxiesConnect)
         let addresses = ConnectionsByAddress()
         let http1 = HTTP1Channel.Configuration(
             additionalChannelHandlers: pacing.handlers(counting: addresses), idleTimeout: .seconds(Int64(configuration.idleTimeout)))

@@ -69,7 +69,8 @@ extension Setting {
         "data.key", flag: nil, "The key sealing signing keys and secrets at rest (base64url, 32 bytes).",
         default: "<data-dir>/data-key, made on first start", secret: true)
     public static let host = Setting(
-        "host", "Address to listen on (a non-loopback address needs --tls).", default: "127.0.0.1")
+        "host", "Address to listen on (a non-loopback address needs --tls, or a TLS-terminating proxy: --trusted-proxy and https public URLs).",
+        default: "127.0.0.1")
     public static let identityPort = Setting("identity.port", "Identity service port.", default: "5080, or 5443 with --tls")
     public static let apiPort = Setting.number("api.port", "Task API and web app port.", default: 3000, in: 1...65535)
     public static let tls = Setting(
@@ -87,7 +88,7 @@ extension Setting {
         "cors.origins", flag: "cors-origin", "An origin allowed to call the Task API from a browser (repeatable, or *).")
     public static let trustedProxies = Setting(
         "trusted.proxies", flag: "trusted-proxy",
-        "The address of a load balancer or reverse proxy whose X-Forwarded-For names the client (repeatable); per-source limits then count clients, not the proxy."
+        "The address or network (10.0.0.0/8) of a load balancer or reverse proxy whose X-Forwarded-For names the client (repeatable); per-source limits then count clients, not the proxy."
     )
     public static let only = Setting(
         "only", "Run one part only: identity or api (the API then needs --authority and --audience).", default: "all")

@@ -3,7 +3,9 @@ import Foundation
 import IdentityServer
 import IdentityClientCore
 import Logging
+import ServerSupport
 import Storage
+import TodoModels
 
 /// Where the data lives: what every `todo-server` command needs, `serve` and the admin commands.
 public struct StoreConfiguration: Sendable {
@@ -152,8 +154,15 @@ public struct SystemConfiguration: Sendable {
         // reaches it (a container behind an ingress, SPEC §6).
         if !tls, !Authority.isLoopback(host), !isBehindTLSProxy {
             problems.append(
-                "refusing to listen on \(host) without TLS: use --tls, a loopback address, or a TLS-terminating proxy (--trusted-proxy and an https --public-url)"
+                "refusing to listen on \(host) without TLS: use --tls, a loopback address, or a TLS-terminating proxy (--trusted-proxy and https --public-url and --public-api-url)"
             )
+        }
+        for proxy in trustedProxies where !TrustedProxies.isValidEntry(proxy) {
+            problems.append("\(Setting.trustedProxies.sources) takes IP addresses and CIDR ranges (10.0.0.0/8), not '\(TextRules.printable(proxy))'")
+        }
+        // The test-control surface mints anyone's tokens: never over clear text off this machine.
+        if devEndpoints, onlyProxiesConnect {
+            problems.append("refusing --dev-endpoints on \(host) without TLS: anyone on the proxy's network could mint tokens")
         }
         if simulatedFacebook, !Authority.isLoopback(host) {
             problems.append(
@@ -180,12 +189,25 @@ public struct SystemConfiguration: Sendable {
             && [publicURL, publicAPIURL].allSatisfy { url in url.map { URL(string: $0)?.host.map(Authority.isLoopback) ?? false } ?? true }
     }
 
-    /// Whether a TLS-terminating proxy is declared in front: a trusted proxy, and the public origin
-    /// (and the API's, when given) on https.
+    /// Whether a TLS-terminating proxy is declared in front: a trusted proxy, and the public
+    /// origins of the parts this process serves on https.
     var isBehindTLSProxy: Bool {
-        !trustedProxies.isEmpty && publicURL?.lowercased().hasPrefix("https://") == true
-            && (publicAPIURL?.lowercased().hasPrefix("https://") ?? true)
+        func https(_ url: String?) -> Bool { url?.lowercased().hasPrefix("https://") == true }
+        let origins: [String?] =
+            switch parts {
+            case .all: [publicURL, publicAPIURL]
+            case .identity: [publicURL]
+            case .api: [publicAPIURL]
+            }
+        return !trustedProxies.isEmpty && origins.allSatisfy(https)
     }
+
+    /// Plain HTTP off loopback behind a TLS-terminating proxy: only the proxies may connect.
+    public var onlyProxiesConnect: Bool { !tls && !Authority.isLoopback(host) }
+
+    /// Whether browsers reach this server over https (its own TLS, or a TLS-terminating proxy's):
+    /// cookies are `Secure`, responses carry HSTS, the web app's reply URL is https.
+    public var servedOverHTTPS: Bool { tls || isBehindTLSProxy }
 
     /// The URL host clients use for a listener on `host`: a wildcard address is reached as
     /// localhost, an IPv6 address goes in brackets.

@@ -49,6 +49,7 @@ public struct TodoSystem: Sendable {
     public static func build(
         _ configuration: SystemConfiguration, logger: Logger, onServing: @escaping @Sendable (TodoSystem) -> Void = { _ in }
     ) async throws -> TodoSystem {
+        try RandomSource.verify()
         let teardown = Teardown()
         do {
             return try await assemble(configuration, teardown: teardown, logger: logger, onServing: onServing)
@@ -246,5 +247,18 @@ extension TodoSystem {
         try await IdentityServer.migrate(database, logger: logger)
         try await TaskServer.migrate(database, logger: logger)
         try await WebApp.migrate(database, logger: logger)
+    }
+}
+
+/// Foundation's `UUID()` reads `/dev/urandom` on Linux and, without it (a root filesystem run
+/// with no `/dev` mounted), yields the same all-zero id every time: every app, account and key
+/// would get one id. Nothing is built or changed then.
+public enum RandomSource {
+    public struct Missing: Error, CustomStringConvertible {
+        public var description: String { "no random source: /dev/urandom cannot be read (mount /dev)" }
+    }
+
+    public static func verify() throws {
+        guard UUID() != UUID() else { throw Missing() }
     }
 }

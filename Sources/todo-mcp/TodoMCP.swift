@@ -30,6 +30,21 @@ struct TodoMCP: AsyncParsableCommand {
         var options = TodoB2CTestServer.Options(tenantConfig: tenantConfig.map { URL(fileURLWithPath: $0) })
         options.logLevel = level
         let system = try await TodoB2CTestServer.start(options)
+        // An agent stopping the server (SIGTERM, SIGINT) gets the system stopped and its data
+        // directory (signing keys, accounts) removed, as when it closes the stream.
+        let signals = [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                Task {
+                    try? await system.stop()
+                    Foundation.exit(0)
+                }
+            }
+            source.resume()
+            return source
+        }
+        defer { signals.forEach { $0.cancel() } }
         let server = Server(
             name: "todo-b2c", version: TodoSystem.version, title: "TodoB2C test control",
             instructions: """

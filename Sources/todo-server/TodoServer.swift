@@ -26,11 +26,11 @@ struct TodoServer: AsyncParsableCommand {
     /// Done before anything else runs, as NIO requires; nothing here blocks a loop on a future
     /// (`wait()`), and the blocking work (bcrypt, SQLite) has its own thread pools.
     static func main() async {
-        // Foundation's UUID() reads /dev/urandom on Linux and, without it (a root filesystem run
-        // with no /dev mounted), yields the same all-zero id every time: every app, account and
-        // key would get one id. Nothing starts then.
-        guard UUID() != UUID() else {
-            FileHandle.standardError.write(Data("todo-server: no random source: /dev/urandom cannot be read (mount /dev)\n".utf8))
+        // Before any command: the admin commands make ids too (``RandomSource``).
+        do {
+            try RandomSource.verify()
+        } catch {
+            FileHandle.standardError.write(Data("todo-server: \(error)\n".utf8))
             Self.exit(withError: ExitCode(70))
         }
         NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()

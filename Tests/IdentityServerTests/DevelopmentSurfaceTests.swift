@@ -149,6 +149,15 @@ struct DevelopmentSurfaceTests {
                 let refused = try await driver.request(.post, "/dev/faults", headers: Self.json, body: body)
                 #expect(refused.status.code >= 400 && refused.status.code < 500, "\(body)")
             }
+            // What a fault names is checked first: an unknown flow is AADB2C90037 (404) however
+            // else the request is wrong, an unknown endpoint is named as such.
+            for body in [#"{"policy":"B2C_1_nope"}"#, #"{"policy":"B2C_1_nope","error":"x","delayMs":5}"#] {
+                let refused = try await driver.request(.post, "/dev/faults", headers: Self.json, body: body)
+                #expect(refused.status == .notFound && String(buffer: refused.body).contains("AADB2C90037"), "\(body)")
+            }
+            let unknownEndpoint = try await driver.request(
+                .post, "/dev/faults", headers: Self.json, body: #"{"endpoint":"signup/v9/start","delayMs":5}"#)
+            #expect(String(buffer: unknownEndpoint.body).contains("Unknown native-authentication endpoint"))
         }
     }
 

@@ -37,4 +37,25 @@ struct TrustedProxyTests {
         // Nobody trusted: the header means nothing.
         #expect(TrustedProxies([]).clientAddress(peer: "10.0.0.5", fields: Self.fields("198.51.100.7")) == "10.0.0.5")
     }
+
+    @Test("CIDR ranges: an ingress's network is trusted whatever address it has; the prefix is exact; anything else is no entry")
+    func ranges() {
+        let proxies = TrustedProxies(["10.0.0.0/8", "192.168.4.0/23", "fd00::/8", "203.0.113.9"])
+        for inside in ["10.1.2.3", "10.255.255.255", "192.168.5.200", "fd12:3456::1", "203.0.113.9"] {
+            #expect(proxies.contains(inside), "\(inside)")
+        }
+        for outside in ["11.0.0.1", "192.168.6.1", "192.168.3.255", "fe80::1", "203.0.113.10", "2001:db8::1"] {
+            #expect(!proxies.contains(outside), "\(outside)")
+        }
+        // A trusted range's header counts; a client outside it cannot name itself.
+        #expect(proxies.clientAddress(peer: "10.44.0.7", fields: Self.fields("198.51.100.7")) == "198.51.100.7")
+        #expect(proxies.clientAddress(peer: "11.0.0.1", fields: Self.fields("198.51.100.7")) == "11.0.0.1")
+        // The edges: /0 is everything of its family, /32 one address; a v4 range holds no v6 address.
+        #expect(TrustedProxies(["0.0.0.0/0"]).contains("8.8.8.8") && !TrustedProxies(["0.0.0.0/0"]).contains("::1"))
+        #expect(TrustedProxies(["10.0.0.7/32"]).contains("10.0.0.7") && !TrustedProxies(["10.0.0.7/32"]).contains("10.0.0.6"))
+        for entry in ["10.0.0.0/8", "fd00::/8", "10.0.0.7", "::1"] { #expect(TrustedProxies.isValidEntry(entry), "\(entry)") }
+        for entry in ["10.0.0.0/33", "fd00::/129", "10.0.0.0/", "/8", "10.0.0.0/8/8", "proxy.internal", "10.0.0.0/-1", ""] {
+            #expect(!TrustedProxies.isValidEntry(entry), "\(entry)")
+        }
+    }
 }

@@ -142,14 +142,20 @@ struct SystemConfigurationTests {
 
     @Test("off loopback without TLS only behind a declared TLS-terminating proxy (a container behind an ingress)")
     func plainBehindAProxy() async throws {
-        let behind = ["TODO_HOST": "0.0.0.0", "TODO_TRUSTED_PROXIES": "10.0.0.0/8", "TODO_PUBLIC_URL": "https://id.example.com"]
+        let behind = [
+            "TODO_HOST": "0.0.0.0", "TODO_TRUSTED_PROXIES": "10.0.0.0/8", "TODO_PUBLIC_URL": "https://id.example.com",
+            "TODO_PUBLIC_API_URL": "https://todo.example.com",
+        ]
         let accepted = try await configuration(environment: behind)
         #expect(accepted.tls == false && accepted.host == "0.0.0.0")
-        #expect(accepted.isMachineLocal == false)
+        #expect(accepted.isMachineLocal == false && accepted.onlyProxiesConnect && accepted.servedOverHTTPS)
+        // Browsers see https: Secure cookies and HSTS in every part, the web app's reply URL on https.
+        #expect(accepted.identityServer.secureCookies && accepted.identityServer.developmentMailbox == false)
+        #expect(try await configuration(environment: ["TODO_TRUSTED_PROXIES": "127.0.0.1"]).servedOverHTTPS == false)
         // A proxy that is not declared, or a public origin in clear text, is no TLS in front.
         for refused in [
             behind.filter { $0.key != "TODO_TRUSTED_PROXIES" }, behind.merging(["TODO_PUBLIC_URL": "http://id.example.com"]) { _, b in b },
-            behind.filter { $0.key != "TODO_PUBLIC_URL" },
+            behind.filter { $0.key != "TODO_PUBLIC_URL" }, behind.filter { $0.key != "TODO_PUBLIC_API_URL" },
             behind.merging(["TODO_PUBLIC_API_URL": "http://api.example.com"]) { _, b in b },
         ] {
             do {
@@ -158,6 +164,20 @@ struct SystemConfigurationTests {
             } catch let problems as ConfigurationProblems {
                 #expect(problems.messages.contains { $0.contains("refusing to listen on 0.0.0.0 without TLS") }, "\(problems)")
             }
+        }
+        // The test-control surface mints anyone's tokens: not over clear text off the machine.
+        do {
+            _ = try await configuration(environment: behind.merging(["TODO_DEV_ENDPOINTS": "1"]) { _, b in b })
+            Issue.record("accepted --dev-endpoints behind a proxy without TLS")
+        } catch let problems as ConfigurationProblems {
+            #expect(problems.messages.contains { $0.contains("refusing --dev-endpoints") }, "\(problems)")
+        }
+        // A proxy entry that is neither an address nor a range would trust nobody: refused.
+        do {
+            _ = try await configuration(environment: behind.merging(["TODO_TRUSTED_PROXIES": "ingress.internal"]) { _, b in b })
+            Issue.record("accepted a proxy that is no address")
+        } catch let problems as ConfigurationProblems {
+            #expect(problems.messages.contains { $0.contains("takes IP addresses and CIDR ranges") }, "\(problems)")
         }
     }
 

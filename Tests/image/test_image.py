@@ -4,6 +4,7 @@ shows the config, the image unpacked by umoci (rootless) runs under unshare + ch
 
 scripts/test builds the image twice (IMAGE_DIR and IMAGE_DIR_AGAIN) with the release binary."""
 
+import glob
 import json
 import os
 import shutil
@@ -91,6 +92,13 @@ def test_the_root_filesystem_is_minimal(image, tmp_path):
     assert not any(name.startswith(("bin/", "usr/bin/", "sbin/")) for name in files), "no shell, no tools"
     assert len(files) < 30, files
     assert "todo:x:10001:10001" in (rootfs / "etc" / "passwd").read_text()
+    # Mozilla's roots as Debian ships them, not the build machine's own additions.
+    bundle = (rootfs / "etc" / "ssl" / "certs" / "ca-certificates.crt").read_text()
+    roots = [name for name in os.listdir("/usr/share/ca-certificates/mozilla") if name.endswith(".crt")]
+    assert bundle.count("BEGIN CERTIFICATE") == len(roots) > 100
+    for local in glob.glob("/usr/local/share/ca-certificates/*.crt"):
+        body = "".join(open(local).read().split("-----")[2].split())
+        assert body[:200] not in "".join(bundle.split()), f"{local} is in the image"
     # The layer as written: /data belongs to the image's user, only to it; nothing else does.
     manifest = json.loads(run("skopeo", "inspect", "--raw", image["reference"]).stdout)
     digest = manifest["layers"][0]["digest"].split(":", 1)[1]
@@ -100,33 +108,35 @@ def test_the_root_filesystem_is_minimal(image, tmp_path):
     assert {name for name, (uid, _) in owners.items() if uid != 0} == {"data"}
 
 
-def test_the_unpacked_image_runs_and_signs_in(image, tmp_path):
-    """The image's entrypoint, command and environment (from its config), run in the rootless
-    unpack under unshare + chroot: /healthz over TLS with the CA it made, then a sign-in
-    (B2C_1_ROPC) of a user added by the same binary."""
-    bundle = tmp_path / "bundle"
-    run("umoci", "unpack", "--rootless", "--image", image["umoci"], str(bundle))
-    rootfs = str(bundle / "rootfs")
+def image_process(image):
+    """The image's command and environment, as `docker run -e` would give them: other ports than
+    the defaults (another test may hold those)."""
     settings = json.loads(run("skopeo", "inspect", "--config", image["reference"]).stdout)["config"]
     identity_port, api_port = free_port(), free_port()
     while api_port == identity_port:
         api_port = free_port()
     env = dict(entry.split("=", 1) for entry in settings["Env"])
-    # As `docker run -e` would: other ports than the defaults, which another test may hold.
     env.update(TODO_IDENTITY_PORT=str(identity_port), TODO_API_PORT=str(api_port))
-    command = settings["Entrypoint"] + settings["Cmd"]
-    # As a runtime does: a /proc of the new PID namespace mounted in the image's mount point. The
-    # network namespace is the host's (no --net), so the listener on 0.0.0.0 is reached on
-    # loopback. The host's tools by absolute path: the environment (PATH too) is the image's.
-    # Without /dev (no /dev/urandom) the binary refuses to start: Foundation's ids would all be zero.
-    bare = [shutil.which("unshare"), "--user", "--map-root-user", "--mount", "--pid", "--fork", f"--mount-proc={rootfs}/proc"]
-    refused = subprocess.run(bare + [shutil.which("chroot"), rootfs] + command, env=env, capture_output=True, text=True, timeout=60)
-    assert refused.returncode == 70 and "no random source" in refused.stderr, refused.stderr
-    # /dev as a runtime provides it (the host's, bound in the new mount namespace).
-    jail = [*bare, shutil.which("sh"), "-c", 'mount --rbind /dev "$0/dev" && chroot=$1 && shift && exec "$chroot" "$0" "$@"', rootfs, shutil.which("chroot")]
-    server = subprocess.Popen(
-        jail + command, env=env, cwd=rootfs, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True)
+    return settings["Entrypoint"] + settings["Cmd"], env, identity_port, api_port
+
+
+def jail(rootfs, rootless=True, user=None):
+    """unshare + chroot as a runtime runs a container: a /proc of the new PID namespace and /dev
+    (the host's, bound) mounted in the image's mount points; the host's network namespace, so
+    the listener on 0.0.0.0 is reached on loopback. The host's tools by absolute path: the
+    environment (PATH too) is the image's."""
+    unshare = [shutil.which("unshare"), *(["--user", "--map-root-user"] if rootless else []), "--mount", "--pid", "--fork",
+               f"--mount-proc={rootfs}/proc"]
+    chroot = [shutil.which("chroot"), *([f"--userspec={user}"] if user else [])]
+    return [*unshare, shutil.which("sh"), "-c", 'mount --rbind /dev "$0/dev" && exec "$@"', rootfs, *chroot, rootfs]
+
+
+def serve_and_sign_in(rootfs, jailed, command, env, identity_port, api_port):
+    """Starts the image's command in the jail; checks /healthz over the TLS it made, that the
+    test-control surface is off, a B2C_1_ROPC sign-in of a user the same binary added, and the
+    Task API with that token."""
+    server = subprocess.Popen(jailed + command, env=env, cwd=rootfs, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              start_new_session=True)
     try:
         ca = os.path.join(rootfs, "data", "tls", "ca.pem")
         deadline = time.monotonic() + 90
@@ -140,11 +150,15 @@ def test_the_unpacked_image_runs_and_signs_in(image, tmp_path):
             except (OSError, ssl.SSLError):
                 time.sleep(0.5)
         assert answered == 200
+        # Not a machine-local server: no outbox, no token minting.
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(f"https://localhost:{identity_port}/dev/outbox", context=context, timeout=30)
+        assert missing.value.code == 404
         with open(os.path.join(rootfs, "data", "settings.json")) as file:
             client = json.load(file)["clientId"]
         add = subprocess.run(
-            jail + [command[0], "users", "add", "--data-dir", "/data", "--email", "image@example.com", "--name", "Image",
-                    "--password-stdin"],
+            jailed + [command[0], "users", "add", "--data-dir", "/data", "--email", "image@example.com", "--name", "Image",
+                      "--password-stdin"],
             env=env, input="Image-Passw0rd\n", capture_output=True, text=True, timeout=120)
         assert add.returncode == 0, add.stderr
         form = urllib.parse.urlencode({
@@ -169,6 +183,39 @@ def test_the_unpacked_image_runs_and_signs_in(image, tmp_path):
             except subprocess.TimeoutExpired:
                 os.killpg(server.pid, signal.SIGKILL)
                 server.wait()
+
+
+def test_the_unpacked_image_runs_and_signs_in(image, tmp_path):
+    """The rootless unpack (umoci unpack --rootless), run under unshare + chroot as root of a
+    user namespace."""
+    bundle = tmp_path / "bundle"
+    run("umoci", "unpack", "--rootless", "--image", image["umoci"], str(bundle))
+    rootfs = str(bundle / "rootfs")
+    command, env, identity_port, api_port = image_process(image)
+    # Without /dev (no /dev/urandom) the binary refuses to start: Foundation's ids would all be zero.
+    bare = [shutil.which("unshare"), "--user", "--map-root-user", "--mount", "--pid", "--fork", f"--mount-proc={rootfs}/proc",
+            shutil.which("chroot"), rootfs]
+    refused = subprocess.run(bare + command, env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 70 and "no random source" in refused.stderr, refused.stderr
+    serve_and_sign_in(rootfs, jail(rootfs), command, env, identity_port, api_port)
+
+
+def test_the_image_runs_as_its_user(image, tmp_path):
+    """Unpacked with its owners (umoci unpack as root: scripts/test runs as root, as CI does) and
+    run as the image's user, 10001: the data directory it owns is where it writes."""
+    assert os.geteuid() == 0, "unpacking with owners and switching to user 10001 needs root (CI runs scripts/test as root)"
+    bundle = tmp_path / "bundle"
+    run("umoci", "unpack", "--image", image["umoci"], str(bundle))
+    rootfs = str(bundle / "rootfs")
+    data = os.stat(os.path.join(rootfs, "data"))
+    assert (data.st_uid, data.st_mode & 0o777) == (10001, 0o700)
+    command, env, identity_port, api_port = image_process(image)
+    user = json.loads(run("skopeo", "inspect", "--config", image["reference"]).stdout)["config"]["User"]
+    serve_and_sign_in(rootfs, jail(rootfs, rootless=False, user=user), command, env, identity_port, api_port)
+    # What the server wrote belongs to the user, not to root.
+    owners = {os.stat(os.path.join(directory, name)).st_uid
+              for directory, _, names in os.walk(os.path.join(rootfs, "data")) for name in names}
+    assert owners == {10001}
 
 
 def test_two_builds_of_one_commit_have_one_digest(image):

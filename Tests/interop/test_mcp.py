@@ -110,3 +110,29 @@ def test_faults_clock_and_refusals_through_the_tools():
         return True
 
     assert with_session(body)
+
+
+def test_sigterm_stops_the_system_and_removes_its_data(tmp_path):
+    """An agent that stops the server leaves nothing behind: no data directory (keys, accounts)."""
+    import signal
+    import subprocess
+    import time
+
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("TODO_")}
+    environment["TMPDIR"] = str(tmp_path)
+    process = subprocess.Popen([SERVER_BIN, "mcp"], env=environment, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob("todob2c-test-*/settings.json")) and time.monotonic() < deadline:
+            assert process.poll() is None, process.stderr.read().decode(errors="replace")
+            time.sleep(0.2)
+        assert list(tmp_path.glob("todob2c-test-*/settings.json")), "the system started in TMPDIR"
+        time.sleep(0.5)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+        assert not list(tmp_path.glob("todob2c-test-*")), list(tmp_path.iterdir())
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -46,9 +46,18 @@ def test_a_created_user_signs_in_and_gets_minted_tokens(todob2c):
 
 
 def test_each_test_starts_from_the_seeded_tenant(todob2c):
-    # The user made by the test before is gone.
-    with pytest.raises(TodoB2CError):
+    # What the test before left: its user is gone; the clock is the wall clock, no fault is armed.
+    with pytest.raises(TodoB2CError) as gone:
         todob2c.tokens("alice@example.com")
+    assert gone.value.status == 400 and "alice@example.com" in str(gone.value)
+    # reset() itself, within one test: an account, a mail, a fault and a moved clock all go.
+    todob2c.create_user("erin@example.com")
+    todob2c.fail_next("B2C_1_ROPC", "server_error")
+    todob2c.advance_clock(3600)
+    assert todob2c.reset()["accountsRemoved"] == 1
+    assert todob2c._call("GET", "/dev/clock")["offsetSeconds"] == 0
+    todob2c.create_user("erin@example.com")
+    assert ropc(todob2c, "erin@example.com", "Passw0rd!")[0] == 200, "the armed fault was disarmed"
 
 
 def test_the_outbox_holds_the_code_of_a_sign_up(todob2c):

@@ -84,7 +84,7 @@ extension AdminConsole {
             let rows = claims.keys.sorted().map { ["name": $0, "value": Self.display(claims[$0] ?? .null)] }
             var response = pages.render(
                 "token",
-                ["title": "Run \(flow)", "flow": flow, "verified": verified != nil && nonceMatches, "kid": parsed.keyID ?? "",
+                ["title": "Run \(flow)", "flow": flow, "verified": verified != nil && nonceMatches, "kid": parsed.keyID,
                  "claims": rows, "token": token],
                 admin: admin)
             response.setCookie(Cookie(name: Self.runCookie, value: "", maxAge: 0, path: "/admin", httpOnly: true))

@@ -206,7 +206,14 @@ struct DevelopmentEndpoints: Sendable {
     /// call to that native-authentication endpoint. `DELETE /dev/faults` disarms everything.
     @Sendable func arm(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let control = try await control(request)
-        try await control.arm(try await Self.body(FaultRequest.self, request, context: context).fault())
+        let fault = try await Self.body(FaultRequest.self, request, context: context)
+        // What it names is checked first: an unknown flow or endpoint is told whatever else is wrong.
+        if let endpoint = fault.endpoint {
+            try DevelopmentControl.requireNativeEndpoint(endpoint)
+        } else if let policy = fault.policy {
+            try await control.requireFlow(policy)
+        }
+        try await control.arm(try fault.fault())
         return Response(status: .noContent)
     }
 

@@ -98,10 +98,7 @@ package struct DevelopmentControl: Sendable {
     package func arm(_ fault: Fault) async throws {
         switch fault {
         case .nativeError(let endpoint, let name):
-            guard Self.nativeEndpoints.contains(endpoint.lowercased()) else {
-                throw ProtocolFailure.malformedRequest(
-                    "Unknown native-authentication endpoint '\(TextRules.printable(endpoint))'; known: \(Self.nativeEndpoints.sorted().joined(separator: ", ")).")
-            }
+            try Self.requireNativeEndpoint(endpoint)
             guard NativeAuthError.faultNames.contains(name) else {
                 throw ProtocolFailure.malformedRequest(
                     "Unknown native-authentication fault '\(TextRules.printable(name))'; known: \(NativeAuthError.faultNames.joined(separator: ", ")).")
@@ -121,7 +118,16 @@ package struct DevelopmentControl: Sendable {
         }
     }
 
-    private func requireFlow(_ policy: String) async throws {
+    /// Refuses an endpoint no native-authentication fault can be armed on.
+    package static func requireNativeEndpoint(_ endpoint: String) throws {
+        guard nativeEndpoints.contains(endpoint.lowercased()) else {
+            throw ProtocolFailure.malformedRequest(
+                "Unknown native-authentication endpoint '\(TextRules.printable(endpoint))'; known: \(nativeEndpoints.sorted().joined(separator: ", ")).")
+        }
+    }
+
+    /// Refuses a name that is not one of the tenant's user flows (AADB2C90037).
+    package func requireFlow(_ policy: String) async throws {
         guard UserFlow.isValidName(policy), try await service.tenants.userFlow(tenantID: tenant.id, name: policy) != nil else {
             throw ProtocolFailure.unknownPolicy(policy, tenant: tenant.name)
         }

@@ -24,6 +24,16 @@ class TodoB2CError(Exception):
         self.code, self.status = code, status
 
 
+# Calls to the server go straight to it on loopback, never through an http_proxy of the environment.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def _environment():
+    """The environment without TODO_* variables: a developer's own (a database URL, a data key)
+    must not reach the server or its admin commands."""
+    return {key: value for key, value in os.environ.items() if not key.startswith("TODO_")}
+
+
 def _free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -67,10 +77,8 @@ class TodoB2C:
             self.binary, "serve", "--data-dir", os.path.join(self.data_dir, "data"), "--identity-port", str(identity_port),
             "--api-port", str(api_port), "--password-hash-cost", "4", *self.extra_args,
         ]
-        # The server reads TODO_* variables: a developer's own must not change the tests.
-        environment = {key: value for key, value in os.environ.items() if not key.startswith("TODO_")}
         with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=_environment())
         # The addresses the server writes its issuer and settings with (127.0.0.1): a token minted
         # through another name would carry another issuer.
         self.identity_url = f"http://127.0.0.1:{identity_port}"
@@ -81,7 +89,7 @@ class TodoB2C:
                 if self.process.poll() is not None:
                     raise TodoB2CError(f"todo-server exited ({self.process.returncode}): {self._log_tail()}")
                 try:
-                    with urllib.request.urlopen(url, timeout=2) as answer:
+                    with _DIRECT.open(url, timeout=2) as answer:
                         if answer.status == 200:
                             break
                 except OSError:
@@ -138,7 +146,7 @@ class TodoB2C:
         result = subprocess.run(
             [self.binary, "users", "add", "--data-dir", os.path.join(self.data_dir, "data"), "--email", email, "--name", name,
              "--password-stdin"],
-            input=password + "\n", capture_output=True, text=True, timeout=60)
+            input=password + "\n", capture_output=True, text=True, timeout=60, env=_environment())
         if result.returncode != 0:
             raise TodoB2CError(result.stderr.strip() or result.stdout.strip(), status=result.returncode)
         return {"email": email, "password": password, "name": name}
@@ -182,7 +190,7 @@ class TodoB2C:
         if data is not None:
             request.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(request, timeout=30) as answer:
+            with _DIRECT.open(request, timeout=30) as answer:
                 text = answer.read()
                 return json.loads(text) if text else None
         except urllib.error.HTTPError as failure:
