@@ -1,6 +1,5 @@
 import Configuration
 import Foundation
-import TestSupport
 import Testing
 import TodoB2CTesting
 import TodoSystem
@@ -29,22 +28,7 @@ struct BehindProxyTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("todob2c-proxy-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let configuration = try await configuration(proxies: proxies, directory: directory)
-        let (serving, up) = AsyncStream.makeStream(of: Void.self)
-        let system = try await TodoSystem.build(configuration, logger: TestDatabase.logger) { _ in up.yield() }
-        let group = system.serviceGroup()
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
-            for await _ in serving { break }
-            do {
-                try await body(configuration, system)
-            } catch {
-                await group.triggerGracefulShutdown()
-                try? await tasks.waitForAll()
-                throw error
-            }
-            await group.triggerGracefulShutdown()
-            try await tasks.waitForAll()
-        }
+        try await LiveSystem.serving(configuration, answering: false) { system in try await body(configuration, system) }
     }
 
     /// Stops at the first answer: a redirect is looked at, not followed.
@@ -83,6 +67,8 @@ struct BehindProxyTests {
             #expect(health.statusCode == 200 && health.value(forHTTPHeaderField: "Strict-Transport-Security") != nil)
             let api = try await Self.get("http://127.0.0.1:\(configuration.apiPort)/healthz", host: "todo.example.com")
             #expect(api.statusCode == 200 && api.value(forHTTPHeaderField: "Strict-Transport-Security") != nil)
+            // No test-control surface here, and the banner does not point at one.
+            #expect(!system.banner.contains("/dev/outbox") && system.banner.contains("https://id.example.com"))
             // The hosted sign-in page's cookies are Secure.
             let client = try #require(system.seed).publicApp.clientIDString
             let query =

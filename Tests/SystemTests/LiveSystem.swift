@@ -70,16 +70,24 @@ struct LiveSystem: Sendable {
         }
     }
 
-    /// Builds the system as `serve` does, runs `body` once its API answers, and shuts it down
-    /// gracefully whether `body` succeeded or not.
-    static func serving(_ configuration: SystemConfiguration, _ body: @Sendable (TodoSystem) async throws -> Void) async throws {
-        let system = try await TodoSystem.build(configuration, logger: TestDatabase.logger)
+    /// Builds the system as `serve` does, runs `body` once its API answers (or, when
+    /// `answering` is false, once the identity service listens: a listener may answer nobody
+    /// here), and shuts it down gracefully whether `body` succeeded or not.
+    static func serving(
+        _ configuration: SystemConfiguration, answering: Bool = true, _ body: @Sendable (TodoSystem) async throws -> Void
+    ) async throws {
+        let (listening, up) = AsyncStream.makeStream(of: Void.self)
+        let system = try await TodoSystem.build(configuration, logger: TestDatabase.logger) { _ in up.yield() }
         let group = system.serviceGroup()
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             do {
-                // The listener itself: a public API URL may name a balancer that is not there.
-                try await waitUntilServing("\(configuration.scheme)://\(configuration.displayHost):\(configuration.apiPort)/healthz")
+                if answering {
+                    // The listener itself: a public API URL may name a balancer that is not there.
+                    try await waitUntilServing("\(configuration.scheme)://\(configuration.displayHost):\(configuration.apiPort)/healthz")
+                } else {
+                    for await _ in listening { break }
+                }
                 try await body(system)
             } catch {
                 await group.triggerGracefulShutdown()
