@@ -32,6 +32,13 @@ MOZILLA_ROOTS = "/usr/share/ca-certificates/mozilla"
 
 def ca_bundle():
     names = sorted(name for name in os.listdir(MOZILLA_ROOTS) if name.endswith(".crt"))
+    # Roots Debian deselected (`!mozilla/…` in /etc/ca-certificates.conf) stay out, as update-ca-certificates leaves them out.
+    try:
+        with open("/etc/ca-certificates.conf", encoding="utf-8") as conf:
+            deselected = {line.strip()[len("!mozilla/"):] for line in conf if line.strip().startswith("!mozilla/")}
+    except OSError:
+        deselected = set()
+    names = [name for name in names if name not in deselected]
     if not names:
         sys.exit(f"image: no CA certificates in {MOZILLA_ROOTS} (install ca-certificates)")
     parts = []
@@ -58,12 +65,14 @@ def shared_libraries(binary):
     """What the binary links, and Debian's libcrypto.so.3 with what it links (the signer opens
     it with dlopen, so ldd does not list it)."""
     paths = linked(binary)
-    for directory in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu"):
-        crypto = os.path.join(directory, "libcrypto.so.3")
-        if os.path.exists(crypto):
-            paths += [crypto] + linked(crypto)
-            break
-    return sorted(set(paths))
+    # The multiarch directory the binary's own libc is in.
+    libc = next((path for path in paths if os.path.basename(path).startswith("libc.so")), None)
+    if libc is None:
+        sys.exit(f"image: ldd lists no libc for {binary}")
+    crypto = os.path.join(os.path.dirname(os.path.realpath(libc)), "libcrypto.so.3")
+    if not os.path.exists(crypto):
+        sys.exit(f"image: {crypto} is missing (install libssl3): the token signer is faster with it")
+    return sorted(set(paths + [crypto] + linked(crypto)))
 
 
 class Layer:

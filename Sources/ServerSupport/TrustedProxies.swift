@@ -36,8 +36,9 @@ public struct TrustedProxies: Sendable {
     /// would be dropped, trusting less than its writer meant).
     public static func isValidEntry(_ entry: String) -> Bool { range(entry) != nil || canonical(entry) != nil }
 
-    /// Whether a canonical address (``canonical(_:)``) is one of the proxies.
-    public func contains(_ address: String) -> Bool {
+    /// Whether an address (any spelling ``canonical(_:)`` takes) is one of the proxies.
+    public func contains(_ text: String) -> Bool {
+        guard let address = Self.canonical(text) else { return false }
         if addresses.contains(address) { return true }
         guard !ranges.isEmpty, let bytes = Self.bytes(address) else { return false }
         return ranges.contains { range in
@@ -53,13 +54,20 @@ public struct TrustedProxies: Sendable {
         }
     }
 
-    /// `10.0.0.0/8` as its network bytes and prefix; nil when `text` is no CIDR range.
+    /// `10.0.0.0/8` as its network bytes and prefix; nil when `text` is no CIDR range. The
+    /// network is a bare address (no port, no brackets); an IPv4-mapped IPv6 network
+    /// (`::ffff:10.0.0.0/104`) is the IPv4 one it maps (`10.0.0.0/8`), as peers are.
     static func range(_ text: String) -> (network: [UInt8], prefix: Int)? {
         let parts = text.trimmingCharacters(in: .whitespaces).split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[1].count <= 3, parts[1].allSatisfy(\.isNumber), let prefix = Int(parts[1]),
-            let address = canonical(String(parts[0])), let bytes = bytes(address), prefix <= bytes.count * 8
+        guard parts.count == 2, parts[1].count <= 3, parts[1].allSatisfy(\.isNumber), var prefix = Int(parts[1]),
+            let written = bytes(String(parts[0])), let address = canonical(String(parts[0])), let network = bytes(address)
         else { return nil }
-        return (bytes, prefix)
+        if written.count == 16, network.count == 4 {
+            guard prefix >= 96 else { return nil }
+            prefix -= 96
+        }
+        guard prefix <= network.count * 8 else { return nil }
+        return (network, prefix)
     }
 
     /// A canonical address's bytes: 4 for IPv4, 16 for IPv6.
@@ -95,6 +103,12 @@ public struct TrustedProxies: Sendable {
     public static func canonical(_ text: String) -> String? {
         var host = text.trimmingCharacters(in: .whitespaces)
         guard !host.isEmpty, host.count <= 64 else { return nil }
+        // A link-local address's zone (`fe80::1%eth0`): peers are reported without it.
+        if let zone = host.firstIndex(of: "%"), host.contains(":") {
+            let end = host.firstIndex(of: "]") ?? host.endIndex
+            guard zone < end else { return nil }
+            host.removeSubrange(zone..<end)
+        }
         if host.hasPrefix("[") {
             guard let end = host.firstIndex(of: "]") else { return nil }
             let rest = host[host.index(after: end)...]

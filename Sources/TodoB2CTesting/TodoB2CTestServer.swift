@@ -131,13 +131,13 @@ public final class TodoB2CTestServer: Sendable {
         }
         let group = system.serviceGroup()
         // Whether the services ended (a listener that could not bind ends them at once).
-        let ended = Mutex<(any Error)??>(nil)
+        let ended = Ended()
         let running = Task {
             do {
                 try await group.run()
-                ended.withLock { $0 = .some(nil) }
+                ended.state.withLock { $0 = .some(nil) }
             } catch {
-                ended.withLock { $0 = .some(error) }
+                ended.state.withLock { $0 = .some(error) }
                 throw error
             }
         }
@@ -145,11 +145,14 @@ public final class TodoB2CTestServer: Sendable {
             guard let identity = system.identity, let control = try await DevelopmentControl.forDefaultTenant(of: identity) else {
                 throw TodoB2CTestError(code: "not_started", message: "The system started without its identity service.")
             }
-            try await waitUntilAnswering(["\(system.identityBaseURL)/healthz", "\(system.apiBaseURL)/healthz"]) {
-                ended.withLock { $0 }.map { error in
+            let failure = {
+                ended.state.withLock { $0 }.map { error in
                     TodoB2CTestError(code: "listener_failed", message: "The system stopped while starting: \(error.map { "\($0)" } ?? "no error")")
                 }
             }
+            try await waitUntilAnswering(["\(system.identityBaseURL)/healthz", "\(system.apiBaseURL)/healthz"], failure: failure)
+            // What answered was this system only if it is still running.
+            if let failure = failure() { throw failure }
             return try TodoB2CTestServer(system: system, control: control, group: group, running: running, directory: directory)
         } catch {
             await group.triggerGracefulShutdown()
@@ -178,6 +181,11 @@ public final class TodoB2CTestServer: Sendable {
             guard answered else { throw TodoB2CTestError(code: "not_answering", message: "\(url) did not answer within ten seconds.") }
         }
     }
+}
+
+/// Whether the services ended, and with what error: nil while they run.
+private final class Ended: Sendable {
+    let state = Mutex<(any Error)??>(nil)
 }
 
 /// A refusal of the test-control surface: the code the HTTP surface answers with (`AADB2C…`,

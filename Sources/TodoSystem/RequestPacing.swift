@@ -83,28 +83,33 @@ final class ConnectionCapHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { admit(context) }
+        if context.channel.isActive { _ = admit(context) }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        admit(context)
-        context.fireChannelActive()
+        // A connection closed here is not announced to the handlers after this one.
+        if admit(context) { context.fireChannelActive() }
     }
 
-    private func admit(_ context: ChannelHandlerContext) {
-        guard counted == nil else { return }
+    /// Whether the connection may stay; closes it when not.
+    private func admit(_ context: ChannelHandlerContext) -> Bool {
+        guard counted == nil else { return true }
         let canonical = context.remoteAddress?.ipAddress.flatMap(TrustedProxies.canonical)
-        if proxiesOnly, !(canonical.map(proxies.contains) ?? false) {
+        // Loopback traffic crosses no network: a health check inside the container is let in.
+        if proxiesOnly, !(canonical.map { proxies.contains($0) || Self.isLoopback($0) } ?? false) {
             context.close(promise: nil)
-            return
+            return false
         }
-        guard let canonical, !proxies.contains(canonical), let client = TrustedProxies.client(canonical) else { return }
+        guard let canonical, !proxies.contains(canonical), let client = TrustedProxies.client(canonical) else { return true }
         if addresses.open(client, limit: limit) {
             counted = client
-        } else {
-            context.close(promise: nil)
+            return true
         }
+        context.close(promise: nil)
+        return false
     }
+
+    static func isLoopback(_ canonical: String) -> Bool { canonical.hasPrefix("127.") || canonical == "::1" }
 
     func channelInactive(context: ChannelHandlerContext) {
         release()

@@ -202,8 +202,9 @@ public struct SystemConfiguration: Sendable {
         return !trustedProxies.isEmpty && origins.allSatisfy(https)
     }
 
-    /// Plain HTTP off loopback behind a TLS-terminating proxy: only the proxies may connect.
-    public var onlyProxiesConnect: Bool { !tls && !Authority.isLoopback(host) }
+    /// Plain HTTP off loopback behind a TLS-terminating proxy: only the proxies (and this
+    /// machine's own loopback, a health check in the container) may connect.
+    public var onlyProxiesConnect: Bool { !tls && !Authority.isLoopback(host) && isBehindTLSProxy }
 
     /// Whether browsers reach this server over https (its own TLS, or a TLS-terminating proxy's):
     /// cookies are `Secure`, responses carry HSTS, the web app's reply URL is https.

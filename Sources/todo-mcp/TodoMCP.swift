@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import MCP
+import Synchronization
 import ServerSupport
 import TodoB2CTesting
 import TodoSystem
@@ -29,22 +30,20 @@ struct TodoMCP: AsyncParsableCommand {
         LoggingSystem.bootstrap { label in LineLogHandler(label: label, logLevel: level) }
         var options = TodoB2CTestServer.Options(tenantConfig: tenantConfig.map { URL(fileURLWithPath: $0) })
         options.logLevel = level
-        let system = try await TodoB2CTestServer.start(options)
         // An agent stopping the server (SIGTERM, SIGINT) gets the system stopped and its data
-        // directory (signing keys, accounts) removed, as when it closes the stream.
+        // directory (signing keys, accounts) removed, as when it closes the stream; even while
+        // it is still starting. A second signal ends the process at once.
+        let shutdown = Shutdown()
         let signals = [SIGTERM, SIGINT].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                Task {
-                    try? await system.stop()
-                    Foundation.exit(0)
-                }
-            }
+            source.setEventHandler { shutdown.requested(signal: number) }
             source.resume()
             return source
         }
         defer { signals.forEach { $0.cancel() } }
+        let system = try await TodoB2CTestServer.start(options)
+        shutdown.started(system)
         let server = Server(
             name: "todo-b2c", version: TodoSystem.version, title: "TodoB2C test control",
             instructions: """
@@ -59,5 +58,53 @@ struct TodoMCP: AsyncParsableCommand {
         try await server.start(transport: StdioTransport())
         await server.waitUntilCompleted()
         try await system.stop()
+    }
+}
+
+/// What a signal does: before the system is up, it is stopped as soon as it is; once up, at
+/// once; a second signal exits without waiting (a stop held up by a request still running).
+final class Shutdown: Sendable {
+    private enum State {
+        case starting(signalled: Bool)
+        case running(TodoB2CTestServer)
+        case stopping
+    }
+
+    private let state = Mutex(State.starting(signalled: false))
+
+    func requested(signal number: Int32) {
+        let system: TodoB2CTestServer? = state.withLock { state in
+            switch state {
+            case .starting(let signalled):
+                if signalled { _exit(128 + number) }
+                state = .starting(signalled: true)
+                return nil
+            case .running(let system):
+                state = .stopping
+                return system
+            case .stopping:
+                _exit(128 + number)
+            }
+        }
+        if let system { Self.stop(system) }
+    }
+
+    func started(_ system: TodoB2CTestServer) {
+        let signalled: Bool = state.withLock { state in
+            if case .starting(true) = state {
+                state = .stopping
+                return true
+            }
+            state = .running(system)
+            return false
+        }
+        if signalled { Self.stop(system) }
+    }
+
+    private static func stop(_ system: TodoB2CTestServer) {
+        Task {
+            try? await system.stop()
+            Foundation.exit(0)
+        }
     }
 }

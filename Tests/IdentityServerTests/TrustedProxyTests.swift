@@ -54,7 +54,20 @@ struct TrustedProxyTests {
         #expect(TrustedProxies(["0.0.0.0/0"]).contains("8.8.8.8") && !TrustedProxies(["0.0.0.0/0"]).contains("::1"))
         #expect(TrustedProxies(["10.0.0.7/32"]).contains("10.0.0.7") && !TrustedProxies(["10.0.0.7/32"]).contains("10.0.0.6"))
         for entry in ["10.0.0.0/8", "fd00::/8", "10.0.0.7", "::1"] { #expect(TrustedProxies.isValidEntry(entry), "\(entry)") }
-        for entry in ["10.0.0.0/33", "fd00::/129", "10.0.0.0/", "/8", "10.0.0.0/8/8", "proxy.internal", "10.0.0.0/-1", ""] {
+        // A network written with host bits is its network; an IPv6 prefix off the byte boundary.
+        #expect(TrustedProxies(["10.1.2.3/8"]).contains("10.200.0.1") && !TrustedProxies(["10.1.2.3/8"]).contains("11.1.2.3"))
+        let v6 = TrustedProxies(["2001:db8:0:80::/57"])
+        #expect(v6.contains("2001:db8:0:ff::1") && !v6.contains("2001:db8:0:7f::1") && !v6.contains("2001:db8:0:100::1"))
+        // Peers in any spelling: IPv4-mapped, with a port; a mapped network is its IPv4 one.
+        #expect(proxies.contains("::ffff:10.9.8.7") && proxies.contains("10.9.8.7:443"))
+        #expect(proxies.clientAddress(peer: "::ffff:10.1.2.3", fields: Self.fields("198.51.100.7")) == "198.51.100.7")
+        #expect(TrustedProxies(["::ffff:10.0.0.0/104"]).contains("10.3.3.3") && !TrustedProxies.isValidEntry("::ffff:10.0.0.0/8"))
+        // A link-local proxy with its zone, as an operator writes it.
+        #expect(TrustedProxies(["fe80::1%eth0"]).contains("fe80::1") && TrustedProxies.isValidEntry("fe80::1%eth0"))
+        for entry in [
+            "10.0.0.0/33", "fd00::/129", "10.0.0.0/", "/8", "10.0.0.0/8/8", "proxy.internal", "10.0.0.0/-1", "", "10.0.0.0:80/8",
+            "[fd00::]:443/8",
+        ] {
             #expect(!TrustedProxies.isValidEntry(entry), "\(entry)")
         }
     }

@@ -80,13 +80,25 @@ struct LiveSystem: Sendable {
         let system = try await TodoSystem.build(configuration, logger: TestDatabase.logger) { _ in up.yield() }
         let group = system.serviceGroup()
         try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
+            tasks.addTask {
+                // The stream ends with the services, so a listener that failed is not waited for.
+                defer { up.finish() }
+                try await group.run()
+            }
             do {
                 if answering {
                     // The listener itself: a public API URL may name a balancer that is not there.
                     try await waitUntilServing("\(configuration.scheme)://\(configuration.displayHost):\(configuration.apiPort)/healthz")
                 } else {
-                    for await _ in listening { break }
+                    var listens = false
+                    for await _ in listening {
+                        listens = true
+                        break
+                    }
+                    if !listens {
+                        try await tasks.next()
+                        throw URLError(.cannotConnectToHost)
+                    }
                 }
                 try await body(system)
             } catch {
