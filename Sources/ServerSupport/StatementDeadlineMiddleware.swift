@@ -6,11 +6,13 @@ import Storage
 /// statement, so the request is answered 503 instead of waiting until TCP gives up (the
 /// reliability rerun's P-3). Outside requests (migrations, backups) statements have none.
 public struct StatementDeadlineMiddleware<Context: RequestContext>: RouterMiddleware {
-    public init() {}
+    let deadline: Duration
+
+    public init(deadline: Duration = StatementDeadline.request) { self.deadline = deadline }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        try await StatementDeadline.$current.withValue(StatementDeadline.request) { try await next(request, context) }
+        try await StatementDeadline.$current.withValue(deadline) { try await next(request, context) }
     }
 }

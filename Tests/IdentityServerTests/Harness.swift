@@ -34,6 +34,10 @@ struct IdentityHarness: Sendable {
         journeys adapt: (@Sendable (JourneyCatalog) -> any JourneyProvider)? = nil,
         _ body: @Sendable (IdentityHarness, Driver) async throws -> Void
     ) async throws {
+        // A statement of a test's request may wait long on a machine running every suite at
+        // once: the deadline is for half-open connections (AvailabilityTests test it), not for load.
+        var configuration = configuration
+        configuration.statementDeadline = .seconds(120)
         try await TestDatabase.with(engine) { database in
             let clock = ManualClock(Date())
             let server = try await IdentityServer.make(

@@ -19,7 +19,7 @@ extension IdentityServer {
         let service = self.service
         let router = Router(context: IdentityRequestContext.self, options: .caseInsensitive)
         router.add(middleware: SecurityHeadersMiddleware(https: service.configuration.secureCookies))
-        router.add(middleware: StatementDeadlineMiddleware())
+        router.add(middleware: StatementDeadlineMiddleware(deadline: service.configuration.statementDeadline))
         router.add(middleware: RequestLogMiddleware(.identityService))
         router.add(middleware: RequestTelemetryMiddleware(part: "identity"))
         router.add(middleware: UnhandledErrorMiddleware())

@@ -1,6 +1,7 @@
 import Foundation
 import IdentityDirectory
 import ServerSupport
+import Storage
 
 /// Settings of the identity service. Defaults are the embedded development setup.
 public struct IdentityServerConfiguration: Sendable {
@@ -50,6 +51,8 @@ public struct IdentityServerConfiguration: Sendable {
     public var publicOrigin: String?
     /// Load balancers whose `X-Forwarded-For` names the client, for per-source limits.
     public var trustedProxies: [String] = []
+    /// How long a request's PostgreSQL statement may go unanswered (``StatementDeadline``).
+    public var statementDeadline: Duration = StatementDeadline.request
     /// Verification codes sent and wrong codes tried per address (sign-up and reset).
     public var codeLimits = CodeLimits.default
     /// How long the sign-in and audit logs keep a record: B2C keeps its audit logs 7 days
