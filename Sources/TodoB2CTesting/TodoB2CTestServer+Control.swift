@@ -99,6 +99,24 @@ extension TodoB2CTestServer {
 
     public func clearFaults() { control.disarmFaults() }
 
+    // MARK: The HTTP surface's shapes, for the other views (the MCP tools)
+
+    /// The fault a request's members name, checked and armed as `POST /dev/faults` does.
+    package func arm(policy: String?, endpoint: String?, error: String?, delayMs: Int?) async throws {
+        try await refusals { try await control.arm(policy: policy, endpoint: endpoint, error: error, delayMs: delayMs) }
+    }
+
+    /// `GET /dev/outbox`'s JSON, only the mails to `recipient` when one is given.
+    package func outboxJSON(recipient: String? = nil) async throws -> String {
+        let messages = try await control.outbox().filter { message in
+            recipient.map { message.recipient.caseInsensitiveCompare($0) == .orderedSame } ?? true
+        }
+        return DevelopmentControl.json(messages).serialized
+    }
+
+    /// `/dev/clock`'s JSON: `{now, epochSeconds, offsetSeconds}`.
+    package func clockJSON() throws -> String { try refusals { DevelopmentControl.json(try control.clock()).serialized } }
+
     // MARK: The clock
 
     /// The identity service's and the Task API's time.

@@ -80,28 +80,9 @@ struct ControlTools: Sendable {
                 for: try required("user"), client: text("client"), policy: text("policy"), scopes: text("scope").map { [$0] })
             return try Value(tokens)
         case "read_outbox":
-            let formatter = ISO8601DateFormatter()
-            let mails = try await system.outbox().filter { mail in
-                text("recipient").map { mail.recipient.caseInsensitiveCompare($0) == .orderedSame } ?? true
-            }
-            return .object([
-                "messages": .array(
-                    mails.map {
-                        .object([
-                            "recipient": .string($0.recipient), "subject": .string($0.subject), "body": .string($0.body),
-                            "code": $0.code.map(Value.string) ?? .null, "sentAt": .string(formatter.string(from: $0.sentAt)),
-                        ])
-                    })
-            ])
+            return try Self.value(try await system.outboxJSON(recipient: text("recipient")))
         case "inject_fault":
-            let error = text("error")
-            switch (text("policy"), text("endpoint"), error, arguments["delayMs"]?.intValue) {
-            case (let policy?, nil, let error?, nil): try await system.failNext(policy: policy, error: error)
-            case (let policy?, nil, nil, let delay?): try await system.delayNext(policy: policy, milliseconds: delay)
-            case (nil, let endpoint?, let error?, nil): try await system.failNext(nativeEndpoint: endpoint, error: error)
-            default:
-                throw TodoB2CTestError(code: "invalid_request", message: "Give policy and error, policy and delayMs, or endpoint and error.")
-            }
+            try await system.arm(policy: text("policy"), endpoint: text("endpoint"), error: text("error"), delayMs: arguments["delayMs"]?.intValue)
             return .object(["armed": true])
         case "clear_faults":
             system.clearFaults()
@@ -111,15 +92,15 @@ struct ControlTools: Sendable {
                 throw TodoB2CTestError(code: "invalid_request", message: "'seconds' is required (a whole number).")
             }
             try system.advanceClock(bySeconds: Int64(seconds))
-            return .object(["now": .string(ISO8601DateFormatter().string(from: try system.now))])
+            return try Self.value(try system.clockJSON())
         case "reset_clock":
             try system.resetClock()
-            return .object(["now": .string(ISO8601DateFormatter().string(from: try system.now))])
+            return try Self.value(try system.clockJSON())
         case "read_journey_trace":
             guard let trace = try await system.journeyTrace(correlationID: try required("correlationId")) else {
                 throw TodoB2CTestError(code: "not_found", message: "No sign-in was started with that correlation id.")
             }
-            return try JSONDecoder().decode(Value.self, from: Data(trace.utf8))
+            return try Self.value(trace)
         case "reset_accounts":
             let removed = try await system.resetAccounts()
             return .object(["accountsRemoved": .int(removed)])
@@ -127,6 +108,9 @@ struct ControlTools: Sendable {
             throw TodoB2CTestError(code: "unknown_tool", message: "No tool is called '\(name)'.")
         }
     }
+
+    /// JSON text the HTTP surface would answer, as the SDK's value.
+    private static func value(_ json: String) throws -> Value { try JSONDecoder().decode(Value.self, from: Data(json.utf8)) }
 
     /// The result as JSON text (what every client shows) and as structured content.
     private static func answer(_ value: Value) -> CallTool.Result {

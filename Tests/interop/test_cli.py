@@ -289,3 +289,16 @@ def test_native_signup_login_and_reset_in_the_terminal(cli):
     assert one_line_error(old) == "todo: the user name or password is not valid"
     bad = cli("login", "--code-from-outbox", check=False)
     assert bad.returncode != 0 and "--code-from-outbox needs --native" in bad.stderr
+
+
+def test_server_version_names_its_commit():
+    """`todo-server --version`: the version and the commit this checkout's build came from."""
+    import re
+
+    printed = subprocess.run([os.environ["TODO_SERVER_BIN"], "--version"], capture_output=True, text=True, timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    match = re.fullmatch(r"todo-server (\d+\.\d+\.\d+) \(commit ([0-9a-f]{12})(-modified)?\)\n", printed.stdout)
+    assert match, printed.stdout
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2]).stdout.strip()
+    assert match.group(2) == head

@@ -60,7 +60,7 @@ public struct AuthenticationExtension: Sendable, Codable, Equatable {
         "nonce", "auth_time", "preferred_username", "email", "emails", "name", "uti", "sid", "at_hash", "c_hash", "amr", "wids", "rh",
         "hasgroups", "_claim_names", "_claim_sources", "login_hint", "upn", "unique_name", "idp", "cnf", "verified_primary_email",
         "verified_secondary_email", "acct", "ipaddr", "onprem_sid", "puid", "signin_state", "tenant_region_scope", "ctry", "family_name",
-        "given_name", "newuser", "tfp", "client_info", "altsecid", "deviceid", "home_oid",
+        "given_name", "newuser", "client_info", "altsecid", "deviceid", "home_oid",
     ]
 
     /// Whether `claim` may never come from an extension: a protected name in any case, or one of

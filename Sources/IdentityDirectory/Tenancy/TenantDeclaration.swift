@@ -49,7 +49,6 @@ public struct TenantDeclaration: Codable, Sendable {
         var unboundedSlidingWindow: Bool?
     }
 
-
     public struct ApplicationPart: Codable, Sendable {
         var name: String
         var clientId: UUID?

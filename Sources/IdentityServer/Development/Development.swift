@@ -182,22 +182,6 @@ struct DevelopmentEndpoints: Sendable {
         var endpoint: String?
         var error: String?
         var delayMs: Int?
-
-        /// The one fault the members name, or the refusal of a mix.
-        func fault() throws -> DevelopmentControl.Fault {
-            if let endpoint {
-                guard policy == nil, delayMs == nil, let error else {
-                    throw ProtocolFailure.malformedRequest("A native-authentication fault takes 'endpoint' and 'error' only.")
-                }
-                return .nativeError(endpoint: endpoint, name: error)
-            }
-            guard let policy else { throw ProtocolFailure.malformedRequest("Give 'policy' (a user flow) or 'endpoint'.") }
-            switch (error, delayMs) {
-            case (let name?, nil): return .error(policy: policy, name: name)
-            case (nil, let milliseconds?): return .delay(policy: policy, milliseconds: milliseconds)
-            default: throw ProtocolFailure.malformedRequest("Give exactly one of 'error' and 'delayMs'.")
-            }
-        }
     }
 
     /// `POST /dev/faults` with `{"policy", "error": "AADB2C90118" | "AADB2C90091" | "server_error" | …}`
@@ -207,13 +191,7 @@ struct DevelopmentEndpoints: Sendable {
     @Sendable func arm(_ request: Request, context: IdentityRequestContext) async throws -> Response {
         let control = try await control(request)
         let fault = try await Self.body(FaultRequest.self, request, context: context)
-        // What it names is checked first: an unknown flow or endpoint is told whatever else is wrong.
-        if let endpoint = fault.endpoint {
-            try DevelopmentControl.requireNativeEndpoint(endpoint)
-        } else if let policy = fault.policy {
-            try await control.requireFlow(policy)
-        }
-        try await control.arm(try fault.fault())
+        try await control.arm(policy: fault.policy, endpoint: fault.endpoint, error: fault.error, delayMs: fault.delayMs)
         return Response(status: .noContent)
     }
 

@@ -97,29 +97,56 @@ package struct DevelopmentControl: Sendable {
     /// Arms `fault` once; an unknown flow, endpoint or error name is refused and nothing is armed.
     package func arm(_ fault: Fault) async throws {
         switch fault {
+        case .error(let policy, _), .delay(let policy, _): try await requireFlow(policy)
+        case .nativeError(let endpoint, _): try Self.requireNativeEndpoint(endpoint)
+        }
+        try arm(checked: fault)
+    }
+
+    /// Arms a fault whose flow or endpoint is known to exist.
+    private func arm(checked fault: Fault) throws {
+        switch fault {
         case .nativeError(let endpoint, let name):
-            try Self.requireNativeEndpoint(endpoint)
             guard NativeAuthError.faultNames.contains(name) else {
                 throw ProtocolFailure.malformedRequest(
                     "Unknown native-authentication fault '\(TextRules.printable(name))'; known: \(NativeAuthError.faultNames.joined(separator: ", ")).")
             }
             service.faults.arm(.nativeAuth(name), policy: FaultInjector.nativeKey(endpoint))
         case .error(let policy, let name):
-            try await requireFlow(policy)
             guard let error = FaultInjector.errors[name] else {
                 throw ProtocolFailure.malformedRequest(
                     "Unknown fault '\(TextRules.printable(name))'; known: \(FaultInjector.errors.keys.sorted().joined(separator: ", ")).")
             }
             service.faults.arm(.error(error), policy: policy)
         case .delay(let policy, let milliseconds):
-            try await requireFlow(policy)
             guard (0...60_000).contains(milliseconds) else { throw ProtocolFailure.malformedRequest("delayMs must be 0 to 60000.") }
             service.faults.arm(.delay(milliseconds: milliseconds), policy: policy)
         }
     }
 
+    /// Arms the fault a request's members name (`/dev/faults`' JSON, the MCP tool's arguments):
+    /// what it names is checked first, so an unknown flow (AADB2C90037) or endpoint is told
+    /// whatever else is wrong with the request; then the members must make one fault.
+    package func arm(policy: String?, endpoint: String?, error: String?, delayMs: Int?) async throws {
+        if let endpoint {
+            try Self.requireNativeEndpoint(endpoint)
+            guard policy == nil, delayMs == nil, let error else {
+                throw ProtocolFailure.malformedRequest("A native-authentication fault takes 'endpoint' and 'error' only.")
+            }
+            try arm(checked: .nativeError(endpoint: endpoint, name: error))
+            return
+        }
+        guard let policy else { throw ProtocolFailure.malformedRequest("Give 'policy' (a user flow) or 'endpoint'.") }
+        try await requireFlow(policy)
+        switch (error, delayMs) {
+        case (let name?, nil): try arm(checked: .error(policy: policy, name: name))
+        case (nil, let milliseconds?): try arm(checked: .delay(policy: policy, milliseconds: milliseconds))
+        default: throw ProtocolFailure.malformedRequest("Give exactly one of 'error' and 'delayMs'.")
+        }
+    }
+
     /// Refuses an endpoint no native-authentication fault can be armed on.
-    package static func requireNativeEndpoint(_ endpoint: String) throws {
+    static func requireNativeEndpoint(_ endpoint: String) throws {
         guard nativeEndpoints.contains(endpoint.lowercased()) else {
             throw ProtocolFailure.malformedRequest(
                 "Unknown native-authentication endpoint '\(TextRules.printable(endpoint))'; known: \(nativeEndpoints.sorted().joined(separator: ", ")).")
@@ -127,7 +154,7 @@ package struct DevelopmentControl: Sendable {
     }
 
     /// Refuses a name that is not one of the tenant's user flows (AADB2C90037).
-    package func requireFlow(_ policy: String) async throws {
+    private func requireFlow(_ policy: String) async throws {
         guard UserFlow.isValidName(policy), try await service.tenants.userFlow(tenantID: tenant.id, name: policy) != nil else {
             throw ProtocolFailure.unknownPolicy(policy, tenant: tenant.name)
         }
