@@ -9,6 +9,11 @@ import WireCoding
 package struct AuthenticationExtensionFailure: Error, Sendable, Equatable {
     package var name: String
     package var reason: String
+
+    package init(name: String, reason: String) {
+        self.name = name
+        self.reason = reason
+    }
 }
 
 /// An extension's answer: its first action's `@odata.type` (the part after the event's

@@ -128,15 +128,6 @@ public struct FlowExtensions: Sendable, Codable, Equatable {
     var isEmpty: Bool { bindings.isEmpty }
 }
 
-extension UserFlow {
-    /// Whether an extension gates this flow's sign-ups. The hosted pages do not call extensions
-    /// (native authentication does), so they make no account in such a flow: otherwise the
-    /// pages would be a way around the gate.
-    package var extensionGatesSignUp: Bool {
-        extensions.onAttributeCollectionStart != nil || extensions.onAttributeCollectionSubmit != nil
-    }
-}
-
 extension Tenant {
     /// The extension `flow` binds to `event`, if it names one the tenant declares.
     package func authenticationExtension(_ event: AuthenticationExtension.Event, of flow: UserFlow) -> AuthenticationExtension? {

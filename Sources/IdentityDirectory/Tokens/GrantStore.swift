@@ -65,6 +65,7 @@ package struct SQLGrantStore: GrantStore {
         var familyId: String?
         var face: String
         var claimOverrides: String?
+        var extraClaims: String?
 
         var grant: AuthorizationCodeGrant? {
             guard let tenantID = UUID(uuidString: tenantId), let userID = UUID(uuidString: userId),
@@ -79,7 +80,8 @@ package struct SQLGrantStore: GrantStore {
                 codeChallengeMethod: method ?? nil, authTime: .init(epoch: authTime), newUser: newUser,
                 identityProvider: provider, createdAt: .init(epoch: createdAt), expiresAt: .init(epoch: expiresAt),
                 face: ProtocolFace(rawValue: face) ?? .b2c,
-                claimOverrides: claimOverrides.flatMap { StoredJSON.decode([String: String].self, $0) })
+                claimOverrides: claimOverrides.flatMap { StoredJSON.decode([String: String].self, $0) },
+                extraClaims: extraClaims.flatMap { StoredJSON.decode([String: JSONValue].self, $0) })
         }
     }
 
@@ -99,6 +101,7 @@ package struct SQLGrantStore: GrantStore {
         var consented: String?
         var face: String
         var claimOverrides: String?
+        var extraClaims: String?
 
         init(_ family: RefreshTokenFamily) {
             id = family.id
@@ -116,6 +119,7 @@ package struct SQLGrantStore: GrantStore {
             consented = family.consented.map { StoredJSON.encode($0) }
             face = family.face.rawValue
             claimOverrides = family.claimOverrides.map { StoredJSON.encode($0) }
+            extraClaims = family.extraClaims.map { StoredJSON.encode($0) }
         }
 
         /// Read column by column: this runs on every refresh, and SQLKit's `Codable` path
@@ -137,6 +141,7 @@ package struct SQLGrantStore: GrantStore {
             consented = try column("consented")
             face = try column("face")
             claimOverrides = try column("claim_overrides")
+            extraClaims = try column("extra_claims")
         }
 
         var family: RefreshTokenFamily? {
@@ -150,7 +155,8 @@ package struct SQLGrantStore: GrantStore {
                 slidingExpiresAt: slidingExpiresAt.map(Date.init(epoch:)), revokedAt: revokedAt.map(Date.init(epoch:)),
                 consented: consented.flatMap { StoredJSON.decode([APIPermission].self, $0) },
                 face: ProtocolFace(rawValue: face) ?? .b2c,
-                claimOverrides: claimOverrides.flatMap { StoredJSON.decode([String: String].self, $0) })
+                claimOverrides: claimOverrides.flatMap { StoredJSON.decode([String: String].self, $0) },
+                extraClaims: extraClaims.flatMap { StoredJSON.decode([String: JSONValue].self, $0) })
         }
     }
 
@@ -171,7 +177,7 @@ package struct SQLGrantStore: GrantStore {
             authTime: grant.authTime.epochSeconds, newUser: grant.newUser,
             identityProvider: grant.identityProvider.rawValue, createdAt: grant.createdAt.epochSeconds,
             expiresAt: grant.expiresAt.epochSeconds, redeemedAt: nil, familyId: nil, face: grant.face.rawValue,
-            claimOverrides: grant.claimOverrides.map { StoredJSON.encode($0) })
+            claimOverrides: grant.claimOverrides.map { StoredJSON.encode($0) }, extraClaims: grant.extraClaims.map { StoredJSON.encode($0) })
         try await database.transaction { sql in try await sql.insert(into: "authorization_codes").model(row, with: .snakeCase).run() }
     }
 

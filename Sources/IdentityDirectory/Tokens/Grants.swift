@@ -1,4 +1,5 @@
 import Foundation
+import WireCoding
 
 /// A code issued at the end of an interactive sign-in: single use, 10 minutes, bound to client,
 /// redirect URI, PKCE challenge, policy and nonce (SPEC §2.4; RFC 6749 §4.1.2, RFC 7636).
@@ -23,6 +24,9 @@ package struct AuthorizationCodeGrant: Sendable, Equatable {
     /// Values the flow's "before sending the token" connector set (account keys → text), used
     /// in every token of this sign-in, refreshes included.
     package var claimOverrides: [String: String]? = nil
+    /// Claims the flow's OnTokenIssuanceStart extension provided at the sign-in (SPEC §2.15),
+    /// in every token of it, refreshes included.
+    package var extraClaims: [String: JSONValue]? = nil
 
     package init(
         tenantID: UUID,
@@ -40,7 +44,8 @@ package struct AuthorizationCodeGrant: Sendable, Equatable {
         createdAt: Date,
         expiresAt: Date,
         face: ProtocolFace = .b2c,
-        claimOverrides: [String: String]? = nil
+        claimOverrides: [String: String]? = nil,
+        extraClaims: [String: JSONValue]? = nil
     ) {
         self.tenantID = tenantID
         self.clientID = clientID
@@ -58,6 +63,7 @@ package struct AuthorizationCodeGrant: Sendable, Equatable {
         self.expiresAt = expiresAt
         self.face = face
         self.claimOverrides = claimOverrides
+        self.extraClaims = extraClaims
     }
 }
 
@@ -94,6 +100,8 @@ package struct RefreshTokenFamily: Sendable, Equatable {
     package var face: ProtocolFace = .b2c
     /// The sign-in's connector values (``AuthorizationCodeGrant/claimOverrides``).
     package var claimOverrides: [String: String]? = nil
+    /// The sign-in's added claims (``AuthorizationCodeGrant/extraClaims``).
+    package var extraClaims: [String: JSONValue]? = nil
 
     package init(
         id: String,
@@ -109,7 +117,8 @@ package struct RefreshTokenFamily: Sendable, Equatable {
         revokedAt: Date? = nil,
         consented: [APIPermission]? = nil,
         face: ProtocolFace = .b2c,
-        claimOverrides: [String: String]? = nil
+        claimOverrides: [String: String]? = nil,
+        extraClaims: [String: JSONValue]? = nil
     ) {
         self.id = id
         self.tenantID = tenantID
@@ -125,6 +134,7 @@ package struct RefreshTokenFamily: Sendable, Equatable {
         self.consented = consented
         self.face = face
         self.claimOverrides = claimOverrides
+        self.extraClaims = extraClaims
     }
 }
 

@@ -67,7 +67,7 @@ extension ProtocolFailure {
         case .temporarilyUnavailable: return as_(90033, "A transient error has occurred. Please try again.")
         case .implicitNotAllowed: return as_(700054, "response_type 'id_token' or 'token' is not enabled for the application.")
         case .codeChallengeRequired: return as_(9_002_325, "Proof Key for Code Exchange is required for this application.")
-        case .connectorFailed:
+        case .connectorFailed, .extensionFailed:
             // A failing custom authentication extension: Entra's answer to the app is generic
             // (learn.microsoft.com/entra/identity-platform/custom-extension-troubleshoot); the
             // connector and reason stay in the message for the developer.

@@ -70,6 +70,10 @@ package enum ProtocolFailure: Error, Sendable, Equatable {
     case malformedRequest(String)
     /// An API connector that failed (``ConnectorFailure``).
     case connectorFailed(ConnectorFailure)
+    /// A custom authentication extension (External ID, SPEC §2.15) that failed or answered
+    /// outside its event's contract. How is logged, never told: the extension's endpoint must not
+    /// become a probe of the network behind it.
+    case extensionFailed
     /// An upstream identity provider's answer that could not be used.
     case upstreamFailed(String)
     /// A custom policy asks for something this service does not run (named in the text).
@@ -252,6 +256,7 @@ extension ProtocolFailure {
                 "server_error", "90075",
                 "The claims exchange '\(failure.connector)' specified in step '\(failure.step.rawValue)' returned HTTP error response with Code '\(failure.code)' and Reason '\(failure.reason)'."
             )
+        case .extensionFailed: return text("server_error", "90075", "A custom authentication extension did not answer as its contract requires.")
         case .upstreamFailed(let message): return text("server_error", "90273", "An invalid response was received : '\(message)'")
         case .policyNotRunnable(let detail): return processing(detail, error: "server_error")
         case .restfulFailed(let profile, let step, let code, let reason):

@@ -213,12 +213,9 @@ struct NativeAuthAPI: Sendable {
         if let (ext, rules) = otpSend {
             var user: UserAccount?
             if let userID { user = try await service.users.user(id: userID) }
-            let action = try await callExtension(
-                ext, tenant: tenant, flow: rules, user: user,
-                data: [("otpContext", .object([("identifier", .string(recipient)), ("oneTimeCode", .string(code))]))],
-                requestType: Self.requestType(flow))
-            guard action.kind.lowercased() == "continuewithdefaultbehavior" else {
-                throw NativeAuthError.extensionFailed(ext.name, "OnOtpSend answers continueWithDefaultBehavior only")
+            let caller = try extensionCaller(requestType: Self.requestType(flow))
+            try await extensionEvent { calls throws(AuthenticationExtensionFailure) in
+                try await calls.otpSend(ext, tenant: tenant, flow: rules, caller: caller, user: user, recipient: recipient, code: code, now: now)
             }
         }
         logger.info("native authentication: code sent", metadata: ["flow_step": "\(flow.step.rawValue)"])

@@ -145,17 +145,18 @@ struct NativeAuthSignUp: Sendable {
     {
         var data = flow.data
         data.attributeCollectionStarted = true
-        let info = NativeAuthAPI.signUpInfo(
-            email: data.displayEmail ?? flow.email ?? "", displayName: data.displayName, attributes: data.attributes, tenant: tenant)
-        let action = try await api.callExtension(ext, tenant: tenant, flow: rules, user: nil, data: [("userSignUpInfo", info)])
-        switch action.kind.lowercased() {
-        case "continuewithdefaultbehavior": break
-        case "setprefillvalues":
-            let prefill = try api.attributeValues(action.members["inputs"], ext: ext, flow: rules, tenant: tenant)
+        let info = SignUpInfo(email: data.displayEmail ?? flow.email ?? "", displayName: data.displayName, attributes: data.attributes)
+        let caller = try api.extensionCaller(requestType: "signUp")
+        let now = api.now
+        switch try await api.extensionEvent({ calls throws(AuthenticationExtensionFailure) in
+            try await calls.attributeCollectionStart(ext, tenant: tenant, flow: rules, caller: caller, signUp: info, now: now)
+        }) {
+        case .proceed: break
+        case .prefill(let values):
+            let prefill = try api.attributeValues(values, ext: ext, flow: rules, tenant: tenant)
             if data.displayName == nil { data.displayName = prefill.displayName }
             data.attributes.merge(prefill.attributes) { given, _ in given }
-        case "showblockpage": throw NativeAuthError.blockedByExtension(action.text("message") ?? "Sign-up is not available.")
-        default: throw NativeAuthError.extensionFailed(ext.name, "not an OnAttributeCollectionStart action")
+        case .block(let message): throw NativeAuthError.blockedByExtension(message)
         }
         return data
     }
@@ -165,24 +166,23 @@ struct NativeAuthSignUp: Sendable {
     private func attributeCollectionSubmit(
         _ ext: AuthenticationExtension, email: String, displayName: inout String, attributes: inout [String: String], rules: UserFlow, tenant: Tenant
     ) async throws {
-        let info = NativeAuthAPI.signUpInfo(email: email, displayName: displayName, attributes: attributes, tenant: tenant)
-        let action = try await api.callExtension(ext, tenant: tenant, flow: rules, user: nil, data: [("userSignUpInfo", info)])
-        switch action.kind.lowercased() {
-        case "continuewithdefaultbehavior": break
-        case "modifyattributevalues":
-            let changed = try api.attributeValues(action.members["attributes"], ext: ext, flow: rules, tenant: tenant)
+        let info = SignUpInfo(email: email, displayName: displayName, attributes: attributes)
+        let caller = try api.extensionCaller(requestType: "signUp")
+        let now = api.now
+        switch try await api.extensionEvent({ calls throws(AuthenticationExtensionFailure) in
+            try await calls.attributeCollectionSubmit(ext, tenant: tenant, flow: rules, caller: caller, signUp: info, now: now)
+        }) {
+        case .proceed: break
+        case .modify(let values):
+            let changed = try api.attributeValues(values, ext: ext, flow: rules, tenant: tenant)
             if let name = changed.displayName { displayName = name }
-            attributes.merge(changed.attributes) { _, new in new }
-        case "showblockpage": throw NativeAuthError.blockedByExtension(action.text("message") ?? "Sign-up is not available.")
-        case "showvalidationerror":
-            var names: [String] = []
-            if case .object(let errors)? = action.members["attributeErrors"] {
-                names = errors.keys.sorted().filter { NativeAuthAttributes.flowAttribute(named: $0) != nil }
-            }
+            attributes = changed.applied(to: attributes)
+        case .block(let message): throw NativeAuthError.blockedByExtension(message)
+        case .invalid(let message, let attributeErrors):
             var error = NativeAuthError.attributeValidationFailed
-            error.message = TextRules.printable(String((action.text("message") ?? "The details were refused.").prefix(1024)))
+            error.message = message
+            let names = attributeErrors.keys.sorted()
             throw error.with("invalid_attributes", .array((names.isEmpty ? [UserAttribute.displayName.rawValue] : names).map { .object([("name", .string($0))]) }))
-        default: throw NativeAuthError.extensionFailed(ext.name, "not an OnAttributeCollectionSubmit action")
         }
     }
 

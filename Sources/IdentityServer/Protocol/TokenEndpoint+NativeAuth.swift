@@ -171,28 +171,16 @@ extension TokenEndpoint {
         return try await respond(issuance, refreshToken: refreshToken, clientInfo: true, now: now)
     }
 
-    /// External ID's OnTokenIssuanceStart (a custom claims provider): the claims its
-    /// `provideClaimsForToken` action gives, as far as the extension declares them (strings or
-    /// lists of strings, 3 KB in all, never a claim that says who issued the token or whose it
-    /// is); they go into both tokens.
+    /// External ID's OnTokenIssuanceStart (a custom claims provider,
+    /// ``ExtensionCall/tokenClaims(_:tenant:flow:caller:user:now:)``): its claims go into both tokens.
     private func providedClaims(_ api: NativeAuthAPI, flow: UserFlow, user: UserAccount, tenant: Tenant) async throws -> ExtraClaims {
         guard let ext = try api.authenticationExtension(.onTokenIssuanceStart, flow: flow, tenant: tenant) else { return ExtraClaims() }
-        let action = try await api.callExtension(ext, tenant: tenant, flow: flow, user: user, data: [])
-        guard action.kind.lowercased() == "provideclaimsfortoken", case .object(let claims)? = action.members["claims"] else {
-            throw NativeAuthError.extensionFailed(ext.name, "OnTokenIssuanceStart answers provideClaimsForToken with claims")
+        let caller = try api.extensionCaller()
+        let claims = try await api.extensionEvent { calls throws(AuthenticationExtensionFailure) in
+            try await calls.tokenClaims(ext, tenant: tenant, flow: flow, caller: caller, user: user, now: api.now)
         }
-        let allowed = Set((ext.claims ?? []).filter { !AuthenticationExtension.isProtected($0) })
-        var kept: [String: JSONValue] = [:]
-        for (name, value) in claims where allowed.contains(name) {
-            switch value {
-            case .string: kept[name] = value
-            case .array(let items) where items.allSatisfy({ if case .string = $0 { true } else { false } }): kept[name] = value
-            default: throw NativeAuthError.extensionFailed(ext.name, "a claim is not a string or a list of strings")
-            }
-        }
-        guard ((try? JSONEncoder().encode(kept))?.count ?? 0) <= 3072 else { throw NativeAuthError.extensionFailed(ext.name, "its claims exceed 3 KB") }
         do {
-            return try ExtraClaims(kept)
+            return try ExtraClaims(claims)
         } catch {
             throw NativeAuthError.extensionFailed(ext.name, "\(error)")
         }

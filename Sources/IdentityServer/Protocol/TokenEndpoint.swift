@@ -181,10 +181,11 @@ struct TokenEndpoint: Sendable {
         guard user.accountEnabled else { throw ProtocolFailure.accountDisabled }
         let apps = try await tenants.applications(tenantID: tenant.id)
         let scopes = try GrantedScopes.resolve(grant.scopes, client: client, tenantApps: apps)
-        let issuance = IssuanceContext(
+        var issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: grant.nonce,
             authTime: grant.authTime, newUser: grant.newUser, identityProvider: grant.identityProvider, face: face,
             claimOverrides: grant.claimOverrides ?? [:])
+        issuance.extraClaims = ExtraClaims(kept: grant.extraClaims, scopes: scopes)
         let refreshToken = scopes.offlineAccess ? try await startFamily(issuance, now: now, forCode: code) : nil
         return try await respond(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now)
     }
@@ -243,10 +244,11 @@ struct TokenEndpoint: Sendable {
             scopes.offlineAccess = true
             scopes.granted.append("offline_access")
         }
-        let issuance = IssuanceContext(
+        var issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: nil,
             authTime: family.authTime, newUser: false, identityProvider: family.identityProvider, face: face,
             claimOverrides: family.claimOverrides ?? [:])
+        issuance.extraClaims = ExtraClaims(kept: family.extraClaims, scopes: scopes)
         return try await respond(issuance, refreshToken: issuedRefreshToken, clientInfo: clientInfo, now: now)
     }
 
@@ -342,7 +344,8 @@ struct TokenEndpoint: Sendable {
             userID: issuance.user.id, policy: issuance.flow.name, scopes: issuance.scopes.granted,
             authTime: issuance.authTime, identityProvider: issuance.identityProvider, createdAt: now,
             slidingExpiresAt: sliding, revokedAt: nil, consented: issuance.client.apiPermissions, face: issuance.face,
-            claimOverrides: issuance.claimOverrides.isEmpty ? nil : issuance.claimOverrides)
+            claimOverrides: issuance.claimOverrides.isEmpty ? nil : issuance.claimOverrides,
+            extraClaims: issuance.extraClaims.stored.isEmpty ? nil : issuance.extraClaims.stored)
         let expires = now.addingTimeInterval(TimeInterval(lifetimes.refreshTokenSeconds))
         try await grants.createFamily(family, firstToken: token, tokenExpiresAt: min(expires, sliding ?? expires), forCode: code)
         return token

@@ -64,8 +64,17 @@ package struct ExtraClaims: Sendable, Equatable {
     package static let reserved: Set<String> = ["iss", "aud", "exp", "nbf", "iat", "ver", "tid", "tfp", "acr", "idtyp", "azp", "appid"]
     package static let maximumCount = 50
     package private(set) var members: [(String, JSONText)] = []
+    /// The claims as given, kept with a grant so its refreshed tokens carry them too.
+    package private(set) var stored: [String: JSONValue] = [:]
 
     package init() {}
+
+    /// The claims a grant kept (``stored``); none for Microsoft Graph's tokens, which carry only
+    /// what Graph grants, and none if they no longer pass (nothing is added then, never half).
+    package init(kept: [String: JSONValue]?, scopes: GrantedScopes) {
+        guard let kept, scopes.resource?.audience != APIPermission.graphResource, let claims = try? ExtraClaims(kept) else { return }
+        self = claims
+    }
 
     package enum Refusal: Error, CustomStringConvertible {
         case reserved(String)
@@ -89,6 +98,7 @@ package struct ExtraClaims: Sendable, Equatable {
             guard let value = Self.text(claims[name]!, depth: 0) else { throw .unsupported(TextRules.printable(String(name.prefix(64)))) }
             members.append((name, value))
         }
+        stored = claims
     }
 
     private static func text(_ value: JSONValue, depth: Int) -> JSONText? {

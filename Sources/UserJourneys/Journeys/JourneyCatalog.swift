@@ -63,14 +63,15 @@ package struct JourneyCatalog: JourneyProvider {
 
     init(service: IdentityService, sessions: SingleSignOnSessions) {
         let configuration = service.configuration
-        let mailer = VerificationMailer(interactions: service.interactions, limits: configuration.codeLimits)
+        let extensions = PageExtensions(calls: service.extensions, tenants: service.tenants)
+        let mailer = VerificationMailer(interactions: service.interactions, limits: configuration.codeLimits, extensions: extensions)
         let connector = ConnectorCall(connectors: service.connectors)
         let cookies = BrowserCookies(secure: configuration.secureCookies)
         singleSignOn = SingleSignOnStep(sessions: sessions)
         identityChoice = IdentityChoiceStep(passwords: service.passwords)
-        localSignUp = LocalSignUpStep(users: service.users, hasher: service.hasher, mailer: mailer, connector: connector)
+        localSignUp = LocalSignUpStep(users: service.users, hasher: service.hasher, mailer: mailer, connector: connector, extensions: extensions)
         federation = FederationStep(upstream: service.upstream)
-        federatedAccount = FederatedAccountStep(users: service.users, connector: connector)
+        federatedAccount = FederatedAccountStep(users: service.users, connector: connector, extensions: extensions)
         emailVerification = EmailVerificationStep(users: service.users, mailer: mailer)
         secondFactor = SecondFactorStep(secondFactors: service.secondFactors, cookies: cookies)
         forcedPasswordChange = ForcedPasswordChangeStep(users: service.users, hasher: service.hasher)
@@ -79,7 +80,7 @@ package struct JourneyCatalog: JourneyProvider {
         consent = ConsentStep(tenants: service.tenants, consents: service.consents, sessions: sessions)
         tokenIssuance = TokenIssuanceStep(
             tenants: service.tenants, interactions: service.interactions, grants: service.grants, connectors: service.connectors,
-            issuer: service.issuer, sessions: sessions, codeLifetime: configuration.codeLifetime)
+            issuer: service.issuer, extensions: extensions, sessions: sessions, codeLifetime: configuration.codeLifetime)
         passwordCredentials = PasswordCredentialsStep(passwords: service.passwords)
         policyProfiles = PolicyProfileRunner(
             directory: PolicyDirectoryProvider(users: service.users, hasher: service.hasher, passwords: service.passwords),

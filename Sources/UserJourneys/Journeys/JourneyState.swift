@@ -65,6 +65,9 @@ struct JourneyClaims: Sendable, Codable, Equatable {
     var verifiedEmail: String?
     /// What an identity provider asserted, waiting for the account step.
     var federated: FederatedSignUp?
+    /// The sign-up's OnAttributeCollectionStart extension answered, with these values to show
+    /// where the person gave none (SPEC §2.15); nil until it has (or where none is bound).
+    var attributePrefill: SignUpAttributeValues.Read?
 
     /// Forgets what the first page chose and any session it continued: the person is back on
     /// it (the browser's back button).
@@ -72,6 +75,7 @@ struct JourneyClaims: Sendable, Codable, Equatable {
         selection = nil
         // (A custom policy's provider proof goes with the choice: ``JourneyEngine`` clears it.)
         federated = nil
+        attributePrefill = nil
         sessionHash = nil
         sessionHasSecondFactor = false
     }
@@ -136,6 +140,7 @@ extension JourneyClaims {
         if pendingEmail != other.pendingEmail { names.append("pendingEmail") }
         if verifiedEmail != other.verifiedEmail { names.append("verifiedEmail") }
         if federated != other.federated { names.append("federatedIdentity") }
+        if attributePrefill != other.attributePrefill { names.append("attributeCollectionStart") }
         return names
     }
 }

@@ -42,6 +42,9 @@ package struct IdentityService: Sendable {
 
     package var now: Date { clock.now }
 
+    /// The tenants' custom authentication extensions, called with tokens of this issuer.
+    package var extensions: ExtensionCall { ExtensionCall(issuer: issuer) }
+
     var passwords: PasswordAuthenticator {
         PasswordAuthenticator(users: users, hasher: hasher, lockout: configuration.lockout, secrets: interactions, clock: clock)
     }

@@ -5,11 +5,13 @@ import IdentityDirectory
 /// The account of a provider's identity (B2C's `AAD-UserReadUsingAlternativeSecurityId`, then
 /// its write): the existing one, or, on first sign-in, a new one with its own object id
 /// (research/b2c-protocol.md §5.3). A sign-up flow shows the attribute page first, prefilled
-/// from the provider's claims and the "after federating" connector, and runs the "before
-/// creating the user" connector; only then is the account made (SPEC §2.11).
+/// from the provider's claims, the "after federating" connector and the OnAttributeCollectionStart
+/// extension, and runs the OnAttributeCollectionSubmit extension and the "before creating the
+/// user" connector; only then is the account made (SPEC §2.11, §2.15).
 struct FederatedAccountStep: OrchestrationStep {
     let users: any UserDirectory
     let connector: ConnectorCall
+    let extensions: PageExtensions
 
     let id = "AAD-UserReadUsingAlternativeSecurityId"
     var pages: Set<HostedPage> { [.federated] }
@@ -25,19 +27,49 @@ struct FederatedAccountStep: OrchestrationStep {
             return signedIn(existing, newUser: false, &run)
         }
         if Self.collectsAttributes(run.flow) { return .interact(.redirecting(to: run.url(.federated), status: .seeOther)) }
-        let created = UserAccount(
+        var created = UserAccount(
             tenantID: run.tenant.id, identityProvider: identity.provider, signInName: identity.subject, email: identity.email,
             displayName: identity.displayName, attributes: identity.attributes, createdAt: run.now,
             // Proven only when the provider vouches for it.
             emailVerified: identity.email != nil && identity.emailVerified != false)
+        // No page collects attributes here, but the extensions that gate a sign-up still decide:
+        // the start's values fill what the provider left out, the submit's refusal blocks.
+        if let stop = try await extensions.attributeCollectionStart(&run, signUp: signUpInfo(identity, created.displayName, created.attributes)) {
+            run.claims.federated = nil
+            return stop
+        }
+        Self.prefill(run.claims.attributePrefill, displayName: &created.displayName, attributes: &created.attributes)
+        switch try await extensions.attributeCollectionSubmit(run, signUp: signUpInfo(identity, created.displayName, created.attributes)) {
+        case .stop(let outcome):
+            run.claims.federated = nil
+            return outcome
+        case .refused(let message):
+            run.claims.federated = nil
+            return .interact(try extensions.blocked(run, message))
+        case .proceed(let changed):
+            if let changed {
+                created.displayName = changed.displayName ?? created.displayName
+                created.attributes = changed.applied(to: created.attributes)
+            }
+        }
         return try await create(created, &run)
     }
 
+    /// A provider's sign-up as the attribute-collection extensions see it.
+    private func signUpInfo(_ pending: FederatedSignUp, _ displayName: String, _ attributes: [String: String]) -> SignUpInfo {
+        SignUpInfo(
+            email: pending.email ?? "", displayName: displayName, attributes: attributes,
+            identity: ("federated", pending.provider.rawValue, pending.subject))
+    }
+
+    /// The start extension's values where the provider gave none.
+    private static func prefill(_ values: SignUpAttributeValues.Read?, displayName: inout String, attributes: inout [String: String]) {
+        guard let values else { return }
+        if displayName.isEmpty, let name = values.displayName { displayName = name }
+        attributes.merge(values.attributes) { given, _ in given }
+    }
+
     private func create(_ user: UserAccount, _ run: inout JourneyRun) async throws -> StepOutcome {
-        // An extension gates this flow's sign-ups, and the pages do not call extensions.
-        if run.flow.extensionGatesSignUp {
-            throw PageError(status: .forbidden, title: "Sign-up not available", message: LocalSignUpStep.gatedMessage)
-        }
         do {
             try await users.create(user)
             run.logger.info("federated account created", metadata: ["oid": "\(user.objectID)", "idp": "\(user.identityProvider.rawValue)"])
@@ -100,6 +132,15 @@ struct FederatedAccountStep: OrchestrationStep {
             pending.connectorCalled = true
             run.claims.federated = pending
         }
+        // External ID's OnAttributeCollectionStart, once: its values fill what is still empty.
+        if PageExtensions.startPending(run) {
+            if let stop = try await extensions.attributeCollectionStart(&run, signUp: signUpInfo(pending, pending.displayName, pending.attributes)) {
+                run.claims.federated = nil
+                return stop
+            }
+            Self.prefill(run.claims.attributePrefill, displayName: &pending.displayName, attributes: &pending.attributes)
+            run.claims.federated = pending
+        }
         return .interact(try attributePage(run, pending))
     }
 
@@ -120,7 +161,7 @@ struct FederatedAccountStep: OrchestrationStep {
         let pending = try pending(run)
         // The "after federating" connector must have agreed (on the page's first showing) before
         // the form can create anything.
-        guard run.flow.connectors.afterFederatingIdentityProvider == nil || pending.connectorCalled == true else {
+        guard run.flow.connectors.afterFederatingIdentityProvider == nil || pending.connectorCalled == true, !PageExtensions.startPending(run) else {
             return try await show(page, &run)
         }
         let posted: (displayName: String?, attributes: [String: String])
@@ -130,6 +171,16 @@ struct FederatedAccountStep: OrchestrationStep {
         }
         var attributes = posted.attributes
         var displayName = posted.displayName ?? pending.displayName
+        switch try await extensions.attributeCollectionSubmit(run, signUp: signUpInfo(pending, displayName, attributes)) {
+        case .stop(let outcome):
+            run.claims.federated = nil
+            return outcome
+        case .refused(let message): return .interact(try attributePage(run, pending, error: message, status: .badRequest))
+        case .proceed(let changed?):
+            displayName = changed.displayName ?? displayName
+            attributes = changed.applied(to: attributes)
+        case .proceed(nil): break
+        }
         let current = run
         switch try await connector.run(
             run.flow.connectors.beforeCreatingUser, step: .postAttributeCollection,

@@ -15,6 +15,7 @@ struct LocalSignUpStep: OrchestrationStep {
     let hasher: PasswordHasher
     let mailer: VerificationMailer
     let connector: ConnectorCall
+    let extensions: PageExtensions
 
     let id = "LocalAccountSignUpWithLogonEmail"
     var pages: Set<HostedPage> { [.signUp] }
@@ -24,7 +25,19 @@ struct LocalSignUpStep: OrchestrationStep {
     func enter(_ run: inout JourneyRun) async throws -> StepOutcome { .interact(.redirecting(to: run.url(.signUp))) }
 
     /// "Already have an account? Sign in" is the first page's, which the engine goes back to.
-    func show(_ page: HostedPage, _ run: inout JourneyRun) async throws -> StepOutcome { .interact(try signUpPage(run)) }
+    /// The flow's OnAttributeCollectionStart extension answers before the details first show.
+    func show(_ page: HostedPage, _ run: inout JourneyRun) async throws -> StepOutcome {
+        if showsDetails(run), let stop = try await attributeCollectionStart(&run) { return stop }
+        return .interact(try signUpPage(run))
+    }
+
+    /// Whether the page is at its details stage (the address proven, or no proof asked).
+    private func showsDetails(_ run: JourneyRun) -> Bool { !run.flow.emailVerification || run.claims.verifiedEmail != nil }
+
+    private func attributeCollectionStart(_ run: inout JourneyRun) async throws -> StepOutcome? {
+        let email = run.claims.verifiedEmail ?? run.form["email"] ?? run.authorization.loginHint ?? ""
+        return try await extensions.attributeCollectionStart(&run, signUp: SignUpInfo(email: email, displayName: nil, attributes: [:]))
+    }
 
     func signUpPage(_ run: JourneyRun, error: String? = nil, status: HTTPResponse.Status = .ok) throws -> Response {
         let form = run.form
@@ -44,7 +57,10 @@ struct LocalSignUpStep: OrchestrationStep {
             values["stepEmail"] = true
             values["email"] = form["email"] ?? run.authorization.loginHint ?? ""
         }
-        values["attributes"] = run.attributeFields(run.flow.signUpAttributes) { form[$0.rawValue] }
+        let prefill = run.claims.attributePrefill
+        values["attributes"] = run.attributeFields(run.flow.signUpAttributes) { attribute in
+            form[attribute.rawValue] ?? (attribute == .displayName ? prefill?.displayName : prefill?.attributes[attribute.rawValue])
+        }
         if run.flow.type == .signUpOrSignIn { values["signInURL"] = run.url(.signIn) }
         if let error { values["error"] = error }
         return try run.page(.signUp, values, status: status)
@@ -101,12 +117,13 @@ struct LocalSignUpStep: OrchestrationStep {
         }
     }
 
-    static let gatedMessage = "Sign-up for this application is available in the application itself."
-
     /// Creates the account from the details form. `provenEmail` is the canonical address a code
     /// proved in this journey; the account gets exactly that address, whatever was posted.
     private func createAccount(provenEmail: String?, _ run: inout JourneyRun) async throws -> StepOutcome {
-        guard !run.flow.extensionGatesSignUp else { return try again(run, Self.gatedMessage, .forbidden) }
+        // A form posted before the start extension answered (never shown) waits for it.
+        if PageExtensions.startPending(run) {
+            if let stop = try await attributeCollectionStart(&run) { return stop }
+        }
         let form = run.form
         let password = form["newPassword"] ?? ""
         let email: EmailAddress
@@ -130,6 +147,18 @@ struct LocalSignUpStep: OrchestrationStep {
         let exists = run.text("error_exists")
         if try await users.user(tenantID: run.tenant.id, provider: .local, signInName: email.canonical) != nil {
             return try again(run, exists, .conflict)
+        }
+        // External ID's OnAttributeCollectionSubmit, then B2C's connector, each on what the
+        // one before left.
+        switch try await extensions.attributeCollectionSubmit(
+            run, signUp: SignUpInfo(email: email.display, displayName: displayName, attributes: attributes))
+        {
+        case .stop(let outcome): return outcome
+        case .refused(let message): return try again(run, message, .badRequest)
+        case .proceed(let changed?):
+            displayName = changed.displayName ?? displayName
+            attributes = changed.applied(to: attributes)
+        case .proceed(nil): break
         }
         // B2C's "Before creating the user" connector: it sees what was collected and may change
         // it, refuse it, or block the sign-up; the account is made only after it agrees.

@@ -5,14 +5,15 @@ import TrustFramework
 import WireCoding
 
 /// The journey's last step (B2C's `SendClaims` with its `JwtIssuer`): the flow's "before sending
-/// the token" connector, then the app's code and/or tokens in the requested response mode, and
-/// the SSO session the browser keeps.
+/// the token" connector and OnTokenIssuanceStart extension, then the app's code and/or tokens in
+/// the requested response mode, and the SSO session the browser keeps.
 struct TokenIssuanceStep: OrchestrationStep {
     let tenants: any TenantDirectory
     let interactions: any InteractionStore
     let grants: any GrantStore
     let connectors: ConnectorCaller
     let issuer: TokenIssuer
+    let extensions: PageExtensions
     let sessions: SingleSignOnSessions
     let codeLifetime: TimeInterval
 
@@ -80,6 +81,13 @@ struct TokenIssuanceStep: OrchestrationStep {
             case .failure(let failure): return .fail(failure.b2cError)
             }
         }
+        // External ID's OnTokenIssuanceStart (a custom claims provider): its claims go into this
+        // sign-in's tokens, refreshes included; its failure ends the sign-in before any code.
+        var provided: [String: JSONValue] = [:]
+        switch try await extensions.tokenClaims(run, client: client, user: user) {
+        case .success(let claims): provided = claims
+        case .failure(let failure): return .fail(failure)
+        }
         // Each transaction yields one result: two racing requests cannot both issue.
         guard try await interactions.completeInteraction(id: run.record.id, now: now) else { throw JourneyEngine.alreadyCompleted }
         var parameters: [(String, String)] = []
@@ -92,7 +100,7 @@ struct TokenIssuanceStep: OrchestrationStep {
                 codeChallenge: authorization.codeChallenge, codeChallengeMethod: authorization.codeChallengeMethod,
                 authTime: authTime, newUser: newUser, identityProvider: identityProvider, createdAt: now,
                 expiresAt: now.addingTimeInterval(codeLifetime), face: authorization.protocolFace,
-                claimOverrides: overrides.isEmpty ? nil : overrides)
+                claimOverrides: overrides.isEmpty ? nil : overrides, extraClaims: provided.isEmpty ? nil : provided)
             try await grants.saveCode(value, grant: grant)
             code = value
             parameters.append(("code", value))
@@ -103,11 +111,12 @@ struct TokenIssuanceStep: OrchestrationStep {
             if !authorization.wantsAccessToken { scopes.resource = nil }
             if !authorization.wantsIDToken { scopes.openID = false }
             let face = authorization.protocolFace
-            let issuance = IssuanceContext(
+            var issuance = IssuanceContext(
                 tenant: tenant, flow: flow, client: client, user: user,
                 issuer: HostPolicy.issuer(origin: authorization.origin, tenant: tenant, face: face), scopes: scopes,
                 nonce: authorization.nonce, authTime: authTime, newUser: newUser, identityProvider: identityProvider, face: face,
                 claimOverrides: overrides)
+            issuance.extraClaims = ExtraClaims(kept: provided, scopes: scopes)
             let tokens = try await issuer.issue(issuance, now: now, code: code, hashAccessToken: true)
             if let accessToken = tokens.accessToken {
                 parameters += [

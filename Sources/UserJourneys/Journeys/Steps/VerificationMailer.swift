@@ -2,10 +2,11 @@ import Foundation
 import IdentityDirectory
 
 /// Sends the 6-digit codes that prove an address (sign-up and password reset), through the
-/// outbox, within the per-address limits (``CodeLimits``).
+/// outbox or the flow's OnOtpSend extension, within the per-address limits (``CodeLimits``).
 struct VerificationMailer: Sendable {
     let interactions: any InteractionStore
     let limits: CodeLimits
+    let extensions: PageExtensions
 
     /// Runs a "send code" step in at least ``sendCodeFloor``. Why: finding an account and writing
     /// its message still cost a fraction of a millisecond more than finding none, which a patient
@@ -25,11 +26,15 @@ struct VerificationMailer: Sendable {
     /// logged: logs travel further than the outbox does. With no `recipient` (a reset for a name
     /// without an account) a code is saved that nobody gets: the same work in the same single
     /// transaction, so the time taken does not tell whether the account exists (L-6).
+    /// With the flow's OnOtpSend extension the code goes to it instead (SPEC §2.15), for the
+    /// address typed even where no account has it: a call made for some addresses only would
+    /// take time that tells which.
     /// `false`: the address has been sent its share of codes lately; nothing sent.
     func send(to recipient: String?, for email: String, account: UserAccount?, _ run: JourneyRun) async throws -> Bool {
         let now = run.now
         let code = String(format: "%06d", Int.random(in: 0..<1_000_000))
-        let mail = recipient.map { recipient in
+        let otpSend = try extensions.otpExtension(run)
+        let mail = otpSend != nil ? nil : recipient.map { recipient in
             OutboxMessage(
                 id: OutboxMessage.newID(), tenantID: run.tenant.id, recipient: recipient,
                 subject: "\(run.tenant.displayName) account email verification code",
@@ -42,6 +47,10 @@ struct VerificationMailer: Sendable {
         else {
             run.logger.warning("verification codes throttled for an address (AADB2C90229)")
             return false
+        }
+        if let otpSend {
+            let requestType = recipient != nil && account == nil ? "signUp" : "passwordReset"
+            try await extensions.otpSend(otpSend, run, recipient: recipient ?? email, code: code, user: account, requestType: requestType)
         }
         if recipient != nil {
             run.logger.info("verification code sent", metadata: ["oid": "\(account?.objectID ?? "none (sign-up)")"])
