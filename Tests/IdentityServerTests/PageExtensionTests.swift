@@ -7,6 +7,7 @@ import Logging
 import Storage
 import TestSupport
 import Testing
+import WireCoding
 
 @testable import IdentityServer
 @testable import UserJourneys
@@ -194,5 +195,19 @@ struct PageExtensionTests {
                 #expect(try await Self.federatedAccount(h).count == 1)
             }
         }
+    }
+
+    @Test("claims kept with a grant go into its tokens, never into Microsoft Graph's, and never half when they no longer pass")
+    func keptClaims() throws {
+        var api = GrantedScopes()
+        api.resource = TokenResource(audience: "api://tasks", scopeNames: ["tasks.read"])
+        var graph = GrantedScopes()
+        graph.resource = TokenResource(audience: APIPermission.graphResource, scopeNames: ["User.Read"])
+        let kept: [String: JSONValue] = ["loyaltyTier": .string("gold")]
+        #expect(ExtraClaims(kept: kept, scopes: api).members.map(\.0) == ["loyaltyTier"])
+        #expect(ExtraClaims(kept: kept, scopes: GrantedScopes()).members.map(\.0) == ["loyaltyTier"], "an ID token only")
+        #expect(ExtraClaims(kept: kept, scopes: graph).members.isEmpty)
+        #expect(ExtraClaims(kept: ["loyaltyTier": .string("gold"), "iss": .string("forged")], scopes: api).members.isEmpty)
+        #expect(ExtraClaims(kept: nil, scopes: api).members.isEmpty)
     }
 }
