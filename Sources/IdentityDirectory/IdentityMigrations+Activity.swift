@@ -108,13 +108,8 @@ extension IdentityMigrations {
                 """,
                 "CREATE INDEX native_auth_flows_by_age ON native_auth_flows (expires_at)",
             ]),
-        // Claims an OnTokenIssuanceStart extension provided at a sign-in (SPEC §2.15), kept with
-        // its code and refresh-token family so every token of the sign-in carries them.
-        Migration(
-            version: 42, name: "extension-provided claims on grants",
-            [
-                "ALTER TABLE authorization_codes ADD COLUMN extra_claims TEXT",
-                "ALTER TABLE refresh_token_families ADD COLUMN extra_claims TEXT",
-            ]),
+        // Claims an OnTokenIssuanceStart extension provided at a hosted-page sign-in (SPEC
+        // §2.15), kept with its code for the tokens the code buys.
+        Migration(version: 42, name: "extension-provided claims on codes", ["ALTER TABLE authorization_codes ADD COLUMN extra_claims TEXT"]),
     ]
 }

@@ -47,6 +47,18 @@ struct NativeAuthExtensionTests {
                     "onTokenIssuanceStartResponseData",
                     #"tokenIssuanceStart.provideClaimsForToken","claims":{"loyaltyTier":"gold","tags":["a","b"],"oid":"forged","OID":"forged","xms_cc":"x","other":"x"}"#)
             case "otp": return answer("OnOtpSendResponseData", #"OtpSend.continueWithDefaultBehavior""#)
+            case "blockbyaddress":
+                // Blocks the sign-up of one address only.
+                guard String(buffer: body).contains("blocked@example.com") else {
+                    return answer("onAttributeCollectionStartResponseData", #"attributeCollectionStart.continueWithDefaultBehavior""#)
+                }
+                return answer("onAttributeCollectionStartResponseData", #"attributeCollectionStart.showBlockPage","message":"Not this address.""#)
+            case "submitblock":
+                return answer("onAttributeCollectionSubmitResponseData", #"attributeCollectionSubmit.showBlockPage","message":"Sign-up refused.""#)
+            case "badmodify":
+                return answer("onAttributeCollectionSubmitResponseData", #"attributeCollectionSubmit.modifyAttributeValues","attributes":{"displayName":""}"#)
+            case "clearcity":
+                return answer("onAttributeCollectionSubmitResponseData", #"attributeCollectionSubmit.modifyAttributeValues","attributes":{"city":""}"#)
             case "wrongevent": return answer("onTokenIssuanceStartResponseData", #"tokenIssuanceStart.provideClaimsForToken","claims":{}"#)
             default: return Response(status: .internalServerError)
             }
@@ -66,7 +78,8 @@ struct NativeAuthExtensionTests {
             ext("modify", .onAttributeCollectionSubmit), ext("invalid", .onAttributeCollectionSubmit), ext("wrongevent", .onAttributeCollectionSubmit),
             ext("claims", .onTokenIssuanceStart, claims: ["loyaltyTier", "tags", "oid", "OID", "xms_cc"]), ext("otp", .onOtpSend),
             ext("broken", .onOtpSend), ext("brokenclaims", .onTokenIssuanceStart, claims: ["loyaltyTier"]),
-            ext("brokensubmit", .onAttributeCollectionSubmit),
+            ext("brokensubmit", .onAttributeCollectionSubmit), ext("blockbyaddress", .onAttributeCollectionStart),
+            ext("submitblock", .onAttributeCollectionSubmit), ext("badmodify", .onAttributeCollectionSubmit), ext("clearcity", .onAttributeCollectionSubmit),
         ]
         try await h.server.tenants.save(tenant, now: Date())
         var flow = try #require(try await h.server.tenants.userFlow(tenantID: tenant.id, name: name))
@@ -140,6 +153,36 @@ struct NativeAuthExtensionTests {
                 let issuance = try #require(await received.all().first { $0.path == "claims" })
                 let context = (issuance.body["data"] as? [String: Any])?["authenticationContext"] as? [String: Any]
                 #expect((context?["user"] as? [String: Any])?["id"] as? String == user.objectID)
+
+                // A refresh issues tokens again: the claims provider is asked again.
+                let asked = await received.all().filter { $0.path == "claims" }.count
+                let refreshed = try await S.call(
+                    h, driver, "oauth2/v2.0/token", [("grant_type", "refresh_token"), ("refresh_token", try #require(tokens.json["refresh_token"] as? String))])
+                let again = DecodedJWT(try #require(refreshed.json["id_token"] as? String, "\(refreshed.text)")).claims
+                #expect(again["loyaltyTier"] as? String == "gold")
+                #expect(await received.all().filter { $0.path == "claims" }.count == asked + 1)
+            }
+        }
+    }
+
+    @Test("an OnAttributeCollectionSubmit value given empty clears what the sign-up collected")
+    func submitClears() async throws {
+        let received = Received()
+        try await Self.endpoint(received).test(.live) { endpoint in
+            let port = try #require(endpoint.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                try await Self.configure(h, port: port, FlowExtensions(onAttributeCollectionSubmit: "clearcity"))
+                let started = try await S.call(
+                    h, driver, "signup/v1.0/start",
+                    [("username", "clear@example.com"), ("challenge_type", "oob password redirect"), ("password", "Str0ng-Pass!"),
+                     ("attributes", #"{"displayName":"Clara","city":"Oslo"}"#)])
+                let challenged = try await S.call(h, driver, "signup/v1.0/challenge", [("continuation_token", try S.continuation(started))])
+                let done = try await S.call(
+                    h, driver, "signup/v1.0/continue",
+                    [("continuation_token", try S.continuation(challenged)), ("grant_type", "oob"), ("oob", try await h.latestCode(digits: 8))])
+                #expect(done.json["continuation_token"] != nil, "\(done.text)")
+                let user = try #require(try await h.server.users.user(tenantID: h.tenant.id, provider: .local, signInName: "clear@example.com"))
+                #expect(user.displayName == "Clara" && user.attributes["city"] == nil)
             }
         }
     }

@@ -48,7 +48,7 @@ struct PageExtensionTests {
     }
 
     @Test(
-        "a hosted sign-up through four extensions: the code goes to OnOtpSend, the form shows the start's values, the submit's make the account, the claims provider's are in the code's tokens and their refreshes",
+        "a hosted sign-up through four extensions: the code goes to OnOtpSend, the form shows the start's values, the submit's make the account, the claims provider's are in the code's tokens, and each refresh asks it again",
         arguments: TestDatabase.engines)
     func hostedSignUp(engine: DatabaseEngine) async throws {
         let received = Received()
@@ -88,11 +88,17 @@ struct PageExtensionTests {
                 #expect(id["oid"] as? String == user.objectID && id["OID"] == nil && id["xms_cc"] == nil && id["other"] == nil)
                 let access = DecodedJWT(try #require(tokens.json["access_token"] as? String)).claims
                 #expect(access["loyaltyTier"] as? String == "gold")
-                // A refresh carries the sign-in's claims; the extension is not called again.
+                // A refresh issues tokens again: the claims provider is asked again.
                 let refreshed = try await driver.refresh(h, token: try #require(tokens.json["refresh_token"] as? String), policy: "B2C_1_sign_up")
                 let again = DecodedJWT(try #require(refreshed.json["id_token"] as? String, "\(refreshed.text)")).claims
                 #expect(again["loyaltyTier"] as? String == "gold" && again["tags"] as? [String] == ["a", "b"])
-                #expect(await received.all().count == 4)
+                #expect(await received.all().map(\.path) == ["otp", "prefill", "modify", "claims", "claims"])
+                // Unbound, it is asked no more, and its claims are gone.
+                try await E.configure(h, port: port, FlowExtensions(), flow: "B2C_1_sign_up")
+                let later = try await driver.refresh(h, token: try #require(refreshed.json["refresh_token"] as? String), policy: "B2C_1_sign_up")
+                let plain = DecodedJWT(try #require(later.json["id_token"] as? String, "\(later.text)")).claims
+                #expect(plain["loyaltyTier"] == nil && plain["oid"] as? String == user.objectID)
+                #expect(await received.all().count == 5)
             }
         }
     }
@@ -209,5 +215,111 @@ struct PageExtensionTests {
         #expect(ExtraClaims(kept: kept, scopes: graph).members.isEmpty)
         #expect(ExtraClaims(kept: ["loyaltyTier": .string("gold"), "iss": .string("forged")], scopes: api).members.isEmpty)
         #expect(ExtraClaims(kept: nil, scopes: api).members.isEmpty)
+    }
+
+    @Test("the start answers for the address the account gets: another address proven after it asks again, and a block holds for a reload or a posted form without a new call")
+    func startFollowsTheAddress() async throws {
+        let received = Received()
+        try await E.endpoint(received).test(.live) { endpoint in
+            let port = try #require(endpoint.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                try await E.configure(h, port: port, FlowExtensions(onAttributeCollectionStart: "blockbyaddress"), flow: "B2C_1_sign_up")
+                let (allowed, _) = try await Self.detailsPage(h, driver, "fine@example.com") { try await h.latestCode() }
+                #expect(allowed.status == .ok && allowed.text.contains("newPassword"), "\(allowed.status)")
+                // Another address, proven in the same journey.
+                var page = try await driver.submit(allowed, [("step", "restart")])
+                page = try await driver.submit(page, [("step", "send"), ("email", "blocked@example.com")])
+                let blocked = try await driver.submit(page, [("step", "verify"), ("code", try await h.latestCode())])
+                #expect(blocked.status == .forbidden && blocked.text.contains("Not this address."), "\(blocked.status)")
+                // The first address's form, posted now, makes no account for the second.
+                let posted = try await Self.create(driver, allowed, "blocked@example.com")
+                #expect(posted.status == .forbidden && posted.text.contains("Not this address."), "\(posted.status)")
+                #expect(try await Self.account(h, "blocked@example.com") == nil)
+                #expect(try await Self.account(h, "fine@example.com") == nil)
+                #expect(await received.all().count == 2, "once per address")
+            }
+        }
+    }
+
+    @Test("the submit's block and a value it gives that the flow's rules refuse: no account either way")
+    func submitBlocksAndBadValues() async throws {
+        let received = Received()
+        try await E.endpoint(received).test(.live) { endpoint in
+            let port = try #require(endpoint.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                try await E.configure(h, port: port, FlowExtensions(onAttributeCollectionSubmit: "submitblock"), flow: "B2C_1_sign_up")
+                let (page, _) = try await Self.detailsPage(h, driver, "refused@example.com") { try await h.latestCode() }
+                let blocked = try await Self.create(driver, page, "refused@example.com")
+                #expect(blocked.status == .forbidden && blocked.text.contains("Sign-up refused."), "\(blocked.status)")
+                #expect(try await Self.account(h, "refused@example.com") == nil)
+
+                try await E.configure(h, port: port, FlowExtensions(onAttributeCollectionSubmit: "badmodify"), flow: "B2C_1_sign_up")
+                let (again, _) = try await Self.detailsPage(h, driver, "badvalue@example.com") { try await h.latestCode() }
+                let failed = try await Self.create(driver, again, "badvalue@example.com")
+                #expect(b2cCode(redirect: failed) == "AADB2C90075", "\(failed.status)")
+                #expect(try await Self.account(h, "badvalue@example.com") == nil)
+            }
+        }
+    }
+
+    @Test("OnOtpSend on the reset page: called for an address with an account and one without alike, naming no account; a failing or undeclared one ends the sign-up for the app")
+    func otpOnPages() async throws {
+        let received = Received()
+        try await E.endpoint(received).test(.live) { endpoint in
+            let port = try #require(endpoint.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                _ = try await h.addUser("known@example.com")
+                try await E.configure(h, port: port, FlowExtensions(onOtpSend: "otp"), flow: "B2C_1_reset")
+                for email in ["known@example.com", "unknown@example.com"] {
+                    let page = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_reset"), harness: h)
+                    let sent = try await driver.submit(page, [("step", "send"), ("email", email)])
+                    #expect(sent.status == .ok && sent.text.contains("Verification code has been sent"), "\(sent.status)")
+                }
+                let calls = await received.all()
+                #expect(calls.map(\.path) == ["otp", "otp"])
+                for call in calls {
+                    let data = try #require(call.body["data"] as? [String: Any])
+                    #expect((data["authenticationContext"] as? [String: Any])?["user"] == nil)
+                    #expect(((data["authenticationContext"] as? [String: Any])?["requestType"] as? String) == "passwordReset")
+                }
+                #expect(try await h.server.outbox(tenantID: h.tenant.id).isEmpty)
+
+                for binding in ["broken", "nosuch"] {
+                    try await E.configure(h, port: port, FlowExtensions(onOtpSend: binding), flow: "B2C_1_sign_up")
+                    let page = try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1_sign_up"), harness: h)
+                    let failed = try await driver.submit(page, [("step", "send"), ("email", "otp-\(binding)@example.com")])
+                    #expect(failed.redirectParameters["error"] == "server_error" && b2cCode(redirect: failed) == "AADB2C90075", "\(binding): \(failed.status)")
+                }
+                #expect(try await h.server.outbox(tenantID: h.tenant.id).isEmpty)
+            }
+        }
+    }
+
+    @Test("the password grant asks the claims provider too: its claims in the tokens, its failure the grant's")
+    func passwordGrant() async throws {
+        let received = Received()
+        try await E.endpoint(received).test(.live) { endpoint in
+            let port = try #require(endpoint.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                _ = try await h.addUser("ropc@example.com")
+                try await E.configure(h, port: port, FlowExtensions(onTokenIssuanceStart: "claims"), flow: "B2C_1_ROPC")
+                let granted = try await driver.ropc(h, username: "ropc@example.com", password: Self.password)
+                #expect(DecodedJWT(try #require(granted.json["id_token"] as? String, "\(granted.text)")).claims["loyaltyTier"] as? String == "gold")
+                try await E.configure(h, port: port, FlowExtensions(onTokenIssuanceStart: "brokenclaims"), flow: "B2C_1_ROPC")
+                let refused = try await driver.ropc(h, username: "ropc@example.com", password: Self.password)
+                #expect(refused.json["error"] as? String == "server_error" && b2cCode(refused) == "AADB2C90075", "\(refused.text)")
+                #expect(refused.json["access_token"] == nil && !refused.text.contains("HTTP 500"), "the reason stays in the log")
+            }
+        }
+    }
+
+    @Test("an extension declares at most 50 claims, as many as a token takes")
+    func declaredClaimsBound() throws {
+        var ext = AuthenticationExtension(
+            name: "many", event: .onTokenIssuanceStart, url: "https://api.example/claims", resourceId: "api://claims",
+            claims: (0...ExtraClaims.maximumCount).map { "claim\($0)" })
+        #expect(ext.problems().contains { $0.contains("at most 50 claims") })
+        ext.claims = Array(ext.claims!.prefix(ExtraClaims.maximumCount))
+        #expect(ext.problems().isEmpty)
     }
 }

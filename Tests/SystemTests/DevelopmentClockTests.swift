@@ -84,7 +84,7 @@ struct DevelopmentClockTests {
         }
     }
 
-    @Test("extra claims go into both minted tokens and their refreshes; the issuer's own claims cannot be set")
+    @Test("extra claims go into both minted tokens; the issuer's own claims cannot be set")
     func extraClaims() async throws {
         try await LiveSystem.run { live in
             try await live.addUser("claims@example.com")
@@ -101,16 +101,6 @@ struct DevelopmentClockTests {
             // The Task API still accepts it: the signature covers the added claims.
             let tasks = live.apiBase.appendingPathComponent("tasks").absoluteString
             #expect(try await Self.send("GET", tasks, bearer: try #require(minted.json["access_token"] as? String)).status == 200)
-            // A refresh keeps them: they are the sign-in's, kept with its refresh-token family.
-            let mintedAccess = try #require(minted.json["access_token"] as? String)
-            let policy = try #require(Self.claims(mintedAccess)["tfp"] as? String)
-            let refreshToken = try #require(minted.json["refresh_token"] as? String)
-            let refreshed = try await Self.send(
-                "POST", "\(live.authorityURL)\(policy)/oauth2/v2.0/token",
-                form: "grant_type=refresh_token&client_id=\(live.clientID)&refresh_token=\(refreshToken)")
-            #expect(refreshed.status == 200)
-            let refreshedAccess = try #require(refreshed.json["access_token"] as? String)
-            #expect(Self.claims(refreshedAccess)["groups"] as? [String] == ["testers"])
 
             for claims in [#"{"exp": 1}"#, #"{"iss": "https://elsewhere"}"#, #"{"aud": "x"}"#, #"{"x": 1.5}"#, #"{"idtyp": "app"}"#, #"{"azp": "x"}"#] {
                 let refused = try await Self.send(

@@ -89,6 +89,8 @@ public struct AuthenticationExtension: Sendable, Codable, Equatable {
         }
         if let claims {
             if event != .onTokenIssuanceStart { problems.append("authentication extension '\(name)': only OnTokenIssuanceStart provides claims") }
+            // As many as a token takes beside its own (``ExtraClaims/maximumCount``).
+            if claims.count > 50 { problems.append("authentication extension '\(name)': at most 50 claims") }
             for claim in claims where Self.isProtected(claim) || (try? TextRules.name(claim, maximumLength: 64).get()) != claim {
                 problems.append("authentication extension '\(name)': the claim '\(TextRules.printable(claim))' cannot be provided")
             }

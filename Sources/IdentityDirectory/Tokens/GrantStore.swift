@@ -101,7 +101,6 @@ package struct SQLGrantStore: GrantStore {
         var consented: String?
         var face: String
         var claimOverrides: String?
-        var extraClaims: String?
 
         init(_ family: RefreshTokenFamily) {
             id = family.id
@@ -119,7 +118,6 @@ package struct SQLGrantStore: GrantStore {
             consented = family.consented.map { StoredJSON.encode($0) }
             face = family.face.rawValue
             claimOverrides = family.claimOverrides.map { StoredJSON.encode($0) }
-            extraClaims = family.extraClaims.map { StoredJSON.encode($0) }
         }
 
         /// Read column by column: this runs on every refresh, and SQLKit's `Codable` path
@@ -141,7 +139,6 @@ package struct SQLGrantStore: GrantStore {
             consented = try column("consented")
             face = try column("face")
             claimOverrides = try column("claim_overrides")
-            extraClaims = try column("extra_claims")
         }
 
         var family: RefreshTokenFamily? {
@@ -155,8 +152,7 @@ package struct SQLGrantStore: GrantStore {
                 slidingExpiresAt: slidingExpiresAt.map(Date.init(epoch:)), revokedAt: revokedAt.map(Date.init(epoch:)),
                 consented: consented.flatMap { StoredJSON.decode([APIPermission].self, $0) },
                 face: ProtocolFace(rawValue: face) ?? .b2c,
-                claimOverrides: claimOverrides.flatMap { StoredJSON.decode([String: String].self, $0) },
-                extraClaims: extraClaims.flatMap { StoredJSON.decode([String: JSONValue].self, $0) })
+                claimOverrides: claimOverrides.flatMap { StoredJSON.decode([String: String].self, $0) })
         }
     }
 

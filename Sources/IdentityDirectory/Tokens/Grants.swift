@@ -25,7 +25,7 @@ package struct AuthorizationCodeGrant: Sendable, Equatable {
     /// in every token of this sign-in, refreshes included.
     package var claimOverrides: [String: String]? = nil
     /// Claims the flow's OnTokenIssuanceStart extension provided at the sign-in (SPEC §2.15),
-    /// in every token of it, refreshes included.
+    /// for the tokens the code buys; a refresh asks the extension again.
     package var extraClaims: [String: JSONValue]? = nil
 
     package init(
@@ -100,8 +100,6 @@ package struct RefreshTokenFamily: Sendable, Equatable {
     package var face: ProtocolFace = .b2c
     /// The sign-in's connector values (``AuthorizationCodeGrant/claimOverrides``).
     package var claimOverrides: [String: String]? = nil
-    /// The sign-in's added claims (``AuthorizationCodeGrant/extraClaims``).
-    package var extraClaims: [String: JSONValue]? = nil
 
     package init(
         id: String,
@@ -117,8 +115,7 @@ package struct RefreshTokenFamily: Sendable, Equatable {
         revokedAt: Date? = nil,
         consented: [APIPermission]? = nil,
         face: ProtocolFace = .b2c,
-        claimOverrides: [String: String]? = nil,
-        extraClaims: [String: JSONValue]? = nil
+        claimOverrides: [String: String]? = nil
     ) {
         self.id = id
         self.tenantID = tenantID
@@ -134,7 +131,6 @@ package struct RefreshTokenFamily: Sendable, Equatable {
         self.consented = consented
         self.face = face
         self.claimOverrides = claimOverrides
-        self.extraClaims = extraClaims
     }
 }
 

@@ -76,8 +76,12 @@ extension NativeAuthError {
     /// extension's endpoint a probe of the network behind it. The reason is logged.
     static func extensionFailed(_ name: String, _ reason: String) -> NativeAuthError {
         Logger(label: "native-auth").warning("custom authentication extension failed", metadata: ["extension": "\(name)", "reason": "\(reason)"])
-        return NativeAuthError(error: "server_error", code: 1_100_001, message: "A custom authentication extension did not answer as its contract requires.")
+        return extensionFailure
     }
+
+    /// ``extensionFailed(_:_:)`` where the reason is already logged.
+    static let extensionFailure = NativeAuthError(
+        error: "server_error", code: 1_100_001, message: "A custom authentication extension did not answer as its contract requires.")
 
     /// An extension's `showBlockPage`: the person may not go on (its message, printable).
     static func blockedByExtension(_ message: String) -> NativeAuthError {

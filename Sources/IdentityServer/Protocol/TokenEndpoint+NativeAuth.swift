@@ -151,10 +151,14 @@ extension TokenEndpoint {
             throw NativeAuthError(error: "server_error", code: 90_075, message: "The sign-in's API connector failed: \(failure.reason).")
         }
         // The claims provider answers before the proof is spent: if it fails, the person may try
-        // the same step again. None go into a Microsoft Graph token, as none do from /dev/tokens.
-        let provided =
-            granted.resource?.audience == APIPermission.graphResource
-            ? ExtraClaims() : try await providedClaims(api, flow: userFlow, user: signedIn, tenant: tenant)
+        // the same step again. None go into a Microsoft Graph token.
+        let provided: ExtraClaims
+        do {
+            provided = try await providedClaims(
+                flow: userFlow, tenant: tenant, client: client, user: signedIn, scopes: granted, request: request, context: context)
+        } catch ProtocolFailure.extensionFailed {
+            throw NativeAuthError.extensionFailure
+        }
         // The proof is spent once: a request racing with the same token gets nothing.
         guard try await api.flows.finish(flow) else { throw NativeAuthError.invalidToken }
         // External ID has a native app's permissions consented by an admin (no page asks a
@@ -169,21 +173,6 @@ extension TokenEndpoint {
         issuance.extraClaims = provided
         let refreshToken = granted.offlineAccess ? try await startFamily(issuance, now: now, forCode: nil) : nil
         return try await respond(issuance, refreshToken: refreshToken, clientInfo: true, now: now)
-    }
-
-    /// External ID's OnTokenIssuanceStart (a custom claims provider,
-    /// ``ExtensionCall/tokenClaims(_:tenant:flow:caller:user:now:)``): its claims go into both tokens.
-    private func providedClaims(_ api: NativeAuthAPI, flow: UserFlow, user: UserAccount, tenant: Tenant) async throws -> ExtraClaims {
-        guard let ext = try api.authenticationExtension(.onTokenIssuanceStart, flow: flow, tenant: tenant) else { return ExtraClaims() }
-        let caller = try api.extensionCaller()
-        let claims = try await api.extensionEvent { calls throws(AuthenticationExtensionFailure) in
-            try await calls.tokenClaims(ext, tenant: tenant, flow: flow, caller: caller, user: user, now: api.now)
-        }
-        do {
-            return try ExtraClaims(claims)
-        } catch {
-            throw NativeAuthError.extensionFailed(ext.name, "\(error)")
-        }
     }
 
     /// The flow's second factor stopped the sign-in: `mfa_required` with the flow's next token

@@ -92,7 +92,8 @@ struct TokenEndpoint: Sendable {
                 form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now, face: face)
         case .refreshToken:
             return try await refreshToken(
-                form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now, face: face)
+                form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now, face: face,
+                request: request, context: context)
         case .password:
             return try await password(
                 form, tenant: tenant, flow: flow, client: client, issuer: issuer, clientInfo: wantsClientInfo, now: now,
@@ -192,7 +193,7 @@ struct TokenEndpoint: Sendable {
 
     private func refreshToken(
         _ form: RequestParameters, tenant: Tenant, flow: UserFlow, client: AppRegistration, issuer: String,
-        clientInfo: Bool, now: Date, face: ProtocolFace
+        clientInfo: Bool, now: Date, face: ProtocolFace, request: Request, context: PolicyRequestContext
     ) async throws -> Response {
         guard let presented = form.nonEmpty("refresh_token") else { throw ProtocolFailure.missingParameter("refresh_token") }
         let replacement = Secrets.randomToken()
@@ -248,7 +249,8 @@ struct TokenEndpoint: Sendable {
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: scopes, nonce: nil,
             authTime: family.authTime, newUser: false, identityProvider: family.identityProvider, face: face,
             claimOverrides: family.claimOverrides ?? [:])
-        issuance.extraClaims = ExtraClaims(kept: family.extraClaims, scopes: scopes)
+        // Tokens issued again: the flow's claims provider is asked again (its claims may have changed).
+        issuance.extraClaims = try await providedClaims(flow: flow, tenant: tenant, client: client, user: user, scopes: scopes, request: request, context: context)
         return try await respond(issuance, refreshToken: issuedRefreshToken, clientInfo: clientInfo, now: now)
     }
 
@@ -285,9 +287,10 @@ struct TokenEndpoint: Sendable {
         case .success(let values): overrides = values
         case .failure(let failure): throw failure.b2cError
         }
-        let issuance = IssuanceContext(
+        var issuance = IssuanceContext(
             tenant: tenant, flow: flow, client: client, user: user, issuer: issuer, scopes: granted, nonce: nil,
             authTime: now, newUser: false, identityProvider: .local, face: face, claimOverrides: overrides)
+        issuance.extraClaims = try await providedClaims(flow: flow, tenant: tenant, client: client, user: user, scopes: granted, request: request, context: context)
         let refreshToken = granted.offlineAccess ? try await startFamily(issuance, now: now, forCode: nil) : nil
         return try await respond(issuance, refreshToken: refreshToken, clientInfo: clientInfo, now: now)
     }
@@ -331,6 +334,26 @@ struct TokenEndpoint: Sendable {
         }
     }
 
+    /// External ID's OnTokenIssuanceStart for tokens issued without a page (a refresh, the
+    /// password grant, native authentication): the flow's claims provider's claims, none for
+    /// Microsoft Graph's tokens; its failure is the grant's (AADSTS1100001), its reason logged.
+    func providedClaims(
+        flow: UserFlow, tenant: Tenant, client: AppRegistration, user: UserAccount, scopes: GrantedScopes, request: Request,
+        context: some IdentityContext
+    ) async throws -> ExtraClaims {
+        guard scopes.resource?.audience != APIPermission.graphResource else { return ExtraClaims() }
+        let caller = ExtensionCaller(
+            client: client, issuer: HostPolicy.issuer(origin: hosts.origin(of: request), tenant: tenant, face: .entra),
+            correlationID: context.correlationID, clientAddress: context.clientAddress)
+        do throws(AuthenticationExtensionFailure) {
+            guard let ext = try ExtensionCall.bound(.onTokenIssuanceStart, flow: flow, tenant: tenant) else { return ExtraClaims() }
+            return try await ExtensionCall(issuer: tokens).tokenClaims(ext, tenant: tenant, flow: flow, caller: caller, user: user, now: clock.now)
+        } catch {
+            context.logger.warning("custom authentication extension failed", metadata: ["extension": "\(error.name)", "reason": "\(error.reason)"])
+            throw ProtocolFailure.extensionFailed
+        }
+    }
+
     // MARK: Response
 
     func startFamily(_ issuance: IssuanceContext, now: Date, forCode code: String?) async throws -> String {
@@ -344,8 +367,7 @@ struct TokenEndpoint: Sendable {
             userID: issuance.user.id, policy: issuance.flow.name, scopes: issuance.scopes.granted,
             authTime: issuance.authTime, identityProvider: issuance.identityProvider, createdAt: now,
             slidingExpiresAt: sliding, revokedAt: nil, consented: issuance.client.apiPermissions, face: issuance.face,
-            claimOverrides: issuance.claimOverrides.isEmpty ? nil : issuance.claimOverrides,
-            extraClaims: issuance.extraClaims.stored.isEmpty ? nil : issuance.extraClaims.stored)
+            claimOverrides: issuance.claimOverrides.isEmpty ? nil : issuance.claimOverrides)
         let expires = now.addingTimeInterval(TimeInterval(lifetimes.refreshTokenSeconds))
         try await grants.createFamily(family, firstToken: token, tokenExpiresAt: min(expires, sliding ?? expires), forCode: code)
         return token

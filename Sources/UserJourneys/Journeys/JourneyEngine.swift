@@ -99,7 +99,14 @@ package struct JourneyEngine: Sendable {
         if let refusal = try await admission(of: step, run) { return try await conclude(.fail(refusal), &run, journey, context: context) }
         let before = run.snapshot
         let started = ContinuousClock.now
-        let outcome = try await Self.span(of: step, journey: journey.name) { try await act(step, &run) }
+        let outcome: StepOutcome
+        do {
+            outcome = try await Self.span(of: step, journey: journey.name) { try await act(step, &run) }
+        } catch ProtocolFailure.extensionFailed {
+            // A custom authentication extension failed within the step (OnOtpSend): the sign-in
+            // ends for the app, as at every other event.
+            outcome = .fail(.extensionFailed)
+        }
         // A page shown again is not a step's result; anything else is.
         if case .interact = outcome {} else { trace(step, outcome, &run, before: before, since: started) }
         return try await conclude(outcome, &run, journey, context: context)

@@ -65,9 +65,9 @@ struct JourneyClaims: Sendable, Codable, Equatable {
     var verifiedEmail: String?
     /// What an identity provider asserted, waiting for the account step.
     var federated: FederatedSignUp?
-    /// The sign-up's OnAttributeCollectionStart extension answered, with these values to show
-    /// where the person gave none (SPEC §2.15); nil until it has (or where none is bound).
-    var attributePrefill: SignUpAttributeValues.Read?
+    /// What the sign-up's OnAttributeCollectionStart extension answered, and for whom (SPEC
+    /// §2.15); nil until it has (or where none is bound).
+    var attributeStart: AttributeStartAnswer?
 
     /// Forgets what the first page chose and any session it continued: the person is back on
     /// it (the browser's back button).
@@ -75,7 +75,7 @@ struct JourneyClaims: Sendable, Codable, Equatable {
         selection = nil
         // (A custom policy's provider proof goes with the choice: ``JourneyEngine`` clears it.)
         federated = nil
-        attributePrefill = nil
+        attributeStart = nil
         sessionHash = nil
         sessionHasSecondFactor = false
     }
@@ -87,6 +87,16 @@ struct JourneyClaims: Sendable, Codable, Equatable {
         authTime = time
         self.newUser = newUser
     }
+}
+
+/// An OnAttributeCollectionStart answer, for the one identity it was asked about (an address, or
+/// a provider's subject): another identity asks again.
+struct AttributeStartAnswer: Sendable, Codable, Equatable {
+    var identity: String
+    /// The values to show where the person gave none.
+    var prefill: SignUpAttributeValues.Read
+    /// The block page's message, when it blocked: the page shows it again without a new call.
+    var blocked: String?
 }
 
 /// One step of a journey as it ran: the step's profile, the claims it wrote (names, never
@@ -140,7 +150,7 @@ extension JourneyClaims {
         if pendingEmail != other.pendingEmail { names.append("pendingEmail") }
         if verifiedEmail != other.verifiedEmail { names.append("verifiedEmail") }
         if federated != other.federated { names.append("federatedIdentity") }
-        if attributePrefill != other.attributePrefill { names.append("attributeCollectionStart") }
+        if attributeStart != other.attributeStart { names.append("attributeCollectionStart") }
         return names
     }
 }

@@ -128,8 +128,11 @@ package struct ExtensionCall: Sendable {
         case "showvalidationerror":
             var errors: [String: String] = [:]
             if case .object(let members)? = action.members["attributeErrors"] {
-                for (name, value) in members.prefix(64) {
-                    guard SignUpAttributeValues.flowAttribute(named: name) != nil, case .string(let text) = value else { continue }
+                for name in members.keys.sorted().prefix(64) where SignUpAttributeValues.flowAttribute(named: name) != nil {
+                    guard case .string(let text)? = members[name] else {
+                        errors[name] = ""
+                        continue
+                    }
                     errors[name] = TextRules.printable(String(text.prefix(256)))
                 }
             }
@@ -140,9 +143,10 @@ package struct ExtensionCall: Sendable {
 
     /// OnTokenIssuanceStart (a custom claims provider): the claims its `provideClaimsForToken`
     /// action gives, as far as the extension declares them (strings or lists of strings, 3 KB in
-    /// all, never a claim that says who issued the token or whose it is).
+    /// all, never a claim that says who issued the token or whose it is), as every token's extra
+    /// claims are checked.
     package func tokenClaims(_ ext: AuthenticationExtension, tenant: Tenant, flow: UserFlow, caller: ExtensionCaller, user: UserAccount, now: Date)
-        async throws(AuthenticationExtensionFailure) -> [String: JSONValue]
+        async throws(AuthenticationExtensionFailure) -> ExtraClaims
     {
         let action = try await call(ext, tenant: tenant, flow: flow, caller: caller, user: user, data: [], now: now)
         guard action.kind.lowercased() == "provideclaimsfortoken", case .object(let claims)? = action.members["claims"] else {
@@ -160,7 +164,11 @@ package struct ExtensionCall: Sendable {
         guard ((try? JSONEncoder().encode(kept))?.count ?? 0) <= 3072 else {
             throw AuthenticationExtensionFailure(name: ext.name, reason: "its claims exceed 3 KB")
         }
-        return kept
+        do {
+            return try ExtraClaims(kept)
+        } catch {
+            throw AuthenticationExtensionFailure(name: ext.name, reason: error.description)
+        }
     }
 
     /// OnOtpSend: the code goes to the extension, which must answer `continueWithDefaultBehavior`.

@@ -34,11 +34,13 @@ struct FederatedAccountStep: OrchestrationStep {
             emailVerified: identity.email != nil && identity.emailVerified != false)
         // No page collects attributes here, but the extensions that gate a sign-up still decide:
         // the start's values fill what the provider left out, the submit's refusal blocks.
-        if let stop = try await extensions.attributeCollectionStart(&run, signUp: signUpInfo(identity, created.displayName, created.attributes)) {
+        if let stop = try await extensions.attributeCollectionStart(
+            &run, identity: Self.startIdentity(identity), signUp: signUpInfo(identity, created.displayName, created.attributes))
+        {
             run.claims.federated = nil
             return stop
         }
-        Self.prefill(run.claims.attributePrefill, displayName: &created.displayName, attributes: &created.attributes)
+        Self.prefill(PageExtensions.prefill(run, identity: Self.startIdentity(identity)), displayName: &created.displayName, attributes: &created.attributes)
         switch try await extensions.attributeCollectionSubmit(run, signUp: signUpInfo(identity, created.displayName, created.attributes)) {
         case .stop(let outcome):
             run.claims.federated = nil
@@ -54,6 +56,9 @@ struct FederatedAccountStep: OrchestrationStep {
         }
         return try await create(created, &run)
     }
+
+    /// Whom the start extension answers for: the provider's account.
+    private static func startIdentity(_ pending: FederatedSignUp) -> String { "\(pending.provider.rawValue):\(pending.subject)" }
 
     /// A provider's sign-up as the attribute-collection extensions see it.
     private func signUpInfo(_ pending: FederatedSignUp, _ displayName: String, _ attributes: [String: String]) -> SignUpInfo {
@@ -133,12 +138,14 @@ struct FederatedAccountStep: OrchestrationStep {
             run.claims.federated = pending
         }
         // External ID's OnAttributeCollectionStart, once: its values fill what is still empty.
-        if PageExtensions.startPending(run) {
-            if let stop = try await extensions.attributeCollectionStart(&run, signUp: signUpInfo(pending, pending.displayName, pending.attributes)) {
+        if PageExtensions.startPending(run, identity: Self.startIdentity(pending)) {
+            if let stop = try await extensions.attributeCollectionStart(
+                &run, identity: Self.startIdentity(pending), signUp: signUpInfo(pending, pending.displayName, pending.attributes))
+            {
                 run.claims.federated = nil
                 return stop
             }
-            Self.prefill(run.claims.attributePrefill, displayName: &pending.displayName, attributes: &pending.attributes)
+            Self.prefill(PageExtensions.prefill(run, identity: Self.startIdentity(pending)), displayName: &pending.displayName, attributes: &pending.attributes)
             run.claims.federated = pending
         }
         return .interact(try attributePage(run, pending))
@@ -161,7 +168,7 @@ struct FederatedAccountStep: OrchestrationStep {
         let pending = try pending(run)
         // The "after federating" connector must have agreed (on the page's first showing) before
         // the form can create anything.
-        guard run.flow.connectors.afterFederatingIdentityProvider == nil || pending.connectorCalled == true, !PageExtensions.startPending(run) else {
+        guard run.flow.connectors.afterFederatingIdentityProvider == nil || pending.connectorCalled == true, !PageExtensions.startPending(run, identity: Self.startIdentity(pending)) else {
             return try await show(page, &run)
         }
         let posted: (displayName: String?, attributes: [String: String])

@@ -25,18 +25,15 @@ struct LocalSignUpStep: OrchestrationStep {
     func enter(_ run: inout JourneyRun) async throws -> StepOutcome { .interact(.redirecting(to: run.url(.signUp))) }
 
     /// "Already have an account? Sign in" is the first page's, which the engine goes back to.
-    /// The flow's OnAttributeCollectionStart extension answers before the details first show.
+    /// The flow's OnAttributeCollectionStart extension answers for the proven address before the
+    /// details first show (without email verification the address is known only at "Create").
     func show(_ page: HostedPage, _ run: inout JourneyRun) async throws -> StepOutcome {
-        if showsDetails(run), let stop = try await attributeCollectionStart(&run) { return stop }
+        if let proven = run.claims.verifiedEmail, let stop = try await attributeCollectionStart(&run, email: proven) { return stop }
         return .interact(try signUpPage(run))
     }
 
-    /// Whether the page is at its details stage (the address proven, or no proof asked).
-    private func showsDetails(_ run: JourneyRun) -> Bool { !run.flow.emailVerification || run.claims.verifiedEmail != nil }
-
-    private func attributeCollectionStart(_ run: inout JourneyRun) async throws -> StepOutcome? {
-        let email = run.claims.verifiedEmail ?? run.form["email"] ?? run.authorization.loginHint ?? ""
-        return try await extensions.attributeCollectionStart(&run, signUp: SignUpInfo(email: email, displayName: nil, attributes: [:]))
+    private func attributeCollectionStart(_ run: inout JourneyRun, email: String) async throws -> StepOutcome? {
+        try await extensions.attributeCollectionStart(&run, identity: email, signUp: SignUpInfo(email: email, displayName: nil, attributes: [:]))
     }
 
     func signUpPage(_ run: JourneyRun, error: String? = nil, status: HTTPResponse.Status = .ok) throws -> Response {
@@ -57,7 +54,7 @@ struct LocalSignUpStep: OrchestrationStep {
             values["stepEmail"] = true
             values["email"] = form["email"] ?? run.authorization.loginHint ?? ""
         }
-        let prefill = run.claims.attributePrefill
+        let prefill = run.claims.verifiedEmail.flatMap { PageExtensions.prefill(run, identity: $0) }
         values["attributes"] = run.attributeFields(run.flow.signUpAttributes) { attribute in
             form[attribute.rawValue] ?? (attribute == .displayName ? prefill?.displayName : prefill?.attributes[attribute.rawValue])
         }
@@ -120,10 +117,6 @@ struct LocalSignUpStep: OrchestrationStep {
     /// Creates the account from the details form. `provenEmail` is the canonical address a code
     /// proved in this journey; the account gets exactly that address, whatever was posted.
     private func createAccount(provenEmail: String?, _ run: inout JourneyRun) async throws -> StepOutcome {
-        // A form posted before the start extension answered (never shown) waits for it.
-        if PageExtensions.startPending(run) {
-            if let stop = try await attributeCollectionStart(&run) { return stop }
-        }
         let form = run.form
         let password = form["newPassword"] ?? ""
         let email: EmailAddress
@@ -147,6 +140,14 @@ struct LocalSignUpStep: OrchestrationStep {
         let exists = run.text("error_exists")
         if try await users.user(tenantID: run.tenant.id, provider: .local, signInName: email.canonical) != nil {
             return try again(run, exists, .conflict)
+        }
+        // The start extension answers for the address the account gets: a form posted before it
+        // answered for that address (the page never shown, or another address since) waits for it.
+        if let stop = try await attributeCollectionStart(&run, email: email.canonical) { return stop }
+        if provenEmail == nil, let prefill = PageExtensions.prefill(run, identity: email.canonical) {
+            // Without verification the form showed no prefill: the start's values fill what is empty.
+            if posted.displayName == nil, let name = prefill.displayName { displayName = name }
+            attributes.merge(prefill.attributes) { given, _ in given }
         }
         // External ID's OnAttributeCollectionSubmit, then B2C's connector, each on what the
         // one before left.

@@ -23,16 +23,27 @@ struct PageExtensions: Sendable {
         case stop(StepOutcome)
     }
 
-    /// Whether the sign-up's OnAttributeCollectionStart still has to answer.
-    static func startPending(_ run: JourneyRun) -> Bool {
-        run.flow.extensions.onAttributeCollectionStart != nil && run.claims.attributePrefill == nil
+    /// Whether the sign-up's OnAttributeCollectionStart has yet to answer for `identity` (the
+    /// address, or the provider's subject, the account would get).
+    static func startPending(_ run: JourneyRun, identity: String) -> Bool {
+        run.flow.extensions.onAttributeCollectionStart != nil && run.claims.attributeStart?.identity != identity
     }
 
-    /// OnAttributeCollectionStart, once per sign-up, before its form first shows: the values it
-    /// prefills go into ``JourneyClaims/attributePrefill``. Nil to go on; otherwise the step's
-    /// outcome instead (its block page, or the failure).
-    func attributeCollectionStart(_ run: inout JourneyRun, signUp: SignUpInfo) async throws -> StepOutcome? {
-        guard Self.startPending(run) else { return nil }
+    /// The start's values for `identity`, once it answered for it.
+    static func prefill(_ run: JourneyRun, identity: String) -> SignUpAttributeValues.Read? {
+        guard let answer = run.claims.attributeStart, answer.identity == identity else { return nil }
+        return answer.prefill
+    }
+
+    /// OnAttributeCollectionStart for the sign-up of `identity`, before its form shows: once per
+    /// identity, its answer kept in ``JourneyClaims/attributeStart`` (a block too, so a reload
+    /// does not call again). Nil to go on; otherwise the step's outcome instead (the block page,
+    /// or the failure).
+    func attributeCollectionStart(_ run: inout JourneyRun, identity: String, signUp: SignUpInfo) async throws -> StepOutcome? {
+        if !Self.startPending(run, identity: identity) {
+            guard let message = run.claims.attributeStart?.blocked else { return nil }
+            return .interact(try blocked(run, message))
+        }
         let answer: (AuthenticationExtension, AttributeCollectionStart)
         do throws(AuthenticationExtensionFailure) {
             guard let ext = try ExtensionCall.bound(.onAttributeCollectionStart, flow: run.flow, tenant: run.tenant) else { return nil }
@@ -42,13 +53,15 @@ struct PageExtensions: Sendable {
             return failed(error, run)
         }
         switch answer.1 {
-        case .proceed: run.claims.attributePrefill = SignUpAttributeValues.Read()
+        case .proceed: run.claims.attributeStart = AttributeStartAnswer(identity: identity, prefill: SignUpAttributeValues.Read())
         case .prefill(let values):
             guard case .success(let read) = SignUpAttributeValues.read(values, flow: run.flow, tenant: run.tenant) else {
                 return failed(AuthenticationExtensionFailure(name: answer.0.name, reason: "it answered attribute values the flow's rules refuse"), run)
             }
-            run.claims.attributePrefill = read
-        case .block(let message): return .interact(try blocked(run, message))
+            run.claims.attributeStart = AttributeStartAnswer(identity: identity, prefill: read)
+        case .block(let message):
+            run.claims.attributeStart = AttributeStartAnswer(identity: identity, prefill: SignUpAttributeValues.Read(), blocked: message)
+            return .interact(try blocked(run, message))
         }
         return nil
     }
@@ -72,16 +85,16 @@ struct PageExtensions: Sendable {
             return .proceed(read)
         case .block(let message): return .stop(.interact(try blocked(run, message)))
         case .invalid(let message, let attributeErrors):
-            let details = attributeErrors.keys.sorted().compactMap { name in attributeErrors[name].map { "\(name): \($0)" } }
+            let details = attributeErrors.keys.sorted().compactMap { name in attributeErrors[name].flatMap { $0.isEmpty ? nil : "\(name): \($0)" } }
             return .refused(([message] + details).joined(separator: " "))
         }
     }
 
     /// OnTokenIssuanceStart for `user` signing in to `client`: the claims to add to the sign-in's
     /// tokens (none where no extension is bound), or the failure that ends it.
-    func tokenClaims(_ run: JourneyRun, client: AppRegistration, user: UserAccount) async throws -> Result<[String: JSONValue], ProtocolFailure> {
+    func tokenClaims(_ run: JourneyRun, client: AppRegistration, user: UserAccount) async throws -> Result<ExtraClaims, ProtocolFailure> {
         do throws(AuthenticationExtensionFailure) {
-            guard let ext = try ExtensionCall.bound(.onTokenIssuanceStart, flow: run.flow, tenant: run.tenant) else { return .success([:]) }
+            guard let ext = try ExtensionCall.bound(.onTokenIssuanceStart, flow: run.flow, tenant: run.tenant) else { return .success(ExtraClaims()) }
             let caller = try await caller(run, client: client, requestType: nil)
             return .success(try await calls.tokenClaims(ext, tenant: run.tenant, flow: run.flow, caller: caller, user: user, now: run.now))
         } catch {
@@ -102,12 +115,13 @@ struct PageExtensions: Sendable {
         }
     }
 
-    /// Hands `code` for `recipient` to `ext` (OnOtpSend); its failure ends the page with
-    /// ``ProtocolFailure/extensionFailed``.
-    func otpSend(_ ext: AuthenticationExtension, _ run: JourneyRun, recipient: String, code: String, user: UserAccount?, requestType: String) async throws {
+    /// Hands `code` for `recipient` to `ext` (OnOtpSend). Its failure throws
+    /// ``ProtocolFailure/extensionFailed``, which ends the journey for the app. No account is
+    /// named to it: a reset names none for an address without one, so none for one with one.
+    func otpSend(_ ext: AuthenticationExtension, _ run: JourneyRun, recipient: String, code: String, requestType: String) async throws {
         do throws(AuthenticationExtensionFailure) {
             let caller = try await caller(run, client: nil, requestType: requestType)
-            try await calls.otpSend(ext, tenant: run.tenant, flow: run.flow, caller: caller, user: user, recipient: recipient, code: code, now: run.now)
+            try await calls.otpSend(ext, tenant: run.tenant, flow: run.flow, caller: caller, user: nil, recipient: recipient, code: code, now: run.now)
         } catch {
             _ = failed(error, run)
             throw ProtocolFailure.extensionFailed

@@ -82,11 +82,15 @@ struct TokenIssuanceStep: OrchestrationStep {
             }
         }
         // External ID's OnTokenIssuanceStart (a custom claims provider): its claims go into this
-        // sign-in's tokens, refreshes included; its failure ends the sign-in before any code.
-        var provided: [String: JSONValue] = [:]
-        switch try await extensions.tokenClaims(run, client: client, user: user) {
-        case .success(let claims): provided = claims
-        case .failure(let failure): return .fail(failure)
+        // sign-in's tokens; its failure ends the sign-in before any code. Not for a sign-in for
+        // Microsoft Graph, whose tokens carry only what Graph grants.
+        var provided = ExtraClaims()
+        let apps = try await tenants.applications(tenantID: tenant.id)
+        if (try? GrantedScopes.resolve(authorization.scopes, client: client, tenantApps: apps))?.resource?.audience != APIPermission.graphResource {
+            switch try await extensions.tokenClaims(run, client: client, user: user) {
+            case .success(let claims): provided = claims
+            case .failure(let failure): return .fail(failure)
+            }
         }
         // Each transaction yields one result: two racing requests cannot both issue.
         guard try await interactions.completeInteraction(id: run.record.id, now: now) else { throw JourneyEngine.alreadyCompleted }
@@ -100,13 +104,12 @@ struct TokenIssuanceStep: OrchestrationStep {
                 codeChallenge: authorization.codeChallenge, codeChallengeMethod: authorization.codeChallengeMethod,
                 authTime: authTime, newUser: newUser, identityProvider: identityProvider, createdAt: now,
                 expiresAt: now.addingTimeInterval(codeLifetime), face: authorization.protocolFace,
-                claimOverrides: overrides.isEmpty ? nil : overrides, extraClaims: provided.isEmpty ? nil : provided)
+                claimOverrides: overrides.isEmpty ? nil : overrides, extraClaims: provided.stored.isEmpty ? nil : provided.stored)
             try await grants.saveCode(value, grant: grant)
             code = value
             parameters.append(("code", value))
         }
         if authorization.wantsIDToken || authorization.wantsAccessToken {
-            let apps = try await tenants.applications(tenantID: tenant.id)
             var scopes = try GrantedScopes.resolve(authorization.scopes, client: client, tenantApps: apps)
             if !authorization.wantsAccessToken { scopes.resource = nil }
             if !authorization.wantsIDToken { scopes.openID = false }
@@ -116,7 +119,7 @@ struct TokenIssuanceStep: OrchestrationStep {
                 issuer: HostPolicy.issuer(origin: authorization.origin, tenant: tenant, face: face), scopes: scopes,
                 nonce: authorization.nonce, authTime: authTime, newUser: newUser, identityProvider: identityProvider, face: face,
                 claimOverrides: overrides)
-            issuance.extraClaims = ExtraClaims(kept: provided, scopes: scopes)
+            issuance.extraClaims = ExtraClaims(kept: provided.stored, scopes: scopes)
             let tokens = try await issuer.issue(issuance, now: now, code: code, hashAccessToken: true)
             if let accessToken = tokens.accessToken {
                 parameters += [

@@ -14,9 +14,15 @@ struct VerificationMailer: Sendable {
     /// cost leaves nothing to measure.
     static func takingTheSameTime<T>(_ body: () async throws -> T) async throws -> T {
         let started = ContinuousClock.now
-        let result = try await body()
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body())
+        } catch {
+            result = .failure(error)
+        }
+        // A failure (an OnOtpSend extension's) waits out the floor too.
         try await Task.sleep(until: started + sendCodeFloor, clock: .continuous)
-        return result
+        return try result.get()
     }
 
     static let sendCodeFloor: Duration = .milliseconds(40)
@@ -50,7 +56,7 @@ struct VerificationMailer: Sendable {
         }
         if let otpSend {
             let requestType = recipient != nil && account == nil ? "signUp" : "passwordReset"
-            try await extensions.otpSend(otpSend, run, recipient: recipient ?? email, code: code, user: account, requestType: requestType)
+            try await extensions.otpSend(otpSend, run, recipient: recipient ?? email, code: code, requestType: requestType)
         }
         if recipient != nil {
             run.logger.info("verification code sent", metadata: ["oid": "\(account?.objectID ?? "none (sign-up)")"])
