@@ -70,8 +70,10 @@ struct NativeAuthExtensionTests {
     static func configure(_ h: IdentityHarness, port: Int, _ bindings: FlowExtensions, flow name: String = "B2C_1_susi") async throws {
         var tenant = h.tenant
         func ext(_ name: String, _ event: AuthenticationExtension.Event, claims: [String]? = nil) -> AuthenticationExtension {
+            // The longest wait allowed: a loaded test machine is not a failing extension.
             AuthenticationExtension(
-                name: name, event: event, url: "http://127.0.0.1:\(port)/\(name)", resourceId: "api://extensions.example/\(name)", claims: claims)
+                name: name, event: event, url: "http://127.0.0.1:\(port)/\(name)", resourceId: "api://extensions.example/\(name)", claims: claims,
+                timeoutSeconds: 10)
         }
         tenant.authenticationExtensions = [
             ext("prefill", .onAttributeCollectionStart), ext("startblock", .onAttributeCollectionStart),
