@@ -85,11 +85,14 @@ struct TokenIssuanceStep: OrchestrationStep {
         // sign-in's tokens; its failure ends the sign-in before any code. Not for a sign-in for
         // Microsoft Graph, whose tokens carry only what Graph grants.
         var provided = ExtraClaims()
-        let apps = try await tenants.applications(tenantID: tenant.id)
-        if (try? GrantedScopes.resolve(authorization.scopes, client: client, tenantApps: apps))?.resource?.audience != APIPermission.graphResource {
-            switch try await extensions.tokenClaims(run, client: client, user: user) {
-            case .success(let claims): provided = claims
-            case .failure(let failure): return .fail(failure)
+        if flow.extensions.onTokenIssuanceStart != nil {
+            let apps = try await tenants.applications(tenantID: tenant.id)
+            let resource = (try? GrantedScopes.resolve(authorization.scopes, client: client, tenantApps: apps))?.resource
+            if resource?.audience != APIPermission.graphResource {
+                switch try await extensions.tokenClaims(run, client: client, user: user) {
+                case .success(let claims): provided = claims
+                case .failure(let failure): return .fail(failure)
+                }
             }
         }
         // Each transaction yields one result: two racing requests cannot both issue.
@@ -110,6 +113,7 @@ struct TokenIssuanceStep: OrchestrationStep {
             parameters.append(("code", value))
         }
         if authorization.wantsIDToken || authorization.wantsAccessToken {
+            let apps = try await tenants.applications(tenantID: tenant.id)
             var scopes = try GrantedScopes.resolve(authorization.scopes, client: client, tenantApps: apps)
             if !authorization.wantsAccessToken { scopes.resource = nil }
             if !authorization.wantsIDToken { scopes.openID = false }
