@@ -103,11 +103,18 @@ package struct ExtensionCall: Sendable {
             data: [("authenticationContext", .object(context))] + data, tenantID: tenant.id, appID: caller.client.clientIDString, bearer: bearer)
     }
 
+    /// An attribute-collection event, told the sign-up (`userSignUpInfo`); no account exists yet.
+    private func signUpEvent(_ ext: AuthenticationExtension, tenant: Tenant, flow: UserFlow, caller: ExtensionCaller, signUp: SignUpInfo, now: Date)
+        async throws(AuthenticationExtensionFailure) -> AuthenticationExtensionAction
+    {
+        try await call(ext, tenant: tenant, flow: flow, caller: caller, user: nil, data: [("userSignUpInfo", signUp.json(tenant))], now: now)
+    }
+
     /// OnAttributeCollectionStart, as a sign-up comes to its attributes.
     package func attributeCollectionStart(
         _ ext: AuthenticationExtension, tenant: Tenant, flow: UserFlow, caller: ExtensionCaller, signUp: SignUpInfo, now: Date
     ) async throws(AuthenticationExtensionFailure) -> AttributeCollectionStart {
-        let action = try await call(ext, tenant: tenant, flow: flow, caller: caller, user: nil, data: [("userSignUpInfo", signUp.json(tenant))], now: now)
+        let action = try await signUpEvent(ext, tenant: tenant, flow: flow, caller: caller, signUp: signUp, now: now)
         switch action.kind.lowercased() {
         case "continuewithdefaultbehavior": return .proceed
         case "setprefillvalues": return .prefill(try Self.values(action.members["inputs"], ext))
@@ -120,7 +127,7 @@ package struct ExtensionCall: Sendable {
     package func attributeCollectionSubmit(
         _ ext: AuthenticationExtension, tenant: Tenant, flow: UserFlow, caller: ExtensionCaller, signUp: SignUpInfo, now: Date
     ) async throws(AuthenticationExtensionFailure) -> AttributeCollectionSubmit {
-        let action = try await call(ext, tenant: tenant, flow: flow, caller: caller, user: nil, data: [("userSignUpInfo", signUp.json(tenant))], now: now)
+        let action = try await signUpEvent(ext, tenant: tenant, flow: flow, caller: caller, signUp: signUp, now: now)
         switch action.kind.lowercased() {
         case "continuewithdefaultbehavior": return .proceed
         case "modifyattributevalues": return .modify(try Self.values(action.members["attributes"], ext))
