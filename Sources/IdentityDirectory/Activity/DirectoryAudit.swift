@@ -88,6 +88,8 @@ public struct AuditActivity: Sendable, Equatable {
     public static let deleteUserAttribute = AuditActivity("Delete custom user attribute", "Resource", "Delete", b2c)
     public static let saveAPIConnector = AuditActivity("Create or update API connector", "Resource", "Update", b2c)
     public static let deleteAPIConnector = AuditActivity("Delete API connector", "Resource", "Delete", b2c)
+    public static let saveAuthenticationExtension = AuditActivity("Create or update custom authentication extension", "Policy", "Update", coreDirectory)
+    public static let deleteAuthenticationExtension = AuditActivity("Delete custom authentication extension", "Policy", "Delete", coreDirectory)
     public static let saveIdentityProvider = AuditActivity("Create or update identity provider", "IdentityProvider", "Update", b2c)
     public static let deleteIdentityProvider = AuditActivity("Delete identity provider", "IdentityProvider", "Delete", b2c)
     public static let applyDeclaration = AuditActivity("Apply tenant declaration", "Resource", "Update", b2c)

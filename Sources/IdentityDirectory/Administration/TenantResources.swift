@@ -121,6 +121,39 @@ extension IdentityAdministration {
         }
     }
 
+    // MARK: Custom authentication extensions
+
+    /// Adds (`creating`) or replaces, by name, a custom authentication extension (SPEC §2.15). Its
+    /// event never changes: flows bind it by event.
+    public func saveAuthenticationExtension(_ ext: AuthenticationExtension, tenantID: UUID, creating: Bool) async throws {
+        let target = AuditTarget(type: "CustomAuthenticationExtension", id: ext.name)
+        _ = try await changeTenant(tenantID, .saveAuthenticationExtension, target: target) { tenant in
+            let index = tenant.authenticationExtensions.firstIndex { $0.name == ext.name }
+            if creating, index != nil { throw AdministrationError.refused("A custom authentication extension named '\(ext.name)' already exists.") }
+            if !creating, index == nil { throw AdministrationError.refused("No custom authentication extension '\(TextRules.printable(ext.name))'.") }
+            if let index, tenant.authenticationExtensions[index].event != ext.event {
+                throw AdministrationError.refused("A custom authentication extension keeps its event: make a new one for another.")
+            }
+            if let problem = ext.problems().first { throw AdministrationError.refused(problem) }
+            if let index { tenant.authenticationExtensions[index] = ext } else { tenant.authenticationExtensions.append(ext) }
+        }
+    }
+
+    /// Removes a custom authentication extension no user flow binds (a bound one would fail closed).
+    public func removeAuthenticationExtension(named name: String, tenantID: UUID) async throws {
+        let flows = try await tenants.uncached.userFlows(tenantID: tenantID)
+        let target = AuditTarget(type: "CustomAuthenticationExtension", id: name)
+        _ = try await changeTenant(tenantID, .deleteAuthenticationExtension, target: target) { tenant in
+            guard tenant.authenticationExtensions.contains(where: { $0.name == name }) else {
+                throw AdministrationError.refused("No custom authentication extension '\(TextRules.printable(name))'.")
+            }
+            if let flow = flows.first(where: { flow in AuthenticationExtension.Event.allCases.contains { flow.extensions[$0] == name } }) {
+                throw AdministrationError.refused("The custom authentication extension is used by user flow \(flow.name): remove it there first.")
+            }
+            tenant.authenticationExtensions.removeAll { $0.name == name }
+        }
+    }
+
     // MARK: Identity providers
 
     /// Adds or replaces (by name) an upstream OpenID Connect provider; its client secret given in

@@ -37,14 +37,19 @@ public struct AuthenticationExtension: Sendable, Codable, Equatable {
     /// provider's claims into tokens by name; others it answers are dropped).
     public var claims: [String]?
     public var timeoutSeconds: Int?
+    /// What it is for, as Graph's `description` (at most 1,024 characters).
+    public var description: String?
 
-    public init(name: String, event: Event, url: String, resourceId: String, claims: [String]? = nil, timeoutSeconds: Int? = nil) {
+    public init(
+        name: String, event: Event, url: String, resourceId: String, claims: [String]? = nil, timeoutSeconds: Int? = nil, description: String? = nil
+    ) {
         self.name = name
         self.event = event
         self.url = url
         self.resourceId = resourceId
         self.claims = claims
         self.timeoutSeconds = timeoutSeconds
+        self.description = description
     }
 
     /// External ID waits 1 second by default and allows at most 2 (its
@@ -83,6 +88,9 @@ public struct AuthenticationExtension: Sendable, Codable, Equatable {
         let resource = resourceId.lowercased()
         if resource == APIPermission.graphResource || resource.hasPrefix("https://graph.microsoft.com") || resource == AuthenticationExtension.callerAppID {
             problems.append("authentication extension '\(name)': resourceId must be the extension's own API")
+        }
+        if let description, description.count > 1024 || TextRules.printable(description) != description {
+            problems.append("authentication extension '\(name)': description must be printable text of at most 1024 characters")
         }
         if let seconds = timeoutSeconds, !(1...10).contains(seconds) {
             problems.append("authentication extension '\(name)': timeoutSeconds must be 1 to 10")

@@ -29,6 +29,8 @@ public enum GraphPermissions {
         ("APIConnectors.ReadWrite.All", "1dfe531a-24a6-4f1b-80f4-7a0dc5a0a171"),
         ("IdentityProvider.Read.All", "e321f0bb-e7f7-481e-bb28-e3b0b32d4bd0"),
         ("IdentityProvider.ReadWrite.All", "90db2b9a-d928-4d33-a4dd-8442ae3d41e4"),
+        ("CustomAuthenticationExtension.Read.All", "88bb2658-5d9e-454f-aacd-a3933e079526"),
+        ("CustomAuthenticationExtension.ReadWrite.All", "c2667967-7050-4e7e-b059-4cbbb3811d03"),
     ].map { ($0.0, UUID(uuidString: $0.1)!) }
 
     /// Delegated permissions (`scp`), by name and id.

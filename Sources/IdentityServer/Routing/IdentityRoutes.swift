@@ -228,6 +228,12 @@ extension IdentityServer {
         graph.get("identity/apiConnectors/:id", use: identity.getConnector)
         graph.patch("identity/apiConnectors/:id", use: identity.updateConnector)
         graph.delete("identity/apiConnectors/:id", use: identity.deleteConnector)
+        let extensions = GraphAuthenticationExtensions(authenticator: graphCallers, server: self)
+        graph.get("identity/customAuthenticationExtensions", use: extensions.list)
+        graph.post("identity/customAuthenticationExtensions", use: extensions.create)
+        graph.get("identity/customAuthenticationExtensions/:id", use: extensions.get)
+        graph.patch("identity/customAuthenticationExtensions/:id", use: extensions.update)
+        graph.delete("identity/customAuthenticationExtensions/:id", use: extensions.delete)
         let providers = GraphIdentityProviders(
             authenticator: graphCallers, server: self, simulatedFacebook: service.configuration.servesSimulatedFacebook)
         graph.get("identity/identityProviders", use: providers.list)

@@ -1,0 +1,167 @@
+import Foundation
+import Hummingbird
+import IdentityDirectory
+import TodoModels
+import UserJourneys
+import WireCoding
+
+/// Graph's `/identity/customAuthenticationExtensions` (SPEC §2.15), over the tenant's declared
+/// extensions: the YAML's store, so an export shows what Graph changed. Each is one of External
+/// ID's four derived types, named by its `displayName` (the name a user flow binds it by); its
+/// endpoint is an `httpRequestEndpoint`, its token an `azureAdTokenAuthentication` for its
+/// `resourceId`. Binding stays with the user flows (the YAML).
+struct GraphAuthenticationExtensions: Sendable {
+    let authenticator: GraphCaller.Authenticator
+    let server: IdentityServer
+
+    static let readRoles = ["CustomAuthenticationExtension.Read.All", "CustomAuthenticationExtension.ReadWrite.All"]
+    static let writeRoles = ["CustomAuthenticationExtension.ReadWrite.All"]
+    static let context = "https://graph.microsoft.com/v1.0/$metadata#identity/customAuthenticationExtensions"
+
+    /// Graph's derived type for each event.
+    static func odataType(_ event: AuthenticationExtension.Event) -> String {
+        switch event {
+        case .onTokenIssuanceStart: "#microsoft.graph.onTokenIssuanceStartCustomExtension"
+        case .onAttributeCollectionStart: "#microsoft.graph.onAttributeCollectionStartCustomExtension"
+        case .onAttributeCollectionSubmit: "#microsoft.graph.onAttributeCollectionSubmitCustomExtension"
+        case .onOtpSend: "#microsoft.graph.onOtpSendCustomExtension"
+        }
+    }
+
+    /// The event a derived type names (compared without case: Microsoft's own samples write
+    /// `#microsoft.graph.OnOtpSendCustomExtension`).
+    static func event(odataType: String) -> AuthenticationExtension.Event? {
+        AuthenticationExtension.Event.allCases.first { Self.odataType($0).lowercased() == odataType.lowercased() }
+    }
+
+    static func json(_ ext: AuthenticationExtension, tenant: Tenant) -> JSONText {
+        var members: [(String, JSONText)] = [
+            ("@odata.type", .string(odataType(ext.event))), ("id", .string(ext.identifier(tenantID: tenant.id, "extension"))),
+            ("displayName", .string(ext.name)), ("description", ext.description.map(JSONText.string) ?? .null),
+            ("endpointConfiguration", .object([("@odata.type", .string("#microsoft.graph.httpRequestEndpoint")), ("targetUrl", .string(ext.url))])),
+            (
+                "authenticationConfiguration",
+                .object([("@odata.type", .string("#microsoft.graph.azureAdTokenAuthentication")), ("resourceId", .string(ext.resourceId))])
+            ),
+            (
+                "clientConfiguration",
+                .object([
+                    ("timeoutInMilliseconds", .int(Int64((ext.timeoutSeconds ?? AuthenticationExtension.defaultTimeoutSeconds) * 1000))),
+                    ("maximumRetries", .int(0)),
+                ])
+            ),
+        ]
+        if ext.event == .onTokenIssuanceStart {
+            members.append(
+                ("claimsForTokenConfiguration", .array((ext.claims ?? []).map { .object([("claimIdInApiResponse", .string($0))]) })))
+        }
+        return .object(members)
+    }
+
+    private static func entity(_ item: JSONText, status: HTTPResponse.Status = .ok) -> Response {
+        guard case .object(let members) = item else { return .json(item, status: status) }
+        return .json(.object([("@odata.context", .string(context + "/$entity"))] + members), status: status)
+    }
+
+    private func extensionNamed(_ context: IdentityRequestContext, tenant: Tenant) throws -> AuthenticationExtension {
+        let id = (context.parameters.get("id") ?? "").lowercased()
+        guard let found = tenant.authenticationExtensions.first(where: { $0.identifier(tenantID: tenant.id, "extension") == id }) else {
+            throw GraphError.resourceNotFound
+        }
+        return found
+    }
+
+    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+        return .json(.object([("@odata.context", .string(Self.context)), ("value", .array(tenant.authenticationExtensions.map { Self.json($0, tenant: tenant) }))]))
+    }
+
+    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+        return Self.entity(Self.json(try extensionNamed(context, tenant: tenant), tenant: tenant))
+    }
+
+    /// Reads Graph's members onto `ext`; anything this service would not keep is refused, so
+    /// nothing given is silently lost.
+    static func apply(_ body: [String: JSONValue], to ext: inout AuthenticationExtension) throws {
+        func invalid(_ key: String) -> GraphError {
+            GraphError.badRequest("Invalid value for property '\(TextRules.printable(String(key.prefix(64))))' of customAuthenticationExtension.")
+        }
+        for (key, value) in body {
+            switch (key, value) {
+            case ("@odata.type", .string(let type)):
+                guard Self.event(odataType: type) == ext.event else { throw invalid(key) }
+            case ("displayName", .string(let name)):
+                guard name == ext.name || ext.name.isEmpty else {
+                    throw GraphError.badRequest("A custom authentication extension is named by its displayName here: make a new one to rename it.")
+                }
+                ext.name = name
+            case ("description", .null): ext.description = nil
+            case ("description", .string(let text)): ext.description = text.isEmpty ? nil : text
+            case ("endpointConfiguration", .object(let endpoint)):
+                guard case .string(let url)? = endpoint["targetUrl"], endpoint.keys.allSatisfy({ ["@odata.type", "targetUrl"].contains($0) }) else {
+                    throw invalid(key)
+                }
+                ext.url = url
+            case ("authenticationConfiguration", .object(let authentication)):
+                guard case .string(let resource)? = authentication["resourceId"],
+                    authentication.keys.allSatisfy({ ["@odata.type", "resourceId"].contains($0) })
+                else { throw invalid(key) }
+                ext.resourceId = resource
+            case ("clientConfiguration", .object(let client)):
+                for (member, setting) in client {
+                    switch (member, setting) {
+                    case ("@odata.type", _): continue
+                    // One call per event: a sign-in waits for one answer only.
+                    case ("maximumRetries", .number(0)), ("maximumRetries", .null): continue
+                    case ("timeoutInMilliseconds", .number(let milliseconds)) where milliseconds.truncatingRemainder(dividingBy: 1000) == 0:
+                        ext.timeoutSeconds = Int(exactly: milliseconds / 1000) ?? 0
+                    case ("timeoutInMilliseconds", .null): ext.timeoutSeconds = nil
+                    default:
+                        throw GraphError.badRequest(
+                            "clientConfiguration takes timeoutInMilliseconds in whole seconds (1000 to 10000) and maximumRetries 0.")
+                    }
+                }
+            case ("claimsForTokenConfiguration", .array(let claims)) where ext.event == .onTokenIssuanceStart:
+                ext.claims = try claims.map { item in
+                    guard case .object(let claim) = item, case .string(let name)? = claim["claimIdInApiResponse"] else { throw invalid(key) }
+                    return name
+                }
+            default: throw invalid(key)
+            }
+        }
+    }
+
+    @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let (tenant, administration) = try await authenticator.administration(
+            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+        let body = try await GraphBody.object(request, context: context)
+        guard case .string(let type)? = body["@odata.type"], let event = Self.event(odataType: type) else {
+            throw GraphError.badRequest(
+                "@odata.type must be one of \(AuthenticationExtension.Event.allCases.map { Self.odataType($0) }.joined(separator: ", ")).")
+        }
+        var ext = AuthenticationExtension(name: "", event: event, url: "", resourceId: "")
+        try Self.apply(body, to: &ext)
+        guard !ext.name.isEmpty, !ext.url.isEmpty, !ext.resourceId.isEmpty else {
+            throw GraphError.badRequest("displayName, endpointConfiguration.targetUrl and authenticationConfiguration.resourceId are required.")
+        }
+        try await administration.saveAuthenticationExtension(ext, tenantID: tenant.id, creating: true)
+        return Self.entity(Self.json(ext, tenant: tenant), status: .created)
+    }
+
+    @Sendable func update(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let (tenant, administration) = try await authenticator.administration(
+            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+        var ext = try extensionNamed(context, tenant: tenant)
+        try Self.apply(try await GraphBody.object(request, context: context), to: &ext)
+        try await administration.saveAuthenticationExtension(ext, tenantID: tenant.id, creating: false)
+        return Response(status: .noContent)
+    }
+
+    @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
+        let (tenant, administration) = try await authenticator.administration(
+            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+        try await administration.removeAuthenticationExtension(named: try extensionNamed(context, tenant: tenant).name, tenantID: tenant.id)
+        return Response(status: .noContent)
+    }
+}
