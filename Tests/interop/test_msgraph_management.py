@@ -233,3 +233,45 @@ def test_msgraph_beta_sdk_creates_a_user_flow_with_a_custom_attribute_and_the_ex
     command = [os.environ["TODO_SERVER_BIN"], "tenant", "export", "--data-dir", str(Path(settings).parent)]
     exported = subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout
     assert flow_id in exported and f"extension_shoeSize{suffix}" in exported
+
+
+def test_msgraph_sdk_manages_a_custom_authentication_extension_and_the_export_shows_it(tls_server):
+    from msgraph.generated.models.azure_ad_token_authentication import AzureAdTokenAuthentication
+    from msgraph.generated.models.custom_extension_client_configuration import CustomExtensionClientConfiguration
+    from msgraph.generated.models.http_request_endpoint import HttpRequestEndpoint
+    from msgraph.generated.models.on_token_issuance_start_custom_extension import OnTokenIssuanceStartCustomExtension
+    from msgraph.generated.models.on_token_issuance_start_return_claim import OnTokenIssuanceStartReturnClaim
+
+    settings = os.environ["TODO_TLS_SETTINGS"]
+    manager = manager_app(settings, ["CustomAuthenticationExtension.ReadWrite.All"])
+    name = f"claims{os.urandom(3).hex()}"
+
+    async def scenario():
+        client, credential = graph_client(tls_server, manager)
+        try:
+            created = await client.identity.custom_authentication_extensions.post(OnTokenIssuanceStartCustomExtension(
+                display_name=name, description="Loyalty tier",
+                endpoint_configuration=HttpRequestEndpoint(target_url="https://api.example/claims"),
+                authentication_configuration=AzureAdTokenAuthentication(resource_id="api://claims.example"),
+                client_configuration=CustomExtensionClientConfiguration(timeout_in_milliseconds=2000, maximum_retries=0),
+                claims_for_token_configuration=[OnTokenIssuanceStartReturnClaim(claim_id_in_api_response="loyaltyTier")]))
+            # The SDK reads the derived type back by its @odata.type.
+            assert isinstance(created, OnTokenIssuanceStartCustomExtension), type(created)
+            assert created.endpoint_configuration.target_url == "https://api.example/claims"
+            assert created.authentication_configuration.resource_id == "api://claims.example"
+            assert [c.claim_id_in_api_response for c in created.claims_for_token_configuration] == ["loyaltyTier"]
+            item = client.identity.custom_authentication_extensions.by_custom_authentication_extension_id(created.id)
+            await item.patch(OnTokenIssuanceStartCustomExtension(
+                endpoint_configuration=HttpRequestEndpoint(target_url="https://api.example/v2/claims")))
+            read = await item.get()
+            assert read.display_name == name and read.endpoint_configuration.target_url == "https://api.example/v2/claims"
+            listed = await client.identity.custom_authentication_extensions.get()
+            assert created.id in [e.id for e in listed.value]
+            return created.id
+        finally:
+            await credential.close()
+
+    asyncio.run(scenario())
+    command = [os.environ["TODO_SERVER_BIN"], "tenant", "export", "--data-dir", str(Path(settings).parent)]
+    exported = subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout
+    assert name in exported and "https://api.example/v2/claims" in exported, exported
