@@ -103,6 +103,11 @@ struct GraphAuthenticationExtensionTests {
                 base.replacingOccurrences(of: "loyaltyTier", with: "oid"),
                 base.replacingOccurrences(of: "\"description\"", with: "\"notes\""),
                 base.replacingOccurrences(of: "\"loyalty\"", with: #""bad\u0007name""#),
+                base.replacingOccurrences(of: "loyaltyTier", with: "role"),
+                base.replacingOccurrences(of: "loyaltyTier", with: "http://schemas.microsoft.com/ws/2008/06/identity/claims/role"),
+                base.replacingOccurrences(of: "#microsoft.graph.azureAdTokenAuthentication", with: "#microsoft.graph.basicAuthentication"),
+                base.replacingOccurrences(of: "api://claims.example", with: "api://claims example"),
+                base.replacingOccurrences(of: #"{"claimIdInApiResponse":"loyaltyTier"}"#, with: #"{"claimIdInApiResponse":"loyaltyTier","source":"x"}"#),
             ] {
                 let refused = try await GraphIdentityTests.send(driver, .post, Self.path, auth, bad)
                 #expect(refused.status == .badRequest && GraphUsersTests.errorCode(refused) != nil, "\(bad)\n\(refused.text)")
@@ -121,6 +126,15 @@ struct GraphAuthenticationExtensionTests {
             }
             let stored = try #require(try await h.server.tenants.tenant(matching: h.tenant.name)?.authenticationExtensions.first)
             #expect(stored.name == "loyalty" && stored.event == .onTokenIssuanceStart && stored.url == "https://api.example/claims")
+
+            // Graph's limit: 100 in a tenant.
+            for index in 1..<AuthenticationExtension.maximumPerTenant {
+                try await h.server.administration.saveAuthenticationExtension(
+                    AuthenticationExtension(name: "x\(index)", event: .onOtpSend, url: "https://api.example/\(index)", resourceId: "api://x"),
+                    tenantID: h.tenant.id, creating: true)
+            }
+            let over = try await GraphIdentityTests.send(driver, .post, Self.path, auth, Self.claimsProvider("onemore"))
+            #expect(over.status == .badRequest && over.text.contains("at most 100"), "\(over.text)")
         }
     }
 }

@@ -135,6 +135,9 @@ extension IdentityAdministration {
                 throw AdministrationError.refused("A custom authentication extension keeps its event: make a new one for another.")
             }
             if let problem = ext.problems().first { throw AdministrationError.refused(problem) }
+            if index == nil, tenant.authenticationExtensions.count >= AuthenticationExtension.maximumPerTenant {
+                throw AdministrationError.refused("A tenant has at most \(AuthenticationExtension.maximumPerTenant) custom authentication extensions.")
+            }
             if let index { tenant.authenticationExtensions[index] = ext } else { tenant.authenticationExtensions.append(ext) }
         }
     }

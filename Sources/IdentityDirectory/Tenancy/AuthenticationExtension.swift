@@ -58,13 +58,16 @@ public struct AuthenticationExtension: Sendable, Codable, Equatable {
     /// holds a sign-in for long.
     public static let defaultTimeoutSeconds = 2
 
+    /// Graph's limit of custom authentication extensions in a tenant.
+    public static let maximumPerTenant = 100
+
     /// Claims an extension never sets: who issued the token, for whom, when, whose it is and
     /// what it grants. External ID lets a claims provider's claims be mapped only beside them.
     public static let protectedClaims: Set<String> = [
         "iss", "aud", "exp", "nbf", "iat", "ver", "tid", "tfp", "acr", "idtyp", "azp", "appid", "sub", "oid", "scp", "roles", "groups",
         "nonce", "auth_time", "preferred_username", "email", "emails", "name", "uti", "sid", "at_hash", "c_hash", "amr", "wids", "rh",
         "hasgroups", "_claim_names", "_claim_sources", "login_hint", "upn", "unique_name", "idp", "cnf", "verified_primary_email",
-        "verified_secondary_email", "acct", "ipaddr", "onprem_sid", "puid", "signin_state", "tenant_region_scope", "ctry", "family_name",
+        "verified_secondary_email", "acct", "ipaddr", "role", "onprem_sid", "puid", "signin_state", "tenant_region_scope", "ctry", "family_name",
         "given_name", "newuser", "client_info", "altsecid", "deviceid", "home_oid",
     ]
 
@@ -72,7 +75,9 @@ public struct AuthenticationExtension: Sendable, Codable, Equatable {
     /// Microsoft's own `xms_` claims.
     public static func isProtected(_ claim: String) -> Bool {
         let lower = claim.lowercased()
-        return protectedClaims.contains(lower) || lower.hasPrefix("xms_")
+        // A URI-named claim (`http://schemas.microsoft.com/ws/2008/06/identity/claims/role`) is
+        // what libraries map the short ones to: none comes from an extension.
+        return protectedClaims.contains(lower) || lower.hasPrefix("xms_") || lower.contains("/") || lower.contains(":")
     }
 
     func problems() -> [String] {
@@ -83,7 +88,9 @@ public struct AuthenticationExtension: Sendable, Codable, Equatable {
         if !OutboundURL.isAllowed(url) {
             problems.append("authentication extension '\(name)': url must be https (or http on loopback) without credentials")
         }
-        if resourceId.isEmpty || resourceId.count > 256 { problems.append("authentication extension '\(name)': resourceId is required") }
+        if resourceId.isEmpty || resourceId.count > 256 || TextRules.printable(resourceId) != resourceId || resourceId.contains(" ") {
+            problems.append("authentication extension '\(name)': resourceId is required, printable and without spaces")
+        }
         // The token the extension is called with is for its own API, never Microsoft Graph's.
         let resource = resourceId.lowercased()
         if resource == APIPermission.graphResource || resource.hasPrefix("https://graph.microsoft.com") || resource == AuthenticationExtension.callerAppID {

@@ -41,6 +41,9 @@ extension TenantDeclaration {
         var problems = extensions.flatMap { $0.problems() }
         let names = extensions.map(\.name)
         if Set(names).count != names.count { problems.append("authentication extension names must be unique") }
+        if names.count > AuthenticationExtension.maximumPerTenant {
+            problems.append("at most \(AuthenticationExtension.maximumPerTenant) authentication extensions")
+        }
         for flow in userFlows {
             for (event, name) in flow.authenticationExtensions?.bindings ?? [] {
                 guard let declared = extensions.first(where: { $0.name == name }) else {

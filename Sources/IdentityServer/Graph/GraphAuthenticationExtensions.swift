@@ -99,16 +99,17 @@ struct GraphAuthenticationExtensions: Sendable {
             case ("description", .null): ext.description = nil
             case ("description", .string(let text)): ext.description = text.isEmpty ? nil : text
             case ("endpointConfiguration", .object(let endpoint)):
-                guard case .string(let url)? = endpoint["targetUrl"], endpoint.keys.allSatisfy({ ["@odata.type", "targetUrl"].contains($0) }) else {
+                guard case .string(let url)? = endpoint["targetUrl"], Self.only(endpoint, ["targetUrl"], type: "httpRequestEndpoint") else {
                     throw invalid(key)
                 }
                 ext.url = url
             case ("authenticationConfiguration", .object(let authentication)):
                 guard case .string(let resource)? = authentication["resourceId"],
-                    authentication.keys.allSatisfy({ ["@odata.type", "resourceId"].contains($0) })
+                    Self.only(authentication, ["resourceId"], type: "azureAdTokenAuthentication")
                 else { throw invalid(key) }
                 ext.resourceId = resource
             case ("clientConfiguration", .object(let client)):
+                guard Self.only(client, ["timeoutInMilliseconds", "maximumRetries"], type: "customExtensionClientConfiguration") else { throw invalid(key) }
                 for (member, setting) in client {
                     switch (member, setting) {
                     case ("@odata.type", _): continue
@@ -124,12 +125,24 @@ struct GraphAuthenticationExtensions: Sendable {
                 }
             case ("claimsForTokenConfiguration", .array(let claims)) where ext.event == .onTokenIssuanceStart:
                 ext.claims = try claims.map { item in
-                    guard case .object(let claim) = item, case .string(let name)? = claim["claimIdInApiResponse"] else { throw invalid(key) }
+                    guard case .object(let claim) = item, case .string(let name)? = claim["claimIdInApiResponse"],
+                        Self.only(claim, ["claimIdInApiResponse"], type: "onTokenIssuanceStartReturnClaim")
+                    else { throw invalid(key) }
                     return name
                 }
             default: throw invalid(key)
             }
         }
+    }
+
+    /// Whether `object` holds only `members` and, if it says, the `@odata.type` `type`.
+    private static func only(_ object: [String: JSONValue], _ members: Set<String>, type: String) -> Bool {
+        for (key, value) in object where !members.contains(key) {
+            guard key == "@odata.type", case .string(let given) = value, given.lowercased() == "#microsoft.graph.\(type)".lowercased() else {
+                return false
+            }
+        }
+        return true
     }
 
     @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
