@@ -96,7 +96,7 @@ final class ConnectionCapHandler: ChannelInboundHandler, RemovableChannelHandler
         guard counted == nil else { return true }
         let canonical = context.remoteAddress?.ipAddress.flatMap(TrustedProxies.canonical)
         // Loopback traffic crosses no network: a health check inside the container is let in.
-        if proxiesOnly, !(canonical.map { proxies.contains($0) || Self.isLoopback($0) } ?? false) {
+        if proxiesOnly, !(canonical.map { proxies.contains($0) || Loopback.isHost($0) } ?? false) {
             context.close(promise: nil)
             return false
         }
@@ -108,8 +108,6 @@ final class ConnectionCapHandler: ChannelInboundHandler, RemovableChannelHandler
         context.close(promise: nil)
         return false
     }
-
-    static func isLoopback(_ canonical: String) -> Bool { canonical.hasPrefix("127.") || canonical == "::1" }
 
     func channelInactive(context: ChannelHandlerContext) {
         release()

@@ -302,4 +302,25 @@ struct PageExtensionTests {
         ext.claims = Array(ext.claims!.prefix(ExtraClaims.maximumCount))
         #expect(ext.problems().isEmpty)
     }
+
+    @Test("a sign-in for Microsoft Graph does not ask the claims provider, on the pages, at their code's refresh or by the password grant")
+    func graphSignInsAskNothing() async throws {
+        try await Self.run { h, driver, port, received in
+            _ = try await h.addUser("graph@example.com")
+            for flow in ["B2C_1_susi", "B2C_1_ROPC"] {
+                try await E.configure(h, port: port, FlowExtensions(onTokenIssuanceStart: "claims"), flow: flow)
+            }
+            let attempt = AuthorizationAttempt(harness: h, scope: "openid offline_access User.Read")
+            let signedIn = try await driver.signIn(h, attempt: attempt, email: "graph@example.com")
+            let code = try #require(signedIn.redirectParameters["code"], "\(signedIn.status)")
+            let tokens = try await driver.redeem(h, attempt: attempt, code: code)
+            let access = DecodedJWT(try #require(tokens.json["access_token"] as? String, "\(tokens.text)")).claims
+            #expect(access["aud"] as? String == APIPermission.graphResource && access["loyaltyTier"] == nil)
+            let refreshed = try await driver.refresh(h, token: try #require(tokens.json["refresh_token"] as? String), policy: "B2C_1_susi")
+            #expect(refreshed.status == .ok && refreshed.json["access_token"] != nil, "\(refreshed.text)")
+            let ropc = try await driver.ropc(h, username: "graph@example.com", password: Self.password, scope: "openid User.Read")
+            #expect(ropc.status == .ok, "\(ropc.text)")
+            #expect(await received.all().isEmpty)
+        }
+    }
 }

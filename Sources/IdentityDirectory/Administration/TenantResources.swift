@@ -150,7 +150,7 @@ extension IdentityAdministration {
             guard tenant.authenticationExtensions.contains(where: { $0.name == name }) else {
                 throw AdministrationError.refused("No custom authentication extension '\(TextRules.printable(name))'.")
             }
-            if let flow = flows.first(where: { flow in AuthenticationExtension.Event.allCases.contains { flow.extensions[$0] == name } }) {
+            if let flow = flows.first(where: { $0.extensions.bindings.contains { $0.1 == name } }) {
                 throw AdministrationError.refused("The custom authentication extension is used by user flow \(flow.name): remove it there first.")
             }
             tenant.authenticationExtensions.removeAll { $0.name == name }

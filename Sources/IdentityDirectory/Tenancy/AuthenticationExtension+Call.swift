@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import Logging
 import NIOCore
 import ServerSupport
 import WireCoding
@@ -13,6 +14,11 @@ package struct AuthenticationExtensionFailure: Error, Sendable, Equatable {
     package init(name: String, reason: String) {
         self.name = name
         self.reason = reason
+    }
+
+    /// Writes why to `logger`: the caller is told only that the extension failed.
+    package func log(to logger: Logger) {
+        logger.warning("custom authentication extension failed", metadata: ["extension": "\(name)", "reason": "\(reason)"])
     }
 }
 

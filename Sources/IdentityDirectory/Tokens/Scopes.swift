@@ -21,6 +21,9 @@ package struct GrantedScopes: Equatable, Sendable {
     /// The scope strings granted, as requested, echoed in the token response's `scope`.
     package var granted: [String] = []
 
+    /// Whether the access token is Microsoft Graph's, which carries only what Graph grants.
+    package var isForMicrosoftGraph: Bool { resource?.audience == APIPermission.graphResource }
+
     /// OpenID Connect's claim scopes: accepted and ignored (B2C's tokens carry the flow's claims).
     static let grantNothing: Set<String> = ["profile", "email", "phone", "address"]
 

@@ -68,7 +68,7 @@ extension IdentityServer {
             scopes: scopes, nonce: nil, authTime: now, newUser: false, identityProvider: user.identityProvider, face: face)
         // Microsoft Graph's tokens carry only what Graph grants: extra claims (scopes, roles)
         // would be a way around its permissions.
-        if request.claims?.isEmpty == false, scopes.resource?.audience == APIPermission.graphResource {
+        if request.claims?.isEmpty == false, scopes.isForMicrosoftGraph {
             throw ProtocolFailure.malformedRequest("Extra claims are not added to Microsoft Graph's tokens.")
         }
         do {

@@ -75,7 +75,7 @@ extension NativeAuthError {
     /// The caller learns only that it failed: how (a status, "unreachable") would make the
     /// extension's endpoint a probe of the network behind it. The reason is logged.
     static func extensionFailed(_ name: String, _ reason: String) -> NativeAuthError {
-        Logger(label: "native-auth").warning("custom authentication extension failed", metadata: ["extension": "\(name)", "reason": "\(reason)"])
+        AuthenticationExtensionFailure(name: name, reason: reason).log(to: Logger(label: "native-auth"))
         return extensionFailure
     }
 

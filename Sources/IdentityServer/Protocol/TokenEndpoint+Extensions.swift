@@ -11,15 +11,14 @@ extension TokenEndpoint {
         flow: UserFlow, tenant: Tenant, client: AppRegistration, user: UserAccount, scopes: GrantedScopes, request: Request,
         context: some IdentityContext
     ) async throws -> ExtraClaims {
-        guard flow.extensions.onTokenIssuanceStart != nil, scopes.resource?.audience != APIPermission.graphResource else { return ExtraClaims() }
+        guard flow.extensions.onTokenIssuanceStart != nil, !scopes.isForMicrosoftGraph else { return ExtraClaims() }
         let caller = ExtensionCaller(
             client: client, issuer: HostPolicy.issuer(origin: hosts.origin(of: request), tenant: tenant, face: .entra),
             correlationID: context.correlationID, clientAddress: context.clientAddress)
         do throws(AuthenticationExtensionFailure) {
-            guard let ext = try ExtensionCall.bound(.onTokenIssuanceStart, flow: flow, tenant: tenant) else { return ExtraClaims() }
-            return try await ExtensionCall(issuer: tokens).tokenClaims(ext, tenant: tenant, flow: flow, caller: caller, user: user, now: clock.now)
+            return try await ExtensionCall(issuer: tokens).tokenClaims(boundIn: flow, tenant: tenant, caller: caller, user: user, now: clock.now)
         } catch {
-            context.logger.warning("custom authentication extension failed", metadata: ["extension": "\(error.name)", "reason": "\(error.reason)"])
+            error.log(to: context.logger)
             throw ProtocolFailure.extensionFailed
         }
     }

@@ -64,7 +64,7 @@ package struct ExtraClaims: Sendable, Equatable {
     package static let reserved: Set<String> = ["iss", "aud", "exp", "nbf", "iat", "ver", "tid", "tfp", "acr", "idtyp", "azp", "appid"]
     package static let maximumCount = 50
     package private(set) var members: [(String, JSONText)] = []
-    /// The claims as given, kept with a grant so its refreshed tokens carry them too.
+    /// The claims as given, kept with an authorization code for the tokens it buys.
     package private(set) var stored: [String: JSONValue] = [:]
 
     package init() {}
@@ -72,7 +72,7 @@ package struct ExtraClaims: Sendable, Equatable {
     /// The claims a grant kept (``stored``); none for Microsoft Graph's tokens, which carry only
     /// what Graph grants, and none if they no longer pass (nothing is added then, never half).
     package init(kept: [String: JSONValue]?, scopes: GrantedScopes) {
-        guard let kept, scopes.resource?.audience != APIPermission.graphResource, let claims = try? ExtraClaims(kept) else { return }
+        guard let kept, !scopes.isForMicrosoftGraph, let claims = try? ExtraClaims(kept) else { return }
         self = claims
     }
 

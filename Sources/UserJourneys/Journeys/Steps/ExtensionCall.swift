@@ -178,6 +178,15 @@ package struct ExtensionCall: Sendable {
         }
     }
 
+    /// ``tokenClaims(_:tenant:flow:caller:user:now:)`` of the extension `flow` binds to
+    /// OnTokenIssuanceStart; none where it binds none.
+    package func tokenClaims(boundIn flow: UserFlow, tenant: Tenant, caller: ExtensionCaller, user: UserAccount, now: Date)
+        async throws(AuthenticationExtensionFailure) -> ExtraClaims
+    {
+        guard let ext = try Self.bound(.onTokenIssuanceStart, flow: flow, tenant: tenant) else { return ExtraClaims() }
+        return try await tokenClaims(ext, tenant: tenant, flow: flow, caller: caller, user: user, now: now)
+    }
+
     /// OnOtpSend: the code goes to the extension, which must answer `continueWithDefaultBehavior`.
     package func otpSend(
         _ ext: AuthenticationExtension, tenant: Tenant, flow: UserFlow, caller: ExtensionCaller, user: UserAccount?, recipient: String, code: String,

@@ -94,9 +94,8 @@ struct PageExtensions: Sendable {
     /// tokens (none where no extension is bound), or the failure that ends it.
     func tokenClaims(_ run: JourneyRun, client: AppRegistration, user: UserAccount) async throws -> Result<ExtraClaims, ProtocolFailure> {
         do throws(AuthenticationExtensionFailure) {
-            guard let ext = try ExtensionCall.bound(.onTokenIssuanceStart, flow: run.flow, tenant: run.tenant) else { return .success(ExtraClaims()) }
             let caller = try await caller(run, client: client, requestType: nil)
-            return .success(try await calls.tokenClaims(ext, tenant: run.tenant, flow: run.flow, caller: caller, user: user, now: run.now))
+            return .success(try await calls.tokenClaims(boundIn: run.flow, tenant: run.tenant, caller: caller, user: user, now: run.now))
         } catch {
             _ = failed(error, run)
             return .failure(.extensionFailed)
@@ -140,7 +139,7 @@ struct PageExtensions: Sendable {
     }
 
     private func failed(_ error: AuthenticationExtensionFailure, _ run: JourneyRun) -> StepOutcome {
-        run.logger.warning("custom authentication extension failed", metadata: ["extension": "\(error.name)", "reason": "\(error.reason)"])
+        error.log(to: run.logger)
         return .fail(.extensionFailed)
     }
 

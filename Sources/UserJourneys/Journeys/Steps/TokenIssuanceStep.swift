@@ -87,8 +87,7 @@ struct TokenIssuanceStep: OrchestrationStep {
         var provided = ExtraClaims()
         if flow.extensions.onTokenIssuanceStart != nil {
             let apps = try await tenants.applications(tenantID: tenant.id)
-            let resource = (try? GrantedScopes.resolve(authorization.scopes, client: client, tenantApps: apps))?.resource
-            if resource?.audience != APIPermission.graphResource {
+            if (try? GrantedScopes.resolve(authorization.scopes, client: client, tenantApps: apps))?.isForMicrosoftGraph != true {
                 switch try await extensions.tokenClaims(run, client: client, user: user) {
                 case .success(let claims): provided = claims
                 case .failure(let failure): return .fail(failure)
