@@ -73,6 +73,7 @@ let package = Package(
             dependencies: [
                 "WireCoding", "Storage", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -121,6 +122,7 @@ let package = Package(
                 "TodoModels",
                 "WireCoding",
                 "Storage",
+                "ServerSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -16,6 +16,10 @@ package struct CompiledPolicy: Sendable {
 
     package func claimType(_ id: String) -> PolicyClaimType? { claimTypes[id.lowercased()] }
     package func profile(_ id: String) -> PolicyTechnicalProfile? { profiles[id.lowercased()] }
+    /// The profiles that send the browser to an identity provider (OpenID Connect, OAuth 2.0).
+    package var identityProviderProfiles: [PolicyTechnicalProfile] {
+        profiles.values.filter { if case .identityProvider = $0.kind { true } else { false } }
+    }
     /// Profile id → the `Domain` of its claims provider, lower-cased: what a `domain_hint` names.
     let domains: [String: String]
     /// The `Domain` of the claims provider `profile` belongs to, lower-cased.

@@ -3,6 +3,7 @@ import WireCoding
 import HTTPTypes
 import Hummingbird
 import Mustache
+import ServerSupport
 
 /// The web app's pages: Mustache templates from `Resources/templates`, one stylesheet of our
 /// own, nothing loaded from anywhere else.
@@ -17,12 +18,11 @@ struct WebPages: Sendable {
             let directory = Bundle.module.url(forResource: "templates", withExtension: nil, subdirectory: "Resources")
                 ?? Bundle.module.url(forResource: "templates", withExtension: nil)
         else { throw LoadError.missing("Resources/templates") }
-        var templates: [String: MustacheTemplate] = [:]
+        var templates: [String: String] = [:]
         for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where name.hasSuffix(".mustache") {
-            let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
-            templates[String(name.dropLast(".mustache".count))] = try MustacheTemplate(string: text)
+            templates[String(name.dropLast(".mustache".count))] = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
         }
-        library = MustacheLibrary(templates: templates)
+        library = try MarkupTemplates.library(templates)
         stylesheet = try String(contentsOf: directory.appendingPathComponent("app.css"), encoding: .utf8)
     }
 
@@ -32,7 +32,7 @@ struct WebPages: Sendable {
         // Optionals put in `[String: Any]` would render as "nil": absent values are left out.
         var context = values.compactMapValues(Self.present)
         context["appName"] = "TodoB2C"
-        let html = (try? library.render(MarkupValues.safe(context), withTemplate: name)) ?? nil
+        let html = (try? library.render(context, withTemplate: name)) ?? nil
         var headers: HTTPFields = [
             .contentType: "text/html; charset=utf-8",
             .cacheControl: "no-store",

@@ -95,7 +95,7 @@ extension AdminConsole {
     }
 
     /// A filter field: trimmed, at most 256 characters, nil when empty. (Shown again in the page,
-    /// it is escaped there like every value, ``MarkupValues``.)
+    /// it is escaped there like every value, `MarkupTemplates`.)
     static func field(_ value: String?) -> String? {
         let text = String((value ?? "").trimmingCharacters(in: .whitespaces).prefix(256))
         return text.isEmpty ? nil : text

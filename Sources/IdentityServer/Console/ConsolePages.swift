@@ -3,9 +3,10 @@ import WireCoding
 import HTTPTypes
 import Hummingbird
 import Mustache
+import ServerSupport
 
 /// The admin console's pages: Mustache templates from the module's `Resources/console`, every
-/// value escaped by Mustache, one stylesheet, no script (SPEC §2.13: usable without JavaScript,
+/// value escaped by scalar (`MarkupTemplates`), one stylesheet, no script (SPEC §2.13: usable without JavaScript,
 /// at 375 px wide).
 struct ConsolePages: Sendable {
     private let library: MustacheLibrary
@@ -18,12 +19,11 @@ struct ConsolePages: Sendable {
             let directory = Bundle.module.url(forResource: "console", withExtension: nil, subdirectory: "Resources")
                 ?? Bundle.module.url(forResource: "console", withExtension: nil)
         else { throw PageError.missing("Resources/console") }
-        var templates: [String: MustacheTemplate] = [:]
+        var templates: [String: String] = [:]
         for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where name.hasSuffix(".mustache") {
-            let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
-            templates[String(name.dropLast(".mustache".count))] = try MustacheTemplate(string: text)
+            templates[String(name.dropLast(".mustache".count))] = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
         }
-        library = MustacheLibrary(templates: templates)
+        library = try MarkupTemplates.library(templates)
         stylesheet = try String(contentsOf: directory.appendingPathComponent("console.css"), encoding: .utf8)
     }
 
@@ -36,7 +36,7 @@ struct ConsolePages: Sendable {
             context["csrf"] = admin.session.csrf
             context["tenantName"] = admin.tenant.displayName
         }
-        let html = (try? library.render(MarkupValues.safe(context), withTemplate: template)) ?? nil
+        let html = (try? library.render(context, withTemplate: template)) ?? nil
         var headers: HTTPFields = [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"]
         // Nothing of the console is framed, and its forms post only here.
         headers[HTTPField.Name("X-Frame-Options")!] = "DENY"

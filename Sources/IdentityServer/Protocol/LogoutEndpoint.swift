@@ -101,7 +101,9 @@ struct LogoutEndpoint: Sendable {
         let values: [String: Any] = [
             "title": "Sign out?", "tenantName": tenant.displayName, "action": request.uri.path + policy, "fields": fields,
         ]
-        return .html(try pages.render(.signOut, values, tenant: tenant))
+        // The confirmed sign-out ends at the app's page, which `isAllowed` checks on the POST.
+        return .html(
+            try pages.render(.signOut, values, tenant: tenant), formTargets: [parameters.nonEmpty("post_logout_redirect_uri")].compactMap { $0 })
     }
 
     private func isAllowed(_ target: String, parameters: RequestParameters, tenant: Tenant, flow: UserFlow) async throws -> Bool {

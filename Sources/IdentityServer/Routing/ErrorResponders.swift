@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import IdentityDirectory
+import ServerSupport
 import Storage
 import UserJourneys
 
@@ -93,7 +94,7 @@ struct PageErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
         if let code = error.code { values["code"] = code }
         let html =
             (try? pages.render(.error, values, tenant: context.brandingTenant))
-            ?? "<!DOCTYPE html><title>Error</title><p>\(HTMLText.escape(error.message))</p>"
+            ?? "<!DOCTYPE html><title>Error</title><p>\(MarkupTemplates.escape(error.message))</p>"
         return .html(html, status: error.status)
     }
 }

@@ -124,7 +124,18 @@ package struct JourneyRun: Sendable {
         values["lang"] = language
         values["csrf"] = csrf
         values["cancelAction"] = url(.cancel)
-        return .html(try kit.renderer.render(template, values, tenant: tenant), status: status)
+        return .html(try kit.renderer.render(template, values, tenant: tenant), status: status, formTargets: formTargets)
+    }
+
+    /// Where this transaction's forms may end: the app's redirect URI (a finished or cancelled
+    /// journey) and the identity providers a button may send the browser to.
+    var formTargets: [String] {
+        var targets = [authorization.redirectURI]
+        for provider in tenant.identityProviders { targets += [provider.metadataUrl, provider.oauth2?.authorizationEndpoint].compactMap { $0 } }
+        for profile in flow.customPolicy?.policy.identityProviderProfiles ?? [] {
+            if let url = PolicyFederation.providerURL(profile) { targets.append(url) }
+        }
+        return targets
     }
 
     /// The dev outbox's URL, where the development mailbox is on.

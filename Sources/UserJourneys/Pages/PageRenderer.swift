@@ -2,6 +2,7 @@ import Foundation
 import WireCoding
 import IdentityDirectory
 import Mustache
+import ServerSupport
 import Synchronization
 
 /// Renders the hosted pages from Mustache templates. The built-in templates live in the
@@ -41,9 +42,7 @@ package final class PageRenderer: Sendable {
         if !key.isEmpty {
             for (name, text) in try Self.templates(in: URL(fileURLWithPath: key)) { sources[name] = text }
         }
-        var templates: [String: MustacheTemplate] = [:]
-        for (name, text) in sources { templates[name] = try MustacheTemplate(string: text) }
-        let library = MustacheLibrary(templates: templates)
+        let library = try MarkupTemplates.library(sources)
         libraries.withLock { $0[key] = library }
         return library
     }
@@ -53,7 +52,7 @@ package final class PageRenderer: Sendable {
         var context = values
         context["tenantName"] = tenant?.displayName ?? "TodoB2C"
         context["stylesheet"] = tenant?.pageTemplatesPath != nil ? "/static/tenants/\(tenant!.guid)/style.css" : "/static/style.css"
-        guard let html = try library(for: tenant).render(MarkupValues.safe(context), withTemplate: name) else {
+        guard let html = try library(for: tenant).render(context, withTemplate: name) else {
             throw RenderError.missingTemplate(name)
         }
         return html

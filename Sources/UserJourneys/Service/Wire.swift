@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import IdentityDirectory
+import ServerSupport
 import WireCoding
 
 extension Response {
@@ -16,14 +17,18 @@ extension Response {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body.utf8)))
     }
 
-    /// An HTML page. Pages are never cached, never framed and load nothing from elsewhere.
-    package static func html(_ body: String, status: HTTPResponse.Status = .ok, scriptNonce: String? = nil) -> Response {
+    /// An HTML page. Pages are never cached, never framed and load nothing from elsewhere; their
+    /// forms post only to this service and `formTargets` (``FormActionSources``).
+    package static func html(
+        _ body: String, status: HTTPResponse.Status = .ok, scriptNonce: String? = nil, formTargets: [String] = []
+    ) -> Response {
         let script = scriptNonce.map { "'nonce-\($0)'" } ?? "'none'"
+        let formAction = (["'self'"] + FormActionSources.sources(formTargets)).joined(separator: " ")
         let headers: HTTPFields = [
             .contentType: "text/html; charset=utf-8",
             .cacheControl: "no-store",
             .contentSecurityPolicy:
-                "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action *; frame-ancestors 'none'; base-uri 'none'; script-src \(script)",
+                "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action \(formAction); frame-ancestors 'none'; base-uri 'none'; script-src \(script)",
             HTTPField.Name("X-Frame-Options")!: "DENY",
             HTTPField.Name("Referrer-Policy")!: "no-referrer",
             HTTPField.Name("X-Content-Type-Options")!: "nosniff",
@@ -36,23 +41,31 @@ extension Response {
     }
 }
 
-/// HTML text escaping for the few strings written without a template.
-package enum HTMLText {
-    package static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.count)
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(character)
-            }
-        }
-        return out
+/// The sources of a page's CSP `form-action`, beside `'self'`. Chromium applies `form-action` to
+/// the redirects that follow a form's POST as well (CSP Level 2 §7.10), so a page whose form ends
+/// at the app's redirect URI or at an identity provider names their origins; nothing else may
+/// receive what its forms hold, whatever markup got into the page.
+package enum FormActionSources {
+    /// A source expression for each URL: `scheme://host[:port]`, or `scheme:` for an app's own
+    /// scheme (`msauth.com.example.app://auth`); nothing for what is not a URL.
+    package static func sources(_ urls: [String]) -> [String] {
+        var seen = Set<String>()
+        return urls.compactMap(source).filter { seen.insert($0).inserted }
     }
+
+    static func source(_ url: String) -> String? {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            scheme.unicodeScalars.allSatisfy({ schemeCharacters.contains($0) }), scheme.first?.isLetter == true
+        else { return nil }
+        guard scheme == "http" || scheme == "https" else { return scheme == "javascript" || scheme == "data" ? nil : scheme + ":" }
+        guard let host = components.host?.lowercased(), !host.isEmpty, host.unicodeScalars.allSatisfy({ hostCharacters.contains($0) })
+        else { return nil }
+        let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return "\(scheme)://\(bracketed)" + (components.port.map { ":\($0)" } ?? "")
+    }
+
+    private static let schemeCharacters = Set("abcdefghijklmnopqrstuvwxyz0123456789+-.".unicodeScalars)
+    private static let hostCharacters = Set("abcdefghijklmnopqrstuvwxyz0123456789-.:[]".unicodeScalars)
 }
 
 /// Sends protocol results to an app's redirect URI in the requested response mode. Errors and
@@ -76,20 +89,20 @@ package enum RedirectResponder {
             // working without JavaScript.
             let nonce = Secrets.randomToken(byteCount: 16)
             let fields = parameters.map {
-                "<input type=\"hidden\" name=\"\(HTMLText.escape($0.0))\" value=\"\(HTMLText.escape($0.1))\">"
+                "<input type=\"hidden\" name=\"\(MarkupTemplates.escape($0.0))\" value=\"\(MarkupTemplates.escape($0.1))\">"
             }.joined(separator: "\n")
             let html = """
                 <!DOCTYPE html>
                 <html lang="en"><head><meta charset="utf-8"><title>Continue</title>
                 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
-                <body><form method="post" action="\(HTMLText.escape(redirectURI))" id="response">
+                <body><form method="post" action="\(MarkupTemplates.escape(redirectURI))" id="response">
                 \(fields)
                 <noscript><p>Press Continue to return to the application.</p></noscript>
                 <button type="submit">Continue</button></form>
                 <script nonce="\(nonce)">document.getElementById('response').submit();</script>
                 </body></html>
                 """
-            return .html(html, scriptNonce: nonce)
+            return .html(html, scriptNonce: nonce, formTargets: [redirectURI])
         }
     }
 
