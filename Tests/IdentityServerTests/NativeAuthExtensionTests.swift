@@ -273,6 +273,11 @@ struct NativeAuthExtensionTests {
             #expect(bad.extensionProblems().contains { $0.contains("'oid' cannot be provided") })
             bad.authenticationExtensions?[0].claims = ["Sub", "xms_pl"]
             #expect(bad.extensionProblems().filter { $0.contains("cannot be provided") }.count == 2)
+            // RFC 9068's access-token names and Entra's restricted set are protected too.
+            for name in ["scope", "client_id", "jti", "resource", "appidacr", "azpacr", "acrs", "email_verified", "aio", "pwd_url"] {
+                bad.authenticationExtensions?[0].claims = [name.uppercased()]
+                #expect(bad.extensionProblems().contains { $0.contains("cannot be provided") }, "\(name)")
+            }
             bad.authenticationExtensions?[0].resourceId = "https://graph.microsoft.com"
             #expect(bad.extensionProblems().contains { $0.contains("resourceId must be the extension's own API") })
         }

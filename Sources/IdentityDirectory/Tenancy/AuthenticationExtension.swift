@@ -69,6 +69,13 @@ public struct AuthenticationExtension: Sendable, Codable, Equatable {
         "hasgroups", "_claim_names", "_claim_sources", "login_hint", "upn", "unique_name", "idp", "cnf", "verified_primary_email",
         "verified_secondary_email", "acct", "ipaddr", "role", "onprem_sid", "puid", "signin_state", "tenant_region_scope", "ctry", "family_name",
         "given_name", "newuser", "client_info", "altsecid", "deviceid", "home_oid",
+        // RFC 9068 §2.2's JWT access-token names, and the rest of Entra's restricted claim set
+        // (claims-mapping policies cannot set them either).
+        "scope", "client_id", "jti", "resource", "appidacr", "azpacr", "acrs", "email_verified", "aio", "app_chain",
+        "app_displayname", "appctx", "appctxsender", "auth_data", "ca_enf", "cc", "controls", "e_exp", "enfpolids", "expires_on",
+        "grant_type", "group_sids", "identityprovider", "in_corp", "nameid", "onprem_sam_account_name", "platf", "polids",
+        "primary_sid", "pwd_exp", "pwd_url", "refresh_token", "request_nonce", "tbid", "tenant_display_name",
+        "trustedfordelegation", "username", "win_ver",
     ]
 
     /// Whether `claim` may never come from an extension: a protected name in any case, or one of

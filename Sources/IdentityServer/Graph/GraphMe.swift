@@ -87,14 +87,26 @@ struct GraphCaller: Sendable {
             tenant: Tenant, appID: String, held: Set<String>
         ) {
             let claims = try await graphClaims(of: request)
-            let held = Set((claims.strings("roles") ?? []).map { $0.lowercased() })
-            guard claims.string("idtyp") == "app", roles.contains(where: { held.contains($0.lowercased()) }) else {
-                throw GraphError.insufficientPrivileges
-            }
+            // An app-only token is what the client-credentials grant mints: no delegated `scp`,
+            // Entra's `idtyp: app`, and the app itself as the subject (`sub` = `oid` = `azp`).
+            let appID = (claims.string("azp") ?? "").lowercased()
+            guard claims["scp"] == nil, claims.string("idtyp") == "app", !appID.isEmpty,
+                claims.subject?.lowercased() == appID, claims.string("oid")?.lowercased() == appID,
+                claims.string("appid").map({ $0.lowercased() == appID }) ?? true
+            else { throw GraphError.insufficientPrivileges }
             guard let issuer = claims.issuer.flatMap(URLComponents.init(string:)),
                 let guid = issuer.path.split(separator: "/").first, let tenant = try await tenants.tenant(matching: String(guid))
             else { throw GraphError.invalidToken }
-            return (tenant, (claims.string("azp") ?? claims.string("appid") ?? "").lowercased(), held)
+            // The roles count only as the directory grants them to a confidential app of this
+            // tenant now, as Graph checks the service principal's app role assignments: a token's
+            // `roles` alone prove nothing a signed token could not say.
+            guard let app = try await tenants.application(tenantID: tenant.id, clientID: appID), app.kind == .confidential else {
+                throw GraphError.insufficientPrivileges
+            }
+            let granted = Set((app.permission(on: APIPermission.graphResource)?.roles ?? []).map { $0.lowercased() })
+            let held = Set((claims.strings("roles") ?? []).map { $0.lowercased() }).intersection(granted)
+            guard roles.contains(where: { held.contains($0.lowercased()) }) else { throw GraphError.insufficientPrivileges }
+            return (tenant, appID, held)
         }
     }
 }

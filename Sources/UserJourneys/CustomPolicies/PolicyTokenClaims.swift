@@ -7,9 +7,22 @@ import WireCoding
 /// OpenID Connect partner name, else its id (SPEC §2.12).
 enum PolicyTokenClaims {
     /// Claims the protocol writes itself; a relying party's claim of the same name is not sent twice.
+    /// With them, the identity platform's names for what kind of caller a token is and which app
+    /// it acts for (`idtyp: app` marks an app-only token, `wids` directory roles, `appid` the
+    /// app): a policy's value would make a user's token read as an app's or an administrator's to
+    /// any API that trusts them. B2C writes whatever a policy outputs; this departure is named in
+    /// the README. `roles` and `groups` stay the tenant's to send its own APIs, as on B2C.
     static let protocolClaims: Set<String> = [
         "iss", "sub", "aud", "exp", "nbf", "iat", "nonce", "tfp", "acr", "ver", "auth_time", "azp", "scp", "c_hash", "at_hash", "oid",
+        "idtyp", "wids", "appid", "appidacr", "azpacr", "uti", "cnf",
     ]
+
+    /// Whether the relying party may not send a claim of this name (``protocolClaims``, and
+    /// Entra's `xms_` names).
+    static func isProtected(_ name: String) -> Bool {
+        let name = name.lowercased()
+        return protocolClaims.contains(name) || name.hasPrefix("xms_")
+    }
 
     static func name(_ reference: PolicyClaimReference, _ policy: CompiledPolicy) -> String {
         reference.partnerClaimType ?? policy.claimType(reference.claimType)?.partnerClaimTypes["OpenIdConnect"] ?? reference.claimType
@@ -24,7 +37,7 @@ enum PolicyTokenClaims {
         var values: [String: String] = [:]
         for reference in party.outputClaims {
             let name = name(reference, policy)
-            guard !protocolClaims.contains(name.lowercased()), let value = claims[reference.claimType] else { continue }
+            guard !isProtected(name), let value = claims[reference.claimType] else { continue }
             switch (value, policy.claimType(reference.claimType)?.dataType) {
             case (.collection(let items), _): values[name] = JSONText.array(items.map(JSONText.string)).serialized
             // A collection claim holding one string (a default, a copy) is a one-item collection.
@@ -39,7 +52,7 @@ enum PolicyTokenClaims {
     static func append(_ values: [String: String], _ policy: CompiledPolicy, into claims: inout JSONObjectBuilder) {
         for reference in policy.relyingParty?.outputClaims ?? [] {
             let name = name(reference, policy)
-            guard !protocolClaims.contains(name.lowercased()), let text = values[name] else { continue }
+            guard !isProtected(name), let text = values[name] else { continue }
             switch policy.claimType(reference.claimType)?.dataType {
             case .boolean?: claims.set(name, json: .bool(text.lowercased() == "true"))
             case .int?, .long?: claims.set(name, json: Int64(text).map(JSONText.int) ?? .string(text))

@@ -26,6 +26,17 @@ package struct IssuanceContext: Sendable {
     /// (``ExtraClaims``).
     package var extraClaims: ExtraClaims = ExtraClaims()
 
+    /// The context of a Microsoft Graph access token: a custom policy's relying-party claims
+    /// (its output claims, REST answers among them) stay out. Graph trusts what the service's own
+    /// key signs, and B2C never lets a policy write a Graph token (Entra issues those, not the
+    /// policy), so the tenant's policy cannot make itself a Graph caller it is not.
+    var forMicrosoftGraph: IssuanceContext {
+        guard flow.customPolicy != nil else { return self }
+        var context = self
+        context.claimOverrides = [:]
+        return context
+    }
+
     package init(
         tenant: Tenant,
         flow: UserFlow,
@@ -204,8 +215,10 @@ package struct TokenIssuer: Sendable {
                 // The client's setting decides an access token's groups where the client is the
                 // audience (its own API); another API's tokens carry none.
                 let groups = resource.audience.lowercased() == context.client.clientIDString ? groupClaims : []
+                let accessContext = Self.isServiceSigned(resource) ? context.forMicrosoftGraph : context
                 let claims = context.extraClaims.applied(
-                    to: Self.adding(groups, to: accessTokenClaims(context, resource: resource, now: now, lifetime: lifetimes.accessTokenSeconds)))
+                    to: Self.adding(
+                        groups, to: accessTokenClaims(accessContext, resource: resource, now: now, lifetime: lifetimes.accessTokenSeconds)))
                 accessToken = try JSONWebToken.sign(claims: claims, with: accessKey)
             }
             var idToken: String?
