@@ -100,7 +100,6 @@ public final class IdentityServer: Sendable {
         // Both pools stop whatever the other one says.
         var hashing: (any Error)?
         do { try await hasher.shutdown() } catch { hashing = error }
-        await service.certificateClients.shutdown()
         try await service.issuer.signer.shutdown()
         if let hashing { throw hashing }
     }

@@ -1,15 +1,11 @@
+import WireCoding
+
 /// Names and addresses of this machine as a `Host` header or a URL host gives them: the one
 /// test for "is this loopback" the servers share.
 public enum Loopback {
     /// `localhost` (and names under it, RFC 6761 §6.3), `127.0.0.0/8` in dotted form, or `::1`,
     /// with or without IPv6 brackets.
-    public static func isHost(_ host: String) -> Bool {
-        let bare = host.lowercased().trimmingCharacters(in: ["[", "]"])
-        if bare == "localhost" || bare.hasSuffix(".localhost") || bare == "::1" { return true }
-        let octets = bare.split(separator: ".", omittingEmptySubsequences: false)
-        return octets.count == 4 && octets[0] == "127"
-            && octets.allSatisfy { $0.count <= 3 && $0.allSatisfy(\.isNumber) && UInt8($0) != nil }
-    }
+    public static func isHost(_ host: String) -> Bool { LoopbackHost.isHost(host) }
 
     /// ``isHost(_:)`` of an authority (`host[:port]`, `[v6][:port]`).
     public static func isAuthority(_ authority: String) -> Bool { isHost(host(ofAuthority: authority)) }

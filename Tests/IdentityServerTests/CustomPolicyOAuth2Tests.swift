@@ -164,11 +164,11 @@ struct CustomPolicyOAuth2Tests {
                 authorizationEndpoint: "https://idp.example/authorize", tokenEndpoint: token, claimsEndpoint: claims, tokenInHeader: true,
                 tokenParameterName: "access_token", claimsFormat: nil, tokenByGet: false)
             await #expect(throws: UpstreamOIDC.Failure.self, "\(token) \(claims)") {
-                _ = try await UpstreamDirectory().metadata(provider, client: OutboundURL.client)
+                _ = try await UpstreamDirectory().metadata(provider)
             }
         }
         provider.oauth2?.claimsEndpoint = "https://idp.example/me"
-        #expect(try await UpstreamDirectory().metadata(provider, client: OutboundURL.client).tokenEndpoint == "https://idp.example/token")
+        #expect(try await UpstreamDirectory().metadata(provider).tokenEndpoint == "https://idp.example/token")
     }
 
     @Test("an OAuth2 profile this service cannot run is refused at upload, naming what it lacks")

@@ -243,6 +243,10 @@ struct UpstreamProviderTests {
         #expect(!OutboundURL.isAllowed("http://idp.example.com/x") && !OutboundURL.isAllowed("http://10.0.0.5/x"))
         #expect(!OutboundURL.isAllowed("https://user:pw@idp.example.com/") && !OutboundURL.isAllowed("file:///etc/passwd"))
         #expect(!OutboundURL.isAllowed("http+unix://%2Ftmp%2Fsock/x"))
+        // Loopback is numeric or a loopback name: a DNS name that begins 127. is anybody's.
+        for url in ["http://127.attacker.example/x", "http://127.0.0.1.attacker.example/", "http://127.0.0.01x/", "http://127..0.1/"] {
+            #expect(!OutboundURL.isAllowed(url), "\(url)")
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("outbound-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -281,6 +285,27 @@ struct UpstreamProviderTests {
         #expect(
             OutboundURL.localTarget(
                 among: ["http://127.0.0.1:9000/token"], declared: "http://127.0.0.1:9000/.well-known/openid-configuration") == nil)
+    }
+
+    @Test("every outbound call connects only to a public address, or to loopback for a loopback URL; private and link-local never")
+    func outboundAddresses() async throws {
+        for url in [
+            "https://169.254.169.254/latest/meta-data", "https://[fe80::1]/", "https://[fd00:ec2::254]/", "https://10.0.0.5/check",
+            "https://172.16.3.4/", "https://192.168.1.1/", "https://100.64.0.1/", "https://0.0.0.0/", "https://[::]/",
+            "https://[::ffff:10.0.0.1]/", "https://224.0.0.1/",
+            // Forms the resolver reads as loopback, behind a URL that is no loopback literal.
+            "https://127.1/token", "https://2130706433/jwks", "https://0x7f.1/jwks", "https://[::ffff:127.0.0.1]/",
+        ] {
+            await #expect(throws: OutboundURL.Refused.self, "\(url)") {
+                _ = try await OutboundURL.execute(HTTPClientRequest(url: url), timeout: .seconds(2), maximumBytes: 16)
+            }
+        }
+        // A loopback URL reaches loopback (a local endpoint in development), and a public address passes the check.
+        #expect(try await OutboundURL.connectionAddress(for: "http://127.0.0.1:9/x").address == "127.0.0.1")
+        #expect(try await OutboundURL.connectionAddress(for: "https://93.184.215.14/").address == "93.184.215.14")
+        #expect(try await OutboundURL.connectionAddress(for: "https://[2606:4700::1111]/").address == "2606:4700::1111")
+        #expect(OutboundURL.AddressScope.of(v4: 0x0808_0808) == .publicInternet)
+        #expect(OutboundURL.AddressScope.of(v4: 0xAC1F_0001) == .local && OutboundURL.AddressScope.of(v4: 0xAC20_0001) == .publicInternet)
     }
 
     @Test("a provider's email is proven only when its email_verified says so; a user id the name rules would rewrite is refused")

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Storage
@@ -340,6 +341,18 @@ struct TaskAPITests {
         try await TaskHarness.run(.sqlite) { _, client in
             let response = try await client.call(.get, "/metrics", token: nil)
             #expect(response.status == .notFound)
+        }
+    }
+
+    @Test("metrics answer a numeric loopback Host, never a DNS name that begins 127. (rebinding)")
+    func metricsRefuseRebinding() async throws {
+        try await TaskHarness.run(.sqlite, over: .ahc(.http)) { _, client in
+            #expect(try await client.call(.get, "/metrics", token: nil).status == .ok)
+            for host in ["127.evil.example", "127.0.0.1.evil.example:3000", "127.1"] {
+                let response = try await client.call(.get, "/metrics", token: nil, headers: [HTTPField.Name("Host")!: host])
+                #expect(response.status == .notFound, "\(host)")
+            }
+            #expect(try await client.call(.get, "/metrics", token: nil, headers: [HTTPField.Name("Host")!: "127.0.0.1:3000"]).status == .ok)
         }
     }
 

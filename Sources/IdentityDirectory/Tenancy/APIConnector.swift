@@ -194,7 +194,6 @@ package struct ConnectorCaller: Sendable {
     }
 
     let dataKey: DataKey
-    var client: HTTPClient { OutboundURL.client }
 
     static let maximumResponseBytes = 64 * 1024
 
@@ -236,14 +235,12 @@ package struct ConnectorCaller: Sendable {
             request.body = .bytes(ByteBuffer(string: body.serialized))
             let answer: (status: Int, body: ByteBuffer)
             do {
-                let client = self.client
                 answer = try await OutboundTrace.call("POST api-connector", host: URL(string: connector.url)?.host) { trace in
                     var outgoing = request
                     outgoing.headers.add(contentsOf: trace)
                     return try await OutboundURL.withDeadline(seconds: connector.timeoutSeconds ?? APIConnector.defaultTimeoutSeconds) {
                         [outgoing] in
-                        let response = try await client.execute(outgoing, timeout: timeout)
-                        return (Int(response.status.code), try await response.body.collect(upTo: Self.maximumResponseBytes))
+                        try await OutboundURL.execute(outgoing, timeout: timeout, maximumBytes: Self.maximumResponseBytes)
                     }
                 }
             } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {

@@ -102,8 +102,7 @@ extension AuthenticationExtension {
         do {
             let outgoing = request
             answer = try await OutboundURL.withDeadline(seconds: seconds) {
-                let response = try await OutboundURL.client.execute(outgoing, timeout: .seconds(Int64(seconds)))
-                return (Int(response.status.code), try await response.body.collect(upTo: Self.maximumResponseBytes))
+                try await OutboundURL.execute(outgoing, timeout: .seconds(Int64(seconds)), maximumBytes: Self.maximumResponseBytes)
             }
         } catch is OutboundURL.DeadlineExceeded {
             throw failure("no answer within \(seconds) seconds")

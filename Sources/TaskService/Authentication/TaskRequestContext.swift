@@ -31,13 +31,9 @@ public struct TaskRequestContext: RequestContext, RemoteAddressRequestContext, I
     func isLocal(_ request: Request) -> Bool {
         guard let peer = socketPeer?.ipAddress, request.headers[TrustedProxies.forwardedFor] == nil else { return false }
         let loopbackPeer = peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.")
-        var host = request.head.authority?.lowercased() ?? ""
-        if host.hasPrefix("["), let end = host.firstIndex(of: "]") {
-            host = String(host[host.index(after: host.startIndex)..<end])
-        } else if let colon = host.lastIndex(of: ":") {
-            host = String(host[..<colon])
-        }
-        return loopbackPeer && (host == "localhost" || host == "::1" || host.hasPrefix("127."))
+        // A numeric loopback `Host` or a loopback name, never `127.<anything>`: a DNS name that
+        // begins so is another site's, rebound to this machine.
+        return loopbackPeer && Loopback.isAuthority(request.head.authority ?? "")
     }
 
     /// Task bodies are small; beyond this, 413 (SPEC §3).

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOSSL
 import ServerSupport
 import IdentityDirectory
 import NIOCore
@@ -50,7 +51,7 @@ struct PolicyRestfulProvider: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: JSONText.object(values.map { ($0.0, Self.json($0.1)) }).serialized))
         }
-        var client = OutboundURL.client
+        var tls: TLSConfiguration?
         switch profile.metadata["AuthenticationType"]?.lowercased() ?? "none" {
         case "none": break
         case "clientcertificate":
@@ -58,10 +59,7 @@ struct PolicyRestfulProvider: Sendable {
             guard url.lowercased().hasPrefix("https://"), let keySet = profile.keys["ClientCertificate"],
                 let identity = try await keySets.clientIdentity(tenantID: tenant.id, keySet: keySet)
             else { throw failure("Configuration", "the client certificate's key set has no valid certificate, or the ServiceUrl is not https") }
-            guard let presenting = try certificateClients.client(for: identity, tenantID: tenant.id) else {
-                throw failure("Configuration", "too many client certificates in use")
-            }
-            client = presenting
+            tls = certificateClients.configuration(for: identity, tenantID: tenant.id)
         case "basic":
             let user = try await secret(profile, "BasicAuthenticationUsername", tenant)
             let password = try await secret(profile, "BasicAuthenticationPassword", tenant)
@@ -76,13 +74,13 @@ struct PolicyRestfulProvider: Sendable {
         }
         let answer: (status: Int, body: ByteBuffer)
         do {
-            let client = client
+            let tls = tls
             answer = try await OutboundTrace.call("\(request.method.rawValue) rest-profile", host: URL(string: request.url)?.host) { trace in
                 var outgoing = request
                 outgoing.headers.add(contentsOf: trace)
                 return try await OutboundURL.withDeadline(seconds: Self.timeoutSeconds) { [outgoing] in
-                    let response = try await client.execute(outgoing, timeout: .seconds(Int64(Self.timeoutSeconds)))
-                    return (Int(response.status.code), try await response.body.collect(upTo: Self.maximumResponseBytes))
+                    try await OutboundURL.execute(
+                        outgoing, timeout: .seconds(Int64(Self.timeoutSeconds)), maximumBytes: Self.maximumResponseBytes, tls: tls)
                 }
             }
         } catch {

@@ -28,7 +28,7 @@ extension UpstreamOIDC {
         let body: ByteBuffer
         let status: UInt
         do {
-            (status, body) = try await Self.send(request, client: client)
+            (status, body) = try await Self.send(request)
         } catch {
             throw Failure(message: "the claims endpoint could not be reached")
         }

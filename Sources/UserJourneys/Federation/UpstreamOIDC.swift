@@ -16,7 +16,6 @@ import WireCoding
 /// endpoint, and its ID token accepted only when signed by a key of its JWKS (RS256), issued by
 /// its issuer, for this client, unexpired, and carrying the nonce this sign-in sent.
 package struct UpstreamOIDC: Sendable {
-    var client: HTTPClient { OutboundURL.client }
     let directory: UpstreamDirectory
     let requests: any UpstreamRequestStore
     let dataKey: DataKey
@@ -29,7 +28,7 @@ package struct UpstreamOIDC: Sendable {
 
     /// The provider's authorization URL for a new upstream request of `record`'s sign-in.
     func authorizationURL(provider: UpstreamProvider, record: InteractionRecord, callback: String, now: Date) async throws -> String {
-        let metadata = try await directory.metadata(provider, client: client)
+        let metadata = try await directory.metadata(provider)
         let state = Secrets.randomToken()
         let nonce = Secrets.randomToken()
         let verifier = Secrets.randomToken(byteCount: 48)
@@ -47,14 +46,14 @@ package struct UpstreamOIDC: Sendable {
 
     /// The provider's metadata, from the cache when fresh.
     func metadata(of provider: UpstreamProvider) async throws -> UpstreamMetadata {
-        try await directory.metadata(provider, client: client)
+        try await directory.metadata(provider)
     }
 
     /// Redeems `code` and checks the ID token; the identity its claims describe.
     func redeem(
         code: String, provider: UpstreamProvider, tenant: Tenant, request: UpstreamRequest, callback: String, now: Date
     ) async throws -> FederatedIdentity {
-        let metadata = try await directory.metadata(provider, client: client)
+        let metadata = try await directory.metadata(provider)
         var exchange = HTTPClientRequest(url: metadata.tokenEndpoint)
         exchange.method = .POST
         exchange.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
@@ -85,7 +84,7 @@ package struct UpstreamOIDC: Sendable {
         }
         let answer: [String: JSONValue]
         do {
-            let (status, body) = try await Self.send(exchange, client: client)
+            let (status, body) = try await Self.send(exchange)
             guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer: body)) else {
                 throw Failure(message: "the token endpoint answered HTTP \(status) without JSON")
             }
@@ -112,7 +111,7 @@ package struct UpstreamOIDC: Sendable {
     {
         let unverified: RS256.UnverifiedToken
         do { unverified = try RS256.parse(token) } catch { throw Failure(message: "the id_token is not an RS256 JWT") }
-        guard let key = try await directory.key(unverified.keyID, metadata: metadata, client: client), unverified.isSigned(by: key) else {
+        guard let key = try await directory.key(unverified.keyID, metadata: metadata), unverified.isSigned(by: key) else {
             throw Failure(message: "the id_token's signature does not verify with the provider's keys")
         }
         let claims: JWTClaims
@@ -182,14 +181,14 @@ package struct UpstreamOIDC: Sendable {
     }
 
     /// One outbound call to a provider (its metadata, keys, token or claims endpoint): 10 s for
-    /// the answer, 15 s in all, at most 1 MiB of body read.
-    static func send(_ request: HTTPClientRequest, client: HTTPClient) async throws -> (status: UInt, body: ByteBuffer) {
+    /// the answer, 15 s in all, at most 1 MiB of body read, to an address ``OutboundURL`` checked.
+    static func send(_ request: HTTPClientRequest) async throws -> (status: UInt, body: ByteBuffer) {
         try await OutboundTrace.call("\(request.method.rawValue) identity-provider", host: URL(string: request.url)?.host) { trace in
             var request = request
             request.headers.add(contentsOf: trace)
             return try await OutboundURL.withDeadline(seconds: 15) { [request] in
-                let response = try await client.execute(request, timeout: .seconds(10))
-                return (response.status.code, try await response.body.collect(upTo: 1 << 20))
+                let answer = try await OutboundURL.execute(request, timeout: .seconds(10), maximumBytes: 1 << 20)
+                return (UInt(answer.status), answer.body)
             }
         }
     }
@@ -217,7 +216,7 @@ package actor UpstreamDirectory {
         keys = [:]
     }
 
-    func metadata(_ provider: UpstreamProvider, client: HTTPClient) async throws -> UpstreamMetadata {
+    func metadata(_ provider: UpstreamProvider) async throws -> UpstreamMetadata {
         if let oauth2 = provider.oauth2 {
             // As for discovered endpoints: a provider elsewhere cannot point this server at itself.
             if let refused = OutboundURL.localTarget(
@@ -228,7 +227,7 @@ package actor UpstreamDirectory {
             return oauth2.metadata()
         }
         if let cached = metadata[provider.metadataUrl], Date().timeIntervalSince(cached.fetched) < Self.lifetime { return cached.value }
-        let document = try await Self.fetch(provider.metadataUrl, client: client)
+        let document = try await Self.fetch(provider.metadataUrl)
         func text(_ key: String) -> String? { if case .string(let value)? = document[key] { value } else { nil } }
         guard let issuer = text("issuer"), let authorize = text("authorization_endpoint"), let token = text("token_endpoint"),
             let jwks = text("jwks_uri")
@@ -257,7 +256,7 @@ package actor UpstreamDirectory {
         return value
     }
 
-    func key(_ id: String, metadata: UpstreamMetadata, client: HTTPClient) async throws -> _RSA.Signing.PublicKey? {
+    func key(_ id: String, metadata: UpstreamMetadata) async throws -> _RSA.Signing.PublicKey? {
         let cached = keys[metadata.jwksURI]
         if let key = cached?.value[id], Date().timeIntervalSince(cached!.fetched) < Self.lifetime { return key }
         if let cached, cached.value[id] == nil, Date().timeIntervalSince(cached.fetched) < Self.refetchInterval { return nil }
@@ -265,7 +264,7 @@ package actor UpstreamDirectory {
         request.headers.add(name: "Accept", value: "application/json")
         let body: ByteBuffer
         do {
-            body = try await UpstreamOIDC.send(request, client: client).body
+            body = try await UpstreamOIDC.send(request).body
         } catch {
             throw UpstreamOIDC.Failure(message: "the provider's keys could not be fetched")
         }
@@ -274,9 +273,9 @@ package actor UpstreamDirectory {
         return set[id]
     }
 
-    private static func fetch(_ url: String, client: HTTPClient) async throws -> [String: JSONValue] {
+    private static func fetch(_ url: String) async throws -> [String: JSONValue] {
         do {
-            let (status, body) = try await UpstreamOIDC.send(HTTPClientRequest(url: url), client: client)
+            let (status, body) = try await UpstreamOIDC.send(HTTPClientRequest(url: url))
             guard status == 200, let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer: body)) else {
                 throw UpstreamOIDC.Failure(message: "the provider's metadata answered HTTP \(status)")
             }
