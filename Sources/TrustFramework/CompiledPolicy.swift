@@ -100,7 +100,7 @@ package struct PolicyClaimType: Sendable, PolicyIdentified {
     package let userInputType: String?
     package let userHelpText: String?
     /// `Restriction/Pattern`: the value must match it; `helpText` says how.
-    package let pattern: (expression: String, helpText: String?)?
+    package let pattern: (expression: PolicyPattern.Compiled, helpText: String?)?
     /// `Restriction/Enumeration`: the allowed values and their texts.
     package let enumeration: [(text: String, value: String)]
     /// `DefaultPartnerClaimTypes`: the claim's name per protocol (`OpenIdConnect` → `name`).
@@ -113,7 +113,7 @@ package struct PolicyClaimType: Sendable, PolicyIdentified {
         dataType = DataType(rawValue: element.child("DataType")?.text ?? "") ?? .string
         userInputType = element.child("UserInputType")?.text
         userHelpText = element.child("UserHelpText")?.text
-        pattern = element.child("Restriction")?.child("Pattern").map { ($0["RegularExpression"] ?? "", $0["HelpText"]) }
+        pattern = element.child("Restriction")?.child("Pattern").map { (PolicyPattern.Compiled($0["RegularExpression"] ?? ""), $0["HelpText"]) }
         enumeration = element.child("Restriction")?.children("Enumeration").map { ($0["Text"] ?? $0["Value"] ?? "", $0["Value"] ?? "") } ?? []
         var partners: [String: String] = [:]
         for protocolElement in element.items("DefaultPartnerClaimTypes", "Protocol") {

@@ -79,12 +79,23 @@ package enum PolicyCheck {
                 missing("PredicateValidation", reference["Id"], in: predicateValidations, at: reference)
             }
         }
-        for predicate in blocks?.items("Predicates", "Predicate") ?? [] where !PolicyPredicates.methods.contains(predicate["Method"] ?? "") {
-            problems.append("Predicate '\(predicate["Id"] ?? "")' uses the method '\(predicate["Method"] ?? "")', which is not supported by this service.")
+        for predicate in blocks?.items("Predicates", "Predicate") ?? [] {
+            let method = predicate["Method"] ?? ""
+            if !PolicyPredicates.methods.contains(method) {
+                problems.append("Predicate '\(predicate["Id"] ?? "")' uses the method '\(method)', which is not supported by this service.")
+            } else if method == "MatchesRegex",
+                PolicyPattern.compile(predicate.items("Parameters", "Parameter").first { $0["Id"] == "RegularExpression" }?.text ?? "") == nil
+            {
+                problems.append("Predicate '\(predicate["Id"] ?? "")' has a RegularExpression that is not a valid regular expression.")
+            }
         }
         for validation in blocks?.items("PredicateValidations", "PredicateValidation") ?? [] {
             walk(validation) { element, _ in
                 if element.name == "PredicateReference" { missing("Predicate", element["Id"], in: predicates, at: element) }
+                if element.name == "PredicateReferences", element.children("PredicateReference").count > PolicyPredicates.maximumReferencesPerGroup {
+                    problems.append(
+                        "PredicateValidation '\(validation["Id"] ?? "")' has a group of more than \(PolicyPredicates.maximumReferencesPerGroup) PredicateReferences (line \(element.line)).")
+                }
             }
         }
         for transformation in blocks?.items("ClaimsTransformations", "ClaimsTransformation") ?? [] {

@@ -5,10 +5,32 @@ import Foundation
 /// class .NET reads `[` and `&` literally, where ICU starts a nested set or an intersection
 /// (Microsoft's starter pack's password pattern has `[\]{}` in a class). Matching has limits:
 /// at most ``maximumInput`` characters, and a deadline checked as ICU reports progress, so a
-/// pattern that backtracks badly cannot hold a request.
+/// pattern that backtracks badly cannot hold a request; and each submission's matches share a
+/// ``Budget``, so a page of many fields or a group of many predicates cannot either.
 package enum PolicyPattern {
     package static let maximumInput = 256
-    static let deadline: TimeInterval = 0.05
+    static let deadline: Duration = .milliseconds(50)
+
+    /// A pattern compiled once, when its policy is: `NSRegularExpression` is immutable and safe
+    /// to use from any thread (Apple's documentation of the class), hence `@unchecked Sendable`.
+    package final class Compiled: @unchecked Sendable {
+        package let source: String
+        let expression: NSRegularExpression?
+        init(_ source: String) {
+            self.source = source
+            expression = PolicyPattern.compile(source)
+        }
+    }
+
+    /// The time all the matches of one submission may take together: past it the submission is
+    /// refused (``BudgetExhausted``), not answered as if a value had failed.
+    package struct Budget: Sendable {
+        package static let perSubmission: Duration = .milliseconds(250)
+        let deadline: ContinuousClock.Instant
+        package init(_ total: Duration = perSubmission) { deadline = ContinuousClock.now + total }
+    }
+
+    package struct BudgetExhausted: Error {}
 
     /// The ICU form of a .NET pattern.
     static func icu(_ pattern: String) -> String {
@@ -57,20 +79,31 @@ package enum PolicyPattern {
     }
 
     /// Whether `value` matches the whole pattern; false for a value that is too long or a
-    /// match that runs past the deadline.
-    package static func matches(_ value: String, _ pattern: String) -> Bool {
-        guard value.count <= maximumInput, let expression = compile(pattern) else { return false }
-        let started = Date()
+    /// match that runs past its own deadline. Throws ``BudgetExhausted`` when the submission's
+    /// budget ran out first.
+    package static func matches(_ value: String, _ pattern: Compiled, budget: Budget) throws -> Bool {
+        guard value.count <= maximumInput, let expression = pattern.expression else { return false }
+        guard ContinuousClock.now < budget.deadline else { throw BudgetExhausted() }
+        let ownDeadline = ContinuousClock.now + deadline
+        let stopAt = min(ownDeadline, budget.deadline)
         var matched = false
+        var stopped = false
         let range = NSRange(value.startIndex..., in: value)
         expression.enumerateMatches(in: value, options: [.reportProgress], range: range) { result, _, stop in
             if result != nil {
                 matched = true
                 stop.pointee = true
-            } else if Date().timeIntervalSince(started) > deadline {
+            } else if ContinuousClock.now > stopAt {
+                stopped = true
                 stop.pointee = true
             }
         }
+        if stopped, !matched, stopAt == budget.deadline, ownDeadline > budget.deadline { throw BudgetExhausted() }
         return matched
+    }
+
+    /// ``matches(_:_:budget:)`` for a pattern given as text, compiled here (tests and checks).
+    package static func matches(_ value: String, _ pattern: String, budget: Budget = Budget()) throws -> Bool {
+        try matches(value, Compiled(pattern), budget: budget)
     }
 }

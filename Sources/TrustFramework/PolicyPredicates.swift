@@ -8,11 +8,16 @@ import Foundation
 /// (`CharacterSet`, with ranges such as `a-z`).
 package struct PolicyPredicates: Sendable {
     static let methods: Set<String> = ["IsLengthRange", "MatchesRegex", "IncludesCharacters"]
+    /// The most `PredicateReference`s one group may hold (refused at upload beyond): each may be
+    /// a pattern, and an anonymous submission evaluates the group.
+    package static let maximumReferencesPerGroup = 16
 
     struct Predicate: Sendable {
         var method: String
         var helpText: String?
         var parameters: [String: String]
+        /// A `MatchesRegex` predicate's pattern, compiled with the policy.
+        var pattern: PolicyPattern.Compiled?
     }
 
     struct Group: Sendable {
@@ -30,8 +35,10 @@ package struct PolicyPredicates: Sendable {
             guard let id = element["Id"] else { continue }
             var parameters: [String: String] = [:]
             for parameter in element.items("Parameters", "Parameter") { if let id = parameter["Id"] { parameters[id] = parameter.text } }
+            let method = element["Method"] ?? ""
             predicates[id.lowercased()] = Predicate(
-                method: element["Method"] ?? "", helpText: element["HelpText"] ?? element.child("UserHelpText")?.text, parameters: parameters)
+                method: method, helpText: element["HelpText"] ?? element.child("UserHelpText")?.text, parameters: parameters,
+                pattern: method == "MatchesRegex" ? PolicyPattern.Compiled(parameters["RegularExpression"] ?? "") : nil)
         }
         var validations: [String: [Group]] = [:]
         for element in blocks?.items("PredicateValidations", "PredicateValidation") ?? [] {
@@ -47,26 +54,39 @@ package struct PolicyPredicates: Sendable {
         self.validations = validations
     }
 
-    /// The message of the first group `value` fails in `validation`, or nil when it passes.
-    package func problem(with value: String, validation: String) -> String? {
+    /// The message of the first group `value` fails in `validation`, or nil when it passes. A
+    /// group stops as soon as `MatchAtLeast` is decided either way, in document order.
+    package func problem(with value: String, validation: String, budget: PolicyPattern.Budget) throws -> String? {
         for group in validations[validation.lowercased()] ?? [] {
-            let results = group.predicates.map { id in predicates[id.lowercased()].map { Self.holds($0, value) } ?? false }
-            let needed = min(group.matchAtLeast ?? results.count, results.count)
-            if results.filter({ $0 }).count < needed {
-                let failing = zip(group.predicates, results).first { !$0.1 }.flatMap { predicates[$0.0.lowercased()]?.helpText }
+            let count = group.predicates.count
+            let needed = min(group.matchAtLeast ?? count, count)
+            var passed = 0
+            var failed = 0
+            var firstFailing: String?
+            for id in group.predicates {
+                guard passed < needed, failed <= count - needed else { break }
+                if try predicates[id.lowercased()].map({ try Self.holds($0, value, budget: budget) }) ?? false {
+                    passed += 1
+                } else {
+                    failed += 1
+                    if firstFailing == nil { firstFailing = id }
+                }
+            }
+            if passed < needed {
+                let failing = firstFailing.flatMap { predicates[$0.lowercased()]?.helpText }
                 return group.helpText ?? failing ?? "The value does not meet the requirements."
             }
         }
         return nil
     }
 
-    static func holds(_ predicate: Predicate, _ value: String) -> Bool {
+    static func holds(_ predicate: Predicate, _ value: String, budget: PolicyPattern.Budget) throws -> Bool {
         switch predicate.method {
         case "IsLengthRange":
             let minimum = predicate.parameters["Minimum"].flatMap(Int.init) ?? 0
             let maximum = predicate.parameters["Maximum"].flatMap(Int.init) ?? Int.max
             return (minimum...max(minimum, maximum)).contains(value.count)
-        case "MatchesRegex": return PolicyPattern.matches(value, predicate.parameters["RegularExpression"] ?? "")
+        case "MatchesRegex": return try predicate.pattern.map { try PolicyPattern.matches(value, $0, budget: budget) } ?? false
         case "IncludesCharacters":
             let set = characters(in: predicate.parameters["CharacterSet"] ?? "")
             return value.unicodeScalars.contains { set.contains($0) }

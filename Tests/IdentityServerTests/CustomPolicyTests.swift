@@ -212,19 +212,68 @@ struct CustomPolicyTests {
     }
 
     @Test("a .NET pattern runs under ICU: '[' and '&' in a class are literal; a pattern that backtracks badly stops at its deadline")
-    func patterns() {
+    func patterns() throws {
         #expect(PolicyPattern.icu(#"^[A-Z[\]{}&]+$"#) == #"^[A-Z\[\]{}\&]+$"#)
         #expect(PolicyPattern.icu(#"[^[]"#) == #"[^\[]"#)
         // The shape of the starter pack's password rule: lookaheads, then a class with `[\]{}`.
         let password = #"^((?=.*[a-z])(?=.*[A-Z])(?=.*\d))([A-Za-z\d@#$%^&*\-_+=[\]{}|\\:',?/`~"();!]|\.(?!@)){8,16}$"#
-        #expect(PolicyPattern.matches("Starter-Pass1", password))
-        #expect(PolicyPattern.matches("Has[Bracket]9", password))
-        #expect(!PolicyPattern.matches("short1A", password))
-        #expect(!PolicyPattern.matches("no-upper-case-1", password))
-        #expect(!PolicyPattern.matches(String(repeating: "A", count: PolicyPattern.maximumInput + 1), "A*"), "too long to try")
+        #expect(try PolicyPattern.matches("Starter-Pass1", password))
+        #expect(try PolicyPattern.matches("Has[Bracket]9", password))
+        #expect(try !PolicyPattern.matches("short1A", password))
+        #expect(try !PolicyPattern.matches("no-upper-case-1", password))
+        #expect(try !PolicyPattern.matches(String(repeating: "A", count: PolicyPattern.maximumInput + 1), "A*"), "too long to try")
         // Exponential backtracking: without the deadline this would not finish.
-        #expect(!PolicyPattern.matches(String(repeating: "a", count: 60) + "!", "(a+)+$"))
+        #expect(try !PolicyPattern.matches(String(repeating: "a", count: 60) + "!", "(a+)+$"))
         #expect(PolicyPattern.compile("(unclosed") == nil)
+    }
+
+    /// A group of predicates: a cheap length predicate that passes, then a backtracking pattern.
+    static func group(matchAtLeast: Int?) throws -> PolicyPredicates {
+        let xml = """
+            <BuildingBlocks xmlns="http://schemas.microsoft.com/online/cpim/schemas/2013/06">
+              <Predicates>
+                <Predicate Id="Short" Method="IsLengthRange"><Parameters><Parameter Id="Minimum">1</Parameter><Parameter Id="Maximum">100</Parameter></Parameters></Predicate>
+                <Predicate Id="Evil" Method="MatchesRegex"><Parameters><Parameter Id="RegularExpression">(a+)+$</Parameter></Parameters></Predicate>
+              </Predicates>
+              <PredicateValidations><PredicateValidation Id="V"><PredicateGroups><PredicateGroup Id="G">
+                <PredicateReferences\(matchAtLeast.map { " MatchAtLeast=\"\($0)\"" } ?? "")><PredicateReference Id="Short" /><PredicateReference Id="Evil" /></PredicateReferences>
+              </PredicateGroup></PredicateGroups></PredicateValidation></PredicateValidations>
+            </BuildingBlocks>
+            """
+        return PolicyPredicates(try PolicyXML.parse(Data(xml.utf8)))
+    }
+
+    @Test("one budget for a submission's matches: past it the submission is refused; a group stops once MatchAtLeast is decided")
+    func patternBudget() throws {
+        let evil = String(repeating: "a", count: 60) + "!"
+        // Each match stops at its own 50 ms; the second of two under a 60 ms budget finds it spent.
+        let budget = PolicyPattern.Budget(.milliseconds(60))
+        #expect(try !PolicyPattern.matches(evil, "(a+)+$", budget: budget))
+        #expect(throws: PolicyPattern.BudgetExhausted.self) { try PolicyPattern.matches(evil, "(a+)+$", budget: budget) }
+        // MatchAtLeast 1 is met by the length predicate: the pattern never runs, so a spent budget
+        // does not matter. Both needed: the pattern runs and the budget refuses the submission.
+        let spent = PolicyPattern.Budget(.zero)
+        #expect(try Self.group(matchAtLeast: 1).problem(with: evil, validation: "V", budget: spent) == nil)
+        #expect(throws: PolicyPattern.BudgetExhausted.self) { try Self.group(matchAtLeast: nil).problem(with: evil, validation: "V", budget: spent) }
+    }
+
+    @Test("at upload: a group of more than 16 predicate references, and a MatchesRegex that does not compile, are refused")
+    func predicateLimits() throws {
+        let references = String(repeating: #"<PredicateReference Id="Short" />"#, count: PolicyPredicates.maximumReferencesPerGroup + 1)
+        let base = PolicyFixtures.base().replacingOccurrences(
+            of: "<ClaimsTransformations>",
+            with: """
+                <Predicates>
+                  <Predicate Id="Short" Method="IsLengthRange"><Parameters><Parameter Id="Minimum">1</Parameter></Parameters></Predicate>
+                  <Predicate Id="Broken" Method="MatchesRegex"><Parameters><Parameter Id="RegularExpression">(unclosed</Parameter></Parameters></Predicate>
+                </Predicates>
+                <PredicateValidations><PredicateValidation Id="Many"><PredicateGroups><PredicateGroup Id="G">
+                  <PredicateReferences MatchAtLeast="1">\(references)</PredicateReferences></PredicateGroup></PredicateGroups></PredicateValidation></PredicateValidations>
+                <ClaimsTransformations>
+                """)
+        let problems = PolicyCheck.effective(try PolicyXML.parse(Data(base.utf8)))
+        #expect(problems.contains { $0.contains("more than 16 PredicateReferences") }, "\(problems)")
+        #expect(problems.contains { $0.contains("'Broken' has a RegularExpression that is not a valid") }, "\(problems)")
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import IdentityDirectory
 import TrustFramework
 
 /// Runs a custom policy's technical profiles on a journey's claims bag (SPEC §2.12): directory
@@ -105,10 +106,46 @@ struct PolicyProfileRunner: Sendable {
         return outcome
     }
 
+    /// The fields' patterns and predicate validations, in the fields' order, on the pattern
+    /// threads within one budget for the whole submission (issue 44 M-1): the first field that
+    /// fails is the page's message; a submission whose matching takes longer than the budget is
+    /// refused as such.
+    static func checkPatterns(
+        _ fields: [(PolicyClaimReference, PolicyClaimType)], _ policy: CompiledPolicy, form: RequestParameters
+    ) async throws {
+        let checked = fields.compactMap { _, type -> (PolicyClaimType, String)? in
+            let raw = (form[type.id] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            guard type.pattern != nil || type.predicateValidation != nil, !raw.isEmpty, raw.count <= PolicyPattern.maximumInput,
+                type.userInputType != "Readonly", type.userInputType != "Paragraph"
+            else { return nil }
+            return (type, raw)
+        }
+        guard !checked.isEmpty else { return }
+        let predicates = policy.predicates
+        let problem: String? = try await PatternThreads.run {
+            let budget = PolicyPattern.Budget()
+            do {
+                for (type, raw) in checked {
+                    if let pattern = type.pattern, try !PolicyPattern.matches(raw, pattern.expression, budget: budget) {
+                        return pattern.helpText ?? "Please enter a valid \(type.displayName)."
+                    }
+                    if let validation = type.predicateValidation, let problem = try predicates.problem(with: raw, validation: validation, budget: budget) {
+                        return problem
+                    }
+                }
+                return nil
+            } catch is PolicyPattern.BudgetExhausted {
+                return "What you entered took too long to check. Shorten it and try again."
+            }
+        }
+        if let problem { throw PolicyProfileFailure.userMessage(problem) }
+    }
+
     private func submitting(_ profile: PolicyTechnicalProfile, _ policy: CompiledPolicy, _ claims: inout PolicyClaims, _ run: JourneyRun)
         async throws -> PolicyDirectoryProvider.Outcome?
     {
         let fields = Self.fields(profile, policy)
+        try await Self.checkPatterns(fields, policy, form: run.form)
         for (reference, type) in fields {
             let raw = (run.form[type.id] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             if type.userInputType == "Readonly" || type.userInputType == "Paragraph" { continue }
@@ -118,12 +155,6 @@ struct PolicyProfileRunner: Sendable {
                 continue
             }
             guard raw.count <= PolicyPattern.maximumInput, raw.utf8.count <= 4 * PolicyPattern.maximumInput else { throw PolicyProfileFailure.userMessage("\(type.displayName) is too long.") }
-            if let pattern = type.pattern, !PolicyPattern.matches(raw, pattern.expression) {
-                throw PolicyProfileFailure.userMessage(pattern.helpText ?? "Please enter a valid \(type.displayName).")
-            }
-            if let validation = type.predicateValidation, let problem = policy.predicates.problem(with: raw, validation: validation) {
-                throw PolicyProfileFailure.userMessage(problem)
-            }
             if !type.enumeration.isEmpty, !type.enumeration.contains(where: { $0.value == raw }) {
                 throw PolicyProfileFailure.userMessage("Please choose a value for \(type.displayName).")
             }
