@@ -60,9 +60,7 @@ package enum PolicyXML {
         guard data.count <= maximumBytes else {
             throw Failure(message: "The policy is \(data.count) bytes; a policy file may have at most \(maximumBytes).")
         }
-        // UTF-8 only (a byte-order mark allowed): the checks below read bytes as UTF-8, and a
-        // UTF-16 document could hide a declaration from them.
-        guard String(data: data, encoding: .utf8) != nil else { throw Failure(message: "The policy is not UTF-8 text.") }
+        try requireUTF8(data)
         // A document type declaration is the door to entity expansion ("billion laughs") and
         // external entities; libxml2 would expand internal entities, so none is accepted at all.
         if data.range(of: Data("<!DOCTYPE".utf8)) != nil || data.range(of: Data("<!doctype".utf8)) != nil
@@ -86,6 +84,27 @@ package enum PolicyXML {
             throw Failure(message: "The policy is not well-formed XML (line \(line)): \(reason).")
         }
         return root
+    }
+
+    /// UTF-8 only (a byte-order mark allowed), read as such here before libxml2 sees it: the
+    /// checks below read the bytes as UTF-8, and a document libxml2 would decode otherwise (UTF-16
+    /// without a byte-order mark, whose ASCII is NUL-interleaved; UTF-7, declared in the XML
+    /// declaration, where `+ADw-` is `<`) would get a declaration or thousands of attributes
+    /// past them (issue 44's low finding).
+    static func requireUTF8(_ data: Data) throws {
+        var bytes = [UInt8](data)
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }
+        guard !bytes.contains(0), String(validating: bytes, as: UTF8.self) != nil else {
+            throw Failure(message: "The policy is not UTF-8 text; policies must be UTF-8.")
+        }
+        guard bytes.starts(with: Array("<?xml".utf8)) else { return }
+        let end = (0..<bytes.count).first { bytes[$0] == UInt8(ascii: "?") && $0 + 1 < bytes.count && bytes[$0 + 1] == UInt8(ascii: ">") }
+        let declaration = String(decoding: bytes[..<(end ?? min(bytes.count, 256))], as: UTF8.self)
+        guard let range = declaration.range(of: #"encoding\s*=\s*["']([^"']*)["']"#, options: .regularExpression) else { return }
+        let value = declaration[range].split(whereSeparator: { $0 == "\"" || $0 == "'" }).dropFirst().first.map(String.init) ?? ""
+        guard ["utf-8", "utf8"].contains(value.lowercased()) else {
+            throw Failure(message: "The policy declares the encoding '\(value)'; policies must be UTF-8.")
+        }
     }
 
     /// The line of the first tag with more than ``maximumAttributes`` attributes, found in one

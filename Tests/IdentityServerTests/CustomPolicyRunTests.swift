@@ -142,6 +142,29 @@ struct CustomPolicyRunTests {
         }
     }
 
+    @Test("{OAUTH-KV:name} reads the authorization request's own parameters; an unknown one is empty, an oversized one is not kept")
+    func oauthKeyValues() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            var files = try PolicyFixtures.localAccounts()
+            files = files.map { data in
+                Data(
+                    String(decoding: data, as: UTF8.self).replacingOccurrences(
+                        of: #"<OutputClaim ClaimTypeReferenceId="greeting" />"#,
+                        with: #"<OutputClaim ClaimTypeReferenceId="greeting" DefaultValue="{OAUTH-KV:campaignId}|{OAUTH-KV:missing}|{OAUTH-KV:big}|{OAUTH-KV:client_id}" AlwaysUseDefaultValue="true" />"#
+                    ).utf8)
+            }
+            try await PolicyFixtures.upload(files, to: h)
+            _ = try await h.addUser("kai@example.com", name: "Kai")
+            var attempt = AuthorizationAttempt(harness: h, policy: Self.policy)
+            attempt.extra = [("campaignId", "hawaii"), ("big", String(repeating: "x", count: 600))]
+            let page = try await driver.start(attempt, harness: h)
+            let done = try await driver.submit(page, [("signInName", "kai@example.com"), ("password", "Passw0rd!")])
+            let code = try #require(done.redirectParameters["code"], "\(done.status) \(done.text.prefix(300))")
+            let claims = DecodedJWT(try #require(try await driver.redeem(h, attempt: attempt, code: code).json["id_token"] as? String)).claims
+            #expect(claims["greeting"] as? String == "hawaii|||\(h.clientID)", "\(claims)")
+        }
+    }
+
     @Test("a page whose profile keeps its session (DefaultSSOSessionProvider) is skipped for a browser with a live session; prompt=login asks again")
     func singleSignOn() async throws {
         try await IdentityHarness.run(.sqlite) { h, driver in

@@ -293,6 +293,26 @@ struct CustomPolicyLimitTests {
         #expect(throws: PolicyXML.Failure.self, "UTF-16 is refused") {
             try PolicyXML.parse("<TrustFrameworkPolicy xmlns=\"\(PolicyXML.namespace)\"/>".data(using: .utf16)!)
         }
+        // Encodings libxml2 would decode past the byte checks: each refused, naming UTF-8.
+        let root = "<TrustFrameworkPolicy xmlns=\"\(PolicyXML.namespace)\" \(many)/>"
+        let utf7 = "<?xml version=\"1.0\" encoding=\"UTF-7\"?>+ADw-+ACE-DOCTYPE x +AFs-+ADw-+ACE-ENTITY a \"b\"+AD4-+AF0-+AD4-" + "<x/>"
+        let encodings: [(String, Data)] = [
+            ("UTF-7 declared", Data(utf7.utf8)),
+            ("UTF-16LE without a byte-order mark", ("<?xml version=\"1.0\" encoding=\"UTF-16\"?>" + root).data(using: .utf16LittleEndian)!),
+            ("UTF-32 byte-order mark", Data([0x00, 0x00, 0xFE, 0xFF]) + Data(root.utf8)),
+            ("ISO-8859-1 declared", Data(("<?xml version='1.0' encoding='ISO-8859-1'?>" + "<x/>").utf8)),
+        ]
+        for (name, data) in encodings {
+            do {
+                _ = try PolicyXML.parse(data)
+                Issue.record("accepted: \(name)")
+            } catch let failure as PolicyXML.Failure {
+                #expect(failure.message.contains("UTF-8"), "\(name): \(failure.message)")
+            }
+        }
+        // A UTF-8 byte-order mark and declaration are fine.
+        let declared = Data([0xEF, 0xBB, 0xBF]) + Data("<?xml version=\"1.0\" encoding=\"utf-8\"?><TrustFrameworkPolicy xmlns=\"\(PolicyXML.namespace)\"/>".utf8)
+        #expect(try PolicyXML.parse(declared).name == "TrustFrameworkPolicy")
     }
 
     @Test("numbers and paths from claim values cannot crash or blow up a transformation")

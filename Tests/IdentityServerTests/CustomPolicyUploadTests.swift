@@ -74,7 +74,7 @@ struct CustomPolicyUploadTests {
             let (code, message) = Self.graphError(orphan)
             #expect(code == "AADB2C")
             #expect(message.hasPrefix("Validation failed: 1 validation error(s) found in policy \"B2C_1A_TEST_SIGNUP\" of tenant \"\(h.tenant.name)\"."))
-            #expect(message.contains("'b2c_1a_testextensions'") && message.contains("was not found"), "\(message)")
+            #expect(message.contains("'B2C_1A_TestExtensions'") && message.contains("was not found"), "\(message)")
 
             // A JWT issuer naming a key set the tenant does not have, then one with no key in it.
             for step in ["missing", "empty"] {

@@ -108,3 +108,14 @@ def test_a_server_of_its_own_stops_and_leaves_nothing():
     assert process.poll() is not None and not os.path.exists(data_dir)
     with pytest.raises(OSError):
         DIRECT.open(server.identity_url + "/healthz", timeout=5)
+
+
+def test_the_servers_environment_has_no_telemetry_or_todo_settings_of_the_caller(monkeypatch):
+    import todob2c
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "app-under-test")
+    monkeypatch.setenv("TODO_DATABASE_URL", "postgres://elsewhere/db")
+    environment = todob2c._environment()
+    assert not [key for key in environment if key.startswith(("OTEL_EXPORTER", "OTEL_SERVICE", "TODO_"))]
+    assert environment["OTEL_SDK_DISABLED"] == "true"

@@ -228,27 +228,31 @@ package struct CustomPolicyLibrary: Sendable {
         func passesThrough(_ id: String) -> Bool { visited.contains(id) }
     }
 
-    /// The chain of `id`, root first and `id` last.
+    /// The chain of `id`, root first and `id` last. Policies are keyed by lower-cased id, as B2C
+    /// compares them; messages name each as its file wrote it.
     static func chain(of id: String, in policies: [String: PolicyElement]) throws -> [PolicyElement] {
         var chain: [PolicyElement] = []
         var visited: [String] = []
-        var next: String? = id
+        var next: (key: String, written: String)? = (id.lowercased(), policies[id.lowercased()]?["PolicyId"] ?? id)
+        let start = next!.written
+        var referrer = start
         while let current = next {
-            guard !visited.contains(current) else {
-                throw ChainProblem(message: "The base policies of '\(id)' form a cycle through '\(current)'.", visited: visited)
+            guard !visited.contains(current.key) else {
+                throw ChainProblem(message: "The base policies of '\(start)' form a cycle through '\(current.written)'.", visited: visited)
             }
-            guard let policy = policies[current] else {
+            guard let policy = policies[current.key] else {
                 throw ChainProblem(
-                    message: "The base policy '\(current)' of '\(visited.last ?? id)' was not found in the tenant; upload it first.",
+                    message: "The base policy '\(current.written)' of '\(referrer)' was not found in the tenant; upload it first.",
                     visited: visited)
             }
-            visited.append(current)
+            visited.append(current.key)
             guard visited.count <= PolicyCheck.maximumChainLength else {
                 throw ChainProblem(
-                    message: "The policy '\(id)' has more than \(PolicyCheck.maximumChainLength) levels of base policies.", visited: visited)
+                    message: "The policy '\(start)' has more than \(PolicyCheck.maximumChainLength) levels of base policies.", visited: visited)
             }
             chain.insert(policy, at: 0)
-            next = policy.child("BasePolicy")?.child("PolicyId")?.text.lowercased()
+            referrer = policy["PolicyId"] ?? current.written
+            next = policy.child("BasePolicy")?.child("PolicyId").map { ($0.text.lowercased(), $0.text) }
         }
         return chain
     }

@@ -144,12 +144,15 @@ struct AuthorizeEndpoint: Sendable {
         guard userFlow.type != .ropc else {
             throw ProtocolFailure.malformedRequest("The user flow '\(userFlow.name)' does not support interactive sign-in.")
         }
-        return AuthorizationRequest(
+        var authorization = AuthorizationRequest(
             tenantID: tenant.id, tenantSegment: tenantSegment, policy: userFlow.name, clientID: client.clientIDString,
             redirectURI: redirectURI, responseTypes: responseTypes.sorted(), responseMode: responseMode, scopes: scopes,
             state: parameters["state"], nonce: parameters["nonce"], codeChallenge: challenge, codeChallengeMethod: method,
             prompt: prompt, loginHint: parameters.nonEmpty("login_hint"), domainHint: parameters.nonEmpty("domain_hint")?.lowercased(),
             maxAge: maxAge, origin: origin, face: face, uiLocales: Self.uiLocales(parameters["ui_locales"]))
+        // Only a custom policy reads them (`{OAUTH-KV:…}`); a user flow's transaction keeps none.
+        if userFlow.customPolicy != nil { authorization.extraParameters = ExtraParameters.kept(from: parameters.pairs) }
+        return authorization
     }
 
     /// `ui_locales` (OIDC Core §3.1.2.1): space-separated BCP 47 tags, kept only when each is

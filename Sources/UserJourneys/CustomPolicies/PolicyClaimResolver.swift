@@ -13,9 +13,8 @@ struct PolicyClaimResolver: Sendable {
     var clientAddress: String
     var host: String
     var now: Date
+    /// The authorization request, whose `extraParameters` `{OAUTH-KV:name}` reads.
     var authorization: AuthorizationRequest?
-    /// The authorization request's query parameters, for `{OAUTH-KV:name}`.
-    var requestParameters: [String: String] = [:]
 
     /// `text` with every resolver it contains replaced.
     func resolve(_ text: String, claims: PolicyClaims) -> String {
@@ -58,7 +57,13 @@ struct PolicyClaimResolver: Sendable {
         case ("oidc", "scope"): return authorization?.scopes.joined(separator: " ") ?? ""
         case ("oidc", "prompt"): return authorization?.prompt.map { "\($0)" } ?? ""
         case ("oidc", "maxage"): return authorization?.maxAge.map(String.init) ?? ""
-        case ("oauth-kv", _): return requestParameters[name] ?? ""
+        case ("oauth-kv", "client_id"): return authorization?.clientID ?? ""
+        case ("oauth-kv", "redirect_uri"): return authorization?.redirectURI ?? ""
+        case ("oauth-kv", "scope"): return authorization?.scopes.joined(separator: " ") ?? ""
+        case ("oauth-kv", "login_hint"): return authorization?.loginHint ?? ""
+        case ("oauth-kv", "domain_hint"): return authorization?.domainHint ?? ""
+        case ("oauth-kv", "ui_locales"): return authorization?.uiLocales ?? ""
+        case ("oauth-kv", _): return authorization?.extraParameters?[name] ?? ""
         default: return nil
         }
     }

@@ -28,6 +28,9 @@ package struct AuthorizationRequest: Sendable, Codable, Equatable {
     var face: ProtocolFace?
     /// `ui_locales` as the app sent it (checked tags), for the pages' language and connectors.
     var uiLocales: String? = nil
+    /// The request's other query parameters (`campaignId=…`), for a custom policy's
+    /// `{OAUTH-KV:name}` resolver; bounded by ``ExtraParameters``. Absent in older transactions.
+    package var extraParameters: [String: String]? = nil
 
     var protocolFace: ProtocolFace { face ?? .b2c }
     var wantsCode: Bool { responseTypes.contains(.code) }
@@ -174,4 +177,31 @@ package struct FederatedIdentity: Sendable, Equatable {
     /// The provider (a declared provider's name, a policy profile's id) whose request this is the
     /// answer to, as the one-time state recorded it; nil for the simulated Facebook.
     var via: String? = nil
+}
+
+/// The authorization request's parameters beyond OAuth's and OpenID Connect's own, as B2C's
+/// `{OAUTH-KV:…}` resolver reads them (claim-resolver-overview.md: "any OAuth2 or OpenID
+/// Connect query string parameter"). They are stored with the transaction, so they are bounded:
+/// at most ``maximumCount`` names of letters, digits, `_`, `-` and `.` up to 64 characters, each
+/// value at most ``maximumValueBytes``; others are not kept (B2C leaves an unknown one empty).
+package enum ExtraParameters {
+    static let maximumCount = 20
+    static let maximumValueBytes = 512
+    /// Names the request's typed members hold, or that are secrets or tokens.
+    static let standard: Set<String> = [
+        "client_id", "redirect_uri", "response_type", "response_mode", "scope", "state", "nonce", "code_challenge",
+        "code_challenge_method", "prompt", "login_hint", "domain_hint", "max_age", "ui_locales", "p", "id_token_hint",
+        "client_secret", "client_assertion", "client_assertion_type", "claims", "request", "request_uri", "code", "password",
+    ]
+
+    package static func kept(from pairs: [(String, String)]) -> [String: String]? {
+        var kept: [String: String] = [:]
+        for (name, value) in pairs where kept.count < maximumCount && kept[name] == nil && !standard.contains(name.lowercased()) {
+            guard (1...64).contains(name.count), name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "_-.".contains($0)) }),
+                value.utf8.count <= maximumValueBytes
+            else { continue }
+            kept[name] = value
+        }
+        return kept.isEmpty ? nil : kept
+    }
 }

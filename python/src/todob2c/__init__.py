@@ -29,9 +29,12 @@ _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def _environment():
-    """The environment without TODO_* variables: a developer's own (a database URL, a data key)
-    must not reach the server or its admin commands."""
-    return {key: value for key, value in os.environ.items() if not key.startswith("TODO_")}
+    """The environment without TODO_* and OTEL_* variables: a developer's own (a database URL, a
+    data key, an OpenTelemetry collector of the app under test) must not reach the server or its
+    admin commands; the test server exports nothing."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("TODO_", "OTEL_"))}
+    environment["OTEL_SDK_DISABLED"] = "true"
+    return environment
 
 
 def _free_port():
