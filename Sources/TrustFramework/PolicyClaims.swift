@@ -74,12 +74,15 @@ package struct PolicyClaims: Sendable, Codable, Equatable {
     }
 
     /// The values of `names` as the developer trace shows them: each as text, cut at 256
-    /// characters; a secret a person typed (a `Password` input) as `(hidden)`; a claim the step
-    /// removed as `(removed)`.
-    package func traceValues(of names: [String], policy: CompiledPolicy) -> [String: String] {
+    /// characters; a secret a person typed (a `Password` input) as `(hidden)`, and so is any
+    /// claim whose value holds one of `secrets` (the policy's own copy of a password, made by a
+    /// transformation); a claim the step removed as `(removed)`.
+    package func traceValues(of names: [String], policy: CompiledPolicy, hiding secrets: Set<String> = []) -> [String: String] {
         var shown: [String: String] = [:]
         for name in names {
-            if name.lowercased() == "password" || policy.claimType(name)?.userInputType == "Password" {
+            if Self.isSecret(name, policy) {
+                shown[name] = "(hidden)"
+            } else if let value = self[name], secrets.contains(where: { !$0.isEmpty && value.text.contains($0) }) {
                 shown[name] = "(hidden)"
             } else if let value = self[name] {
                 shown[name] = String(value.text.prefix(256))
@@ -88,6 +91,11 @@ package struct PolicyClaims: Sendable, Codable, Equatable {
             }
         }
         return shown
+    }
+
+    /// Whether a claim of this name holds what a person types as a secret.
+    package static func isSecret(_ name: String, _ policy: CompiledPolicy) -> Bool {
+        name.lowercased() == "password" || policy.claimType(name)?.userInputType == "Password"
     }
 
     /// The bag without the values a person typed as secrets (claim types whose input is a

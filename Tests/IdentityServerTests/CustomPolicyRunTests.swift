@@ -113,7 +113,30 @@ struct CustomPolicyRunTests {
     @Test("the developer trace: /dev/journeys/{correlationId} lists each step the sign-in ran, the claims it changed with their values (never a password), and how it ended")
     func developerTrace() async throws {
         try await IdentityHarness.run(.sqlite) { h, driver in
-            try await Self.upload(h)
+            // The sign-in form copies the typed password into a claim of its own: the copy is hidden too.
+            let files = try PolicyFixtures.localAccounts().map { data in
+                Data(
+                    String(decoding: data, as: UTF8.self)
+                        .replacingOccurrences(
+                            of: "  </ClaimsTransformations>",
+                            with: """
+                                    <ClaimsTransformation Id="CopyPassword" TransformationMethod="FormatStringClaim">
+                                      <InputClaims><InputClaim ClaimTypeReferenceId="password" TransformationClaimType="inputClaim" /></InputClaims>
+                                      <InputParameters><InputParameter Id="stringFormat" DataType="string" Value="copy:{0}" /></InputParameters>
+                                      <OutputClaims><OutputClaim ClaimTypeReferenceId="passwordCopy" TransformationClaimType="outputClaim" /></OutputClaims>
+                                    </ClaimsTransformation>
+                                  </ClaimsTransformations>
+                                """)
+                        .replacingOccurrences(
+                            of: #"<ClaimType Id="greeting"><DisplayName>Greeting</DisplayName><DataType>string</DataType></ClaimType>"#,
+                            with: #"<ClaimType Id="greeting"><DisplayName>Greeting</DisplayName><DataType>string</DataType></ClaimType><ClaimType Id="passwordCopy"><DisplayName>Copy</DisplayName><DataType>string</DataType></ClaimType>"#)
+                        .replacingOccurrences(
+                            of: #"<ValidationTechnicalProfiles><ValidationTechnicalProfile ReferenceId="Password-Check" /></ValidationTechnicalProfiles>"#,
+                            with: #"<OutputClaimsTransformations><OutputClaimsTransformation ReferenceId="CopyPassword" /></OutputClaimsTransformations><ValidationTechnicalProfiles><ValidationTechnicalProfile ReferenceId="Password-Check" /></ValidationTechnicalProfiles>"#
+                        ).utf8)
+            }
+            try await PolicyFixtures.makeKeys(h.server.administration, tenantID: h.tenant.id)
+            try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant)
             _ = try await h.addUser("hana@example.com", name: "Hana")
             let attempt = AuthorizationAttempt(harness: h, policy: Self.policy)
             let started = try await driver.get(attempt.url(harness: h))
@@ -129,7 +152,8 @@ struct CustomPolicyRunTests {
             #expect(steps.contains { ($0["claims"] as? [String])?.contains("greeting") == true })
             #expect(steps.last?["result"] as? String == "finished")
             #expect(steps.contains { ($0["values"] as? [String: String])?["greeting"] == "Hello Hana" }, "the transformation's result")
-            #expect(!trace.text.contains("Passw0rd"), "a password is never shown")
+            #expect(!trace.text.contains("Passw0rd"), "a password is never shown, nor a policy's copy of it")
+            #expect(steps.contains { ($0["values"] as? [String: String])?["passwordcopy"] == "(hidden)" }, "\(trace.text)")
             // Whatever a step left in the bag, a secret a person typed is hidden in the trace.
             let program = try #require(try await h.server.service.customPolicies.program(tenantID: h.tenant.id, id: Self.policy))
             let shown = PolicyClaims(["newPassword": .string("Secret-1"), "password": .string("Secret-2"), "displayName": .string("Hana")])

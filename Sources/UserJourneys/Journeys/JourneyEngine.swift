@@ -371,7 +371,9 @@ package struct JourneyEngine: Sendable {
             step: step.id, result: result, claims: run.claims.changedNames(from: before.claims) + policyChanged,
             milliseconds: milliseconds, error: error, at: now)
         if let program = run.flow.customPolicy, !policyChanged.isEmpty {
-            entry.values = policyClaims.traceValues(of: policyChanged, policy: program.policy)
+            // What this request typed as a password, wherever the policy copied it.
+            let secrets = Set(run.form.pairs.filter { PolicyClaims.isSecret($0.0, program.policy) }.map(\.1))
+            entry.values = policyClaims.traceValues(of: policyChanged, policy: program.policy, hiding: secrets)
         }
         run.state.trace.append(entry)
         if run.state.trace.count > JourneyTraceEntry.limit { run.state.trace.removeFirst(run.state.trace.count - JourneyTraceEntry.limit) }
