@@ -38,7 +38,10 @@ public enum RS256 {
     /// Splits and decodes `token`. RFC 8725 §2.1/§3.1: exactly RS256 is accepted, so `none` and
     /// HMAC (whose "secret" an attacker would set to a public key) never reach verification; a
     /// `crit` header names extensions this implementation does not understand (RFC 7515 §4.1.11).
-    public static func parse(_ token: String) throws(JWSError) -> UnverifiedToken {
+    ///
+    /// `kid` is required unless `requiringKeyID` is false (RFC 7515 makes it optional; an upstream
+    /// provider's token may lack it, and then its ``UnverifiedToken/keyID`` is empty).
+    public static func parse(_ token: String, requiringKeyID: Bool = true) throws(JWSError) -> UnverifiedToken {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw .malformed("not a JWS compact serialization") }
         guard let headerData = Base64URL.decode(String(parts[0])),
@@ -47,7 +50,8 @@ public enum RS256 {
         let algorithm = header["alg"] as? String ?? ""
         guard algorithm == "RS256" else { throw .unsupportedAlgorithm(String(algorithm.prefix(16))) }
         guard header["crit"] == nil else { throw .malformed("unsupported critical header") }
-        guard let keyID = header["kid"] as? String, !keyID.isEmpty else { throw .missingKeyID }
+        let keyID = header["kid"] as? String ?? ""
+        guard !keyID.isEmpty || !requiringKeyID else { throw .missingKeyID }
         guard let signature = Base64URL.decode(String(parts[2])), let payload = Base64URL.decode(String(parts[1])) else {
             throw .malformed("encoding")
         }
@@ -73,15 +77,22 @@ public enum JWKSet {
     /// The signing keys of a JWKS document, by `kid`: RSA keys for signatures only; others, and
     /// keys that do not parse, are left out.
     public static func signingKeys(from document: Data) -> [String: _RSA.Signing.PublicKey] {
-        let jwks = try? JSONSerialization.jsonObject(with: document) as? [String: Any]
         var keys: [String: _RSA.Signing.PublicKey] = [:]
+        for (kid, key) in signingKeyList(from: document) { if let kid { keys[kid] = key } }
+        return keys
+    }
+
+    /// Every RSA signing key of a JWKS document in its order, with its `kid` where it has one:
+    /// `use` `sig` or absent, `alg` RS256 or absent.
+    public static func signingKeyList(from document: Data) -> [(kid: String?, key: _RSA.Signing.PublicKey)] {
+        let jwks = try? JSONSerialization.jsonObject(with: document) as? [String: Any]
+        var keys: [(kid: String?, key: _RSA.Signing.PublicKey)] = []
         for jwk in jwks?["keys"] as? [[String: Any]] ?? [] {
-            guard jwk["kty"] as? String == "RSA", (jwk["use"] as? String ?? "sig") == "sig",
-                let kid = jwk["kid"] as? String, let n = (jwk["n"] as? String).flatMap(Base64URL.decode),
-                let e = (jwk["e"] as? String).flatMap(Base64URL.decode),
+            guard jwk["kty"] as? String == "RSA", (jwk["use"] as? String ?? "sig") == "sig", (jwk["alg"] as? String ?? "RS256") == "RS256",
+                let n = (jwk["n"] as? String).flatMap(Base64URL.decode), let e = (jwk["e"] as? String).flatMap(Base64URL.decode),
                 let key = try? _RSA.Signing.PublicKey(n: n, e: e)
             else { continue }
-            keys[kid] = key
+            keys.append((jwk["kid"] as? String, key))
         }
         return keys
     }

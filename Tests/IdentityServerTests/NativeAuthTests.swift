@@ -59,6 +59,15 @@ struct NativeAuthTests {
             #expect(tokens.json["token_type"] as? String == "Bearer" && tokens.json["refresh_token"] is String && tokens.json["client_info"] is String)
             let claims = DecodedJWT(try #require(tokens.json["id_token"] as? String)).claims
             #expect(claims["oid"] as? String == user.objectID && claims["ver"] as? String == "2.0")
+            // Only OpenID Connect's scopes were asked for: Entra still answers an access token,
+            // for Microsoft Graph, good for UserInfo and nothing more.
+            let accessToken = try #require(tokens.json["access_token"] as? String, "\(tokens.text)")
+            let access = DecodedJWT(accessToken).claims
+            #expect(access["aud"] as? String == APIPermission.graphResource && access["scp"] as? String == "openid", "\(access)")
+            #expect(tokens.json["expires_in"] is Int)
+            let bearer: HTTPFields = [.authorization: "Bearer \(accessToken)"]
+            #expect(try await driver.get("/oidc/userinfo", headers: bearer).status == .ok)
+            #expect(try await driver.get("/v1.0/me", headers: bearer).status == .forbidden, "no User.Read in it")
             // Spent: the same token again continues nothing.
             #expect(Self.error(try await Self.token(h, driver, continuation)) == ("invalid_request", 55_200, nil))
         }

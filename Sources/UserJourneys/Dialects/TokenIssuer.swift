@@ -205,18 +205,22 @@ package struct TokenIssuer: Sendable {
         -> IssuedTokens
     {
         let key = try await signingKey(for: context.flow, tenantID: context.tenant.id)
-        let accessKey = context.scopes.resource.map(Self.isServiceSigned) == true ? try await keys.activeKey() : key
+        let accessResource = Self.accessResource(context)
+        let accessKey = accessResource.map(Self.isServiceSigned) == true ? try await keys.activeKey() : key
         let lifetimes = context.flow.lifetimes
         let groupClaims = try await groupClaims(context)
         // Both tokens in one hand-over: the ID token's at_hash needs the access token.
         return try await signer.run { [self] in
             var accessToken: String?
-            if let resource = context.scopes.resource {
+            if let resource = accessResource {
                 // The client's setting decides an access token's groups where the client is the
                 // audience (its own API); another API's tokens carry none.
                 let groups = resource.audience.lowercased() == context.client.clientIDString ? groupClaims : []
                 let accessContext = Self.isServiceSigned(resource) ? context.forMicrosoftGraph : context
-                let claims = context.extraClaims.applied(
+                // The Graph token Entra adds to an OpenID-only sign-in carries none of the
+                // sign-in's extra claims (a claims provider's never reach a Graph token).
+                let extra = resource == context.scopes.resource ? context.extraClaims : ExtraClaims()
+                let claims = extra.applied(
                     to: Self.adding(
                         groups, to: accessTokenClaims(accessContext, resource: resource, now: now, lifetime: lifetimes.accessTokenSeconds)))
                 accessToken = try JSONWebToken.sign(claims: claims, with: accessKey)
@@ -249,6 +253,19 @@ package struct TokenIssuer: Sendable {
         } catch let missing as PolicyKeySetError {
             throw ProtocolFailure.policyNotRunnable(missing.message)
         }
+    }
+
+    /// The access token's resource: the one granted, or, on the Microsoft identity platform's
+    /// face, Microsoft Graph's for a sign-in that asked OpenID Connect's scopes only (`openid
+    /// offline_access`): Entra answers such a request with an access token for Graph (its
+    /// UserInfo endpoint is Graph's), which MSAL-based apps expect, and its `scp` names those
+    /// scopes (Microsoft's native-authentication reference shows `"scope": "openid profile"`).
+    /// B2C issues none then.
+    static func accessResource(_ context: IssuanceContext) -> TokenResource? {
+        if let resource = context.scopes.resource { return resource }
+        guard context.face == .entra, context.scopes.openID else { return nil }
+        let named = Set(context.scopes.granted.map { $0.lowercased() })
+        return TokenResource(audience: APIPermission.graphResource, scopeNames: ["openid", "profile", "email"].filter { $0 == "openid" || named.contains($0) })
     }
 
     /// Whether an access token for `resource` is signed with the service's ring whatever the

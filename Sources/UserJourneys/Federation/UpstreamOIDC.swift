@@ -110,8 +110,8 @@ package struct UpstreamOIDC: Sendable {
         -> JWTClaims
     {
         let unverified: RS256.UnverifiedToken
-        do { unverified = try RS256.parse(token) } catch { throw Failure(message: "the id_token is not an RS256 JWT") }
-        guard let key = try await directory.key(unverified.keyID, metadata: metadata), unverified.isSigned(by: key) else {
+        do { unverified = try RS256.parse(token, requiringKeyID: false) } catch { throw Failure(message: "the id_token is not an RS256 JWT") }
+        guard try await directory.verifies(unverified, metadata: metadata) else {
             throw Failure(message: "the id_token's signature does not verify with the provider's keys")
         }
         let claims: JWTClaims
@@ -206,7 +206,9 @@ package actor UpstreamDirectory {
     package init() {}
 
     private var metadata: [String: (value: UpstreamMetadata, fetched: Date)] = [:]
-    private var keys: [String: (value: [String: _RSA.Signing.PublicKey], fetched: Date)] = [:]
+    private var keys: [String: (value: [(kid: String?, key: _RSA.Signing.PublicKey)], fetched: Date)] = [:]
+    /// The most keys a token without a `kid` is tried against.
+    static let maximumKeysTried = 20
     static let lifetime: TimeInterval = 300
     static let refetchInterval: TimeInterval = 60
 
@@ -256,10 +258,22 @@ package actor UpstreamDirectory {
         return value
     }
 
-    func key(_ id: String, metadata: UpstreamMetadata) async throws -> _RSA.Signing.PublicKey? {
-        let cached = keys[metadata.jwksURI]
-        if let key = cached?.value[id], Date().timeIntervalSince(cached!.fetched) < Self.lifetime { return key }
-        if let cached, cached.value[id] == nil, Date().timeIntervalSince(cached.fetched) < Self.refetchInterval { return nil }
+    /// Whether a key of the provider signed `token`: the key its `kid` names, or, for a token
+    /// without one (RFC 7515 §4.1.4 makes it optional), any of its signing keys, as
+    /// Microsoft.IdentityModel tries them. Keys are fetched again, at most once a minute, when
+    /// none verifies (a rotation).
+    func verifies(_ token: RS256.UnverifiedToken, metadata: UpstreamMetadata) async throws -> Bool {
+        func candidates(_ list: [(kid: String?, key: _RSA.Signing.PublicKey)]) -> [_RSA.Signing.PublicKey] {
+            token.keyID.isEmpty ? list.prefix(Self.maximumKeysTried).map(\.key) : list.filter { $0.kid == token.keyID }.map(\.key)
+        }
+        if let cached = keys[metadata.jwksURI], Date().timeIntervalSince(cached.fetched) < Self.lifetime {
+            if candidates(cached.value).contains(where: token.isSigned(by:)) { return true }
+            if Date().timeIntervalSince(cached.fetched) < Self.refetchInterval { return false }
+        }
+        return candidates(try await fetchKeys(metadata)).contains(where: token.isSigned(by:))
+    }
+
+    private func fetchKeys(_ metadata: UpstreamMetadata) async throws -> [(kid: String?, key: _RSA.Signing.PublicKey)] {
         var request = HTTPClientRequest(url: metadata.jwksURI)
         request.headers.add(name: "Accept", value: "application/json")
         let body: ByteBuffer
@@ -268,9 +282,9 @@ package actor UpstreamDirectory {
         } catch {
             throw UpstreamOIDC.Failure(message: "the provider's keys could not be fetched")
         }
-        let set = JWKSet.signingKeys(from: Data(buffer: body))
-        keys[metadata.jwksURI] = (set, Date())
-        return set[id]
+        let list = JWKSet.signingKeyList(from: Data(buffer: body))
+        keys[metadata.jwksURI] = (list, Date())
+        return list
     }
 
     private static func fetch(_ url: String) async throws -> [String: JSONValue] {
