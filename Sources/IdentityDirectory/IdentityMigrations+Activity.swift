@@ -111,5 +111,14 @@ extension IdentityMigrations {
         // Claims an OnTokenIssuanceStart extension provided at a hosted-page sign-in (SPEC
         // §2.15), kept with its code for the tokens the code buys.
         Migration(version: 42, name: "extension-provided claims on codes", ["ALTER TABLE authorization_codes ADD COLUMN extra_claims TEXT"]),
+        // The native authentication API's new flows per client address in the last hour (the
+        // hosted pages count their transactions the same way): a flow is a row and, for a
+        // sign-up with a password, a bcrypt hash, so an address may start only so many.
+        Migration(
+            version: 43, name: "native authentication starts per address",
+            [
+                "CREATE TABLE native_auth_starts (client_address TEXT NOT NULL, created_at BIGINT NOT NULL)",
+                "CREATE INDEX native_auth_starts_by_address ON native_auth_starts (client_address, created_at)",
+            ]),
     ]
 }

@@ -25,6 +25,28 @@ struct NativeAuthSignUpTests {
         try await driver.post(path(h, endpoint), [("client_id", h.clientID)] + fields)
     }
 
+    @Test("new flows per address are limited as the pages' transactions are: past it 429 before any lookup or hash, nothing stored", arguments: TestDatabase.engines)
+    func perAddressLimit(engine: DatabaseEngine) async throws {
+        var configuration = IdentityServerConfiguration(passwordHashCost: 4)
+        configuration.transactionsPerAddressPerHour = 3
+        try await IdentityHarness.run(engine, configuration: configuration) { h, driver in
+            func start(_ index: Int) async throws -> TestResponse {
+                try await Self.call(h, driver, "signup/v1.0/start", [("username", "new\(index)@example.com"), ("challenge_type", "oob password redirect"), ("password", "Fresh-Passw0rd")])
+            }
+            for index in 0..<2 { #expect(try await start(index).json["continuation_token"] is String) }
+            // Sign-in and reset starts count against the same limit.
+            let initiate = try await driver.post(
+                "/\(h.tenant.name)/oauth2/v2.0/initiate", [("client_id", h.clientID), ("username", "nobody@example.com"), ("challenge_type", "password redirect")])
+            #expect(initiate.status != .tooManyRequests)
+            let refused = try await start(3)
+            #expect(refused.status == .tooManyRequests && Self.error(refused) == ("invalid_request", 90_055, nil), "\(refused.text)")
+            let rows = try await h.database.rows("SELECT COUNT(*) AS n FROM native_auth_flows", [])
+            #expect(try rows.first?.integer("n") == 2, "the refused start stored nothing")
+            h.clock.advance(by: 3601)
+            #expect(try await start(4).json["continuation_token"] is String, "an hour later it may again")
+        }
+    }
+
     static func continuation(_ response: TestResponse) throws -> String { try #require(response.json["continuation_token"] as? String, "\(response.text)") }
 
     static func users(_ h: IdentityHarness) async throws -> Int {

@@ -98,6 +98,23 @@ package struct NativeAuthFlows: Sendable {
 
     private static func hash(_ token: String) -> String { Secrets.sha256Hex("native-auth:" + token) }
 
+    /// Counts a new flow from `clientAddress`: false, and nothing counted, when the address
+    /// started `limitPerHour` in the last hour. Starts older than an hour are dropped here.
+    package func admit(clientAddress: String, limitPerHour: Int, now: Date) async throws -> Bool {
+        try await database.transaction { sql in
+            let hourAgo = now.epochSeconds - 3600
+            try await sql.delete(from: "native_auth_starts").where("created_at", .lessThanOrEqual, hourAgo).run()
+            let recent =
+                try await sql.select().column(SQLFunction("COUNT", args: SQLLiteral.all), as: "n").from("native_auth_starts")
+                .where("client_address", .equal, clientAddress).where("created_at", .greaterThan, hourAgo)
+                .first(decodingColumn: "n", as: Int.self) ?? 0
+            guard recent < limitPerHour else { return false }
+            try await sql.insert(into: "native_auth_starts").columns("client_address", "created_at")
+                .values(SQLBind(clientAddress), SQLBind(now.epochSeconds)).run()
+            return true
+        }
+    }
+
     /// Starts a flow at `step`; returns its first continuation token.
     package func start(
         tenantID: UUID, clientID: String, userID: UUID?, email: String?, step: NativeAuthFlow.Step, data: NativeAuthFlowData = .init(),

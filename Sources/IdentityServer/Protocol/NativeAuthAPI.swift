@@ -113,6 +113,15 @@ struct NativeAuthAPI: Sendable {
         }
     }
 
+    /// Counts a new flow against the client address's hourly limit, before any lookup or hash:
+    /// ``NativeAuthError/tooManyFlows`` past it.
+    func admitNewFlow(_ context: PolicyRequestContext) async throws {
+        guard
+            try await flows.admit(
+                clientAddress: context.clientAddress, limitPerHour: service.configuration.transactionsPerAddressPerHour, now: now)
+        else { throw NativeAuthError.tooManyFlows }
+    }
+
     /// This request as the tenant's authentication extensions see it.
     func call(_ request: Request, _ context: PolicyRequestContext, client: AppRegistration) -> NativeAuthCall {
         NativeAuthCall(

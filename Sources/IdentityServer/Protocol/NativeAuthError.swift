@@ -70,6 +70,13 @@ struct NativeAuthError: Error {
     /// A reset for an account that has no password (one from a provider, or passwordless).
     static let noPassword = NativeAuthError(error: "invalid_request", code: 500_222, message: "The user does not have a password.")
     /// Entra's 90055 (too many requests), as 429: the address was sent its share of codes.
+    /// Too many new flows from one address within the hour (the hosted pages' limit).
+    static var tooManyFlows: NativeAuthError {
+        var error = NativeAuthError(error: "invalid_request", code: 90_055, message: "Too many requests from this address. Try again later.")
+        error.status = .tooManyRequests
+        return error
+    }
+
     static var tooManyCodes: NativeAuthError {
         var error = NativeAuthError(error: "invalid_request", code: 90_055, message: "Too many one-time codes were requested. Try again later.")
         error.status = .tooManyRequests

@@ -21,6 +21,7 @@ struct NativeAuthPasswordReset: Sendable {
     @Sendable func start(_ request: Request, context: PolicyRequestContext) async throws -> Response {
         try await api.handle(request, context) { form, client in
             let types = try NativeAuthAPI.challengeTypes(form)
+            try await api.admitNewFlow(context)
             guard let username = form.nonEmpty("username"), let email = EmailAddress.canonical(username) else { throw NativeAuthError.invalidUsername }
             let flow = try await api.rules(for: client, tenant: context.tenant, .passwordReset)
             guard types.contains("oob") else { return NativeAuthAPI.redirect }

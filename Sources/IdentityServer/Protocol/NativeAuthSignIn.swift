@@ -18,6 +18,7 @@ struct NativeAuthSignIn: Sendable {
     @Sendable func initiate(_ request: Request, context: PolicyRequestContext) async throws -> Response {
         try await api.handle(request, context) { form, client in
             let types = try NativeAuthAPI.challengeTypes(form)
+            try await api.admitNewFlow(context)
             guard let username = form.nonEmpty("username"), let email = EmailAddress.canonical(username) else { throw NativeAuthError.invalidUsername }
             _ = try await api.rules(for: client, tenant: context.tenant, .signIn)
             // Neither a password nor a code offered: the browser it is.

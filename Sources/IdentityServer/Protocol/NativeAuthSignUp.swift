@@ -23,6 +23,7 @@ struct NativeAuthSignUp: Sendable {
     @Sendable func start(_ request: Request, context: PolicyRequestContext) async throws -> Response {
         try await api.handle(request, context) { form, client in
             let types = try NativeAuthAPI.challengeTypes(form)
+            try await api.admitNewFlow(context)
             guard let username = form.nonEmpty("username"), let email = EmailAddress(username) else { throw NativeAuthError.invalidUsername }
             let tenant = context.tenant
             let flow = try await api.rules(for: client, tenant: tenant, .signUp)
