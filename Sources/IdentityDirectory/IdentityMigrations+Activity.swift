@@ -120,5 +120,10 @@ extension IdentityMigrations {
                 "CREATE TABLE native_auth_starts (client_address TEXT NOT NULL, created_at BIGINT NOT NULL)",
                 "CREATE INDEX native_auth_starts_by_address ON native_auth_starts (client_address, created_at)",
             ]),
+        // The look-alike table now comes from Unicode's confusables data: every local account's
+        // skeleton is made again at the next start (`fillSkeletons`, oldest first).
+        Migration(
+            version: 44, name: "skeletons from Unicode's confusables data",
+            ["UPDATE users SET sign_in_skeleton = NULL WHERE identity_provider = 'local'"]),
     ]
 }

@@ -116,7 +116,13 @@ struct IdentifierFlowTests {
         try await IdentityHarness.run(engine) { h, driver in
             _ = try await h.addUser("alice@example.com", name: "Alice")
             _ = try await h.addUser("glory@example.com", name: "Glory")
-            for variant in ["al\u{131}ce@example.com", "\u{251}lice@example.com", "a\u{1C0}ice@example.com", "\u{261}lory@example.com"] {
+            for variant in [
+                "al\u{131}ce@example.com", "\u{251}lice@example.com", "a\u{1C0}ice@example.com", "\u{261}lory@example.com",
+                // Small capitals, which Unicode's data has as prototypes of their own.
+                "\u{1D00}lice@example.com", "a\u{29F}ice@example.com", "alic\u{1D07}@example.com", "\u{262}lory@example.com",
+                // From Unicode's data: the Latin capital iota; a small capital in the domain.
+                "al\u{196}ce@example.com", "alice@exampl\u{1D07}.com",
+            ] {
                 let address = try #require(EmailAddress(variant), "\(variant) is a well-formed address")
                 #expect(address.canonical != "alice@example.com" && address.canonical != "glory@example.com")
                 await #expect(throws: IdentityAdministration.AdministrationError.self, "\(variant)") { _ = try await h.addUser(variant) }

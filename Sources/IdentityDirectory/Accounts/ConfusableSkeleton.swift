@@ -22,11 +22,16 @@ enum ConfusableSkeleton {
         return String(mapped).precomposedStringWithCanonicalMapping
     }
 
-    /// Lower-case look-alikes of ASCII letters and digits in Latin (IPA, small capitals, the
-    /// dotless i, the African and clicks letters), Greek, Cyrillic, Armenian and the full-width
-    /// and mathematical ranges left after width mapping.
+    /// Look-alikes of ASCII letters and digits: Unicode's confusables data (``generated``, made by
+    /// `scripts/confusables-table.py`, with the small capitals by name), then the choices below,
+    /// which win where Unicode's prototype is an ASCII character ASCII itself is not folded to
+    /// (Unicode's prototype of `1` is `l`, of `0` is `O`: here a digit imitates the digit).
     static let prototypes: [UInt32: String] = {
         var table: [UInt32: String] = [:]
+        for entry in generated.replacingOccurrences(of: "\n", with: "").split(separator: ";") {
+            let parts = entry.split(separator: "=")
+            if parts.count == 2, let point = UInt32(parts[0], radix: 16) { table[point] = String(parts[1]) }
+        }
         let pairs: [(String, [UInt32])] = [
             ("a", [0x0251, 0x03B1, 0x0430, 0x237A]),
             ("b", [0x0184, 0x042C, 0x0185, 0x13CF, 0x1472]),
