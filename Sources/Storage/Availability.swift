@@ -236,6 +236,7 @@ extension StorageError {
         if case StorageError.migrationFailed(let namespace, let version, let reason) = error {
             return "migration \(namespace)#\(version) failed: \(reason)"
         }
+        if let cocoa = error as? CocoaError { return fileDescription(of: cocoa) }
         guard let error = error as? PSQLError else { return String(describing: error) }
         var parts = ["PostgreSQL \(error.code)"]
         if let message = error.serverInfo?[.message] { parts.append(message) }
@@ -243,6 +244,25 @@ extension StorageError {
         if let hint = error.serverInfo?[.hint] { parts.append("hint: \(hint)") }
         if let underlying = error.underlying { parts.append(String(describing: underlying)) }
         return parts.joined(separator: ": ")
+    }
+}
+
+extension StorageError {
+    /// A file error as one line: what could not be done, the path, and the system's reason
+    /// (Foundation's own text is `Error Domain=NSCocoaErrorDomain Code=642 …`).
+    static func fileDescription(of error: CocoaError) -> String {
+        let path = error.filePath ?? error.url?.path ?? "a file of the data directory"
+        var reason: String
+        switch error.code {
+        case .fileWriteVolumeReadOnly: reason = "the file system is read-only"
+        case .fileWriteNoPermission, .fileReadNoPermission: reason = "permission denied"
+        case .fileWriteOutOfSpace: reason = "no space left on the device"
+        case .fileNoSuchFile, .fileReadNoSuchFile: reason = "no such file or directory"
+        case .fileWriteFileExists: reason = "it exists and is not what was expected (a directory where a file belongs?)"
+        default: reason = "error \(error.code.rawValue)"
+        }
+        if let posix = error.underlying as? POSIXError { reason = String(cString: strerror(posix.code.rawValue)) }
+        return "\(path): \(reason)"
     }
 }
 

@@ -58,16 +58,33 @@ public struct DataKey: Sendable {
         }
         let path = URL(fileURLWithPath: directory).appendingPathComponent("data-key").path
         if let text = try? String(contentsOfFile: path, encoding: .utf8) {
+            // An empty file is what an earlier version left after a crash or a full disk at its
+            // first start: the caller decides whether a new key may replace it.
+            if text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw DataKeyError.emptyFile(path) }
             do { return try DataKey(exported: text) } catch { throw DataKeyError.malformedFile(path) }
         }
         let fresh = generate()
-        // Created owner-only from the start and exclusively: two instances starting on one data
-        // dir must not each write a key; the second reads the first one's.
-        guard createExclusively(path: path, contents: fresh.exported + "\n") else {
+        // Durable before anything is sealed with it, and whole or absent: written to a file of
+        // its own, flushed, then linked into place (a link, unlike a rename, fails when the name
+        // exists: two instances starting on one data dir must not each write a key; the second
+        // reads the first one's), and the directory flushed (issue 51, F3).
+        switch createDurably(path: path, contents: fresh.exported + "\n") {
+        case .created: return fresh
+        case .exists:
             if let text = try? String(contentsOfFile: path, encoding: .utf8), let key = try? DataKey(exported: text) { return key }
-            throw DataKeyError.unwritable(path)
+            throw DataKeyError.unwritable(path, reason: "another process is writing it")
+        case .failed(let reason): throw DataKeyError.unwritable(path, reason: reason)
         }
-        return fresh
+    }
+
+    /// Replaces an empty key file (``DataKeyError/emptyFile(_:)``) with a new key: only for a
+    /// store in which nothing was sealed, which the caller checked.
+    public static func replaceEmpty(directory: String) throws -> DataKey {
+        let path = URL(fileURLWithPath: directory).appendingPathComponent("data-key").path
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8), text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+        else { return try load(environment: [:], directory: directory) }
+        guard unlink(path) == 0 || errno == ENOENT else { throw DataKeyError.unwritable(path, reason: String(cString: strerror(errno))) }
+        return try load(environment: [:], directory: directory)
     }
 
     /// Seals `plaintext` for the place named by `context` (e.g. `signing_keys:<kid>`).
@@ -106,7 +123,10 @@ public enum DataKeyError: Error, Equatable, CustomStringConvertible {
     case malformedKey
     case malformedEnvironment
     case malformedFile(String)
-    case unwritable(String)
+    case emptyFile(String)
+    case unwritable(String, reason: String)
+    /// The key file is empty while the store holds values sealed with the key `keyID`.
+    case lost(path: String, keyID: String)
     case wrongKey(context: String, sealedWith: String, have: String)
     case cannotOpen(String)
 
@@ -115,7 +135,10 @@ public enum DataKeyError: Error, Equatable, CustomStringConvertible {
         case .malformedKey: "a data key is 32 bytes in base64url (43 characters)"
         case .malformedEnvironment: "TODO_DATA_KEY is not a data key: 32 bytes in base64url (43 characters)"
         case .malformedFile(let path): "\(path) is not a data key: 32 bytes in base64url (43 characters)"
-        case .unwritable(let path): "cannot create the data key file \(path)"
+        case .emptyFile(let path): "\(path) is empty"
+        case .unwritable(let path, let reason): "cannot create the data key file \(path): \(reason)"
+        case .lost(let path, let keyID):
+            "\(path) is empty, but the database holds values sealed with data key \(keyID): put that key back in the file (or TODO_DATA_KEY) from a backup of the data dir"
         case .wrongKey(let context, let sealedWith, let have):
             "the database's \(context.split(separator: ":").first ?? "") was sealed with data key \(sealedWith), but this instance has data key \(have): give every instance sharing the database the same TODO_DATA_KEY (or the data-key file of the data dir that created it)"
         case .cannotOpen(let context):
@@ -124,11 +147,52 @@ public enum DataKeyError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// Writes a new file with mode 0600, failing when it exists (`O_EXCL`).
-private func createExclusively(path: String, contents: String) -> Bool {
-    let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-    guard descriptor >= 0 else { return false }
-    let bytes = Array(contents.utf8)
-    let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-    return close(descriptor) == 0 && written == bytes.count
+enum DurableCreation: Equatable {
+    case created, exists
+    case failed(String)
+}
+
+/// Writes a new file with mode 0600 that is, after a crash, either whole or absent: the bytes
+/// go to a temporary file (`O_EXCL`, no symlink followed), which is flushed (`fsync`) and then
+/// linked to `path` (failing when `path` exists), and the directory is flushed so the name
+/// survives too. Nothing is left behind on failure.
+func createDurably(path: String, contents: String) -> DurableCreation {
+    let directory = (path as NSString).deletingLastPathComponent
+    let temporary = (directory as NSString).appendingPathComponent(".data-key.\(UUID().uuidString.lowercased())")
+    func failure() -> DurableCreation {
+        let reason = String(cString: strerror(errno))
+        unlink(temporary)
+        return .failed(reason)
+    }
+    let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
+    guard descriptor >= 0 else { return .failed(String(cString: strerror(errno))) }
+    var bytes = Array(contents.utf8)[...]
+    while !bytes.isEmpty {
+        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        if written < 0, errno == EINTR { continue }
+        guard written > 0 else {
+            close(descriptor)
+            return failure()
+        }
+        bytes = bytes.dropFirst(written)
+    }
+    guard fsync(descriptor) == 0 else {
+        close(descriptor)
+        return failure()
+    }
+    guard close(descriptor) == 0 else { return failure() }
+    if link(temporary, path) != 0 {
+        if errno == EEXIST {
+            unlink(temporary)
+            return .exists
+        }
+        return failure()
+    }
+    unlink(temporary)
+    let folder = open(directory, O_RDONLY | O_DIRECTORY)
+    if folder >= 0 {
+        defer { close(folder) }
+        guard fsync(folder) == 0 else { return .failed(String(cString: strerror(errno))) }
+    }
+    return .created
 }

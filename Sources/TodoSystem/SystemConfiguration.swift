@@ -41,7 +41,11 @@ public struct StoreConfiguration: Sendable {
     /// Makes the data dir if needed; it holds keys and secrets, so it is owner-only.
     public func prepareDataDirectory() throws {
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
-        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: dataDirectory)
+        // Only when it is not owner-only already: a read-only volume with the right mode starts.
+        let mode = (try? FileManager.default.attributesOfItem(atPath: dataDirectory)[.posixPermissions] as? Int) ?? nil
+        if mode.map({ $0 & 0o777 }) != 0o700 {
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: dataDirectory)
+        }
     }
 
     /// The key sealing signing keys, secrets and web sessions in the database. Instances sharing

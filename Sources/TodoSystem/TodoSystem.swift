@@ -73,15 +73,41 @@ public struct TodoSystem: Sendable {
         ServiceGroup(configuration: .init(services: services, logger: logger))
     }
 
+    /// The store's data key. An empty key file (an earlier version's crash or full disk at its
+    /// first start) is replaced by a new key only when the store holds nothing sealed yet;
+    /// otherwise the start is refused, naming the key the store needs (issue 51, F3).
+    public static func dataKey(_ store: StoreConfiguration, database: any Database, logger: Logger) async throws -> DataKey {
+        do {
+            return try store.loadDataKey()
+        } catch DataKeyError.emptyFile(let path) {
+            if let keyID = try await sealedKeyID(in: database) { throw DataKeyError.lost(path: path, keyID: keyID) }
+            logger.warning("the data key file was empty and nothing is sealed yet: a new key replaces it", metadata: ["path": "\(path)"])
+            return try DataKey.replaceEmpty(directory: store.dataDirectory)
+        }
+    }
+
+    /// The id of the data key the store's signing keys or service secrets were sealed with, if
+    /// any are (a store not yet migrated has none).
+    static func sealedKeyID(in database: any Database) async throws -> String? {
+        for (table, column) in [("signing_keys", "private_key_pem"), ("service_secrets", "value")] {
+            guard let rows = try? await database.rows("SELECT \(column) AS v FROM \(table) WHERE \(column) LIKE 'sealed:v1:%' LIMIT 1", []),
+                let sealed = try rows.first?.text("v")
+            else { continue }
+            return sealed.dropFirst("sealed:v1:".count).split(separator: ":").first.map(String.init)
+        }
+        return nil
+    }
+
     private static func assemble(
         _ configuration: SystemConfiguration, teardown: Teardown, logger: Logger, onServing: @escaping @Sendable (TodoSystem) -> Void
     ) async throws -> TodoSystem {
         let store = configuration.store
         // A broken tenant file is refused before anything is opened or migrated.
         let declaration = try configuration.tenantConfig.map(TenantDeclaration.load(path:))
-        let dataKey = try store.loadDataKey()
+        try store.prepareDataDirectory()
         let database = try await DatabaseFactory.open(url: store.databaseURL, logger: logger)
         teardown.add("database") { try await database.close() }
+        let dataKey = try await Self.dataKey(store, database: database, logger: logger)
         // One share of the descriptor limit per listener, worked out (and logged) once.
         let cap = ConnectionBudget.perListener(
             configured: configuration.maxConnections, listeners: configuration.parts == .all ? 2 : 1, logger: logger)

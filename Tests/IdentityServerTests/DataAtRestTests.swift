@@ -129,5 +129,31 @@ struct DataKeyTests {
         }
         try Data("not a key\n".utf8).write(to: URL(fileURLWithPath: path))
         #expect(throws: DataKeyError.malformedFile(path)) { try DataKey.load(environment: [:], directory: directory.path) }
+        // Written whole through a file of its own, which is gone afterwards.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["data-key"])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)).count > 0)
+        // An empty file (a crash or a full disk at an earlier version's first start) is named as such.
+        try Data().write(to: URL(fileURLWithPath: path))
+        #expect(throws: DataKeyError.emptyFile(path)) { try DataKey.load(environment: [:], directory: directory.path) }
+        let replaced = try DataKey.replaceEmpty(directory: directory.path)
+        #expect(try DataKey.load(environment: [:], directory: directory.path).id == replaced.id)
+        // A directory that cannot take the file: an error naming why, and nothing left there.
+        let missing = directory.appendingPathComponent("gone").path
+        #expect(throws: DataKeyError.self) { try DataKey.load(environment: [:], directory: missing) }
+        #expect(!FileManager.default.fileExists(atPath: missing))
+    }
+
+}
+
+@Suite("Start errors in one line (issue 51, minor)")
+struct StartErrorTests {
+    @Test("a read-only data dir or a settings.json that is a directory: the path and the reason, not Foundation's text")
+    func fileErrors() {
+        let readOnly = StorageError.operatorDescription(of: CocoaError(.fileWriteVolumeReadOnly, userInfo: [NSFilePathErrorKey: "/data"]))
+        #expect(readOnly == "/data: the file system is read-only")
+        let directory = StorageError.operatorDescription(
+            of: CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: "/data/settings.json", NSUnderlyingErrorKey: POSIXError(.EISDIR)]))
+        #expect(directory == "/data/settings.json: Is a directory", "\(directory)")
+        #expect(!readOnly.contains("NSCocoaErrorDomain") && !directory.contains("NSCocoaErrorDomain"))
     }
 }

@@ -1,6 +1,9 @@
 import Configuration
 import Foundation
 import IdentityServer
+import Logging
+import SQLKit
+import Storage
 import Testing
 import TodoSystem
 @testable import UserJourneys
@@ -202,5 +205,39 @@ struct SystemConfigurationTests {
         let local = try await configuration(
             environment: ["TODO_SIMULATED_FACEBOOK": "1", "TODO_PUBLIC_URL": "http://localhost:5080"])
         #expect(local.simulatedFacebook && local.isMachineLocal)
+    }
+}
+
+
+@Suite("The data key at start (issue 51, F3)")
+struct DataKeyStartTests {
+    @Test("an empty key file beside a store with nothing sealed gets a new key; beside a sealed store the start names the lost key")
+    func emptyKeyFile() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("data-key-start-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try SystemConfiguration(
+            reader: try await SystemConfiguration.reader(flags: [Setting.dataDir.key: ConfigValue(.string(directory.path), isSecret: false)], environment: [:])
+        ).store
+        try store.prepareDataDirectory()
+        let keyFile = directory.appendingPathComponent("data-key")
+        try Data().write(to: keyFile)
+        let database = try await DatabaseFactory.open(url: store.databaseURL, logger: Logger(label: "test"))
+        do {
+            let fresh = try await TodoSystem.dataKey(store, database: database, logger: Logger(label: "test"))
+            #expect(try DataKey.load(environment: [:], directory: directory.path).id == fresh.id)
+            // Something sealed with it, then the file emptied again: no new key may hide the loss.
+            try await database.singleStatement { sql in
+                try await sql.raw("CREATE TABLE service_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL, created_at BIGINT NOT NULL)").run()
+                try await sql.raw("INSERT INTO service_secrets VALUES ('s', \(bind: try fresh.seal("x", context: "service_secrets:s")), 0)").run()
+            }
+            try Data().write(to: keyFile)
+            await #expect(throws: DataKeyError.lost(path: keyFile.path, keyID: fresh.id)) {
+                _ = try await TodoSystem.dataKey(store, database: database, logger: Logger(label: "test"))
+            }
+            try await database.close()
+        } catch {
+            try? await database.close()
+            throw error
+        }
     }
 }
