@@ -1,4 +1,5 @@
 import Foundation
+import PostgresNIO
 import SQLKit
 
 /// What became of a transaction whose connection was lost during COMMIT.
@@ -16,36 +17,66 @@ extension PostgresDatabase {
     static let commitResolutionDeadline: Duration = .seconds(6)
     static let commitResolutionPause: Duration = .milliseconds(200)
 
-    /// Asks PostgreSQL, on another connection, whether transaction `id` committed: the purpose
-    /// PostgreSQL gives `txid_status` ("Applications may use it to determine whether a
-    /// transaction committed or aborted when the application and database server become
-    /// disconnected while a COMMIT is in progress", System Information Functions). A transaction
-    /// still `in progress` (its backend finishing the COMMIT) is asked about again.
-    func commitOutcome(of id: Int64) async -> CommitOutcome {
+    /// Asks PostgreSQL, on another connection, whether the transaction that inserted `mark`
+    /// committed. The marker row is the proof: an xid is none across a crash restart, where
+    /// PostgreSQL hands the next transaction the xid of the lost, unflushed one, and
+    /// `txid_status` then answers `committed` for someone else's work (issue 51, F1). So only the
+    /// marker says committed; `txid_status` may still say aborted (an xid is given out again only
+    /// when its first owner never became durable, so ours did not commit either), or that the xid
+    /// is in the future (the same, after a restart); anything else is asked again until the
+    /// deadline, then unknown.
+    func commitOutcome(of mark: CommitMark) async -> CommitOutcome {
         let clock = ContinuousClock()
         let end = clock.now + Self.commitResolutionDeadline
         while clock.now < end {
             // Each question bounded too: one waiting on a lease or a statement must not outlast the whole.
-            let asked = try? await withDeadline(.seconds(2), "txid_status") { [self] in
-                try await rows("SELECT txid_status(?) AS status", [.integer(id)])
-            }
-            if let row = asked?.first {
-                switch try? row.optionalText("status") {
-                case "committed": return .committed
-                case "aborted": return .aborted
-                case "in progress": break
-                // NULL: too old to tell (wraparound); an unreadable answer tells nothing either.
-                default: return .unknown
+            do {
+                let asked = try await withDeadline(.seconds(2), "commit marker") { [self] in
+                    try await rows(
+                        "SELECT CASE WHEN EXISTS (SELECT 1 FROM \(Self.markerTable) WHERE id = ?) THEN 1 ELSE 0 END AS marked, txid_status(?) AS status",
+                        [.text(mark.id), .integer(mark.transactionID)])
                 }
-            }
+                if let row = asked.first {
+                    if try row.integer("marked") != 0 { return .committed }
+                    if try row.optionalText("status") == "aborted" { return .aborted }
+                }
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "22023" {
+                // "transaction ID … is in the future": PostgreSQL restarted before our xid was durable.
+                return .aborted
+            } catch {}
             guard (try? await Task.sleep(for: Self.commitResolutionPause)) != nil else { return .unknown }
         }
         return .unknown
     }
 
-    /// The transaction's id, noted just before COMMIT; nil when it wrote nothing, whose lost
-    /// COMMIT then loses nothing either.
-    @Sendable static func transactionID(_ sql: any SQLDatabase) async throws -> Int64? {
-        try await sql.raw("SELECT txid_current_if_assigned() AS id").first()?.decode(column: "id", as: Int64?.self) ?? nil
+    /// The table of commit markers: one row per write transaction, inserted just before its
+    /// COMMIT, kept a few minutes (``sweepMarkers(now:)``).
+    static let markerTable = "storage_commit_markers"
+    /// How long a marker is kept: far beyond the recovery's deadline and clock skew between instances.
+    static let markerLifetime: TimeInterval = 120
+
+    /// Notes the transaction just before COMMIT: a marker row of its own (a time-ordered id) and
+    /// its xid; nil when it wrote nothing, whose lost COMMIT then loses nothing either.
+    @Sendable static func mark(_ sql: any SQLDatabase) async throws -> CommitMark? {
+        let id = CommitMark.newID(now: Date())
+        let row = try await sql.raw(
+            "INSERT INTO \(unsafeRaw: markerTable) (id) SELECT \(bind: id) WHERE txid_current_if_assigned() IS NOT NULL RETURNING txid_current() AS xid"
+        ).first()
+        guard let xid = try row?.decode(column: "xid", as: Int64.self) else { return nil }
+        return CommitMark(id: id, transactionID: xid)
+    }
+}
+
+/// A write transaction's proof of commit (``PostgresDatabase/mark(_:)``).
+struct CommitMark: Sendable, Equatable {
+    var id: String
+    var transactionID: Int64
+
+    /// 12 hexadecimal digits of milliseconds since 1970, then 16 random ones: ordered by time, so
+    /// old markers go in one range delete.
+    static func newID(now: Date) -> String {
+        let milliseconds = UInt64(max(0, now.timeIntervalSince1970 * 1000))
+        let time = String(milliseconds, radix: 16)
+        return String(repeating: "0", count: max(0, 12 - time.count)) + time + "-" + String(format: "%016llx", UInt64.random(in: .min ... .max))
     }
 }

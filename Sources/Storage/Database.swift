@@ -81,23 +81,23 @@ public enum StorageError: Error, CustomStringConvertible, Equatable {
 struct CommitFailure: Error {
     let underlying: any Error
     let value: any Sendable
-    let transactionID: Int64?
+    let mark: CommitMark?
 }
 
 extension SQLDatabase {
     /// `begin` … COMMIT around `body`, ROLLBACK when it throws (the caller's error comes back
     /// unchanged). Both engines' `transaction` use it, on a connection only they hold.
-    /// `beforeCommit` runs last inside the transaction and names it (PostgreSQL's transaction id).
+    /// `beforeCommit` runs last inside the transaction and marks it (PostgreSQL's commit marker).
     func runTransaction<T: Sendable>(
-        begin: String = "BEGIN", beforeCommit: (@Sendable (any SQLDatabase) async throws -> Int64?)? = nil,
+        begin: String = "BEGIN", beforeCommit: (@Sendable (any SQLDatabase) async throws -> CommitMark?)? = nil,
         _ body: @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
         try await raw(SQLQueryString(begin)).run()
         let value: T
-        let transactionID: Int64?
+        let mark: CommitMark?
         do {
             value = try await body(self)
-            transactionID = try await beforeCommit?(self) ?? nil
+            mark = try await beforeCommit?(self) ?? nil
         } catch {
             await rollback()
             throw error
@@ -106,7 +106,7 @@ extension SQLDatabase {
             try await raw("COMMIT").run()
         } catch {
             await rollback()
-            throw CommitFailure(underlying: error, value: value, transactionID: transactionID)
+            throw CommitFailure(underlying: error, value: value, mark: mark)
         }
         return value
     }

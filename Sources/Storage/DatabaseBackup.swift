@@ -84,7 +84,7 @@ public enum DatabaseBackup {
     /// restored: PostgreSQL's task-list versions (instances' caches ask them whether an owner's
     /// tasks changed; a restore moves every restored owner's version on). A backup leaves them
     /// out, so it restores onto either engine.
-    static let derivedTables: Set<String> = ["task_list_versions", "storage_probe"]
+    static let derivedTables: Set<String> = ["task_list_versions", "storage_probe", "storage_commit_markers"]
 
     /// What lives minutes and proves something once: sign-in codes, verification and MFA codes,
     /// upstream verifiers, the dev outbox's mail (the second outside attack's F-8: a backup read

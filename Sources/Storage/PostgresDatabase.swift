@@ -30,6 +30,10 @@ public final class PostgresDatabase: Database {
     private let logger: Logger
     /// Each pooled connection's statement guard: no statement waits on a connection that closed.
     private let watch = ConnectionWatch()
+    /// Whether the commit markers' table is known to exist (``prepareMarkers()``).
+    private let markersReady = Atomic<Bool>(false)
+    /// When markers were last swept (uptime, milliseconds).
+    private let lastMarkerSweep = Atomic<Int64>(0)
 
     public convenience init(url: String, logger: Logger) throws {
         guard let components = URLComponents(string: url), let host = components.host,
@@ -95,22 +99,25 @@ public final class PostgresDatabase: Database {
         // BEGIN/COMMIT by hand rather than `PostgresClient.withTransaction`, which wraps the
         // closure's error in a PostgresTransactionError; callers need their own errors back.
         let (logger, watch) = (self.logger, self.watch)
+        try await prepareMarkers()
         do {
             let value = try await withoutActuallyEscaping(body) { body in
                 try await withConnection { connection in
                     try await connection.sql(queryLogLevel: .trace, logger: logger).guardingText(watch.statements(of: connection))
-                        .runTransaction(beforeCommit: Self.transactionID, body)
+                        .runTransaction(beforeCommit: Self.mark, body)
                 }
             }
             health.recordSuccess(write: true)
+            sweepMarkersIfDue()
             return value
         } catch let failure as CommitFailure {
             // The connection went during COMMIT: PostgreSQL may or may not have committed. Ask it
             // (a PostgreSQL restart under load did this to one create in seven runs): committed
             // is a success, aborted a plain "unavailable, retry later", since nothing was stored.
             let reason = health.classify(failure.underlying)
-            guard let id = failure.transactionID else { throw reason }
-            switch await commitOutcome(of: id) {
+            guard let mark = failure.mark else { throw reason }
+            let id = mark.transactionID
+            switch await commitOutcome(of: mark) {
             case .committed:
                 logger.notice("a lost COMMIT had committed", metadata: ["transaction": "\(id)"])
                 health.recordSuccess(write: true)
@@ -123,6 +130,40 @@ public final class PostgresDatabase: Database {
                 // PostgreSQL stayed away: the work may be stored. Not retryable.
                 throw StorageError.commitOutcomeUnknown(StorageError.operatorDescription(of: failure.underlying))
             }
+        }
+    }
+
+    /// Makes the commit markers' table once per process (``PostgresDatabase/mark(_:)``): every
+    /// schema a database is used in has it, whichever parts run there (the Task API alone runs
+    /// no identity migration). Under an advisory lock of its own, as two instances making
+    /// it at once race in PostgreSQL's catalogue; in autocommit statements, so that nothing of it
+    /// is a COMMIT a caller's transaction could be mistaken for.
+    private func prepareMarkers() async throws {
+        guard !markersReady.load(ordering: .acquiring) else { return }
+        let (logger, watch) = (self.logger, self.watch)
+        try await withConnection { connection in
+            let sql = connection.sql(queryLogLevel: .trace, logger: logger).guardingText(watch.statements(of: connection))
+            try await sql.raw("SELECT pg_advisory_lock(72017)").run()
+            do {
+                try await sql.raw("CREATE TABLE IF NOT EXISTS \(unsafeRaw: Self.markerTable) (id TEXT PRIMARY KEY)").run()
+            } catch {
+                try? await sql.raw("SELECT pg_advisory_unlock(72017)").run()
+                throw error
+            }
+            try await sql.raw("SELECT pg_advisory_unlock(72017)").run()
+        }
+        markersReady.store(true, ordering: .releasing)
+    }
+
+    /// Deletes markers older than ``markerLifetime``, at most every 30 seconds, in the
+    /// background: one range delete on the time-ordered key.
+    private func sweepMarkersIfDue() {
+        let now = Self.uptimeMilliseconds
+        let last = lastMarkerSweep.load(ordering: .relaxed)
+        guard now - last >= 30_000, lastMarkerSweep.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged else { return }
+        let cutoff = CommitMark.newID(now: Date().addingTimeInterval(-Self.markerLifetime)).prefix(12)
+        Task { [self] in
+            _ = try? await rows("DELETE FROM \(Self.markerTable) WHERE id < ?", [.text(String(cutoff))])
         }
     }
 
