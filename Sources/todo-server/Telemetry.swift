@@ -4,6 +4,7 @@ import Metrics
 import OTel
 import ServerSupport
 import ServiceLifecycle
+import Synchronization
 import Tracing
 
 /// OpenTelemetry for `serve` (SPEC §2.13), through swift-otel: traces, metrics and logs over
@@ -20,6 +21,9 @@ import Tracing
 struct Telemetry {
     /// The exporters' background work, to run alongside the servers and stop after them.
     let service: any Service
+
+    /// The longest one export waits for the collector.
+    static let exportTimeout: Duration = .seconds(3)
 
     /// The collector's variables, any of which turns export on.
     static let endpointVariables = [
@@ -47,7 +51,13 @@ struct Telemetry {
         // OTLP/HTTP only: this build leaves swift-otel's gRPC exporter out (Package.swift).
         for signal in [\OTel.Configuration.traces.otlpExporter, \.metrics.otlpExporter, \.logs.otlpExporter] {
             configuration[keyPath: signal].protocol = .httpProtobuf
+            // A collector that is slow or gone holds a shutdown only this long per export
+            // (OpenTelemetry's default is 10 s, and 30 s for each export's whole retry loop).
+            configuration[keyPath: signal].timeout = Self.exportTimeout
         }
+        configuration.traces.batchSpanProcessor.exportTimeout = Self.exportTimeout
+        configuration.metrics.exportTimeout = Self.exportTimeout
+        configuration.logs.batchLogRecordProcessor.exportTimeout = Self.exportTimeout
         var services: [any Service] = []
         // The tracer is bootstrapped last: an exporter's HTTP client made after it would trace
         // its own exports (each export a span, each span another export).
@@ -71,7 +81,41 @@ struct Telemetry {
         }
         if let tracer { InstrumentationSystem.bootstrap(tracer) }
         TelemetrySwitch.turnOn()
-        let group = ServiceGroup(configuration: .init(services: services, logger: Logger(label: "todo-server.telemetry")))
-        return Telemetry(service: group)
+        var group = ServiceGroupConfiguration(services: services, logger: Logger(label: "todo-server.telemetry"))
+        group.maximumGracefulShutdownDuration = Duration.seconds(5)
+        group.maximumCancellationDuration = Duration.seconds(1)
+        return Telemetry(service: OffTheEventLoops(ServiceGroup(configuration: group)))
+    }
+}
+
+/// A service run on a thread of its own rather than NIO's event loops, which are the global
+/// executor in `serve`: swift-otel's OTLP/HTTP exporter shuts its HTTP client down in `deinit`
+/// with `syncShutdown`, which AsyncHTTPClient answers with a crash (SIGILL) on an event loop's
+/// thread, and the exporter is released when its service group's `run` returns (issue 51, F2).
+/// Under this task executor preference (SE-0417) the group, its child tasks and that release
+/// run on a Dispatch queue.
+struct OffTheEventLoops: Service {
+    let service: any Service
+    init(_ service: any Service) { self.service = service }
+
+    func run() async throws {
+        do {
+            try await withTaskExecutorPreference(DispatchTaskExecutor.telemetry) { try await service.run() }
+        } catch is CancellationError {
+            // The group's last exports outlasted its grace at shutdown (a collector that is gone
+            // or never answers): what was left is dropped, and the process still ends cleanly.
+        }
+    }
+}
+
+/// A task executor over a serial Dispatch queue.
+final class DispatchTaskExecutor: TaskExecutor {
+    static let telemetry = DispatchTaskExecutor(label: "todo-server.telemetry")
+    private let queue: DispatchQueue
+    init(label: String) { queue = DispatchQueue(label: label) }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

@@ -207,8 +207,9 @@ def test_traces_metrics_and_logs_reach_an_otlp_receiver_with_nothing_secret(tmp_
         wait_for(lambda: collector.logs(), "log records")
     finally:
         process.terminate()
-        process.wait(timeout=30)
+        code = process.wait(timeout=30)
         log.close()
+    assert code == 0, f"exit {code} after SIGTERM"
 
     spans = collector.spans()
     by_id = {span.span_id: span for span in spans}
@@ -276,3 +277,62 @@ def _healthy(port):
 def _points(metric):
     kind = metric.WhichOneof("data")
     return getattr(metric, kind).data_points
+
+
+class SilentSink:
+    """A collector that takes connections and never answers them."""
+
+    def __init__(self):
+        import socket
+
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen(64)
+        self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}"
+        self.held = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            self.held.append(connection)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("sink", ["answers", "closed port", "never answers"])
+def test_sigterm_with_telemetry_ends_the_process_cleanly_and_soon(tmp_path, sink):
+    """Issue 51, F2: with an OTLP endpoint every SIGTERM ended in a crash (SIGILL) after 7-17 s."""
+    collector = Collector() if sink == "answers" else None
+    silent = SilentSink() if sink == "never answers" else None
+    url = collector.url if collector else silent.url if silent else f"http://127.0.0.1:{free_port()}"
+    identity_port, api_port = free_port(), free_port()
+    environment = dict(os.environ, OTEL_BSP_SCHEDULE_DELAY="100", OTEL_METRIC_EXPORT_INTERVAL="500", OTEL_BLRP_SCHEDULE_DELAY="100")
+    with open(tmp_path / "serve.log", "w") as log:
+        process = subprocess.Popen(
+            [os.environ["TODO_SERVER_BIN"], "serve", "--data-dir", str(tmp_path / "data"), "--identity-port", str(identity_port),
+             "--api-port", str(api_port), "--password-hash-cost", "4", "--otlp-endpoint", url],
+            stdout=log, stderr=subprocess.STDOUT, env=environment)
+        try:
+            wait_for(lambda: _healthy(api_port), "the server's start")
+            # Something to export: requests, their spans and measurements.
+            for _ in range(3):
+                requests.get(f"http://127.0.0.1:{identity_port}/healthz", timeout=5)
+            # The exporters have work in flight: the collector got some, or the silent one holds a connection.
+            if collector:
+                wait_for(lambda: collector.metrics() or collector.spans(), "an export")
+            if silent:
+                wait_for(lambda: silent.held, "an export's connection")
+            started = time.monotonic()
+            process.terminate()
+            code = process.wait(timeout=30)
+            elapsed = time.monotonic() - started
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert code == 0, f"exit {code} after SIGTERM: {(tmp_path / 'serve.log').read_text()[-2000:]}"
+    assert elapsed < 12, f"SIGTERM took {elapsed:.1f} s"
