@@ -207,9 +207,9 @@ def test_traces_metrics_and_logs_reach_an_otlp_receiver_with_nothing_secret(tmp_
         wait_for(lambda: collector.logs(), "log records")
     finally:
         process.terminate()
-        code = process.wait(timeout=30)
+        exit_code = process.wait(timeout=30)
         log.close()
-    assert code == 0, f"exit {code} after SIGTERM"
+    assert exit_code == 0, f"exit {exit_code} after SIGTERM"
 
     spans = collector.spans()
     by_id = {span.span_id: span for span in spans}
