@@ -97,6 +97,9 @@ public final class IdentityServer: Sendable {
     }
 
     public func shutdown() async throws {
+        // The sign-in records still queued are written first (the database closes after this),
+        // within a bound: a database that is gone must not hold the exit.
+        _ = try? await withDeadline(.seconds(5), "sign-in log") { [service] in await service.signIns.log.flushed() }
         // Both pools stop whatever the other one says.
         var hashing: (any Error)?
         do { try await hasher.shutdown() } catch { hashing = error }

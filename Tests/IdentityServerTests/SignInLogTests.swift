@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HTTPTypes
 import HummingbirdTesting
 import Storage
@@ -19,6 +20,68 @@ struct SignInLogTests {
     }
 
     static func values(_ response: TestResponse) -> [[String: Any]] { response.json["value"] as? [[String: Any]] ?? [] }
+
+    @Test("the log's queue never holds its callers: past its bound a record is dropped at once; a flush waits for what was handed over")
+    func queueBound() async throws {
+        let batches = SignInBatches()
+        let (gate, open) = AsyncStream.makeStream(of: Void.self)
+        let written = Mutex(0)
+        let event = SignInEvent(
+            tenantID: UUID(), at: Date(), correlationID: "c", kind: .signIn, appID: nil, appName: nil, policy: nil, userID: nil,
+            userPrincipalName: nil, userDisplayName: nil, ipAddress: nil, errorCode: 0, failureReason: nil, grantType: nil, interactive: true,
+            steps: [])
+        let write: @Sendable ([SignInEvent]) async throws -> Void = { batch in
+            for await _ in gate { break }
+            written.withLock { $0 += batch.count }
+        }
+        // The writer waits at the gate; the queue fills behind it until a record is refused.
+        var admitted = 0
+        var refused = false
+        for _ in 0...(SignInBatches.maximumQueued + SignInBatches.maximumBatch) {
+            if batches.add(event, write: write) { admitted += 1 } else { refused = true; break }
+        }
+        #expect(refused, "full: dropped, not waited for")
+        #expect(admitted >= SignInBatches.maximumQueued && admitted <= SignInBatches.maximumQueued + SignInBatches.maximumBatch)
+        for _ in 0..<(admitted / SignInBatches.maximumBatch + 2) { open.yield() }
+        await batches.flushed()
+        #expect(written.withLock { $0 } == admitted, "every admitted record written")
+    }
+
+    @Test(
+        "a grant never waits on the log's table: with sign_in_events locked, a password grant answers; its record is there once the lock goes",
+        arguments: TestDatabase.engines.filter { $0 == .postgres })
+    func grantsDoNotWaitOnTheLog(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let user = try await h.addUser("unblocked@example.com", password: "Passw0rd!", name: "Una")
+            let (locked, lockTaken) = AsyncStream.makeStream(of: Void.self)
+            let (released, release) = AsyncStream.makeStream(of: Void.self)
+            let holder = Task {
+                try await h.database.transaction { sql in
+                    try await sql.raw("LOCK TABLE sign_in_events IN ACCESS EXCLUSIVE MODE").run()
+                    lockTaken.yield()
+                    for await _ in released { break }
+                }
+            }
+            for await _ in locked { break }
+            // The grant, raced against a bound: waiting on the lock would lose.
+            let answered = try await withThrowingTaskGroup(of: Int?.self) { group in
+                group.addTask { Int(try await driver.ropc(h, username: "unblocked@example.com", password: "Passw0rd!").status.code) }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(10))
+                    return nil
+                }
+                defer { group.cancelAll() }
+                return try await group.next() ?? nil
+            }
+            release.yield()
+            try await holder.value
+            #expect(answered == 200, "the grant answered while the log's table was locked")
+            var query = SignInQuery()
+            query.userID = user.objectID
+            let records = try await h.server.service.signIns.log.events(tenantID: h.tenant.id, query)
+            #expect(records.contains { $0.grantType == "password" && $0.errorCode == 0 }, "written behind the grant")
+        }
+    }
 
     @Test(
         "a hosted sign-in, a failed password, a code redemption and ROPC each leave one record with app, policy, user, result and steps; no password or code in any",

@@ -117,10 +117,15 @@ package struct SignInLog: Sendable {
         self.pruneEvery = pruneEvery
     }
 
-    /// Writes `event`, in one statement with the others that arrive meanwhile (``SignInBatches``).
-    package func record(_ event: SignInEvent) async throws {
-        try await batches.add(event) { [self] batch in try await write(batch) }
+    /// Hands `event` to the writer, which writes it with the others that arrive meanwhile, behind
+    /// the caller (``SignInBatches``): false when the queue was full and it was dropped.
+    @discardableResult
+    package func record(_ event: SignInEvent) -> Bool {
+        batches.add(event) { [self] batch in try await write(batch) }
     }
+
+    /// Returns once every record handed over so far is written or dropped (reads, and shutdown).
+    package func flushed() async { await batches.flushed() }
 
     private func write(_ batch: [SignInEvent]) async throws {
         let rows = try batch.map { event -> [any SQLExpression] in
@@ -156,6 +161,7 @@ package struct SignInLog: Sendable {
 
     /// The tenant's events matching `query`, newest first.
     package func events(tenantID: UUID, _ query: SignInQuery) async throws -> [SignInEvent] {
+        await flushed()
         var search = ActivitySearch(.signIns, tenantID: tenantID, after: query.after, before: query.before)
         if let app = query.appID { search.add("app_id = ?", .text(app.lowercased())) }
         if let user = query.userID { search.add("user_id = ?", .text(user.lowercased())) }
@@ -175,7 +181,8 @@ package struct SignInLog: Sendable {
     }
 
     package func event(tenantID: UUID, id: String) async throws -> SignInEvent? {
-        try await database.rows(
+        await flushed()
+        return try await database.rows(
             "SELECT * FROM sign_in_events WHERE tenant_id = ? AND id = ?",
             [.text(tenantID.uuidString.lowercased()), .text(id.lowercased())]
         ).first.map(Self.event(from:))

@@ -101,7 +101,7 @@ package struct SignInRecorder: Sendable {
                 failureReason: outcome.map(\.reason) ?? failure.map { Self.reason($0, face: face) }, grantType: grantType,
                 interactive: interactive, steps: steps)
             Self.count(event)
-            try await log.record(event)
+            log.record(event)
         } catch {
             logger.warning("the sign-in log could not be written", metadata: ["error": "\(error)"])
         }
