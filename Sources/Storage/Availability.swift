@@ -278,20 +278,20 @@ extension Database {
         if let problem = health.problem() { throw StorageError.unavailable(problem) }
     }
 
-    /// Writes a page's worth and rolls it back: on a full disk (or a database that may not grow)
-    /// the write fails, and the failure is recorded like any other, so an instance restarted on
-    /// a full disk is not ready before a request's write has failed (the reliability rerun's
-    /// minor finding). Nothing is kept.
+    /// Writes a page's worth of random bytes, committed, then deletes it: on a full disk (or a
+    /// database that may not grow) the write fails, and the failure is recorded like any other,
+    /// so an instance restarted on a full disk is not ready before a request's write has failed.
+    /// Committed, because a rolled-back write never reaches the file: SQLite keeps its pages in
+    /// the cache and writes the log only at COMMIT, so the probe saw nothing after a restart
+    /// (issue 51, F6). Random, so no compression makes it smaller. No row is kept.
     func probeWrites() async throws {
-        let filler = String(repeating: "0", count: 16_384)
+        let filler = (0..<8_192).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         do {
             try await transaction { sql in
                 try await sql.raw("CREATE TABLE IF NOT EXISTS storage_probe (filler TEXT)").run()
                 try await sql.raw("INSERT INTO storage_probe (filler) VALUES (\(bind: filler))").run()
-                throw ProbeRollback()
             }
-        } catch is ProbeRollback {
-            return
+            try await transaction { sql in try await sql.raw("DELETE FROM storage_probe").run() }
         } catch let error as StorageError {
             // Recorded by the engine (a full disk: writes only); the answer is readiness's.
             if case .unavailable = error { return }
@@ -301,4 +301,3 @@ extension Database {
 }
 
 /// Ends the write probe's transaction without keeping anything.
-private struct ProbeRollback: Error {}
