@@ -69,6 +69,27 @@ public final class DatabaseHealth: Sendable {
 
     static let probeInterval: Int64 = 5
 
+    /// The write probe under way, which a close waits for; nil once closing (no probe starts).
+    private let probe = Mutex<(task: Task<Void, Never>?, closing: Bool)>((nil, false))
+
+    /// Starts `work` as the write probe unless the database is closing.
+    func startProbe(_ work: @escaping @Sendable () async -> Void) {
+        probe.withLock { state in
+            guard !state.closing else { return }
+            state.task = Task { await work() }
+        }
+    }
+
+    /// Stops new probes and waits for the one under way: a probe must not outlive its database's
+    /// connections.
+    func probeStopped() async {
+        let running = probe.withLock { state -> Task<Void, Never>? in
+            state.closing = true
+            return state.task
+        }
+        await running?.value
+    }
+
     /// Whether the last work failed as unavailable and nothing has succeeded since.
     var isFailing: Bool { failing.load(ordering: .relaxed) }
 
@@ -273,12 +294,12 @@ extension Database {
         // Beside the answer, not in it: a probe waiting on a busy writer must not make the instance
         // look unready, and no deadline may cut its transaction short. A failure it finds is
         // recorded, and this and later answers see it.
-        if health.isProbeDue() { Task { try? await self.probeWrites() } }
+        if health.isProbeDue() { health.startProbe { try? await self.probeWrites() } }
         try await withDeadline(deadline, "the database") { try await self.read { try await $0.raw("SELECT 1").run() } }
         if let problem = health.problem() { throw StorageError.unavailable(problem) }
     }
 
-    /// Writes a page's worth of random bytes, committed, then deletes it: on a full disk (or a
+    /// Writes a page's worth of random bytes and deletes it, committed: on a full disk (or a
     /// database that may not grow) the write fails, and the failure is recorded like any other,
     /// so an instance restarted on a full disk is not ready before a request's write has failed.
     /// Committed, because a rolled-back write never reaches the file: SQLite keeps its pages in
@@ -287,11 +308,14 @@ extension Database {
     func probeWrites() async throws {
         let filler = (0..<8_192).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         do {
+            // One transaction: the insert's pages are allocated (SQLite's full database fails
+            // here) and, with the delete's freelist, written to the log at COMMIT (a full disk
+            // fails there).
             try await transaction { sql in
                 try await sql.raw("CREATE TABLE IF NOT EXISTS storage_probe (filler TEXT)").run()
                 try await sql.raw("INSERT INTO storage_probe (filler) VALUES (\(bind: filler))").run()
+                try await sql.raw("DELETE FROM storage_probe").run()
             }
-            try await transaction { sql in try await sql.raw("DELETE FROM storage_probe").run() }
         } catch let error as StorageError {
             // Recorded by the engine (a full disk: writes only); the answer is readiness's.
             if case .unavailable = error { return }

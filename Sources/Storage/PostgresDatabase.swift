@@ -288,6 +288,7 @@ public final class PostgresDatabase: Database {
     /// the wait is bounded (10 s), so a connection that never answers its close cannot hold a
     /// shutdown (or a test's clean-up) forever: after that the loop is left to finish on its own.
     public func close() async throws {
+        await health.probeStopped()
         runTask.cancel()
         let runTask = self.runTask
         // Unstructured on purpose: a task group would wait for the loop anyway.

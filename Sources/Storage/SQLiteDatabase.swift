@@ -168,6 +168,7 @@ public final class SQLiteDatabase: Database {
     }
 
     public func close() async throws {
+        await health.probeStopped()
         for reader in readers { try await reader.close() }
         try await lock.withLock { try await self.connection.close() }
     }

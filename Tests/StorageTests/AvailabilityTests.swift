@@ -116,6 +116,11 @@ struct AvailabilityTests {
         try await first.transaction { try await $0.raw("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)").run() }
         try await first.checkReady()
         try await first.close()
+        // The probe's deleted page went to the free list, where the next would find room: a
+        // compacted file, as a full disk has none to spare.
+        let compacting = try await SQLiteDatabase(storage: .file(path), logger: TestDatabase.logger)
+        try await compacting.singleStatement { try await $0.raw("VACUUM").run() }
+        try await compacting.close()
         // "Restarted": a new database, whose file may not grow (SQLite's SQLITE_FULL, as on a full disk).
         let restarted = try await SQLiteDatabase(storage: .file(path), logger: TestDatabase.logger)
         let pages = try await restarted.read { sql in
