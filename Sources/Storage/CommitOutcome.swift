@@ -25,7 +25,7 @@ extension PostgresDatabase {
     /// when its first owner never became durable, so ours did not commit either), or that the xid
     /// is in the future (the same, after a restart); anything else is asked again until the
     /// deadline, then unknown.
-    func commitOutcome(of mark: CommitMark) async -> CommitOutcome {
+    func commitOutcome(of mark: CommitMark, table: String) async -> CommitOutcome {
         let clock = ContinuousClock()
         let end = clock.now + Self.commitResolutionDeadline
         while clock.now < end {
@@ -33,7 +33,7 @@ extension PostgresDatabase {
             do {
                 let asked = try await withDeadline(.seconds(2), "commit marker") { [self] in
                     try await rows(
-                        "SELECT CASE WHEN EXISTS (SELECT 1 FROM \(Self.markerTable) WHERE id = ?) THEN 1 ELSE 0 END AS marked, txid_status(?) AS status",
+                        "SELECT CASE WHEN EXISTS (SELECT 1 FROM \(table) WHERE id = ?) THEN 1 ELSE 0 END AS marked, txid_status(?) AS status",
                         [.text(mark.id), .integer(mark.transactionID)])
                 }
                 if let row = asked.first {
@@ -57,15 +57,26 @@ extension PostgresDatabase {
 
     /// Notes the transaction just before COMMIT: a marker row of its own (a time-ordered id) and
     /// its xid; nil when it wrote nothing, whose lost COMMIT then loses nothing either.
-    @Sendable static func mark(_ sql: any SQLDatabase) async throws -> CommitMark? {
+    static func mark(_ sql: any SQLDatabase, table: String) async throws -> CommitMark? {
         let id = CommitMark.newID(now: Date())
-        let row = try await sql.raw(
-            "INSERT INTO \(unsafeRaw: markerTable) (id) SELECT \(bind: id) WHERE txid_current_if_assigned() IS NOT NULL RETURNING txid_current() AS xid"
-        ).first()
+        let row: (any SQLRow)?
+        do {
+            row = try await sql.raw(
+                "INSERT INTO \(unsafeRaw: table) (id) SELECT \(bind: id) WHERE txid_current_if_assigned() IS NOT NULL RETURNING txid_current() AS xid"
+            ).first()
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "42P01" {
+            // undefined_table: the schema was made again under this process (a database dropped
+            // and migrated anew at the same URL).
+            throw MarkerTableMissing()
+        }
         guard let xid = try row?.decode(column: "xid", as: Int64.self) else { return nil }
         return CommitMark(id: id, transactionID: xid)
     }
 }
+
+/// The commit markers' table is not there (``PostgresDatabase/mark(_:)``): the transaction was
+/// rolled back before its COMMIT, so it may be run again once the table is made.
+struct MarkerTableMissing: Error {}
 
 /// A write transaction's proof of commit (``PostgresDatabase/mark(_:)``).
 struct CommitMark: Sendable, Equatable {

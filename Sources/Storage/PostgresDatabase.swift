@@ -32,6 +32,8 @@ public final class PostgresDatabase: Database {
     private let watch = ConnectionWatch()
     /// Whether the commit markers' table is known to exist (``prepareMarkers()``).
     private let markersReady = Atomic<Bool>(false)
+    /// The markers' table, schema-qualified (``prepareMarkers()``).
+    private let markerTableName = Mutex<String?>(nil)
     /// When markers were last swept (uptime, milliseconds).
     private let lastMarkerSweep = Atomic<Int64>(0)
 
@@ -96,15 +98,33 @@ public final class PostgresDatabase: Database {
     }
 
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        do {
+            return try await markedTransaction(body)
+        } catch is MarkerTableMissing {
+            // Rolled back before COMMIT, nothing stored: the table is made again, the work run
+            // again once. Work that itself drops the table (a schema made again) runs unmarked:
+            // its lost COMMIT is then a 503.
+            markersReady.store(false, ordering: .releasing)
+            do {
+                return try await markedTransaction(body)
+            } catch is MarkerTableMissing {
+                return try await markedTransaction(body, marked: false)
+            }
+        }
+    }
+
+    private func markedTransaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T, marked: Bool = true) async throws -> T {
         // BEGIN/COMMIT by hand rather than `PostgresClient.withTransaction`, which wraps the
         // closure's error in a PostgresTransactionError; callers need their own errors back.
         let (logger, watch) = (self.logger, self.watch)
-        try await prepareMarkers()
+        let table = try await prepareMarkers()
+        let beforeCommit: (@Sendable (any SQLDatabase) async throws -> CommitMark?)? =
+            marked ? { @Sendable (sql: any SQLDatabase) async throws -> CommitMark? in try await Self.mark(sql, table: table) } : nil
         do {
             let value = try await withoutActuallyEscaping(body) { body in
                 try await withConnection { connection in
                     try await connection.sql(queryLogLevel: .trace, logger: logger).guardingText(watch.statements(of: connection))
-                        .runTransaction(beforeCommit: Self.mark, body)
+                        .runTransaction(beforeCommit: beforeCommit, body)
                 }
             }
             health.recordSuccess(write: true)
@@ -117,7 +137,7 @@ public final class PostgresDatabase: Database {
             let reason = health.classify(failure.underlying)
             guard let mark = failure.mark else { throw reason }
             let id = mark.transactionID
-            switch await commitOutcome(of: mark) {
+            switch await commitOutcome(of: mark, table: table) {
             case .committed:
                 logger.notice("a lost COMMIT had committed", metadata: ["transaction": "\(id)"])
                 health.recordSuccess(write: true)
@@ -138,21 +158,28 @@ public final class PostgresDatabase: Database {
     /// no identity migration). Under an advisory lock of its own, as two instances making
     /// it at once race in PostgreSQL's catalogue; in autocommit statements, so that nothing of it
     /// is a COMMIT a caller's transaction could be mistaken for.
-    private func prepareMarkers() async throws {
-        guard !markersReady.load(ordering: .acquiring) else { return }
+    /// Returns the table's name qualified by the connection's own schema, so a transaction that
+    /// moves its `search_path` (`SET LOCAL`) still marks it in the one the recovery reads.
+    private func prepareMarkers() async throws -> String {
+        if markersReady.load(ordering: .acquiring), let table = markerTableName.withLock({ $0 }) { return table }
         let (logger, watch) = (self.logger, self.watch)
-        try await withConnection { connection in
+        let table = try await withConnection { connection -> String in
             let sql = connection.sql(queryLogLevel: .trace, logger: logger).guardingText(watch.statements(of: connection))
+            let schema = try await sql.raw("SELECT current_schema() AS s").first()?.decode(column: "s", as: String.self) ?? "public"
+            let table = "\"" + schema.replacingOccurrences(of: "\"", with: "\"\"") + "\"." + Self.markerTable
             try await sql.raw("SELECT pg_advisory_lock(72017)").run()
             do {
-                try await sql.raw("CREATE TABLE IF NOT EXISTS \(unsafeRaw: Self.markerTable) (id TEXT PRIMARY KEY)").run()
+                try await sql.raw("CREATE TABLE IF NOT EXISTS \(unsafeRaw: table) (id TEXT PRIMARY KEY)").run()
             } catch {
                 try? await sql.raw("SELECT pg_advisory_unlock(72017)").run()
                 throw error
             }
             try await sql.raw("SELECT pg_advisory_unlock(72017)").run()
+            return table
         }
+        markerTableName.withLock { $0 = table }
         markersReady.store(true, ordering: .releasing)
+        return table
     }
 
     /// Deletes markers older than ``markerLifetime``, at most every 30 seconds, in the
@@ -162,8 +189,9 @@ public final class PostgresDatabase: Database {
         let last = lastMarkerSweep.load(ordering: .relaxed)
         guard now - last >= 30_000, lastMarkerSweep.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged else { return }
         let cutoff = CommitMark.newID(now: Date().addingTimeInterval(-Self.markerLifetime)).prefix(12)
+        guard let table = markerTableName.withLock({ $0 }) else { return }
         Task { [self] in
-            _ = try? await rows("DELETE FROM \(Self.markerTable) WHERE id < ?", [.text(String(cutoff))])
+            _ = try? await rows("DELETE FROM \(table) WHERE id < ?", [.text(String(cutoff))])
         }
     }
 
