@@ -16,10 +16,9 @@ package struct CompiledPolicy: Sendable {
 
     package func claimType(_ id: String) -> PolicyClaimType? { claimTypes[id.lowercased()] }
     package func profile(_ id: String) -> PolicyTechnicalProfile? { profiles[id.lowercased()] }
-    /// The profiles that send the browser to an identity provider (OpenID Connect, OAuth 2.0).
-    package var identityProviderProfiles: [PolicyTechnicalProfile] {
-        profiles.values.filter { if case .identityProvider = $0.kind { true } else { false } }
-    }
+    /// The profiles that send the browser to an identity provider (OpenID Connect, OAuth 2.0):
+    /// found once at compile time, as every hosted page's CSP names them.
+    package let identityProviderProfiles: [PolicyTechnicalProfile]
     /// Profile id → the `Domain` of its claims provider, lower-cased: what a `domain_hint` names.
     let domains: [String: String]
     /// The `Domain` of the claims provider `profile` belongs to, lower-cased.
@@ -64,6 +63,7 @@ package struct CompiledPolicy: Sendable {
         }
         self.domains = domains
         hasFacebookProfile = profiles.values.contains(where: \.isFacebook)
+        identityProviderProfiles = profiles.values.filter { if case .identityProvider = $0.kind { true } else { false } }
         journeys = Self.keyed((policy.child("UserJourneys")?.children("UserJourney") ?? []).map(PolicyUserJourney.init))
         relyingParty = policy.child("RelyingParty").map(PolicyRelyingParty.init)
         predicates = PolicyPredicates(blocks)

@@ -359,3 +359,26 @@ struct FormDecodingTests {
             ])
     }
 }
+
+@Suite("Bounded thread pools (bcrypt, custom-policy patterns)")
+struct BoundedThreadPoolTests {
+    @Test("past its bound a call is refused at once, not queued; the pool works again once the work is done")
+    func refusesPastTheBound() async throws {
+        let pool = BoundedThreadPool(threads: 1, maximumQueued: 1)
+        let release = DispatchSemaphore(value: 0)
+        let (started, startedSignal) = AsyncStream.makeStream(of: Void.self)
+        let running = Task {
+            try await pool.run {
+                startedSignal.yield()
+                release.wait()
+                return 1
+            }
+        }
+        for await _ in started { break }
+        await #expect(throws: BoundedThreadPool.Busy.self) { _ = try await pool.run { 2 } }
+        release.signal()
+        #expect(try await running.value == 1)
+        #expect(try await pool.run { 3 } == 3)
+        try await pool.shutdown()
+    }
+}

@@ -13,9 +13,7 @@ public final class PasswordHasher: Sendable {
     public enum HasherError: Error { case busy }
 
     public let cost: UInt8
-    private let pool: NIOThreadPool
-    private let inFlight = Mutex(0)
-    private let maximumQueued: Int
+    private let pool: BoundedThreadPool
 
     /// A hash of a random password, verified when the account does not exist so that the
     /// response time does not reveal which emails are registered.
@@ -23,10 +21,8 @@ public final class PasswordHasher: Sendable {
 
     public init(cost: UInt8, threads: Int = System.coreCount, maximumQueued: Int? = nil) {
         self.cost = cost
-        self.pool = NIOThreadPool(numberOfThreads: max(1, threads))
-        self.maximumQueued = maximumQueued ?? max(1, threads) * 64
+        self.pool = BoundedThreadPool(threads: threads, maximumQueued: maximumQueued ?? max(1, threads) * 64)
         self.decoyHash = Bcrypt.hash(Secrets.randomToken(byteCount: 16), cost: cost)
-        pool.start()
     }
 
     public func hash(_ password: String) async throws -> String {
@@ -53,17 +49,14 @@ public final class PasswordHasher: Sendable {
         return stored < cost
     }
 
-    public func shutdown() async throws { try await pool.shutdownGracefully() }
+    public func shutdown() async throws { try await pool.shutdown() }
 
     private func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws -> T {
-        let admitted = inFlight.withLock { count -> Bool in
-            guard count < maximumQueued else { return false }
-            count += 1
-            return true
+        do {
+            return try await pool.run(work)
+        } catch is BoundedThreadPool.Busy {
+            throw HasherError.busy
         }
-        guard admitted else { throw HasherError.busy }
-        defer { inFlight.withLock { $0 -= 1 } }
-        return try await pool.runIfActive(work)
     }
 }
 
