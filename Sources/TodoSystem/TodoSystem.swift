@@ -13,6 +13,7 @@ import Storage
 import Synchronization
 import TaskService
 import TodoModels
+import UserJourneys
 import WebApp
 
 /// The whole system wired once, from a ``SystemConfiguration``: the composition root that
@@ -165,6 +166,7 @@ public struct TodoSystem: Sendable {
         // Trust every user flow of the default tenant (the dev tenant's seven, or a declared
         // tenant's), and its other policies as their tokens name them.
         let flows = try await identity.administration.userFlows(tenantID: seed.tenant.id).map(\.name)
+        let identityRouter = identity.buildRouter()
         let tasks = try await taskServer(
             configuration, database: database,
             defaults: (
@@ -174,7 +176,8 @@ public struct TodoSystem: Sendable {
                     + ["\(identityBase)/\(seed.tenant.name)/v2.0/.well-known/openid-configuration"],
                 [seed.publicApp.clientIDString], "\(identityBase)/\(seed.tenant.name)"
             ),
-            caPath: caPath, teardown: teardown, logger: logger, clock: { [clock = identity.clock] in clock.now })
+            caPath: caPath, identity: (identityBase, identityRouter), teardown: teardown, logger: logger,
+            clock: { [clock = identity.clock] in clock.now })
         let apiRouter = tasks.buildRouter()
         let webApp = try await Self.webApp(
             configuration, database: database, dataKey: dataKey, identity: identity, seed: seed,
@@ -183,7 +186,7 @@ public struct TodoSystem: Sendable {
 
         let box = SystemBox()
         let identityApp = listener(
-            identity.buildRouter(), server: server, cap: cap, configuration, port: configuration.identityPort, logger: logger,
+            identityRouter, server: server, cap: cap, configuration, port: configuration.identityPort, logger: logger,
             onServing: { box.system.map(onServing) })
         var services: [any Service] = [TeardownService(teardown: teardown, logger: logger), identityApp]
         if configuration.parts == .all {
@@ -215,7 +218,8 @@ public struct TodoSystem: Sendable {
     /// configured, `defaults` (the built-in identity service's user flows and dev client id).
     private static func taskServer(
         _ configuration: SystemConfiguration, database: any Database,
-        defaults: (discoveryURLs: [String], audiences: [String], tenant: String?), caPath: String?, teardown: Teardown, logger: Logger,
+        defaults: (discoveryURLs: [String], audiences: [String], tenant: String?), caPath: String?,
+        identity: (baseURL: String, router: Router<IdentityRequestContext>)? = nil, teardown: Teardown, logger: Logger,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> TaskServer {
         var discovery = configuration.authorities.map(BearerPolicy.discoveryURL(forAuthority:))
@@ -229,8 +233,15 @@ public struct TodoSystem: Sendable {
         let audiences = configuration.audiences.isEmpty ? defaults.audiences : configuration.audiences
         let policy = BearerPolicy(
             discoveryURLs: discovery, audiences: audiences, requiredScopes: configuration.requiredScopes, tenantAuthorities: tenants)
-        let fetcher = try HTTPMetadataFetcher(additionalCACertificatePath: configuration.authorityCA ?? caPath)
-        teardown.add("metadata fetcher") { try await fetcher.shutdown() }
+        let network = try HTTPMetadataFetcher(additionalCACertificatePath: configuration.authorityCA ?? caPath)
+        teardown.add("metadata fetcher") { [network] in try await network.shutdown() }
+        // The identity service in this process answers for its own URLs without a socket.
+        var fetcher: any MetadataFetcher = network
+        if let identity, let base = URL(string: identity.baseURL), base.path.isEmpty || base.path == "/",
+            let origin = InProcessMetadata.Origin(base)
+        {
+            fetcher = InProcessMetadata(origin: origin, responder: identity.router.buildResponder(), network: network, logger: logger)
+        }
         return try await TaskServer.make(
             configuration: configuration.taskService(policy: policy),
             database: database, fetcher: fetcher, logger: logger, clock: clock)

@@ -2,6 +2,7 @@
 slow and idle connections are closed, idle connections cannot exhaust the descriptor limit, and
 browsers from an allowed origin get CORS headers."""
 
+import http.client
 import os
 import resource
 import socket
@@ -236,5 +237,39 @@ def test_slow_and_idle_connections_are_closed(tmp_path):
             # Other clients are served meanwhile and after.
             assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
     finally:
+        server.kill()
+        server.wait()
+
+
+def test_a_flood_of_the_identity_port_leaves_the_task_api_its_keys(tmp_path):
+    """Issue 51's F8: the Task API fetched its issuer's keys through the identity port as a
+    127.0.0.1 client, so idle connections from 127.0.0.1 filling that address's share made every
+    authenticated call of a fresh server answer 503. In one process the keys come from the
+    identity service without a socket."""
+    server, identity_port, api_port = start_with({"TODO_MAX_CONNECTIONS": "20"}, tmp_path)
+    held = []
+    try:
+        token = sign_in(os.environ["TODO_SERVER_BIN"], tmp_path / "data", identity_port)
+        # 127.0.0.1 takes its whole share of the identity port (a quarter of 20), as a flood
+        # would: connections are opened until the server closes one at once, so the share is
+        # full (the sign-in's own connection may still count for a moment).
+        for _ in range(10):
+            sock = socket.create_connection(("127.0.0.1", identity_port), timeout=10)
+            if closed_within(sock, 0.5):
+                sock.close()
+                break
+            held.append(sock)
+        else:
+            raise AssertionError("the identity port kept ten connections from one address")
+        assert len(held) >= 4, len(held)
+        # The API has fetched no key yet; a caller from another address is served.
+        api = http.client.HTTPConnection("127.0.0.1", api_port, timeout=15, source_address=("127.0.0.2", 0))
+        api.request("GET", "/api/tasks", headers={"Authorization": f"Bearer {token}"})
+        answer = api.getresponse()
+        assert answer.status == 200, (answer.status, answer.read()[:300])
+        api.close()
+    finally:
+        for sock in held:
+            sock.close()
         server.kill()
         server.wait()

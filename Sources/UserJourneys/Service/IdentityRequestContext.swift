@@ -38,6 +38,19 @@ public struct IdentityRequestContext: RequestContext, IdentityContext, Identifie
         clientAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
     }
 
+    /// A request made inside the process, with no socket: the Task API fetching its issuer's
+    /// discovery document and keys (``InProcessMetadata``), which must not queue behind the
+    /// per-address connection cap that a flood from the same address fills (issue 51, F8).
+    public init(inProcess logger: Logger) {
+        coreContext = .init(source: InProcessSource(logger: logger))
+        correlationID = RequestIDs.next()
+        clientAddress = "in-process"
+    }
+
+    private struct InProcessSource: RequestContextSource {
+        let logger: Logger
+    }
+
     /// Forms and JSON bodies are small; anything bigger is refused with 413.
     public var maxUploadSize: Int { 64 * 1024 }
 
