@@ -35,6 +35,7 @@ struct RequestPacing: Sendable {
         [
             ConnectionCapHandler(limit: connectionsPerAddress, proxies: proxies, proxiesOnly: proxiesOnly, addresses: addresses),
             RequestDeadlineHandler(deadline: requestDeadline, minimumRate: minimumBodyRate, grace: rateGrace),
+            ClosingNotice(),
         ]
     }
 }
@@ -182,5 +183,86 @@ final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandl
     private func cancelTimers() {
         for timer in timers { timer.cancel() }
         timers.removeAll()
+    }
+}
+
+/// Ends a connection without losing a request when the server shuts down. Hummingbird's
+/// graceful shutdown lets a request under way finish and then closes its connection, and closes
+/// an idle one at once; a keep-alive client that sent its next request just then lost it to the
+/// close (issue 51's F7: under load, about one request per connection failed at every SIGTERM).
+/// Here a response written after the shutdown began says `Connection: close` (RFC 9112 §9.6),
+/// so the client opens a new connection instead, which the closed listener refuses cleanly (or
+/// another instance takes); and an idle connection is given ``idleGrace`` to send a request
+/// already on its way, which is answered, before it is closed.
+final class ClosingNotice: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    /// A client in a request loop sends its next request within a round trip of the last answer.
+    static let idleGrace: TimeAmount = .milliseconds(250)
+
+    private enum State {
+        case serving
+        /// Shutting down with no request under way: closed when the grace ends.
+        case closingIdle(Scheduled<Void>)
+        /// Shutting down; the connection closes after the response under way.
+        case closingAfterResponse
+    }
+
+    private var state = State.serving
+    /// Requests read whose response has not ended.
+    private var underWay = 0
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .head = unwrapInboundIn(data) else {
+            context.fireChannelRead(data)
+            return
+        }
+        underWay += 1
+        context.fireChannelRead(data)
+        if case .closingIdle(let timer) = state {
+            // The request that was on its way: answered, and then the connection closes.
+            timer.cancel()
+            state = .closingAfterResponse
+            context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard event is ChannelShouldQuiesceEvent, case .serving = state else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        guard underWay == 0 else {
+            state = .closingAfterResponse
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        let channel = context.channel
+        state = .closingIdle(context.eventLoop.scheduleTask(in: Self.idleGrace) { channel.close(promise: nil) })
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(var head) where head.status.kind != .informational:
+            if case .serving = state {
+                context.write(data, promise: promise)
+            } else {
+                head.headerFields[.connection] = "close"
+                context.write(wrapOutboundOut(.head(head)), promise: promise)
+            }
+        case .end:
+            underWay = max(0, underWay - 1)
+            context.write(data, promise: promise)
+        default:
+            context.write(data, promise: promise)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if case .closingIdle(let timer) = state { timer.cancel() }
+        context.fireChannelInactive()
     }
 }

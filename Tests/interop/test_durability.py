@@ -3,12 +3,14 @@ process without warning, start it again on the same data directory, and read the
 And a graceful shutdown (SIGTERM) lets a request that is already in flight finish. On the
 PostgreSQL run (TODO_SERVER_DATABASE_URL) the server started here uses that database."""
 
+import http.client
 import json
 import os
 import secrets
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 import requests
@@ -121,6 +123,77 @@ def test_sigterm_lets_an_in_flight_request_finish(tmp_path):
         server = start(binary, data, identity_port, api_port)
         listed = requests.get(f"http://127.0.0.1:{api_port}/api/tasks", headers={"Authorization": f"Bearer {token}"})
         assert [task["title"] for task in listed.json()["items"]] == ["finished during shutdown"]
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.wait()
+
+
+def test_sigterm_under_load_loses_no_request_on_a_kept_alive_connection(tmp_path):
+    """Issue 51's F7: at SIGTERM the server finished each request under way and then closed its
+    connection without saying so, and closed idle ones at once, so a keep-alive client's next
+    request on it was lost (about one per connection). Now a response after the shutdown began
+    says `Connection: close` and an idle connection is given a moment for a request on its way:
+    every request sent on a kept-alive connection is answered, and every 201 is stored."""
+    binary = os.environ["TODO_SERVER_BIN"]
+    data = tmp_path / "data"
+    identity_port, api_port = free_port(), free_port()
+    server = start(binary, data, identity_port, api_port)
+    try:
+        token = sign_in(binary, data, identity_port)
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        lock = threading.Lock()
+        outcome = {"created": 0, "lost_on_reused_connection": 0, "answers": 0}
+        enough = threading.Barrier(9)
+
+        def client():
+            connection, reused, counted = None, False, False
+            while True:
+                try:
+                    if connection is None:
+                        connection, reused = http.client.HTTPConnection("127.0.0.1", api_port, timeout=30), False
+                    connection.request("POST", "/api/tasks", body=json.dumps({"title": "under load"}), headers=headers)
+                    answer = connection.getresponse()
+                    answer.read()
+                    with lock:
+                        outcome["answers"] += 1
+                        outcome["created"] += answer.status == 201
+                    if not counted:
+                        counted = True
+                        enough.wait()
+                    if (answer.getheader("Connection") or "").lower() == "close":
+                        connection.close()
+                        connection = None
+                    else:
+                        reused = True
+                except ConnectionRefusedError:
+                    return  # the listener has closed: nothing was sent
+                except (http.client.HTTPException, OSError):
+                    with lock:
+                        outcome["lost_on_reused_connection"] += reused
+                    if connection is not None:
+                        connection.close()
+                    connection = None
+                    if server.poll() is not None:
+                        return
+
+        workers = [threading.Thread(target=client) for _ in range(8)]
+        for worker in workers:
+            worker.start()
+        enough.wait()  # every client has had an answer and keeps its connection
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+        for worker in workers:
+            worker.join(timeout=30)
+        assert outcome["lost_on_reused_connection"] == 0, outcome
+        server = start(binary, data, identity_port, api_port)
+        stored, url = 0, f"http://127.0.0.1:{api_port}/api/tasks?limit=100"
+        while url:
+            page = requests.get(url, headers=headers)
+            stored += len(page.json()["items"])
+            url = page.links.get("next", {}).get("url")
+            url = url and f"http://127.0.0.1:{api_port}{url}"
+        assert stored == outcome["created"], (stored, outcome)
     finally:
         if server.poll() is None:
             server.kill()
