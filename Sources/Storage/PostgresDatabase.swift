@@ -8,7 +8,7 @@ import Synchronization
 
 /// PostgreSQL through `PostgresClient` (postgres-nio's pool). The pool's `run()` loop is owned by
 /// this object, so callers open and close it like the SQLite database.
-public final class PostgresDatabase: Database {
+public final class PostgresDatabase: Database, SharingDatabase {
     public let engine = DatabaseEngine.postgres
     public let health = DatabaseHealth()
     /// How long a request waits for a pooled connection before it is answered 503, unless other
@@ -87,6 +87,13 @@ public final class PostgresDatabase: Database {
     }
 
     public func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        if let shared = SharedTransaction.joined(by: self) {
+            do {
+                if let value = try await shared.read(body) { return value }
+            } catch {
+                throw health.classify(error)
+            }
+        }
         let (logger, watch) = (self.logger, self.watch)
         let value = try await withoutActuallyEscaping(body) { body in
             try await withConnection { connection in
@@ -98,6 +105,21 @@ public final class PostgresDatabase: Database {
     }
 
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        if let shared = SharedTransaction.joined(by: self) {
+            do {
+                return try await shared.write(body)
+            } catch {
+                throw health.classify(error)
+            }
+        }
+        return try await connectionTransaction { sql, _ in try await body(sql) }
+    }
+
+    /// A pooled connection's transaction, marked (``mark(_:table:)``), its body given the
+    /// connection too (a ``SharedTransaction`` reads its rows there).
+    private func connectionTransaction<T: Sendable>(
+        _ body: @Sendable (any SQLDatabase, PostgresConnection) async throws -> T
+    ) async throws -> T {
         do {
             return try await markedTransaction(body)
         } catch is MarkerTableMissing {
@@ -113,7 +135,9 @@ public final class PostgresDatabase: Database {
         }
     }
 
-    private func markedTransaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T, marked: Bool = true) async throws -> T {
+    private func markedTransaction<T: Sendable>(
+        _ body: @Sendable (any SQLDatabase, PostgresConnection) async throws -> T, marked: Bool = true
+    ) async throws -> T {
         // BEGIN/COMMIT by hand rather than `PostgresClient.withTransaction`, which wraps the
         // closure's error in a PostgresTransactionError; callers need their own errors back.
         let (logger, watch) = (self.logger, self.watch)
@@ -124,7 +148,7 @@ public final class PostgresDatabase: Database {
             let value = try await withoutActuallyEscaping(body) { body in
                 try await withConnection { connection in
                     try await connection.sql(queryLogLevel: .trace, logger: logger).guardingText(watch.statements(of: connection))
-                        .runTransaction(beforeCommit: beforeCommit, body)
+                        .runTransaction(beforeCommit: beforeCommit) { sql in try await body(sql, connection) }
                 }
             }
             health.recordSuccess(write: true)
@@ -197,6 +221,18 @@ public final class PostgresDatabase: Database {
 
     public func singleStatement<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await transaction(body)
+    }
+
+    /// A pooled connection's marked transaction, lent to a ``SharedTransaction``.
+    func sharedOpener() -> SharedTransaction.Opener {
+        { [logger, watch] hold in
+            try await self.connectionTransaction { sql, connection in
+                try await hold(
+                    SharedTransaction.Connection(sql: sql) { statement, binds in
+                        try await watch.statements(of: connection).run { try await connection.storedRows(statement, binds, logger: logger) }
+                    })
+            }
+        }
     }
 
     private static var uptimeMilliseconds: Int64 { Int64(DispatchTime.now().uptimeNanoseconds / 1_000_000) }
@@ -284,6 +320,13 @@ public final class PostgresDatabase: Database {
     }
 
     public func rows(_ sql: String, _ binds: [StoredValue]) async throws -> [StoredRow] {
+        if let shared = SharedTransaction.joined(by: self) {
+            do {
+                if let rows = try await shared.rows(sql, binds) { return rows }
+            } catch {
+                throw health.classify(error)
+            }
+        }
         let (logger, watch) = (self.logger, self.watch)
         return try await withConnection { connection in
             try await watch.statements(of: connection).run { try await connection.storedRows(sql, binds, logger: logger) }

@@ -9,7 +9,7 @@ import Synchronization
 /// SQLite on one file connection in WAL mode. All work is serialised through one FIFO lock, so
 /// a transaction's statements can never interleave with another request's (SQLite has one writer
 /// anyway; research/swift-server.md §4).
-public final class SQLiteDatabase: Database {
+public final class SQLiteDatabase: Database, SharingDatabase {
     public enum Location: Sendable, Equatable {
         case memory
         case file(String)
@@ -100,6 +100,7 @@ public final class SQLiteDatabase: Database {
 
     public func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         do {
+            if let shared = SharedTransaction.joined(by: self), let value = try await shared.read(body) { return value }
             if let reader = readConnection() {
                 return try await body(reader.sql(queryLogLevel: .trace).guardingText)
             }
@@ -116,6 +117,7 @@ public final class SQLiteDatabase: Database {
         let values = binds.map(\.sqlite)
         let rows: [SQLiteRow]
         do {
+            if let shared = SharedTransaction.joined(by: self), let rows = try await shared.rows(sql, binds) { return rows }
             if let reader = readConnection() {
                 rows = try await reader.query(sql, values)
             } else {
@@ -131,6 +133,7 @@ public final class SQLiteDatabase: Database {
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let sql = self.sql
         do {
+            if let shared = SharedTransaction.joined(by: self) { return try await shared.write(body) }
             let value = try await lock.withLock { try await sql.runTransaction(begin: "BEGIN IMMEDIATE", body) }
             health.recordSuccess(write: true)
             return value
@@ -145,6 +148,7 @@ public final class SQLiteDatabase: Database {
     public func singleStatement<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let sql = self.sql
         do {
+            if let shared = SharedTransaction.joined(by: self) { return try await shared.write(body) }
             // One statement is atomic on its own in SQLite (https://sqlite.org/lang_transaction.html:
             // "any command that changes the database will automatically start a transaction ...
             // committed when the last SQL statement finishes"); the lock keeps it out of another
@@ -154,6 +158,20 @@ public final class SQLiteDatabase: Database {
             return value
         } catch {
             throw health.classify(error)
+        }
+    }
+
+    /// The writer's own transaction, lent to a ``SharedTransaction``: its rows are read on the
+    /// writer connection, whose lock the transaction holds.
+    func sharedOpener() -> SharedTransaction.Opener {
+        { [connection] hold in
+            try await self.transaction { sql in
+                try await hold(
+                    SharedTransaction.Connection(sql: sql) { statement, binds in
+                        if binds.contains(where: \.containsNUL) { throw StorageError.textContainsNUL }
+                        return try await connection.query(statement, binds.map(\.sqlite)).map { StoredRow(backing: .sqlite($0)) }
+                    })
+            }
         }
     }
 

@@ -107,6 +107,35 @@ struct DirectoryAuditTests {
     }
 
     @Test(
+        "a change and its record commit together: when the record cannot be written, the change is not stored and fails; a refusal is still recorded",
+        arguments: TestDatabase.engines)
+    func changeAndRecordTogether(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, _ in
+            let admin = h.server.administration
+            // The audit table refuses new rows (as a restart between two transactions would have
+            // lost the record): the whole change must go with it (issue 51, F4).
+            try await h.database.transaction { sql in try await sql.raw("ALTER TABLE directory_audits RENAME TO directory_audits_away").run() }
+            await #expect(throws: (any Error).self) {
+                _ = try await admin.createLocalUser(tenantID: h.tenant.id, email: "unrecorded@example.com", displayName: "U", password: "Passw0rd!")
+            }
+            #expect(try await h.server.users.user(tenantID: h.tenant.id, provider: .local, signInName: "unrecorded@example.com") == nil)
+            await #expect(throws: (any Error).self) { _ = try await admin.rotateSigningKey() }
+            #expect(try await admin.signingKeys().count == 1)
+            try await h.database.transaction { sql in try await sql.raw("ALTER TABLE directory_audits_away RENAME TO directory_audits").run() }
+
+            let user = try await admin.createLocalUser(tenantID: h.tenant.id, email: "recorded@example.com", displayName: "R", password: "Passw0rd!")
+            await #expect(throws: IdentityAdministration.AdministrationError.self) {
+                _ = try await admin.createLocalUser(tenantID: h.tenant.id, email: "recorded@example.com", displayName: "R", password: "Passw0rd!")
+            }
+            let records = try await h.server.service.directoryAudits.audits(tenantID: h.tenant.id, DirectoryAuditQuery())
+            let adds = records.filter { $0.activity == .addUser }
+            #expect(adds.count == 2)
+            #expect(adds.contains { $0.failureReason == nil && $0.target?.id == user.objectID })
+            #expect(adds.contains { $0.failureReason != nil })
+        }
+    }
+
+    @Test(
         "a sign-in shows as B2C's Authentication record with TenantId, PolicyId and ApplicationId, initiated by the app, about the user",
         arguments: TestDatabase.engines)
     func authentication(engine: DatabaseEngine) async throws {

@@ -4,6 +4,11 @@ import Logging
 /// Every change through ``IdentityAdministration`` is one audit record (SPEC §2.13): the change
 /// made, or the refusal that stopped it with its reason. Errors that decide nothing (a database
 /// down) are not recorded: nothing was changed or refused.
+///
+/// A change and its record commit in one transaction (``Storage/Database/atomically(_:)``), so
+/// no change is stored without its record, nor a record without its change (issue 51, F4: a
+/// PostgreSQL restart between the two had left an acknowledged user with no "Add user"). A
+/// refusal rolls back whatever the change wrote before it, and its record is written alone.
 extension IdentityAdministration {
     private static let logger = Logger(label: "todo.audit")
 
@@ -16,9 +21,16 @@ extension IdentityAdministration {
         _ activity: AuditActivity, tenantID: UUID, target: AuditTarget?, result: ((T) -> AuditTarget?)? = nil,
         _ change: () async throws -> T
     ) async throws -> T {
-        let value: T
         do {
-            value = try await change()
+            return try await atomically {
+                let value = try await change()
+                if let result {
+                    if let changed = result(value) { try await write(activity, tenantID: tenantID, target: changed, failure: nil) }
+                } else {
+                    try await write(activity, tenantID: tenantID, target: target, failure: nil)
+                }
+                return value
+            }
         } catch let refusal as AdministrationError {
             await record(activity, tenantID: tenantID, target: target, failure: refusal.description)
             throw refusal
@@ -29,32 +41,34 @@ extension IdentityAdministration {
             await record(activity, tenantID: tenantID, target: target, failure: refusal.message)
             throw refusal
         }
-        if let result {
-            if let changed = result(value) { await record(activity, tenantID: tenantID, target: changed, failure: nil) }
-        } else {
-            await record(activity, tenantID: tenantID, target: target, failure: nil)
-        }
-        return value
     }
 
-    /// A change to what every tenant shares (the service's token signing keys), already made:
-    /// recorded in each tenant's log (a failure to list them is logged, not the change's failure).
-    func auditEveryTenant(_ activity: AuditActivity, target: AuditTarget) async {
-        do {
-            for tenant in try await tenants.tenants() { await record(activity, tenantID: tenant.id, target: target, failure: nil) }
-        } catch {
-            Self.logger.error("audit record not written", metadata: ["activity": "\(activity.displayName)", "error": "\(error)"])
-        }
+    /// Runs `work` as one transaction of the directory's database: changes made in several
+    /// steps, and their records, commit together.
+    func atomically<T>(_ work: () async throws -> T) async throws -> T {
+        guard let auditLog else { return try await work() }
+        return try await auditLog.database.atomically(work)
     }
 
-    /// Writes the record. The change it describes is already made: a record that cannot be
-    /// written is logged as an error rather than turned into the change's failure.
-    private func record(_ activity: AuditActivity, tenantID: UUID, target: AuditTarget?, failure: String?) async {
+    /// A change to what every tenant shares (the service's token signing keys), recorded in each
+    /// tenant's log, in the change's transaction.
+    func auditEveryTenant(_ activity: AuditActivity, target: AuditTarget) async throws {
+        for tenant in try await tenants.tenants() { try await write(activity, tenantID: tenant.id, target: target, failure: nil) }
+    }
+
+    /// Writes the record of a change, inside its transaction: a record that cannot be written
+    /// fails the change.
+    private func write(_ activity: AuditActivity, tenantID: UUID, target: AuditTarget?, failure: String?) async throws {
         guard let auditLog else { return }
-        let audit = DirectoryAudit(
-            tenantID: tenantID, at: clock.now, activity: activity, initiator: initiator, target: target, failureReason: failure)
+        try await auditLog.record(
+            DirectoryAudit(tenantID: tenantID, at: clock.now, activity: activity, initiator: initiator, target: target, failureReason: failure))
+    }
+
+    /// Writes the record of a refusal, which changed nothing: one that cannot be written is
+    /// logged as an error rather than hiding the refusal.
+    private func record(_ activity: AuditActivity, tenantID: UUID, target: AuditTarget?, failure: String?) async {
         do {
-            try await auditLog.record(audit)
+            try await write(activity, tenantID: tenantID, target: target, failure: failure)
         } catch {
             Self.logger.error(
                 "audit record not written",

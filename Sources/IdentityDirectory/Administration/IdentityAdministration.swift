@@ -74,12 +74,14 @@ public struct IdentityAdministration: Sendable {
     /// Removes the account's authenticator (a lost phone): its next sign-in in a flow with TOTP
     /// enrols anew. The admin command `users reset-mfa`.
     public func resetSecondFactor(userID: UUID) async throws -> Bool {
-        let had = try await secondFactors.hasAuthenticator(userID: userID)
-        try await secondFactors.removeAuthenticator(userID: userID)
-        if had, let user = try await users.user(id: userID) {
-            try await audited(.resetSecondFactor, tenantID: user.tenantID, target: .user(user)) {}
+        try await atomically {
+            let had = try await secondFactors.hasAuthenticator(userID: userID)
+            try await secondFactors.removeAuthenticator(userID: userID)
+            if had, let user = try await users.user(id: userID) {
+                try await audited(.resetSecondFactor, tenantID: user.tenantID, target: .user(user)) {}
+            }
+            return had
         }
-        return had
     }
 
     /// The account's directory roles.
@@ -223,9 +225,9 @@ public struct IdentityAdministration: Sendable {
     /// Removes an app registration; false when there was none.
     public func removeApplication(tenantID: UUID, clientID: UUID) async throws -> Bool {
         let target = AuditTarget(type: "Application", id: clientID.uuidString.lowercased())
-        let removed = try await tenants.removeApplication(tenantID: tenantID, clientID: clientID)
-        if removed { try await audited(.deleteApplication, tenantID: tenantID, target: target) {} }
-        return removed
+        return try await audited(.deleteApplication, tenantID: tenantID, target: target, result: { $0 ? target : nil }) {
+            try await tenants.removeApplication(tenantID: tenantID, clientID: clientID)
+        }
     }
 
     // MARK: Signing keys
@@ -234,16 +236,20 @@ public struct IdentityAdministration: Sendable {
 
     /// A new signing key, published now and signing after `activateAfter`.
     public func rotateSigningKey(activateAfter: TimeInterval = SigningKeyRing.propagationDelay) async throws -> SigningKey {
-        let key = try await keys.rotate(activateAfter: activateAfter)
-        await auditEveryTenant(.rotateSigningKey, target: AuditTarget(type: "Key", id: key.kid))
-        return key
+        try await atomically {
+            let key = try await keys.rotate(activateAfter: activateAfter)
+            try await auditEveryTenant(.rotateSigningKey, target: AuditTarget(type: "Key", id: key.kid))
+            return key
+        }
     }
 
     /// Withdraws key `kid` at once (a leaked key); the replacement, if one was made.
     public func revokeSigningKey(kid: String) async throws -> SigningKey? {
-        let replacement = try await keys.revoke(kid: kid)
-        await auditEveryTenant(.revokeSigningKey, target: AuditTarget(type: "Key", id: kid))
-        return replacement
+        try await atomically {
+            let replacement = try await keys.revoke(kid: kid)
+            try await auditEveryTenant(.revokeSigningKey, target: AuditTarget(type: "Key", id: kid))
+            return replacement
+        }
     }
 
     // MARK: Custom policies
@@ -260,11 +266,13 @@ public struct IdentityAdministration: Sendable {
     /// refused, and stores none. Each result says whether the policy is new.
     @discardableResult
     public func uploadCustomPolicies(_ files: [Data], tenant: Tenant) async throws -> [(CustomPolicy, created: Bool)] {
-        let stored = try await audited(.uploadPolicy, tenantID: tenant.id, target: nil, result: { $0.first.map { .policy($0.0.id) } }) {
-            try await customPolicies.upload(files.map { ($0, nil) }, tenant: tenant)
+        try await atomically {
+            let stored = try await audited(.uploadPolicy, tenantID: tenant.id, target: nil, result: { $0.first.map { .policy($0.0.id) } }) {
+                try await customPolicies.upload(files.map { ($0, nil) }, tenant: tenant)
+            }
+            for (policy, _) in stored.dropFirst() { try await audited(.uploadPolicy, tenantID: tenant.id, target: .policy(policy.id)) {} }
+            return stored
         }
-        for (policy, _) in stored.dropFirst() { try await audited(.uploadPolicy, tenantID: tenant.id, target: .policy(policy.id)) {} }
-        return stored
     }
 
     /// One policy, as Graph's `PUT trustFramework/policies/{id}/$value` uploads it (its id must be `expectedID`).

@@ -176,7 +176,7 @@ public final class SigningKeyRing: Sendable {
                 .where("retired_at", .greaterThan, activation).run()
             try await sql.insert(into: "signing_keys").model(row, with: .snakeCase).run()
         }
-        cache.withLock { $0 = nil }
+        forgetAfterCommit()
         return row.key(opening: privateKey.pemRepresentation)!
     }
 
@@ -199,7 +199,7 @@ public final class SigningKeyRing: Sendable {
             try await sql.update("signing_keys").set("retired_at", to: now).set("publish_until", to: now - 1)
                 .where("kid", .equal, kid).run()
         }
-        cache.withLock { $0 = nil }
+        forgetAfterCommit()
         return replacement
     }
 
@@ -210,6 +210,12 @@ public final class SigningKeyRing: Sendable {
             case .noSuchKey(let kid): "no signing key '\(TextRules.printable(kid))'"
             }
         }
+    }
+
+    /// Forgets the cached ring now and, inside a change's transaction, again when it commits: a
+    /// sign-in between the two would read the old keys back and keep them.
+    private func forgetAfterCommit() {
+        database.afterCommit { [self] in self.cache.withLock { $0 = nil } }
     }
 
     /// Forgets the cached ring so the next call reads the database.
