@@ -125,5 +125,9 @@ extension IdentityMigrations {
         Migration(
             version: 44, name: "skeletons from Unicode's confusables data",
             ["UPDATE users SET sign_in_skeleton = NULL WHERE identity_provider = 'local'"]),
+        // The answer a completed transaction sent the app (its code, its state), sealed, stored
+        // with the completion: a browser that reloads after a crash (the answer never reached
+        // it) is sent on with it rather than shown "Already completed" (issue 51).
+        Migration(version: 45, name: "a completed transaction's answer", ["ALTER TABLE authorization_requests ADD COLUMN sealed_answer TEXT"]),
     ]
 }

@@ -230,6 +230,44 @@ struct InteractiveFlowTests {
         }
     }
 
+    @Test(
+        "a completed sign-in's page reloaded by its own browser goes on to the app with the same code; another browser is refused; a sign-in that ended in an error says Already completed",
+        arguments: TestDatabase.engines)
+    func reloadAfterCompletion(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            _ = try await h.addUser()
+            let attempt = AuthorizationAttempt(harness: h)
+            let page = try await driver.start(attempt, harness: h)
+            let action = try #require(page.formAction)
+            let form = [("csrf_token", page.field("csrf_token") ?? ""), ("email", "alice@example.com"), ("password", "Passw0rd!")]
+            let answered = try await driver.follow(try await driver.post(action, form))
+            let code = try #require(answered.redirectParameters["code"])
+            // The answer was lost (a crash after the completion was stored): the browser posts again.
+            let reloaded = try await driver.follow(try await driver.post(action, form))
+            #expect(reloaded.status == .found && reloaded.location?.hasPrefix(IdentityHarness.redirect + "?") == true, "\(reloaded.text)")
+            #expect(reloaded.redirectParameters["code"] == code && reloaded.redirectParameters["state"] == attempt.state)
+            let shown = try await driver.get(action)
+            #expect(shown.status == .found && shown.redirectParameters["code"] == code)
+            // The code stays single-use.
+            #expect(try await driver.redeem(h, attempt: attempt, code: code).status == .ok)
+            #expect(try await driver.redeem(h, attempt: attempt, code: code).json["error"] as? String == "invalid_grant")
+            // Only the browser that started it is sent on.
+            let jar = driver.cookies
+            driver.cookies = [:]
+            let elsewhere = try await driver.get(action)
+            #expect(elsewhere.status == .forbidden && elsewhere.redirectParameters["code"] == nil)
+            driver.cookies = jar
+
+            // A sign-in that ended in an error ("Forgot your password?") kept no answer to send again.
+            driver.cookies = [:]  // a browser without the first sign-in's session
+            let second = try await driver.start(AuthorizationAttempt(harness: h), harness: h)
+            let forgot = try await driver.get(try #require(second.link(id: "forgotPassword")))
+            #expect(b2cCode(redirect: forgot) == "AADB2C90118")
+            let again = try await driver.get(try #require(second.formAction))
+            #expect(again.status == .badRequest && again.text.contains("Already completed"))
+        }
+    }
+
     @Test("forms without the right CSRF token are refused and change nothing", arguments: TestDatabase.engines)
     func csrf(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in

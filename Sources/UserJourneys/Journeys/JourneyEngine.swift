@@ -39,14 +39,31 @@ package struct JourneyEngine: Sendable {
 
     /// The live transaction `id`, or an error page.
     package func transaction(_ id: String?) async throws -> InteractionRecord {
+        let record = try await transaction(id, completed: true)
+        if record.completedAt != nil { throw Self.alreadyCompleted }
+        return record
+    }
+
+    /// The transaction `id` while it lasts, completed or not: a page reloaded after the
+    /// completion is answered with what the app was sent (``answerAgain(_:)``).
+    func transaction(_ id: String?, completed: Bool) async throws -> InteractionRecord {
         guard let id, !id.isEmpty, id.count <= 64, let record = try await interactions.interaction(id: id), record.expiresAt > now
         else {
             throw PageError(
                 status: .badRequest, title: "Session expired",
                 message: "This sign-in page has expired or is not valid. Return to the application and start again.")
         }
-        if record.completedAt != nil { throw Self.alreadyCompleted }
         return record
+    }
+
+    /// A completed transaction's answer sent again, to the browser that started it (the caller
+    /// checked): a crash after the completion was stored lost the response, and the reload
+    /// goes on to the app with the same code rather than stopping at "Already completed". The
+    /// code is still single-use: one the app has redeemed gets `invalid_grant`.
+    func answerAgain(_ record: InteractionRecord) async throws -> Response {
+        guard let parameters = try await interactions.answer(id: record.id), record.request.redirectURI != TokenIssuanceStep.outOfBand
+        else { throw Self.alreadyCompleted }
+        return RedirectResponder.respond(redirectURI: record.request.redirectURI, mode: record.request.responseMode, parameters: parameters)
     }
 
     // MARK: Entry points

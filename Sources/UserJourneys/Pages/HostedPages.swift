@@ -46,13 +46,14 @@ struct LoadedTransaction: Sendable {
 /// tenant and flow and that the browser is the one that started it (its CSRF cookie, as B2C
 /// binds its pages to `x-ms-cpim-trans`: a `?tx=` link alone showed the profile being edited
 /// and the address being reset, the second outside attack's F-9), and for a POST reads the form
-/// and checks its CSRF token (double submit).
+/// and checks its CSRF token (double submit). A completed transaction's page answers with what
+/// the app was sent, to its own browser only.
 struct TransactionLoader: RouterMiddleware {
     typealias Context = PolicyRequestContext
     let journeys: JourneyEngine
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let record = try await journeys.transaction(RequestParameters(query: request.uri.query)["tx"])
+        let record = try await journeys.transaction(RequestParameters(query: request.uri.query)["tx"], completed: true)
         // The URL's tenant and flow, already resolved, must be the transaction's own: then they
         // are its tenant and flow, with no second lookup.
         guard context.route.policy != nil, context.tenant.id == record.request.tenantID,
@@ -73,6 +74,9 @@ struct TransactionLoader: RouterMiddleware {
                 )
             }
         }
+        // A page of a completed sign-in, reloaded by its own browser (after a crash lost the
+        // answer): sent on to the app with what it was sent.
+        if record.completedAt != nil { return try await journeys.answerAgain(record) }
         var context = context
         context.transaction = LoadedTransaction(record: record, form: form)
         return try await next(request, context)

@@ -21,6 +21,13 @@ package protocol InteractionStore: ServerSecrets {
     func saveJourney(id: String, state: JourneyState, revision: Int64) async throws -> Bool
     /// Keeps the final state (its trace) of a completed transaction.
     func saveFinalJourney(id: String, state: JourneyState) async throws
+    /// Keeps, sealed, the parameters a completed transaction sent the app.
+    func saveAnswer(id: String, parameters: [(String, String)]) async throws
+    /// The parameters a completed transaction sent the app, if they were kept.
+    func answer(id: String) async throws -> [(String, String)]?
+    /// Runs `work` as one transaction: a completion, its code and its answer are stored
+    /// together or not at all.
+    func atomically<T>(_ work: () async throws -> T) async throws -> T
     /// The journeys of `tenantID` that a request with `correlationID` started: their policy and
     /// state, newest first (the developer trace, `/dev/journeys/{correlationId}`).
     func journeys(tenantID: UUID, correlationID: String) async throws -> [(policy: String, startedAt: Date, state: JourneyState)]
@@ -129,6 +136,24 @@ package struct SQLInteractionStore: InteractionStore {
             return !rows.isEmpty
         }
     }
+
+    package func saveAnswer(id: String, parameters: [(String, String)]) async throws {
+        let sealed = try dataKey.seal(FormEncoding.encode(parameters), context: Self.answerContext(id))
+        try await database.singleStatement { sql in
+            try await sql.update("authorization_requests").set("sealed_answer", to: sealed).where("id", .equal, id).run()
+        }
+    }
+
+    package func answer(id: String) async throws -> [(String, String)]? {
+        let rows = try await database.rows("SELECT sealed_answer FROM authorization_requests WHERE id = ?", [.text(id)])
+        guard let sealed = try rows.first?.optionalText("sealed_answer") else { return nil }
+        return FormEncoding.decode(try dataKey.open(sealed, context: Self.answerContext(id)).value)
+    }
+
+    /// Binds a sealed answer to its transaction: one cannot be moved to another's row.
+    private static func answerContext(_ id: String) -> String { "authorization_requests.sealed_answer:\(id)" }
+
+    package func atomically<T>(_ work: () async throws -> T) async throws -> T { try await database.atomically(work) }
 
     package func saveJourney(id: String, state: JourneyState, revision: Int64) async throws -> Bool {
         let text = StoredJSON.encode(state)

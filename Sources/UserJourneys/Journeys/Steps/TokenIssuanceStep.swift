@@ -94,47 +94,54 @@ struct TokenIssuanceStep: OrchestrationStep {
                 }
             }
         }
-        // Each transaction yields one result: two racing requests cannot both issue.
-        guard try await interactions.completeInteraction(id: run.record.id, now: now) else { throw JourneyEngine.alreadyCompleted }
-        var parameters: [(String, String)] = []
-        var code: String?
-        if authorization.wantsCode {
-            let value = Secrets.randomToken()
-            let grant = AuthorizationCodeGrant(
-                tenantID: tenant.id, clientID: client.clientIDString, userID: user.id, policy: flow.name,
-                redirectURI: authorization.redirectURI, scopes: authorization.scopes, nonce: authorization.nonce,
-                codeChallenge: authorization.codeChallenge, codeChallengeMethod: authorization.codeChallengeMethod,
-                authTime: authTime, newUser: newUser, identityProvider: identityProvider, createdAt: now,
-                expiresAt: now.addingTimeInterval(codeLifetime), face: authorization.protocolFace,
-                claimOverrides: overrides.isEmpty ? nil : overrides, extraClaims: provided.stored.isEmpty ? nil : provided.stored)
-            try await grants.saveCode(value, grant: grant)
-            code = value
-            parameters.append(("code", value))
-        }
-        if authorization.wantsIDToken || authorization.wantsAccessToken {
-            let apps = try await tenants.applications(tenantID: tenant.id)
-            var scopes = try GrantedScopes.resolve(authorization.scopes, client: client, tenantApps: apps)
-            if !authorization.wantsAccessToken { scopes.resource = nil }
-            if !authorization.wantsIDToken { scopes.openID = false }
-            let face = authorization.protocolFace
-            var issuance = IssuanceContext(
-                tenant: tenant, flow: flow, client: client, user: user,
-                issuer: HostPolicy.issuer(origin: authorization.origin, tenant: tenant, face: face), scopes: scopes,
-                nonce: authorization.nonce, authTime: authTime, newUser: newUser, identityProvider: identityProvider, face: face,
-                claimOverrides: overrides)
-            issuance.extraClaims = ExtraClaims(kept: provided.stored, scopes: scopes)
-            let tokens = try await issuer.issue(issuance, now: now, code: code, hashAccessToken: true)
-            if let accessToken = tokens.accessToken {
-                parameters += [
-                    ("access_token", accessToken), ("token_type", "Bearer"), ("expires_in", String(tokens.accessTokenLifetime)),
-                    ("scope", scopes.granted.joined(separator: " ")),
-                ]
+        // Each transaction yields one result: two racing requests cannot both issue. The
+        // completion, its code and the answer kept for a reload commit together (issue 51): a
+        // crash leaves either a transaction still to finish or one whose answer can be sent again.
+        let recordID = run.record.id
+        let (parameters, code) = try await interactions.atomically { () async throws -> ([(String, String)], String?) in
+            guard try await interactions.completeInteraction(id: recordID, now: now) else { throw JourneyEngine.alreadyCompleted }
+            var parameters: [(String, String)] = []
+            var code: String?
+            if authorization.wantsCode {
+                let value = Secrets.randomToken()
+                let grant = AuthorizationCodeGrant(
+                    tenantID: tenant.id, clientID: client.clientIDString, userID: user.id, policy: flow.name,
+                    redirectURI: authorization.redirectURI, scopes: authorization.scopes, nonce: authorization.nonce,
+                    codeChallenge: authorization.codeChallenge, codeChallengeMethod: authorization.codeChallengeMethod,
+                    authTime: authTime, newUser: newUser, identityProvider: identityProvider, createdAt: now,
+                    expiresAt: now.addingTimeInterval(codeLifetime), face: authorization.protocolFace,
+                    claimOverrides: overrides.isEmpty ? nil : overrides, extraClaims: provided.stored.isEmpty ? nil : provided.stored)
+                try await grants.saveCode(value, grant: grant)
+                code = value
+                parameters.append(("code", value))
             }
-            if let idToken = tokens.idToken { parameters.append(("id_token", idToken)) }
-        }
-        if let state = authorization.state { parameters.append(("state", state)) }
-        if code != nil, let clientInfo = authorization.protocolFace.dialect.authorizeClientInfo(user: user, tenant: tenant) {
-            parameters.append(("client_info", clientInfo))
+            if authorization.wantsIDToken || authorization.wantsAccessToken {
+                let apps = try await tenants.applications(tenantID: tenant.id)
+                var scopes = try GrantedScopes.resolve(authorization.scopes, client: client, tenantApps: apps)
+                if !authorization.wantsAccessToken { scopes.resource = nil }
+                if !authorization.wantsIDToken { scopes.openID = false }
+                let face = authorization.protocolFace
+                var issuance = IssuanceContext(
+                    tenant: tenant, flow: flow, client: client, user: user,
+                    issuer: HostPolicy.issuer(origin: authorization.origin, tenant: tenant, face: face), scopes: scopes,
+                    nonce: authorization.nonce, authTime: authTime, newUser: newUser, identityProvider: identityProvider, face: face,
+                    claimOverrides: overrides)
+                issuance.extraClaims = ExtraClaims(kept: provided.stored, scopes: scopes)
+                let tokens = try await issuer.issue(issuance, now: now, code: code, hashAccessToken: true)
+                if let accessToken = tokens.accessToken {
+                    parameters += [
+                        ("access_token", accessToken), ("token_type", "Bearer"), ("expires_in", String(tokens.accessTokenLifetime)),
+                        ("scope", scopes.granted.joined(separator: " ")),
+                    ]
+                }
+                if let idToken = tokens.idToken { parameters.append(("id_token", idToken)) }
+            }
+            if let state = authorization.state { parameters.append(("state", state)) }
+            if code != nil, let clientInfo = authorization.protocolFace.dialect.authorizeClientInfo(user: user, tenant: tenant) {
+                parameters.append(("client_info", clientInfo))
+            }
+            try await interactions.saveAnswer(id: recordID, parameters: parameters)
+            return (parameters, code)
         }
         run.logger.info(
             "interaction completed",
