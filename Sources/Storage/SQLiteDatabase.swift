@@ -24,7 +24,8 @@ public final class SQLiteDatabase: Database, SharingDatabase {
     /// other and see every committed transaction (https://sqlite.org/wal.html §2.2), so reads need
     /// not queue behind the writer's lock. Empty for in-memory databases (one connection only).
     private let readers: [SQLiteConnection]
-    private let nextReader = Atomic<Int>(0)
+    /// Lends each reader to one read at a time: see ``ReaderPool``.
+    private let readerPool: ReaderPool
 
     /// How a commit reaches the disk (https://sqlite.org/pragma.html#pragma_synchronous).
     public enum Durability: String, Sendable {
@@ -67,6 +68,7 @@ public final class SQLiteDatabase: Database, SharingDatabase {
             }
         }
         self.readers = readers
+        readerPool = ReaderPool(count: readers.count)
     }
 
     /// The database holds signing keys, password hashes and the web app's sessions: it is made
@@ -91,18 +93,12 @@ public final class SQLiteDatabase: Database, SharingDatabase {
         }
     }
 
-    /// A reader connection, round robin; the writer when there are none.
-    private func readConnection() -> SQLiteConnection? {
-        guard !readers.isEmpty else { return nil }
-        let index = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue
-        return readers[Int(UInt(bitPattern: index) % UInt(readers.count))]
-    }
-
     public func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         do {
             if let shared = SharedTransaction.joined(by: self), let value = try await shared.read(body) { return value }
-            if let reader = readConnection() {
-                return try await body(reader.sql(queryLogLevel: .trace).guardingText)
+            if !readers.isEmpty {
+                let readers = self.readers
+                return try await readerPool.lend { try await body(readers[$0].sql(queryLogLevel: .trace).guardingText) }
             }
             let sql = self.sql
             return try await lock.withLock { try await body(sql) }
@@ -118,8 +114,9 @@ public final class SQLiteDatabase: Database, SharingDatabase {
         let rows: [SQLiteRow]
         do {
             if let shared = SharedTransaction.joined(by: self), let rows = try await shared.rows(sql, binds) { return rows }
-            if let reader = readConnection() {
-                rows = try await reader.query(sql, values)
+            if !readers.isEmpty {
+                let readers = self.readers
+                rows = try await readerPool.lend { try await readers[$0].query(sql, values) }
             } else {
                 let connection = self.connection
                 rows = try await lock.withLock { try await connection.query(sql, values) }
@@ -189,5 +186,51 @@ public final class SQLiteDatabase: Database, SharingDatabase {
         await health.probeStopped()
         for reader in readers { try await reader.close() }
         try await lock.withLock { try await self.connection.close() }
+    }
+}
+
+/// The reader connections, each lent to one read at a time. A connection has one read
+/// transaction, which lasts while any of its statements runs, and SQLiteNIO runs statements
+/// from the thread pool's threads at once: a read that started on a connection while another
+/// read was under way there joined that one's snapshot, taken before a write the caller had
+/// just seen committed. About one authorize in 10,000 then could not read back the transaction
+/// it had stored ("Session expired", issue 51's F9). A free reader is taken first; with none
+/// free, the read waits for the first one given back.
+final class ReaderPool: Sendable {
+    private struct State {
+        var free: [Int]
+        var waiting: [CheckedContinuation<Int, Never>] = []
+    }
+
+    private let state: Mutex<State>
+
+    init(count: Int) { state = Mutex(State(free: Array((0..<count).reversed()))) }
+
+    func lend<T: Sendable>(_ body: @Sendable (Int) async throws -> T) async throws -> T {
+        let index = await take()
+        defer { give(index) }
+        return try await body(index)
+    }
+
+    private func take() async -> Int {
+        await withCheckedContinuation { continuation in
+            let index: Int? = state.withLock { state in
+                if let index = state.free.popLast() { return index }
+                state.waiting.append(continuation)
+                return nil
+            }
+            if let index { continuation.resume(returning: index) }
+        }
+    }
+
+    private func give(_ index: Int) {
+        let next: CheckedContinuation<Int, Never>? = state.withLock { state in
+            guard !state.waiting.isEmpty else {
+                state.free.append(index)
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?.resume(returning: index)
     }
 }
