@@ -145,6 +145,11 @@ package struct PolicyClaimReference: Sendable {
     static func list(_ element: PolicyElement, _ container: String, _ name: String) -> [PolicyClaimReference] {
         element.items(container, name).map(PolicyClaimReference.init)
     }
+
+    /// The `name` children of `element` itself.
+    static func list(_ element: PolicyElement, _ name: String) -> [PolicyClaimReference] {
+        element.children(name).map(PolicyClaimReference.init)
+    }
 }
 
 /// A claims transformation: its method, input claims and parameters, output claims.

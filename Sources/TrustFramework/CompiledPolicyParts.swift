@@ -34,6 +34,9 @@ package struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
     package let metadata: [String: String]
     package let inputClaims: [PolicyClaimReference]
     package let outputClaims: [PolicyClaimReference]
+    /// A self-asserted page's `DisplayClaims`: what it shows, in this order (`Required` on each);
+    /// nil without the element, when the page shows its output claims that a person types.
+    package let displayClaims: [PolicyClaimReference]?
     package let persistedClaims: [PolicyClaimReference]
     package let inputTransformations: [String]
     package let outputTransformations: [String]
@@ -63,6 +66,7 @@ package struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
         self.metadata = metadata
         inputClaims = PolicyClaimReference.list(element, "InputClaims", "InputClaim")
         outputClaims = PolicyClaimReference.list(element, "OutputClaims", "OutputClaim")
+        displayClaims = element.child("DisplayClaims").map { PolicyClaimReference.list($0, "DisplayClaim") }
         persistedClaims = PolicyClaimReference.list(element, "PersistedClaims", "PersistedClaim")
         inputTransformations = element.items("InputClaimsTransformations", "InputClaimsTransformation").compactMap { $0["ReferenceId"] }
         outputTransformations = element.items("OutputClaimsTransformations", "OutputClaimsTransformation").compactMap { $0["ReferenceId"] }

@@ -152,9 +152,19 @@ package enum PolicyCheck {
                     problems.append("TechnicalProfile '\(id)' sends claims in '\(metadata["SendClaimsIn"] ?? "")', which is not supported by this service.")
                 }
             }
-            for container in ["InputClaims", "OutputClaims", "PersistedClaims"] {
+            for container in ["InputClaims", "OutputClaims", "PersistedClaims", "DisplayClaims"] {
                 for claim in profile.child(container)?.children ?? [] {
                     missing("ClaimType", claim["ClaimTypeReferenceId"], in: claimTypes, at: claim)
+                }
+            }
+            // A display control (verification, TOTP, CAPTCHA) is the next issue's: refused by
+            // name until it runs, never silently left off the page.
+            for claim in profile.child("DisplayClaims")?.children ?? [] {
+                if let control = claim["DisplayControlReferenceId"] {
+                    problems.append(
+                        "TechnicalProfile '\(id)' shows the display control '\(control)' (line \(claim.line)), which is not supported by this service.")
+                } else if claim["ClaimTypeReferenceId"] == nil {
+                    problems.append("A DisplayClaim of TechnicalProfile '\(id)' (line \(claim.line)) names no ClaimTypeReferenceId.")
                 }
             }
             for container in ["InputClaimsTransformations", "OutputClaimsTransformations"] {

@@ -48,7 +48,7 @@ enum PolicySchema {
         "TechnicalProfiles": ["TechnicalProfile"],
         "TechnicalProfile": [
             "Domain", "DisplayName", "Description", "Protocol", "InputTokenFormat", "OutputTokenFormat", "Metadata", "CryptographicKeys",
-            "InputClaimsTransformations", "InputClaims", "PersistedClaims", "OutputClaims", "OutputClaimsTransformations",
+            "InputClaimsTransformations", "InputClaims", "DisplayClaims", "PersistedClaims", "OutputClaims", "OutputClaimsTransformations",
             "ValidationTechnicalProfiles", "SubjectNamingInfo", "IncludeInSso", "IncludeClaimsFromTechnicalProfile",
             "IncludeTechnicalProfile", "UseTechnicalProfileForSessionManagement", "EnabledForUserJourneys",
         ],
@@ -57,6 +57,7 @@ enum PolicySchema {
         "OutputClaimsTransformations": ["OutputClaimsTransformation"],
         "InputClaims": ["InputClaim"],
         "OutputClaims": ["OutputClaim"],
+        "DisplayClaims": ["DisplayClaim"],
         "PersistedClaims": ["PersistedClaim"],
         "ValidationTechnicalProfiles": ["ValidationTechnicalProfile"],
         "ValidationTechnicalProfile": ["Preconditions"],

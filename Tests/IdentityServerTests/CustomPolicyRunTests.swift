@@ -72,6 +72,102 @@ struct CustomPolicyRunTests {
         }
     }
 
+    /// A relying party on the local base with one more page after the sign-in: its DisplayClaims
+    /// (a required city, the read-only greeting, a nickname that is shown but not an output claim).
+    static func displayClaimsPolicy(tenant: String) -> Data {
+        Data(
+            """
+            <TrustFrameworkPolicy xmlns="http://schemas.microsoft.com/online/cpim/schemas/2013/06" PolicySchemaVersion="0.3.0.0"
+              TenantId="\(tenant)" PolicyId="B2C_1A_test_display" PublicPolicyUri="http://\(tenant)/B2C_1A_test_display">
+            <BasePolicy><TenantId>\(tenant)</TenantId><PolicyId>B2C_1A_LocalBase</PolicyId></BasePolicy>
+            <BuildingBlocks><ClaimsSchema>
+              <ClaimType Id="city"><DisplayName>City</DisplayName><DataType>string</DataType><UserInputType>TextBox</UserInputType></ClaimType>
+              <ClaimType Id="nickname"><DisplayName>Nickname</DisplayName><DataType>string</DataType><UserInputType>TextBox</UserInputType></ClaimType>
+              <ClaimType Id="greetingShown"><DisplayName>Greeting</DisplayName><DataType>string</DataType><UserInputType>Readonly</UserInputType></ClaimType>
+            </ClaimsSchema></BuildingBlocks>
+            <ClaimsProviders><ClaimsProvider><DisplayName>Pages</DisplayName><TechnicalProfiles>
+              <TechnicalProfile Id="Form-Details">
+                <DisplayName>Your details</DisplayName>
+                <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.SelfAssertedAttributeProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
+                <Metadata><Item Key="ContentDefinitionReferenceId">form</Item></Metadata>
+                <InputClaims><InputClaim ClaimTypeReferenceId="greetingShown" DefaultValue="Welcome back" /></InputClaims>
+                <DisplayClaims>
+                  <DisplayClaim ClaimTypeReferenceId="nickname" />
+                  <DisplayClaim ClaimTypeReferenceId="greetingShown" />
+                  <DisplayClaim ClaimTypeReferenceId="city" Required="true" />
+                </DisplayClaims>
+                <OutputClaims><OutputClaim ClaimTypeReferenceId="city" /><OutputClaim ClaimTypeReferenceId="displayName" /></OutputClaims>
+              </TechnicalProfile>
+            </TechnicalProfiles></ClaimsProvider></ClaimsProviders>
+            <UserJourneys><UserJourney Id="SignInWithDetails"><OrchestrationSteps>
+              <OrchestrationStep Order="1" Type="CombinedSignInAndSignUp" ContentDefinitionReferenceId="unified">
+                <ClaimsProviderSelections><ClaimsProviderSelection ValidationClaimsExchangeId="SignInExchange" /></ClaimsProviderSelections>
+                <ClaimsExchanges><ClaimsExchange Id="SignInExchange" TechnicalProfileReferenceId="Form-SignIn" /></ClaimsExchanges>
+              </OrchestrationStep>
+              <OrchestrationStep Order="2" Type="ClaimsExchange">
+                <ClaimsExchanges><ClaimsExchange Id="ReadExchange" TechnicalProfileReferenceId="Directory-Read" /></ClaimsExchanges>
+              </OrchestrationStep>
+              <OrchestrationStep Order="3" Type="ClaimsExchange">
+                <ClaimsExchanges><ClaimsExchange Id="DetailsExchange" TechnicalProfileReferenceId="Form-Details" /></ClaimsExchanges>
+              </OrchestrationStep>
+              <OrchestrationStep Order="4" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />
+            </OrchestrationSteps></UserJourney></UserJourneys>
+            <RelyingParty>
+              <DefaultUserJourney ReferenceId="SignInWithDetails" />
+              <TechnicalProfile Id="PolicyProfile">
+                <Protocol Name="OpenIdConnect" />
+                <OutputClaims>
+                  <OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" />
+                  <OutputClaim ClaimTypeReferenceId="city" />
+                  <OutputClaim ClaimTypeReferenceId="nickname" />
+                  <OutputClaim ClaimTypeReferenceId="displayName" />
+                </OutputClaims>
+                <SubjectNamingInfo ClaimType="sub" />
+              </TechnicalProfile>
+            </RelyingParty>
+            </TrustFrameworkPolicy>
+            """.utf8)
+    }
+
+    @Test(
+        "DisplayClaims: the page shows them in their order and no other output claim; Required is enforced; a display claim that is no output claim is not kept; a display control is refused by name",
+        arguments: TestDatabase.engines)
+    func displayClaims(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            try await Self.upload(h)
+            try await h.server.administration.uploadCustomPolicies([Self.displayClaimsPolicy(tenant: h.tenant.name)], tenant: h.tenant)
+            let user = try await h.addUser("erin@example.com", name: "Erin")
+            let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_display")
+            let signIn = try await driver.start(attempt, harness: h)
+            let page = try await driver.submit(signIn, [("signInName", "erin@example.com"), ("password", "Passw0rd!")])
+            #expect(page.status == .ok, "\(page.status) \(page.text)")
+            let order = ["id=\"nickname\"", "id=\"greetingShown\"", "id=\"city\""].map { page.text.range(of: $0)?.lowerBound }
+            #expect(order.allSatisfy { $0 != nil } && order[0]! < order[1]! && order[1]! < order[2]!, "\(page.text)")
+            #expect(!page.text.contains("id=\"displayName\""), "an output claim not displayed is not on the page")
+            #expect(page.field("greetingShown") == "Welcome back")
+            let missing = try await driver.submit(page, [("nickname", "Ez"), ("city", "")])
+            #expect(missing.status == .badRequest && missing.text.contains("City is required."), "\(missing.text)")
+            let done = try await driver.submit(missing, [("nickname", "Ez"), ("city", "Oslo"), ("greetingShown", "forged")])
+            let code = try #require(done.redirectParameters["code"], "\(done.status) \(done.text)")
+            let tokens = try await driver.redeem(h, attempt: attempt, code: code)
+            let claims = DecodedJWT(try #require(tokens.json["id_token"] as? String)).claims
+            #expect(claims["sub"] as? String == user.objectID && claims["city"] as? String == "Oslo")
+            #expect(claims["nickname"] == nil, "shown, but not an output claim of the page")
+            #expect(claims["name"] as? String == "Erin", "an output claim the page did not display keeps its value")
+
+            let withControl = String(decoding: Self.displayClaimsPolicy(tenant: h.tenant.name), as: UTF8.self)
+                .replacingOccurrences(of: "<DisplayClaim ClaimTypeReferenceId=\"nickname\" />", with: "<DisplayClaim DisplayControlReferenceId=\"emailVerificationControl\" />")
+            await #expect(throws: PolicyRejection.self) {
+                try await h.server.administration.uploadCustomPolicies([Data(withControl.utf8)], tenant: h.tenant)
+            }
+            do {
+                try await h.server.administration.uploadCustomPolicies([Data(withControl.utf8)], tenant: h.tenant)
+            } catch let rejection as PolicyRejection {
+                #expect(rejection.description.contains("display control 'emailVerificationControl'"), "\(rejection.description)")
+            }
+        }
+    }
+
     @Test("sign up: the email proven with a code, the account written, newUser in the token; a taken address refused", arguments: TestDatabase.engines)
     func signUp(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in

@@ -78,10 +78,13 @@ struct PolicyProfileRunner: Sendable {
         return partners.contains("username") && partners.contains("password")
     }
 
-    /// What a self-asserted profile collects: its output claims that a person types (a claim
-    /// type with a `UserInputType`), without the verified email, which has its own control.
+    /// What a self-asserted page shows and collects: its `DisplayClaims` in their order where it
+    /// has them ("no output claims are displayed by a self-asserted technical profile that
+    /// contains at least one display claim", Microsoft's self-asserted reference), else its
+    /// output claims that a person types (a claim type with a `UserInputType`); never the
+    /// verified email, which has its own control.
     static func fields(_ profile: PolicyTechnicalProfile, _ policy: CompiledPolicy) -> [(PolicyClaimReference, PolicyClaimType)] {
-        profile.outputClaims.compactMap { reference in
+        (profile.displayClaims ?? profile.outputClaims).compactMap { reference in
             guard reference.partnerClaimType?.lowercased() != "verified.email", let type = policy.claimType(reference.claimType), type.userInputType != nil
             else { return nil }
             return (reference, type)
@@ -146,12 +149,16 @@ struct PolicyProfileRunner: Sendable {
     {
         let fields = Self.fields(profile, policy)
         try await Self.checkPatterns(fields, policy, form: run.form)
+        // A display claim is shown and checked; only an output claim goes back to the journey
+        // ("the output claims collection returns the claims to the next orchestration step").
+        let returned = Set(profile.outputClaims.map { $0.claimType.lowercased() })
         for (reference, type) in fields {
             let raw = (run.form[type.id] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             if type.userInputType == "Readonly" || type.userInputType == "Paragraph" { continue }
+            let keeps = profile.displayClaims == nil || returned.contains(type.id.lowercased())
             if raw.isEmpty {
                 if reference.required { throw PolicyProfileFailure.userMessage("\(type.displayName) is required.") }
-                claims.remove(type.id)
+                if keeps { claims.remove(type.id) }
                 continue
             }
             guard raw.count <= PolicyPattern.maximumInput, raw.utf8.count <= 4 * PolicyPattern.maximumInput else { throw PolicyProfileFailure.userMessage("\(type.displayName) is too long.") }
@@ -161,7 +168,7 @@ struct PolicyProfileRunner: Sendable {
             guard let value = PolicyClaimValue.parse(raw, as: type.dataType) else {
                 throw PolicyProfileFailure.userMessage("Please enter a valid \(type.displayName).")
             }
-            claims[type.id] = value
+            if keeps { claims[type.id] = value }
         }
         if let claim = Self.verifiedEmailClaim(profile) {
             guard let proven = run.claims.verifiedEmail else { throw PolicyProfileFailure.userMessage("Verify your email address first.") }
