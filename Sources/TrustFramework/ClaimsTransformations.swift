@@ -127,7 +127,9 @@ package enum ClaimsTransformations {
             let item = io.parameter("item") ?? ""
             let found = io.collection("inputClaim", claims).contains { equals($0, item, ignoreCase: io.flag("ignoreCase")) }
             return [("outputClaim", .boolean(found))]
-        default: return try DateAndJSONTransformations.evaluate(method, io, claims)
+        default:
+            if let outputs = try GeneralTransformations.evaluate(method, io, claims) { return outputs }
+            return try DateAndJSONTransformations.evaluate(method, io, claims)
         }
     }
 

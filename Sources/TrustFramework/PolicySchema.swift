@@ -92,7 +92,7 @@ enum PolicySchema {
     static let protocols: Set<String> = ["Proprietary", "OpenIdConnect", "OAuth2", "None"]
 
     /// Claims transformations (SPEC §2.12's list).
-    static let transformations: Set<String> = [
+    static let transformations: Set<String> = Set<String>([
         "CopyClaim", "CompareClaimToValue", "CompareClaims", "CreateStringClaim", "FormatStringClaim", "FormatStringMultipleClaims",
         "ChangeCase", "StringReplace", "StringSplit", "SetClaimsIfStringsMatch", "SetClaimsIfStringsAreEqual", "CreateRandomString", "Hash",
         "AssertBooleanClaimIsEqualToValue", "AndClaims", "OrClaims", "NotClaims", "CompareBooleanClaimToValue",
@@ -100,7 +100,7 @@ enum PolicySchema {
         "DateTimeComparison", "GetClaimFromJson", "GenerateJson", "AssertStringClaimsAreEqual", "CreateAlternativeSecurityId",
         "AddParameterToStringCollection", "AssertDateTimeIsGreaterThan", "ConvertPhoneNumberClaimToString",
         "ConvertStringToPhoneNumberClaim", "GetNationalNumberAndCountryCodeFromPhoneNumberString",
-    ]
+    ]).union(GeneralTransformations.methods)
 
     /// Claim data types.
     static let dataTypes: Set<String> = [

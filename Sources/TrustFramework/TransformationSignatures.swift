@@ -11,6 +11,8 @@ enum TransformationSignatures {
         var optionalInputs: [Claim] = []
         var parameters: [String] = []
         var outputs: [Claim]
+        /// Outputs a policy may leave out (`AssertNumber`'s result, used in evaluation mode).
+        var optionalOutputs: [Claim] = []
         /// Any transformation claim type is an input (`GenerateJson`'s paths).
         var anyInputs = false
         /// Exactly one of these inputs must be declared (a claim the reference renamed).
@@ -65,6 +67,27 @@ enum TransformationSignatures {
             oneOfInputs: ["phoneNumberString", "inputClaim"]),
         "GetNationalNumberAndCountryCodeFromPhoneNumberString": Signature(
             inputs: [s("phoneNumber")], outputs: [s("nationalNumber"), s("countryCode")]),
+        "DoesClaimExist": Signature(inputs: [s("inputClaim")], outputs: [b("outputClaim")]),
+        "NullClaim": Signature(inputs: [], outputs: [s("claim_to_null")]),
+        "StringContains": Signature(inputs: [s("inputClaim")], parameters: ["contains"], outputs: [b("outputClaim")]),
+        "StringJoin": Signature(inputs: [c("inputClaim")], outputs: [s("outputClaim")]),
+        "StringSubstring": Signature(inputs: [s("inputClaim")], parameters: ["startIndex"], outputs: [s("outputClaim")]),
+        "ParseDomain": Signature(inputs: [s("emailAddress")], outputs: [s("domain")]),
+        "LookupValue": Signature(inputs: [s("inputParameterId")], outputs: [s("outputClaim")]),
+        "SetClaimIfBooleansMatch": Signature(
+            inputs: [b("claimToMatch")], parameters: ["matchTo", "outputClaimIfMatched"], outputs: [s("outputClaim")]),
+        "AdjustNumber": Signature(inputs: [s("inputClaim")], outputs: [s("outputClaim")]),
+        "AssertNumber": Signature(inputs: [s("inputClaim")], parameters: ["Operator", "CompareToValue"], outputs: [], optionalOutputs: [b("outputClaim")]),
+        "ConvertNumberToStringClaim": Signature(inputs: [s("inputClaim")], outputs: [s("outputClaim")]),
+        "StringCollectionContainsClaim": Signature(inputs: [c("collection"), s("item")], outputs: [b("outputClaim")]),
+        "ConvertDateTimeToDateClaim": Signature(inputs: [s("inputClaim")], outputs: [s("outputClaim")]),
+        "ConvertDateToDateTimeClaim": Signature(inputs: [s("inputClaim")], outputs: [s("outputClaim")]),
+        "IsTermsOfUseConsentRequired": Signature(
+            inputs: [], optionalInputs: [s("termsOfUseConsentDateTime")], parameters: ["termsOfUseTextUpdateDateTime"], outputs: [b("result")]),
+        "GetSingleItemFromJson": Signature(inputs: [s("inputJson")], outputs: [s("key"), s("value")]),
+        "GetNumericClaimFromJson": Signature(inputs: [s("inputJson")], parameters: ["claimToExtract"], outputs: [s("extractedClaim")]),
+        "GetSingleValueFromJsonArray": Signature(inputs: [s("inputJsonClaim")], outputs: [s("extractedClaim")]),
+        "CreateJsonArray": Signature(inputs: [s("inputClaim")], outputs: [s("outputClaim")]),
     ]
 
     /// What is wrong with a transformation's declaration; `claimType` gives a claim's data type.
@@ -92,7 +115,7 @@ enum TransformationSignatures {
             }
         }
         check(transformation.items("InputClaims", "InputClaim"), signature.inputs, optional: signature.optionalInputs, kind: "input claim", any: signature.anyInputs)
-        check(transformation.items("OutputClaims", "OutputClaim"), signature.outputs, optional: [], kind: "output claim", any: false)
+        check(transformation.items("OutputClaims", "OutputClaim"), signature.outputs, optional: signature.optionalOutputs, kind: "output claim", any: false)
         if !signature.oneOfInputs.isEmpty {
             let declared = transformation.items("InputClaims", "InputClaim").compactMap { $0["TransformationClaimType"] }
             if declared.filter(signature.oneOfInputs.contains).count != 1 {

@@ -42,6 +42,82 @@ struct ClaimsTransformationTests {
         return bag
     }
 
+    @Test("general, string and boolean: DoesClaimExist, NullClaim, StringContains, StringJoin, StringSubstring, ParseDomain, LookupValue, SetClaimIfBooleansMatch")
+    func moreStrings() throws {
+        let exists = transformation("DoesClaimExist", inputs: [("inputClaim", "email")], outputs: [("outputClaim", "isEmail")])
+        #expect(try run(exists, ["email": .string("someone@contoso.com")])["isEmail"] == .boolean(true))
+        #expect(try run(exists, [:])["isEmail"] == .boolean(false))
+        #expect(try run(transformation("NullClaim", outputs: [("claim_to_null", "email")]), ["email": .string("a@b.c")])["email"] == nil)
+        let contains = transformation(
+            "StringContains", inputs: [("inputClaim", "roles")], parameters: [("contains", "string", "admin"), ("ignoreCase", "string", "true")],
+            outputs: [("outputClaim", "isAdmin")])
+        #expect(try run(contains, ["roles": .string("Test, Admin, Reader")])["isAdmin"] == .boolean(true))
+        #expect(try run(contains, ["roles": .string("Test, Reader")])["isAdmin"] == .boolean(false))
+        let join = transformation(
+            "StringJoin", inputs: [("inputClaim", "roles")], parameters: [("delimiter", "string", ",")], outputs: [("outputClaim", "rolesText")])
+        #expect(try run(join, ["roles": .collection(["Admin", "Author", "Reader"])])["rolesText"] == .string("Admin,Author,Reader"))
+        let substring = transformation(
+            "StringSubstring", inputs: [("inputClaim", "phone")], parameters: [("startIndex", "int", "0"), ("length", "int", "2")],
+            outputs: [("outputClaim", "prefix")])
+        #expect(try run(substring, ["phone": .string("+1234567890")])["prefix"] == .string("+1"))
+        #expect(throws: ClaimsTransformationFailure.self) { try run(substring, ["phone": .string("+")]) }
+        let domain = transformation("ParseDomain", inputs: [("emailAddress", "email")], outputs: [("domain", "domain")])
+        #expect(try run(domain, ["email": .string("joe@outlook.com")])["domain"] == .string("outlook.com"))
+        let lookup = transformation(
+            "LookupValue", inputs: [("inputParameterId", "countryCode")],
+            parameters: [("us", "string", "United States"), ("fr", "string", "France"), ("errorOnFailedLookup", "boolean", "true")],
+            outputs: [("outputClaim", "country")])
+        #expect(try run(lookup, ["countryCode": .string("fr")])["country"] == .string("France"))
+        #expect(throws: ClaimsTransformationFailure.self) { try run(lookup, ["countryCode": .string("de")]) }
+        let booleans = transformation(
+            "SetClaimIfBooleansMatch", inputs: [("claimToMatch", "hasPromotionCode")],
+            parameters: [("matchTo", "string", "true"), ("outputClaimIfMatched", "string", "V1")], outputs: [("outputClaim", "code")])
+        #expect(try run(booleans, ["hasPromotionCode": .boolean(true)])["code"] == .string("V1"))
+        #expect(try run(booleans, ["hasPromotionCode": .boolean(false)])["code"] == nil)
+    }
+
+    @Test("integer, collection, date and JSON: AdjustNumber, AssertNumber, ConvertNumberToStringClaim, StringCollectionContainsClaim, the date conversions, IsTermsOfUseConsentRequired, the JSON readers, CreateJsonArray")
+    func numbersDatesAndJSON() throws {
+        let adjust = transformation("AdjustNumber", inputs: [("inputClaim", "steps")], parameters: [("Operator", "string", "INCREMENT")], outputs: [("outputClaim", "steps")])
+        #expect(try run(adjust, ["steps": .integer(1)])["steps"] == .integer(2))
+        #expect(try run(adjust, [:])["steps"] == .integer(1), "a null input counts as 0")
+        let assertion = transformation(
+            "AssertNumber", inputs: [("inputClaim", "attempts")], parameters: [("Operator", "string", "GreaterThan"), ("CompareToValue", "int", "5"), ("throwError", "boolean", "true")])
+        #expect(throws: ClaimsTransformationFailure.assertion(messageKey: "AssertNumberError", defaultMessage: "The number comparison of ClaimsTransformation 'T' failed.")) {
+            try run(assertion, ["attempts": .integer(10)])
+        }
+        _ = try run(assertion, ["attempts": .integer(3)])
+        let evaluation = transformation(
+            "AssertNumber", inputs: [("inputClaim", "attempts")], parameters: [("Operator", "string", "LessThan"), ("CompareToValue", "int", "5"), ("throwError", "boolean", "false")],
+            outputs: [("outputClaim", "few")])
+        #expect(try run(evaluation, ["attempts": .integer(3)])["few"] == .boolean(true))
+        #expect(try run(transformation("ConvertNumberToStringClaim", inputs: [("inputClaim", "n")], outputs: [("outputClaim", "s")]), ["n": .integer(291_802)])["s"] == .string("291802"))
+        let member = transformation(
+            "StringCollectionContainsClaim", inputs: [("collection", "roles"), ("item", "role")], parameters: [("ignoreCase", "string", "true")],
+            outputs: [("outputClaim", "hasRole")])
+        #expect(try run(member, ["roles": .collection(["Admin", "Reader"]), "role": .string("admin")])["hasRole"] == .boolean(true))
+        let toDate = transformation("ConvertDateTimeToDateClaim", inputs: [("inputClaim", "when")], outputs: [("outputClaim", "day")])
+        #expect(try run(toDate, ["when": .string("2022-01-03T11:34:56.0000000Z")])["day"] == .string("2022-01-03"))
+        let toDateTime = transformation("ConvertDateToDateTimeClaim", inputs: [("inputClaim", "day")], outputs: [("outputClaim", "when")])
+        #expect(try run(toDateTime, ["day": .string("2022-01-03")])["when"] == .string("2022-01-03T00:00:00.0000000Z"))
+        let terms = transformation(
+            "IsTermsOfUseConsentRequired", inputs: [("termsOfUseConsentDateTime", "consented")],
+            parameters: [("termsOfUseTextUpdateDateTime", "dateTime", "2021-11-15T00:00:00")], outputs: [("result", "required")])
+        #expect(try run(terms, ["consented": .string("2021-10-15T21:34:33.0000000Z")])["required"] == .boolean(true))
+        #expect(try run(terms, ["consented": .string("2021-12-01T00:00:00.0000000Z")])["required"] == .boolean(false))
+        #expect(try run(terms, [:])["required"] == .boolean(true), "never consented")
+        let single = transformation("GetSingleItemFromJson", inputs: [("inputJson", "json")], outputs: [("key", "k"), ("value", "v")])
+        let first = try run(single, ["json": .string(#"{"zeta": "first", "alpha": 2}"#)])
+        #expect(first["k"] == .string("zeta") && first["v"] == .string("first"), "the first member as written")
+        let numeric = transformation("GetNumericClaimFromJson", inputs: [("inputJson", "json")], parameters: [("claimToExtract", "string", "id")], outputs: [("extractedClaim", "id")])
+        #expect(try run(numeric, ["json": .string(#"{"id": 6353399}"#)])["id"] == .integer(6_353_399))
+        let array = transformation("GetSingleValueFromJsonArray", inputs: [("inputJsonClaim", "json")], outputs: [("extractedClaim", "first")])
+        #expect(try run(array, ["json": .string(#"["someone@example.com", "Someone", 6353399]"#)])["first"] == .string("someone@example.com"))
+        #expect(throws: ClaimsTransformationFailure.self) { try run(array, ["json": .string("not json")]) }
+        let create = transformation("CreateJsonArray", inputs: [("inputClaim", "email")], outputs: [("outputClaim", "list")])
+        #expect(try run(create, ["email": .string("some\"one@example.com")])["list"] == .string(#"["some\"one@example.com"]"#))
+    }
+
     @Test("string: copy, create, format, change case, replace, split")
     func strings() throws {
         #expect(try run(transformation("CopyClaim", inputs: [("inputClaim", "a")], outputs: [("outputClaim", "b")]), ["a": .string("bob@contoso.com")])["b"] == .string("bob@contoso.com"))
