@@ -5,9 +5,10 @@ import Foundation
 /// passes when every group does; a group when at least `MatchAtLeast` of its predicates do (all
 /// by default). Methods: `IsLengthRange` (`Minimum`, `Maximum`), `MatchesRegex`
 /// (`RegularExpression`, .NET syntax as in ``PolicyPattern``), `IncludesCharacters`
-/// (`CharacterSet`, with ranges such as `a-z`).
+/// (`CharacterSet`, with ranges such as `a-z`), `IsDateRange` (`Minimum`, `Maximum`: a date
+/// `yyyy-MM-dd` or `Today`).
 package struct PolicyPredicates: Sendable {
-    static let methods: Set<String> = ["IsLengthRange", "MatchesRegex", "IncludesCharacters"]
+    static let methods: Set<String> = ["IsLengthRange", "MatchesRegex", "IncludesCharacters", "IsDateRange"]
     /// The most `PredicateReference`s one group may hold (refused at upload beyond): each may be
     /// a pattern, and an anonymous submission evaluates the group.
     package static let maximumReferencesPerGroup = 16
@@ -56,7 +57,7 @@ package struct PolicyPredicates: Sendable {
 
     /// The message of the first group `value` fails in `validation`, or nil when it passes. A
     /// group stops as soon as `MatchAtLeast` is decided either way, in document order.
-    package func problem(with value: String, validation: String, budget: PolicyPattern.Budget) throws -> String? {
+    package func problem(with value: String, validation: String, budget: PolicyPattern.Budget, now: Date = Date()) throws -> String? {
         for group in validations[validation.lowercased()] ?? [] {
             let count = group.predicates.count
             let needed = min(group.matchAtLeast ?? count, count)
@@ -65,7 +66,7 @@ package struct PolicyPredicates: Sendable {
             var firstFailing: String?
             for id in group.predicates {
                 guard passed < needed, failed <= count - needed else { break }
-                if try predicates[id.lowercased()].map({ try Self.holds($0, value, budget: budget) }) ?? false {
+                if try predicates[id.lowercased()].map({ try Self.holds($0, value, budget: budget, now: now) }) ?? false {
                     passed += 1
                 } else {
                     failed += 1
@@ -80,7 +81,7 @@ package struct PolicyPredicates: Sendable {
         return nil
     }
 
-    static func holds(_ predicate: Predicate, _ value: String, budget: PolicyPattern.Budget) throws -> Bool {
+    static func holds(_ predicate: Predicate, _ value: String, budget: PolicyPattern.Budget, now: Date = Date()) throws -> Bool {
         switch predicate.method {
         case "IsLengthRange":
             let minimum = predicate.parameters["Minimum"].flatMap(Int.init) ?? 0
@@ -90,6 +91,16 @@ package struct PolicyPredicates: Sendable {
         case "IncludesCharacters":
             let set = characters(in: predicate.parameters["CharacterSet"] ?? "")
             return value.unicodeScalars.contains { set.contains($0) }
+        case "IsDateRange":
+            // Whole days, in UTC: the value and each bound as `yyyy-MM-dd` (a dateTime's day counts).
+            func day(_ text: String) -> String? {
+                if text.lowercased() == "today" { return String(DateAndJSONTransformations.format(now).prefix(10)) }
+                return DateAndJSONTransformations.date(text).map { String(DateAndJSONTransformations.format($0).prefix(10)) }
+            }
+            guard let date = day(value) else { return false }
+            if let minimum = predicate.parameters["Minimum"].flatMap(day), date < minimum { return false }
+            if let maximum = predicate.parameters["Maximum"].flatMap(day), date > maximum { return false }
+            return true
         default: return false
         }
     }

@@ -118,6 +118,34 @@ struct ClaimsTransformationTests {
         #expect(try run(create, ["email": .string("some\"one@example.com")])["list"] == .string(#"["some\"one@example.com"]"#))
     }
 
+    @Test("the IsDateRange predicate: a date from Minimum to Maximum (a date, or Today), whole days in UTC; anything else fails")
+    func dateRange() throws {
+        func element(_ name: String, _ attributes: [String: String] = [:], _ children: [PolicyElement] = [], text: String = "") -> PolicyElement {
+            PolicyElement(name: name, attributes: attributes, children: children, text: text)
+        }
+        let blocks = element("BuildingBlocks", [:], [
+            element("Predicates", [:], [
+                element("Predicate", ["Id": "Range", "Method": "IsDateRange", "HelpText": "Choose a date from 1970 to today."], [
+                    element("Parameters", [:], [element("Parameter", ["Id": "Minimum"], text: "1970-01-01"), element("Parameter", ["Id": "Maximum"], text: "Today")])
+                ])
+            ]),
+            element("PredicateValidations", [:], [
+                element("PredicateValidation", ["Id": "InRange"], [
+                    element("PredicateGroups", [:], [element("PredicateGroup", [:], [element("PredicateReferences", [:], [element("PredicateReference", ["Id": "Range"])])])])
+                ])
+            ]),
+        ])
+        let predicates = PolicyPredicates(blocks)
+        let now = try #require(DateAndJSONTransformations.date("2022-01-14T11:40:35Z"))
+        func problem(_ value: String) throws -> String? {
+            try predicates.problem(with: value, validation: "InRange", budget: PolicyPattern.Budget(), now: now)
+        }
+        #expect(try problem("1970-01-01") == nil && problem("2022-01-14") == nil && problem("2000-02-29T10:00:00Z") == nil)
+        #expect(try problem("1969-12-31") == "Choose a date from 1970 to today.")
+        #expect(try problem("2022-01-15") == "Choose a date from 1970 to today.", "tomorrow is after Today")
+        #expect(try problem("not a date") == "Choose a date from 1970 to today.")
+    }
+
     @Test("string: copy, create, format, change case, replace, split")
     func strings() throws {
         #expect(try run(transformation("CopyClaim", inputs: [("inputClaim", "a")], outputs: [("outputClaim", "b")]), ["a": .string("bob@contoso.com")])["b"] == .string("bob@contoso.com"))

@@ -114,7 +114,7 @@ struct PolicyProfileRunner: Sendable {
     /// fails is the page's message; a submission whose matching takes longer than the budget is
     /// refused as such.
     static func checkPatterns(
-        _ fields: [(PolicyClaimReference, PolicyClaimType)], _ policy: CompiledPolicy, form: RequestParameters
+        _ fields: [(PolicyClaimReference, PolicyClaimType)], _ policy: CompiledPolicy, form: RequestParameters, now: Date = Date()
     ) async throws {
         let checked = fields.compactMap { _, type -> (PolicyClaimType, String)? in
             let raw = (form[type.id] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
@@ -132,7 +132,7 @@ struct PolicyProfileRunner: Sendable {
                     if let pattern = type.pattern, try !PolicyPattern.matches(raw, pattern.expression, budget: budget) {
                         return pattern.helpText ?? "Please enter a valid \(type.displayName)."
                     }
-                    if let validation = type.predicateValidation, let problem = try predicates.problem(with: raw, validation: validation, budget: budget) {
+                    if let validation = type.predicateValidation, let problem = try predicates.problem(with: raw, validation: validation, budget: budget, now: now) {
                         return problem
                     }
                 }
@@ -148,7 +148,7 @@ struct PolicyProfileRunner: Sendable {
         async throws -> PolicyDirectoryProvider.Outcome?
     {
         let fields = Self.fields(profile, policy)
-        try await Self.checkPatterns(fields, policy, form: run.form)
+        try await Self.checkPatterns(fields, policy, form: run.form, now: run.now)
         // A display claim is shown and checked; only an output claim goes back to the journey
         // ("the output claims collection returns the claims to the next orchestration step").
         let returned = Set(profile.outputClaims.map { $0.claimType.lowercased() })
