@@ -180,7 +180,7 @@ package struct PolicyRelyingParty: Sendable {
     let tokenJourney: String?
     package let outputClaims: [PolicyClaimReference]
     /// `SubjectNamingInfo ClaimType`: the token claim that is the subject.
-    let subjectClaim: String
+    package let subjectClaim: String
     /// `JourneyInsights DeploymentMode="Development"`: keep the developer trace.
     let developmentTrace: Bool
 

@@ -168,6 +168,96 @@ struct CustomPolicyRunTests {
         }
     }
 
+    /// A relying party in the shape of the B2C community's unit tests: one page, then the
+    /// token, with `sub` from an `objectId` default; nobody signs in.
+    static func subjectOnlyPolicy(tenant: String, subject: String = "1234") -> Data {
+        Data(
+            """
+            <TrustFrameworkPolicy xmlns="http://schemas.microsoft.com/online/cpim/schemas/2013/06" PolicySchemaVersion="0.3.0.0"
+              TenantId="\(tenant)" PolicyId="B2C_1A_test_nobody" PublicPolicyUri="http://\(tenant)/B2C_1A_test_nobody">
+            <BasePolicy><TenantId>\(tenant)</TenantId><PolicyId>B2C_1A_LocalBase</PolicyId></BasePolicy>
+            <BuildingBlocks><ClaimsSchema>
+              <ClaimType Id="word"><DisplayName>A word</DisplayName><DataType>string</DataType><UserInputType>TextBox</UserInputType></ClaimType>
+              <ClaimType Id="shout"><DisplayName>Shout</DisplayName><DataType>string</DataType></ClaimType>
+            </ClaimsSchema>
+            <ClaimsTransformations>
+              <ClaimsTransformation Id="Shout" TransformationMethod="ChangeCase">
+                <InputClaims><InputClaim ClaimTypeReferenceId="word" TransformationClaimType="inputClaim1" /></InputClaims>
+                <InputParameters><InputParameter Id="toCase" DataType="string" Value="UPPER" /></InputParameters>
+                <OutputClaims><OutputClaim ClaimTypeReferenceId="shout" TransformationClaimType="outputClaim" /></OutputClaims>
+              </ClaimsTransformation>
+            </ClaimsTransformations></BuildingBlocks>
+            <ClaimsProviders><ClaimsProvider><DisplayName>Unit</DisplayName><TechnicalProfiles>
+              <TechnicalProfile Id="Experiment">
+                <DisplayName>Unit test</DisplayName>
+                <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.SelfAssertedAttributeProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
+                <Metadata><Item Key="ContentDefinitionReferenceId">form</Item></Metadata>
+                <DisplayClaims><DisplayClaim ClaimTypeReferenceId="word" Required="true" /></DisplayClaims>
+                <OutputClaims><OutputClaim ClaimTypeReferenceId="word" /></OutputClaims>
+                <OutputClaimsTransformations><OutputClaimsTransformation ReferenceId="Shout" /></OutputClaimsTransformations>
+              </TechnicalProfile>
+            </TechnicalProfiles></ClaimsProvider></ClaimsProviders>
+            <UserJourneys><UserJourney Id="Unit"><OrchestrationSteps>
+              <OrchestrationStep Order="1" Type="ClaimsExchange">
+                <ClaimsExchanges><ClaimsExchange Id="Experiment" TechnicalProfileReferenceId="Experiment" /></ClaimsExchanges>
+              </OrchestrationStep>
+              <OrchestrationStep Order="2" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />
+            </OrchestrationSteps></UserJourney></UserJourneys>
+            <RelyingParty>
+              <DefaultUserJourney ReferenceId="Unit" />
+              <TechnicalProfile Id="PolicyProfile">
+                <Protocol Name="OpenIdConnect" />
+                <OutputClaims>
+                  <OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" DefaultValue="\(subject)" />
+                  <OutputClaim ClaimTypeReferenceId="shout" />
+                </OutputClaims>
+                <SubjectNamingInfo ClaimType="sub" />
+              </TechnicalProfile>
+            </RelyingParty>
+            </TrustFrameworkPolicy>
+            """.utf8)
+    }
+
+    @Test(
+        "a journey that signs nobody in issues its relying party's subject (an objectId default), with no oid and no session; a code and a Graph token are refused",
+        arguments: TestDatabase.engines)
+    func policySubject(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            try await Self.upload(h)
+            try await h.server.administration.uploadCustomPolicies([Self.subjectOnlyPolicy(tenant: h.tenant.name)], tenant: h.tenant)
+            var app = h.seed.publicApp
+            app.allowImplicit = true
+            try await h.server.tenants.save(app, now: h.clock.now)
+            var attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_nobody", scope: "openid")
+            attempt.responseType = "id_token"
+            let page = try await driver.start(attempt, harness: h)
+            #expect(page.status == .ok && page.text.contains("id=\"word\""), "\(page.status) \(page.text)")
+            let answered = try await driver.submit(page, [("word", "hello")])
+            let token = try #require(answered.redirectParameters["id_token"], "\(answered.status) \(answered.text)")
+            let claims = DecodedJWT(token).claims
+            #expect(claims["sub"] as? String == "1234" && claims["shout"] as? String == "HELLO", "\(claims)")
+            #expect(claims["oid"] == nil, "no account, no object id")
+            #expect(claims["tfp"] as? String == "B2C_1A_test_nobody" && claims["nonce"] as? String == attempt.nonce)
+            #expect(answered.headers[values: .setCookie].allSatisfy { !$0.hasPrefix("x-ms-cpim-sso") }, "no single-sign-on session for nobody")
+            #expect(try await h.server.users.users(tenantID: h.tenant.id).isEmpty, "no account was made")
+
+            // A code would name an account: refused in the protocol's form, at the app.
+            let withCode = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_nobody")
+            let codePage = try await driver.start(withCode, harness: h)
+            let refused = try await driver.submit(codePage, [("word", "hello")])
+            #expect(refused.redirectParameters["code"] == nil && refused.redirectParameters["error"] != nil, "\(refused.status) \(refused.text)")
+
+            // Nor a Microsoft Graph token for a made-up subject (a real account's object id here).
+            let admin = try await h.addUser("root@example.com", name: "Root")
+            try await h.server.administration.uploadCustomPolicies([Self.subjectOnlyPolicy(tenant: h.tenant.name, subject: admin.objectID)], tenant: h.tenant)
+            var graph = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_nobody", scope: "openid https://graph.microsoft.com/User.Read")
+            graph.responseType = "id_token token"
+            let graphPage = try await driver.start(graph, harness: h)
+            let noGraph = try await driver.submit(graphPage, [("word", "hello")])
+            #expect(noGraph.redirectParameters["access_token"] == nil && noGraph.redirectParameters["error"] != nil, "\(noGraph.status) \(noGraph.text)")
+        }
+    }
+
     @Test("sign up: the email proven with a code, the account written, newUser in the token; a taken address refused", arguments: TestDatabase.engines)
     func signUp(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in

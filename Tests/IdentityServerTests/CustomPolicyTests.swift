@@ -149,10 +149,10 @@ struct CustomPolicyTests {
                 <TechnicalProfile Id="Odd"><Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.PhoneFactorProtocolProvider, Web.TPEngine" /></TechnicalProfile>
                 """,
             stepExtra: #"<OrchestrationStep Order="9" Type="InvokeSubJourney" />"#)
-            .replacingOccurrences(of: "TransformationMethod=\"FormatStringClaim\"", with: "TransformationMethod=\"ConvertNumberToStringClaim\"")
+            .replacingOccurrences(of: "TransformationMethod=\"FormatStringClaim\"", with: "TransformationMethod=\"XmlStringToJsonString\"")
             .replacingOccurrences(of: "<DataType>boolean</DataType>", with: "<DataType>phoneNumberish</DataType>")
         let problems = PolicyCheck.effective(try parse(base))
-        for expected in ["'SAML2'", "PhoneFactorProtocolProvider", "'InvokeSubJourney'", "'ConvertNumberToStringClaim'", "'phoneNumberish'"] {
+        for expected in ["'SAML2'", "PhoneFactorProtocolProvider", "'InvokeSubJourney'", "'XmlStringToJsonString'", "'phoneNumberish'"] {
             #expect(problems.contains { $0.contains(expected) && $0.contains("not supported") }, "\(expected) in \(problems)")
         }
         let withDisplayControl = PolicyFixtures.base().replacingOccurrences(

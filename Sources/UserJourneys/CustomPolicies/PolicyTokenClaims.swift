@@ -48,6 +48,17 @@ enum PolicyTokenClaims {
         return values
     }
 
+    /// The subject the relying party sends (its output claim named as `SubjectNamingInfo`
+    /// says, `sub` by default), its defaults and resolvers applied; nil when it sends none.
+    static func subject(_ policy: CompiledPolicy, claims: PolicyClaims, resolver: PolicyClaimResolver) -> String? {
+        guard let party = policy.relyingParty else { return nil }
+        var claims = claims
+        resolver.applyDefaults(party.outputClaims, to: &claims)
+        let wanted = party.subjectClaim.lowercased()
+        let value = party.outputClaims.first { name($0, policy).lowercased() == wanted }.flatMap { claims[$0.claimType]?.text }
+        return value?.isEmpty == false ? value : nil
+    }
+
     /// Writes `values` into a token in the relying party's order, typed by each claim type.
     static func append(_ values: [String: String], _ policy: CompiledPolicy, into claims: inout JSONObjectBuilder) {
         for reference in policy.relyingParty?.outputClaims ?? [] {

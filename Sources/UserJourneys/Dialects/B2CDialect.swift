@@ -49,7 +49,7 @@ struct B2CDialect: ProtocolDialect {
         claims.set("nbf", iat)
         claims.set("ver", "1.0")
         claims.set("iss", context.issuer)
-        claims.set("sub", context.user.objectID)
+        claims.set("sub", context.policySubject ?? context.user.objectID)
         claims.set("aud", context.client.clientIDString)
         claims.set("nonce", context.nonce)
         claims.set("iat", iat)
@@ -69,7 +69,7 @@ struct B2CDialect: ProtocolDialect {
         claims.set("exp", iat + Int64(lifetime))
         claims.set("nbf", iat)
         claims.set("aud", resource.audience)
-        claims.set("sub", context.user.objectID)
+        claims.set("sub", context.policySubject ?? context.user.objectID)
         claims.set("auth_time", context.authTime.epochSeconds)
         appendUserClaims(context, into: &claims)
         claims.set("tfp", context.flow.name)
@@ -147,7 +147,7 @@ struct B2CDialect: ProtocolDialect {
     private func appendUserClaims(_ context: IssuanceContext, into claims: inout JSONObjectBuilder) {
         if let program = context.flow.customPolicy {
             // A custom policy's claims are its relying party's, as the sign-in's bag had them.
-            claims.set("oid", context.user.objectID)
+            if context.policySubject == nil { claims.set("oid", context.user.objectID) }
             PolicyTokenClaims.append(context.claimOverrides, program.policy, into: &claims)
             return
         }

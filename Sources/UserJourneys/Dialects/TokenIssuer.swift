@@ -25,6 +25,10 @@ package struct IssuanceContext: Sendable {
     /// replacing the dialect's value of the same name; never the issuer, audience or times
     /// (``ExtraClaims``).
     package var extraClaims: ExtraClaims = ExtraClaims()
+    /// A custom policy's journey that signed nobody in: the subject its relying party sends
+    /// (`sub`), for an account that does not exist (`user` then stands for it, and is stored
+    /// nowhere); no `oid` is written.
+    package var policySubject: String?
 
     /// The context of a Microsoft Graph access token: a custom policy's relying-party claims
     /// (its output claims, REST answers among them) stay out. Graph trusts what the service's own

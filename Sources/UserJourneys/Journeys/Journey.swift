@@ -28,6 +28,10 @@ protocol OrchestrationStep: Sendable {
     /// consent, issues tokens): then the engine enters it only for a known, enabled account that
     /// has cleared the flow's second factor.
     var actsForUser: Bool { get }
+    /// Whether the step may run for a custom policy's journey that signed nobody in: its token
+    /// names the subject the policy's relying party sends (B2C runs the tenant's policy as
+    /// written; the unit tests of the B2C community issue `sub` from an `objectId` default).
+    var servesPolicySubject: Bool { get }
     /// The step's preconditions: false skips it.
     func applies(to run: JourneyRun) -> Bool
     /// Runs the step when the journey reaches it.
@@ -43,6 +47,7 @@ protocol OrchestrationStep: Sendable {
 extension OrchestrationStep {
     var pages: Set<HostedPage> { [] }
     var actsForUser: Bool { false }
+    var servesPolicySubject: Bool { false }
     func applies(to run: JourneyRun) -> Bool { true }
     func show(_ page: HostedPage, _ run: inout JourneyRun) async throws -> StepOutcome { throw JourneyEngine.notThisStep }
     func act(on page: HostedPage, _ run: inout JourneyRun) async throws -> StepOutcome { throw JourneyEngine.notThisStep }

@@ -268,6 +268,9 @@ package struct JourneyEngine: Sendable {
         if let user = run.user, !user.accountEnabled { return .accountDisabled }
         guard step.actsForUser else { return nil }
         guard let user = run.user else {
+            // The tenant's own policy may issue for a subject that is no account; a built-in
+            // flow never does (the stricter rule, named in the README).
+            if step.servesPolicySubject, run.flow.customPolicy != nil { return nil }
             if !run.pagesAllowed { return .invalidCredentials }
             throw PageError(
                 status: .badRequest, title: "Sign in first",

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Hummingbird
 import IdentityDirectory
@@ -19,6 +20,7 @@ struct TokenIssuanceStep: OrchestrationStep {
 
     let id = "JwtIssuer"
     var actsForUser: Bool { true }
+    var servesPolicySubject: Bool { true }
 
     /// The native-client redirect URI of the ADAL era (RFC 8252's predecessor, "out of band").
     static let outOfBand = "urn:ietf:wg:oauth:2.0:oob"
@@ -46,12 +48,38 @@ struct TokenIssuanceStep: OrchestrationStep {
     }
 
     func enter(_ run: inout JourneyRun) async throws -> StepOutcome {
-        guard let user = run.user else { throw JourneyEngine.notThisStep }
+        let user: UserAccount
+        var policySubject: String?
+        if let signedIn = run.user {
+            user = signedIn
+        } else {
+            // A custom policy that signed nobody in (the engine lets no other journey here
+            // without an account): its token names the relying party's subject.
+            guard let program = run.flow.customPolicy else { throw JourneyEngine.notThisStep }
+            let resolver = PolicyClaimResolver(run, policyID: program.policy.id)
+            guard let subject = PolicyTokenClaims.subject(program.policy, claims: run.state.policyClaims ?? PolicyClaims(), resolver: resolver)
+            else { return .fail(.policyNotRunnable("The journey signed nobody in, and its relying party sends no subject.")) }
+            // Departure, named in the README: a code or refresh token here names an account, so a
+            // journey without one answers the implicit response types only.
+            if run.authorization.wantsCode {
+                return .fail(.policyNotRunnable("A journey that signs nobody in answers response_type=id_token (or token) here, not a code."))
+            }
+            user = Self.policySubjectAccount(subject, tenantID: run.tenant.id, now: run.now)
+            policySubject = subject
+        }
         let now = run.now
         let authorization = run.authorization
         let (tenant, flow) = (run.tenant, run.flow)
         guard let client = try await tenants.application(tenantID: tenant.id, clientID: authorization.clientID) else {
             throw PageError(status: .badRequest, title: "Unknown application", message: "The application is no longer registered.")
+        }
+        // Microsoft Graph trusts a token's subject as a directory account: a subject the policy
+        // made up is none (as issue 44's H-2 keeps policies from writing Graph tokens).
+        if policySubject != nil {
+            let apps = try await tenants.applications(tenantID: tenant.id)
+            if (try? GrantedScopes.resolve(authorization.scopes, client: client, tenantApps: apps))?.isForMicrosoftGraph == true {
+                return .fail(.policyNotRunnable("A journey that signs nobody in issues no Microsoft Graph token."))
+            }
         }
         let identityProvider = run.claims.identityProvider ?? user.identityProvider
         let authTime = run.claims.authTime ?? now
@@ -60,7 +88,7 @@ struct TokenIssuanceStep: OrchestrationStep {
         var overrides: [String: String] = [:]
         if let program = flow.customPolicy {
             // The subject the policy's claims name must be the account signed in.
-            if let subject = run.state.policyClaims?.text("objectId"), subject != user.objectID {
+            if policySubject == nil, let subject = run.state.policyClaims?.text("objectId"), subject != user.objectID {
                 return .fail(.policyNotRunnable("The policy's objectId is not the account signed in."))
             }
             // The JWT issuer's key set must hold a signing key before the journey completes, so a
@@ -127,6 +155,7 @@ struct TokenIssuanceStep: OrchestrationStep {
                     nonce: authorization.nonce, authTime: authTime, newUser: newUser, identityProvider: identityProvider, face: face,
                     claimOverrides: overrides)
                 issuance.extraClaims = ExtraClaims(kept: provided.stored, scopes: scopes)
+            issuance.policySubject = policySubject
                 let tokens = try await issuer.issue(issuance, now: now, code: code, hashAccessToken: true)
                 if let accessToken = tokens.accessToken {
                     parameters += [
@@ -160,8 +189,22 @@ struct TokenIssuanceStep: OrchestrationStep {
             response = RedirectResponder.respond(
                 redirectURI: authorization.redirectURI, mode: authorization.responseMode, parameters: parameters)
         }
-        let sessionID = try await Self.sessionID(for: user, sessions: sessions, &run)
-        run.cookies.append(sessions.cookie(current: sessionID, request: run.request, tenant: tenant))
+        // A subject that is no account has no single-sign-on session to start.
+        if policySubject == nil {
+            let sessionID = try await Self.sessionID(for: user, sessions: sessions, &run)
+            run.cookies.append(sessions.cookie(current: sessionID, request: run.request, tenant: tenant))
+        }
         return .finish(response)
+    }
+
+    /// The account a policy subject stands in for while its tokens are made: stored nowhere,
+    /// its id derived from the tenant and the subject (the same subject, the same id).
+    static func policySubjectAccount(_ subject: String, tenantID: UUID, now: Date) -> UserAccount {
+        var bytes = Array(SHA256.hash(data: Data("policy-subject|\(tenantID.uuidString.lowercased())|\(subject)".utf8)).prefix(16))
+        bytes[6] = (bytes[6] & 0x0F) | 0x50  // a name-based UUID's version and variant bits
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let id = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return UserAccount(
+            id: id, tenantID: tenantID, identityProvider: .local, signInName: subject, email: nil, displayName: "", createdAt: now, emailVerified: false)
     }
 }
