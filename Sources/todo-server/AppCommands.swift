@@ -39,6 +39,8 @@ struct Apps: AsyncParsableCommand {
         @Option(help: "public or confidential.") var kind: String = "public"
         @Option(name: .customLong("redirect-uri"), help: "A redirect URI (repeatable).") var redirectURIs: [String] = []
         @Flag(help: "Allow the ROPC (password) grant.") var allowRopc = false
+        @Flag(help: "Allow the implicit response types id_token and token (the portal's \"ID tokens\" and \"Access tokens\").")
+        var allowImplicit = false
         @Flag(help: "Refuse sign-ins without PKCE (B2C requires it of single-page apps only).") var requirePkce = false
         @Option(name: .customLong("app-id-uri"), help: "Application ID URI when the app exposes an API.") var appIDURI: String?
         @Option(name: .customLong("scope"), help: "A scope the API exposes (repeatable).") var scopes: [String] = []
@@ -59,6 +61,7 @@ struct Apps: AsyncParsableCommand {
             var draft = IdentityAdministration.NewApplication(name: name, kind: clientKind)
             draft.redirectURIs = redirectURIs
             draft.allowPublicClientFlows = allowRopc
+            draft.allowImplicit = allowImplicit
             draft.requirePKCE = requirePkce
             draft.appIDURI = appIDURI
             draft.exposedScopes = scopes

@@ -114,6 +114,8 @@ public struct IdentityAdministration: Sendable {
         public var kind: ClientKind
         public var redirectURIs: [String] = []
         public var allowPublicClientFlows = false
+        /// The portal's "ID tokens" and "Access tokens" boxes: the implicit response types.
+        public var allowImplicit = false
         public var requirePKCE = false
         public var appIDURI: String?
         public var exposedScopes: [String] = []
@@ -172,6 +174,7 @@ public struct IdentityAdministration: Sendable {
             allowPublicClientFlows: draft.allowPublicClientFlows, requirePKCE: draft.requirePKCE, appIDURI: draft.appIDURI,
             exposedScopes: draft.exposedScopes, userFlow: flowName)
         app.nativeAuthentication = draft.nativeAuthentication
+        app.allowImplicit = draft.allowImplicit
         try await audited(.addApplication, tenantID: tenantID, target: .application(app)) { try await tenants.save(app, now: clock.now) }
         var registered = app
         if !draft.graphPermissions.isEmpty {
