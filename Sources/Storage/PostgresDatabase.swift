@@ -108,6 +108,8 @@ public final class PostgresDatabase: Database, SharingDatabase {
         if let shared = SharedTransaction.joined(by: self) {
             do {
                 return try await shared.write(body)
+            } catch is SharedTransaction.Ended {
+                // The work ended as this call joined it: it runs on its own, below.
             } catch {
                 throw health.classify(error)
             }

@@ -133,7 +133,9 @@ public final class SQLiteDatabase: Database, SharingDatabase {
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let sql = self.sql
         do {
-            if let shared = SharedTransaction.joined(by: self) { return try await shared.write(body) }
+            if let shared = SharedTransaction.joined(by: self) {
+                do { return try await shared.write(body) } catch is SharedTransaction.Ended {}
+            }
             let value = try await lock.withLock { try await sql.runTransaction(begin: "BEGIN IMMEDIATE", body) }
             health.recordSuccess(write: true)
             return value
@@ -148,7 +150,9 @@ public final class SQLiteDatabase: Database, SharingDatabase {
     public func singleStatement<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let sql = self.sql
         do {
-            if let shared = SharedTransaction.joined(by: self) { return try await shared.write(body) }
+            if let shared = SharedTransaction.joined(by: self) {
+                do { return try await shared.write(body) } catch is SharedTransaction.Ended {}
+            }
             // One statement is atomic on its own in SQLite (https://sqlite.org/lang_transaction.html:
             // "any command that changes the database will automatically start a transaction ...
             // committed when the last SQL statement finishes"); the lock keeps it out of another

@@ -40,8 +40,14 @@ final class SharedTransaction: Sendable {
         var task: Task<Void, any Error>?
         var end: CheckedContinuation<Bool, Never>?
         var endDecided: Bool?
-        var afterCommit: [@Sendable () -> Void] = []
+        /// Run again once the transaction has ended, either way (caches forgetting).
+        var afterTransaction: [@Sendable () -> Void] = []
+        /// Writes that must not share the transaction's fate, run once it has ended.
+        var afterEnd: [@Sendable () async -> Void] = []
     }
+
+    /// A call that reached the transaction after its work ended: it runs on its own instead.
+    struct Ended: Error {}
 
     /// The engine instance this transaction belongs to: a second database is not joined.
     let owner: ObjectIdentifier
@@ -77,13 +83,21 @@ final class SharedTransaction: Sendable {
         return value
     }
 
-    /// Runs `body` now and, inside a shared transaction, again once it has committed: an
-    /// in-memory cache that forgets a change at once may read the old rows back before the
-    /// change is committed, and must forget them again then.
-    static func afterCommit(on database: AnyObject, _ body: @escaping @Sendable () -> Void) {
+    /// Runs `body` now and, inside a shared transaction, again once it has ended: an in-memory
+    /// cache that forgets a change at once may read the old rows back before the change is
+    /// committed (or keep rows a rollback took away), and must forget them again then.
+    static func afterTransaction(on database: AnyObject, _ body: @escaping @Sendable () -> Void) {
         guard let shared = joined(by: database) else { return body() }
-        shared.holder.withLock { $0.afterCommit.append(body) }
+        shared.holder.withLock { $0.afterTransaction.append(body) }
         body()
+    }
+
+    /// Runs `body` once the shared transaction has ended, outside it, or now when there is
+    /// none: a write that must stand whatever the work does (a refusal's audit record). Inside
+    /// the transaction it would wait for the writer the transaction holds, or go with a rollback.
+    static func afterEnd(on database: AnyObject, _ body: @escaping @Sendable () async -> Void) async {
+        guard let shared = joined(by: database) else { return await body() }
+        shared.holder.withLock { $0.afterEnd.append(body) }
     }
 
     // MARK: Joining calls
@@ -96,7 +110,15 @@ final class SharedTransaction: Sendable {
 
     /// A read on the transaction once it has begun (it sees the work's own writes); nil before.
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T? {
-        guard case .open(let connection) = state.withLock({ $0 }) else { return nil }
+        // While another call begins the transaction, a read waits for it (on SQLite the opener
+        // holds the one connection a read without readers would wait for).
+        let connection: Connection
+        switch state.withLock({ $0 }) {
+        case .open(let open): connection = open
+        case .opening:
+            do { connection = try await begun() } catch is Ended { return nil }
+        case .idle, .ended: return nil
+        }
         // A failed statement ends a PostgreSQL transaction: a savepoint keeps a failed read the
         // caller's own failure, as it was outside.
         return try await job { try await Self.savepoint(connection.sql, number: self.savepoints.add(1, ordering: .relaxed).newValue, body) }
@@ -104,7 +126,13 @@ final class SharedTransaction: Sendable {
 
     /// ``Database/rows(_:_:)`` on the transaction once it has begun; nil before.
     func rows(_ sql: String, _ binds: [StoredValue]) async throws -> [StoredRow]? {
-        guard case .open(let connection) = state.withLock({ $0 }) else { return nil }
+        let connection: Connection
+        switch state.withLock({ $0 }) {
+        case .open(let open): connection = open
+        case .opening:
+            do { connection = try await begun() } catch is Ended { return nil }
+        case .idle, .ended: return nil
+        }
         return try await job {
             try await Self.savepoint(connection.sql, number: self.savepoints.add(1, ordering: .relaxed).newValue) { _ in
                 try await connection.rows(sql, binds)
@@ -141,6 +169,7 @@ final class SharedTransaction: Sendable {
             case ready(Connection)
             case wait
             case start
+            case ended
         }
         return try await withCheckedThrowingContinuation { continuation in
             let step: Step = state.withLock { state in
@@ -150,16 +179,19 @@ final class SharedTransaction: Sendable {
                     waiters.append(continuation)
                     state = .opening(waiters)
                     return .wait
-                case .idle, .ended:
-                    // `.ended` is not reached: `joined(by:)` let no late call in.
+                case .idle:
                     state = .opening([continuation])
                     return .start
+                case .ended:
+                    // A call that joined just before the work ended: it runs on its own.
+                    return .ended
                 }
             }
             switch step {
             case .ready(let connection): continuation.resume(returning: connection)
             case .wait: break
             case .start: start()
+            case .ended: continuation.resume(throwing: Ended())
             }
         }
     }
@@ -217,19 +249,25 @@ final class SharedTransaction: Sendable {
             if case .idle = state { return false }
             return true
         }
-        let (task, end, afterCommit) = holder.withLock { holder -> (Task<Void, any Error>?, CheckedContinuation<Bool, Never>?, [@Sendable () -> Void]) in
+        let (task, end) = holder.withLock { holder -> (Task<Void, any Error>?, CheckedContinuation<Bool, Never>?) in
             holder.endDecided = commit
             defer { holder.end = nil }
-            return (holder.task, holder.end, holder.afterCommit)
+            return (holder.task, holder.end)
         }
-        guard wasOpen, let task else { return }
-        end?.resume(returning: commit)
-        do {
-            try await task.value
-        } catch is RolledBack {
-            return
+        var failure: (any Error)?
+        if wasOpen, let task {
+            end?.resume(returning: commit)
+            do {
+                try await task.value
+            } catch is RolledBack {
+            } catch {
+                failure = error
+            }
         }
-        if commit { for body in afterCommit { body() } }
+        let (forget, writes) = holder.withLock { ($0.afterTransaction, $0.afterEnd) }
+        for body in forget { body() }
+        await Self.$current.withValue(nil) { for write in writes { await write() } }
+        if let failure { throw failure }
     }
 }
 
@@ -244,11 +282,18 @@ extension Database {
         return try await SharedTransaction(owner: ObjectIdentifier(engine), opener: engine.sharedOpener()).run(work)
     }
 
-    /// Runs `body` now and, inside ``atomically(_:)`` work, again once it has committed (an
-    /// in-memory cache forgetting a change: see ``SharedTransaction/afterCommit(on:_:)``).
-    public func afterCommit(_ body: @escaping @Sendable () -> Void) {
+    /// Runs `body` now and, inside ``atomically(_:)`` work, again once it has ended (an
+    /// in-memory cache forgetting a change: see ``SharedTransaction/afterTransaction(on:_:)``).
+    public func afterTransaction(_ body: @escaping @Sendable () -> Void) {
         guard let engine = self as? any SharingDatabase else { return body() }
-        SharedTransaction.afterCommit(on: engine, body)
+        SharedTransaction.afterTransaction(on: engine, body)
+    }
+
+    /// Runs `body` outside the current ``atomically(_:)`` work, once it has ended, or now when
+    /// there is none (see ``SharedTransaction/afterEnd(on:_:)``).
+    public func afterEnd(_ body: @escaping @Sendable () async -> Void) async {
+        guard let engine = self as? any SharingDatabase else { return await body() }
+        await SharedTransaction.afterEnd(on: engine, body)
     }
 }
 

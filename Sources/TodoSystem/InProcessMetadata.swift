@@ -31,8 +31,11 @@ struct InProcessMetadata: MetadataFetcher {
             port = url.port ?? (scheme == "https" ? 443 : 80)
         }
 
-        /// The `Host` the request names, as a client would send it.
-        var authority: String { (scheme == "https" && port == 443) || (scheme == "http" && port == 80) ? host : "\(host):\(port)" }
+        /// The `Host` the request names, as a client would send it (an IPv6 literal in brackets).
+        var authority: String {
+            let name = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+            return (scheme == "https" && port == 443) || (scheme == "http" && port == 80) ? name : "\(name):\(port)"
+        }
     }
 
     struct Refused: Error, CustomStringConvertible {
@@ -51,12 +54,28 @@ struct InProcessMetadata: MetadataFetcher {
         let request = Request(
             head: HTTPRequest(method: .get, scheme: origin.scheme, authority: origin.authority, path: path),
             body: RequestBody(buffer: ByteBuffer()))
-        let response = try await responder.respond(to: request, context: IdentityRequestContext(inProcess: logger))
-        guard response.status == .ok else { throw Refused(description: "GET \(url): HTTP \(response.status.code)") }
-        let collected = Collected()
-        try await response.body.write(collected)
-        return Data(buffer: collected.buffer)
+        let (responder, logger) = (self.responder, self.logger)
+        // The network fetch's deadline: a validator waits on this, and with it every call that
+        // needs the keys (a database that stalls the identity router must not stall them longer).
+        return try await withThrowingTaskGroup(of: Data.self) { group in
+            group.addTask {
+                let response = try await responder.respond(to: request, context: IdentityRequestContext(inProcess: logger))
+                guard response.status == .ok else { throw Refused(description: "GET \(url): HTTP \(response.status.code)") }
+                let collected = Collected()
+                try await response.body.write(collected)
+                return Data(buffer: collected.buffer)
+            }
+            group.addTask {
+                try await Task.sleep(for: Self.deadline)
+                throw Refused(description: "GET \(url): no answer within \(Self.deadline)")
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
     }
+
+    /// As long as ``HTTPMetadataFetcher``'s timeout.
+    static let deadline: Duration = .seconds(5)
 
     /// A class: the body writes into a writer it consumes.
     private final class Collected: ResponseBodyWriter {

@@ -75,21 +75,16 @@ struct CustomPolicyRunTests {
     /// A relying party on the local base with one more page after the sign-in: its DisplayClaims
     /// (a required city, the read-only greeting, a nickname that is shown but not an output claim).
     static func displayClaimsPolicy(tenant: String) -> Data {
-        Data(
-            """
-            <TrustFrameworkPolicy xmlns="http://schemas.microsoft.com/online/cpim/schemas/2013/06" PolicySchemaVersion="0.3.0.0"
-              TenantId="\(tenant)" PolicyId="B2C_1A_test_display" PublicPolicyUri="http://\(tenant)/B2C_1A_test_display">
-            <BasePolicy><TenantId>\(tenant)</TenantId><PolicyId>B2C_1A_LocalBase</PolicyId></BasePolicy>
-            <BuildingBlocks><ClaimsSchema>
-              <ClaimType Id="city"><DisplayName>City</DisplayName><DataType>string</DataType><UserInputType>TextBox</UserInputType></ClaimType>
-              <ClaimType Id="nickname"><DisplayName>Nickname</DisplayName><DataType>string</DataType><UserInputType>TextBox</UserInputType></ClaimType>
-              <ClaimType Id="greetingShown"><DisplayName>Greeting</DisplayName><DataType>string</DataType><UserInputType>Readonly</UserInputType></ClaimType>
-            </ClaimsSchema></BuildingBlocks>
-            <ClaimsProviders><ClaimsProvider><DisplayName>Pages</DisplayName><TechnicalProfiles>
-              <TechnicalProfile Id="Form-Details">
-                <DisplayName>Your details</DisplayName>
-                <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.SelfAssertedAttributeProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
-                <Metadata><Item Key="ContentDefinitionReferenceId">form</Item></Metadata>
+        PolicyFixtures.onLocalBase(
+            id: "B2C_1A_test_display", tenant: tenant,
+            claimTypes: """
+                <ClaimType Id="city"><DisplayName>City</DisplayName><DataType>string</DataType><UserInputType>TextBox</UserInputType></ClaimType>
+                <ClaimType Id="nickname"><DisplayName>Nickname</DisplayName><DataType>string</DataType><UserInputType>TextBox</UserInputType></ClaimType>
+                <ClaimType Id="greetingShown"><DisplayName>Greeting</DisplayName><DataType>string</DataType><UserInputType>Readonly</UserInputType></ClaimType>
+                """,
+            page: (
+                "Form-Details",
+                """
                 <InputClaims><InputClaim ClaimTypeReferenceId="greetingShown" DefaultValue="Welcome back" /></InputClaims>
                 <DisplayClaims>
                   <DisplayClaim ClaimTypeReferenceId="nickname" />
@@ -97,36 +92,14 @@ struct CustomPolicyRunTests {
                   <DisplayClaim ClaimTypeReferenceId="city" Required="true" />
                 </DisplayClaims>
                 <OutputClaims><OutputClaim ClaimTypeReferenceId="city" /><OutputClaim ClaimTypeReferenceId="displayName" /></OutputClaims>
-              </TechnicalProfile>
-            </TechnicalProfiles></ClaimsProvider></ClaimsProviders>
-            <UserJourneys><UserJourney Id="SignInWithDetails"><OrchestrationSteps>
-              <OrchestrationStep Order="1" Type="CombinedSignInAndSignUp" ContentDefinitionReferenceId="unified">
-                <ClaimsProviderSelections><ClaimsProviderSelection ValidationClaimsExchangeId="SignInExchange" /></ClaimsProviderSelections>
-                <ClaimsExchanges><ClaimsExchange Id="SignInExchange" TechnicalProfileReferenceId="Form-SignIn" /></ClaimsExchanges>
-              </OrchestrationStep>
-              <OrchestrationStep Order="2" Type="ClaimsExchange">
-                <ClaimsExchanges><ClaimsExchange Id="ReadExchange" TechnicalProfileReferenceId="Directory-Read" /></ClaimsExchanges>
-              </OrchestrationStep>
-              <OrchestrationStep Order="3" Type="ClaimsExchange">
-                <ClaimsExchanges><ClaimsExchange Id="DetailsExchange" TechnicalProfileReferenceId="Form-Details" /></ClaimsExchanges>
-              </OrchestrationStep>
-              <OrchestrationStep Order="4" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />
-            </OrchestrationSteps></UserJourney></UserJourneys>
-            <RelyingParty>
-              <DefaultUserJourney ReferenceId="SignInWithDetails" />
-              <TechnicalProfile Id="PolicyProfile">
-                <Protocol Name="OpenIdConnect" />
-                <OutputClaims>
-                  <OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" />
-                  <OutputClaim ClaimTypeReferenceId="city" />
-                  <OutputClaim ClaimTypeReferenceId="nickname" />
-                  <OutputClaim ClaimTypeReferenceId="displayName" />
-                </OutputClaims>
-                <SubjectNamingInfo ClaimType="sub" />
-              </TechnicalProfile>
-            </RelyingParty>
-            </TrustFrameworkPolicy>
-            """.utf8)
+                """),
+            signsIn: true,
+            relyingPartyClaims: """
+                <OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" />
+                <OutputClaim ClaimTypeReferenceId="city" />
+                <OutputClaim ClaimTypeReferenceId="nickname" />
+                <OutputClaim ClaimTypeReferenceId="displayName" />
+                """)
     }
 
     @Test(
@@ -171,55 +144,35 @@ struct CustomPolicyRunTests {
     /// A relying party in the shape of the B2C community's unit tests: one page, then the
     /// token, with `sub` from an `objectId` default; nobody signs in.
     static func subjectOnlyPolicy(tenant: String, subject: String = "1234") -> Data {
-        Data(
-            """
-            <TrustFrameworkPolicy xmlns="http://schemas.microsoft.com/online/cpim/schemas/2013/06" PolicySchemaVersion="0.3.0.0"
-              TenantId="\(tenant)" PolicyId="B2C_1A_test_nobody" PublicPolicyUri="http://\(tenant)/B2C_1A_test_nobody">
-            <BasePolicy><TenantId>\(tenant)</TenantId><PolicyId>B2C_1A_LocalBase</PolicyId></BasePolicy>
-            <BuildingBlocks><ClaimsSchema>
-              <ClaimType Id="word"><DisplayName>A word</DisplayName><DataType>string</DataType><UserInputType>TextBox</UserInputType></ClaimType>
-              <ClaimType Id="shout"><DisplayName>Shout</DisplayName><DataType>string</DataType></ClaimType>
-            </ClaimsSchema>
-            <ClaimsTransformations>
-              <ClaimsTransformation Id="Shout" TransformationMethod="ChangeCase">
-                <InputClaims><InputClaim ClaimTypeReferenceId="word" TransformationClaimType="inputClaim1" /></InputClaims>
-                <InputParameters><InputParameter Id="toCase" DataType="string" Value="UPPER" /></InputParameters>
-                <OutputClaims><OutputClaim ClaimTypeReferenceId="shout" TransformationClaimType="outputClaim" /></OutputClaims>
-              </ClaimsTransformation>
-            </ClaimsTransformations></BuildingBlocks>
-            <ClaimsProviders><ClaimsProvider><DisplayName>Unit</DisplayName><TechnicalProfiles>
-              <TechnicalProfile Id="Experiment">
-                <DisplayName>Unit test</DisplayName>
-                <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.SelfAssertedAttributeProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
-                <Metadata><Item Key="ContentDefinitionReferenceId">form</Item></Metadata>
+        PolicyFixtures.onLocalBase(
+            id: "B2C_1A_test_nobody", tenant: tenant,
+            claimTypes: """
+                <ClaimType Id="word"><DisplayName>A word</DisplayName><DataType>string</DataType><UserInputType>TextBox</UserInputType></ClaimType>
+                <ClaimType Id="shout"><DisplayName>Shout</DisplayName><DataType>string</DataType></ClaimType>
+                """,
+            transformations: """
+                <ClaimsTransformation Id="Shout" TransformationMethod="ChangeCase">
+                  <InputClaims><InputClaim ClaimTypeReferenceId="word" TransformationClaimType="inputClaim1" /></InputClaims>
+                  <InputParameters><InputParameter Id="toCase" DataType="string" Value="UPPER" /></InputParameters>
+                  <OutputClaims><OutputClaim ClaimTypeReferenceId="shout" TransformationClaimType="outputClaim" /></OutputClaims>
+                </ClaimsTransformation>
+                """,
+            page: (
+                "Experiment",
+                """
                 <DisplayClaims><DisplayClaim ClaimTypeReferenceId="word" Required="true" /></DisplayClaims>
                 <OutputClaims><OutputClaim ClaimTypeReferenceId="word" /></OutputClaims>
                 <OutputClaimsTransformations><OutputClaimsTransformation ReferenceId="Shout" /></OutputClaimsTransformations>
-              </TechnicalProfile>
-            </TechnicalProfiles></ClaimsProvider></ClaimsProviders>
-            <UserJourneys><UserJourney Id="Unit"><OrchestrationSteps>
-              <OrchestrationStep Order="1" Type="ClaimsExchange">
-                <ClaimsExchanges><ClaimsExchange Id="Experiment" TechnicalProfileReferenceId="Experiment" /></ClaimsExchanges>
-              </OrchestrationStep>
-              <OrchestrationStep Order="2" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />
-            </OrchestrationSteps></UserJourney></UserJourneys>
-            <RelyingParty>
-              <DefaultUserJourney ReferenceId="Unit" />
-              <TechnicalProfile Id="PolicyProfile">
-                <Protocol Name="OpenIdConnect" />
-                <OutputClaims>
-                  <OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" DefaultValue="\(subject)" />
-                  <OutputClaim ClaimTypeReferenceId="shout" />
-                </OutputClaims>
-                <SubjectNamingInfo ClaimType="sub" />
-              </TechnicalProfile>
-            </RelyingParty>
-            </TrustFrameworkPolicy>
-            """.utf8)
+                """),
+            signsIn: false,
+            relyingPartyClaims: """
+                <OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" DefaultValue="\(subject)" />
+                <OutputClaim ClaimTypeReferenceId="shout" />
+                """)
     }
 
     @Test(
-        "a journey that signs nobody in issues its relying party's subject (an objectId default), with no oid and no session; a code and a Graph token are refused",
+        "a journey that signs nobody in issues its relying party's subject (an objectId default), with no oid and no session, as an ID token only: a code and an access token are refused",
         arguments: TestDatabase.engines)
     func policySubject(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
@@ -247,14 +200,15 @@ struct CustomPolicyRunTests {
             let refused = try await driver.submit(codePage, [("word", "hello")])
             #expect(refused.redirectParameters["code"] == nil && refused.redirectParameters["error"] != nil, "\(refused.status) \(refused.text)")
 
-            // Nor a Microsoft Graph token for a made-up subject (a real account's object id here).
-            let admin = try await h.addUser("root@example.com", name: "Root")
-            try await h.server.administration.uploadCustomPolicies([Self.subjectOnlyPolicy(tenant: h.tenant.name, subject: admin.objectID)], tenant: h.tenant)
-            var graph = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_nobody", scope: "openid https://graph.microsoft.com/User.Read")
-            graph.responseType = "id_token token"
-            let graphPage = try await driver.start(graph, harness: h)
-            let noGraph = try await driver.submit(graphPage, [("word", "hello")])
-            #expect(noGraph.redirectParameters["access_token"] == nil && noGraph.redirectParameters["error"] != nil, "\(noGraph.status) \(noGraph.text)")
+            // Nor an access token, whose subject APIs key their data by (the Task API: oid, else
+            // sub): a made-up subject naming a real account's object id would read its tasks.
+            let victim = try await h.addUser("victim@example.com", name: "Victim")
+            try await h.server.administration.uploadCustomPolicies([Self.subjectOnlyPolicy(tenant: h.tenant.name, subject: victim.objectID)], tenant: h.tenant)
+            var access = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_nobody", scope: "openid \(h.clientID)")
+            access.responseType = "id_token token"
+            let accessPage = try await driver.start(access, harness: h)
+            let noAccess = try await driver.submit(accessPage, [("word", "hello")])
+            #expect(noAccess.redirectParameters["access_token"] == nil && noAccess.redirectParameters["error"] != nil, "\(noAccess.status) \(noAccess.text)")
         }
     }
 

@@ -135,6 +135,18 @@ struct DirectoryAuditTests {
         }
     }
 
+    @Test("a multi-file policy upload refused for one file stores none, and its refusal is recorded (outside the rolled-back upload)", arguments: TestDatabase.engines)
+    func refusedUploadRecorded(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, _ in
+            try await PolicyFixtures.makeKeys(h.server.administration, tenantID: h.tenant.id)
+            let files = try PolicyFixtures.localAccounts() + [Data(PolicyFixtures.relyingParty(id: "B2C_1A_broken", base: "B2C_1A_LocalBase", journey: "Nowhere").utf8)]
+            await #expect(throws: PolicyRejection.self) { try await h.server.administration.uploadCustomPolicies(files, tenant: h.tenant) }
+            #expect(try await h.server.administration.customPolicies(tenantID: h.tenant.id).isEmpty)
+            let records = try await h.server.service.directoryAudits.audits(tenantID: h.tenant.id, DirectoryAuditQuery())
+            #expect(records.contains { $0.activity == .uploadPolicy && $0.failureReason?.contains("Nowhere") == true }, "\(records.map(\.activity.displayName))")
+        }
+    }
+
     @Test(
         "a sign-in shows as B2C's Authentication record with TenantId, PolicyId and ApplicationId, initiated by the app, about the user",
         arguments: TestDatabase.engines)

@@ -106,26 +106,29 @@ struct SharedTransactionTests {
         }
     }
 
-    @Test("what waits for the commit runs after it, and not at all for work rolled back", arguments: TestDatabase.engines)
-    func afterCommit(engine: DatabaseEngine) async throws {
+    @Test(
+        "a cache told to forget forgets now and again when the transaction ends, either way; a write after the end stands when the work rolls back",
+        arguments: TestDatabase.engines)
+    func afterTheTransaction(engine: DatabaseEngine) async throws {
         try await TestDatabase.with(engine) { database in
             try await StorageTests.migrations.run(on: database, logger: TestDatabase.logger)
             let calls = Mutex<[String]>([])
             try await database.atomically {
                 try await Self.insert(database, "a")
-                database.afterCommit { calls.withLock { $0.append("committed") } }
+                database.afterTransaction { calls.withLock { $0.append("forget") } }
                 calls.withLock { $0.append("work") }
             }
-            // Once at once, once after the commit.
-            #expect(calls.withLock { $0 } == ["committed", "work", "committed"])
+            #expect(calls.withLock { $0 } == ["forget", "work", "forget"])
             calls.withLock { $0.removeAll() }
             _ = try? await database.atomically {
                 try await Self.insert(database, "b")
-                database.afterCommit { calls.withLock { $0.append("committed") } }
+                database.afterTransaction { calls.withLock { $0.append("forget") } }
+                // A refusal's record: written once the work has ended, outside it.
+                await database.afterEnd { try? await Self.insert(database, "record") }
                 throw Abort()
             }
-            #expect(calls.withLock { $0 } == ["committed"])
-            #expect(try await Self.ids(database) == ["a"])
+            #expect(calls.withLock { $0 } == ["forget", "forget"])
+            #expect(try await Self.ids(database) == ["a", "record"])
         }
     }
 

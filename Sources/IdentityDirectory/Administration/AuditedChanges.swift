@@ -64,15 +64,22 @@ extension IdentityAdministration {
             DirectoryAudit(tenantID: tenantID, at: clock.now, activity: activity, initiator: initiator, target: target, failureReason: failure))
     }
 
-    /// Writes the record of a refusal, which changed nothing: one that cannot be written is
-    /// logged as an error rather than hiding the refusal.
+    /// Writes the record of a refusal, which changed nothing, on its own: after the work it is
+    /// part of has ended (a refused file of a multi-file upload rolls the others back, and its
+    /// record must stay). One that cannot be written is logged as an error rather than hiding
+    /// the refusal.
     private func record(_ activity: AuditActivity, tenantID: UUID, target: AuditTarget?, failure: String?) async {
-        do {
-            try await write(activity, tenantID: tenantID, target: target, failure: failure)
-        } catch {
-            Self.logger.error(
-                "audit record not written",
-                metadata: ["activity": "\(activity.displayName)", "correlation": "\(initiator.correlationID)", "error": "\(error)"])
+        guard let auditLog else { return }
+        let audit = DirectoryAudit(tenantID: tenantID, at: clock.now, activity: activity, initiator: initiator, target: target, failureReason: failure)
+        let correlation = initiator.correlationID
+        await auditLog.database.afterEnd {
+            do {
+                try await auditLog.record(audit)
+            } catch {
+                Self.logger.error(
+                    "audit record not written",
+                    metadata: ["activity": "\(activity.displayName)", "correlation": "\(correlation)", "error": "\(error)"])
+            }
         }
     }
 }

@@ -99,14 +99,14 @@ package struct PolicyKeySetLibrary: Sendable {
         } catch where database.isUniqueViolation(error) {
             throw PolicyKeySetError(kind: .conflict, message: "The key set '\(id)' already exists.")
         }
-        database.afterCommit { [recentSets] in recentSets.forget() }
+        database.afterTransaction { [recentSets] in recentSets.forget() }
         return PolicyKeySet(id: id, keys: [])
     }
 
     package func delete(tenantID: UUID, id: String) async throws -> Bool {
         let key = Self.normalizedID(id).lowercased()
         let tenant = tenantID.uuidString.lowercased()
-        defer { database.afterCommit { [recentSets] in recentSets.forget() } }
+        defer { database.afterTransaction { [recentSets] in recentSets.forget() } }
         return try await database.transaction { sql in
             let existing = try await sql.raw(
                 "SELECT key_set_id FROM trust_framework_key_sets WHERE tenant_id = \(bind: tenant) AND key_set_id_lower = \(bind: key)"
@@ -204,7 +204,7 @@ package struct PolicyKeySetLibrary: Sendable {
                 """
             ).run()
         }
-        database.afterCommit { [recentSets] in recentSets.forget() }
+        database.afterTransaction { [recentSets] in recentSets.forget() }
         return key
     }
 

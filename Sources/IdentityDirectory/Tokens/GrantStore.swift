@@ -6,6 +6,9 @@ import WireCoding
 /// Authorization codes and refresh tokens. Only SHA-256 hashes of the values are stored.
 package protocol GrantStore: Sendable {
     func saveCode(_ code: String, grant: AuthorizationCodeGrant) async throws
+    /// Whether `code` exists, is unexpired and has not been redeemed: the one case a lost answer
+    /// may be sent again (a redeemed code presented again revokes what it bought).
+    func isPending(_ code: String, now: Date) async throws -> Bool
     /// Marks the code used and returns its grant, in one transaction; a second call reports
     /// `.replayed` and revokes the refresh-token family the first redemption created. A code
     /// presented by another client or at another user flow is refused and left unused.
@@ -175,6 +178,13 @@ package struct SQLGrantStore: GrantStore {
             expiresAt: grant.expiresAt.epochSeconds, redeemedAt: nil, familyId: nil, face: grant.face.rawValue,
             claimOverrides: grant.claimOverrides.map { StoredJSON.encode($0) }, extraClaims: grant.extraClaims.map { StoredJSON.encode($0) })
         try await database.transaction { sql in try await sql.insert(into: "authorization_codes").model(row, with: .snakeCase).run() }
+    }
+
+    package func isPending(_ code: String, now: Date) async throws -> Bool {
+        let rows = try await database.rows(
+            "SELECT code_hash FROM authorization_codes WHERE code_hash = ? AND redeemed_at IS NULL AND expires_at > ?",
+            [.text(Secrets.sha256Hex(code)), .integer(now.epochSeconds)])
+        return !rows.isEmpty
     }
 
     package func redeemCode(_ code: String, clientID: String, policy: String, face: ProtocolFace, now: Date) async throws -> CodeRedemption {

@@ -212,10 +212,11 @@ public final class SigningKeyRing: Sendable {
         }
     }
 
-    /// Forgets the cached ring now and, inside a change's transaction, again when it commits: a
-    /// sign-in between the two would read the old keys back and keep them.
+    /// Forgets the cached ring now and, inside a change's transaction, again when it ends: a
+    /// sign-in between the two would read the old keys back and keep them (or a rolled-back
+    /// first key would stay cached).
     private func forgetAfterCommit() {
-        database.afterCommit { [self] in self.cache.withLock { $0 = nil } }
+        database.afterTransaction { [self] in self.cache.withLock { $0 = nil } }
     }
 
     /// Forgets the cached ring so the next call reads the database.

@@ -24,6 +24,8 @@ package struct JourneyEngine: Sendable {
     let sessions: SingleSignOnSessions
     /// Each journey's end goes to the sign-in log.
     let signIns: SignInRecorder
+    /// Whether a completed sign-in's code is still unredeemed (``answerAgain(_:)``).
+    let grants: any GrantStore
 
     var now: Date { clock.now }
 
@@ -58,10 +60,12 @@ package struct JourneyEngine: Sendable {
 
     /// A completed transaction's answer sent again, to the browser that started it (the caller
     /// checked): a crash after the completion was stored lost the response, and the reload
-    /// goes on to the app with the same code rather than stopping at "Already completed". The
-    /// code is still single-use: one the app has redeemed gets `invalid_grant`.
+    /// goes on to the app with the same code rather than stopping at "Already completed". Only
+    /// while that code is unredeemed and unexpired, so the app never got it: a redeemed code
+    /// presented again would revoke the sign-in it bought (a Back button after signing in).
     func answerAgain(_ record: InteractionRecord) async throws -> Response {
-        guard let parameters = try await interactions.answer(id: record.id), record.request.redirectURI != TokenIssuanceStep.outOfBand
+        guard let parameters = try await interactions.answer(id: record.id), record.request.redirectURI != TokenIssuanceStep.outOfBand,
+            let code = parameters.first(where: { $0.0 == "code" })?.1, try await grants.isPending(code, now: now)
         else { throw Self.alreadyCompleted }
         return RedirectResponder.respond(redirectURI: record.request.redirectURI, mode: record.request.responseMode, parameters: parameters)
     }
@@ -270,7 +274,9 @@ package struct JourneyEngine: Sendable {
         guard let user = run.user else {
             // The tenant's own policy may issue for a subject that is no account; a built-in
             // flow never does (the stricter rule, named in the README).
-            if step.servesPolicySubject, run.flow.customPolicy != nil { return nil }
+            // Only a journey that never named an account: one whose account went away meanwhile
+            // (deleted mid-journey) is no subject of the policy's making.
+            if step.servesPolicySubject, run.flow.customPolicy != nil, run.claims.userID == nil { return nil }
             if !run.pagesAllowed { return .invalidCredentials }
             throw PageError(
                 status: .badRequest, title: "Sign in first",

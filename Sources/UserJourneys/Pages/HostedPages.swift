@@ -120,6 +120,6 @@ extension IdentityService {
         return JourneyEngine(
             catalog: adapt?(catalog) ?? catalog, interactions: interactions, users: users, clock: clock,
             kit: PageKit(renderer: pages, cookies: cookies, developmentMailbox: configuration.developmentMailbox), sessions: sessions,
-            signIns: signIns)
+            signIns: signIns, grants: grants)
     }
 }

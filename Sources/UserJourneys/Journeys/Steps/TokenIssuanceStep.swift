@@ -55,14 +55,15 @@ struct TokenIssuanceStep: OrchestrationStep {
         } else {
             // A custom policy that signed nobody in (the engine lets no other journey here
             // without an account): its token names the relying party's subject.
-            guard let program = run.flow.customPolicy else { throw JourneyEngine.notThisStep }
+            guard let program = run.flow.customPolicy, run.claims.userID == nil else { throw JourneyEngine.notThisStep }
             let resolver = PolicyClaimResolver(run, policyID: program.policy.id)
             guard let subject = PolicyTokenClaims.subject(program.policy, claims: run.state.policyClaims ?? PolicyClaims(), resolver: resolver)
             else { return .fail(.policyNotRunnable("The journey signed nobody in, and its relying party sends no subject.")) }
-            // Departure, named in the README: a code or refresh token here names an account, so a
-            // journey without one answers the implicit response types only.
-            if run.authorization.wantsCode {
-                return .fail(.policyNotRunnable("A journey that signs nobody in answers response_type=id_token (or token) here, not a code."))
+            // Departure, named in the README: a code or refresh token here names an account, and
+            // an access token's subject is what APIs key their data by (the Task API: `oid`, else
+            // `sub`), so a subject the policy made up gets an ID token only, on B2C's face.
+            if run.authorization.wantsCode || run.authorization.wantsAccessToken || run.authorization.protocolFace != .b2c {
+                return .fail(.policyNotRunnable("A journey that signs nobody in answers response_type=id_token here (no code, no access token)."))
             }
             user = Self.policySubjectAccount(subject, tenantID: run.tenant.id, now: run.now)
             policySubject = subject
@@ -72,14 +73,6 @@ struct TokenIssuanceStep: OrchestrationStep {
         let (tenant, flow) = (run.tenant, run.flow)
         guard let client = try await tenants.application(tenantID: tenant.id, clientID: authorization.clientID) else {
             throw PageError(status: .badRequest, title: "Unknown application", message: "The application is no longer registered.")
-        }
-        // Microsoft Graph trusts a token's subject as a directory account: a subject the policy
-        // made up is none (as issue 44's H-2 keeps policies from writing Graph tokens).
-        if policySubject != nil {
-            let apps = try await tenants.applications(tenantID: tenant.id)
-            if (try? GrantedScopes.resolve(authorization.scopes, client: client, tenantApps: apps))?.isForMicrosoftGraph == true {
-                return .fail(.policyNotRunnable("A journey that signs nobody in issues no Microsoft Graph token."))
-            }
         }
         let identityProvider = run.claims.identityProvider ?? user.identityProvider
         let authTime = run.claims.authTime ?? now
@@ -169,7 +162,11 @@ struct TokenIssuanceStep: OrchestrationStep {
             if code != nil, let clientInfo = authorization.protocolFace.dialect.authorizeClientInfo(user: user, tenant: tenant) {
                 parameters.append(("client_info", clientInfo))
             }
-            try await interactions.saveAnswer(id: recordID, parameters: parameters)
+            // Kept for a reload only when it is a code alone: an answer carrying tokens is not
+            // stored, as a later person at the same browser could be sent on with them.
+            if code != nil, !parameters.contains(where: { $0.0 == "id_token" || $0.0 == "access_token" }) {
+                try await interactions.saveAnswer(id: recordID, parameters: parameters)
+            }
             return (parameters, code)
         }
         run.logger.info(
