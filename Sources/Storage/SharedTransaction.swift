@@ -110,15 +110,7 @@ final class SharedTransaction: Sendable {
 
     /// A read on the transaction once it has begun (it sees the work's own writes); nil before.
     func read<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T? {
-        // While another call begins the transaction, a read waits for it (on SQLite the opener
-        // holds the one connection a read without readers would wait for).
-        let connection: Connection
-        switch state.withLock({ $0 }) {
-        case .open(let open): connection = open
-        case .opening:
-            do { connection = try await begun() } catch is Ended { return nil }
-        case .idle, .ended: return nil
-        }
+        guard let connection = try await begunForRead() else { return nil }
         // A failed statement ends a PostgreSQL transaction: a savepoint keeps a failed read the
         // caller's own failure, as it was outside.
         return try await job { try await Self.savepoint(connection.sql, number: self.savepoints.add(1, ordering: .relaxed).newValue, body) }
@@ -126,17 +118,23 @@ final class SharedTransaction: Sendable {
 
     /// ``Database/rows(_:_:)`` on the transaction once it has begun; nil before.
     func rows(_ sql: String, _ binds: [StoredValue]) async throws -> [StoredRow]? {
-        let connection: Connection
-        switch state.withLock({ $0 }) {
-        case .open(let open): connection = open
-        case .opening:
-            do { connection = try await begun() } catch is Ended { return nil }
-        case .idle, .ended: return nil
-        }
+        guard let connection = try await begunForRead() else { return nil }
         return try await job {
             try await Self.savepoint(connection.sql, number: self.savepoints.add(1, ordering: .relaxed).newValue) { _ in
                 try await connection.rows(sql, binds)
             }
+        }
+    }
+
+    /// The transaction a read joins: the open one, or the one another call is beginning (on
+    /// SQLite its opener holds the one connection a read without readers would wait for); nil
+    /// before any write, or after the work ended.
+    private func begunForRead() async throws -> Connection? {
+        switch state.withLock({ $0 }) {
+        case .open(let connection): return connection
+        case .opening:
+            do { return try await begun() } catch is Ended { return nil }
+        case .idle, .ended: return nil
         }
     }
 
