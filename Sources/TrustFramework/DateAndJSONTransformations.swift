@@ -42,14 +42,12 @@ package enum DateAndJSONTransformations {
             return []
         case "GetClaimFromJson":
             let name = io.parameter("claimToExtract") ?? ""
-            guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(io.text("inputJson", claims).utf8)) else {
+            guard let object = GeneralTransformations.object(io.text("inputJson", claims)) else {
                 throw .invalidInput("GetClaimFromJson: inputJson is not a JSON object.")
             }
             switch object[name] {
-            case .string(let value)?: return [("extractedClaim", .string(value))]
-            case .number(let value)?:
-                return [("extractedClaim", .string(Int64(exactly: value).map(String.init) ?? String(value)))]
             case .bool(let value)?: return [("extractedClaim", .boolean(value))]
+            case let value?: return [("extractedClaim", GeneralTransformations.scalarText(value).map(PolicyClaimValue.string))]
             default: return [("extractedClaim", nil)]
             }
         case "GenerateJson": return [("outputClaim", .string(try generateJSON(io, claims)))]

@@ -136,6 +136,7 @@ enum GeneralTransformations {
         }
     }
 
+    /// A JSON object's text decoded, or nil when it is not one.
     static func object(_ text: String) -> [String: JSONValue]? {
         guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else { return nil }
         return members
