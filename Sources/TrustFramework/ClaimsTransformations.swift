@@ -18,14 +18,29 @@ package struct ClaimsTransformationContext: Sendable {
     /// `{TechnicalProfileId}`: the profile running the transformation.
     package var technicalProfileID: String
     package var secret: @Sendable (String) -> String?
+    /// The policy running the transformation: its claim types (outputs typed by claim type,
+    /// `CopyClaimIfPredicateMatch`'s predicate) and its localized strings.
+    package var policy: CompiledPolicy?
+    /// The content definition of the page the transformation runs for (its profile's, or the
+    /// self-asserted profile's that runs it as a validation profile): where localized strings are read.
+    package var contentDefinition: String?
+    /// The app's `ui_locales`: the language localized strings are read in.
+    package var uiLocales: String?
+    /// The time the transformation's pattern matching may take (``ClaimsTransformations/matchesPatterns(_:)``):
+    /// set where it runs on the pattern threads; without one, such a transformation is refused.
+    package var budget: PolicyPattern.Budget?
 
     package init(
-        now: Date, tenantName: String, technicalProfileID: String = "", secret: @escaping @Sendable (String) -> String? = { _ in nil }
+        now: Date, tenantName: String, technicalProfileID: String = "", secret: @escaping @Sendable (String) -> String? = { _ in nil },
+        policy: CompiledPolicy? = nil, contentDefinition: String? = nil, uiLocales: String? = nil
     ) {
         self.now = now
         self.tenantName = tenantName
         self.technicalProfileID = technicalProfileID
         self.secret = secret
+        self.policy = policy
+        self.contentDefinition = contentDefinition
+        self.uiLocales = uiLocales
     }
 }
 
@@ -40,10 +55,18 @@ package enum ClaimsTransformations {
         let io = TransformationIO(transformation: transformation, context: context)
         let outputs = try evaluate(transformation.method, io, claims)
         for (name, value) in outputs {
-            for reference in transformation.outputClaims where reference.transformationClaimType == name {
+            // An output without a transformation claim type is named by its claim type
+            // (`GetClaimsFromJsonArray`'s claims, `SetClaimsIfRegexMatch`'s groups).
+            for reference in transformation.outputClaims
+            where reference.transformationClaimType.map { $0 == name } ?? (reference.claimType.lowercased() == name.lowercased()) {
                 if let value { claims[reference.claimType] = value } else { claims.remove(reference.claimType) }
             }
         }
+    }
+
+    /// Whether `method` matches regular expressions, so runs on the pattern threads with a budget.
+    package static func matchesPatterns(_ transformation: PolicyTransformation) -> Bool {
+        StringTransformations.patternMethods.contains(transformation.method)
     }
 
     /// The outputs, by transformation claim type (a nil value clears the claim).
@@ -129,6 +152,8 @@ package enum ClaimsTransformations {
             return [("outputClaim", .boolean(found))]
         default:
             if let outputs = try GeneralTransformations.evaluate(method, io, claims) { return outputs }
+            if let outputs = try StringTransformations.evaluate(method, io, claims) { return outputs }
+            if let outputs = try CollectionTransformations.evaluate(method, io, claims) { return outputs }
             return try DateAndJSONTransformations.evaluate(method, io, claims)
         }
     }

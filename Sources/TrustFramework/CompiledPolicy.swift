@@ -13,6 +13,8 @@ package struct CompiledPolicy: Sendable {
     let journeys: [String: PolicyUserJourney]
     package let relyingParty: PolicyRelyingParty?
     package let predicates: PolicyPredicates
+    /// `Localization`: the strings and collections by language.
+    let localization: PolicyLocalization
 
     package func claimType(_ id: String) -> PolicyClaimType? { claimTypes[id.lowercased()] }
     package func profile(_ id: String) -> PolicyTechnicalProfile? { profiles[id.lowercased()] }
@@ -35,6 +37,7 @@ package struct CompiledPolicy: Sendable {
     package var tokenSigningKeySet: String? { tokenIssuer?.keys["issuer_secret"].flatMap { $0.isEmpty ? nil : $0 } }
     package func transformation(_ id: String) -> PolicyTransformation? { transformations[id.lowercased()] }
     package func journey(_ id: String) -> PolicyUserJourney? { journeys[id.lowercased()] }
+    func contentDefinition(_ id: String) -> PolicyContentDefinition? { contentDefinitions[id.lowercased()] }
 
     /// Whether `profile`'s session is kept for single sign-on: its session management profile is
     /// one of B2C's remembering providers (`DefaultSSOSessionProvider` and the like), not
@@ -67,6 +70,7 @@ package struct CompiledPolicy: Sendable {
         journeys = Self.keyed((policy.child("UserJourneys")?.children("UserJourney") ?? []).map(PolicyUserJourney.init))
         relyingParty = policy.child("RelyingParty").map(PolicyRelyingParty.init)
         predicates = PolicyPredicates(blocks)
+        localization = PolicyLocalization(blocks?.child("Localization"))
         let (journeys, profiles) = (self.journeys, self.profiles)
         tokenIssuer = relyingParty.flatMap { journeys[$0.defaultJourney.lowercased()] }?.steps
             .first { $0.kind == .sendClaims }?.issuerProfile.flatMap { profiles[$0.lowercased()] }
@@ -93,7 +97,9 @@ protocol PolicyIdentified { var id: String { get } }
 
 /// A claim type of the claims schema.
 package struct PolicyClaimType: Sendable, PolicyIdentified {
-    package enum DataType: String, Sendable { case string, boolean, int, long, date, dateTime, stringCollection, alternativeSecurityId, phoneNumber }
+    package enum DataType: String, Sendable {
+        case string, boolean, int, long, date, dateTime, stringCollection, alternativeSecurityId, alternativeSecurityIdCollection, phoneNumber
+    }
     package let id: String
     package let displayName: String
     package let dataType: DataType
@@ -106,9 +112,12 @@ package struct PolicyClaimType: Sendable, PolicyIdentified {
     /// `DefaultPartnerClaimTypes`: the claim's name per protocol (`OpenIdConnect` → `name`).
     package let partnerClaimTypes: [String: String]
     package let predicateValidation: String?
+    /// `Mask`: how a page shows the value without showing all of it.
+    package let mask: PolicyMask?
 
     init(_ element: PolicyElement) {
         id = element["Id"] ?? ""
+        mask = element.child("Mask").flatMap(PolicyMask.init)
         displayName = element.child("DisplayName")?.text ?? id
         dataType = DataType(rawValue: element.child("DataType")?.text ?? "") ?? .string
         userInputType = element.child("UserInputType")?.text
@@ -160,6 +169,9 @@ package struct PolicyTransformation: Sendable, PolicyIdentified {
     /// Parameters by id: their data type and value.
     let parameters: [String: (dataType: String, value: String)]
     let outputClaims: [PolicyClaimReference]
+    /// `SetClaimsIfRegexMatch`'s `matchTo`, compiled with the policy (unanchored, as .NET's
+    /// `Regex.Match` searches).
+    let search: PolicyPattern.Search?
 
     init(_ element: PolicyElement) {
         id = element["Id"] ?? ""
@@ -171,6 +183,7 @@ package struct PolicyTransformation: Sendable, PolicyIdentified {
         }
         self.parameters = parameters
         outputClaims = PolicyClaimReference.list(element, "OutputClaims", "OutputClaim")
+        search = method == "SetClaimsIfRegexMatch" ? PolicyPattern.Search(parameters["matchTo"]?.1 ?? "") : nil
     }
 }
 
@@ -178,10 +191,16 @@ package struct PolicyTransformation: Sendable, PolicyIdentified {
 struct PolicyContentDefinition: Sendable, PolicyIdentified {
     let id: String
     let dataURI: String
+    /// `LocalizedResourcesReferences`: the resources each language reads, in document order.
+    let localizedResources: [(language: String, id: String)]
 
     init(_ element: PolicyElement) {
         id = element["Id"] ?? ""
         dataURI = element.child("DataUri")?.text ?? ""
+        localizedResources = element.items("LocalizedResourcesReferences", "LocalizedResourcesReference").compactMap { reference in
+            guard let language = reference["Language"], let id = reference["LocalizedResourcesReferenceId"] else { return nil }
+            return (language, id)
+        }
     }
 
     /// `urn:com:microsoft:aad:b2c:elements:contract:unifiedssp:2.1.5` → `unifiedssp`.

@@ -75,6 +75,16 @@ package enum PolicyCheck {
             if let pattern = claimType.child("Restriction")?.child("Pattern")?["RegularExpression"], PolicyPattern.compile(pattern) == nil {
                 problems.append("ClaimType '\(claimType["Id"] ?? "")' has a Restriction Pattern that is not a valid regular expression.")
             }
+            if let mask = claimType.child("Mask") {
+                switch mask["Type"]?.lowercased() {
+                case "simple": break
+                case "regex" where PolicyPattern.Search(mask["Regex"] ?? "").expression == nil:
+                    problems.append("ClaimType '\(claimType["Id"] ?? "")' has a Mask (line \(mask.line)) whose Regex is not a valid regular expression.")
+                case "regex": break
+                default:
+                    problems.append("ClaimType '\(claimType["Id"] ?? "")' has a Mask (line \(mask.line)) of the Type '\(mask["Type"] ?? "")'; the types are Simple and Regex.")
+                }
+            }
             for reference in claimType.children("PredicateValidationReference") {
                 missing("PredicateValidation", reference["Id"], in: predicateValidations, at: reference)
             }
@@ -103,6 +113,12 @@ package enum PolicyCheck {
             if !PolicySchema.transformations.contains(method) {
                 problems.append(
                     "ClaimsTransformation '\(transformation["Id"] ?? "")' uses the method '\(method)', which is not supported by this service.")
+            }
+            if method == "SetClaimsIfRegexMatch",
+                PolicyPattern.Search(transformation.items("InputParameters", "InputParameter").first { $0["Id"] == "matchTo" }?["Value"] ?? "")
+                    .expression == nil
+            {
+                problems.append("ClaimsTransformation '\(transformation["Id"] ?? "")' has a matchTo that is not a valid regular expression.")
             }
             for claim in transformation.items("InputClaims", "InputClaim") + transformation.items("OutputClaims", "OutputClaim") {
                 missing("ClaimType", claim["ClaimTypeReferenceId"], in: claimTypes, at: claim)

@@ -27,7 +27,7 @@ package enum PolicyClaimValue: Sendable, Codable, Equatable {
             default: return nil
             }
         case .int, .long: return Int64(text).map(PolicyClaimValue.integer)
-        case .stringCollection: return .collection([text])
+        case .stringCollection, .alternativeSecurityIdCollection: return .collection([text])
         case .string, .date, .dateTime, .alternativeSecurityId: return .string(text)
         case .phoneNumber: return PhoneNumbers.standard(text).map(PolicyClaimValue.string)
         }

@@ -106,4 +106,79 @@ package enum PolicyPattern {
     package static func matches(_ value: String, _ pattern: String, budget: Budget = Budget()) throws -> Bool {
         try matches(value, Compiled(pattern), budget: budget)
     }
+
+    /// A pattern that searches rather than matches the whole value, as .NET's `Regex.Match` and
+    /// `Regex.Replace` do (`SetClaimsIfRegexMatch`, a claim type's `Regex` mask), with the names
+    /// of its named groups (`(?<name>…)`). Compiled once, with its policy.
+    package final class Search: @unchecked Sendable {
+        package let source: String
+        let expression: NSRegularExpression?
+        /// The named groups, in the order the pattern opens them.
+        let groupNames: [String]
+
+        init(_ source: String) {
+            self.source = source
+            expression = try? NSRegularExpression(pattern: PolicyPattern.icu(source))
+            var names: [String] = []
+            var rest = Substring(source)
+            while let open = rest.range(of: "(?<") {
+                let after = rest[open.upperBound...]
+                // `(?<=` and `(?<!` are lookbehinds, not names.
+                let name = after.prefix { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+                if !name.isEmpty, after.dropFirst(name.count).first == ">" { names.append(String(name)) }
+                rest = after
+            }
+            groupNames = names
+        }
+    }
+
+    /// The first match of `search` in `value`: nil when there is none, the named groups' values
+    /// when there is. Throws ``BudgetExhausted`` when the budget or the match's own deadline ran
+    /// out first, or the value is longer than ``maximumInput``: an unanswered search is not "no match".
+    package static func firstMatch(in value: String, _ search: Search, budget: Budget) throws -> [String: String]? {
+        var groups: [String: String]?
+        try enumerate(value, search, budget: budget) { result in
+            var found: [String: String] = [:]
+            for name in search.groupNames {
+                let range = result.range(withName: name)
+                if range.location != NSNotFound, let text = Range(range, in: value) { found[name] = String(value[text]) }
+            }
+            groups = found
+            return false
+        }
+        return groups
+    }
+
+    /// `value` with every match of `search` replaced by `replacement` (taken literally).
+    package static func replacing(in value: String, _ search: Search, with replacement: String, budget: Budget) throws -> String {
+        var result = ""
+        var last = value.startIndex
+        try enumerate(value, search, budget: budget) { match in
+            guard let range = Range(match.range, in: value) else { return true }
+            result += value[last..<range.lowerBound] + replacement
+            last = range.upperBound
+            return true
+        }
+        return result + value[last...]
+    }
+
+    /// Each match in order until `each` returns false, within the deadlines.
+    private static func enumerate(_ value: String, _ search: Search, budget: Budget, _ each: (NSTextCheckingResult) -> Bool) throws {
+        guard value.count <= maximumInput, let expression = search.expression else { throw BudgetExhausted() }
+        guard ContinuousClock.now < budget.deadline else { throw BudgetExhausted() }
+        let stopAt = min(ContinuousClock.now + deadline, budget.deadline)
+        var stopped = false
+        // Foundation on Linux declares the block escaping; it runs only during the call.
+        withoutActuallyEscaping(each) { each in
+            expression.enumerateMatches(in: value, options: [.reportProgress], range: NSRange(value.startIndex..., in: value)) { result, _, stop in
+                if let result {
+                    if !each(result) { stop.pointee = true }
+                } else if ContinuousClock.now > stopAt {
+                    stopped = true
+                    stop.pointee = true
+                }
+            }
+        }
+        if stopped { throw BudgetExhausted() }
+    }
 }

@@ -16,7 +16,7 @@ enum PolicySchema {
         "ClaimsSchema": ["ClaimType"],
         "ClaimType": [
             "DisplayName", "DataType", "DefaultPartnerClaimTypes", "UserHelpText", "AdminHelpText", "UserInputType", "Restriction",
-            "PredicateValidationReference",
+            "PredicateValidationReference", "Mask",
         ],
         "DefaultPartnerClaimTypes": ["Protocol"],
         "Restriction": ["Pattern", "Enumeration"],
@@ -100,11 +100,12 @@ enum PolicySchema {
         "DateTimeComparison", "GetClaimFromJson", "GenerateJson", "AssertStringClaimsAreEqual", "CreateAlternativeSecurityId",
         "AddParameterToStringCollection", "AssertDateTimeIsGreaterThan", "ConvertPhoneNumberClaimToString",
         "ConvertStringToPhoneNumberClaim", "GetNationalNumberAndCountryCodeFromPhoneNumberString",
-    ]).union(GeneralTransformations.methods)
+    ]).union(GeneralTransformations.methods).union(StringTransformations.methods).union(CollectionTransformations.methods)
 
     /// Claim data types.
     static let dataTypes: Set<String> = [
-        "string", "boolean", "int", "long", "date", "dateTime", "stringCollection", "alternativeSecurityId", "phoneNumber",
+        "string", "boolean", "int", "long", "date", "dateTime", "stringCollection", "alternativeSecurityId", "alternativeSecurityIdCollection",
+        "phoneNumber",
     ]
 
     /// Precondition types and the actions they take.

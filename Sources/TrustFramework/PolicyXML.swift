@@ -56,9 +56,12 @@ package enum PolicyXML {
     }
 
     /// The root element of `data`, or a ``Failure`` saying what is wrong and where.
-    package static func parse(_ data: Data) throws -> PolicyElement {
-        guard data.count <= maximumBytes else {
-            throw Failure(message: "The policy is \(data.count) bytes; a policy file may have at most \(maximumBytes).")
+    /// - Parameters:
+    ///   - namespace: the namespace every element must be in; nil for any (an XML claim's).
+    ///   - limit: the most bytes `data` may have.
+    package static func parse(_ data: Data, namespace: String? = PolicyXML.namespace, limit: Int = maximumBytes) throws -> PolicyElement {
+        guard data.count <= limit else {
+            throw Failure(message: "The policy is \(data.count) bytes; a policy file may have at most \(limit).")
         }
         try requireUTF8(data)
         // A document type declaration is the door to entity expansion ("billion laughs") and
@@ -71,7 +74,7 @@ package enum PolicyXML {
         if let tooMany = attributesOverLimit(data) {
             throw Failure(message: "An element of the policy (line \(tooMany)) has more than \(maximumAttributes) attributes.")
         }
-        let reader = TreeBuilder()
+        let reader = TreeBuilder(namespace: namespace)
         let parser = XMLParser(data: data)
         parser.shouldProcessNamespaces = true
         parser.shouldResolveExternalEntities = false
@@ -170,6 +173,9 @@ package enum PolicyXML {
         var root: PolicyElement?
         var failure: Failure?
         var count = 0
+        let namespace: String?
+
+        init(namespace: String?) { self.namespace = namespace }
 
         func fail(_ parser: XMLParser, _ message: String) {
             if failure == nil { failure = Failure(message: message) }
@@ -188,10 +194,9 @@ package enum PolicyXML {
             guard stack.count < PolicyXML.maximumDepth else {
                 return fail(parser, "The policy nests elements deeper than \(PolicyXML.maximumDepth) levels (line \(parser.lineNumber)).")
             }
-            guard namespaceURI == PolicyXML.namespace else {
+            if let namespace, namespaceURI != namespace {
                 return fail(
-                    parser,
-                    "The element '\(qualifiedName ?? elementName)' (line \(parser.lineNumber)) is not in the namespace \(PolicyXML.namespace).")
+                    parser, "The element '\(qualifiedName ?? elementName)' (line \(parser.lineNumber)) is not in the namespace \(namespace).")
             }
             // Namespace declarations are not attributes of the policy.
             let own = attributes.filter { !$0.key.hasPrefix("xmlns") }

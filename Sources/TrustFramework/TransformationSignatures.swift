@@ -17,6 +17,9 @@ enum TransformationSignatures {
         var anyInputs = false
         /// Exactly one of these inputs must be declared (a claim the reference renamed).
         var oneOfInputs: [String] = []
+        /// Any output is allowed, named by its claim type or its own transformation claim type
+        /// (`GetClaimsFromJsonArray`'s claims, a regular expression's groups, localized strings).
+        var anyOutputs = false
     }
 
     private static let string: PolicyClaimType.DataType? = nil
@@ -24,6 +27,7 @@ enum TransformationSignatures {
     private static func b(_ name: String) -> Claim { (name, .boolean) }
     private static func c(_ name: String) -> Claim { (name, .stringCollection) }
     private static func p(_ name: String) -> Claim { (name, .phoneNumber) }
+    private static func a(_ name: String) -> Claim { (name, .alternativeSecurityIdCollection) }
 
     static let table: [String: Signature] = [
         "CopyClaim": Signature(inputs: [s("inputClaim")], outputs: [s("outputClaim")]),
@@ -88,6 +92,23 @@ enum TransformationSignatures {
         "GetNumericClaimFromJson": Signature(inputs: [s("inputJson")], parameters: ["claimToExtract"], outputs: [s("extractedClaim")]),
         "GetSingleValueFromJsonArray": Signature(inputs: [s("inputJsonClaim")], outputs: [s("extractedClaim")]),
         "CreateJsonArray": Signature(inputs: [s("inputClaim")], outputs: [s("outputClaim")]),
+        "AddItemToAlternativeSecurityIdCollection": Signature(inputs: [s("item")], optionalInputs: [a("collection")], outputs: [a("collection")]),
+        "GetIdentityProvidersFromAlternativeSecurityIdCollectionTransformation": Signature(
+            inputs: [a("alternativeSecurityIdCollection")], outputs: [c("identityProvidersCollection")]),
+        "RemoveAlternativeSecurityIdByIdentityProvider": Signature(
+            inputs: [s("identityProvider"), a("collection")], outputs: [a("collection")]),
+        "GetClaimsFromJsonArray": Signature(inputs: [s("jsonSource")], outputs: [], anyOutputs: true),
+        "GetClaimsFromJsonArrayV2": Signature(inputs: [c("jsonSource")], outputs: [], anyOutputs: true),
+        "XmlStringToJsonString": Signature(inputs: [s("xml")], outputs: [s("json")]),
+        "BuildUri": Signature(inputs: [s("path")], parameters: ["scheme", "host"], outputs: [s("outputClaim")], anyInputs: true),
+        "CreateOtpSecret": Signature(inputs: [], outputs: [s("outputClaim")]),
+        "CopyClaimIfPredicateMatch": Signature(inputs: [s("inputClaim")], outputs: [s("outputClaim")]),
+        "SetClaimsIfRegexMatch": Signature(
+            inputs: [s("claimToMatch")], parameters: ["matchTo", "outputClaimIfMatched"], outputs: [],
+            optionalOutputs: [s("outputClaim"), b("regexCompareResultClaim")], anyOutputs: true),
+        "GetLocalizedStringsTransformation": Signature(inputs: [], outputs: [], anyOutputs: true),
+        "FormatLocalizedString": Signature(inputs: [], parameters: ["stringFormatId"], outputs: [s("outputClaim")], anyInputs: true),
+        "GetMappedValueFromLocalizedCollection": Signature(inputs: [s("mapFromClaim")], outputs: [s("restrictionValueClaim")]),
     ]
 
     /// What is wrong with a transformation's declaration; `claimType` gives a claim's data type.
@@ -115,7 +136,9 @@ enum TransformationSignatures {
             }
         }
         check(transformation.items("InputClaims", "InputClaim"), signature.inputs, optional: signature.optionalInputs, kind: "input claim", any: signature.anyInputs)
-        check(transformation.items("OutputClaims", "OutputClaim"), signature.outputs, optional: signature.optionalOutputs, kind: "output claim", any: false)
+        check(
+            transformation.items("OutputClaims", "OutputClaim"), signature.outputs, optional: signature.optionalOutputs, kind: "output claim",
+            any: signature.anyOutputs)
         if !signature.oneOfInputs.isEmpty {
             let declared = transformation.items("InputClaims", "InputClaim").compactMap { $0["TransformationClaimType"] }
             if declared.filter(signature.oneOfInputs.contains).count != 1 {

@@ -14,25 +14,54 @@ struct PolicyProfileRunner: Sendable {
 
     func resolver(_ run: JourneyRun, _ policy: CompiledPolicy) -> PolicyClaimResolver { PolicyClaimResolver(run, policyID: policy.id) }
 
-    func context(_ run: JourneyRun, profile: String) -> ClaimsTransformationContext {
-        ClaimsTransformationContext(now: run.now, tenantName: run.tenant.name, technicalProfileID: profile)
+    /// What a transformation of `profile` may read: the policy, the page's content definition
+    /// (`metadata`'s, the outer page's for a validation profile) and the app's `ui_locales`.
+    func context(_ run: JourneyRun, _ policy: CompiledPolicy, profile: String, metadata: [String: String] = [:]) -> ClaimsTransformationContext {
+        ClaimsTransformationContext(
+            now: run.now, tenantName: run.tenant.name, technicalProfileID: profile, policy: policy,
+            contentDefinition: metadata["ContentDefinitionReferenceId"] ?? policy.profile(profile)?.metadata["ContentDefinitionReferenceId"],
+            uiLocales: run.authorization.uiLocales)
     }
 
     /// Runs transformations by id on the bag; an assertion's message comes from `messages`
-    /// (the metadata of the profiles running it), else B2C's default.
+    /// (the metadata of the profiles running it), else B2C's default. A transformation that
+    /// matches patterns runs on the pattern threads within a budget of its own, as a page's
+    /// patterns do.
     func transform(_ ids: [String], _ policy: CompiledPolicy, _ claims: inout PolicyClaims, _ run: JourneyRun, profile: String,
-        messages: [String: String]) throws(PolicyProfileFailure)
+        messages: [String: String]) async throws(PolicyProfileFailure)
     {
+        var context = context(run, policy, profile: profile, metadata: messages)
         for id in ids {
             guard let transformation = policy.transformation(id) else { continue }
-            do {
-                try ClaimsTransformations.run(transformation, on: &claims, context: context(run, profile: profile))
-            } catch {
-                switch error {
-                case .assertion(let key, let message): throw .userMessage(messages[key] ?? message)
-                case .invalidInput(let message): throw .protocolFailure(.policyNotRunnable("Claims transformation '\(id)': \(message)"))
+            let result: Result<PolicyClaims, ClaimsTransformationFailure>
+            if ClaimsTransformations.matchesPatterns(transformation) {
+                let (given, working) = (context, claims)
+                do {
+                    result = try await PatternThreads.run {
+                        var claims = working
+                        var context = given
+                        context.budget = PolicyPattern.Budget()
+                        do throws(ClaimsTransformationFailure) {
+                            try ClaimsTransformations.run(transformation, on: &claims, context: context)
+                        } catch { return .failure(error) }
+                        return .success(claims)
+                    }
+                } catch {
+                    throw .protocolFailure(error as? ProtocolFailure ?? .temporarilyUnavailable)
                 }
+            } else {
+                var working = claims
+                do {
+                    try ClaimsTransformations.run(transformation, on: &working, context: context)
+                    result = .success(working)
+                } catch { result = .failure(error) }
             }
+            switch result {
+            case .success(let changed): claims = changed
+            case .failure(.assertion(let key, let message)): throw .userMessage(messages[key] ?? message)
+            case .failure(.invalidInput(let message)): throw .protocolFailure(.policyNotRunnable("Claims transformation '\(id)': \(message)"))
+            }
+            context.budget = nil
         }
     }
 
@@ -44,7 +73,7 @@ struct PolicyProfileRunner: Sendable {
         let resolver = resolver(run, policy)
         resolver.applyDefaults(profile.inputClaims, to: &claims)
         let messages = messages.merging(profile.metadata) { outer, _ in outer }
-        try transform(profile.inputTransformations, policy, &claims, run, profile: profile.id, messages: messages)
+        try await transform(profile.inputTransformations, policy, &claims, run, profile: profile.id, messages: messages)
         var account: PolicyDirectoryProvider.Outcome?
         switch profile.kind {
         case .directory:
@@ -67,7 +96,7 @@ struct PolicyProfileRunner: Sendable {
         case .claimsTransformation, .jwtIssuer, .session, .selfAsserted: break
         }
         resolver.applyDefaults(profile.outputClaims, to: &claims)
-        try transform(profile.outputTransformations, policy, &claims, run, profile: profile.id, messages: messages)
+        try await transform(profile.outputTransformations, policy, &claims, run, profile: profile.id, messages: messages)
         return account
     }
 
@@ -180,7 +209,7 @@ struct PolicyProfileRunner: Sendable {
             throw PolicyProfileFailure.userMessage(problem)
         }
         resolver(run, policy).applyDefaults(profile.outputClaims, to: &claims)
-        try transform(profile.outputTransformations, policy, &claims, run, profile: profile.id, messages: profile.metadata)
+        try await transform(profile.outputTransformations, policy, &claims, run, profile: profile.id, messages: profile.metadata)
         var account: PolicyDirectoryProvider.Outcome?
         for validation in profile.validationProfiles {
             if validation.preconditions.contains(where: { $0.action == "SkipThisValidationTechnicalProfile" && $0.holds(in: claims) }) {

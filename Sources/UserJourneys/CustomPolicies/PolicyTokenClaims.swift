@@ -41,7 +41,7 @@ enum PolicyTokenClaims {
             switch (value, policy.claimType(reference.claimType)?.dataType) {
             case (.collection(let items), _): values[name] = JSONText.array(items.map(JSONText.string)).serialized
             // A collection claim holding one string (a default, a copy) is a one-item collection.
-            case (_, .stringCollection?): values[name] = JSONText.array([.string(value.text)]).serialized
+            case (_, .stringCollection?), (_, .alternativeSecurityIdCollection?): values[name] = JSONText.array([.string(value.text)]).serialized
             default: values[name] = value.text
             }
         }
@@ -67,7 +67,7 @@ enum PolicyTokenClaims {
             switch policy.claimType(reference.claimType)?.dataType {
             case .boolean?: claims.set(name, json: .bool(text.lowercased() == "true"))
             case .int?, .long?: claims.set(name, json: Int64(text).map(JSONText.int) ?? .string(text))
-            case .stringCollection?:
+            case .stringCollection?, .alternativeSecurityIdCollection?:
                 let items = (try? JSONDecoder().decode([String].self, from: Data(text.utf8))) ?? [text]
                 claims.set(name, json: .array(items.map(JSONText.string)))
             default: claims.set(name, text)

@@ -37,7 +37,7 @@ extension PolicyStep {
     }
 
     func selfAssertedPage(_ profile: PolicyTechnicalProfile, _ run: JourneyRun, error: String? = nil, status: HTTPResponse.Status = .ok)
-        throws -> Response
+        async throws -> Response
     {
         let claims = run.state.policyClaims ?? PolicyClaims()
         var values: [String: Any] = ["title": profile.displayName ?? run.text("signup_title"), "action": run.url(.selfAsserted)]
@@ -62,10 +62,34 @@ extension PolicyStep {
         } else {
             values["showForm"] = true
         }
-        values["fields"] = PolicyProfileRunner.fields(profile, policy).map { reference, type in
-            field(type, required: reference.required, value: claims)
+        let fields = PolicyProfileRunner.fields(profile, policy)
+        let masked = try await Self.masked(fields.map(\.1), claims)
+        values["fields"] = fields.map { reference, type in
+            var shown = field(type, required: reference.required, value: claims)
+            if let value = masked[type.id] { shown["value"] = value }
+            return shown
         }
         return try run.page(.selfAsserted, values, status: status)
+    }
+
+    /// The values of the fields a person cannot edit (`Readonly`, `Paragraph`) whose claim type
+    /// has a `Mask`, as the mask shows them; the page carries nothing else of them. An editable
+    /// field shows its value as it is, since what the page posts back is what the claim becomes.
+    /// Regular-expression masks run on the pattern threads within one budget.
+    static func masked(_ types: [PolicyClaimType], _ claims: PolicyClaims) async throws -> [String: String] {
+        let wanted = types.compactMap { type -> (String, PolicyMask, String)? in
+            guard let mask = type.mask, type.userInputType == "Readonly" || type.userInputType == "Paragraph",
+                let value = claims.text(type.id), !value.isEmpty
+            else { return nil }
+            return (type.id, mask, value)
+        }
+        guard !wanted.isEmpty else { return [:] }
+        return try await PatternThreads.run {
+            let budget = PolicyPattern.Budget()
+            var shown: [String: String] = [:]
+            for (id, mask, value) in wanted { shown[id] = mask.apply(to: value, budget: budget) }
+            return shown
+        }
     }
 
     /// A claim type's input, by its `UserInputType`.

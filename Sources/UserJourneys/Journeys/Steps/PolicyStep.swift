@@ -73,7 +73,7 @@ struct PolicyStep: OrchestrationStep {
             if PolicyFederation.isFederation(profile) { return try await federate(with: profile, &run) }
             if profile.kind == .selfAsserted {
                 profiles.resolver(run, policy).applyDefaults(profile.inputClaims, to: &claims)
-                if let failure = try transforming(profile.inputTransformations, of: profile, &claims, run) { return .fail(failure) }
+                if let failure = try await transforming(profile.inputTransformations, of: profile, &claims, run) { return .fail(failure) }
                 return .interact(.redirecting(to: run.url(.selfAsserted)))
             }
             do {
@@ -96,7 +96,7 @@ struct PolicyStep: OrchestrationStep {
             return .fail(.forgotPassword(loginHint: run.authorization.loginHint))
         default:
             guard let profile = profile(run), profile.kind == .selfAsserted else { throw JourneyEngine.notThisStep }
-            return .interact(try selfAssertedPage(profile, run))
+            return .interact(try await selfAssertedPage(profile, run))
         }
     }
 
@@ -144,20 +144,20 @@ struct PolicyStep: OrchestrationStep {
         switch run.form["action"] {
         case "send":
             guard let claim = PolicyProfileRunner.verifiedEmailClaim(profile), let email = EmailAddress(run.form[claim] ?? "") else {
-                return .interact(try selfAssertedPage(profile, run, error: run.text("error_email"), status: .badRequest))
+                return .interact(try await selfAssertedPage(profile, run, error: run.text("error_email"), status: .badRequest))
             }
             run.claims.pendingEmail = email.canonical
             run.claims.verifiedEmail = nil
             let current = run
             guard try await VerificationMailer.takingTheSameTime({ try await profiles.mailer.send(to: email.display, for: email.canonical, account: nil, current) })
-            else { return .interact(try selfAssertedPage(profile, run, error: run.text("error_throttled"), status: .tooManyRequests)) }
+            else { return .interact(try await selfAssertedPage(profile, run, error: run.text("error_throttled"), status: .tooManyRequests)) }
             return reload
         case "verify":
             guard let claim = PolicyProfileRunner.verifiedEmailClaim(profile), let email = run.claims.pendingEmail else { return reload }
             switch try await profiles.mailer.check(run.form["\(claim)_ver_input"] ?? "", for: email, run) {
             case .proves(account: nil): run.claims.verifiedEmail = email
-            case .throttled: return .interact(try selfAssertedPage(profile, run, error: run.text("error_tooManyCodes"), status: .tooManyRequests))
-            case .proves, .refused: return .interact(try selfAssertedPage(profile, run, error: run.text("error_codeMismatch"), status: .badRequest))
+            case .throttled: return .interact(try await selfAssertedPage(profile, run, error: run.text("error_tooManyCodes"), status: .tooManyRequests))
+            case .proves, .refused: return .interact(try await selfAssertedPage(profile, run, error: run.text("error_codeMismatch"), status: .badRequest))
             }
             return reload
         default:
@@ -166,7 +166,7 @@ struct PolicyStep: OrchestrationStep {
                 if let failure = signIn(outcome, &run) { return .fail(failure) }
                 return .next
             } catch PolicyProfileFailure.userMessage(let message) {
-                return .interact(try selfAssertedPage(profile, run, error: message, status: .badRequest))
+                return .interact(try await selfAssertedPage(profile, run, error: message, status: .badRequest))
             } catch PolicyProfileFailure.protocolFailure(let failure) {
                 return .fail(failure)
             }
@@ -251,7 +251,7 @@ struct PolicyStep: OrchestrationStep {
         for reference in profile.outputClaims { claims.remove(reference.claimType) }
         PolicyFederation.map(identity, profile, into: &claims, policy: policy)
         profiles.resolver(run, policy).applyDefaults(profile.outputClaims, to: &claims)
-        if let failure = try transforming(profile.outputTransformations, of: profile, &claims, run) { return .fail(failure) }
+        if let failure = try await transforming(profile.outputTransformations, of: profile, &claims, run) { return .fail(failure) }
         run.state.policyProvenAlternativeSecurityIds = PolicyFederation.proven(claims, by: identity, policy: policy, profile: profile)
         return .next
     }
@@ -259,10 +259,10 @@ struct PolicyStep: OrchestrationStep {
     /// Runs `profile`'s transformations `ids` on `claims`: a failed assertion is shown as a page,
     /// any other failure is returned to end the journey with.
     private func transforming(_ ids: [String], of profile: PolicyTechnicalProfile, _ claims: inout PolicyClaims, _ run: JourneyRun)
-        throws -> ProtocolFailure?
+        async throws -> ProtocolFailure?
     {
         do {
-            try profiles.transform(ids, policy, &claims, run, profile: profile.id, messages: profile.metadata)
+            try await profiles.transform(ids, policy, &claims, run, profile: profile.id, messages: profile.metadata)
             return nil
         } catch {
             switch error {
