@@ -22,7 +22,7 @@ package enum PolicyMask: Sendable {
         switch self {
         case .simple(let mask):
             let characters = Array(value)
-            guard characters.count > mask.count else { return String(repeating: mask.last.map(String.init) ?? "*", count: characters.count) }
+            guard characters.count > mask.count else { return String(mask.prefix(characters.count)) }
             return mask + String(characters[mask.count...])
         case .regex(let search, let replacement):
             guard let replaced = try? PolicyPattern.replacing(in: value, search, with: replacement, budget: budget) else {

@@ -15,10 +15,11 @@ extension PolicyFixtures {
 
     /// A relying party on `B2C_1A_LocalBase` whose journey shows one self-asserted page (`page`:
     /// its id and body after the protocol), after the base's sign-in and profile read when
-    /// `signsIn`, then sends its claims.
+    /// `signsIn`, then sends its claims. `buildingBlocks` follow the claims schema and
+    /// transformations (content definitions, localization).
     static func onLocalBase(
-        id: String, tenant: String, claimTypes: String, transformations: String = "", page: (id: String, body: String), signsIn: Bool,
-        relyingPartyClaims: String
+        id: String, tenant: String, claimTypes: String, transformations: String = "", buildingBlocks: String = "",
+        page: (id: String, body: String), signsIn: Bool, relyingPartyClaims: String
     ) -> Data {
         let signIn = """
             <OrchestrationStep Order="1" Type="CombinedSignInAndSignUp" ContentDefinitionReferenceId="unified">
@@ -35,7 +36,7 @@ extension PolicyFixtures {
             <TrustFrameworkPolicy xmlns="http://schemas.microsoft.com/online/cpim/schemas/2013/06" PolicySchemaVersion="0.3.0.0"
               TenantId="\(tenant)" PolicyId="\(id)" PublicPolicyUri="http://\(tenant)/\(id)">
             <BasePolicy><TenantId>\(tenant)</TenantId><PolicyId>B2C_1A_LocalBase</PolicyId></BasePolicy>
-            <BuildingBlocks><ClaimsSchema>\(claimTypes)</ClaimsSchema>\(transformations.isEmpty ? "" : "<ClaimsTransformations>\(transformations)</ClaimsTransformations>")</BuildingBlocks>
+            <BuildingBlocks><ClaimsSchema>\(claimTypes)</ClaimsSchema>\(transformations.isEmpty ? "" : "<ClaimsTransformations>\(transformations)</ClaimsTransformations>")\(buildingBlocks)</BuildingBlocks>
             <ClaimsProviders><ClaimsProvider><DisplayName>Pages</DisplayName><TechnicalProfiles>
               <TechnicalProfile Id="\(page.id)">
                 <DisplayName>Your details</DisplayName>

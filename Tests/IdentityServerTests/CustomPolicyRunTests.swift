@@ -171,6 +171,97 @@ struct CustomPolicyRunTests {
                 """)
     }
 
+    /// A unit-test-shaped policy (nobody signs in) whose page shows a masked read-only claim and
+    /// whose output transformations match a pattern (with a named group) and read a localized string.
+    static func wordsPolicy(tenant: String) -> Data {
+        PolicyFixtures.onLocalBase(
+            id: "B2C_1A_test_words", tenant: tenant,
+            claimTypes: """
+                <ClaimType Id="word"><DisplayName>A word</DisplayName><DataType>string</DataType><UserInputType>TextBox</UserInputType></ClaimType>
+                <ClaimType Id="contact"><DisplayName>Contact</DisplayName><DataType>string</DataType><UserInputType>Readonly</UserInputType>
+                  <Mask Type="Regex" Regex="(?&lt;=.).(?=.*@)">*</Mask></ClaimType>
+                <ClaimType Id="isNumber"><DisplayName>Number</DisplayName><DataType>boolean</DataType></ClaimType>
+                <ClaimType Id="lead"><DisplayName>Lead</DisplayName><DataType>string</DataType></ClaimType>
+                <ClaimType Id="greeting"><DisplayName>Greeting</DisplayName><DataType>string</DataType></ClaimType>
+                """,
+            transformations: """
+                <ClaimsTransformation Id="Digits" TransformationMethod="SetClaimsIfRegexMatch">
+                  <InputClaims><InputClaim ClaimTypeReferenceId="word" TransformationClaimType="claimToMatch" /></InputClaims>
+                  <InputParameters>
+                    <InputParameter Id="matchTo" DataType="string" Value="^(?&lt;lead&gt;[0-9]{2})[0-9]*$" />
+                    <InputParameter Id="outputClaimIfMatched" DataType="string" Value="yes" />
+                    <InputParameter Id="extractGroups" DataType="boolean" Value="true" />
+                  </InputParameters>
+                  <OutputClaims>
+                    <OutputClaim ClaimTypeReferenceId="isNumber" TransformationClaimType="regexCompareResultClaim" />
+                    <OutputClaim ClaimTypeReferenceId="lead" />
+                  </OutputClaims>
+                </ClaimsTransformation>
+                <ClaimsTransformation Id="Greeting" TransformationMethod="GetLocalizedStringsTransformation">
+                  <OutputClaims><OutputClaim ClaimTypeReferenceId="greeting" TransformationClaimType="hello" /></OutputClaims>
+                </ClaimsTransformation>
+                """,
+            buildingBlocks: """
+                <ContentDefinitions><ContentDefinition Id="form"><LocalizedResourcesReferences>
+                  <LocalizedResourcesReference Language="en" LocalizedResourcesReferenceId="form.en" />
+                  <LocalizedResourcesReference Language="es" LocalizedResourcesReferenceId="form.es" />
+                </LocalizedResourcesReferences></ContentDefinition></ContentDefinitions>
+                <Localization Enabled="true">
+                  <SupportedLanguages DefaultLanguage="en"><SupportedLanguage>en</SupportedLanguage><SupportedLanguage>es</SupportedLanguage></SupportedLanguages>
+                  <LocalizedResources Id="form.en"><LocalizedStrings>
+                    <LocalizedString ElementType="GetLocalizedStringsTransformationClaimType" StringId="hello">Hello</LocalizedString>
+                  </LocalizedStrings></LocalizedResources>
+                  <LocalizedResources Id="form.es"><LocalizedStrings>
+                    <LocalizedString ElementType="GetLocalizedStringsTransformationClaimType" StringId="hello">Hola</LocalizedString>
+                  </LocalizedStrings></LocalizedResources>
+                </Localization>
+                """,
+            page: (
+                "Experiment",
+                """
+                <InputClaims><InputClaim ClaimTypeReferenceId="contact" DefaultValue="emily@contoso.com" /></InputClaims>
+                <DisplayClaims><DisplayClaim ClaimTypeReferenceId="word" Required="true" /><DisplayClaim ClaimTypeReferenceId="contact" /></DisplayClaims>
+                <OutputClaims><OutputClaim ClaimTypeReferenceId="word" /></OutputClaims>
+                <OutputClaimsTransformations>
+                  <OutputClaimsTransformation ReferenceId="Digits" /><OutputClaimsTransformation ReferenceId="Greeting" />
+                </OutputClaimsTransformations>
+                """),
+            signsIn: false,
+            relyingPartyClaims: """
+                <OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" DefaultValue="1234" />
+                <OutputClaim ClaimTypeReferenceId="isNumber" /><OutputClaim ClaimTypeReferenceId="lead" /><OutputClaim ClaimTypeReferenceId="greeting" />
+                """)
+    }
+
+    @Test(
+        "through the pages: a Readonly claim with a Mask is shown masked and nowhere whole; a pattern transformation's group and a localized string (by ui_locales) reach the token",
+        arguments: TestDatabase.engines)
+    func masksPatternsAndLanguages(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            try await Self.upload(h)
+            try await h.server.administration.uploadCustomPolicies([Self.wordsPolicy(tenant: h.tenant.name)], tenant: h.tenant)
+            var app = h.seed.publicApp
+            app.allowImplicit = true
+            try await h.server.tenants.save(app, now: h.clock.now)
+            func attempt(_ locales: String?) -> AuthorizationAttempt {
+                var attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_words", scope: "openid")
+                attempt.responseType = "id_token"
+                if let locales { attempt.extra = [("ui_locales", locales)] }
+                return attempt
+            }
+            let page = try await driver.start(attempt("es-ES"), harness: h)
+            #expect(page.status == .ok && page.field("contact") == "e****@contoso.com", "\(page.status) \(page.text)")
+            #expect(!page.text.contains("emily@"), "the masked value is nowhere on the page")
+            let spanish = try await driver.submit(page, [("word", "4711"), ("contact", "forged@example.com")])
+            let claims = DecodedJWT(try #require(spanish.redirectParameters["id_token"], "\(spanish.status) \(spanish.text)")).claims
+            #expect(claims["isNumber"] as? Bool == true && claims["lead"] as? String == "47" && claims["greeting"] as? String == "Hola", "\(claims)")
+
+            let english = try await driver.submit(try await driver.start(attempt(nil), harness: h), [("word", "four")])
+            let other = DecodedJWT(try #require(english.redirectParameters["id_token"], "\(english.status) \(english.text)")).claims
+            #expect(other["isNumber"] as? Bool == false && other["lead"] == nil && other["greeting"] as? String == "Hello", "\(other)")
+        }
+    }
+
     @Test(
         "a journey that signs nobody in issues its relying party's subject (an objectId default), with no oid and no session, as an ID token only: a code and an access token are refused",
         arguments: TestDatabase.engines)

@@ -141,6 +141,33 @@ struct CustomPolicyTests {
         #expect(party.count == 1 && party[0].contains("UserJourney with id 'Nowhere'"), "\(party)")
     }
 
+    @Test("a Mask of an unknown Type, a Mask Regex or a SetClaimsIfRegexMatch matchTo that is no regular expression is refused at upload, by name")
+    func brokenPatterns() throws {
+        let base = PolicyFixtures.base()
+            .replacingOccurrences(
+                of: #"<ClaimType Id="greeting"><DisplayName>Greeting</DisplayName><DataType>string</DataType></ClaimType>"#,
+                with: #"""
+                    <ClaimType Id="greeting"><DisplayName>Greeting</DisplayName><DataType>string</DataType><Mask Type="Blur">*</Mask></ClaimType>
+                    <ClaimType Id="hidden"><DisplayName>Hidden</DisplayName><DataType>string</DataType><Mask Type="Regex" Regex="(unclosed">*</Mask></ClaimType>
+                    """#)
+            .replacingOccurrences(
+                of: #"<ClaimsTransformation Id="MakeGreeting" TransformationMethod="FormatStringClaim">"#,
+                with: #"""
+                    <ClaimsTransformation Id="Match" TransformationMethod="SetClaimsIfRegexMatch">
+                      <InputClaims><InputClaim ClaimTypeReferenceId="greeting" TransformationClaimType="claimToMatch" /></InputClaims>
+                      <InputParameters><InputParameter Id="matchTo" DataType="string" Value="[a-" />
+                        <InputParameter Id="outputClaimIfMatched" DataType="string" Value="x" /></InputParameters>
+                      <OutputClaims><OutputClaim ClaimTypeReferenceId="hidden" TransformationClaimType="outputClaim" /></OutputClaims>
+                    </ClaimsTransformation>
+                    <ClaimsTransformation Id="MakeGreeting" TransformationMethod="FormatStringClaim">
+                    """#)
+        let problems = PolicyCheck.effective(try parse(base))
+        #expect(problems.contains { $0.contains("'greeting'") && $0.contains("Mask") && $0.contains("'Blur'") }, "\(problems)")
+        #expect(problems.contains { $0.contains("'hidden'") && $0.contains("Regex is not a valid regular expression") }, "\(problems)")
+        #expect(problems.contains { $0.contains("'Match'") && $0.contains("matchTo that is not a valid regular expression") }, "\(problems)")
+        #expect(problems.count == 3, "\(problems)")
+    }
+
     @Test("step types, protocols, handlers, transformations, data types and elements outside the supported set are named")
     func unsupported() throws {
         let base = PolicyFixtures.base(
@@ -149,10 +176,10 @@ struct CustomPolicyTests {
                 <TechnicalProfile Id="Odd"><Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.PhoneFactorProtocolProvider, Web.TPEngine" /></TechnicalProfile>
                 """,
             stepExtra: #"<OrchestrationStep Order="9" Type="InvokeSubJourney" />"#)
-            .replacingOccurrences(of: "TransformationMethod=\"FormatStringClaim\"", with: "TransformationMethod=\"XmlStringToJsonString\"")
+            .replacingOccurrences(of: "TransformationMethod=\"FormatStringClaim\"", with: "TransformationMethod=\"EncryptClaimWithKey\"")
             .replacingOccurrences(of: "<DataType>boolean</DataType>", with: "<DataType>phoneNumberish</DataType>")
         let problems = PolicyCheck.effective(try parse(base))
-        for expected in ["'SAML2'", "PhoneFactorProtocolProvider", "'InvokeSubJourney'", "'XmlStringToJsonString'", "'phoneNumberish'"] {
+        for expected in ["'SAML2'", "PhoneFactorProtocolProvider", "'InvokeSubJourney'", "'EncryptClaimWithKey'", "'phoneNumberish'"] {
             #expect(problems.contains { $0.contains(expected) && $0.contains("not supported") }, "\(expected) in \(problems)")
         }
         let withDisplayControl = PolicyFixtures.base().replacingOccurrences(
