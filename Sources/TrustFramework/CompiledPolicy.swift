@@ -37,6 +37,9 @@ package struct CompiledPolicy: Sendable {
     package var tokenSigningKeySet: String? { tokenIssuer?.keys["issuer_secret"].flatMap { $0.isEmpty ? nil : $0 } }
     package func transformation(_ id: String) -> PolicyTransformation? { transformations[id.lowercased()] }
     package func journey(_ id: String) -> PolicyUserJourney? { journeys[id.lowercased()] }
+    /// `SubJourneys`: what `InvokeSubJourney` steps run.
+    let subJourneys: [String: PolicyUserJourney]
+    package func subJourney(_ id: String) -> PolicyUserJourney? { subJourneys[id.lowercased()] }
     func contentDefinition(_ id: String) -> PolicyContentDefinition? { contentDefinitions[id.lowercased()] }
 
     /// Whether `profile`'s session is kept for single sign-on: its session management profile is
@@ -67,13 +70,17 @@ package struct CompiledPolicy: Sendable {
         self.domains = domains
         hasFacebookProfile = profiles.values.contains(where: \.isFacebook)
         identityProviderProfiles = profiles.values.filter { if case .identityProvider = $0.kind { true } else { false } }
-        journeys = Self.keyed((policy.child("UserJourneys")?.children("UserJourney") ?? []).map(PolicyUserJourney.init))
+        journeys = Self.keyed((policy.child("UserJourneys")?.children("UserJourney") ?? []).map { PolicyUserJourney($0) })
+        subJourneys = Self.keyed((policy.child("SubJourneys")?.children("SubJourney") ?? []).map { PolicyUserJourney($0) })
         relyingParty = policy.child("RelyingParty").map(PolicyRelyingParty.init)
         predicates = PolicyPredicates(blocks)
         localization = PolicyLocalization(blocks?.child("Localization"))
         let (journeys, profiles) = (self.journeys, self.profiles)
+        // The first JWT issuer the default journey's `SendClaims` steps name (an OAuth2 error
+        // profile sends no token).
         tokenIssuer = relyingParty.flatMap { journeys[$0.defaultJourney.lowercased()] }?.steps
-            .first { $0.kind == .sendClaims }?.issuerProfile.flatMap { profiles[$0.lowercased()] }
+            .filter { $0.kind == .sendClaims }.compactMap { $0.issuerProfile.flatMap { profiles[$0.lowercased()] } }
+            .first { $0.kind == .jwtIssuer }
     }
 
     /// A profile with the profile it includes (`IncludeTechnicalProfile`) as its base, as B2C

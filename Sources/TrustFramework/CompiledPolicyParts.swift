@@ -12,6 +12,9 @@ package struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
         case claimsTransformation
         /// `Protocol Name="None"` with a JWT output: the token issuer.
         case jwtIssuer
+        /// `OutputTokenFormat` `OAuth2Error` (protocol `None` or `OAuth2`): a `SendClaims` step
+        /// that ends the journey with the policy's own error (oauth2-error-technical-profile.md).
+        case oauth2Error
         /// `OpenIdConnect` or `OAuth2`: an identity provider; `login-NonInteractive`'s password
         /// check (`response_types` `id_token` with a `username`/`password` pair) is one too.
         case identityProvider(protocol: String)
@@ -50,6 +53,7 @@ package struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
         displayName = element.child("DisplayName")?.text
         let protocolElement = element.child("Protocol")
         switch protocolElement?["Name"] ?? "" {
+        case _ where element.child("OutputTokenFormat")?.text == "OAuth2Error": kind = .oauth2Error
         case "Proprietary":
             switch PolicyCheck.handlerName(protocolElement?["Handler"]) {
             case "SelfAssertedAttributeProvider": kind = .selfAsserted
@@ -129,37 +133,50 @@ package struct PolicyPrecondition: Sendable {
 
 /// A user journey's orchestration steps, in order.
 package struct PolicyUserJourney: Sendable, PolicyIdentified {
+    /// A sub-journey's `Type` (subjourneys.md): `Call` returns to the step after the one that
+    /// invoked it; `Transfer` ends the journey (the rest of the caller does not run).
+    package enum SubJourneyType: String, Sendable { case call = "Call", transfer = "Transfer" }
+
     package let id: String
     package let steps: [PolicyOrchestrationStep]
+    /// Set for a `SubJourney`, nil for a `UserJourney`.
+    package let subJourneyType: SubJourneyType?
 
-    init(_ element: PolicyElement) {
+    /// - Parameter defaultIssuer: the issuer of a `SendClaims` step that names none (the
+    ///   journey's `DefaultCpimIssuerTechnicalProfileReferenceId`).
+    init(_ element: PolicyElement, defaultIssuer: String? = nil) {
         id = element["Id"] ?? ""
-        steps = element.items("OrchestrationSteps", "OrchestrationStep").map(PolicyOrchestrationStep.init)
+        let issuer = element["DefaultCpimIssuerTechnicalProfileReferenceId"] ?? defaultIssuer
+        steps = element.items("OrchestrationSteps", "OrchestrationStep").map { PolicyOrchestrationStep($0, defaultIssuer: issuer) }
             .sorted { $0.order < $1.order }
+        subJourneyType = element.name == "SubJourney" ? SubJourneyType(rawValue: element["Type"] ?? "") ?? .call : nil
     }
 }
 
 package struct PolicyOrchestrationStep: Sendable {
     package enum Kind: String, Sendable {
         case combinedSignInAndSignUp = "CombinedSignInAndSignUp", claimsProviderSelection = "ClaimsProviderSelection"
-        case claimsExchange = "ClaimsExchange", sendClaims = "SendClaims"
+        case claimsExchange = "ClaimsExchange", sendClaims = "SendClaims", invokeSubJourney = "InvokeSubJourney"
     }
     package let order: Int
     package let kind: Kind
     let contentDefinition: String?
     package let issuerProfile: String?
-    let preconditions: [PolicyPrecondition]
+    package let preconditions: [PolicyPrecondition]
     /// `ClaimsExchange Id` → technical profile.
     package let exchanges: [(id: String, profile: String)]
     /// `ClaimsProviderSelection`s: the exchange a button starts (`TargetClaimsExchangeId`) or the
     /// one the page's own form validates with (`ValidationClaimsExchangeId`).
     package let selections: [(target: String?, validation: String?)]
+    /// `InvokeSubJourney`'s `JourneyList/Candidate`: the sub-journey it runs.
+    package let subJourney: String?
 
-    init(_ element: PolicyElement) {
+    init(_ element: PolicyElement, defaultIssuer: String? = nil) {
         order = Int(element["Order"] ?? "") ?? 0
         kind = Kind(rawValue: element["Type"] ?? "") ?? .claimsExchange
         contentDefinition = element["ContentDefinitionReferenceId"]
-        issuerProfile = element["CpimIssuerTechnicalProfileReferenceId"]
+        issuerProfile = element["CpimIssuerTechnicalProfileReferenceId"] ?? (kind == .sendClaims ? defaultIssuer : nil)
+        subJourney = element.items("JourneyList", "Candidate").first?["SubJourneyReferenceId"]
         preconditions = element.items("Preconditions", "Precondition").map(PolicyPrecondition.init)
         exchanges = element.items("ClaimsExchanges", "ClaimsExchange").map { ($0["Id"] ?? "", $0["TechnicalProfileReferenceId"] ?? "") }
         selections = element.items("ClaimsProviderSelections", "ClaimsProviderSelection").map {

@@ -197,13 +197,21 @@ package enum PolicyCheck {
                 missing("ContentDefinition", item.text, in: contentDefinitions, at: item)
             }
         }
-        for journey in policy.items("UserJourneys", "UserJourney") {
+        let subJourneys = ids(policy.items("SubJourneys", "SubJourney"))
+        problems += subJourneyProblems(policy)
+        for journey in policy.items("UserJourneys", "UserJourney") + policy.items("SubJourneys", "SubJourney") {
             for step in journey.items("OrchestrationSteps", "OrchestrationStep") {
                 let type = step["Type"] ?? ""
                 if !PolicySchema.stepTypes.contains(type) {
                     problems.append(
-                        "OrchestrationStep \(step["Order"] ?? "?") of UserJourney '\(journey["Id"] ?? "")' has the type '\(type)', which is not supported by this service.")
+                        "OrchestrationStep \(step["Order"] ?? "?") of \(journey.name) '\(journey["Id"] ?? "")' has the type '\(type)', which is not supported by this service.")
                 }
+                let candidates = step.items("JourneyList", "Candidate")
+                if type == "InvokeSubJourney", candidates.count != 1 {
+                    problems.append(
+                        "OrchestrationStep \(step["Order"] ?? "?") of \(journey.name) '\(journey["Id"] ?? "")' (line \(step.line)) must name exactly one sub-journey in its JourneyList.")
+                }
+                for candidate in candidates { missing("SubJourney", candidate["SubJourneyReferenceId"], in: subJourneys, at: candidate) }
                 missing("ContentDefinition", step["ContentDefinitionReferenceId"], in: contentDefinitions, at: step)
                 missing("TechnicalProfile", step["CpimIssuerTechnicalProfileReferenceId"], in: profileIDs, at: step)
                 for exchange in step.items("ClaimsExchanges", "ClaimsExchange") {
@@ -362,4 +370,42 @@ package enum CustomPolicyID {
 
     /// Whether a policy path segment (`B2C_1A_…`, any case) names a custom policy.
     package static func names(_ segment: String) -> Bool { segment.uppercased().hasPrefix(prefix) }
+}
+
+extension PolicyCheck {
+    /// How deep sub-journeys may invoke sub-journeys.
+    package static let maximumSubJourneyDepth = 8
+
+    /// A sub-journey that invokes itself, directly or through others, or a chain deeper than
+    /// ``maximumSubJourneyDepth``: B2C would never finish it, so it is refused at upload.
+    static func subJourneyProblems(_ policy: PolicyElement) -> [String] {
+        var invokes: [String: [String]] = [:]
+        var names: [String: String] = [:]
+        for sub in policy.items("SubJourneys", "SubJourney") {
+            guard let id = sub["Id"]?.lowercased() else { continue }
+            names[id] = sub["Id"]
+            invokes[id] = sub.items("OrchestrationSteps", "OrchestrationStep").flatMap { $0.items("JourneyList", "Candidate") }
+                .compactMap { $0["SubJourneyReferenceId"]?.lowercased() }
+        }
+        var problems: [String] = []
+        var reported: Set<String> = []
+        func walk(_ id: String, _ path: [String]) {
+            if let start = path.firstIndex(of: id) {
+                let cycle = (path[start...] + [id]).map { names[$0] ?? $0 }.joined(separator: " → ")
+                if reported.insert(Set(path[start...]).sorted().joined(separator: ",")).inserted {
+                    problems.append("The sub-journeys \(cycle) invoke one another in a cycle.")
+                }
+                return
+            }
+            guard path.count < maximumSubJourneyDepth else {
+                if reported.insert("depth").inserted {
+                    problems.append("Sub-journeys invoke one another more than \(maximumSubJourneyDepth) levels deep (\((path + [id]).map { names[$0] ?? $0 }.joined(separator: " → "))).")
+                }
+                return
+            }
+            for next in invokes[id] ?? [] { walk(next, path + [id]) }
+        }
+        for id in invokes.keys.sorted() { walk(id, []) }
+        return problems
+    }
 }

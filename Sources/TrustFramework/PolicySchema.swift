@@ -7,7 +7,7 @@ import WireCoding
 enum PolicySchema {
     /// Allowed child elements by parent element name.
     static let children: [String: Set<String>] = [
-        "TrustFrameworkPolicy": ["BasePolicy", "BuildingBlocks", "ClaimsProviders", "UserJourneys", "RelyingParty"],
+        "TrustFrameworkPolicy": ["BasePolicy", "BuildingBlocks", "ClaimsProviders", "UserJourneys", "SubJourneys", "RelyingParty"],
         "BasePolicy": ["TenantId", "PolicyId"],
         "BuildingBlocks": [
             "ClaimsSchema", "Predicates", "PredicateValidations", "ClaimsTransformations", "ClientDefinitions", "ContentDefinitions",
@@ -66,7 +66,10 @@ enum PolicySchema {
         "UserJourneys": ["UserJourney"],
         "UserJourney": ["OrchestrationSteps", "ClientDefinition", "PreserveOriginalAssertion"],
         "OrchestrationSteps": ["OrchestrationStep"],
-        "OrchestrationStep": ["Preconditions", "ClaimsProviderSelections", "ClaimsExchanges"],
+        "OrchestrationStep": ["Preconditions", "ClaimsProviderSelections", "ClaimsExchanges", "JourneyList"],
+        "JourneyList": ["Candidate"],
+        "SubJourneys": ["SubJourney"],
+        "SubJourney": ["OrchestrationSteps"],
         "ClaimsProviderSelections": ["ClaimsProviderSelection"],
         "ClaimsExchanges": ["ClaimsExchange"],
         "RelyingParty": ["DefaultUserJourney", "UserJourneyBehaviors", "Endpoints", "TechnicalProfile"],
@@ -79,7 +82,7 @@ enum PolicySchema {
     ]
 
     /// The orchestration step types this service runs.
-    static let stepTypes: Set<String> = ["CombinedSignInAndSignUp", "ClaimsProviderSelection", "ClaimsExchange", "SendClaims"]
+    static let stepTypes: Set<String> = ["CombinedSignInAndSignUp", "ClaimsProviderSelection", "ClaimsExchange", "SendClaims", "InvokeSubJourney"]
 
     /// `Protocol Name="Proprietary"` handlers, by the short name B2C's full type names end with.
     static let handlers: Set<String> = [

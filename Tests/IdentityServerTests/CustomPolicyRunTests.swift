@@ -171,6 +171,141 @@ struct CustomPolicyRunTests {
                 """)
     }
 
+    /// A journey on the local base whose page asks for a word, then invokes a `Call` sub-journey
+    /// (a claims transformation) and, where the word is `stop`, a `Transfer` sub-journey that ends
+    /// with the OAuth2 error profile; otherwise the token. `extraSubJourneys` are added as given.
+    static func subJourneyPolicy(tenant: String, extraSubJourneys: String = "") -> Data {
+        Data(
+            """
+            <TrustFrameworkPolicy xmlns="http://schemas.microsoft.com/online/cpim/schemas/2013/06" PolicySchemaVersion="0.3.0.0"
+              TenantId="\(tenant)" PolicyId="B2C_1A_test_sub" PublicPolicyUri="http://\(tenant)/B2C_1A_test_sub">
+            <BasePolicy><TenantId>\(tenant)</TenantId><PolicyId>B2C_1A_LocalBase</PolicyId></BasePolicy>
+            <BuildingBlocks>
+              <ClaimsSchema>
+                <ClaimType Id="word"><DisplayName>A word</DisplayName><DataType>string</DataType><UserInputType>TextBox</UserInputType></ClaimType>
+                <ClaimType Id="shout"><DisplayName>Shout</DisplayName><DataType>string</DataType></ClaimType>
+                <ClaimType Id="errorCode"><DisplayName>Code</DisplayName><DataType>string</DataType></ClaimType>
+                <ClaimType Id="errorMessage"><DisplayName>Message</DisplayName><DataType>string</DataType></ClaimType>
+              </ClaimsSchema>
+              <ClaimsTransformations>
+                <ClaimsTransformation Id="Shout" TransformationMethod="ChangeCase">
+                  <InputClaims><InputClaim ClaimTypeReferenceId="word" TransformationClaimType="inputClaim1" /></InputClaims>
+                  <InputParameters><InputParameter Id="toCase" DataType="string" Value="UPPER" /></InputParameters>
+                  <OutputClaims><OutputClaim ClaimTypeReferenceId="shout" TransformationClaimType="outputClaim" /></OutputClaims>
+                </ClaimsTransformation>
+              </ClaimsTransformations>
+            </BuildingBlocks>
+            <ClaimsProviders><ClaimsProvider><DisplayName>Steps</DisplayName><TechnicalProfiles>
+              <TechnicalProfile Id="Ask">
+                <DisplayName>A word</DisplayName>
+                <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.SelfAssertedAttributeProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
+                <Metadata><Item Key="ContentDefinitionReferenceId">form</Item></Metadata>
+                <OutputClaims><OutputClaim ClaimTypeReferenceId="word" Required="true" /></OutputClaims>
+              </TechnicalProfile>
+              <TechnicalProfile Id="MakeShout">
+                <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.ClaimsTransformationProtocolProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
+                <OutputClaims><OutputClaim ClaimTypeReferenceId="shout" /></OutputClaims>
+                <OutputClaimsTransformations><OutputClaimsTransformation ReferenceId="Shout" /></OutputClaimsTransformations>
+              </TechnicalProfile>
+              <TechnicalProfile Id="ReturnOAuth2Error">
+                <Protocol Name="None" />
+                <OutputTokenFormat>OAuth2Error</OutputTokenFormat>
+                <CryptographicKeys><Key Id="issuer_secret" StorageReferenceId="B2C_1A_TokenSigningKeyContainer" /></CryptographicKeys>
+                <InputClaims>
+                  <InputClaim ClaimTypeReferenceId="errorCode" DefaultValue="4711" />
+                  <InputClaim ClaimTypeReferenceId="errorMessage" DefaultValue="Stopped by the policy" />
+                </InputClaims>
+              </TechnicalProfile>
+            </TechnicalProfiles></ClaimsProvider></ClaimsProviders>
+            <UserJourneys><UserJourney Id="Journey" DefaultCpimIssuerTechnicalProfileReferenceId="Issuer"><OrchestrationSteps>
+              <OrchestrationStep Order="1" Type="ClaimsExchange">
+                <ClaimsExchanges><ClaimsExchange Id="AskExchange" TechnicalProfileReferenceId="Ask" /></ClaimsExchanges>
+              </OrchestrationStep>
+              <OrchestrationStep Order="2" Type="InvokeSubJourney">
+                <JourneyList><Candidate SubJourneyReferenceId="Loud" /></JourneyList>
+              </OrchestrationStep>
+              <OrchestrationStep Order="3" Type="InvokeSubJourney">
+                <Preconditions><Precondition Type="ClaimEquals" ExecuteActionsIf="false">
+                  <Value>word</Value><Value>stop</Value><Action>SkipThisOrchestrationStep</Action></Precondition></Preconditions>
+                <JourneyList><Candidate SubJourneyReferenceId="Refuse" /></JourneyList>
+              </OrchestrationStep>
+              <OrchestrationStep Order="4" Type="SendClaims" />
+            </OrchestrationSteps></UserJourney></UserJourneys>
+            <SubJourneys>
+              <SubJourney Id="Loud" Type="Call"><OrchestrationSteps>
+                <OrchestrationStep Order="1" Type="ClaimsExchange">
+                  <ClaimsExchanges><ClaimsExchange Id="ShoutExchange" TechnicalProfileReferenceId="MakeShout" /></ClaimsExchanges>
+                </OrchestrationStep>
+              </OrchestrationSteps></SubJourney>
+              <SubJourney Id="Refuse" Type="Transfer"><OrchestrationSteps>
+                <OrchestrationStep Order="1" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="ReturnOAuth2Error" />
+              </OrchestrationSteps></SubJourney>
+              \(extraSubJourneys)
+            </SubJourneys>
+            <RelyingParty>
+              <DefaultUserJourney ReferenceId="Journey" />
+              <TechnicalProfile Id="PolicyProfile">
+                <Protocol Name="OpenIdConnect" />
+                <OutputClaims>
+                  <OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" DefaultValue="1234" />
+                  <OutputClaim ClaimTypeReferenceId="shout" />
+                </OutputClaims>
+                <SubjectNamingInfo ClaimType="sub" />
+              </TechnicalProfile>
+            </RelyingParty>
+            </TrustFrameworkPolicy>
+            """.utf8)
+    }
+
+    @Test(
+        "sub-journeys: a Call sub-journey returns to its caller; a Transfer one ends the journey, here with the OAuth2 error profile's access_denied AAD_Custom_ error; a cycle is refused at upload by name",
+        arguments: TestDatabase.engines)
+    func subJourneys(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            try await Self.upload(h)
+            try await h.server.administration.uploadCustomPolicies([Self.subJourneyPolicy(tenant: h.tenant.name)], tenant: h.tenant)
+            var app = h.seed.publicApp
+            app.allowImplicit = true
+            try await h.server.tenants.save(app, now: h.clock.now)
+            var attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_sub", scope: "openid")
+            attempt.responseType = "id_token"
+            let page = try await driver.start(attempt, harness: h)
+            let called = try await driver.submit(page, [("word", "hello")])
+            let claims = DecodedJWT(try #require(called.redirectParameters["id_token"], "\(called.status) \(called.text)")).claims
+            #expect(claims["shout"] as? String == "HELLO" && claims["sub"] as? String == "1234", "the Call sub-journey ran and returned: \(claims)")
+
+            let refused = try await driver.submit(try await driver.start(attempt, harness: h), [("word", "stop")])
+            #expect(refused.redirectParameters["id_token"] == nil, "a Transfer sub-journey's error is the journey's end: \(refused.redirectParameters)")
+            #expect(refused.redirectParameters["error"] == "access_denied", "\(refused.status) \(refused.redirectParameters)")
+            // The fragment is form-encoded, as B2C's example shows (`AAD_Custom_1234%3a+My+custom…`).
+            let description = (refused.redirectParameters["error_description"] ?? "").replacingOccurrences(of: "+", with: " ")
+            #expect(description.hasPrefix("AAD_Custom_4711: Stopped by the policy\r\nCorrelation ID: "), "\(description)")
+            #expect(refused.redirectParameters["state"] == attempt.state)
+
+            let cycle = """
+                <SubJourney Id="Ping" Type="Call"><OrchestrationSteps><OrchestrationStep Order="1" Type="InvokeSubJourney">
+                  <JourneyList><Candidate SubJourneyReferenceId="Pong" /></JourneyList></OrchestrationStep></OrchestrationSteps></SubJourney>
+                <SubJourney Id="Pong" Type="Call"><OrchestrationSteps><OrchestrationStep Order="1" Type="InvokeSubJourney">
+                  <JourneyList><Candidate SubJourneyReferenceId="Ping" /></JourneyList></OrchestrationStep></OrchestrationSteps></SubJourney>
+                """
+            do {
+                try await h.server.administration.uploadCustomPolicies(
+                    [Self.subJourneyPolicy(tenant: h.tenant.name, extraSubJourneys: cycle)], tenant: h.tenant)
+                Issue.record("a sub-journey cycle uploaded")
+            } catch let rejection as PolicyRejection {
+                #expect(rejection.description.contains("Ping → Pong → Ping") && rejection.description.contains("cycle"), "\(rejection.description)")
+            }
+            let missing = String(decoding: Self.subJourneyPolicy(tenant: h.tenant.name), as: UTF8.self)
+                .replacingOccurrences(of: #"<Candidate SubJourneyReferenceId="Loud" />"#, with: #"<Candidate SubJourneyReferenceId="Nowhere" />"#)
+            do {
+                try await h.server.administration.uploadCustomPolicies([Data(missing.utf8)], tenant: h.tenant)
+                Issue.record("a missing sub-journey uploaded")
+            } catch let rejection as PolicyRejection {
+                #expect(rejection.description.contains("SubJourney with id 'Nowhere'"), "\(rejection.description)")
+            }
+        }
+    }
+
     /// A unit-test-shaped policy (nobody signs in) whose page shows a masked read-only claim and
     /// whose output transformations match a pattern (with a named group) and read a localized string.
     static func wordsPolicy(tenant: String) -> Data {

@@ -175,11 +175,11 @@ struct CustomPolicyTests {
                 <TechnicalProfile Id="Saml"><Protocol Name="SAML2" /></TechnicalProfile>
                 <TechnicalProfile Id="Odd"><Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.PhoneFactorProtocolProvider, Web.TPEngine" /></TechnicalProfile>
                 """,
-            stepExtra: #"<OrchestrationStep Order="9" Type="InvokeSubJourney" />"#)
+            stepExtra: #"<OrchestrationStep Order="9" Type="UserDialog" />"#)
             .replacingOccurrences(of: "TransformationMethod=\"FormatStringClaim\"", with: "TransformationMethod=\"EncryptClaimWithKey\"")
             .replacingOccurrences(of: "<DataType>boolean</DataType>", with: "<DataType>phoneNumberish</DataType>")
         let problems = PolicyCheck.effective(try parse(base))
-        for expected in ["'SAML2'", "PhoneFactorProtocolProvider", "'InvokeSubJourney'", "'EncryptClaimWithKey'", "'phoneNumberish'"] {
+        for expected in ["'SAML2'", "PhoneFactorProtocolProvider", "'UserDialog'", "'EncryptClaimWithKey'", "'phoneNumberish'"] {
             #expect(problems.contains { $0.contains(expected) && $0.contains("not supported") }, "\(expected) in \(problems)")
         }
         let withDisplayControl = PolicyFixtures.base().replacingOccurrences(

@@ -129,7 +129,8 @@ extension ProtocolFailure {
         // No code of Entra's own for these.
         case .responseModeNotSupported, .missingPostLogoutRedirect, .unknownPolicy, .resourceNotFound, .invalidPrompt,
             .postLogoutRedirectInvalid, .openIDRequiredForIDToken, .tooManySecondFactorTries, .forgotPassword, .invalidMaxAge,
-            .challengeMethodNotSupported, .repeatedParameter, .malformedRequest, .upstreamFailed, .policyNotRunnable, .restfulFailed:
+            .challengeMethodNotSupported, .repeatedParameter, .malformedRequest, .upstreamFailed, .policyNotRunnable, .restfulFailed,
+            .policyError:
             return invalidRequest()
         }
     }

@@ -78,6 +78,9 @@ package enum ProtocolFailure: Error, Sendable, Equatable {
     case upstreamFailed(String)
     /// A custom policy asks for something this service does not run (named in the text).
     case policyNotRunnable(String)
+    /// A custom policy's OAuth2 error technical profile ran: its `errorCode` and `errorMessage`,
+    /// sent as `access_denied` with `AAD_Custom_<errorCode>: <errorMessage>` (oauth2-error-technical-profile.md).
+    case policyError(code: String, message: String)
     /// A custom policy's REST technical profile that failed (B2C's AADB2C90075 for a claims exchange).
     case restfulFailed(profile: String, step: String, code: String, reason: String)
     // Conditions only the Entra face has.
@@ -259,6 +262,7 @@ extension ProtocolFailure {
         case .extensionFailed: return text("server_error", "90075", "A custom authentication extension did not answer as its contract requires.")
         case .upstreamFailed(let message): return text("server_error", "90273", "An invalid response was received : '\(message)'")
         case .policyNotRunnable(let detail): return processing(detail, error: "server_error")
+        case .policyError(let code, let message): return B2CErrorText(oauthError: "access_denied", code: "AAD_Custom_\(code)", message: message)
         case .restfulFailed(let profile, let step, let code, let reason):
             return text(
                 "server_error", "90075",

@@ -93,7 +93,7 @@ struct PolicyProfileRunner: Sendable {
             // The orchestration step's order, as B2C's AADB2C90075 names it.
             let step = run.state.stepID.flatMap { $0.split(separator: "#").last.map(String.init) } ?? ""
             try await restful.call(profile, claims: &claims, policy: policy, tenant: run.tenant, step: step)
-        case .claimsTransformation, .jwtIssuer, .session, .selfAsserted: break
+        case .claimsTransformation, .jwtIssuer, .oauth2Error, .session, .selfAsserted: break
         }
         resolver.applyDefaults(profile.outputClaims, to: &claims)
         try await transform(profile.outputTransformations, policy, &claims, run, profile: profile.id, messages: messages)

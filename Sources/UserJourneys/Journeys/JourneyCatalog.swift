@@ -136,10 +136,7 @@ package struct JourneyCatalog: JourneyProvider {
         guard let party = policy.relyingParty, let journey = policy.journey(party.defaultJourney) else {
             return Journey(name: policy.id, steps: [])
         }
-        let steps: [any OrchestrationStep] = journey.steps.map { step -> any OrchestrationStep in
-            if step.kind == .sendClaims { return tokenIssuance }
-            return PolicyStep(policy: policy, journey: journey.id, step: step, profiles: policyProfiles)
-        }
+        let steps = expanded(journey, policy, prefix: journey.id, invokers: [], depth: 0)
         // An operator's temporary password is replaced before any token, as in every flow.
         let beforeTokens = steps.firstIndex { $0.id == tokenIssuance.id } ?? steps.count
         var ordered = Array(steps[..<beforeTokens]) + [forcedPasswordChange] + Array(steps[beforeTokens...])
@@ -150,5 +147,33 @@ package struct JourneyCatalog: JourneyProvider {
         }
         if remembers { ordered.insert(singleSignOn, at: 0) }
         return Journey(name: journey.id, steps: ordered)
+    }
+
+    /// The engine's steps of `journey`, its `InvokeSubJourney` steps replaced by their
+    /// sub-journeys' steps (ids `Journey#2/Sub#1`), each run only where its invoking steps'
+    /// preconditions hold. A `Transfer` sub-journey ends the journey (its `SendClaims`): one that
+    /// runs out of steps without doing so fails rather than return to its caller. A JWT issuer's
+    /// `SendClaims` is token issuance. The upload refused cycles; the depth limit stands behind that.
+    private func expanded(_ journey: PolicyUserJourney, _ policy: CompiledPolicy, prefix: String, invokers: [PolicyOrchestrationStep], depth: Int)
+        -> [any OrchestrationStep]
+    {
+        var steps: [any OrchestrationStep] = []
+        for step in journey.steps {
+            switch step.kind {
+            case .invokeSubJourney:
+                guard depth < PolicyCheck.maximumSubJourneyDepth, let sub = step.subJourney.flatMap(policy.subJourney) else { continue }
+                let inner = expanded(sub, policy, prefix: "\(prefix)#\(step.order)/\(sub.id)", invokers: invokers + [step], depth: depth + 1)
+                steps += inner
+                if sub.subJourneyType == .transfer {
+                    steps.append(TransferEndStep(id: "\(prefix)#\(step.order)/\(sub.id)#end", subJourney: sub.id, invokers: invokers + [step]))
+                }
+            case .sendClaims where step.issuerProfile.flatMap(policy.profile)?.kind != .oauth2Error:
+                steps.append(step.preconditions.isEmpty && invokers.isEmpty ? tokenIssuance : GuardedStep(inner: tokenIssuance, policyStep: step, invokers: invokers))
+            default:
+                steps.append(
+                    PolicyStep(policy: policy, journey: prefix, step: step, profiles: policyProfiles, siblings: journey.steps, invokers: invokers))
+            }
+        }
+        return steps
     }
 }

@@ -13,6 +13,10 @@ struct PolicyStep: OrchestrationStep {
     let journey: String
     let step: PolicyOrchestrationStep
     let profiles: PolicyProfileRunner
+    /// The steps of the journey or sub-journey this step is in (where its page's buttons point).
+    var siblings: [PolicyOrchestrationStep] = []
+    /// The `InvokeSubJourney` steps this step runs under, outermost first.
+    var invokers: [PolicyOrchestrationStep] = []
 
     var id: String { "\(journey)#\(step.order)" }
 
@@ -21,11 +25,16 @@ struct PolicyStep: OrchestrationStep {
         case .combinedSignInAndSignUp: [.unified, .forgotPassword]
         case .claimsProviderSelection: [.unified]
         case .claimsExchange: [.selfAsserted]
-        case .sendClaims: []
+        case .sendClaims, .invokeSubJourney: []
         }
     }
 
-    func applies(to run: JourneyRun) -> Bool { !step.skipped(for: run.state.policyClaims ?? PolicyClaims()) }
+    /// Its own preconditions and those of the `InvokeSubJourney` steps it runs under: skipping
+    /// an invoking step skips its whole sub-journey.
+    func applies(to run: JourneyRun) -> Bool {
+        let claims = run.state.policyClaims ?? PolicyClaims()
+        return !step.skipped(for: claims) && !invokers.contains { $0.skipped(for: claims) }
+    }
 
     /// The profile this step runs: the exchange a page chose (a sign-up target), else its first.
     private func profile(_ run: JourneyRun) -> PolicyTechnicalProfile? {
@@ -53,7 +62,15 @@ struct PolicyStep: OrchestrationStep {
             }
         }
         switch step.kind {
-        case .sendClaims: return .next
+        case .invokeSubJourney: return .next
+        case .sendClaims:
+            // The only `SendClaims` this step runs is the OAuth2 error profile's (the catalog
+            // gives a JWT issuer's to token issuance): the journey ends with the policy's error.
+            guard let issuer = step.issuerProfile.flatMap(policy.profile), issuer.kind == .oauth2Error else { return .next }
+            profiles.resolver(run, policy).applyDefaults(issuer.inputClaims, to: &claims)
+            let code = issuer.inputClaims.first { $0.claimType.lowercased() == "errorcode" }.flatMap { claims.text($0.claimType) } ?? ""
+            let message = issuer.inputClaims.first { $0.claimType.lowercased() == "errormessage" }.flatMap { claims.text($0.claimType) } ?? ""
+            return .fail(.policyError(code: code, message: message))
         case .combinedSignInAndSignUp:
             if let hinted = hintedExchange(run) {
                 run.state.policyExchange = hinted
@@ -211,7 +228,7 @@ struct PolicyStep: OrchestrationStep {
 
     /// The profile of the claims exchange `target` names, in any step of this journey.
     func targetProfile(_ target: String) -> PolicyTechnicalProfile? {
-        let exchange = policy.journey(journey)?.steps.lazy.flatMap(\.exchanges).first { $0.id.lowercased() == target.lowercased() }
+        let exchange = siblings.lazy.flatMap(\.exchanges).first { $0.id.lowercased() == target.lowercased() }
         return exchange.flatMap { policy.profile($0.profile) }
     }
 
