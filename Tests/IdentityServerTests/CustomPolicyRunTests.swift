@@ -22,6 +22,19 @@ struct CustomPolicyRunTests {
         try await h.server.administration.uploadCustomPolicies(try PolicyFixtures.localAccounts(), tenant: h.tenant)
     }
 
+    /// The local base and `policy`, with the harness's public app allowed the implicit flow (a
+    /// journey that signs nobody in answers with an ID token only); an `id_token` attempt at it.
+    static func uploadForIDToken(_ h: IdentityHarness, _ policy: Data, id: String) async throws -> AuthorizationAttempt {
+        try await upload(h)
+        try await h.server.administration.uploadCustomPolicies([policy], tenant: h.tenant)
+        var app = h.seed.publicApp
+        app.allowImplicit = true
+        try await h.server.tenants.save(app, now: h.clock.now)
+        var attempt = AuthorizationAttempt(harness: h, policy: id, scope: "openid")
+        attempt.responseType = "id_token"
+        return attempt
+    }
+
     @Test("discovery answers on the policy's URL; a base policy is not a relying party", arguments: TestDatabase.engines)
     func discovery(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
@@ -262,13 +275,7 @@ struct CustomPolicyRunTests {
         arguments: TestDatabase.engines)
     func subJourneys(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
-            try await Self.upload(h)
-            try await h.server.administration.uploadCustomPolicies([Self.subJourneyPolicy(tenant: h.tenant.name)], tenant: h.tenant)
-            var app = h.seed.publicApp
-            app.allowImplicit = true
-            try await h.server.tenants.save(app, now: h.clock.now)
-            var attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_sub", scope: "openid")
-            attempt.responseType = "id_token"
+            let attempt = try await Self.uploadForIDToken(h, Self.subJourneyPolicy(tenant: h.tenant.name), id: "B2C_1A_test_sub")
             let page = try await driver.start(attempt, harness: h)
             let called = try await driver.submit(page, [("word", "hello")])
             let claims = DecodedJWT(try #require(called.redirectParameters["id_token"], "\(called.status) \(called.text)")).claims
@@ -373,14 +380,9 @@ struct CustomPolicyRunTests {
         arguments: TestDatabase.engines)
     func masksPatternsAndLanguages(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
-            try await Self.upload(h)
-            try await h.server.administration.uploadCustomPolicies([Self.wordsPolicy(tenant: h.tenant.name)], tenant: h.tenant)
-            var app = h.seed.publicApp
-            app.allowImplicit = true
-            try await h.server.tenants.save(app, now: h.clock.now)
+            let plain = try await Self.uploadForIDToken(h, Self.wordsPolicy(tenant: h.tenant.name), id: "B2C_1A_test_words")
             func attempt(_ locales: String?) -> AuthorizationAttempt {
-                var attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_words", scope: "openid")
-                attempt.responseType = "id_token"
+                var attempt = plain
                 if let locales { attempt.extra = [("ui_locales", locales)] }
                 return attempt
             }
@@ -402,13 +404,7 @@ struct CustomPolicyRunTests {
         arguments: TestDatabase.engines)
     func policySubject(engine: DatabaseEngine) async throws {
         try await IdentityHarness.run(engine) { h, driver in
-            try await Self.upload(h)
-            try await h.server.administration.uploadCustomPolicies([Self.subjectOnlyPolicy(tenant: h.tenant.name)], tenant: h.tenant)
-            var app = h.seed.publicApp
-            app.allowImplicit = true
-            try await h.server.tenants.save(app, now: h.clock.now)
-            var attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_nobody", scope: "openid")
-            attempt.responseType = "id_token"
+            let attempt = try await Self.uploadForIDToken(h, Self.subjectOnlyPolicy(tenant: h.tenant.name), id: "B2C_1A_test_nobody")
             let page = try await driver.start(attempt, harness: h)
             #expect(page.status == .ok && page.text.contains("id=\"word\""), "\(page.status) \(page.text)")
             let answered = try await driver.submit(page, [("word", "hello")])
