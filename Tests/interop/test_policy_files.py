@@ -51,4 +51,5 @@ def test_the_schema_refuses_what_lxml_finds_outside_it():
     """The check above can fail: an element the service does not run is outside the printed rules."""
     rules = schema()
     assert "DisplayControls" not in rules["children"]["BuildingBlocks"]
-    assert "RESTful" not in rules["protocols"] and "InvokeSubJourney" not in rules["stepTypes"]
+    assert "RESTful" not in rules["protocols"] and "UserDialog" not in rules["stepTypes"]
+    assert "InvokeSubJourney" in rules["stepTypes"] and "SubJourneys" in rules["children"]["TrustFrameworkPolicy"]
