@@ -154,8 +154,21 @@ package enum PolicyCheck {
                 if let problem = Self.oAuth2Problem(id: id, metadata: metadata, complete: false) { problems.append(problem) }
             }
             if Self.handlerName(protocolElement?["Handler"]) == "RestfulProvider" {
-                if !OutboundURLRule.isAllowed(metadata["ServiceUrl"] ?? "") {
+                let sendsIn = (metadata["SendClaimsIn"] ?? "Body").lowercased()
+                let serviceURL = metadata["ServiceUrl"] ?? ""
+                if !OutboundURLRule.isAllowed(sendsIn == "url" ? RestfulURL.template(serviceURL) : serviceURL) {
                     problems.append("TechnicalProfile '\(id)' needs a ServiceUrl that is https (or http on loopback) without credentials.")
+                }
+                if sendsIn == "url", RestfulURL.placeholderBeforePath(serviceURL) {
+                    problems.append("TechnicalProfile '\(id)' has a claim in the host of its ServiceUrl; with SendClaimsIn Url, claims go in the path and the query only.")
+                }
+                if sendsIn == "header" {
+                    for claim in profile.items("InputClaims", "InputClaim") {
+                        let name = (claim["PartnerClaimType"] ?? claim["ClaimTypeReferenceId"] ?? "").lowercased()
+                        if Self.reservedHeaders.contains(name) || name.isEmpty || !name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) {
+                            problems.append("TechnicalProfile '\(id)' sends the claim '\(claim["ClaimTypeReferenceId"] ?? "")' (line \(claim.line)) in a header named '\(name)', which a request cannot carry.")
+                        }
+                    }
                 }
                 let authentication = (metadata["AuthenticationType"] ?? "None").lowercased()
                 if !["none", "basic", "bearer", "clientcertificate"].contains(authentication) {
@@ -164,7 +177,7 @@ package enum PolicyCheck {
                 if authentication == "clientcertificate", !(metadata["ServiceUrl"] ?? "").lowercased().hasPrefix("https://") {
                     problems.append("TechnicalProfile '\(id)' presents a client certificate, which needs a ServiceUrl that is https.")
                 }
-                if !["body", "form", "querystring"].contains((metadata["SendClaimsIn"] ?? "Body").lowercased()) {
+                if !["body", "form", "querystring", "url", "header"].contains(sendsIn) {
                     problems.append("TechnicalProfile '\(id)' sends claims in '\(metadata["SendClaimsIn"] ?? "")', which is not supported by this service.")
                 }
             }
@@ -408,4 +421,13 @@ extension PolicyCheck {
         for id in invokes.keys.sorted() { walk(id, []) }
         return problems
     }
+}
+
+extension PolicyCheck {
+    /// Headers a REST profile's claims may not be sent as (`SendClaimsIn` `Header`): those that
+    /// frame the request or say who sends it, which the service writes itself.
+    static let reservedHeaders: Set<String> = [
+        "host", "content-length", "transfer-encoding", "connection", "content-type", "authorization", "accept", "expect", "upgrade",
+        "te", "trailer", "keep-alive", "proxy-authorization", "traceparent", "tracestate",
+    ]
 }

@@ -10,7 +10,9 @@ import WireCoding
 /// B2C's `RestfulProvider` technical profile (SPEC §2.12) over the service's outbound HTTP client:
 /// `ServiceUrl`, `AuthenticationType` `None`/`Basic`/`Bearer`/`ClientCertificate` with the
 /// credentials in policy key sets (`BasicAuthenticationUsername`, `BasicAuthenticationPassword`,
-/// `BearerAuthenticationToken`, a certificate uploaded with `uploadPkcs12`), `SendClaimsIn` `Body` (JSON), `Form` or `QueryString`. A 200
+/// `BearerAuthenticationToken` or the claim `UseClaimAsBearerToken` names, a certificate uploaded
+/// with `uploadPkcs12`), `SendClaimsIn` `Body` (JSON), `Form`, `QueryString`, `Url` (claims in the
+/// path and query's placeholders) or `Header`. A 200
 /// answer's members fill the output claims (by partner claim type; dotted paths with
 /// `ResolveJsonPathsInJsonTokens`); a 4xx answer's `userMessage` (B2C's error contract
 /// `version`/`status`/`userMessage`) is shown on the page; anything else, or no answer within
@@ -29,8 +31,10 @@ struct PolicyRestfulProvider: Sendable {
             .protocolFailure(.restfulFailed(profile: profile.id, step: step, code: code, reason: reason))
         }
         guard let url = profile.metadata["ServiceUrl"], OutboundURL.isAllowed(url) else { throw failure("Configuration", "ServiceUrl") }
+        // `UseClaimAsBearerToken`: that claim is the bearer token, not one of the claims sent.
+        let bearerClaim = profile.metadata["UseClaimAsBearerToken"]?.lowercased()
         var values: [(String, PolicyClaimValue)] = []
-        for reference in profile.inputClaims {
+        for reference in profile.inputClaims where reference.claimType.lowercased() != bearerClaim {
             if let value = claims[reference.claimType] { values.append((reference.partnerClaimType ?? reference.claimType, value)) }
         }
         var target = url
@@ -47,6 +51,21 @@ struct PolicyRestfulProvider: Sendable {
             request.method = .GET
             target += (url.contains("?") ? "&" : "?") + FormEncoding.encode(values.map { ($0.0, $0.1.text) })
             request.url = target
+        case "url":
+            // Each value percent-encoded into its placeholder; the host has none (checked at upload).
+            request.method = .GET
+            target = RestfulURL.filled(url, values: Dictionary(values.map { ($0.0, $0.1.text) }, uniquingKeysWith: { first, _ in first }))
+            guard OutboundURL.isAllowed(target) else { throw failure("Configuration", "ServiceUrl") }
+            request.url = target
+        case "header":
+            request.method = .GET
+            for (name, value) in values {
+                // A value that would end the header line (or any control character) is no header.
+                guard !value.text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                    throw failure("InvalidRequest", "the claim sent in the header '\(name)' has a control character")
+                }
+                request.headers.add(name: name, value: value.text)
+            }
         default:
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: JSONText.object(values.map { ($0.0, Self.json($0.1)) }).serialized))
@@ -66,8 +85,14 @@ struct PolicyRestfulProvider: Sendable {
             guard let user, let password else { throw failure("Configuration", "the basic credentials' key sets have no active secret") }
             request.headers.add(name: "Authorization", value: "Basic \(Data("\(user):\(password)".utf8).base64EncodedString())")
         case "bearer":
-            guard let token = try await secret(profile, "BearerAuthenticationToken", tenant) else {
-                throw failure("Configuration", "the bearer token's key set has no active secret")
+            let token: String?
+            if let bearerClaim {
+                token = claims.text(bearerClaim).flatMap { $0.isEmpty || $0.unicodeScalars.contains { $0.value < 0x21 || $0.value == 0x7F } ? nil : $0 }
+            } else {
+                token = try await secret(profile, "BearerAuthenticationToken", tenant)
+            }
+            guard let token else {
+                throw failure("Configuration", bearerClaim == nil ? "the bearer token's key set has no active secret" : "the claim UseClaimAsBearerToken names has no token")
             }
             request.headers.add(name: "Authorization", value: "Bearer \(token)")
         default: throw failure("Configuration", "AuthenticationType")
@@ -121,11 +146,23 @@ struct PolicyRestfulProvider: Sendable {
         }
     }
 
+    /// The value at a dotted path (`address.city`), a member with an index reading that item of
+    /// its array (`elements[0].handle~.emailAddress`, as the LinkedIn scenario writes it).
     static func value(at path: String, in object: [String: JSONValue]) -> JSONValue? {
         var current: JSONValue = .object(object)
         for part in path.split(separator: ".") {
-            guard case .object(let members) = current, let next = members[String(part)] else { return nil }
+            var name = Substring(part)
+            var indexes: [Int] = []
+            while name.hasSuffix("]"), let open = name.lastIndex(of: "["), let index = Int(name[name.index(after: open)..<name.index(before: name.endIndex)]) {
+                indexes.insert(index, at: 0)
+                name = name[..<open]
+            }
+            guard case .object(let members) = current, let next = members[String(name)] else { return nil }
             current = next
+            for index in indexes {
+                guard case .array(let items) = current, items.indices.contains(index) else { return nil }
+                current = items[index]
+            }
         }
         return current
     }
