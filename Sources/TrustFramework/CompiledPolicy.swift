@@ -76,10 +76,21 @@ package struct CompiledPolicy: Sendable {
         predicates = PolicyPredicates(blocks)
         localization = PolicyLocalization(blocks?.child("Localization"))
         let (journeys, profiles) = (self.journeys, self.profiles)
-        // The first JWT issuer the default journey's `SendClaims` steps name (an OAuth2 error
-        // profile sends no token).
-        tokenIssuer = relyingParty.flatMap { journeys[$0.defaultJourney.lowercased()] }?.steps
-            .filter { $0.kind == .sendClaims }.compactMap { $0.issuerProfile.flatMap { profiles[$0.lowercased()] } }
+        // The first JWT issuer the default journey's `SendClaims` steps name, its sub-journeys'
+        // included (an OAuth2 error profile sends no token).
+        let subJourneys = self.subJourneys
+        func sendClaims(_ steps: [PolicyOrchestrationStep], depth: Int) -> [PolicyOrchestrationStep] {
+            steps.flatMap { step -> [PolicyOrchestrationStep] in
+                if step.kind == .invokeSubJourney, depth < PolicyCheck.maximumSubJourneyDepth,
+                    let sub = step.subJourney.flatMap({ subJourneys[$0.lowercased()] })
+                {
+                    return sendClaims(sub.steps, depth: depth + 1)
+                }
+                return step.kind == .sendClaims ? [step] : []
+            }
+        }
+        tokenIssuer = sendClaims(relyingParty.flatMap { journeys[$0.defaultJourney.lowercased()] }?.steps ?? [], depth: 0)
+            .compactMap { $0.issuerProfile.flatMap { profiles[$0.lowercased()] } }
             .first { $0.kind == .jwtIssuer }
     }
 

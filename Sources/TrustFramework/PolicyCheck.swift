@@ -78,7 +78,7 @@ package enum PolicyCheck {
             if let mask = claimType.child("Mask") {
                 switch mask["Type"]?.lowercased() {
                 case "simple": break
-                case "regex" where PolicyPattern.Search(mask["Regex"] ?? "").expression == nil:
+                case "regex" where (mask["Regex"] ?? "").isEmpty || PolicyPattern.Search(mask["Regex"] ?? "").expression == nil:
                     problems.append("ClaimType '\(claimType["Id"] ?? "")' has a Mask (line \(mask.line)) whose Regex is not a valid regular expression.")
                 case "regex": break
                 default:
@@ -165,7 +165,7 @@ package enum PolicyCheck {
                 if sendsIn == "header" {
                     for claim in profile.items("InputClaims", "InputClaim") {
                         let name = (claim["PartnerClaimType"] ?? claim["ClaimTypeReferenceId"] ?? "").lowercased()
-                        if Self.reservedHeaders.contains(name) || name.isEmpty || !name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) {
+                        if !Self.isClaimHeaderName(name) {
                             problems.append("TechnicalProfile '\(id)' sends the claim '\(claim["ClaimTypeReferenceId"] ?? "")' (line \(claim.line)) in a header named '\(name)', which a request cannot carry.")
                         }
                     }
@@ -211,6 +211,9 @@ package enum PolicyCheck {
             }
         }
         let subJourneys = ids(policy.items("SubJourneys", "SubJourney"))
+        for journey in policy.items("UserJourneys", "UserJourney") {
+            missing("TechnicalProfile", journey["DefaultCpimIssuerTechnicalProfileReferenceId"], in: profileIDs, at: journey)
+        }
         problems += subJourneyProblems(policy)
         for journey in policy.items("UserJourneys", "UserJourney") + policy.items("SubJourneys", "SubJourney") {
             for step in journey.items("OrchestrationSteps", "OrchestrationStep") {
@@ -227,6 +230,11 @@ package enum PolicyCheck {
                 for candidate in candidates { missing("SubJourney", candidate["SubJourneyReferenceId"], in: subJourneys, at: candidate) }
                 missing("ContentDefinition", step["ContentDefinitionReferenceId"], in: contentDefinitions, at: step)
                 missing("TechnicalProfile", step["CpimIssuerTechnicalProfileReferenceId"], in: profileIDs, at: step)
+                if type == "SendClaims", step["CpimIssuerTechnicalProfileReferenceId"] == nil, journey["DefaultCpimIssuerTechnicalProfileReferenceId"] == nil,
+                    journey.name == "UserJourney"
+                {
+                    problems.append("OrchestrationStep \(step["Order"] ?? "?") of UserJourney '\(journey["Id"] ?? "")' (line \(step.line)) sends claims but names no issuer.")
+                }
                 for exchange in step.items("ClaimsExchanges", "ClaimsExchange") {
                     missing("TechnicalProfile", exchange["TechnicalProfileReferenceId"], in: profileIDs, at: exchange)
                 }
@@ -292,9 +300,12 @@ package enum PolicyCheck {
             return profile.child("IncludeTechnicalProfile")?["ReferenceId"].map { hasSecret($0, depth: depth + 1) } ?? false
         }
         var problems: [String] = []
-        for journey in policy.items("UserJourneys", "UserJourney") {
+        // Sub-journeys' steps too, and a journey's default issuer where a step names none.
+        for journey in policy.items("UserJourneys", "UserJourney") + policy.items("SubJourneys", "SubJourney") {
             for step in journey.items("OrchestrationSteps", "OrchestrationStep") where step["Type"] == "SendClaims" {
-                guard let id = step["CpimIssuerTechnicalProfileReferenceId"], byID[id.lowercased()] != nil, !hasSecret(id, depth: 0) else { continue }
+                guard let id = step["CpimIssuerTechnicalProfileReferenceId"] ?? journey["DefaultCpimIssuerTechnicalProfileReferenceId"],
+                    byID[id.lowercased()] != nil, !hasSecret(id, depth: 0)
+                else { continue }
                 let message = "TechnicalProfile '\(id)' issues tokens but has no CryptographicKeys Key 'issuer_secret' naming the key set that signs them."
                 if !problems.contains(message) { problems.append(message) }
             }
@@ -388,37 +399,71 @@ package enum CustomPolicyID {
 extension PolicyCheck {
     /// How deep sub-journeys may invoke sub-journeys.
     package static let maximumSubJourneyDepth = 8
+    /// The most steps a journey may have with its sub-journeys written out: each invocation
+    /// repeats its sub-journey, so a few of them in a chain could otherwise multiply to millions.
+    package static let maximumExpandedSteps = 1000
 
-    /// A sub-journey that invokes itself, directly or through others, or a chain deeper than
-    /// ``maximumSubJourneyDepth``: B2C would never finish it, so it is refused at upload.
+    /// A sub-journey of a `Type` other than `Call` or `Transfer`; sub-journeys that invoke one
+    /// another in a cycle, or more than ``maximumSubJourneyDepth`` deep; a journey of more than
+    /// ``maximumExpandedSteps`` steps with its sub-journeys written out. Each sub-journey is
+    /// visited once (a depth-first walk that remembers what it finished).
     static func subJourneyProblems(_ policy: PolicyElement) -> [String] {
+        var problems: [String] = []
         var invokes: [String: [String]] = [:]
+        var ownSteps: [String: Int] = [:]
         var names: [String: String] = [:]
         for sub in policy.items("SubJourneys", "SubJourney") {
             guard let id = sub["Id"]?.lowercased() else { continue }
             names[id] = sub["Id"]
-            invokes[id] = sub.items("OrchestrationSteps", "OrchestrationStep").flatMap { $0.items("JourneyList", "Candidate") }
-                .compactMap { $0["SubJourneyReferenceId"]?.lowercased() }
+            if !["Call", "Transfer"].contains(sub["Type"] ?? "") {
+                problems.append("SubJourney '\(sub["Id"] ?? "")' (line \(sub.line)) has the Type '\(sub["Type"] ?? "")'; the types are Call and Transfer.")
+            }
+            let steps = sub.items("OrchestrationSteps", "OrchestrationStep")
+            invokes[id] = steps.flatMap { $0.items("JourneyList", "Candidate") }.compactMap { $0["SubJourneyReferenceId"]?.lowercased() }
+            ownSteps[id] = steps.count
         }
-        var problems: [String] = []
-        var reported: Set<String> = []
-        func walk(_ id: String, _ path: [String]) {
-            if let start = path.firstIndex(of: id) {
-                let cycle = (path[start...] + [id]).map { names[$0] ?? $0 }.joined(separator: " → ")
-                if reported.insert(Set(path[start...]).sorted().joined(separator: ",")).inserted {
-                    problems.append("The sub-journeys \(cycle) invoke one another in a cycle.")
-                }
+        // Depth-first, each sub-journey finished once: its longest chain and its steps written out.
+        var depth: [String: Int] = [:]
+        var expanded: [String: Int] = [:]
+        var visiting: [String] = []
+        var cyclic = false
+        func visit(_ id: String) {
+            if depth[id] != nil || cyclic { return }
+            if let start = visiting.firstIndex(of: id) {
+                let cycle = (visiting[start...] + [id]).map { names[$0] ?? $0 }.joined(separator: " → ")
+                problems.append("The sub-journeys \(cycle) invoke one another in a cycle.")
+                cyclic = true
                 return
             }
-            guard path.count < maximumSubJourneyDepth else {
-                if reported.insert("depth").inserted {
-                    problems.append("Sub-journeys invoke one another more than \(maximumSubJourneyDepth) levels deep (\((path + [id]).map { names[$0] ?? $0 }.joined(separator: " → "))).")
-                }
-                return
+            visiting.append(id)
+            var longest = 0
+            var total = ownSteps[id] ?? 0
+            for next in invokes[id] ?? [] where invokes[next] != nil {
+                visit(next)
+                if cyclic { return }
+                longest = max(longest, depth[next] ?? 0)
+                total = min(total + (expanded[next] ?? 0), maximumExpandedSteps + 1)
             }
-            for next in invokes[id] ?? [] { walk(next, path + [id]) }
+            visiting.removeLast()
+            depth[id] = longest + 1
+            expanded[id] = total
         }
-        for id in invokes.keys.sorted() { walk(id, []) }
+        for id in invokes.keys.sorted() { visit(id) }
+        guard !cyclic else { return problems }
+        if let (id, deepest) = depth.max(by: { $0.value < $1.value }), deepest > maximumSubJourneyDepth {
+            problems.append("Sub-journeys invoke one another more than \(maximumSubJourneyDepth) levels deep (from '\(names[id] ?? id)').")
+        }
+        for journey in policy.items("UserJourneys", "UserJourney") {
+            let steps = journey.items("OrchestrationSteps", "OrchestrationStep")
+            var total = steps.count
+            for candidate in steps.flatMap({ $0.items("JourneyList", "Candidate") }) {
+                total += candidate["SubJourneyReferenceId"].flatMap { expanded[$0.lowercased()] } ?? 0
+            }
+            if total > maximumExpandedSteps {
+                problems.append(
+                    "UserJourney '\(journey["Id"] ?? "")' has more than \(maximumExpandedSteps) steps with its sub-journeys written out.")
+            }
+        }
         return problems
     }
 }
@@ -426,6 +471,11 @@ extension PolicyCheck {
 extension PolicyCheck {
     /// Headers a REST profile's claims may not be sent as (`SendClaimsIn` `Header`): those that
     /// frame the request or say who sends it, which the service writes itself.
+    package static func isClaimHeaderName(_ name: String) -> Bool {
+        !name.isEmpty && !reservedHeaders.contains(name.lowercased())
+            && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }
+    }
+
     static let reservedHeaders: Set<String> = [
         "host", "content-length", "transfer-encoding", "connection", "content-type", "authorization", "accept", "expect", "upgrade",
         "te", "trailer", "keep-alive", "proxy-authorization", "traceparent", "tracestate",

@@ -22,7 +22,12 @@ package enum RestfulURL {
     /// case-insensitive, as claim types are); a name without a value becomes empty.
     package static func filled(_ url: String, values: [String: String]) -> String {
         let lowered = Dictionary(values.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
-        return fill(url) { name in (lowered[name.lowercased()] ?? "").addingPercentEncoding(withAllowedCharacters: unreserved) ?? "" }
+        return fill(url) { name in
+            let value = lowered[name.lowercased()] ?? ""
+            // `.` and `..` alone are path steps a server resolves: encoded, they are a name.
+            if value == "." || value == ".." { return value.replacingOccurrences(of: ".", with: "%2E") }
+            return value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+        }
     }
 
     private static let unreserved = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")

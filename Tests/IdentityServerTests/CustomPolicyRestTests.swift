@@ -211,6 +211,10 @@ struct CustomPolicyRestTests {
                 == "https://api.example.com/one%2Ftwo/x?k=v%26w%3D1")
         #expect(RestfulURL.filled("https://api.example.com/{missing}/x", values: [:]) == "https://api.example.com//x")
         #expect(RestfulURL.template("https://api.example.com/{a}") == "https://api.example.com/x")
+        #expect(RestfulURL.filled("https://api.example.com/u/{a}/p", values: ["a": ".."]) == "https://api.example.com/u/%2E%2E/p", "a dot segment is a name")
+        #expect(ProtocolFailure.policyError(code: "UserBlocked", message: "x").signInLogNumber == ProtocolFailure.policyErrorLogNumber)
+        #expect(ProtocolFailure.policyError(code: "123456", message: "x").signInLogNumber == ProtocolFailure.policyErrorLogNumber)
+        #expect(ProtocolFailure.userCancelled.signInLogNumber == 90091)
         let object = try JSONDecoder().decode(
             [String: JSONValue].self, from: Data(#"{"elements":[{"handle~":{"emailAddress":"li@example.com"}}]}"#.utf8))
         #expect(PolicyRestfulProvider.value(at: "elements[0].handle~.emailAddress", in: object) == .string("li@example.com"))

@@ -197,6 +197,7 @@ struct CustomPolicyRunTests {
               <ClaimsSchema>
                 <ClaimType Id="word"><DisplayName>A word</DisplayName><DataType>string</DataType><UserInputType>TextBox</UserInputType></ClaimType>
                 <ClaimType Id="shout"><DisplayName>Shout</DisplayName><DataType>string</DataType></ClaimType>
+                <ClaimType Id="echo"><DisplayName>Echo</DisplayName><DataType>string</DataType></ClaimType>
                 <ClaimType Id="errorCode"><DisplayName>Code</DisplayName><DataType>string</DataType></ClaimType>
                 <ClaimType Id="errorMessage"><DisplayName>Message</DisplayName><DataType>string</DataType></ClaimType>
               </ClaimsSchema>
@@ -205,6 +206,10 @@ struct CustomPolicyRunTests {
                   <InputClaims><InputClaim ClaimTypeReferenceId="word" TransformationClaimType="inputClaim1" /></InputClaims>
                   <InputParameters><InputParameter Id="toCase" DataType="string" Value="UPPER" /></InputParameters>
                   <OutputClaims><OutputClaim ClaimTypeReferenceId="shout" TransformationClaimType="outputClaim" /></OutputClaims>
+                </ClaimsTransformation>
+                <ClaimsTransformation Id="Echo" TransformationMethod="CopyClaim">
+                  <InputClaims><InputClaim ClaimTypeReferenceId="shout" TransformationClaimType="inputClaim" /></InputClaims>
+                  <OutputClaims><OutputClaim ClaimTypeReferenceId="echo" TransformationClaimType="outputClaim" /></OutputClaims>
                 </ClaimsTransformation>
               </ClaimsTransformations>
             </BuildingBlocks>
@@ -219,6 +224,11 @@ struct CustomPolicyRunTests {
                 <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.ClaimsTransformationProtocolProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
                 <OutputClaims><OutputClaim ClaimTypeReferenceId="shout" /></OutputClaims>
                 <OutputClaimsTransformations><OutputClaimsTransformation ReferenceId="Shout" /></OutputClaimsTransformations>
+              </TechnicalProfile>
+              <TechnicalProfile Id="MakeEcho">
+                <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.ClaimsTransformationProtocolProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
+                <OutputClaims><OutputClaim ClaimTypeReferenceId="echo" /></OutputClaims>
+                <OutputClaimsTransformations><OutputClaimsTransformation ReferenceId="Echo" /></OutputClaimsTransformations>
               </TechnicalProfile>
               <TechnicalProfile Id="ReturnOAuth2Error">
                 <Protocol Name="None" />
@@ -235,6 +245,9 @@ struct CustomPolicyRunTests {
                 <ClaimsExchanges><ClaimsExchange Id="AskExchange" TechnicalProfileReferenceId="Ask" /></ClaimsExchanges>
               </OrchestrationStep>
               <OrchestrationStep Order="2" Type="InvokeSubJourney">
+                <!-- Decided when the journey reaches it: the sub-journey's first step sets shout, its second still runs. -->
+                <Preconditions><Precondition Type="ClaimsExist" ExecuteActionsIf="true">
+                  <Value>shout</Value><Action>SkipThisOrchestrationStep</Action></Precondition></Preconditions>
                 <JourneyList><Candidate SubJourneyReferenceId="Loud" /></JourneyList>
               </OrchestrationStep>
               <OrchestrationStep Order="3" Type="InvokeSubJourney">
@@ -249,6 +262,9 @@ struct CustomPolicyRunTests {
                 <OrchestrationStep Order="1" Type="ClaimsExchange">
                   <ClaimsExchanges><ClaimsExchange Id="ShoutExchange" TechnicalProfileReferenceId="MakeShout" /></ClaimsExchanges>
                 </OrchestrationStep>
+                <OrchestrationStep Order="2" Type="ClaimsExchange">
+                  <ClaimsExchanges><ClaimsExchange Id="EchoExchange" TechnicalProfileReferenceId="MakeEcho" /></ClaimsExchanges>
+                </OrchestrationStep>
               </OrchestrationSteps></SubJourney>
               <SubJourney Id="Refuse" Type="Transfer"><OrchestrationSteps>
                 <OrchestrationStep Order="1" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="ReturnOAuth2Error" />
@@ -262,6 +278,7 @@ struct CustomPolicyRunTests {
                 <OutputClaims>
                   <OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" DefaultValue="1234" />
                   <OutputClaim ClaimTypeReferenceId="shout" />
+                  <OutputClaim ClaimTypeReferenceId="echo" />
                 </OutputClaims>
                 <SubjectNamingInfo ClaimType="sub" />
               </TechnicalProfile>
@@ -280,6 +297,7 @@ struct CustomPolicyRunTests {
             let called = try await driver.submit(page, [("word", "hello")])
             let claims = DecodedJWT(try #require(called.redirectParameters["id_token"], "\(called.status) \(called.text)")).claims
             #expect(claims["shout"] as? String == "HELLO" && claims["sub"] as? String == "1234", "the Call sub-journey ran and returned: \(claims)")
+            #expect(claims["echo"] as? String == "HELLO", "the invocation's precondition is decided once: its second step ran after the first set shout")
 
             let refused = try await driver.submit(try await driver.start(attempt, harness: h), [("word", "stop")])
             #expect(refused.redirectParameters["id_token"] == nil, "a Transfer sub-journey's error is the journey's end: \(refused.redirectParameters)")
@@ -302,6 +320,34 @@ struct CustomPolicyRunTests {
             } catch let rejection as PolicyRejection {
                 #expect(rejection.description.contains("Ping → Pong → Ping") && rejection.description.contains("cycle"), "\(rejection.description)")
             }
+            // Each invocation writes its sub-journey out again: a chain that multiplies past the
+            // limit is refused at upload, as is a Type other than Call or Transfer.
+            let invokeB = String(repeating: "", count: 0) + (1...40).map {
+                #"<OrchestrationStep Order="\#($0)" Type="InvokeSubJourney"><JourneyList><Candidate SubJourneyReferenceId="Wide" /></JourneyList></OrchestrationStep>"#
+            }.joined()
+            let wide = """
+                <SubJourney Id="Wider" Type="Call"><OrchestrationSteps>\(invokeB)</OrchestrationSteps></SubJourney>
+                <SubJourney Id="Wide" Type="Call"><OrchestrationSteps>\(invokeB.replacingOccurrences(of: "\"Wide\"", with: "\"Leaf\""))</OrchestrationSteps></SubJourney>
+                <SubJourney Id="Leaf" Type="Call"><OrchestrationSteps><OrchestrationStep Order="1" Type="ClaimsExchange">
+                  <ClaimsExchanges><ClaimsExchange Id="LeafExchange" TechnicalProfileReferenceId="MakeShout" /></ClaimsExchanges>
+                </OrchestrationStep></OrchestrationSteps></SubJourney>
+                """
+            let multiplied = String(decoding: Self.subJourneyPolicy(tenant: h.tenant.name, extraSubJourneys: wide), as: UTF8.self)
+                .replacingOccurrences(of: #"<Candidate SubJourneyReferenceId="Loud" />"#, with: #"<Candidate SubJourneyReferenceId="Wider" />"#)
+            do {
+                try await h.server.administration.uploadCustomPolicies([Data(multiplied.utf8)], tenant: h.tenant)
+                Issue.record("a journey of 3,000 steps uploaded")
+            } catch let rejection as PolicyRejection {
+                #expect(rejection.description.contains("more than 1000 steps with its sub-journeys written out"), "\(rejection.description)")
+            }
+            let lowerCase = String(decoding: Self.subJourneyPolicy(tenant: h.tenant.name), as: UTF8.self)
+                .replacingOccurrences(of: #"<SubJourney Id="Refuse" Type="Transfer">"#, with: #"<SubJourney Id="Refuse" Type="transfer">"#)
+            do {
+                try await h.server.administration.uploadCustomPolicies([Data(lowerCase.utf8)], tenant: h.tenant)
+                Issue.record("a lower-case sub-journey type uploaded")
+            } catch let rejection as PolicyRejection {
+                #expect(rejection.description.contains("has the Type 'transfer'; the types are Call and Transfer"), "\(rejection.description)")
+            }
             let missing = String(decoding: Self.subJourneyPolicy(tenant: h.tenant.name), as: UTF8.self)
                 .replacingOccurrences(of: #"<Candidate SubJourneyReferenceId="Loud" />"#, with: #"<Candidate SubJourneyReferenceId="Nowhere" />"#)
             do {
@@ -310,6 +356,53 @@ struct CustomPolicyRunTests {
             } catch let rejection as PolicyRejection {
                 #expect(rejection.description.contains("SubJourney with id 'Nowhere'"), "\(rejection.description)")
             }
+        }
+    }
+
+    @Test(
+        "a temporary password is replaced before whichever SendClaims issues the tokens: one skipped before the sign-in leaves the change in front of the one that runs",
+        arguments: TestDatabase.engines)
+    func forcedChangeBeforeLaterTokens(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            try await Self.upload(h)
+            let tenant = h.tenant.name
+            let policy = """
+                <TrustFrameworkPolicy xmlns="http://schemas.microsoft.com/online/cpim/schemas/2013/06" PolicySchemaVersion="0.3.0.0"
+                  TenantId="\(tenant)" PolicyId="B2C_1A_test_late" PublicPolicyUri="http://\(tenant)/B2C_1A_test_late">
+                <BasePolicy><TenantId>\(tenant)</TenantId><PolicyId>B2C_1A_LocalBase</PolicyId></BasePolicy>
+                <UserJourneys><UserJourney Id="Late"><OrchestrationSteps>
+                  <OrchestrationStep Order="1" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer">
+                    <Preconditions><Precondition Type="ClaimsExist" ExecuteActionsIf="false">
+                      <Value>objectId</Value><Action>SkipThisOrchestrationStep</Action></Precondition></Preconditions>
+                  </OrchestrationStep>
+                  <OrchestrationStep Order="2" Type="CombinedSignInAndSignUp" ContentDefinitionReferenceId="unified">
+                    <ClaimsProviderSelections><ClaimsProviderSelection ValidationClaimsExchangeId="SignInExchange" /></ClaimsProviderSelections>
+                    <ClaimsExchanges><ClaimsExchange Id="SignInExchange" TechnicalProfileReferenceId="Form-SignIn" /></ClaimsExchanges>
+                  </OrchestrationStep>
+                  <OrchestrationStep Order="3" Type="ClaimsExchange">
+                    <ClaimsExchanges><ClaimsExchange Id="ReadExchange" TechnicalProfileReferenceId="Directory-Read" /></ClaimsExchanges>
+                  </OrchestrationStep>
+                  <OrchestrationStep Order="4" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />
+                </OrchestrationSteps></UserJourney></UserJourneys>
+                <RelyingParty><DefaultUserJourney ReferenceId="Late" />
+                  <TechnicalProfile Id="PolicyProfile"><Protocol Name="OpenIdConnect" />
+                    <OutputClaims><OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" /></OutputClaims>
+                    <SubjectNamingInfo ClaimType="sub" /></TechnicalProfile></RelyingParty>
+                </TrustFrameworkPolicy>
+                """
+            try await h.server.administration.uploadCustomPolicies([Data(policy.utf8)], tenant: h.tenant)
+            let user = try await h.addUser("pat@example.com", name: "Pat")
+            var changes = AccountChanges()
+            changes.password = "Temp-Pass1"
+            changes.forcePasswordChange = true
+            try await h.server.administration.updateUser(user, changes)
+            let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_late")
+            let signIn = try await driver.start(attempt, harness: h)
+            let asked = try await driver.submit(signIn, [("signInName", "pat@example.com"), ("password", "Temp-Pass1")])
+            #expect(asked.redirectParameters["code"] == nil, "no code before the temporary password is replaced")
+            #expect(asked.text.contains("id=\"changePassword\""), "\(asked.status) \(asked.text.prefix(300))")
+            let done = try await driver.submit(asked, [("newPassword", "Chosen-Pass1"), ("reenterPassword", "Chosen-Pass1")])
+            #expect(done.redirectParameters["code"] != nil, "\(done.status) \(done.redirectParameters)")
         }
     }
 

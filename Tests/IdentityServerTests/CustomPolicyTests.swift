@@ -149,6 +149,7 @@ struct CustomPolicyTests {
                 with: #"""
                     <ClaimType Id="greeting"><DisplayName>Greeting</DisplayName><DataType>string</DataType><Mask Type="Blur">*</Mask></ClaimType>
                     <ClaimType Id="hidden"><DisplayName>Hidden</DisplayName><DataType>string</DataType><Mask Type="Regex" Regex="(unclosed">*</Mask></ClaimType>
+                    <ClaimType Id="bare"><DisplayName>Bare</DisplayName><DataType>string</DataType><Mask Type="Regex">*</Mask></ClaimType>
                     """#)
             .replacingOccurrences(
                 of: #"<ClaimsTransformation Id="MakeGreeting" TransformationMethod="FormatStringClaim">"#,
@@ -165,7 +166,8 @@ struct CustomPolicyTests {
         #expect(problems.contains { $0.contains("'greeting'") && $0.contains("Mask") && $0.contains("'Blur'") }, "\(problems)")
         #expect(problems.contains { $0.contains("'hidden'") && $0.contains("Regex is not a valid regular expression") }, "\(problems)")
         #expect(problems.contains { $0.contains("'Match'") && $0.contains("matchTo that is not a valid regular expression") }, "\(problems)")
-        #expect(problems.count == 3, "\(problems)")
+        #expect(problems.contains { $0.contains("'bare'") && $0.contains("Regex is not a valid regular expression") }, "a Regex mask needs its Regex: \(problems)")
+        #expect(problems.count == 4, "\(problems)")
     }
 
     @Test("step types, protocols, handlers, transformations, data types and elements outside the supported set are named")

@@ -286,6 +286,16 @@ extension ProtocolFailure {
         return nil
     }
 
+    /// The error number the sign-in log records on B2C's face: the code's digits (`AADB2C90118`
+    /// → 90118). A policy's own error (`AAD_Custom_<anything>`) is one fixed number: never 0,
+    /// which the log reads as success, and not the policy's digits, which would make each code
+    /// a metric label of its own.
+    package var signInLogNumber: Int {
+        if case .policyError = self { return Self.policyErrorLogNumber }
+        return max(1, SignInEvent.number(ofCode: code))
+    }
+    package static let policyErrorLogNumber = 90_000
+
     /// `"<code>: <message>\r\nCorrelation ID: <guid>\r\nTimestamp: <yyyy-MM-dd HH:mm:ssZ>\r\n"`.
     package func errorDescription(correlationID: String, at date: Date) -> String {
         var text = "\(code): \(message)\r\nCorrelation ID: \(correlationID)\r\nTimestamp: \(B2CTimestamp.format(date))\r\n"

@@ -31,16 +31,19 @@ struct PolicyProfileRunner: Sendable {
         messages: [String: String]) async throws(PolicyProfileFailure)
     {
         var context = context(run, policy, profile: profile, metadata: messages)
+        // One budget for all the pattern transformations of this call, as a page's fields share one.
+        var budget: PolicyPattern.Budget?
         for id in ids {
             guard let transformation = policy.transformation(id) else { continue }
             let result: Result<PolicyClaims, ClaimsTransformationFailure>
             if ClaimsTransformations.matchesPatterns(transformation) {
+                if budget == nil { budget = PolicyPattern.Budget() }
+                context.budget = budget
                 let (given, working) = (context, claims)
                 do {
                     result = try await PatternThreads.run {
                         var claims = working
-                        var context = given
-                        context.budget = PolicyPattern.Budget()
+                        let context = given
                         do throws(ClaimsTransformationFailure) {
                             try ClaimsTransformations.run(transformation, on: &claims, context: context)
                         } catch { return .failure(error) }

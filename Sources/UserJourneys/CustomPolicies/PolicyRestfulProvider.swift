@@ -52,7 +52,9 @@ struct PolicyRestfulProvider: Sendable {
             target += (url.contains("?") ? "&" : "?") + FormEncoding.encode(values.map { ($0.0, $0.1.text) })
             request.url = target
         case "url":
-            // Each value percent-encoded into its placeholder; the host has none (checked at upload).
+            // Each value percent-encoded into its placeholder; the host has none (checked at upload,
+            // and again here: a profile may take its URL from one it includes).
+            guard !RestfulURL.placeholderBeforePath(url) else { throw failure("Configuration", "a claim in the ServiceUrl's host") }
             request.method = .GET
             target = RestfulURL.filled(url, values: Dictionary(values.map { ($0.0, $0.1.text) }, uniquingKeysWith: { first, _ in first }))
             guard OutboundURL.isAllowed(target) else { throw failure("Configuration", "ServiceUrl") }
@@ -60,6 +62,7 @@ struct PolicyRestfulProvider: Sendable {
         case "header":
             request.method = .GET
             for (name, value) in values {
+                guard PolicyCheck.isClaimHeaderName(name) else { throw failure("Configuration", "the header name '\(name)'") }
                 // A value that would end the header line (or any control character) is no header.
                 guard !value.text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
                     throw failure("InvalidRequest", "the claim sent in the header '\(name)' has a control character")

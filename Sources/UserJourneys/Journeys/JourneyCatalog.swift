@@ -136,10 +136,10 @@ package struct JourneyCatalog: JourneyProvider {
         guard let party = policy.relyingParty, let journey = policy.journey(party.defaultJourney) else {
             return Journey(name: policy.id, steps: [])
         }
-        let steps = expanded(journey, policy, prefix: journey.id, invokers: [], depth: 0)
-        // An operator's temporary password is replaced before any token, as in every flow.
-        let beforeTokens = steps.firstIndex { $0.id == tokenIssuance.id } ?? steps.count
-        var ordered = Array(steps[..<beforeTokens]) + [forcedPasswordChange] + Array(steps[beforeTokens...])
+        // An operator's temporary password is replaced before any token, as in every flow
+        // (``expanded`` puts the change before each token issuance).
+        var ordered = expanded(journey, policy, prefix: journey.id, invokers: [], depth: 0)
+        if !ordered.contains(where: { $0.id == forcedPasswordChange.id }) { ordered.append(forcedPasswordChange) }
         // A policy whose pages keep their session (B2C's session providers) signs a browser with a
         // live session in without asking, as B2C replays a session's claims.
         let remembers = journey.steps.contains { step in
@@ -149,12 +149,14 @@ package struct JourneyCatalog: JourneyProvider {
         return Journey(name: journey.id, steps: ordered)
     }
 
-    /// The engine's steps of `journey`, its `InvokeSubJourney` steps replaced by their
-    /// sub-journeys' steps (ids `Journey#2/Sub#1`), each run only where its invoking steps'
-    /// preconditions hold. A `Transfer` sub-journey ends the journey (its `SendClaims`): one that
-    /// runs out of steps without doing so fails rather than return to its caller. A JWT issuer's
-    /// `SendClaims` is token issuance. The upload refused cycles; the depth limit stands behind that.
-    private func expanded(_ journey: PolicyUserJourney, _ policy: CompiledPolicy, prefix: String, invokers: [PolicyOrchestrationStep], depth: Int)
+    /// The engine's steps of `journey`, each `InvokeSubJourney` step followed by its
+    /// sub-journey's steps (ids `Journey#2/Sub#1`), which run only when the journey entered the
+    /// invocation (its preconditions held when the journey reached it). A `Transfer` sub-journey
+    /// ends the journey (its `SendClaims`): one that runs out of steps without doing so fails
+    /// rather than return to its caller. A JWT issuer's `SendClaims` is token issuance. The upload
+    /// refused cycles and journeys of more than ``PolicyCheck/maximumExpandedSteps`` steps; the
+    /// depth limit stands behind that.
+    private func expanded(_ journey: PolicyUserJourney, _ policy: CompiledPolicy, prefix: String, invokers: [String], depth: Int)
         -> [any OrchestrationStep]
     {
         var steps: [any OrchestrationStep] = []
@@ -162,13 +164,24 @@ package struct JourneyCatalog: JourneyProvider {
             switch step.kind {
             case .invokeSubJourney:
                 guard depth < PolicyCheck.maximumSubJourneyDepth, let sub = step.subJourney.flatMap(policy.subJourney) else { continue }
-                let inner = expanded(sub, policy, prefix: "\(prefix)#\(step.order)/\(sub.id)", invokers: invokers + [step], depth: depth + 1)
-                steps += inner
+                let invocation = PolicyStep(
+                    policy: policy, journey: prefix, step: step, profiles: policyProfiles, siblings: journey.steps, invokers: invokers)
+                steps.append(invocation)
+                let inner = invokers + [invocation.id]
+                steps += expanded(sub, policy, prefix: "\(invocation.id)/\(sub.id)", invokers: inner, depth: depth + 1)
                 if sub.subJourneyType == .transfer {
-                    steps.append(TransferEndStep(id: "\(prefix)#\(step.order)/\(sub.id)#end", subJourney: sub.id, invokers: invokers + [step]))
+                    steps.append(TransferEndStep(id: "\(invocation.id)/\(sub.id)#end", subJourney: sub.id, invokers: inner))
                 }
             case .sendClaims where step.issuerProfile.flatMap(policy.profile)?.kind != .oauth2Error:
-                steps.append(step.preconditions.isEmpty && invokers.isEmpty ? tokenIssuance : GuardedStep(inner: tokenIssuance, policyStep: step, invokers: invokers))
+                // Each token issuance is preceded by the forced password change, under the same
+                // guards: whichever `SendClaims` runs, an operator's temporary password is replaced first.
+                let guarded = !step.preconditions.isEmpty || !invokers.isEmpty
+                let forced: any OrchestrationStep =
+                    guarded || steps.contains(where: { $0.id == forcedPasswordChange.id })
+                    ? GuardedStep(inner: forcedPasswordChange, policyStep: step, invokers: invokers, renamed: "\(forcedPasswordChange.id)@\(prefix)#\(step.order)")
+                    : forcedPasswordChange
+                steps.append(forced)
+                steps.append(guarded ? GuardedStep(inner: tokenIssuance, policyStep: step, invokers: invokers) : tokenIssuance)
             default:
                 steps.append(
                     PolicyStep(policy: policy, journey: prefix, step: step, profiles: policyProfiles, siblings: journey.steps, invokers: invokers))

@@ -20,6 +20,10 @@ package struct JourneyState: Sendable, Codable, Equatable {
     /// The `alternativeSecurityId` values a custom policy's identity provider step produced from
     /// the ID token it verified: the only ones a directory profile may sign in or create by.
     var policyProvenAlternativeSecurityIds: [String]?
+    /// The `InvokeSubJourney` steps the journey entered (their preconditions held when it
+    /// reached them): a sub-journey's steps run only under an entered invocation, decided once,
+    /// as B2C decides it, not again with the claims its own steps change.
+    var policyInvocations: Set<String>?
     package var trace: [JourneyTraceEntry] = []
     /// The correlation id of the request that started the journey, which its trace is kept under.
     var correlationID: String?

@@ -92,7 +92,7 @@ package struct SignInRecorder: Sendable {
             var app: AppRegistration?
             if let appID, UUID(uuidString: appID) != nil { app = try await tenants.application(tenantID: tenantID, clientID: appID) }
             guard app != nil || ((appID == nil || interactive) && !requireApp) else { return }
-            let code = outcome?.code ?? failure.map { face == .entra ? $0.entra.code : SignInEvent.number(ofCode: $0.code) } ?? 0
+            let code = outcome?.code ?? failure.map { face == .entra ? $0.entra.code : $0.signInLogNumber } ?? 0
             let event = SignInEvent(
                 tenantID: tenantID, at: time, correlationID: correlationID.lowercased(), kind: kind,
                 appID: app?.clientIDString, appName: app?.displayName,

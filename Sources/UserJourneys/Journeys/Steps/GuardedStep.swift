@@ -6,17 +6,18 @@ struct GuardedStep: OrchestrationStep {
     let inner: any OrchestrationStep
     /// The orchestration step it stands for, whose preconditions it keeps.
     let policyStep: PolicyOrchestrationStep
-    /// The `InvokeSubJourney` steps it runs under.
-    let invokers: [PolicyOrchestrationStep]
+    /// The ids of the `InvokeSubJourney` steps it runs under.
+    let invokers: [String]
+    /// Its id where the inner step's is taken (a second forced-password-change step).
+    var renamed: String? = nil
 
-    var id: String { inner.id }
+    var id: String { renamed ?? inner.id }
     var pages: Set<HostedPage> { inner.pages }
     var actsForUser: Bool { inner.actsForUser }
     var servesPolicySubject: Bool { inner.servesPolicySubject }
 
     func applies(to run: JourneyRun) -> Bool {
-        let claims = run.state.policyClaims ?? PolicyClaims()
-        return inner.applies(to: run) && !policyStep.skipped(for: claims) && !invokers.contains { $0.skipped(for: claims) }
+        PolicyStep.invoked(invokers, run) && !policyStep.skipped(for: run.state.policyClaims ?? PolicyClaims()) && inner.applies(to: run)
     }
 
     func enter(_ run: inout JourneyRun) async throws -> StepOutcome { try await inner.enter(&run) }
@@ -30,12 +31,9 @@ struct GuardedStep: OrchestrationStep {
 struct TransferEndStep: OrchestrationStep {
     let id: String
     let subJourney: String
-    let invokers: [PolicyOrchestrationStep]
+    let invokers: [String]
 
-    func applies(to run: JourneyRun) -> Bool {
-        let claims = run.state.policyClaims ?? PolicyClaims()
-        return !invokers.contains { $0.skipped(for: claims) }
-    }
+    func applies(to run: JourneyRun) -> Bool { PolicyStep.invoked(invokers, run) }
 
     func enter(_ run: inout JourneyRun) async throws -> StepOutcome {
         .fail(.policyNotRunnable("The Transfer sub-journey '\(subJourney)' ended without a SendClaims step."))

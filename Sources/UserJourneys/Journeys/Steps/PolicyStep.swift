@@ -15,8 +15,8 @@ struct PolicyStep: OrchestrationStep {
     let profiles: PolicyProfileRunner
     /// The steps of the journey or sub-journey this step is in (where its page's buttons point).
     var siblings: [PolicyOrchestrationStep] = []
-    /// The `InvokeSubJourney` steps this step runs under, outermost first.
-    var invokers: [PolicyOrchestrationStep] = []
+    /// The ids of the `InvokeSubJourney` steps this step runs under, outermost first.
+    var invokers: [String] = []
 
     var id: String { "\(journey)#\(step.order)" }
 
@@ -29,11 +29,15 @@ struct PolicyStep: OrchestrationStep {
         }
     }
 
-    /// Its own preconditions and those of the `InvokeSubJourney` steps it runs under: skipping
-    /// an invoking step skips its whole sub-journey.
+    /// Its own preconditions, under `InvokeSubJourney` steps the journey entered: skipping an
+    /// invoking step skips its whole sub-journey.
     func applies(to run: JourneyRun) -> Bool {
-        let claims = run.state.policyClaims ?? PolicyClaims()
-        return !step.skipped(for: claims) && !invokers.contains { $0.skipped(for: claims) }
+        Self.invoked(invokers, run) && !step.skipped(for: run.state.policyClaims ?? PolicyClaims())
+    }
+
+    /// Whether the journey entered every one of `invokers` (decided when it reached each).
+    static func invoked(_ invokers: [String], _ run: JourneyRun) -> Bool {
+        invokers.allSatisfy { run.state.policyInvocations?.contains($0) == true }
     }
 
     /// The profile this step runs: the exchange a page chose (a sign-up target), else its first.
@@ -62,7 +66,9 @@ struct PolicyStep: OrchestrationStep {
             }
         }
         switch step.kind {
-        case .invokeSubJourney: return .next
+        case .invokeSubJourney:
+            run.state.policyInvocations = (run.state.policyInvocations ?? []).union([id])
+            return .next
         case .sendClaims:
             // The only `SendClaims` this step runs is the OAuth2 error profile's (the catalog
             // gives a JWT issuer's to token issuance): the journey ends with the policy's error.
