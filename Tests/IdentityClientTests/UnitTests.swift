@@ -189,7 +189,9 @@ struct IdentityClientUnitTests {
     func loopback() async throws {
         // The "browser" runs beside the receiver; its answers are checked here, after it is awaited.
         let browser = Mutex<Task<(favicon: Int, foreign: Int, page: String), any Error>?>(nil)
-        let opener = LoopbackWebAuthenticator(responseMode: .query, timeout: .seconds(10)) { url in
+        // A deadline only a hung receiver reaches: a loaded CI machine took more than ten seconds
+        // for the three requests of this "browser".
+        let opener = LoopbackWebAuthenticator(responseMode: .query, timeout: .seconds(120)) { url in
             let redirect = URLComponents(url: url, resolvingAgainstBaseURL: false)!.queryItems!.first { $0.name == "redirect_uri" }!.value!
             browser.withLock {
                 $0 = Task {
