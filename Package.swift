@@ -426,6 +426,7 @@ let package = Package(
                 "Storage",
                 "TestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "HummingbirdOTP", package: "hummingbird-auth"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),

@@ -8,10 +8,14 @@ public enum JWSError: Error, Equatable, Sendable {
     case malformed(String)
     case unsupportedAlgorithm(String)
     case missingKeyID
+    /// The signature is not the one the key makes (``SharedSecretJWS``; RS256 callers ask
+    /// ``RS256/UnverifiedToken/isSigned(by:)``).
+    case signatureInvalid
 }
 
 /// RS256 JSON Web Signatures in compact serialisation (RFC 7515 §7.1): the only algorithm B2C and
-/// Entra sign with, and the only one this system signs or accepts. The one JOSE implementation
+/// Entra sign with, and the only one this system signs or accepts with a public key (HMAC only
+/// where a tenant uploaded a shared secret for it: ``SharedSecretJWS``). The one JOSE implementation
 /// of the system: the identity service signs and checks its own tokens with it, the Task API and
 /// Graph `/me` verify bearer tokens with it.
 public enum RS256 {

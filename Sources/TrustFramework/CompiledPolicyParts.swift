@@ -12,6 +12,9 @@ package struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
         case claimsTransformation
         /// `Protocol Name="None"` with a JWT output: the token issuer.
         case jwtIssuer
+        /// `Protocol Name="None"` with `IdTokenAudience` or `METADATA`: the checks a `GetClaims`
+        /// step makes of the app's `id_token_hint` and the claims it reads (id-token-hint.md).
+        case idTokenHint
         /// `OutputTokenFormat` `OAuth2Error` (protocol `None` or `OAuth2`): a `SendClaims` step
         /// that ends the journey with the policy's own error (oauth2-error-technical-profile.md).
         case oauth2Error
@@ -52,6 +55,9 @@ package struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
         id = element["Id"] ?? ""
         displayName = element.child("DisplayName")?.text
         let protocolElement = element.child("Protocol")
+        var metadata: [String: String] = [:]
+        for item in element.items("Metadata", "Item") { if let key = item["Key"] { metadata[key] = item.text } }
+        self.metadata = metadata
         switch protocolElement?["Name"] ?? "" {
         case _ where element.child("OutputTokenFormat")?.text == "OAuth2Error": kind = .oauth2Error
         case "Proprietary":
@@ -63,11 +69,10 @@ package struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
             case let session: kind = .session(session)
             }
         case "OpenIdConnect", "OAuth2": kind = .identityProvider(protocol: protocolElement?["Name"] ?? "")
-        default: kind = element.child("OutputTokenFormat") != nil ? .jwtIssuer : .claimsTransformation
+        case _ where element.child("OutputTokenFormat") != nil: kind = .jwtIssuer
+        case _ where Self.isIDTokenHint(protocol: protocolElement?["Name"], metadata: metadata): kind = .idTokenHint
+        default: kind = .claimsTransformation
         }
-        var metadata: [String: String] = [:]
-        for item in element.items("Metadata", "Item") { if let key = item["Key"] { metadata[key] = item.text } }
-        self.metadata = metadata
         inputClaims = PolicyClaimReference.list(element, "InputClaims", "InputClaim")
         outputClaims = PolicyClaimReference.list(element, "OutputClaims", "OutputClaim")
         displayClaims = element.child("DisplayClaims").map { PolicyClaimReference.list($0, "DisplayClaim") }
@@ -79,6 +84,12 @@ package struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
         var keys: [String: String] = [:]
         for key in element.items("CryptographicKeys", "Key") { if let id = key["Id"] { keys[id] = key["StorageReferenceId"] ?? "" } }
         self.keys = keys
+    }
+
+    /// Whether a profile is an `id_token_hint` check: protocol `None` (or none named) with the
+    /// symmetric hint's `IdTokenAudience` or the asymmetric hint's `METADATA`.
+    package static func isIDTokenHint(protocol name: String?, metadata: [String: String]) -> Bool {
+        (name ?? "None") == "None" && (metadata["IdTokenAudience"] != nil || metadata["METADATA"] != nil)
     }
 
     /// A metadata item read as a boolean (`true`/`false`, any case), `fallback` when absent.
@@ -157,6 +168,9 @@ package struct PolicyOrchestrationStep: Sendable {
     package enum Kind: String, Sendable {
         case combinedSignInAndSignUp = "CombinedSignInAndSignUp", claimsProviderSelection = "ClaimsProviderSelection"
         case claimsExchange = "ClaimsExchange", sendClaims = "SendClaims", invokeSubJourney = "InvokeSubJourney"
+        /// Reads the relying party's input claims from the app's `id_token_hint`, by the
+        /// `IdTokenHint_ExtractClaims` profile its issuer names (id-token-hint.md).
+        case getClaims = "GetClaims"
     }
     package let order: Int
     package let kind: Kind
@@ -196,6 +210,9 @@ package struct PolicyRelyingParty: Sendable {
     /// `Endpoint Id="Token" UserJourneyReferenceId=…`: the journey a refresh runs.
     let tokenJourney: String?
     package let outputClaims: [PolicyClaimReference]
+    /// The policy profile's `InputClaims`: what a `GetClaims` step reads from the app's
+    /// `id_token_hint`, beside its issuer profile's output claims (id-token-hint.md).
+    package let inputClaims: [PolicyClaimReference]
     /// `SubjectNamingInfo ClaimType`: the token claim that is the subject.
     package let subjectClaim: String
     /// `JourneyInsights DeploymentMode="Development"`: keep the developer trace.
@@ -206,6 +223,7 @@ package struct PolicyRelyingParty: Sendable {
         tokenJourney = element.items("Endpoints", "Endpoint").first { $0["Id"] == "Token" }?["UserJourneyReferenceId"]
         let profile = element.child("TechnicalProfile")
         outputClaims = profile.map { PolicyClaimReference.list($0, "OutputClaims", "OutputClaim") } ?? []
+        inputClaims = profile.map { PolicyClaimReference.list($0, "InputClaims", "InputClaim") } ?? []
         subjectClaim = profile?.child("SubjectNamingInfo")?["ClaimType"] ?? "sub"
         developmentTrace = element.child("UserJourneyBehaviors")?.child("JourneyInsights")?["DeploymentMode"]?.lowercased() == "development"
     }

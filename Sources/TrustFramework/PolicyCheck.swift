@@ -251,6 +251,7 @@ package enum PolicyCheck {
         }
         if let party = policy.child("RelyingParty") {
             problems += unsignedIssuers(policy, profiles: profiles)
+            problems += idTokenHintProblems(policy, profiles: profiles)
             missing("UserJourney", party.child("DefaultUserJourney")?["ReferenceId"], in: journeys, at: party)
             for endpoint in party.items("Endpoints", "Endpoint") {
                 missing("UserJourney", endpoint["UserJourneyReferenceId"], in: journeys, at: endpoint)
@@ -308,6 +309,48 @@ package enum PolicyCheck {
                 else { continue }
                 let message = "TechnicalProfile '\(id)' issues tokens but has no CryptographicKeys Key 'issuer_secret' naming the key set that signs them."
                 if !problems.contains(message) { problems.append(message) }
+            }
+        }
+        return problems
+    }
+
+    /// Why the `GetClaims` steps of a relying party's journeys cannot run: each must name, as its
+    /// `CpimIssuerTechnicalProfileReferenceId`, an `id_token_hint` profile (protocol `None`)
+    /// that says how the hint is checked (id-token-hint.md): `METADATA` (https, or http on
+    /// loopback), or the symmetric key's `client_secret` with `issuer` and `IdTokenAudience`.
+    /// Read through `IncludeTechnicalProfile`, as the profile runs.
+    static func idTokenHintProblems(_ policy: PolicyElement, profiles: [PolicyElement]) -> [String] {
+        var byID: [String: PolicyElement] = [:]
+        for profile in profiles { if let id = profile["Id"] { byID[id.lowercased()] = profile } }
+        /// The profile's metadata, keys and protocol, its included profiles' beneath its own.
+        func folded(_ id: String, depth: Int) -> (metadata: [String: String], keys: Set<String>, protocol: String?)? {
+            guard depth < 10, let profile = byID[id.lowercased()] else { return nil }
+            var result = profile.child("IncludeTechnicalProfile")?["ReferenceId"].flatMap { folded($0, depth: depth + 1) } ?? ([:], [], nil)
+            for item in profile.items("Metadata", "Item") { if let key = item["Key"] { result.metadata[key] = item.text } }
+            for key in profile.items("CryptographicKeys", "Key") where !(key["StorageReferenceId"] ?? "").isEmpty { result.keys.insert(key["Id"] ?? "") }
+            if let name = profile.child("Protocol")?["Name"] { result.protocol = name }
+            return result
+        }
+        var problems: [String] = []
+        for journey in policy.items("UserJourneys", "UserJourney") + policy.items("SubJourneys", "SubJourney") {
+            for step in journey.items("OrchestrationSteps", "OrchestrationStep") where step["Type"] == "GetClaims" {
+                let place = "OrchestrationStep \(step["Order"] ?? "?") of \(journey.name) '\(journey["Id"] ?? "")' (line \(step.line))"
+                guard let id = step["CpimIssuerTechnicalProfileReferenceId"] else {
+                    problems.append("\(place) reads claims (GetClaims) but names no CpimIssuerTechnicalProfileReferenceId.")
+                    continue
+                }
+                guard let profile = folded(id, depth: 0) else { continue }  // a missing reference is reported as such
+                let message: String?
+                if !PolicyTechnicalProfile.isIDTokenHint(protocol: profile.protocol, metadata: profile.metadata) {
+                    message = "TechnicalProfile '\(id)' that \(place) names is not an id_token_hint profile: Protocol None with METADATA, or with IdTokenAudience, issuer and a client_secret key."
+                } else if let url = profile.metadata["METADATA"] {
+                    message = OutboundURLRule.isAllowed(url) ? nil : "TechnicalProfile '\(id)' needs a METADATA URL that is https (or http on loopback) without credentials."
+                } else if profile.metadata["issuer"] == nil || !profile.keys.contains("client_secret") {
+                    message = "TechnicalProfile '\(id)' checks a symmetric id_token_hint, which needs the issuer and IdTokenAudience metadata and a client_secret key."
+                } else {
+                    message = nil
+                }
+                if let message, !problems.contains(message) { problems.append(message) }
             }
         }
         return problems

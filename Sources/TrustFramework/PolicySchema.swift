@@ -82,7 +82,9 @@ enum PolicySchema {
     ]
 
     /// The orchestration step types this service runs.
-    static let stepTypes: Set<String> = ["CombinedSignInAndSignUp", "ClaimsProviderSelection", "ClaimsExchange", "SendClaims", "InvokeSubJourney"]
+    static let stepTypes: Set<String> = [
+        "CombinedSignInAndSignUp", "ClaimsProviderSelection", "ClaimsExchange", "SendClaims", "InvokeSubJourney", "GetClaims",
+    ]
 
     /// `Protocol Name="Proprietary"` handlers, by the short name B2C's full type names end with.
     static let handlers: Set<String> = [

@@ -130,7 +130,7 @@ extension ProtocolFailure {
         case .responseModeNotSupported, .missingPostLogoutRedirect, .unknownPolicy, .resourceNotFound, .invalidPrompt,
             .postLogoutRedirectInvalid, .openIDRequiredForIDToken, .tooManySecondFactorTries, .forgotPassword, .invalidMaxAge,
             .challengeMethodNotSupported, .repeatedParameter, .malformedRequest, .upstreamFailed, .policyNotRunnable, .restfulFailed,
-            .policyError:
+            .policyError, .idTokenHintRefused:
             return invalidRequest()
         }
     }

@@ -83,6 +83,10 @@ package enum ProtocolFailure: Error, Sendable, Equatable {
     case policyError(code: String, message: String)
     /// A custom policy's REST technical profile that failed (B2C's AADB2C90075 for a claims exchange).
     case restfulFailed(profile: String, step: String, code: String, reason: String)
+    /// A custom policy's `id_token_hint` its `GetClaims` step refused (id-token-hint.md): past
+    /// its `exp` (AADB2C90208), or not to be believed (AADB2C90233: the signature, the
+    /// algorithm, the issuer, the audience, `nbf`, or not a JWT at all), as B2C reports both.
+    case idTokenHintRefused(expired: Bool)
     // Conditions only the Entra face has.
     /// Consent was refused on the consent page.
     case consentDeclined
@@ -267,6 +271,11 @@ extension ProtocolFailure {
             return text(
                 "server_error", "90075",
                 "The claims exchange '\(profile)' specified in step '\(step)' returned HTTP error response with Code '\(code)' and Reason '\(reason)'.")
+        case .idTokenHintRefused(let expired):
+            return expired
+                ? text("invalid_request", "90208", "The provided id_token_hint parameter is expired. Please provide another token and try again.")
+                : text(
+                    "invalid_request", "90233", "The provided id_token_hint parameter failed signature validation. Please provide another token and try again.")
         case .consentDeclined: return entraOnly("access_denied")
         case .consentRequired: return entraOnly("consent_required")
         case .grantNotConsented: return entraOnly("invalid_grant")

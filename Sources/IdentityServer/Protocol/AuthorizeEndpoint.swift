@@ -151,7 +151,16 @@ struct AuthorizeEndpoint: Sendable {
             prompt: prompt, loginHint: parameters.nonEmpty("login_hint"), domainHint: parameters.nonEmpty("domain_hint")?.lowercased(),
             maxAge: maxAge, origin: origin, face: face, uiLocales: Self.uiLocales(parameters["ui_locales"]))
         // Only a custom policy reads them (`{OAUTH-KV:…}`); a user flow's transaction keeps none.
-        if userFlow.customPolicy != nil { authorization.extraParameters = ExtraParameters.kept(from: parameters.pairs) }
+        if userFlow.customPolicy != nil {
+            authorization.extraParameters = ExtraParameters.kept(from: parameters.pairs)
+            if let hint = parameters.nonEmpty("id_token_hint") {
+                // A JWT's three base64url parts and their dots, bounded: the transaction keeps it.
+                guard hint.utf8.count <= AuthorizationRequest.maximumIDTokenHintBytes,
+                    hint.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || ".-_".contains($0)) })
+                else { throw ProtocolFailure.idTokenHintRefused(expired: false) }
+                authorization.idTokenHint = hint
+            }
+        }
         return authorization
     }
 

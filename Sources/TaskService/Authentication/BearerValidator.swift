@@ -194,6 +194,8 @@ public final class BearerValidator: Sendable {
             case .malformed(let what): throw .malformed(what)
             case .unsupportedAlgorithm(let algorithm): throw .unsupportedAlgorithm(algorithm)
             case .missingKeyID: throw .unknownKey
+            // RS256.parse checks no signature; only SharedSecretJWS reports this.
+            case .signatureInvalid: throw .malformed("signature")
             }
         }
         let kid = parsed.keyID

@@ -11,6 +11,7 @@ struct PolicyProfileRunner: Sendable {
     let restful: PolicyRestfulProvider
     let mailer: VerificationMailer
     let federation: PolicyFederation
+    let hints: PolicyIdTokenHint
 
     func resolver(_ run: JourneyRun, _ policy: CompiledPolicy) -> PolicyClaimResolver { PolicyClaimResolver(run, policyID: policy.id) }
 
@@ -96,11 +97,24 @@ struct PolicyProfileRunner: Sendable {
             // The orchestration step's order, as B2C's AADB2C90075 names it.
             let step = run.state.stepID.flatMap { $0.split(separator: "#").last.map(String.init) } ?? ""
             try await restful.call(profile, claims: &claims, policy: policy, tenant: run.tenant, step: step)
+        case .idTokenHint:
+            // The app's `id_token_hint`, when it sent one; without one nothing is read, and the
+            // journey's own steps decide what a missing invitation means.
+            if let hint = run.authorization.idTokenHint {
+                try await hints.read(hint, by: profile, Self.hintClaims(profile, policy), into: &claims, policy: policy, tenant: run.tenant, now: run.now)
+            }
         case .claimsTransformation, .jwtIssuer, .oauth2Error, .session, .selfAsserted: break
         }
         resolver.applyDefaults(profile.outputClaims, to: &claims)
         try await transform(profile.outputTransformations, policy, &claims, run, profile: profile.id, messages: messages)
         return account
+    }
+
+    /// What an `id_token_hint` profile reads: its output claims, then the relying party's input
+    /// claims it does not name (id-token-hint.md has the relying party repeat them).
+    static func hintClaims(_ profile: PolicyTechnicalProfile, _ policy: CompiledPolicy) -> [PolicyClaimReference] {
+        let named = Set(profile.outputClaims.map { $0.claimType.lowercased() })
+        return profile.outputClaims + (policy.relyingParty?.inputClaims ?? []).filter { !named.contains($0.claimType.lowercased()) }
     }
 
     /// `login-NonInteractive` and its like: an OpenID Connect profile that sends a `username`

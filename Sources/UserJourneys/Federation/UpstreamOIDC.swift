@@ -258,6 +258,29 @@ package actor UpstreamDirectory {
         return value
     }
 
+    /// The issuer and key set an app's token configuration document names (OpenID Connect
+    /// Discovery's `issuer` and `jwks_uri`, no endpoints): what an `id_token_hint` profile's
+    /// `METADATA` points at (id-token-hint.md, "Issue a token with asymmetric keys"). The same
+    /// rules as a provider's: https (or http on loopback), never this server itself.
+    func tokenIssuer(_ metadataURL: String) async throws -> UpstreamMetadata {
+        let key = "token-issuer:" + metadataURL
+        if let cached = metadata[key], Date().timeIntervalSince(cached.fetched) < Self.lifetime { return cached.value }
+        guard OutboundURL.isAllowed(metadataURL) else { throw UpstreamOIDC.Failure(message: "the METADATA URL is not https (or http on loopback)") }
+        let document = try await Self.fetch(metadataURL)
+        guard case .string(let issuer)? = document["issuer"], case .string(let jwks)? = document["jwks_uri"] else {
+            throw UpstreamOIDC.Failure(message: "the token issuer's metadata lacks its issuer or jwks_uri")
+        }
+        guard OutboundURL.isAllowed(jwks) else {
+            throw UpstreamOIDC.Failure(message: "the token issuer's metadata names a jwks_uri that is not https (or http on loopback)")
+        }
+        if let refused = OutboundURL.localTarget(among: [jwks], declared: metadataURL) {
+            throw UpstreamOIDC.Failure(message: "the token issuer's metadata points this server at \(TextRules.printable(refused))")
+        }
+        let value = UpstreamMetadata(issuer: issuer, authorizationEndpoint: "", tokenEndpoint: "", jwksURI: jwks)
+        metadata[key] = (value, Date())
+        return value
+    }
+
     /// Whether a key of the provider signed `token`: the key its `kid` names, or, for a token
     /// without one (RFC 7515 §4.1.4 makes it optional), any of its signing keys, as
     /// Microsoft.IdentityModel tries them. Keys are fetched again, at most once a minute, when

@@ -85,7 +85,8 @@ package struct JourneyCatalog: JourneyProvider {
         policyProfiles = PolicyProfileRunner(
             directory: PolicyDirectoryProvider(users: service.users, hasher: service.hasher, passwords: service.passwords),
             restful: PolicyRestfulProvider(keySets: service.policyKeySets, certificateClients: service.certificateClients), mailer: mailer,
-            federation: PolicyFederation(upstream: service.upstream, keySets: service.policyKeySets, dataKey: service.dataKey))
+            federation: PolicyFederation(upstream: service.upstream, keySets: service.policyKeySets, dataKey: service.dataKey),
+            hints: PolicyIdTokenHint(keySets: service.policyKeySets, upstream: service.upstream.directory))
         developmentFault = configuration.developmentMailbox ? DevelopmentFaultStep(faults: service.faults) : nil
     }
 

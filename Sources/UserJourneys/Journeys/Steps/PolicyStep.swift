@@ -25,7 +25,7 @@ struct PolicyStep: OrchestrationStep {
         case .combinedSignInAndSignUp: [.unified, .forgotPassword]
         case .claimsProviderSelection: [.unified]
         case .claimsExchange: [.selfAsserted]
-        case .sendClaims, .invokeSubJourney: []
+        case .sendClaims, .invokeSubJourney, .getClaims: []
         }
     }
 
@@ -77,6 +77,18 @@ struct PolicyStep: OrchestrationStep {
             let code = issuer.inputClaims.first { $0.claimType.lowercased() == "errorcode" }.flatMap { claims.text($0.claimType) } ?? ""
             let message = issuer.inputClaims.first { $0.claimType.lowercased() == "errormessage" }.flatMap { claims.text($0.claimType) } ?? ""
             return .fail(.policyError(code: code, message: message))
+        case .getClaims:
+            // The relying party's input claims from the app's `id_token_hint`, by the profile the
+            // step names (id-token-hint.md); a hint that fails its checks ends the journey.
+            guard let issuer = step.issuerProfile.flatMap(policy.profile) else { return .next }
+            do {
+                _ = try await profiles.runWithoutPage(issuer, policy, &claims, run)
+            } catch PolicyProfileFailure.userMessage(let message) {
+                throw PageError(status: .badRequest, title: "Something went wrong", message: message)
+            } catch PolicyProfileFailure.protocolFailure(let failure) {
+                return .fail(failure)
+            }
+            return .next
         case .combinedSignInAndSignUp:
             if let hinted = hintedExchange(run) {
                 run.state.policyExchange = hinted

@@ -1,0 +1,268 @@
+import Crypto
+import CryptoExtras
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import JOSE
+import Logging
+import NIOCore
+import Storage
+import TestSupport
+import Testing
+import WireCoding
+
+@testable import IdentityDirectory
+@testable import IdentityServer
+@testable import TrustFramework
+@testable import UserJourneys
+
+/// `GetClaims` with B2C's `id_token_hint` profile (id-token-hint.md): an invitation signed by the
+/// app with a shared secret, and one signed with the app's RSA key published at its `METADATA`.
+@Suite("custom policy id_token_hint")
+struct CustomPolicyHintTests {
+    static let hintKeySet = "B2C_1A_IdTokenHintKey"
+    static let secret = "VK62QTn0m1hMcn0DQ3RPYDAr6yIiSvYgdRwjZtU5QhI="
+    static let audience = "a489fc44-3cc0-4a78-92f6-e413cd853eae"
+    static let issuer = "https://invites.example"
+
+    /// The invitation journey: `GetClaims` reads the hint, a page asks for a word, the token
+    /// carries what the hint said. `hintProfile` is the `IdTokenHint_ExtractClaims` profile's
+    /// protocol, metadata and keys.
+    static func invitationPolicy(tenant: String, hintProfile: String) -> Data {
+        Data(
+            """
+            <TrustFrameworkPolicy xmlns="http://schemas.microsoft.com/online/cpim/schemas/2013/06" PolicySchemaVersion="0.3.0.0"
+              TenantId="\(tenant)" PolicyId="B2C_1A_test_invite" PublicPolicyUri="http://\(tenant)/B2C_1A_test_invite">
+            <BasePolicy><TenantId>\(tenant)</TenantId><PolicyId>B2C_1A_LocalBase</PolicyId></BasePolicy>
+            <BuildingBlocks><ClaimsSchema>
+              <ClaimType Id="word"><DisplayName>A word</DisplayName><DataType>string</DataType><UserInputType>TextBox</UserInputType></ClaimType>
+              <ClaimType Id="seats"><DisplayName>Seats</DisplayName><DataType>int</DataType></ClaimType>
+              <ClaimType Id="teams"><DisplayName>Teams</DisplayName><DataType>stringCollection</DataType></ClaimType>
+            </ClaimsSchema></BuildingBlocks>
+            <ClaimsProviders><ClaimsProvider><DisplayName>Invitations</DisplayName><TechnicalProfiles>
+              <TechnicalProfile Id="IdTokenHint_ExtractClaims">
+                <DisplayName>Invitation</DisplayName>
+                \(hintProfile)
+                <OutputClaims>
+                  <OutputClaim ClaimTypeReferenceId="email" PartnerClaimType="userId" />
+                  <OutputClaim ClaimTypeReferenceId="seats" />
+                  <OutputClaim ClaimTypeReferenceId="teams" />
+                  <OutputClaim ClaimTypeReferenceId="greeting" DefaultValue="welcome" />
+                </OutputClaims>
+              </TechnicalProfile>
+              <TechnicalProfile Id="Ask">
+                <DisplayName>A word</DisplayName>
+                <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.SelfAssertedAttributeProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
+                <Metadata><Item Key="ContentDefinitionReferenceId">form</Item></Metadata>
+                <DisplayClaims><DisplayClaim ClaimTypeReferenceId="word" Required="true" /></DisplayClaims>
+                <OutputClaims><OutputClaim ClaimTypeReferenceId="word" /></OutputClaims>
+              </TechnicalProfile>
+            </TechnicalProfiles></ClaimsProvider></ClaimsProviders>
+            <UserJourneys><UserJourney Id="Invitation"><OrchestrationSteps>
+              <OrchestrationStep Order="1" Type="GetClaims" CpimIssuerTechnicalProfileReferenceId="IdTokenHint_ExtractClaims" />
+              <OrchestrationStep Order="2" Type="ClaimsExchange">
+                <ClaimsExchanges><ClaimsExchange Id="AskExchange" TechnicalProfileReferenceId="Ask" /></ClaimsExchanges>
+              </OrchestrationStep>
+              <OrchestrationStep Order="3" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />
+            </OrchestrationSteps></UserJourney></UserJourneys>
+            <RelyingParty>
+              <DefaultUserJourney ReferenceId="Invitation" />
+              <TechnicalProfile Id="PolicyProfile">
+                <Protocol Name="OpenIdConnect" />
+                <InputClaims>
+                  <InputClaim ClaimTypeReferenceId="email" PartnerClaimType="userId" />
+                  <InputClaim ClaimTypeReferenceId="displayName" PartnerClaimType="name" />
+                </InputClaims>
+                <OutputClaims>
+                  <OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" DefaultValue="invitee" />
+                  <OutputClaim ClaimTypeReferenceId="email" />
+                  <OutputClaim ClaimTypeReferenceId="displayName" PartnerClaimType="name" />
+                  <OutputClaim ClaimTypeReferenceId="seats" />
+                  <OutputClaim ClaimTypeReferenceId="teams" />
+                  <OutputClaim ClaimTypeReferenceId="greeting" />
+                  <OutputClaim ClaimTypeReferenceId="word" />
+                </OutputClaims>
+                <SubjectNamingInfo ClaimType="sub" />
+              </TechnicalProfile>
+            </RelyingParty>
+            </TrustFrameworkPolicy>
+            """.utf8)
+    }
+
+    static let symmetricProfile = """
+        <Protocol Name="None" />
+        <Metadata>
+          <Item Key="IdTokenAudience">\(audience)</Item>
+          <Item Key="issuer">\(issuer)</Item>
+        </Metadata>
+        <CryptographicKeys><Key Id="client_secret" StorageReferenceId="\(hintKeySet)" /></CryptographicKeys>
+        """
+
+    /// A compact JWS of `claims` (JSON text) under `header`, signed with HMAC-SHA256 by `secret`.
+    static func hmacToken(_ claims: String, secret: String = secret, header: String = #"{"alg":"HS256","typ":"JWT"}"#) -> String {
+        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        let mac = HMAC<SHA256>.authenticationCode(for: Array(input.utf8), using: SymmetricKey(data: Array(secret.utf8)))
+        return input + "." + Base64URL.encode(Data(mac))
+    }
+
+    /// The invitation's claims: `iss`, `aud`, `nbf` and `exp` around `now` unless given.
+    static func claims(
+        now: Date, iss: String = issuer, aud: String = audience, nbf: Int? = 0, exp: Int = 3600, extra: String = ""
+    ) -> String {
+        let t = Int(now.timeIntervalSince1970)
+        let notBefore = nbf.map { #","nbf":\#(t + $0)"# } ?? ""
+        return #"{"userId":"invitee@example.com","name":"Ivy Invitee","seats":3,"teams":["red","blue"],"iss":"\#(iss)","aud":"\#(aud)","exp":\#(t + exp)\#(notBefore)\#(extra)}"#
+    }
+
+    static func uploadInvitation(_ h: IdentityHarness, hintProfile: String = symmetricProfile) async throws -> AuthorizationAttempt {
+        try await PolicyFixtures.makeKeys(h.server.administration, tenantID: h.tenant.id, secrets: [hintKeySet: secret])
+        return try await CustomPolicyRunTests.uploadForIDToken(
+            h, invitationPolicy(tenant: h.tenant.name, hintProfile: hintProfile), id: "B2C_1A_test_invite")
+    }
+
+    static func with(_ attempt: AuthorizationAttempt, hint: String) -> AuthorizationAttempt {
+        var attempt = attempt
+        attempt.extra = [("id_token_hint", hint)]
+        return attempt
+    }
+
+    /// The B2C error code the app was sent, from its `error_description`.
+    static func errorCode(_ response: TestResponse) -> String? {
+        response.redirectParameters["error_description"].map { String($0.replacingOccurrences(of: "+", with: " ").prefix { $0 != ":" }) }
+    }
+
+    @Test("a symmetric invitation: its claims are read by partner claim type and typed as declared, then the journey goes on", arguments: TestDatabase.engines)
+    func symmetricInvitation(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let plain = try await Self.uploadInvitation(h)
+            let attempt = Self.with(plain, hint: Self.hmacToken(Self.claims(now: h.clock.now)))
+            let page = try await driver.start(attempt, harness: h)
+            #expect(page.status == .ok && page.text.contains("id=\"word\""), "\(page.status) \(page.location ?? "") \(page.text.prefix(300))")
+            let done = try await driver.submit(page, [("word", "hello")])
+            let claims = DecodedJWT(try #require(done.redirectParameters["id_token"], "\(done.status) \(done.redirectParameters)")).claims
+            #expect(claims["email"] as? String == "invitee@example.com", "the profile's PartnerClaimType: \(claims)")
+            #expect(claims["name"] as? String == "Ivy Invitee", "the relying party's input claims are read too: \(claims)")
+            #expect(claims["seats"] as? Int == 3 && claims["teams"] as? [String] == ["red", "blue"], "\(claims)")
+            #expect(claims["greeting"] as? String == "welcome" && claims["word"] as? String == "hello" && claims["sub"] as? String == "invitee")
+            #expect(try await h.server.users.users(tenantID: h.tenant.id).isEmpty, "reading an invitation makes no account")
+
+            // Without a hint nothing is read (the policy's own steps decide what that means).
+            let bare = try await driver.submit(try await driver.start(plain, harness: h), [("word", "hi")])
+            let without = DecodedJWT(try #require(bare.redirectParameters["id_token"], "\(bare.status) \(bare.redirectParameters)")).claims
+            #expect(without["email"] == nil && without["greeting"] as? String == "welcome", "\(without)")
+        }
+    }
+
+    @Test(
+        "a forged, tampered, expired, early, wrongly issued or audienced, alg:none or RSA-signed hint is refused with B2C's AADB2C90233 or AADB2C90208",
+        arguments: TestDatabase.engines)
+    func refusedHints(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            let plain = try await Self.uploadInvitation(h)
+            let now = h.clock.now
+            let good = Self.hmacToken(Self.claims(now: now))
+            let parts = good.split(separator: ".").map(String.init)
+            let rsa = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+            let cases: [(String, String, String)] = [
+                ("another secret", Self.hmacToken(Self.claims(now: now), secret: "not-the-invitation-secret"), "AADB2C90233"),
+                ("a changed payload", parts[0] + "." + Base64URL.encode(Array(Self.claims(now: now, extra: #","admin":true"#).utf8)) + "." + parts[2], "AADB2C90233"),
+                ("expired", Self.hmacToken(Self.claims(now: now, nbf: -7200, exp: -3600)), "AADB2C90208"),
+                ("not yet valid", Self.hmacToken(Self.claims(now: now, nbf: 3600, exp: 7200)), "AADB2C90233"),
+                ("without nbf", Self.hmacToken(Self.claims(now: now, nbf: nil)), "AADB2C90233"),
+                ("another issuer", Self.hmacToken(Self.claims(now: now, iss: "https://evil.example")), "AADB2C90233"),
+                ("another audience", Self.hmacToken(Self.claims(now: now, aud: "someone-else")), "AADB2C90233"),
+                ("alg none", Base64URL.encode(Array(#"{"alg":"none","typ":"JWT"}"#.utf8)) + "." + parts[1] + ".", "AADB2C90233"),
+                ("RS256 to a symmetric profile", try RS256.sign(claims: Array(Self.claims(now: now).utf8), keyID: "k1", with: RS256Signer(rsa)), "AADB2C90233"),
+                ("not a JWT", "not-a-token", "AADB2C90233"),
+                ("not base64url", "a.b.c%3Cscript%3E", "AADB2C90233"),
+                ("too long", String(repeating: "a", count: 17 * 1024), "AADB2C90233"),
+            ]
+            for (name, hint, code) in cases {
+                let refused = try await driver.start(Self.with(plain, hint: hint), harness: h)
+                #expect(refused.redirectParameters["id_token"] == nil, "\(name): \(refused.redirectParameters)")
+                #expect(refused.redirectParameters["error"] == "invalid_request", "\(name): \(refused.status) \(refused.redirectParameters)")
+                #expect(Self.errorCode(refused) == code, "\(name): \(refused.redirectParameters["error_description"] ?? "")")
+                #expect(refused.redirectParameters["state"] == plain.state, "\(name)")
+            }
+            #expect(try await h.server.users.users(tenantID: h.tenant.id).isEmpty)
+        }
+    }
+
+    @Test("an asymmetric invitation: RS256 keys from the METADATA document's jwks_uri, its issuer; another key or an HMAC made with the public key is refused")
+    func asymmetricInvitation() async throws {
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let box = UpstreamProviderTests.PortBox()
+        let router = Router()
+        router.get(".well-known/openid-configuration") { _, _ -> Response in
+            let body = #"{"issuer":"https://app.example/invites","jwks_uri":"http://127.0.0.1:\#(box.value)/.well-known/keys"}"#
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
+        }
+        let (n, e) = JWKSet.components(of: key.publicKey)
+        let jwks = #"{"keys":[{"kty":"RSA","use":"sig","kid":"app-1","n":"\#(n)","e":"\#(e)"}]}"#
+        router.get(".well-known/keys") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: jwks)))
+        }
+        try await Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: Logger(label: "invites")).test(.live) { app in
+            box.value = try #require(app.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                let profile = """
+                    <Protocol Name="None" />
+                    <Metadata>
+                      <Item Key="METADATA">http://127.0.0.1:\(box.value)/.well-known/openid-configuration</Item>
+                      <Item Key="IdTokenAudience">\(Self.audience)</Item>
+                    </Metadata>
+                    """
+                let plain = try await Self.uploadInvitation(h, hintProfile: profile)
+                let claims = Self.claims(now: h.clock.now, iss: "https://app.example/invites")
+                let signed = try RS256.sign(claims: Array(claims.utf8), keyID: "app-1", with: RS256Signer(key))
+                let page = try await driver.start(Self.with(plain, hint: signed), harness: h)
+                let done = try await driver.submit(page, [("word", "hello")])
+                let token = DecodedJWT(try #require(done.redirectParameters["id_token"], "\(done.status) \(done.redirectParameters)")).claims
+                #expect(token["email"] as? String == "invitee@example.com", "\(token)")
+
+                let other = try RS256.sign(claims: Array(claims.utf8), keyID: "app-1", with: RS256Signer(try _RSA.Signing.PrivateKey(keySize: .bits2048)))
+                // RFC 8725 §2.1: the public key (as its JWK text) used as an HMAC secret.
+                let confused = Self.hmacToken(claims, secret: jwks)
+                let wrongIssuer = try RS256.sign(
+                    claims: Array(Self.claims(now: h.clock.now).utf8), keyID: "app-1", with: RS256Signer(key))
+                for (name, hint) in [("another key", other), ("HMAC with the public key", confused), ("not the document's issuer", wrongIssuer)] {
+                    let refused = try await driver.start(Self.with(plain, hint: hint), harness: h)
+                    #expect(Self.errorCode(refused) == "AADB2C90233", "\(name): \(refused.status) \(refused.redirectParameters)")
+                }
+            }
+        }
+    }
+
+    @Test("a GetClaims step is refused at upload without an issuer, with a profile that is no id_token_hint check, or one that lacks its key, issuer or https METADATA")
+    func uploadRefusals() async throws {
+        try await IdentityHarness.run(.sqlite) { h, _ in
+            _ = try await Self.uploadInvitation(h)
+            func refusal(_ profile: String, step: String? = nil) async throws -> String {
+                var text = String(decoding: Self.invitationPolicy(tenant: h.tenant.name, hintProfile: profile), as: UTF8.self)
+                if let step {
+                    text = text.replacingOccurrences(
+                        of: #"<OrchestrationStep Order="1" Type="GetClaims" CpimIssuerTechnicalProfileReferenceId="IdTokenHint_ExtractClaims" />"#,
+                        with: step)
+                }
+                do {
+                    try await h.server.administration.uploadCustomPolicies([Data(text.utf8)], tenant: h.tenant)
+                    return "uploaded"
+                } catch let rejection as PolicyRejection {
+                    return rejection.description
+                }
+            }
+            let noIssuer = try await refusal(Self.symmetricProfile, step: #"<OrchestrationStep Order="1" Type="GetClaims" />"#)
+            #expect(noIssuer.contains("names no CpimIssuerTechnicalProfileReferenceId"), "\(noIssuer)")
+            let notHint = try await refusal(#"<Protocol Name="None" />"#)
+            #expect(notHint.contains("is not an id_token_hint profile"), "\(notHint)")
+            let noKey = try await refusal(
+                #"<Protocol Name="None" /><Metadata><Item Key="IdTokenAudience">a</Item><Item Key="issuer">https://i</Item></Metadata>"#)
+            #expect(noKey.contains("needs the issuer and IdTokenAudience metadata and a client_secret key"), "\(noKey)")
+            let plainHTTP = try await refusal(
+                #"<Protocol Name="None" /><Metadata><Item Key="METADATA">http://invites.example/.well-known/openid-configuration</Item></Metadata>"#)
+            #expect(plainHTTP.contains("needs a METADATA URL that is https"), "\(plainHTTP)")
+            #expect(try await refusal(Self.symmetricProfile) == "uploaded", "the fixture itself is valid")
+        }
+    }
+}
