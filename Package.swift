@@ -378,7 +378,9 @@ let package = Package(
         .testTarget(name: "TodoB2CTestingTests", dependencies: ["TodoB2CTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "JOSETests",
-            dependencies: ["JOSE", "WireCoding", .product(name: "CryptoExtras", package: "swift-crypto")],
+            dependencies: [
+                "JOSE", "WireCoding", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The SDK alone: no server module.

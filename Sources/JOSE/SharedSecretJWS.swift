@@ -39,12 +39,4 @@ public enum SharedSecretJWS {
         guard let claims = JWTClaims(payload: payload) else { throw .malformed("payload") }
         return claims
     }
-
-    /// The `alg` a compact JWS's header names, without verifying anything (to choose the check).
-    public static func algorithm(of token: String) -> String? {
-        guard let header = token.split(separator: ".", maxSplits: 1).first, let data = Base64URL.decode(String(header)),
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-        else { return nil }
-        return object["alg"] as? String
-    }
 }

@@ -110,3 +110,79 @@ def test_authlib_signs_up_in_refreshes_and_resets_on_custom_policies(server):
 
     signed_in, nonce = authorize(server, meta, new_client(server), fresh, sign_in)
     assert validate_id_token(meta, signed_in["id_token"], server.client_id, nonce)["sub"] == claims["sub"]
+
+
+INVITE = Path(__file__).parent / "policies" / "invite"
+
+
+def test_pyjwt_invitation_hint_runs_the_get_claims_journey(server):
+    """An invitation as Microsoft's id_token_hint guide makes one: PyJWT signs it with HS256 and a
+    shared secret uploaded as the key set B2C_1A_IdTokenHintKey; the policy's GetClaims step checks
+    it and reads its claims. An expired one and one signed with another secret are refused in
+    B2C's words."""
+    import base64
+    import secrets as stdlib_secrets
+    import time
+    from urllib.parse import parse_qs, urlencode, urlparse
+
+    import jwt as pyjwt
+
+    upload_local_policies(server)
+    secret = base64.b64encode(stdlib_secrets.token_bytes(32)).decode()
+    policy_command("keys", "create", "IdTokenHintKey")
+    command = [os.environ["TODO_SERVER_BIN"], "policies", "keys", "upload-secret", "IdTokenHintKey", "--data-dir",
+               str(Path(os.environ["TODO_SETTINGS"]).parent)]
+    if os.environ.get("TODO_SERVER_DATABASE_URL"):
+        command += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
+    uploaded = subprocess.run(command, input=secret + "\n", capture_output=True, text=True, timeout=120)
+    assert uploaded.returncode == 0, uploaded.stderr
+    with tempfile.TemporaryDirectory() as folder:
+        text = (INVITE / "B2C_1A_test_invite.xml").read_text().replace("TENANT", server.tenant)
+        (Path(folder) / "B2C_1A_test_invite.xml").write_text(text)
+        policy_command("upload", folder)
+    app = subprocess.run(
+        [os.environ["TODO_SERVER_BIN"], "apps", "add", "--name", "Invitations", "--allow-implicit", "--redirect-uri", "https://jwt.ms",
+         "--json", "--data-dir", str(Path(os.environ["TODO_SETTINGS"]).parent)]
+        + (["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]] if os.environ.get("TODO_SERVER_DATABASE_URL") else []),
+        capture_output=True, text=True, timeout=120)
+    assert app.returncode == 0, app.stderr
+    client_id = __import__("json").loads(app.stdout)["clientId"]
+    meta = server.discovery("B2C_1A_test_invite")
+    email = unique_email("invitee")
+
+    def invitation(signing_secret=secret, lifetime=600):
+        now = int(time.time())
+        claims = {"userId": email, "name": "Ivy Invitee", "nbf": now, "exp": now + lifetime,
+                  "iss": "https://invites.example", "aud": "invitations-of-the-interop-suite"}
+        return pyjwt.encode(claims, signing_secret, algorithm="HS256")
+
+    def start(hint):
+        nonce = stdlib_secrets.token_hex(8)
+        query = urlencode({"client_id": client_id, "redirect_uri": "https://jwt.ms", "scope": "openid", "response_type": "id_token",
+                           "nonce": nonce, "state": "s1", "id_token_hint": hint})
+        browser = requests.Session()
+        return browser, browser.get(f"{meta['authorization_endpoint']}?{query}", allow_redirects=False), nonce
+
+    def fragment(response):
+        assert response.status_code == 302, response.text[:500]
+        location = response.headers["Location"]
+        assert location.startswith("https://jwt.ms#"), location
+        return {name: values[0] for name, values in parse_qs(urlparse(location).fragment).items()}
+
+    def follow(browser, response):
+        while response.status_code in (302, 303) and not response.headers["Location"].startswith("https://jwt.ms"):
+            response = browser.get(urljoin(response.url, response.headers["Location"]), allow_redirects=False)
+        return response
+
+    browser, first, nonce = start(invitation())
+    page = Page(follow(browser, first))
+    answer = fragment(follow(browser, page.submit(browser, "attributeVerification", {"word": "hello"})))
+    key = pyjwt.PyJWKClient(meta["jwks_uri"]).get_signing_key_from_jwt(answer["id_token"]).key
+    token = pyjwt.decode(answer["id_token"], key, algorithms=["RS256"], audience=client_id, issuer=meta["issuer"])
+    assert token["email"] == email and token["name"] == "Ivy Invitee" and token["word"] == "hello" and token["nonce"] == nonce
+
+    for hint, code in [(invitation(lifetime=-3600), "AADB2C90208"), (invitation(signing_secret="another-secret-of-32-characters!"), "AADB2C90233")]:
+        _, refused, _ = start(hint)
+        parameters = fragment(refused)
+        assert parameters["error"] == "invalid_request" and parameters["error_description"].startswith(code + ":"), parameters
+        assert parameters["state"] == "s1" and "id_token" not in parameters
