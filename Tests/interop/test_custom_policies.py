@@ -130,7 +130,7 @@ def test_pyjwt_invitation_hint_runs_the_get_claims_journey(server):
     upload_local_policies(server)
     secret = base64.b64encode(stdlib_secrets.token_bytes(32)).decode()
     policy_command("keys", "create", "IdTokenHintKey")
-    command = [os.environ["TODO_SERVER_BIN"], "policies", "keys", "upload-secret", "IdTokenHintKey", "--data-dir",
+    command = [os.environ["TODO_SERVER_BIN"], "policies", "keys", "upload-secret", "IdTokenHintKey", "--secret-stdin", "--data-dir",
                str(Path(os.environ["TODO_SETTINGS"]).parent)]
     if os.environ.get("TODO_SERVER_DATABASE_URL"):
         command += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
