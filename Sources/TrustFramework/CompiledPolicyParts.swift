@@ -23,6 +23,10 @@ package struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
         case identityProvider(protocol: String)
         /// `RestfulProvider`: a call to a REST service.
         case restful
+        /// `UserJourneyContextProvider`: the sign-in's own facts as claims (`IP-Address`,
+        /// `CorrelationId`, `DateTimeInUtc`, `Build`), as analytics-with-application-insights.md's
+        /// `SimpleUJContext` profile reads them.
+        case journeyContext
         /// One of B2C's session providers (`NoopSSOSessionProvider`, `DefaultSSOSessionProvider`…).
         case session(String)
     }
@@ -66,6 +70,7 @@ package struct PolicyTechnicalProfile: Sendable, PolicyIdentified {
             case "AzureActiveDirectoryProvider": kind = .directory
             case "ClaimsTransformationProtocolProvider": kind = .claimsTransformation
             case "RestfulProvider": kind = .restful
+            case "UserJourneyContextProvider": kind = .journeyContext
             case let session: kind = .session(session)
             }
         case "OpenIdConnect", "OAuth2": kind = .identityProvider(protocol: protocolElement?["Name"] ?? "")

@@ -90,7 +90,7 @@ enum PolicySchema {
     static let handlers: Set<String> = [
         "SelfAssertedAttributeProvider", "AzureActiveDirectoryProvider", "ClaimsTransformationProtocolProvider",
         "NoopSSOSessionProvider", "DefaultSSOSessionProvider", "ExternalLoginSSOSessionProvider", "OAuthSSOSessionProvider",
-        "RestfulProvider",
+        "RestfulProvider", "UserJourneyContextProvider",
     ]
 
     /// Technical-profile protocols.

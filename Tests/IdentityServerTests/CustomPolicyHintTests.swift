@@ -266,3 +266,63 @@ struct CustomPolicyHintTests {
         }
     }
 }
+
+/// `UserJourneyContextProvider` (analytics-with-application-insights.md's `SimpleUJContext`).
+@Suite("custom policy journey context")
+struct CustomPolicyJourneyContextTests {
+    @Test("UserJourneyContextProvider writes the sign-in's address, correlation id, time and build as claims")
+    func journeyContext() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            let tenant = h.tenant.name
+            let policy = Data(
+                """
+                <TrustFrameworkPolicy xmlns="http://schemas.microsoft.com/online/cpim/schemas/2013/06" PolicySchemaVersion="0.3.0.0"
+                  TenantId="\(tenant)" PolicyId="B2C_1A_test_context" PublicPolicyUri="http://\(tenant)/B2C_1A_test_context">
+                <BasePolicy><TenantId>\(tenant)</TenantId><PolicyId>B2C_1A_LocalBase</PolicyId></BasePolicy>
+                <BuildingBlocks><ClaimsSchema>
+                  <ClaimType Id="IP-Address"><DisplayName>Address</DisplayName><DataType>string</DataType></ClaimType>
+                  <ClaimType Id="CorrelationId"><DisplayName>Correlation</DisplayName><DataType>string</DataType></ClaimType>
+                  <ClaimType Id="DateTimeInUtc"><DisplayName>Now</DisplayName><DataType>dateTime</DataType></ClaimType>
+                  <ClaimType Id="Build"><DisplayName>Build</DisplayName><DataType>string</DataType></ClaimType>
+                </ClaimsSchema></BuildingBlocks>
+                <ClaimsProviders><ClaimsProvider><DisplayName>User Journey Context Provider</DisplayName><TechnicalProfiles>
+                  <TechnicalProfile Id="SimpleUJContext">
+                    <DisplayName>User Journey Context Provider</DisplayName>
+                    <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.UserJourneyContextProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
+                    <OutputClaims>
+                      <OutputClaim ClaimTypeReferenceId="IP-Address" /><OutputClaim ClaimTypeReferenceId="CorrelationId" />
+                      <OutputClaim ClaimTypeReferenceId="DateTimeInUtc" /><OutputClaim ClaimTypeReferenceId="Build" />
+                    </OutputClaims>
+                  </TechnicalProfile>
+                </TechnicalProfiles></ClaimsProvider></ClaimsProviders>
+                <UserJourneys><UserJourney Id="Context"><OrchestrationSteps>
+                  <OrchestrationStep Order="1" Type="ClaimsExchange">
+                    <ClaimsExchanges><ClaimsExchange Id="ContextExchange" TechnicalProfileReferenceId="SimpleUJContext" /></ClaimsExchanges>
+                  </OrchestrationStep>
+                  <OrchestrationStep Order="2" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />
+                </OrchestrationSteps></UserJourney></UserJourneys>
+                <RelyingParty><DefaultUserJourney ReferenceId="Context" />
+                  <TechnicalProfile Id="PolicyProfile"><Protocol Name="OpenIdConnect" />
+                    <OutputClaims>
+                      <OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" DefaultValue="someone" />
+                      <OutputClaim ClaimTypeReferenceId="IP-Address" PartnerClaimType="ip" /><OutputClaim ClaimTypeReferenceId="CorrelationId" />
+                      <OutputClaim ClaimTypeReferenceId="DateTimeInUtc" PartnerClaimType="at" /><OutputClaim ClaimTypeReferenceId="Build" />
+                    </OutputClaims>
+                    <SubjectNamingInfo ClaimType="sub" />
+                  </TechnicalProfile>
+                </RelyingParty>
+                </TrustFrameworkPolicy>
+                """.utf8)
+            let attempt = try await CustomPolicyRunTests.uploadForIDToken(h, policy, id: "B2C_1A_test_context")
+            let answered = try await driver.start(attempt, harness: h)
+            let claims = DecodedJWT(try #require(answered.redirectParameters["id_token"], "\(answered.status) \(answered.redirectParameters)")).claims
+            #expect((claims["ip"] as? String)?.isEmpty == false, "\(claims)")
+            #expect(UUID(uuidString: claims["CorrelationId"] as? String ?? "") != nil, "\(claims)")
+            #expect(claims["Build"] as? String == "1.0.0.0")
+            let at = try #require(claims["at"] as? String)
+            // B2C's dateTime text: seven digits of the second (`2026-12-02T13:27:07.0403047Z`).
+            let parsed = try #require(ISO8601DateFormatter().date(from: String(at.prefix(19)) + "Z"), "\(at)")
+            #expect(abs(parsed.timeIntervalSince(h.clock.now)) < 5, "the sign-in's time: \(at)")
+        }
+    }
+}

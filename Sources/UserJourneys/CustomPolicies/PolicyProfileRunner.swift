@@ -103,12 +103,27 @@ struct PolicyProfileRunner: Sendable {
             if let hint = run.authorization.idTokenHint {
                 try await hints.read(hint, by: profile, Self.hintClaims(profile, policy), into: &claims, policy: policy, tenant: run.tenant, now: run.now)
             }
+        case .journeyContext:
+            // Each output claim by its partner claim type (else its own id), from the claim
+            // resolvers' values; a name the provider does not know is left to its default.
+            for reference in profile.outputClaims {
+                guard let template = Self.journeyContext[(reference.partnerClaimType ?? reference.claimType).lowercased()] else { continue }
+                let text = resolver.resolve(template, claims: claims)
+                let type = policy.claimType(reference.claimType)?.dataType ?? .string
+                if let value = PolicyClaimValue.parse(text, as: type) { claims[reference.claimType] = value }
+            }
         case .claimsTransformation, .jwtIssuer, .oauth2Error, .session, .selfAsserted: break
         }
         resolver.applyDefaults(profile.outputClaims, to: &claims)
         try await transform(profile.outputTransformations, policy, &claims, run, profile: profile.id, messages: messages)
         return account
     }
+
+    /// The claims `UserJourneyContextProvider` writes, as the claim resolvers they are.
+    static let journeyContext: [String: String] = [
+        "ip-address": "{Context:IPAddress}", "correlationid": "{Context:CorrelationId}", "datetimeinutc": "{Context:DateTimeInUtc}",
+        "build": "{Context:BuildNumber}",
+    ]
 
     /// What an `id_token_hint` profile reads: its output claims, then the relying party's input
     /// claims it does not name (id-token-hint.md has the relying party repeat them).
