@@ -277,9 +277,12 @@ package enum PolicyCheck {
             return "TechnicalProfile '\(id)' has no METADATA."
         }
         if complete, (metadata["client_id"] ?? "").isEmpty { return "TechnicalProfile '\(id)' has no client_id." }
-        // B2C's default is `id_token` (form_post): the implicit answer this service does not take.
-        if let types = metadata["response_types"] ?? (complete ? "id_token" : nil), types != "code" {
-            return "TechnicalProfile '\(id)' asks for response_types '\(types)': only code (with PKCE) is served; set response_types to code."
+        // `code` (with PKCE), or B2C's default `id_token`, which comes back in a form post.
+        if let types = metadata["response_types"], types != "code", types != "id_token" {
+            return "TechnicalProfile '\(id)' asks for response_types '\(types)': code (with PKCE) or id_token (form_post) are served."
+        }
+        if (metadata["response_types"] ?? "id_token") == "id_token", let mode = metadata["response_mode"], mode != "form_post" {
+            return "TechnicalProfile '\(id)' asks for an id_token with response_mode '\(mode)': an ID token comes back by form_post only."
         }
         if let method = metadata["token_endpoint_auth_method"], !["client_secret_post", "client_secret_basic"].contains(method) {
             return "TechnicalProfile '\(id)' uses the token_endpoint_auth_method '\(method)', which is not supported by this service."

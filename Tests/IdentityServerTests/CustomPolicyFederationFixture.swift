@@ -20,7 +20,7 @@ extension CustomPolicyFederationTests {
     static func upload(
         _ h: IdentityHarness, port: Int = 1, metadata: String? = nil, clientID: String = "local-client", secret: String = "loopback-secret",
         extraMetadata: String = "", facebook: Bool = false, oauth2: Bool = false, oauth2Endpoints: [String]? = nil, issuerUserIdClaim: String = "id",
-        scope: String = "read:user", selectionPage: Bool = false
+        scope: String = "read:user", selectionPage: Bool = false, responseTypes: String? = "code"
     ) async throws {
         let endpoints = oauth2Endpoints ?? ["authorize", "token", "me"].map { "http://127.0.0.1:\(port)/oauth2/\($0)" }
         let metadata = metadata ?? "http://127.0.0.1:\(port)/.well-known/openid-configuration"
@@ -52,7 +52,7 @@ extension CustomPolicyFederationTests {
                   <Metadata>
                     <Item Key="METADATA">\(metadata)</Item>
                     <Item Key="client_id">\(clientID)</Item>
-                    <Item Key="response_types">code</Item>
+                    \(responseTypes.map { "<Item Key=\"response_types\">\($0)</Item>" } ?? "")
                     <Item Key="scope">openid</Item>\(extraMetadata)
                   </Metadata>
                   <CryptographicKeys><Key Id="client_secret" StorageReferenceId="B2C_1A_LoopbackSecret" /></CryptographicKeys>

@@ -84,6 +84,66 @@ struct CustomPolicyFederationTests {
         }
     }
 
+    @Test(
+        "B2C's default response_types id_token: the provider posts the ID token back (form_post), a cross-site post is relayed once from this origin, a forged, replayed or code answer is refused"
+    )
+    func postedIDToken() async throws {
+        let script = UpstreamProviderTests.Script()
+        let box = UpstreamProviderTests.PortBox()
+        try await UpstreamProviderTests.provider(script, port: { box.value }).test(.live) { idp in
+            box.value = try #require(idp.port)
+            try await IdentityHarness.run(.sqlite) { h, driver in
+                try await Self.upload(h, port: box.value, responseTypes: nil)
+                /// The provider's button; the authorization request's parameters.
+                func toProvider() async throws -> [String: String] {
+                    let unified = try await driver.follow(try await driver.start(AuthorizationAttempt(harness: h, policy: "B2C_1A_test_susi"), harness: h))
+                    let sent = try await driver.submit(unified, [("action", "provider"), ("exchange", "LoopbackExchange")])
+                    let url = try #require(sent.location.flatMap(URLComponents.init(string:)), "\(sent.status) \(sent.text.prefix(300))")
+                    return Dictionary((url.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { a, _ in a })
+                }
+                /// An ID token the provider makes for `nonce` (its token endpoint's, as its implicit answer would carry).
+                func idToken(_ flavour: String, nonce: String) async throws -> String {
+                    await script.set(flavour, nonce: nonce)
+                    let answer = try await UpstreamProviderTests.send("POST", "http://127.0.0.1:\(box.value)/token", form: "grant_type=implicit")
+                    let json = try JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
+                    return try #require(json?["id_token"] as? String)
+                }
+                let callback = "/\(h.tenant.name)/oauth2/authresp/Loopback-OIDC"
+                let request = try await toProvider()
+                #expect(request["response_type"] == "id_token" && request["response_mode"] == "form_post", "\(request)")
+                #expect(request["code_challenge"] == nil && request["nonce"] != nil)
+                let state = try #require(request["state"])
+                let token = try await idToken("good", nonce: try #require(request["nonce"]))
+
+                // The provider's page on another site posts without the transaction cookie: the
+                // answer is posted once more from this origin, where the browser sends it.
+                let cookies = driver.cookies
+                driver.cookies = [:]
+                let relay = try await driver.post(callback, [("id_token", token), ("state", state)])
+                driver.cookies = cookies
+                #expect(relay.status == .ok && relay.text.contains(#"name="relayed" value="1""#), "\(relay.status) \(relay.text.prefix(400))")
+                // The browser submits the relay form as it stands: its hidden fields, nothing else.
+                let relayed = ["id_token", "state", "relayed"].map { ($0, relay.field($0) ?? "") }
+                #expect(relayed.map(\.1) == [token, state, "1"])
+                let done = try await driver.follow(try await driver.post(try #require(relay.formAction), relayed))
+                #expect(done.redirectParameters["code"] != nil, "\(done.status) \(done.location ?? "") \(done.text.prefix(1500))")
+                #expect(try await h.server.users.users(tenantID: h.tenant.id).count == 1, "the provider's identity made one account")
+                let replayed = try await driver.post(callback, [("id_token", token), ("state", state)])
+                #expect(replayed.status == .badRequest && replayed.text.contains("expired"), "the state is spent: \(replayed.status)")
+
+                // Another key's token, or a code where an ID token was asked for, ends the sign-in.
+                let second = try await toProvider()
+                let forged = try await idToken("forged", nonce: second["nonce"] ?? "")
+                let refused = try await driver.follow(try await driver.post(callback, [("id_token", forged), ("state", second["state"] ?? "")]))
+                #expect(refused.redirectParameters["error_description"]?.contains("AADB2C90273") == true, "\(refused.status) \(refused.redirectParameters)")
+                let third = try await toProvider()
+                let coded = try await driver.follow(try await driver.get(callback + "?" + Form.encode([("code", "c-good"), ("state", third["state"] ?? "")])))
+                #expect(coded.redirectParameters["error_description"]?.contains("AADB2C90273") == true, "\(coded.status) \(coded.redirectParameters)")
+                #expect(try await h.server.users.users(tenantID: h.tenant.id).count == 1)
+            }
+        }
+    }
+
     @Test("an OpenID Connect profile this service cannot run is refused at upload, naming it, and nothing is stored")
     func refusedAtUpload() async throws {
         try await IdentityHarness.run(.sqlite) { h, _ in

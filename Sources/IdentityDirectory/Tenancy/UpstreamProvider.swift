@@ -33,8 +33,11 @@ public struct UpstreamProvider: Sendable, Codable, Equatable {
     /// Sealed with the data key at rest.
     public var clientSecret: String?
     public var scope: String?
-    /// `code`, the only response type served (auth code + PKCE).
+    /// `code` (the code flow with PKCE), the only one a declared provider has; a custom policy's
+    /// OpenID Connect profile may have B2C's default `id_token` (posted back, ``answersWithIDToken``).
     public var responseType: String?
+    /// Whether the provider answers with an ID token in a form post rather than a code.
+    package var answersWithIDToken: Bool { responseType == "id_token" }
     public var claimsMapping: ClaimsMapping?
     /// How the client secret is sent to the provider's token endpoint. Unset: as the provider's
     /// `token_endpoint_auth_methods_supported` allows, `client_secret_post` first — B2C's default

@@ -184,6 +184,8 @@ extension IdentityServer {
         let federation = UpstreamFederation(service: service, simulatedFacebook: facebook, journeys: journeys)
         browser.get(":tenant/oauth2/authresp", use: federation.callback)
         browser.get(":tenant/oauth2/authresp/:provider", use: federation.callback)
+        // A custom policy's OpenID Connect profile with B2C's default `response_mode` `form_post`.
+        browser.post(":tenant/oauth2/authresp/:provider", use: federation.callback)
         if service.configuration.servesSimulatedFacebook {
             browser.get("facebook.com/dialog/oauth", use: facebook.dialog)
             browser.post("facebook.com/dialog/oauth", use: facebook.dialog)

@@ -91,6 +91,8 @@ struct PolicyFederation: Sendable {
             clientId: metadata["client_id"] ?? "", scope: metadata["scope"] ?? (protocolName == "OAuth2" ? nil : "openid"),
             tokenEndpointAuthMethod: metadata["token_endpoint_auth_method"].flatMap(UpstreamProvider.TokenEndpointAuthMethod.init)
                 ?? .clientSecretPost)
+        // B2C's default `response_types` is `id_token` (openid-connect-technical-profile.md).
+        if protocolName == "OpenIdConnect" { provider.responseType = metadata["response_types"] ?? "id_token" }
         if let prefixes = metadata["ValidTokenIssuerPrefixes"] {
             provider.validIssuerPrefixes = prefixes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
                 !$0.isEmpty

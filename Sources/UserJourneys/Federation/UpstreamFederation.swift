@@ -21,8 +21,23 @@ package struct UpstreamFederation: Sendable {
     }
 
     @Sendable package func callback(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let query = RequestParameters(query: request.uri.query)
         let pathProvider = context.parameters.get("provider")
+        let query: RequestParameters
+        if request.method == .post, let pathProvider {
+            // `response_mode` `form_post` (OAuth 2.0 Form Post Response Mode): the provider's page
+            // posts the answer here. From another site that is a cross-site POST, which carries
+            // no SameSite=Lax cookie; the answer is posted once more from this origin (a
+            // same-site POST, which does), and only then is the one-time state spent.
+            query = try await FormBody.read(request, context: context, upTo: 64 * 1024)
+            if request.cookies[TransactionCookies.csrf] == nil, query["relayed"] == nil {
+                let fields = ["state", "id_token", "code", "error", "error_description", "iss"].compactMap { name in
+                    query[name].map { (name, $0) }
+                }
+                return RedirectResponder.respond(redirectURI: request.uri.path, mode: .formPost, parameters: fields + [("relayed", "1")])
+            }
+        } else {
+            query = RequestParameters(query: request.uri.query)
+        }
         guard let state = query.nonEmpty("state"), state.count <= 128,
             let upstream = try await service.upstream.requests.take(stateHash: Secrets.sha256Hex(state), now: service.now)
         else {
@@ -53,6 +68,25 @@ package struct UpstreamFederation: Sendable {
             return try await journeys.fail(record, with: UpstreamOIDC.Failure(message: mismatch).b2cError, context: context)
         }
         if query["error"] == "access_denied" { return try await journeys.fail(record, with: .userCancelled, context: context) }
+        if provider.answersWithIDToken {
+            // The ID token in the posted form, never a code or a query: what the request asked for.
+            guard request.method == .post, query["error"] == nil, let idToken = query.nonEmpty("id_token") else {
+                let failure = UpstreamOIDC.Failure(
+                    message:
+                        "Error: \(TextRules.printable(query["error"] ?? "no id_token was posted")),Error Description: \(TextRules.printable(query["error_description"] ?? ""))"
+                )
+                return try await journeys.fail(record, with: failure.b2cError, context: context)
+            }
+            do {
+                var answer = try await service.upstream.postedIdentity(idToken: idToken, provider: provider, request: upstream, now: service.now)
+                answer.via = upstream.provider
+                context.logger.info("upstream sign-in", metadata: ["provider": "\(provider.name)", "idp": "\(provider.issuer)"])
+                return try await journeys.receive(answer, record: record, tenant: tenant, flow: userFlow, request: request, context: context)
+            } catch let failure as UpstreamOIDC.Failure {
+                context.logger.warning("upstream sign-in refused", metadata: ["provider": "\(provider.name)", "reason": "\(failure.message)"])
+                return try await journeys.fail(record, with: failure.b2cError, context: context)
+            }
+        }
         guard query["error"] == nil, let code = query.nonEmpty("code") else {
             let failure = UpstreamOIDC.Failure(
                 message:

@@ -36,6 +36,16 @@ package struct UpstreamOIDC: Sendable {
             UpstreamRequest(interactionID: record.id, provider: provider.name, verifier: verifier, nonce: nonce, issuer: provider.issuer),
             stateHash: Secrets.sha256Hex(state), expiresAt: now.addingTimeInterval(600))
         let challenge = Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8))))
+        if provider.answersWithIDToken {
+            // B2C's default for an OpenID Connect profile (openid-connect-technical-profile.md:
+            // `response_types` `id_token`, `response_mode` `form_post`): the ID token comes back
+            // in a form the provider posts, bound to this request by its nonce; no code, no PKCE.
+            let query = FormEncoding.encode([
+                ("client_id", provider.clientId), ("response_type", "id_token"), ("redirect_uri", callback),
+                ("scope", provider.requestedScope), ("state", state), ("nonce", nonce), ("response_mode", "form_post"),
+            ])
+            return metadata.authorizationEndpoint + (metadata.authorizationEndpoint.contains("?") ? "&" : "?") + query
+        }
         let query = FormEncoding.encode([
             ("client_id", provider.clientId), ("response_type", "code"), ("redirect_uri", callback), ("scope", provider.requestedScope),
             ("state", state), ("nonce", nonce), ("code_challenge", challenge), ("code_challenge_method", "S256"),
@@ -101,6 +111,14 @@ package struct UpstreamOIDC: Sendable {
             return try await claimsEndpointIdentity(answer, endpoints: oauth2, provider: provider)
         }
         guard case .string(let idToken)? = answer["id_token"] else { throw Failure(message: "the token response has no id_token") }
+        let claims = try await verifiedClaims(idToken, provider: provider, metadata: metadata, nonce: request.nonce, now: now)
+        return try identity(from: claims, provider: provider)
+    }
+
+    /// The identity of an ID token the provider posted back (`response_types` `id_token`): checked
+    /// as a redeemed one is (OIDC Core §3.2.2.11: as §3.1.3.7, and the nonce is required).
+    func postedIdentity(idToken: String, provider: UpstreamProvider, request: UpstreamRequest, now: Date) async throws -> FederatedIdentity {
+        let metadata = try await directory.metadata(provider)
         let claims = try await verifiedClaims(idToken, provider: provider, metadata: metadata, nonce: request.nonce, now: now)
         return try identity(from: claims, provider: provider)
     }
