@@ -179,7 +179,7 @@ package struct PolicyOrchestrationStep: Sendable {
     }
     package let order: Int
     package let kind: Kind
-    let contentDefinition: String?
+    package let contentDefinition: String?
     package let issuerProfile: String?
     package let preconditions: [PolicyPrecondition]
     /// `ClaimsExchange Id` → technical profile.

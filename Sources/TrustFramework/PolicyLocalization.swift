@@ -75,3 +75,60 @@ extension CompiledPolicy {
         return chosen.isEmpty ? named(localization.defaultLanguage ?? "en") : chosen
     }
 }
+
+/// What a page reads of a policy's `Localization` in the language `ui_locales` picked
+/// (localization.md, localization-string-ids.md): claim types' `DisplayName`, `UserHelpText`
+/// and `PatternHelpText`, their `Restriction` collections, and the page's own `UxElement`
+/// strings. Plain text: the page escapes it like any other.
+package struct PolicyPageStrings: Sendable {
+    let resources: [PolicyLocalization.Resources]
+    /// The language the resources are in, nil when the page has none.
+    package let language: String?
+
+    private func string(_ elementType: String, _ elementID: String?, _ stringID: String) -> String? {
+        let key = PolicyLocalization.Resources.key(elementType, elementID, stringID)
+        return resources.lazy.compactMap { $0.strings[key] }.first
+    }
+
+    /// A claim type's localized `DisplayName`, `UserHelpText` or `PatternHelpText`.
+    package func claim(_ claimType: String, _ stringID: String) -> String? { string("ClaimType", claimType, stringID) }
+
+    /// A claim type's localized `Restriction` items (text and value), nil when not localized.
+    package func options(_ claimType: String) -> [(text: String, value: String)]? {
+        resources.lazy.compactMap { $0.collections[claimType.lowercased()] }.first
+    }
+
+    /// The page's `UxElement` strings mapped onto the hosted pages' own keys (`button_continue`
+    /// is the pages' `continue`): what the policy says overrides the built-in text.
+    package var pageOverrides: [String: String] {
+        var overrides: [String: String] = [:]
+        for (b2c, own) in Self.uxElements {
+            if let text = string("UxElement", nil, b2c) { overrides[own] = text }
+        }
+        return overrides
+    }
+
+    /// B2C's `UxElement` string ids (localization-string-ids.md: the sign-in and sign-up page
+    /// and the self-asserted page) and the hosted pages' keys they set.
+    static let uxElements: [(String, String)] = [
+        ("button_continue", "continue"), ("button_cancel", "cancel"), ("ver_but_send", "sendCode"), ("ver_but_verify", "verifyCode"),
+        ("ver_but_resend", "sendNewCode"), ("ver_but_edit", "changeEmail"), ("ver_success_msg", "signup_verified"),
+        ("ver_intro_msg", "signup_codeSent"), ("ver_fail_code", "error_codeMismatch"), ("heading", "signin_title"),
+        ("button_signin", "signin_submit"), ("createaccount_intro", "signin_noAccount"), ("createaccount_link", "signin_signUpNow"),
+        ("forgotpassword_link", "signin_forgot"), ("social_intro", "signin_orWith"), ("password", "password"),
+        ("logonIdentifier_email", "email"),
+    ]
+}
+
+extension CompiledPolicy {
+    /// The localized strings of a page of `contentDefinition` in the language `uiLocales` picks.
+    package func pageStrings(contentDefinition: String?, uiLocales: String?) -> PolicyPageStrings {
+        let resources = localizedResources(contentDefinition: contentDefinition, uiLocales: uiLocales)
+        guard !resources.isEmpty, let definition = contentDefinition.flatMap(self.contentDefinition) else {
+            return PolicyPageStrings(resources: [], language: nil)
+        }
+        let language = localization.language(uiLocales: uiLocales, offered: definition.localizedResources.map(\.language))
+        let offered = definition.localizedResources.contains { $0.language.lowercased() == language.lowercased() }
+        return PolicyPageStrings(resources: resources, language: offered ? language : localization.defaultLanguage ?? "en")
+    }
+}

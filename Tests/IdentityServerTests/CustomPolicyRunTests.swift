@@ -448,6 +448,9 @@ struct CustomPolicyRunTests {
                   </LocalizedStrings></LocalizedResources>
                   <LocalizedResources Id="form.es"><LocalizedStrings>
                     <LocalizedString ElementType="GetLocalizedStringsTransformationClaimType" StringId="hello">Hola</LocalizedString>
+                    <LocalizedString ElementType="ClaimType" ElementId="word" StringId="DisplayName">Una palabra</LocalizedString>
+                    <LocalizedString ElementType="ClaimType" ElementId="word" StringId="UserHelpText">&lt;b&gt;sin&lt;/b&gt; espacios</LocalizedString>
+                    <LocalizedString ElementType="UxElement" StringId="button_continue">Continuar</LocalizedString>
                   </LocalizedStrings></LocalizedResources>
                 </Localization>
                 """,
@@ -481,12 +484,18 @@ struct CustomPolicyRunTests {
             }
             let page = try await driver.start(attempt("es-ES"), harness: h)
             #expect(page.status == .ok && page.field("contact") == "e****@contoso.com", "\(page.status) \(page.text)")
+            // The page's own strings in the policy's Spanish: the label, the help (its markup as
+            // text), the button, the page's language.
+            #expect(page.text.contains("Una palabra") && page.text.contains(">Continuar<") && page.text.contains(#"lang="es""#), "\(page.text)")
+            #expect(page.text.contains("&lt;b&gt;sin&lt;/b&gt; espacios") && !page.text.contains("<b>sin"), "localized markup is escaped")
             #expect(!page.text.contains("emily@"), "the masked value is nowhere on the page")
             let spanish = try await driver.submit(page, [("word", "4711"), ("contact", "forged@example.com")])
             let claims = DecodedJWT(try #require(spanish.redirectParameters["id_token"], "\(spanish.status) \(spanish.text)")).claims
             #expect(claims["isNumber"] as? Bool == true && claims["lead"] as? String == "47" && claims["greeting"] as? String == "Hola", "\(claims)")
 
-            let english = try await driver.submit(try await driver.start(attempt(nil), harness: h), [("word", "four")])
+            let englishPage = try await driver.start(attempt(nil), harness: h)
+            #expect(englishPage.text.contains("A word") && englishPage.text.contains(">Continue<") && !englishPage.text.contains("Una palabra"))
+            let english = try await driver.submit(englishPage, [("word", "four")])
             let other = DecodedJWT(try #require(english.redirectParameters["id_token"], "\(english.status) \(english.text)")).claims
             #expect(other["isNumber"] as? Bool == false && other["lead"] == nil && other["greeting"] as? String == "Hello", "\(other)")
         }

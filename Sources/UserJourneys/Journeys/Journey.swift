@@ -123,10 +123,16 @@ package struct JourneyRun: Sendable {
     func text(_ key: String) -> String { PageLanguage.strings(language, tenant: tenant)[key] ?? PageLanguage.english[key] ?? key }
 
     /// A hosted page with the transaction's language, CSRF token and cancel action.
-    func page(_ template: PageTemplate, _ values: [String: Any], status: HTTPResponse.Status = .ok) throws -> Response {
+    /// - Parameters:
+    ///   - strings: a custom policy's localized page strings (its `UxElement`s), over the built-in ones.
+    ///   - language: the language those strings are in, for the page's `lang`.
+    func page(
+        _ template: PageTemplate, _ values: [String: Any], status: HTTPResponse.Status = .ok, strings: [String: String] = [:],
+        language localized: String? = nil
+    ) throws -> Response {
         var values = values
-        values["t"] = PageLanguage.strings(language, tenant: tenant)
-        values["lang"] = language
+        values["t"] = PageLanguage.strings(language, tenant: tenant).merging(strings) { _, policy in policy }
+        values["lang"] = localized ?? language
         values["csrf"] = csrf
         values["cancelAction"] = url(.cancel)
         return .html(try kit.renderer.render(template, values, tenant: tenant), status: status, formTargets: formTargets)

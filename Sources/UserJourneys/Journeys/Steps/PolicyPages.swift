@@ -10,10 +10,13 @@ extension PolicyStep {
     ///   sign-in as B2C keeps it (the journey itself keeps nothing a failed sign-in read).
     func unifiedPage(_ run: JourneyRun, error: String? = nil, status: HTTPResponse.Status = .ok, typed: String? = nil) throws -> Response {
         let claims = run.state.policyClaims ?? PolicyClaims()
+        let localized = policy.pageStrings(contentDefinition: step.contentDefinition, uiLocales: run.authorization.uiLocales)
+        let overrides = localized.pageOverrides
         var values: [String: Any] = [
-            "title": run.text("signin_title"), "action": run.url(.unified),
+            "title": overrides["signin_title"] ?? run.text("signin_title"), "action": run.url(.unified),
             "signInName": typed ?? claims.text("signInName") ?? run.authorization.loginHint ?? "",
-            "signInNameLabel": policy.claimType("signInName")?.displayName ?? run.text("email"),
+            "signInNameLabel": localized.claim("signInName", "DisplayName") ?? overrides["email"] ?? policy.claimType("signInName")?.displayName
+                ?? run.text("email"),
             "signUp": signInProfileOffersSignUp,
             // A `ClaimsProviderSelection` step, or a combined step without a local sign-in
             // exchange (the social-only starter pack), is the providers' buttons and nothing else.
@@ -29,7 +32,7 @@ extension PolicyStep {
             values["hasProviders"] = true
             values["providers"] = providers
         }
-        return try run.page(.unified, values, status: status)
+        return try run.page(.unified, values, status: status, strings: overrides, language: localized.language)
     }
 
     private var signInProfileOffersSignUp: Bool {
@@ -40,10 +43,11 @@ extension PolicyStep {
         async throws -> Response
     {
         let claims = run.state.policyClaims ?? PolicyClaims()
+        let localized = policy.pageStrings(contentDefinition: profile.metadata["ContentDefinitionReferenceId"], uiLocales: run.authorization.uiLocales)
         var values: [String: Any] = ["title": profile.displayName ?? run.text("signup_title"), "action": run.url(.selfAsserted)]
         if let error { values["error"] = error }
         if let claim = PolicyProfileRunner.verifiedEmailClaim(profile) {
-            let label = policy.claimType(claim)?.displayName ?? run.text("email")
+            let label = localized.claim(claim, "DisplayName") ?? policy.claimType(claim)?.displayName ?? run.text("email")
             if let verified = run.claims.verifiedEmail {
                 values["verifiedEmail"] = ["claim": claim, "label": label, "email": verified]
                 values["showForm"] = true
@@ -65,11 +69,11 @@ extension PolicyStep {
         let fields = PolicyProfileRunner.fields(profile, policy)
         let masked = try await Self.masked(fields.map(\.1), claims)
         values["fields"] = fields.map { reference, type in
-            var shown = field(type, required: reference.required, value: claims)
+            var shown = field(type, required: reference.required, value: claims, localized: localized)
             if let value = masked[type.id] { shown["value"] = value }
             return shown
         }
-        return try run.page(.selfAsserted, values, status: status)
+        return try run.page(.selfAsserted, values, status: status, strings: localized.pageOverrides, language: localized.language)
     }
 
     /// The values of the fields a person cannot edit (`Readonly`, `Paragraph`) whose claim type
@@ -93,16 +97,20 @@ extension PolicyStep {
     }
 
     /// A claim type's input, by its `UserInputType`.
-    private func field(_ type: PolicyClaimType, required: Bool, value claims: PolicyClaims) -> [String: Any] {
+    /// A claim type's input, by its `UserInputType`; its label, help and options in the page's
+    /// language where the policy localizes them.
+    private func field(_ type: PolicyClaimType, required: Bool, value claims: PolicyClaims, localized: PolicyPageStrings) -> [String: Any] {
         let secret = type.userInputType == "Password"
         let current = secret ? "" : (claims.text(type.id) ?? "")
-        var field: [String: Any] = ["id": type.id, "label": type.displayName, "required": required, "value": current]
-        if let help = type.userHelpText { field["help"] = help }
+        let label = localized.claim(type.id, "DisplayName") ?? type.displayName
+        var field: [String: Any] = ["id": type.id, "label": label, "required": required, "value": current]
+        if let help = localized.claim(type.id, "UserHelpText") ?? type.userHelpText { field["help"] = help }
+        let options = localized.options(type.id) ?? type.enumeration.map { (text: $0.text, value: $0.value) }
         switch type.userInputType {
         case "Paragraph": field["paragraph"] = true
-        case "DropdownSingleSelect", "RadioSingleSelect", "CheckboxMultiSelect" where !type.enumeration.isEmpty:
+        case "DropdownSingleSelect", "RadioSingleSelect", "CheckboxMultiSelect" where !options.isEmpty:
             field["select"] = true
-            field["options"] = type.enumeration.map { ["text": $0.text, "value": $0.value, "selected": $0.value == current] }
+            field["options"] = options.map { ["text": $0.text, "value": $0.value, "selected": $0.value == current] }
         case _ where type.dataType == .boolean:
             field["checkbox"] = true
             field["checked"] = claims.bool(type.id) == true
