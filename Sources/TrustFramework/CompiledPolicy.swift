@@ -190,6 +190,8 @@ package struct PolicyTransformation: Sendable, PolicyIdentified {
     /// `SetClaimsIfRegexMatch`'s `matchTo`, compiled with the policy (unanchored, as .NET's
     /// `Regex.Match` searches).
     let search: PolicyPattern.Search?
+    /// The key set whose secret the transformation reads: `Hash`'s `randomizerSecret`.
+    package var secretKeySet: String? { method == "Hash" ? parameters["randomizerSecret"]?.value : nil }
 
     init(_ element: PolicyElement) {
         id = element["Id"] ?? ""

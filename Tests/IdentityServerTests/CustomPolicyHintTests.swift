@@ -270,7 +270,7 @@ struct CustomPolicyHintTests {
 /// `UserJourneyContextProvider` (analytics-with-application-insights.md's `SimpleUJContext`).
 @Suite("custom policy journey context")
 struct CustomPolicyJourneyContextTests {
-    @Test("UserJourneyContextProvider writes the sign-in's address, correlation id, time and build as claims")
+    @Test("UserJourneyContextProvider writes the sign-in's address, correlation id, time and build as claims; Hash reads its key set's secret")
     func journeyContext() async throws {
         try await IdentityHarness.run(.sqlite) { h, driver in
             let tenant = h.tenant.name
@@ -284,7 +284,18 @@ struct CustomPolicyJourneyContextTests {
                   <ClaimType Id="CorrelationId"><DisplayName>Correlation</DisplayName><DataType>string</DataType></ClaimType>
                   <ClaimType Id="DateTimeInUtc"><DisplayName>Now</DisplayName><DataType>dateTime</DataType></ClaimType>
                   <ClaimType Id="Build"><DisplayName>Build</DisplayName><DataType>string</DataType></ClaimType>
-                </ClaimsSchema></BuildingBlocks>
+                  <ClaimType Id="hashed"><DisplayName>Hashed</DisplayName><DataType>string</DataType></ClaimType>
+                </ClaimsSchema>
+                <ClaimsTransformations>
+                  <ClaimsTransformation Id="HashBuild" TransformationMethod="Hash">
+                    <InputClaims>
+                      <InputClaim ClaimTypeReferenceId="Build" TransformationClaimType="plaintext" />
+                      <InputClaim ClaimTypeReferenceId="CorrelationId" TransformationClaimType="salt" />
+                    </InputClaims>
+                    <InputParameters><InputParameter Id="randomizerSecret" DataType="string" Value="B2C_1A_HashSecret" /></InputParameters>
+                    <OutputClaims><OutputClaim ClaimTypeReferenceId="hashed" TransformationClaimType="hash" /></OutputClaims>
+                  </ClaimsTransformation>
+                </ClaimsTransformations></BuildingBlocks>
                 <ClaimsProviders><ClaimsProvider><DisplayName>User Journey Context Provider</DisplayName><TechnicalProfiles>
                   <TechnicalProfile Id="SimpleUJContext">
                     <DisplayName>User Journey Context Provider</DisplayName>
@@ -293,6 +304,7 @@ struct CustomPolicyJourneyContextTests {
                       <OutputClaim ClaimTypeReferenceId="IP-Address" /><OutputClaim ClaimTypeReferenceId="CorrelationId" />
                       <OutputClaim ClaimTypeReferenceId="DateTimeInUtc" /><OutputClaim ClaimTypeReferenceId="Build" />
                     </OutputClaims>
+                    <OutputClaimsTransformations><OutputClaimsTransformation ReferenceId="HashBuild" /></OutputClaimsTransformations>
                   </TechnicalProfile>
                 </TechnicalProfiles></ClaimsProvider></ClaimsProviders>
                 <UserJourneys><UserJourney Id="Context"><OrchestrationSteps>
@@ -307,22 +319,112 @@ struct CustomPolicyJourneyContextTests {
                       <OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" DefaultValue="someone" />
                       <OutputClaim ClaimTypeReferenceId="IP-Address" PartnerClaimType="ip" /><OutputClaim ClaimTypeReferenceId="CorrelationId" />
                       <OutputClaim ClaimTypeReferenceId="DateTimeInUtc" PartnerClaimType="at" /><OutputClaim ClaimTypeReferenceId="Build" />
+                      <OutputClaim ClaimTypeReferenceId="hashed" />
                     </OutputClaims>
                     <SubjectNamingInfo ClaimType="sub" />
                   </TechnicalProfile>
                 </RelyingParty>
                 </TrustFrameworkPolicy>
                 """.utf8)
+            try await PolicyFixtures.makeKeys(h.server.administration, tenantID: h.tenant.id, secrets: ["B2C_1A_HashSecret": "hash-pepper"])
             let attempt = try await CustomPolicyRunTests.uploadForIDToken(h, policy, id: "B2C_1A_test_context")
             let answered = try await driver.start(attempt, harness: h)
             let claims = DecodedJWT(try #require(answered.redirectParameters["id_token"], "\(answered.status) \(answered.redirectParameters)")).claims
             #expect((claims["ip"] as? String)?.isEmpty == false, "\(claims)")
             #expect(UUID(uuidString: claims["CorrelationId"] as? String ?? "") != nil, "\(claims)")
             #expect(claims["Build"] as? String == "1.0.0.0")
+            // `Hash` in a journey: its randomizerSecret key set's secret, read for it.
+            let correlation = claims["CorrelationId"] as? String ?? ""
+            let expected = Data(SHA256.hash(data: Data(("1.0.0.0" + correlation + "hash-pepper").utf8))).base64EncodedString()
+            #expect(claims["hashed"] as? String == expected, "\(claims)")
             let at = try #require(claims["at"] as? String)
             // B2C's dateTime text: seven digits of the second (`2026-12-02T13:27:07.0403047Z`).
             let parsed = try #require(ISO8601DateFormatter().date(from: String(at.prefix(19)) + "Z"), "\(at)")
             #expect(abs(parsed.timeIntervalSince(h.clock.now)) < 5, "the sign-in's time: \(at)")
+        }
+    }
+}
+
+/// The starter-pack repository's `password-change` scenario, in its shape on this project's base:
+/// sign in, then a page asks for the old password and a new one; the password check names the
+/// old one by an input claim of its own over the base's `password`.
+@Suite("custom policy password change")
+struct CustomPolicyPasswordChangeTests {
+    static func policy(tenant: String) -> Data {
+        Data(
+            """
+            <TrustFrameworkPolicy xmlns="http://schemas.microsoft.com/online/cpim/schemas/2013/06" PolicySchemaVersion="0.3.0.0"
+              TenantId="\(tenant)" PolicyId="B2C_1A_test_change" PublicPolicyUri="http://\(tenant)/B2C_1A_test_change">
+            <BasePolicy><TenantId>\(tenant)</TenantId><PolicyId>B2C_1A_LocalBase</PolicyId></BasePolicy>
+            <BuildingBlocks><ClaimsSchema>
+              <ClaimType Id="oldPassword"><DisplayName>Old password</DisplayName><DataType>string</DataType><UserInputType>Password</UserInputType></ClaimType>
+            </ClaimsSchema></BuildingBlocks>
+            <ClaimsProviders><ClaimsProvider><DisplayName>Password change</DisplayName><TechnicalProfiles>
+              <TechnicalProfile Id="Password-Check-Old">
+                <InputClaims><InputClaim ClaimTypeReferenceId="oldPassword" PartnerClaimType="password" Required="true" /></InputClaims>
+                <IncludeTechnicalProfile ReferenceId="Password-Check" />
+              </TechnicalProfile>
+              <TechnicalProfile Id="Form-ChangePassword">
+                <DisplayName>Change password</DisplayName>
+                <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.SelfAssertedAttributeProvider, Web.TPEngine" />
+                <Metadata><Item Key="ContentDefinitionReferenceId">form</Item></Metadata>
+                <InputClaims><InputClaim ClaimTypeReferenceId="objectId" /></InputClaims>
+                <OutputClaims>
+                  <OutputClaim ClaimTypeReferenceId="oldPassword" Required="true" />
+                  <OutputClaim ClaimTypeReferenceId="newPassword" Required="true" />
+                  <OutputClaim ClaimTypeReferenceId="reenterPassword" Required="true" />
+                </OutputClaims>
+                <ValidationTechnicalProfiles>
+                  <ValidationTechnicalProfile ReferenceId="Password-Check-Old" />
+                  <ValidationTechnicalProfile ReferenceId="Directory-WritePassword" />
+                </ValidationTechnicalProfiles>
+              </TechnicalProfile>
+            </TechnicalProfiles></ClaimsProvider></ClaimsProviders>
+            <UserJourneys><UserJourney Id="PasswordChange"><OrchestrationSteps>
+              <OrchestrationStep Order="1" Type="CombinedSignInAndSignUp" ContentDefinitionReferenceId="unified">
+                <ClaimsProviderSelections><ClaimsProviderSelection ValidationClaimsExchangeId="SignInExchange" /></ClaimsProviderSelections>
+                <ClaimsExchanges><ClaimsExchange Id="SignInExchange" TechnicalProfileReferenceId="Form-SignIn" /></ClaimsExchanges>
+              </OrchestrationStep>
+              <OrchestrationStep Order="2" Type="ClaimsExchange">
+                <ClaimsExchanges><ClaimsExchange Id="ChangeExchange" TechnicalProfileReferenceId="Form-ChangePassword" /></ClaimsExchanges>
+              </OrchestrationStep>
+              <OrchestrationStep Order="3" Type="SendClaims" CpimIssuerTechnicalProfileReferenceId="Issuer" />
+            </OrchestrationSteps></UserJourney></UserJourneys>
+            <RelyingParty><DefaultUserJourney ReferenceId="PasswordChange" />
+              <TechnicalProfile Id="PolicyProfile"><Protocol Name="OpenIdConnect" />
+                <OutputClaims><OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" /></OutputClaims>
+                <SubjectNamingInfo ClaimType="sub" />
+              </TechnicalProfile>
+            </RelyingParty>
+            </TrustFrameworkPolicy>
+            """.utf8)
+    }
+
+    @Test("the old password is checked by its own input claim over the base's; a wrong one changes nothing; then the new one signs in", arguments: TestDatabase.engines)
+    func changePassword(engine: DatabaseEngine) async throws {
+        try await IdentityHarness.run(engine) { h, driver in
+            try await CustomPolicyRunTests.upload(h)
+            try await h.server.administration.uploadCustomPolicies([Self.policy(tenant: h.tenant.name)], tenant: h.tenant)
+            let user = try await h.addUser("hank@example.com", name: "Hank")
+            let attempt = AuthorizationAttempt(harness: h, policy: "B2C_1A_test_change")
+            let signIn = try await driver.start(attempt, harness: h)
+            let page = try await driver.submit(signIn, [("signInName", "hank@example.com"), ("password", "Passw0rd!")])
+            #expect(page.status == .ok && page.text.contains(#"id="oldPassword""#), "\(page.status) \(page.text.prefix(400))")
+            let wrong = try await driver.submit(
+                page, [("oldPassword", "not-the-Passw0rd"), ("newPassword", "Changed-Passw0rd"), ("reenterPassword", "Changed-Passw0rd")])
+            #expect(wrong.status == .badRequest && wrong.text.contains("Your password is incorrect."), "\(wrong.status)")
+            let changed = try await driver.submit(
+                wrong, [("oldPassword", "Passw0rd!"), ("newPassword", "Changed-Passw0rd"), ("reenterPassword", "Changed-Passw0rd")])
+            let code = try #require(changed.redirectParameters["code"], "\(changed.status) \(changed.text.prefix(400))")
+            let tokens = try await driver.redeem(h, attempt: attempt, code: code)
+            #expect(DecodedJWT(try #require(tokens.json["id_token"] as? String)).claims["sub"] as? String == user.objectID)
+
+            driver.cookies = [:]
+            let again = try await driver.start(AuthorizationAttempt(harness: h, policy: CustomPolicyRunTests.policy), harness: h)
+            let old = try await driver.submit(again, [("signInName", "hank@example.com"), ("password", "Passw0rd!")])
+            #expect(old.status == .badRequest, "the old password no longer works")
+            let new = try await driver.submit(old, [("signInName", "hank@example.com"), ("password", "Changed-Passw0rd")])
+            #expect(new.redirectParameters["code"] != nil, "\(new.status)")
         }
     }
 }

@@ -101,8 +101,16 @@ struct PolicyDirectoryProvider: Sendable {
     func checkPassword(_ profile: PolicyTechnicalProfile, claims: inout PolicyClaims, tenant: Tenant, source: String, now: Date, logger: Logger)
         async throws -> UserAccount
     {
-        let username = profile.inputClaims.first { Self.property($0) == "username" }.flatMap { claims.text($0.claimType) } ?? ""
-        let password = profile.inputClaims.first { Self.property($0) == "password" }.flatMap { claims.text($0.claimType) } ?? ""
+        // Where two input claims send the same parameter, the including profile's (the later one)
+        // wins when it has a value: the password-change scenario's `oldPassword` over the base's
+        // `password`, which a person typed on another page, if at all.
+        let bag = claims
+        func parameter(_ name: String) -> String {
+            profile.inputClaims.filter { Self.property($0) == name }.reversed().compactMap { bag.text($0.claimType) }
+                .first { !$0.isEmpty } ?? ""
+        }
+        let username = parameter("username")
+        let password = parameter("password")
         switch try await passwords.authenticate(tenantID: tenant.id, email: username, password: password, source: source, now: now, logger: logger) {
         case .invalid:
             // B2C's texts for the sign-in page (UserMessageIfInvalidPassword and friends).

@@ -32,6 +32,19 @@ struct PolicyProfileRunner: Sendable {
         messages: [String: String]) async throws(PolicyProfileFailure)
     {
         var context = context(run, policy, profile: profile, metadata: messages)
+        // `Hash` reads its `randomizerSecret` key set's active secret: read before, since a
+        // transformation runs synchronously; a set that is missing or empty leaves it unread.
+        var secrets: [String: String] = [:]
+        for id in ids {
+            guard let keySet = policy.transformation(id)?.secretKeySet, secrets[keySet.lowercased()] == nil,
+                let secret = try? await restful.keySets.activeSecret(tenantID: run.tenant.id, keySet: keySet)
+            else { continue }
+            secrets[keySet.lowercased()] = secret
+        }
+        if !secrets.isEmpty {
+            let known = secrets
+            context.secret = { known[$0.lowercased()] }
+        }
         // One budget for all the pattern transformations of this call, as a page's fields share one.
         var budget: PolicyPattern.Budget?
         for id in ids {
