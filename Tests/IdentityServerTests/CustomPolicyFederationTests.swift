@@ -119,9 +119,16 @@ struct CustomPolicyFederationTests {
                 // answer is posted once more from this origin, where the browser sends it.
                 let cookies = driver.cookies
                 driver.cookies = [:]
+                // Posted as relayed but without the cookie: another browser's, refused before
+                // the state is looked up (it stays usable by the browser that started the sign-in).
+                let forgedRelay = try await driver.post(callback, [("id_token", token), ("state", state), ("relayed", "1")])
+                #expect(forgedRelay.status == .forbidden, "\(forgedRelay.status)")
                 let relay = try await driver.post(callback, [("id_token", token), ("state", state)])
+                // A `//host/…` path reaches the same route; the relay still posts to this server's own path.
+                let offsite = try await driver.post("/" + callback, [("id_token", token), ("state", state)])
                 driver.cookies = cookies
                 #expect(relay.status == .ok && relay.text.contains(#"name="relayed" value="1""#), "\(relay.status) \(relay.text.prefix(400))")
+                #expect(relay.formAction == callback && offsite.formAction == callback, "\(relay.formAction ?? "") \(offsite.formAction ?? "")")
                 // The browser submits the relay form as it stands: its hidden fields, nothing else.
                 let relayed = ["id_token", "state", "relayed"].map { ($0, relay.field($0) ?? "") }
                 #expect(relayed.map(\.1) == [token, state, "1"])

@@ -158,7 +158,8 @@ struct AuthorizeEndpoint: Sendable {
                 guard hint.utf8.count <= AuthorizationRequest.maximumIDTokenHintBytes,
                     hint.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || ".-_".contains($0)) })
                 else { throw ProtocolFailure.idTokenHintRefused(expired: false) }
-                authorization.idTokenHint = hint
+                // Sealed with the data key while the transaction keeps it: it is a bearer invitation.
+                authorization.idTokenHint = try service.dataKey.seal(hint, context: AuthorizationRequest.idTokenHintContext)
             }
         }
         return authorization

@@ -1,6 +1,7 @@
 import Foundation
 import IdentityDirectory
 import JOSE
+import Storage
 import TrustFramework
 
 /// B2C's `id_token_hint` technical profile (id-token-hint.md): the app signs a JWT and sends it
@@ -21,6 +22,8 @@ import TrustFramework
 struct PolicyIdTokenHint: Sendable {
     let keySets: PolicyKeySetLibrary
     let upstream: UpstreamDirectory
+    /// Opens the hint the transaction keeps sealed.
+    let dataKey: DataKey
 
     static let leeway: TimeInterval = 300
 

@@ -113,7 +113,13 @@ struct PolicyProfileRunner: Sendable {
         case .idTokenHint:
             // The app's `id_token_hint`, when it sent one; without one nothing is read, and the
             // journey's own steps decide what a missing invitation means.
-            if let hint = run.authorization.idTokenHint {
+            if let sealed = run.authorization.idTokenHint {
+                let hint: String
+                do {
+                    hint = try hints.dataKey.open(sealed, context: AuthorizationRequest.idTokenHintContext).value
+                } catch {
+                    throw PolicyProfileFailure.protocolFailure(.idTokenHintRefused(expired: false))
+                }
                 try await hints.read(hint, by: profile, Self.hintClaims(profile, policy), into: &claims, policy: policy, tenant: run.tenant, now: run.now)
             }
         case .journeyContext:
@@ -222,6 +228,7 @@ struct PolicyProfileRunner: Sendable {
         async throws -> PolicyDirectoryProvider.Outcome?
     {
         let fields = Self.fields(profile, policy)
+        let localized = policy.pageStrings(contentDefinition: profile.metadata["ContentDefinitionReferenceId"], uiLocales: run.authorization.uiLocales)
         try await Self.checkPatterns(fields, policy, form: run.form, now: run.now)
         // A display claim is shown and checked; only an output claim goes back to the journey
         // ("the output claims collection returns the claims to the next orchestration step").
@@ -236,7 +243,9 @@ struct PolicyProfileRunner: Sendable {
                 continue
             }
             guard raw.count <= PolicyPattern.maximumInput, raw.utf8.count <= 4 * PolicyPattern.maximumInput else { throw PolicyProfileFailure.userMessage("\(type.displayName) is too long.") }
-            if !type.enumeration.isEmpty, !type.enumeration.contains(where: { $0.value == raw }) {
+            // The choices the page offered: the policy's localized collection where it has one.
+            let offered = localized.options(type.id) ?? type.enumeration
+            if !offered.isEmpty, !offered.contains(where: { $0.value == raw }) {
                 throw PolicyProfileFailure.userMessage("Please choose a value for \(type.displayName).")
             }
             guard let value = PolicyClaimValue.parse(raw, as: type.dataType) else {

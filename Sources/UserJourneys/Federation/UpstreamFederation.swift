@@ -29,11 +29,23 @@ package struct UpstreamFederation: Sendable {
             // no SameSite=Lax cookie; the answer is posted once more from this origin (a
             // same-site POST, which does), and only then is the one-time state spent.
             query = try await FormBody.read(request, context: context, upTo: 64 * 1024)
-            if request.cookies[TransactionCookies.csrf] == nil, query["relayed"] == nil {
+            if request.cookies[TransactionCookies.csrf] == nil {
+                // Relayed once already and still no cookie: another browser's answer. Refused
+                // before the state is looked up, so such a post cannot spend a sign-in's state.
+                guard query["relayed"] == nil else {
+                    throw PageError(
+                        status: .forbidden, title: "Request blocked",
+                        message: "This sign-in was started in another browser. Start again from the application.")
+                }
                 let fields = ["state", "id_token", "code", "error", "error_description", "iss"].compactMap { name in
                     query[name].map { (name, $0) }
                 }
-                return RedirectResponder.respond(redirectURI: request.uri.path, mode: .formPost, parameters: fields + [("relayed", "1")])
+                // The callback's own path, made from the route's values: never the raw request
+                // path, which a `//host/…` form would turn into another site's address.
+                let unreserved = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+                let segment = { (text: String) in text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "" }
+                let action = "/\(segment(context.parameters.get("tenant") ?? ""))/oauth2/authresp/\(segment(pathProvider))"
+                return RedirectResponder.respond(redirectURI: action, mode: .formPost, parameters: fields + [("relayed", "1")])
             }
         } else {
             query = RequestParameters(query: request.uri.query)

@@ -279,7 +279,8 @@ package actor UpstreamDirectory {
     /// The issuer and key set an app's token configuration document names (OpenID Connect
     /// Discovery's `issuer` and `jwks_uri`, no endpoints): what an `id_token_hint` profile's
     /// `METADATA` points at (id-token-hint.md, "Issue a token with asymmetric keys"). The same
-    /// rules as a provider's: https (or http on loopback), never this server itself.
+    /// rules as a provider's metadata: https (or http on loopback), and a `jwks_uri` that does not
+    /// point this server at a local address the document's own URL did not name.
     func tokenIssuer(_ metadataURL: String) async throws -> UpstreamMetadata {
         let key = "token-issuer:" + metadataURL
         if let cached = metadata[key], Date().timeIntervalSince(cached.fetched) < Self.lifetime { return cached.value }

@@ -86,7 +86,7 @@ package struct JourneyCatalog: JourneyProvider {
             directory: PolicyDirectoryProvider(users: service.users, hasher: service.hasher, passwords: service.passwords),
             restful: PolicyRestfulProvider(keySets: service.policyKeySets, certificateClients: service.certificateClients), mailer: mailer,
             federation: PolicyFederation(upstream: service.upstream, keySets: service.policyKeySets, dataKey: service.dataKey),
-            hints: PolicyIdTokenHint(keySets: service.policyKeySets, upstream: service.upstream.directory))
+            hints: PolicyIdTokenHint(keySets: service.policyKeySets, upstream: service.upstream.directory, dataKey: service.dataKey))
         developmentFault = configuration.developmentMailbox ? DevelopmentFaultStep(faults: service.faults) : nil
     }
 

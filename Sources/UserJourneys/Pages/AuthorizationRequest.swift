@@ -31,10 +31,12 @@ package struct AuthorizationRequest: Sendable, Codable, Equatable {
     /// The request's other query parameters (`campaignId=…`), for a custom policy's
     /// `{OAUTH-KV:name}` resolver; bounded by ``ExtraParameters``. Absent in older transactions.
     package var extraParameters: [String: String]? = nil
-    /// `id_token_hint` as the app sent it, for a custom policy's `GetClaims` step to check and
-    /// read (id-token-hint.md); kept for custom policies only, at most ``maximumIDTokenHintBytes``.
+    /// `id_token_hint` as the app sent it, sealed with the data key (``idTokenHintContext``), for a
+    /// custom policy's `GetClaims` step to check and read (id-token-hint.md); kept for custom
+    /// policies only, at most ``maximumIDTokenHintBytes``.
     package var idTokenHint: String? = nil
     package static let maximumIDTokenHintBytes = 16 * 1024
+    package static let idTokenHintContext = "authorization_requests.id_token_hint"
 
     var protocolFace: ProtocolFace { face ?? .b2c }
     var wantsCode: Bool { responseTypes.contains(.code) }
