@@ -46,21 +46,10 @@ public enum RS256 {
     /// `kid` is required unless `requiringKeyID` is false (RFC 7515 makes it optional; an upstream
     /// provider's token may lack it, and then its ``UnverifiedToken/keyID`` is empty).
     public static func parse(_ token: String, requiringKeyID: Bool = true) throws(JWSError) -> UnverifiedToken {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw .malformed("not a JWS compact serialization") }
-        guard let headerData = Base64URL.decode(String(parts[0])),
-            let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any]
-        else { throw .malformed("header") }
-        let algorithm = header["alg"] as? String ?? ""
-        guard algorithm == "RS256" else { throw .unsupportedAlgorithm(String(algorithm.prefix(16))) }
-        guard header["crit"] == nil else { throw .malformed("unsupported critical header") }
-        let keyID = header["kid"] as? String ?? ""
+        let parts = try CompactJWS(token, accepting: ["RS256"])
+        let keyID = parts.header["kid"] as? String ?? ""
         guard !keyID.isEmpty || !requiringKeyID else { throw .missingKeyID }
-        guard let signature = Base64URL.decode(String(parts[2])), let payload = Base64URL.decode(String(parts[1])) else {
-            throw .malformed("encoding")
-        }
-        let signingInput = Data(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        return UnverifiedToken(keyID: keyID, signingInput: signingInput, signature: signature, payload: payload)
+        return UnverifiedToken(keyID: keyID, signingInput: parts.signingInput, signature: parts.signature, payload: parts.payload)
     }
 
     /// Signs `claims` (a JSON object's UTF-8 text, written in the caller's claim order). The header is
@@ -73,6 +62,35 @@ public enum RS256 {
         let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
         let signature = try signer.signature(for: Array(signingInput.utf8))
         return signingInput + "." + Base64URL.encode(signature)
+    }
+}
+
+/// A compact JWS split and decoded (RFC 7515 §7.1), its `alg` one of those the caller accepts
+/// and no `crit` header (extensions this implementation does not understand, §4.1.11).
+struct CompactJWS {
+    let header: [String: Any]
+    let algorithm: String
+    let signingInput: Data
+    let signature: Data
+    let payload: Data
+
+    init(_ token: String, accepting algorithms: Set<String>) throws(JWSError) {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw .malformed("not a JWS compact serialization") }
+        guard let headerData = Base64URL.decode(String(parts[0])),
+            let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any]
+        else { throw .malformed("header") }
+        let algorithm = header["alg"] as? String ?? ""
+        guard algorithms.contains(algorithm) else { throw .unsupportedAlgorithm(String(algorithm.prefix(16))) }
+        guard header["crit"] == nil else { throw .malformed("unsupported critical header") }
+        guard let signature = Base64URL.decode(String(parts[2])), let payload = Base64URL.decode(String(parts[1])) else {
+            throw .malformed("encoding")
+        }
+        self.header = header
+        self.algorithm = algorithm
+        self.signature = signature
+        self.payload = payload
+        signingInput = Data(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
     }
 }
 

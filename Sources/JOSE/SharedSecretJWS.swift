@@ -15,19 +15,9 @@ public enum SharedSecretJWS {
     /// The claims of `token` when `secret` made its signature; throws otherwise. The comparison
     /// is the MAC's own constant-time check.
     public static func verify(_ token: String, secret: [UInt8]) throws(JWSError) -> JWTClaims {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw .malformed("not a JWS compact serialization") }
-        guard let headerData = Base64URL.decode(String(parts[0])),
-            let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any]
-        else { throw .malformed("header") }
-        let algorithm = header["alg"] as? String ?? ""
-        guard algorithms.contains(algorithm) else { throw .unsupportedAlgorithm(String(algorithm.prefix(16))) }
-        guard header["crit"] == nil else { throw .malformed("unsupported critical header") }
+        let parts = try CompactJWS(token, accepting: algorithms)
         guard !secret.isEmpty else { throw .signatureInvalid }
-        guard let signature = Base64URL.decode(String(parts[2])), let payload = Base64URL.decode(String(parts[1])) else {
-            throw .malformed("encoding")
-        }
-        let signingInput = Data(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        let (algorithm, signature, signingInput, payload) = (parts.algorithm, parts.signature, parts.signingInput, parts.payload)
         let key = SymmetricKey(data: secret)
         let valid: Bool
         switch algorithm {
