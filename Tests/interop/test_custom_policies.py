@@ -113,48 +113,75 @@ def test_authlib_signs_up_in_refreshes_and_resets_on_custom_policies(server):
 
 
 INVITE = Path(__file__).parent / "policies" / "invite"
+INVITATION_AUDIENCE, INVITATION_ISSUER = "invitations-of-the-interop-suite", "https://invites.example"
+_invitation_secrets = {}
 
 
-def test_pyjwt_invitation_hint_runs_the_get_claims_journey(server):
-    """An invitation as Microsoft's id_token_hint guide makes one: PyJWT signs it with HS256 and a
-    shared secret uploaded as the key set B2C_1A_IdTokenHintKey; the policy's GetClaims step checks
-    it and reads its claims. An expired one and one signed with another secret are refused in
-    B2C's words."""
+def server_command(*arguments):
+    """`todo-server …` against the running server's store."""
+    command = [os.environ["TODO_SERVER_BIN"], *arguments, "--data-dir", str(Path(os.environ["TODO_SETTINGS"]).parent)]
+    if os.environ.get("TODO_SERVER_DATABASE_URL"):
+        command += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
+    return command
+
+
+def upload_invitation_policy(server):
+    """The invitation policy and its key set B2C_1A_IdTokenHintKey with a fresh secret, once per
+    server (the tests that use it share it): the secret the app signs invitations with."""
     import base64
     import secrets as stdlib_secrets
-    import time
-    from urllib.parse import parse_qs, urlencode, urlparse
 
-    import jwt as pyjwt
-
+    if server.base in _invitation_secrets:
+        return _invitation_secrets[server.base]
     upload_local_policies(server)
     secret = base64.b64encode(stdlib_secrets.token_bytes(32)).decode()
     policy_command("keys", "create", "IdTokenHintKey")
-    command = [os.environ["TODO_SERVER_BIN"], "policies", "keys", "upload-secret", "IdTokenHintKey", "--secret-stdin", "--data-dir",
-               str(Path(os.environ["TODO_SETTINGS"]).parent)]
-    if os.environ.get("TODO_SERVER_DATABASE_URL"):
-        command += ["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]]
-    uploaded = subprocess.run(command, input=secret + "\n", capture_output=True, text=True, timeout=120)
+    uploaded = subprocess.run(server_command("policies", "keys", "upload-secret", "IdTokenHintKey", "--secret-stdin"),
+                              input=secret + "\n", capture_output=True, text=True, timeout=120)
     assert uploaded.returncode == 0, uploaded.stderr
     with tempfile.TemporaryDirectory() as folder:
         text = (INVITE / "B2C_1A_test_invite.xml").read_text().replace("TENANT", server.tenant)
         (Path(folder) / "B2C_1A_test_invite.xml").write_text(text)
         policy_command("upload", folder)
-    app = subprocess.run(
-        [os.environ["TODO_SERVER_BIN"], "apps", "add", "--name", "Invitations", "--allow-implicit", "--redirect-uri", "https://jwt.ms",
-         "--json", "--data-dir", str(Path(os.environ["TODO_SETTINGS"]).parent)]
-        + (["--database-url", os.environ["TODO_SERVER_DATABASE_URL"]] if os.environ.get("TODO_SERVER_DATABASE_URL") else []),
-        capture_output=True, text=True, timeout=120)
+    _invitation_secrets[server.base] = secret
+    return secret
+
+
+def implicit_app(name, redirect):
+    """An app allowed the implicit response types (a journey that signs nobody in answers with an
+    ID token only), redirecting to `redirect`: its client id."""
+    import json
+
+    app = subprocess.run(server_command("apps", "add", "--name", name, "--allow-implicit", "--redirect-uri", redirect, "--json"),
+                         capture_output=True, text=True, timeout=120)
     assert app.returncode == 0, app.stderr
-    client_id = __import__("json").loads(app.stdout)["clientId"]
+    return json.loads(app.stdout)["clientId"]
+
+
+def invitation(email, secret, lifetime=600):
+    """An invitation as Microsoft's id_token_hint sample mints one: PyJWT, HS256, the shared secret."""
+    import time
+
+    import jwt as pyjwt
+
+    now = int(time.time())
+    claims = {"userId": email, "name": "Ivy Invitee", "nbf": now, "exp": now + lifetime, "iss": INVITATION_ISSUER, "aud": INVITATION_AUDIENCE}
+    return pyjwt.encode(claims, secret, algorithm="HS256")
+
+
+def test_pyjwt_invitation_hint_runs_the_get_claims_journey(server):
+    """PyJWT signs the invitation with HS256 and the secret uploaded as B2C_1A_IdTokenHintKey; the
+    policy's GetClaims step checks it and reads its claims. An expired one and one signed with
+    another secret are refused in B2C's words."""
+    import secrets as stdlib_secrets
+    from urllib.parse import parse_qs, urlencode, urlparse
+
+    import jwt as pyjwt
+
+    secret = upload_invitation_policy(server)
+    client_id = implicit_app("Invitations", "https://jwt.ms")
     meta = server.discovery("B2C_1A_test_invite")
     email = unique_email("invitee")
-
-    def invitation(signing_secret=secret, lifetime=600):
-        now = int(time.time())
-        claims = {"userId": email, "name": "Ivy Invitee", "nbf": now, "exp": now + lifetime,
-                  "iss": "https://invites.example", "aud": "invitations-of-the-interop-suite"}
-        return pyjwt.encode(claims, signing_secret, algorithm="HS256")
 
     def start(hint):
         nonce = stdlib_secrets.token_hex(8)
@@ -174,14 +201,15 @@ def test_pyjwt_invitation_hint_runs_the_get_claims_journey(server):
             response = browser.get(urljoin(response.url, response.headers["Location"]), allow_redirects=False)
         return response
 
-    browser, first, nonce = start(invitation())
+    browser, first, nonce = start(invitation(email, secret))
     page = Page(follow(browser, first))
     answer = fragment(follow(browser, page.submit(browser, "attributeVerification", {"word": "hello"})))
     key = pyjwt.PyJWKClient(meta["jwks_uri"]).get_signing_key_from_jwt(answer["id_token"]).key
     token = pyjwt.decode(answer["id_token"], key, algorithms=["RS256"], audience=client_id, issuer=meta["issuer"])
     assert token["email"] == email and token["name"] == "Ivy Invitee" and token["word"] == "hello" and token["nonce"] == nonce
 
-    for hint, code in [(invitation(lifetime=-3600), "AADB2C90208"), (invitation(signing_secret="another-secret-of-32-characters!"), "AADB2C90233")]:
+    for hint, code in [(invitation(email, secret, lifetime=-3600), "AADB2C90208"),
+                       (invitation(email, "another-secret-of-32-characters!"), "AADB2C90233")]:
         _, refused, _ = start(hint)
         parameters = fragment(refused)
         assert parameters["error"] == "invalid_request" and parameters["error_description"].startswith(code + ":"), parameters

@@ -6,7 +6,7 @@ policy's own JWKS. Screenshots land in artifacts/ as identity-custom-*.png."""
 import base64
 import hashlib
 import secrets
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlparse
 
 import requests
 from authlib.jose import JsonWebKey
@@ -17,7 +17,7 @@ from selenium.webdriver.support import expected_conditions as ready
 from browser import navigation_wait
 from conftest import unique_email, verify_email_in_browser
 from test_browser import Receiver, browser, receiver, shot  # noqa: F401 (fixtures)
-from test_custom_policies import upload_local_policies
+from test_custom_policies import implicit_app, invitation, upload_invitation_policy, upload_local_policies
 
 POLICY = "B2C_1A_test_susi"
 
@@ -87,3 +87,31 @@ def test_custom_policy_sign_up_then_sign_in_in_chromium(server, receiver, browse
     wait.until(ready.presence_of_element_located((By.ID, "done")))
     signed_in = redeem_and_verify(server, meta, params, verifier)
     assert signed_in["sub"] == signed_up["sub"] and "newUser" not in signed_in
+
+
+def test_invitation_page_with_display_claims_in_chromium(server, receiver, browser):  # noqa: F811
+    """An invitation (id_token_hint) in Chromium: the GetClaims step reads it, the page shows its
+    DisplayClaims (the word, required: an empty submission is told so on the page), and the ID
+    token in the redirect's fragment carries what the invitation said."""
+    secret = upload_invitation_policy(server)
+    client_id = implicit_app("Chromium invitations", receiver)
+    meta = server.discovery("B2C_1A_test_invite")
+    wait = navigation_wait(browser)
+    email = unique_email("chromium-invitee")
+    params = {"client_id": client_id, "redirect_uri": receiver, "scope": "openid", "response_type": "id_token",
+              "nonce": secrets.token_urlsafe(8), "state": secrets.token_urlsafe(8), "id_token_hint": invitation(email, secret)}
+    browser.get(f"{meta['authorization_endpoint']}?{urlencode(params)}")
+    wait.until(ready.presence_of_element_located((By.ID, "word")))
+    shot(browser, "custom-invitation")
+    browser.find_element(By.ID, "continue").click()
+    wait.until(ready.text_to_be_present_in_element((By.TAG_NAME, "body"), "is required"))
+    browser.find_element(By.ID, "word").send_keys("hello")
+    browser.find_element(By.ID, "continue").click()
+    wait.until(ready.presence_of_element_located((By.ID, "done")))
+    answer = {name: values[0] for name, values in parse_qs(urlparse(browser.current_url).fragment).items()}
+    keys = JsonWebKey.import_key_set(requests.get(meta["jwks_uri"], timeout=30).json())
+    claims = jose_jwt.decode(answer["id_token"], keys, claims_options={
+        "iss": {"essential": True, "value": meta["issuer"]}, "aud": {"essential": True, "value": client_id}})
+    claims.validate()
+    assert claims["email"] == email and claims["word"] == "hello" and claims["nonce"] == params["nonce"]
+    assert answer["state"] == params["state"]
