@@ -93,6 +93,9 @@ package struct PolicyPageStrings: Sendable {
     /// A claim type's localized `DisplayName`, `UserHelpText` or `PatternHelpText`.
     package func claim(_ claimType: String, _ stringID: String) -> String? { string("ClaimType", claimType, stringID) }
 
+    /// A localized `ErrorMessage` by its string id (an assertion's `UserMessageIf…` key).
+    package func error(_ stringID: String) -> String? { string("ErrorMessage", nil, stringID) }
+
     /// A claim type's localized `Restriction` items (text and value), nil when not localized.
     package func options(_ claimType: String) -> [(text: String, value: String)]? {
         resources.lazy.compactMap { $0.collections[claimType.lowercased()] }.first

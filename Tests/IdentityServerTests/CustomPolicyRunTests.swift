@@ -418,6 +418,8 @@ struct CustomPolicyRunTests {
                 <ClaimType Id="isNumber"><DisplayName>Number</DisplayName><DataType>boolean</DataType></ClaimType>
                 <ClaimType Id="lead"><DisplayName>Lead</DisplayName><DataType>string</DataType></ClaimType>
                 <ClaimType Id="greeting"><DisplayName>Greeting</DisplayName><DataType>string</DataType></ClaimType>
+                <ClaimType Id="bannedWord"><DisplayName>Banned</DisplayName><DataType>string</DataType></ClaimType>
+                <ClaimType Id="wordIsBanned"><DisplayName>Banned?</DisplayName><DataType>boolean</DataType></ClaimType>
                 """,
             transformations: """
                 <ClaimsTransformation Id="Digits" TransformationMethod="SetClaimsIfRegexMatch">
@@ -431,6 +433,25 @@ struct CustomPolicyRunTests {
                     <OutputClaim ClaimTypeReferenceId="isNumber" TransformationClaimType="regexCompareResultClaim" />
                     <OutputClaim ClaimTypeReferenceId="lead" />
                   </OutputClaims>
+                </ClaimsTransformation>
+                <ClaimsTransformation Id="Banned" TransformationMethod="CreateStringClaim">
+                  <InputParameters><InputParameter Id="value" DataType="string" Value="banned" /></InputParameters>
+                  <OutputClaims><OutputClaim ClaimTypeReferenceId="bannedWord" TransformationClaimType="createdClaim" /></OutputClaims>
+                </ClaimsTransformation>
+                <ClaimsTransformation Id="IsBanned" TransformationMethod="CompareClaims">
+                  <InputClaims>
+                    <InputClaim ClaimTypeReferenceId="word" TransformationClaimType="inputClaim1" />
+                    <InputClaim ClaimTypeReferenceId="bannedWord" TransformationClaimType="inputClaim2" />
+                  </InputClaims>
+                  <InputParameters>
+                    <InputParameter Id="operator" DataType="string" Value="EQUAL" />
+                    <InputParameter Id="ignoreCase" DataType="string" Value="true" />
+                  </InputParameters>
+                  <OutputClaims><OutputClaim ClaimTypeReferenceId="wordIsBanned" TransformationClaimType="outputClaim" /></OutputClaims>
+                </ClaimsTransformation>
+                <ClaimsTransformation Id="NotBanned" TransformationMethod="AssertBooleanClaimIsEqualToValue">
+                  <InputClaims><InputClaim ClaimTypeReferenceId="wordIsBanned" TransformationClaimType="inputClaim" /></InputClaims>
+                  <InputParameters><InputParameter Id="valueToCompareTo" DataType="boolean" Value="false" /></InputParameters>
                 </ClaimsTransformation>
                 <ClaimsTransformation Id="Greeting" TransformationMethod="GetLocalizedStringsTransformation">
                   <OutputClaims><OutputClaim ClaimTypeReferenceId="greeting" TransformationClaimType="hello" /></OutputClaims>
@@ -451,6 +472,7 @@ struct CustomPolicyRunTests {
                     <LocalizedString ElementType="ClaimType" ElementId="word" StringId="DisplayName">Una palabra</LocalizedString>
                     <LocalizedString ElementType="ClaimType" ElementId="word" StringId="UserHelpText">&lt;b&gt;sin&lt;/b&gt; espacios</LocalizedString>
                     <LocalizedString ElementType="UxElement" StringId="button_continue">Continuar</LocalizedString>
+                    <LocalizedString ElementType="ErrorMessage" StringId="UserMessageIfClaimsTransformationBooleanValueIsNotEqual">Esa palabra no</LocalizedString>
                   </LocalizedStrings></LocalizedResources>
                 </Localization>
                 """,
@@ -462,6 +484,8 @@ struct CustomPolicyRunTests {
                 <OutputClaims><OutputClaim ClaimTypeReferenceId="word" /></OutputClaims>
                 <OutputClaimsTransformations>
                   <OutputClaimsTransformation ReferenceId="Digits" /><OutputClaimsTransformation ReferenceId="Greeting" />
+                  <OutputClaimsTransformation ReferenceId="Banned" /><OutputClaimsTransformation ReferenceId="IsBanned" />
+                  <OutputClaimsTransformation ReferenceId="NotBanned" />
                 </OutputClaimsTransformations>
                 """),
             signsIn: false,
@@ -489,13 +513,20 @@ struct CustomPolicyRunTests {
             #expect(page.text.contains("Una palabra") && page.text.contains(">Continuar<") && page.text.contains(#"lang="es""#), "\(page.text)")
             #expect(page.text.contains("&lt;b&gt;sin&lt;/b&gt; espacios") && !page.text.contains("<b>sin"), "localized markup is escaped")
             #expect(!page.text.contains("emily@"), "the masked value is nowhere on the page")
-            let spanish = try await driver.submit(page, [("word", "4711"), ("contact", "forged@example.com")])
+            // An assertion's message: the page's localized ErrorMessage, over the profile's metadata.
+            let bannedSpanish = try await driver.submit(page, [("word", "Banned")])
+            #expect(bannedSpanish.status == .badRequest && bannedSpanish.text.contains("Esa palabra no"), "\(bannedSpanish.status)")
+            let spanish = try await driver.submit(bannedSpanish, [("word", "4711"), ("contact", "forged@example.com")])
             let claims = DecodedJWT(try #require(spanish.redirectParameters["id_token"], "\(spanish.status) \(spanish.text)")).claims
             #expect(claims["isNumber"] as? Bool == true && claims["lead"] as? String == "47" && claims["greeting"] as? String == "Hola", "\(claims)")
 
             let englishPage = try await driver.start(attempt(nil), harness: h)
             #expect(englishPage.text.contains("A word") && englishPage.text.contains(">Continue<") && !englishPage.text.contains("Una palabra"))
-            let english = try await driver.submit(englishPage, [("word", "four")])
+            let bannedEnglish = try await driver.submit(englishPage, [("word", "banned")])
+            #expect(
+                bannedEnglish.status == .badRequest && bannedEnglish.text.contains("Boolean claim value comparison failed") && !bannedEnglish.text.contains("Esa palabra"),
+                "English has no localized message: B2C's default")
+            let english = try await driver.submit(bannedEnglish, [("word", "four")])
             let other = DecodedJWT(try #require(english.redirectParameters["id_token"], "\(english.status) \(english.text)")).claims
             #expect(other["isNumber"] as? Bool == false && other["lead"] == nil && other["greeting"] as? String == "Hello", "\(other)")
         }

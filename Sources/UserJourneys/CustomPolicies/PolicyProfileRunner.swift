@@ -75,7 +75,10 @@ struct PolicyProfileRunner: Sendable {
             }
             switch result {
             case .success(let changed): claims = changed
-            case .failure(.assertion(let key, let message)): throw .userMessage(messages[key] ?? message)
+            case .failure(.assertion(let key, let message)):
+                // The page's localized `ErrorMessage` first (localization.md), then the profile's metadata.
+                let localized = policy.pageStrings(contentDefinition: context.contentDefinition, uiLocales: context.uiLocales).error(key)
+                throw .userMessage(localized ?? messages[key] ?? message)
             case .failure(.invalidInput(let message)): throw .protocolFailure(.policyNotRunnable("Claims transformation '\(id)': \(message)"))
             }
             context.budget = nil
