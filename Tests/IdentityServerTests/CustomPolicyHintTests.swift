@@ -428,3 +428,44 @@ struct CustomPolicyPasswordChangeTests {
         }
     }
 }
+
+/// `RadioSingleSelect` and `CheckboxMultiSelect` as B2C renders them: one input per item, named by
+/// the claim, its id `{claim}_{value}`; a multi-select's ticked items are a string collection.
+@Suite("custom policy choice inputs")
+struct CustomPolicyChoiceInputTests {
+    @Test("radio buttons and checkboxes by B2C's ids; the ticked items reach the token; an item the page did not offer is refused")
+    func choices() async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            let policy = PolicyFixtures.onLocalBase(
+                id: "B2C_1A_test_choices", tenant: h.tenant.name,
+                claimTypes: """
+                    <ClaimType Id="color"><DisplayName>Color</DisplayName><DataType>string</DataType><UserInputType>RadioSingleSelect</UserInputType>
+                      <Restriction><Enumeration Text="Red" Value="red" /><Enumeration Text="Blue" Value="blue" /></Restriction></ClaimType>
+                    <ClaimType Id="toppings"><DisplayName>Toppings</DisplayName><DataType>stringCollection</DataType><UserInputType>CheckboxMultiSelect</UserInputType>
+                      <Restriction><Enumeration Text="Apple" Value="a" /><Enumeration Text="Banana" Value="b" /><Enumeration Text="Cherry" Value="c" /></Restriction></ClaimType>
+                    """,
+                page: (
+                    "Choices",
+                    """
+                    <DisplayClaims><DisplayClaim ClaimTypeReferenceId="color" Required="true" /><DisplayClaim ClaimTypeReferenceId="toppings" /></DisplayClaims>
+                    <OutputClaims><OutputClaim ClaimTypeReferenceId="color" /><OutputClaim ClaimTypeReferenceId="toppings" /></OutputClaims>
+                    """),
+                signsIn: false,
+                relyingPartyClaims: """
+                    <OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" DefaultValue="chooser" />
+                    <OutputClaim ClaimTypeReferenceId="color" /><OutputClaim ClaimTypeReferenceId="toppings" />
+                    """)
+            let attempt = try await CustomPolicyRunTests.uploadForIDToken(h, policy, id: "B2C_1A_test_choices")
+            let page = try await driver.start(attempt, harness: h)
+            #expect(page.text.contains(#"<input type="radio" id="color_blue" name="color" value="blue""#), "\(page.text)")
+            #expect(page.text.contains(#"<input type="checkbox" id="toppings_c" name="toppings" value="c""#), "\(page.text)")
+            let offside = try await driver.submit(page, [("color", "green"), ("toppings", "a")])
+            #expect(offside.status == .badRequest && offside.text.contains("Please choose a value for Color"), "\(offside.status)")
+            let unknown = try await driver.submit(offside, [("color", "blue"), ("toppings", "a"), ("toppings", "z")])
+            #expect(unknown.status == .badRequest && unknown.text.contains("Please choose a value for Toppings"), "\(unknown.status)")
+            let done = try await driver.submit(unknown, [("color", "blue"), ("toppings", "a"), ("toppings", "c"), ("toppings", "a")])
+            let claims = DecodedJWT(try #require(done.redirectParameters["id_token"], "\(done.status) \(done.text.prefix(300))")).claims
+            #expect(claims["color"] as? String == "blue" && claims["toppings"] as? [String] == ["a", "c"], "\(claims)")
+        }
+    }
+}

@@ -16,6 +16,9 @@ package struct RequestParameters: Sendable {
     /// MUST NOT be included more than once").
     package func count(of name: String) -> Int { pairs.filter { $0.0 == name }.count }
 
+    /// Every value of `name`, in order (a form's checkboxes that share a name).
+    package func values(_ name: String) -> [String] { pairs.filter { $0.0 == name }.map(\.1) }
+
     /// The value if present and not empty.
     package func nonEmpty(_ name: String) -> String? {
         guard let value = self[name], !value.isEmpty else { return nil }

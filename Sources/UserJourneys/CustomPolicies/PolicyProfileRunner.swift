@@ -239,6 +239,20 @@ struct PolicyProfileRunner: Sendable {
         for (reference, type) in fields {
             let raw = (run.form[type.id] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             if type.userInputType == "Readonly" || type.userInputType == "Paragraph" { continue }
+            if type.userInputType == "CheckboxMultiSelect" {
+                // Each box ticked is one value; every one must be an item the page offered.
+                let offered = localized.options(type.id) ?? type.enumeration
+                let ticked = run.form.values(type.id).filter { !$0.isEmpty }
+                guard ticked.count <= offered.count, ticked.allSatisfy({ value in offered.contains { $0.value == value } }) else {
+                    throw PolicyProfileFailure.userMessage("Please choose a value for \(type.displayName).")
+                }
+                if ticked.isEmpty, reference.required { throw PolicyProfileFailure.userMessage("\(type.displayName) is required.") }
+                let keeps = profile.displayClaims == nil || returned.contains(type.id.lowercased())
+                var seen = Set<String>()
+                let unique = ticked.filter { seen.insert($0).inserted }
+                if keeps { claims[type.id] = unique.isEmpty ? nil : .collection(unique) }
+                continue
+            }
             let keeps = profile.displayClaims == nil || returned.contains(type.id.lowercased())
             if raw.isEmpty {
                 if reference.required { throw PolicyProfileFailure.userMessage("\(type.displayName) is required.") }

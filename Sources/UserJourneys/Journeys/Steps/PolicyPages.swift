@@ -108,7 +108,17 @@ extension PolicyStep {
         let options = localized.options(type.id) ?? type.enumeration.map { (text: $0.text, value: $0.value) }
         switch type.userInputType {
         case "Paragraph": field["paragraph"] = true
-        case "DropdownSingleSelect", "RadioSingleSelect", "CheckboxMultiSelect" where !options.isEmpty:
+        case "RadioSingleSelect" where !options.isEmpty, "CheckboxMultiSelect" where !options.isEmpty:
+            // B2C's markup: one input per item, named by the claim, its id `{claim}_{value}`.
+            let multiple = type.userInputType == "CheckboxMultiSelect"
+            let chosen: Set<String>
+            if case .collection(let items)? = claims[type.id] { chosen = Set(items) } else { chosen = [current] }
+            field[multiple ? "checkboxes" : "radio"] = true
+            field["options"] = options.map { option -> [String: Any] in
+                ["text": option.text, "value": option.value, "name": type.id, "id": "\(type.id)_\(option.value)",
+                 "selected": chosen.contains(option.value)]
+            }
+        case "DropdownSingleSelect" where !options.isEmpty:
             field["select"] = true
             field["options"] = options.map { ["text": $0.text, "value": $0.value, "selected": $0.value == current] }
         case _ where type.dataType == .boolean:
