@@ -239,6 +239,7 @@ struct PolicyProfileRunner: Sendable {
         for (reference, type) in fields {
             let raw = (run.form[type.id] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             if type.userInputType == "Readonly" || type.userInputType == "Paragraph" { continue }
+            let keeps = profile.displayClaims == nil || returned.contains(type.id.lowercased())
             if type.userInputType == "CheckboxMultiSelect" {
                 // Each box ticked is one value; every one must be an item the page offered.
                 let offered = localized.options(type.id) ?? type.enumeration
@@ -247,13 +248,11 @@ struct PolicyProfileRunner: Sendable {
                     throw PolicyProfileFailure.userMessage("Please choose a value for \(type.displayName).")
                 }
                 if ticked.isEmpty, reference.required { throw PolicyProfileFailure.userMessage("\(type.displayName) is required.") }
-                let keeps = profile.displayClaims == nil || returned.contains(type.id.lowercased())
                 var seen = Set<String>()
                 let unique = ticked.filter { seen.insert($0).inserted }
                 if keeps { claims[type.id] = unique.isEmpty ? nil : .collection(unique) }
                 continue
             }
-            let keeps = profile.displayClaims == nil || returned.contains(type.id.lowercased())
             if raw.isEmpty {
                 if reference.required { throw PolicyProfileFailure.userMessage("\(type.displayName) is required.") }
                 if keeps { claims.remove(type.id) }

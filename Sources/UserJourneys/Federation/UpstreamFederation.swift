@@ -80,37 +80,25 @@ package struct UpstreamFederation: Sendable {
             return try await journeys.fail(record, with: UpstreamOIDC.Failure(message: mismatch).b2cError, context: context)
         }
         if query["error"] == "access_denied" { return try await journeys.fail(record, with: .userCancelled, context: context) }
-        if provider.answersWithIDToken {
-            // The ID token in the posted form, never a code or a query: what the request asked for.
-            guard request.method == .post, query["error"] == nil, let idToken = query.nonEmpty("id_token") else {
-                let failure = UpstreamOIDC.Failure(
-                    message:
-                        "Error: \(TextRules.printable(query["error"] ?? "no id_token was posted")),Error Description: \(TextRules.printable(query["error_description"] ?? ""))"
-                )
-                return try await journeys.fail(record, with: failure.b2cError, context: context)
-            }
-            do {
-                var answer = try await service.upstream.postedIdentity(idToken: idToken, provider: provider, request: upstream, now: service.now)
-                answer.via = upstream.provider
-                context.logger.info("upstream sign-in", metadata: ["provider": "\(provider.name)", "idp": "\(provider.issuer)"])
-                return try await journeys.receive(answer, record: record, tenant: tenant, flow: userFlow, request: request, context: context)
-            } catch let failure as UpstreamOIDC.Failure {
-                context.logger.warning("upstream sign-in refused", metadata: ["provider": "\(provider.name)", "reason": "\(failure.message)"])
-                return try await journeys.fail(record, with: failure.b2cError, context: context)
-            }
-        }
-        guard query["error"] == nil, let code = query.nonEmpty("code") else {
+        // What the request asked for: an ID token in the posted form (`response_types` `id_token`),
+        // else a code; never the other one, and never an ID token from a query.
+        let wanted = provider.answersWithIDToken ? "id_token" : "code"
+        guard query["error"] == nil, let credential = query.nonEmpty(wanted), wanted == "code" || request.method == .post else {
+            let missing = provider.answersWithIDToken ? "no id_token was posted" : "no code"
             let failure = UpstreamOIDC.Failure(
                 message:
-                    "Error: \(TextRules.printable(query["error"] ?? "no code")),Error Description: \(TextRules.printable(query["error_description"] ?? ""))"
+                    "Error: \(TextRules.printable(query["error"] ?? missing)),Error Description: \(TextRules.printable(query["error_description"] ?? ""))"
             )
             return try await journeys.fail(record, with: failure.b2cError, context: context)
         }
         let identity: FederatedIdentity
         do {
-            identity = try await service.upstream.redeem(
-                code: code, provider: provider, tenant: tenant, request: upstream, callback: Self.callback(for: record, provider: provider),
-                now: service.now)
+            identity =
+                provider.answersWithIDToken
+                ? try await service.upstream.postedIdentity(idToken: credential, provider: provider, request: upstream, now: service.now)
+                : try await service.upstream.redeem(
+                    code: credential, provider: provider, tenant: tenant, request: upstream, callback: Self.callback(for: record, provider: provider),
+                    now: service.now)
         } catch let failure as UpstreamOIDC.Failure {
             context.logger.warning("upstream sign-in refused", metadata: ["provider": "\(provider.name)", "reason": "\(failure.message)"])
             return try await journeys.fail(record, with: failure.b2cError, context: context)
