@@ -127,6 +127,9 @@ package struct PolicyClaimType: Sendable, PolicyIdentified {
     package let pattern: (expression: PolicyPattern.Compiled, helpText: String?)?
     /// `Restriction/Enumeration`: the allowed values and their texts.
     package let enumeration: [(text: String, value: String)]
+    /// The values its `Enumeration` items mark `SelectByDefault="true"`: what a page selects while
+    /// the claim has no value (claimsschema.md, Enumeration).
+    package let selectedByDefault: [String]
     /// `DefaultPartnerClaimTypes`: the claim's name per protocol (`OpenIdConnect` → `name`).
     package let partnerClaimTypes: [String: String]
     package let predicateValidation: String?
@@ -142,12 +145,21 @@ package struct PolicyClaimType: Sendable, PolicyIdentified {
         userHelpText = element.child("UserHelpText")?.text
         pattern = element.child("Restriction")?.child("Pattern").map { (PolicyPattern.Compiled($0["RegularExpression"] ?? ""), $0["HelpText"]) }
         enumeration = element.child("Restriction")?.children("Enumeration").map { ($0["Text"] ?? $0["Value"] ?? "", $0["Value"] ?? "") } ?? []
+        selectedByDefault = Self.selectedByDefault(element.child("Restriction")?.children("Enumeration") ?? [])
         var partners: [String: String] = [:]
         for protocolElement in element.items("DefaultPartnerClaimTypes", "Protocol") {
             if let name = protocolElement["Name"], let partner = protocolElement["PartnerClaimType"] { partners[name] = partner }
         }
         partnerClaimTypes = partners
         predicateValidation = element.child("PredicateValidationReference")?["Id"]
+    }
+}
+
+extension PolicyClaimType {
+    /// The values of the items (`Enumeration`, a localized collection's `Item`) marked
+    /// `SelectByDefault="true"`.
+    static func selectedByDefault(_ items: [PolicyElement]) -> [String] {
+        items.filter { $0["SelectByDefault"]?.lowercased() == "true" }.map { $0["Value"] ?? "" }
     }
 }
 
@@ -186,6 +198,8 @@ package struct PolicyTransformation: Sendable, PolicyIdentified {
     let inputClaims: [PolicyClaimReference]
     /// Parameters by id: their data type and value.
     let parameters: [String: (dataType: String, value: String)]
+    /// The parameters' ids in the order the policy writes them (`GenerateJson` keeps it).
+    let parameterOrder: [String]
     let outputClaims: [PolicyClaimReference]
     /// `SetClaimsIfRegexMatch`'s `matchTo`, compiled with the policy (unanchored, as .NET's
     /// `Regex.Match` searches).
@@ -198,10 +212,14 @@ package struct PolicyTransformation: Sendable, PolicyIdentified {
         method = element["TransformationMethod"] ?? ""
         inputClaims = PolicyClaimReference.list(element, "InputClaims", "InputClaim")
         var parameters: [String: (String, String)] = [:]
+        var order: [String] = []
         for parameter in element.items("InputParameters", "InputParameter") {
-            if let id = parameter["Id"] { parameters[id] = (parameter["DataType"] ?? "string", parameter["Value"] ?? "") }
+            guard let id = parameter["Id"] else { continue }
+            if parameters[id] == nil { order.append(id) }
+            parameters[id] = (parameter["DataType"] ?? "string", parameter["Value"] ?? "")
         }
         self.parameters = parameters
+        parameterOrder = order
         outputClaims = PolicyClaimReference.list(element, "OutputClaims", "OutputClaim")
         search = method == "SetClaimsIfRegexMatch" ? PolicyPattern.Search(parameters["matchTo"]?.1 ?? "") : nil
     }

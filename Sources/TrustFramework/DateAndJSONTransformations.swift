@@ -93,15 +93,18 @@ package enum DateAndJSONTransformations {
     }
 
     /// `GenerateJson`: each input claim's transformation claim type and each parameter's id is a
-    /// dot path (number segments index arrays); claims first, then parameters; a `long`
-    /// parameter is a JSON number.
+    /// dot path (number segments index arrays); claims first, then parameters, each in the
+    /// policy's order (json-transformations.md's examples); a `long` parameter is a JSON number.
+    /// A claim the journey does not hold is left out: the reference's examples write no empty
+    /// members, and a member of `""` would tell the receiving API a value was given.
     static func generateJSON(_ io: TransformationIO, _ claims: PolicyClaims) throws(ClaimsTransformationFailure) -> String {
         var root = JSONTree.object([])
         for reference in io.transformation.inputClaims {
-            guard let path = reference.transformationClaimType else { continue }
-            root.set(path.split(separator: ".").map(String.init), .string(claims.text(reference.claimType) ?? ""))
+            guard let path = reference.transformationClaimType, let text = claims.text(reference.claimType) else { continue }
+            root.set(path.split(separator: ".").map(String.init), .string(text))
         }
-        for (id, parameter) in io.transformation.parameters.sorted(by: { $0.key < $1.key }) {
+        for id in io.transformation.parameterOrder {
+            guard let parameter = io.transformation.parameters[id] else { continue }
             let value: JSONText =
                 parameter.dataType.lowercased() == "long" || parameter.dataType.lowercased() == "int"
                 ? Int64(parameter.value).map(JSONText.int) ?? .string(parameter.value) : .string(parameter.value)

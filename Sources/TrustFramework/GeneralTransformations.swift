@@ -22,8 +22,10 @@ enum GeneralTransformations {
     )]? {
         switch method {
         case "DoesClaimExist":
-            // A claim with a value; an empty string counts as none, as in B2C's bag.
-            let present = io.value("inputClaim", claims).map { !$0.text.isEmpty } ?? false
+            // Whether the bag holds the claim: one a page generated empty
+            // (`AllowGenerationOfClaimsWithNullValues`) exists, as the community's unit test of
+            // that metadata shows on B2C.
+            let present = io.value("inputClaim", claims) != nil
             return [("outputClaim", .boolean(present))]
         case "NullClaim": return [("claim_to_null", nil)]
         case "StringContains":

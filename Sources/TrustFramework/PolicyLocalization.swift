@@ -11,6 +11,8 @@ struct PolicyLocalization: Sendable {
     struct Resources: Sendable {
         var strings: [String: String] = [:]
         var collections: [String: [(text: String, value: String)]] = [:]
+        /// The items each collection marks `SelectByDefault="true"`, by claim type.
+        var selectedByDefault: [String: [String]] = [:]
 
         static func key(_ elementType: String, _ elementID: String?, _ stringID: String) -> String {
             "\(elementType.lowercased())|\((elementID ?? "").lowercased())|\(stringID.lowercased())"
@@ -40,6 +42,7 @@ struct PolicyLocalization: Sendable {
                         (collection["TargetCollection"] ?? "Restriction") == "Restriction"
                     else { continue }
                     read.collections[claim.lowercased()] = collection.children("Item").map { ($0["Text"] ?? "", $0["Value"] ?? "") }
+                    read.selectedByDefault[claim.lowercased()] = PolicyClaimType.selectedByDefault(collection.children("Item"))
                 }
                 resources[id.lowercased()] = read
             }
@@ -99,6 +102,13 @@ package struct PolicyPageStrings: Sendable {
     /// A claim type's localized `Restriction` items (text and value), nil when not localized.
     package func options(_ claimType: String) -> [(text: String, value: String)]? {
         resources.lazy.compactMap { $0.collections[claimType.lowercased()] }.first
+    }
+
+    /// The values a localized collection selects by default, nil when the claim type's items are
+    /// not localized (its `Restriction`'s own then apply).
+    package func selectedByDefault(_ claimType: String) -> [String]? {
+        guard let index = resources.firstIndex(where: { $0.collections[claimType.lowercased()] != nil }) else { return nil }
+        return resources[index].selectedByDefault[claimType.lowercased()] ?? []
     }
 
     /// The page's `UxElement` strings mapped onto the hosted pages' own keys (`button_continue`

@@ -73,12 +73,15 @@ package enum PolicyPattern {
         return result
     }
 
-    /// The compiled pattern, or nil when ICU cannot read it (refused at upload).
+    /// The compiled pattern, or nil when ICU cannot read it (refused at upload). Not anchored:
+    /// B2C tests a value as .NET's `Regex.IsMatch` and its pages' script's `RegExp.test` do, by
+    /// searching for the pattern, which is why the policies people write anchor their own
+    /// (`^…$`). The community's `CT_AssertNumber` unit test keeps `20` against the pattern `\d`.
     static func compile(_ pattern: String) -> NSRegularExpression? {
-        try? NSRegularExpression(pattern: "^(?:\(icu(pattern)))$")
+        try? NSRegularExpression(pattern: icu(pattern))
     }
 
-    /// Whether `value` matches the whole pattern; false for a value that is too long or a
+    /// Whether the pattern occurs in `value`; false for a value that is too long or a
     /// match that runs past its own deadline. Throws ``BudgetExhausted`` when the submission's
     /// budget ran out first.
     package static func matches(_ value: String, _ pattern: Compiled, budget: Budget) throws -> Bool {

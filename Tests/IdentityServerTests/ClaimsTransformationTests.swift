@@ -260,8 +260,15 @@ struct ClaimsTransformationTests {
             transformation(
                 "GenerateJson",
                 inputs: [("customerEntity.email", "email"), ("customerEntity.userObjectId", "objectId"), ("customerEntity.firstName", "givenName"), ("customerEntity.lastName", "surname")],
-                parameters: [("customerEntity.role.id", "long", "1"), ("customerEntity.role.name", "string", "Administrator")], outputs: [("outputClaim", "body")]),
+                parameters: [("customerEntity.role.name", "string", "Administrator"), ("customerEntity.role.id", "long", "1")], outputs: [("outputClaim", "body")]),
             ["email": .string("john.s@contoso.com"), "objectId": .string("01234567-89ab-cdef-0123-456789abcdef"), "givenName": .string("John"), "surname": .string("Smith")])
+        // The reference's example, member for member and in its order: claims, then parameters as written.
+        #expect(
+            generated.text("body")
+                == #"{"customerEntity":{"email":"john.s@contoso.com","userObjectId":"01234567-89ab-cdef-0123-456789abcdef","firstName":"John","lastName":"Smith","role":{"name":"Administrator","id":1}}}"#)
+        let partial = try run(
+            transformation("GenerateJson", inputs: [("a", "given"), ("b", "missing")], outputs: [("outputClaim", "body")]), ["given": .string("x")])
+        #expect(partial.text("body") == #"{"a":"x"}"#, "a claim the journey does not hold is left out")
         let object = try JSONSerialization.jsonObject(with: Data((generated.text("body") ?? "").utf8)) as? [String: Any]
         let entity = object?["customerEntity"] as? [String: Any]
         #expect(entity?["email"] as? String == "john.s@contoso.com" && entity?["lastName"] as? String == "Smith")

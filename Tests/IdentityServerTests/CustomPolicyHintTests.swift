@@ -469,3 +469,97 @@ struct CustomPolicyChoiceInputTests {
         }
     }
 }
+
+@Suite("custom policy page defaults and resolvers")
+struct CustomPolicyPageDefaultTests {
+    static func policy(_ h: IdentityHarness, allowNull: Bool) -> Data {
+        PolicyFixtures.onLocalBase(
+            id: "B2C_1A_test_defaults", tenant: h.tenant.name,
+            claimTypes: """
+                <ClaimType Id="color"><DisplayName>Color</DisplayName><DataType>string</DataType><UserInputType>RadioSingleSelect</UserInputType>
+                  <Restriction><Enumeration Text="Red" Value="red" /><Enumeration Text="Blue" Value="blue" SelectByDefault="true" /></Restriction></ClaimType>
+                <ClaimType Id="toppings"><DisplayName>Toppings</DisplayName><DataType>stringCollection</DataType><UserInputType>CheckboxMultiSelect</UserInputType>
+                  <Restriction><Enumeration Text="Apple" Value="a" /><Enumeration Text="Banana" Value="b" SelectByDefault="true" /><Enumeration Text="Cherry" Value="c" SelectByDefault="true" /></Restriction></ClaimType>
+                <ClaimType Id="city"><DisplayName>City</DisplayName><DataType>string</DataType><UserInputType>DropdownSingleSelect</UserInputType>
+                  <Restriction><Enumeration Text="Berlin" Value="berlin" /><Enumeration Text="Oslo" Value="oslo" SelectByDefault="true" /></Restriction></ClaimType>
+                <ClaimType Id="langs"><DisplayName>Languages</DisplayName><DataType>string</DataType><UserInputType>CheckboxMultiSelect</UserInputType>
+                  <Restriction><Enumeration Text="English" Value="en" SelectByDefault="true" /><Enumeration Text="French" Value="fr" /></Restriction></ClaimType>
+                <ClaimType Id="nick"><DisplayName>Nickname</DisplayName><DataType>string</DataType><UserInputType>TextBox</UserInputType></ClaimType>
+                <ClaimType Id="nickExists"><DisplayName>Nickname given</DisplayName><DataType>boolean</DataType></ClaimType>
+                <ClaimType Id="lcid"><DisplayName>LCID</DisplayName><DataType>string</DataType></ClaimType>
+                <ClaimType Id="now"><DisplayName>Now</DisplayName><DataType>string</DataType></ClaimType>
+                <ClaimType Id="acrValues"><DisplayName>ACR</DisplayName><DataType>string</DataType></ClaimType>
+                <ClaimType Id="resource"><DisplayName>Resource</DisplayName><DataType>string</DataType></ClaimType>
+                """,
+            transformations: """
+                <ClaimsTransformation Id="NickExists" TransformationMethod="DoesClaimExist">
+                  <InputClaims><InputClaim ClaimTypeReferenceId="nick" TransformationClaimType="inputClaim" /></InputClaims>
+                  <OutputClaims><OutputClaim ClaimTypeReferenceId="nickExists" TransformationClaimType="outputClaim" /></OutputClaims>
+                </ClaimsTransformation>
+                """,
+            page: (
+                "Defaults",
+                """
+                <InputClaims><InputClaim ClaimTypeReferenceId="nick" DefaultValue="prefilled" /></InputClaims>
+                <OutputClaims><OutputClaim ClaimTypeReferenceId="color" /><OutputClaim ClaimTypeReferenceId="toppings" />
+                  <OutputClaim ClaimTypeReferenceId="city" /><OutputClaim ClaimTypeReferenceId="langs" /><OutputClaim ClaimTypeReferenceId="nick" /></OutputClaims>
+                <OutputClaimsTransformations><OutputClaimsTransformation ReferenceId="NickExists" /></OutputClaimsTransformations>
+                """),
+            signsIn: false,
+            relyingPartyClaims: """
+                <OutputClaim ClaimTypeReferenceId="objectId" PartnerClaimType="sub" DefaultValue="defaults" />
+                <OutputClaim ClaimTypeReferenceId="color" /><OutputClaim ClaimTypeReferenceId="toppings" /><OutputClaim ClaimTypeReferenceId="city" />
+                <OutputClaim ClaimTypeReferenceId="langs" /><OutputClaim ClaimTypeReferenceId="nick" /><OutputClaim ClaimTypeReferenceId="nickExists" />
+                <OutputClaim ClaimTypeReferenceId="lcid" DefaultValue="{Culture:LCID}" AlwaysUseDefaultValue="true" />
+                <OutputClaim ClaimTypeReferenceId="now" DefaultValue="{Context:DateTimeInUtc}" AlwaysUseDefaultValue="true" />
+                <OutputClaim ClaimTypeReferenceId="acrValues" DefaultValue="{OIDC:AuthenticationContextReferences}" AlwaysUseDefaultValue="true" />
+                <OutputClaim ClaimTypeReferenceId="resource" DefaultValue="{OIDC:Resource}" AlwaysUseDefaultValue="true" />
+                """,
+            pageMetadata: allowNull ? #"<Item Key="AllowGenerationOfClaimsWithNullValues">true</Item>"# : "")
+    }
+
+    @Test(
+        "SelectByDefault selects a radio, checkboxes and a dropdown's item while the claim has none; a field left empty keeps its prefilled value unless AllowGenerationOfClaimsWithNullValues makes it an empty claim, which exists",
+        arguments: [false, true])
+    func defaults(allowNull: Bool) async throws {
+        try await IdentityHarness.run(.sqlite) { h, driver in
+            var attempt = try await CustomPolicyRunTests.uploadForIDToken(h, Self.policy(h, allowNull: allowNull), id: "B2C_1A_test_defaults")
+            attempt.extra = [("acr_values", "gold"), ("resource", "https://api.example.com")]
+            let page = try await driver.start(attempt, harness: h)
+            #expect(page.text.contains(#"id="color_blue" name="color" value="blue" checked"#), "\(page.text)")
+            #expect(!page.text.contains(#"id="color_red" name="color" value="red" checked"#))
+            #expect(page.text.contains(#"id="toppings_b" name="toppings" value="b" checked"#) && page.text.contains(#"id="toppings_c" name="toppings" value="c" checked"#))
+            #expect(!page.text.contains(#"id="toppings_a" name="toppings" value="a" checked"#))
+            #expect(page.text.contains(#"<option value="oslo" selected>"#) && !page.text.contains(#"<option value="berlin" selected>"#))
+            #expect(page.text.contains(#"value="prefilled""#))
+            // The person clears the prefilled nickname and keeps the rest.
+            #expect(page.text.contains(#"id="langs_en" name="langs" value="en" checked"#))
+            let done = try await driver.submit(page, [("color", "blue"), ("toppings", "b"), ("city", "oslo"), ("langs", "en"), ("langs", "fr"), ("nick", "")])
+            let claims = DecodedJWT(try #require(done.redirectParameters["id_token"], "\(done.status) \(done.text.prefix(300))")).claims
+            #expect(claims["color"] as? String == "blue" && claims["city"] as? String == "oslo" && claims["toppings"] as? [String] == ["b"], "\(claims)")
+            #expect(claims["langs"] as? String == "en,fr", "a string claim's ticked items, comma-separated: \(claims)")
+            if allowNull {
+                #expect(claims["nick"] == nil, "an empty claim is not issued")
+                #expect(claims["nickExists"] as? Bool == true, "but it exists: \(claims)")
+            } else {
+                #expect(claims["nick"] as? String == "prefilled", "no claim generated: the bag keeps the prefilled value: \(claims)")
+                #expect(claims["nickExists"] as? Bool == true)
+            }
+            // The resolvers: the LCID of the default language (neutral `en`), .NET's en-US date
+            // text, acr_values and resource.
+            #expect(claims["lcid"] as? String == "9", "\(claims)")
+            let now = try #require(claims["now"] as? String)
+            #expect(now.range(of: #"^\d{1,2}/\d{1,2}/\d{4} \d{1,2}:\d{2}:\d{2} (AM|PM)$"#, options: .regularExpression) != nil, "\(now)")
+            #expect(claims["acrValues"] as? String == "gold" && claims["resource"] as? String == "https://api.example.com", "\(claims)")
+        }
+    }
+
+    @Test("the resolvers' texts: {Context:DateTimeInUtc} as .NET writes a UTC time in en-US; {Culture:LCID} of specific, neutral and unknown tags")
+    func resolverTexts() {
+        #expect(PolicyClaimResolver.resolverDate(Date(timeIntervalSince1970: 1_633_867_200)) == "10/10/2021 12:00:00 PM")
+        #expect(PolicyClaimResolver.resolverDate(Date(timeIntervalSince1970: 1_633_824_005)) == "10/10/2021 12:00:05 AM")
+        #expect(PolicyClaimResolver.lcid("en-US") == 1033 && PolicyClaimResolver.lcid("EN-gb") == 2057)
+        #expect(PolicyClaimResolver.lcid("en") == 9 && PolicyClaimResolver.lcid("es") == 10)
+        #expect(PolicyClaimResolver.lcid("xx-YY") == nil && PolicyClaimResolver.lcid("en-ZZ") == nil)
+    }
+}

@@ -19,7 +19,7 @@ extension PolicyFixtures {
     /// transformations (content definitions, localization).
     static func onLocalBase(
         id: String, tenant: String, claimTypes: String, transformations: String = "", buildingBlocks: String = "",
-        page: (id: String, body: String), signsIn: Bool, relyingPartyClaims: String
+        page: (id: String, body: String), signsIn: Bool, relyingPartyClaims: String, pageMetadata: String = ""
     ) -> Data {
         let signIn = """
             <OrchestrationStep Order="1" Type="CombinedSignInAndSignUp" ContentDefinitionReferenceId="unified">
@@ -41,7 +41,7 @@ extension PolicyFixtures {
               <TechnicalProfile Id="\(page.id)">
                 <DisplayName>Your details</DisplayName>
                 <Protocol Name="Proprietary" Handler="Web.TPEngine.Providers.SelfAssertedAttributeProvider, Web.TPEngine, Version=1.0.0.0, Culture=neutral, PublicKeyToken=null" />
-                <Metadata><Item Key="ContentDefinitionReferenceId">form</Item></Metadata>
+                <Metadata><Item Key="ContentDefinitionReferenceId">form</Item>\(pageMetadata)</Metadata>
                 \(page.body)
               </TechnicalProfile>
             </TechnicalProfiles></ClaimsProvider></ClaimsProviders>

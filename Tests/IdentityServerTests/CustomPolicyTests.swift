@@ -240,7 +240,7 @@ struct CustomPolicyTests {
         #expect(throws: CustomPolicyLibrary.ChainProblem.self) { try CustomPolicyLibrary.chain(of: "b2c_1a_l10", in: policies) }
     }
 
-    @Test("a .NET pattern runs under ICU: '[' and '&' in a class are literal; a pattern that backtracks badly stops at its deadline")
+    @Test("a .NET pattern runs under ICU: '[' and '&' in a class are literal, the pattern is searched for as .NET does; a pattern that backtracks badly stops at its deadline")
     func patterns() throws {
         #expect(PolicyPattern.icu(#"^[A-Z[\]{}&]+$"#) == #"^[A-Z\[\]{}\&]+$"#)
         #expect(PolicyPattern.icu(#"[^[]"#) == #"[^\[]"#)
@@ -251,6 +251,12 @@ struct CustomPolicyTests {
         #expect(try !PolicyPattern.matches("short1A", password))
         #expect(try !PolicyPattern.matches("no-upper-case-1", password))
         #expect(try !PolicyPattern.matches(String(repeating: "A", count: PolicyPattern.maximumInput + 1), "A*"), "too long to try")
+        // B2C searches for the pattern (`Regex.IsMatch`): `\d` accepts `20`, and only the
+        // pattern's own anchors hold a value to its whole length.
+        #expect(try PolicyPattern.matches("20", #"\d"#))
+        #expect(try PolicyPattern.matches("id-7", #"\d"#))
+        #expect(try !PolicyPattern.matches("seven", #"\d"#))
+        #expect(try !PolicyPattern.matches("20", #"^\d$"#))
         // Exponential backtracking: without the deadline this would not finish.
         #expect(try !PolicyPattern.matches(String(repeating: "a", count: 60) + "!", "(a+)+$"))
         #expect(PolicyPattern.compile("(unclosed") == nil)

@@ -129,8 +129,10 @@ struct PolicyProfileRunner: Sendable {
             // Each output claim by its partner claim type (else its own id), from the claim
             // resolvers' values; a name the provider does not know is left to its default.
             for reference in profile.outputClaims {
-                guard let template = Self.journeyContext[(reference.partnerClaimType ?? reference.claimType).lowercased()] else { continue }
-                let text = resolver.resolve(template, claims: claims)
+                let name = (reference.partnerClaimType ?? reference.claimType).lowercased()
+                guard let template = Self.journeyContext[name] else { continue }
+                // The provider's time is a dateTime claim's text, not the resolver's en-US text.
+                let text = name == "datetimeinutc" ? DateAndJSONTransformations.format(run.now) : resolver.resolve(template, claims: claims)
                 let type = policy.claimType(reference.claimType)?.dataType ?? .string
                 if let value = PolicyClaimValue.parse(text, as: type) { claims[reference.claimType] = value }
             }
@@ -236,6 +238,7 @@ struct PolicyProfileRunner: Sendable {
         // A display claim is shown and checked; only an output claim goes back to the journey
         // ("the output claims collection returns the claims to the next orchestration step").
         let returned = Set(profile.outputClaims.map { $0.claimType.lowercased() })
+        let allowsNull = profile.metadata["AllowGenerationOfClaimsWithNullValues"]?.lowercased() == "true"
         for (reference, type) in fields {
             let raw = (run.form[type.id] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             if type.userInputType == "Readonly" || type.userInputType == "Paragraph" { continue }
@@ -250,12 +253,23 @@ struct PolicyProfileRunner: Sendable {
                 if ticked.isEmpty, reference.required { throw PolicyProfileFailure.userMessage("\(type.displayName) is required.") }
                 var seen = Set<String>()
                 let unique = ticked.filter { seen.insert($0).inserted }
-                if keeps { claims[type.id] = unique.isEmpty ? nil : .collection(unique) }
+                guard keeps else { continue }
+                if unique.isEmpty {
+                    // As a text field left empty: an empty claim only where the page may generate one.
+                    if allowsNull { claims[type.id] = type.dataType == .stringCollection ? .collection([]) : .string("") }
+                } else {
+                    // A `string` claim (claimsschema.md lists `CheckboxMultiSelect` for strings)
+                    // holds the ticked values comma-separated; a `stringCollection` one each item.
+                    claims[type.id] = type.dataType == .stringCollection ? .collection(unique) : .string(unique.joined(separator: ","))
+                }
                 continue
             }
             if raw.isEmpty {
                 if reference.required { throw PolicyProfileFailure.userMessage("\(type.displayName) is required.") }
-                if keeps { claims.remove(type.id) }
+                // self-asserted-technical-profile.md, `AllowGenerationOfClaimsWithNullValues`:
+                // with it, a field left empty makes the claim, empty (a prefilled value is
+                // replaced); without it, B2C generates no claim and the bag keeps what it had.
+                if keeps, allowsNull { claims[type.id] = .string("") }
                 continue
             }
             guard raw.count <= PolicyPattern.maximumInput, raw.utf8.count <= 4 * PolicyPattern.maximumInput else { throw PolicyProfileFailure.userMessage("\(type.displayName) is too long.") }

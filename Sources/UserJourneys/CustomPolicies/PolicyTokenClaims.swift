@@ -38,6 +38,10 @@ enum PolicyTokenClaims {
         for reference in party.outputClaims {
             let name = name(reference, policy)
             guard !isProtected(name), let value = claims[reference.claimType] else { continue }
+            // A claim a page generated empty (`AllowGenerationOfClaimsWithNullValues`) is in the
+            // bag but not in the token: B2C's tokens carry no empty claims.
+            if case .string(let text) = value, text.isEmpty { continue }
+            if case .collection(let items) = value, items.isEmpty { continue }
             switch (value, policy.claimType(reference.claimType)?.dataType) {
             case (.collection(let items), _): values[name] = JSONText.array(items.map(JSONText.string)).serialized
             // A collection claim holding one string (a default, a copy) is a one-item collection.

@@ -96,7 +96,6 @@ extension PolicyStep {
         }
     }
 
-    /// A claim type's input, by its `UserInputType`.
     /// A claim type's input, by its `UserInputType`; its label, help and options in the page's
     /// language where the policy localizes them.
     private func field(_ type: PolicyClaimType, required: Bool, value claims: PolicyClaims, localized: PolicyPageStrings) -> [String: Any] {
@@ -106,13 +105,15 @@ extension PolicyStep {
         var field: [String: Any] = ["id": type.id, "label": label, "required": required, "value": current]
         if let help = localized.claim(type.id, "UserHelpText") ?? type.userHelpText { field["help"] = help }
         let options = localized.options(type.id) ?? type.enumeration.map { (text: $0.text, value: $0.value) }
+        // While the claim has no value, the items marked `SelectByDefault` are selected.
+        let defaults = claims[type.id] == nil ? (localized.selectedByDefault(type.id) ?? type.selectedByDefault) : []
         switch type.userInputType {
         case "Paragraph": field["paragraph"] = true
         case "RadioSingleSelect" where !options.isEmpty, "CheckboxMultiSelect" where !options.isEmpty:
             // B2C's markup: one input per item, named by the claim, its id `{claim}_{value}`.
             let multiple = type.userInputType == "CheckboxMultiSelect"
             let chosen: Set<String>
-            if case .collection(let items)? = claims[type.id] { chosen = Set(items) } else { chosen = [current] }
+            if case .collection(let items)? = claims[type.id] { chosen = Set(items) } else { chosen = defaults.isEmpty ? [current] : Set(multiple ? defaults : [defaults[0]]) }
             field[multiple ? "checkboxes" : "radio"] = true
             field["options"] = options.map { option -> [String: Any] in
                 ["text": option.text, "value": option.value, "name": type.id, "id": "\(type.id)_\(option.value)",
@@ -120,7 +121,8 @@ extension PolicyStep {
             }
         case "DropdownSingleSelect" where !options.isEmpty:
             field["select"] = true
-            field["options"] = options.map { ["text": $0.text, "value": $0.value, "selected": $0.value == current] }
+            let selected = defaults.first ?? current
+            field["options"] = options.map { ["text": $0.text, "value": $0.value, "selected": $0.value == selected] }
         case _ where type.dataType == .boolean:
             field["checkbox"] = true
             field["checked"] = claims.bool(type.id) == true
