@@ -1,7 +1,7 @@
 import Foundation
 
 /// A signed-in user as the SDK knows them. Accounts are per user flow in B2C: the home account id
-/// includes the policy (`<oid>-<policy>.<tenant id>`), like MSAL's (research/client-sdk.md §B.1).
+/// includes the policy (`<oid>-<policy>.<tenant id>`), like MSAL's (https://github.com/AzureAD/microsoft-authentication-library-for-dotnet/issues/4057).
 public struct Account: Sendable, Hashable, Codable, Identifiable {
     /// `client_info.uid + "." + client_info.utid`, or the `sub` claim when the server sent no
     /// `client_info` (plain OpenID Connect providers).

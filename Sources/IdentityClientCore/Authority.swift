@@ -3,7 +3,7 @@ import Foundation
 /// Where tokens come from: an Azure AD B2C tenant (one user flow per policy) or any OpenID
 /// Connect issuer. The one place that parses authority URLs.
 ///
-/// B2C authorities come in three shapes, all accepted (research/b2c-protocol.md §1):
+/// B2C authorities come in three shapes, all accepted (https://learn.microsoft.com/azure/active-directory-b2c/b2clogin):
 /// - path: `https://contoso.b2clogin.com/contoso.onmicrosoft.com/B2C_1_susi`
 /// - `tfp`: `https://contoso.b2clogin.com/tfp/contoso.onmicrosoft.com/B2C_1_susi`
 /// - query: `https://contoso.b2clogin.com/contoso.onmicrosoft.com/oauth2/v2.0/authorize?p=B2C_1_susi`

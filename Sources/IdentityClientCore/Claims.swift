@@ -49,7 +49,7 @@ public struct IDToken: Sendable, Hashable {
     }
 
     /// B2C sends no `preferred_username` for local accounts; MSAL.js falls back to `emails[0]`
-    /// (research/client-sdk.md §B.1 item 6), then `name`.
+    /// (https://github.com/AzureAD/microsoft-authentication-library-for-js/issues/2000 item 6), then `name`.
     public var username: String? {
         if let value = claims["preferred_username"]?.stringValue, !value.isEmpty { return value }
         if case .array(let emails) = claims["emails"], let first = emails.first?.stringValue { return first }
@@ -72,7 +72,7 @@ public struct IDToken: Sendable, Hashable {
 }
 
 /// B2C's `client_info`: base64url JSON `{"uid": "<oid>-<policy>", "utid": "<tenant id>"}`,
-/// sent when the request has `client_info=1` (research/b2c-protocol.md §2.5).
+/// sent when the request has `client_info=1` (https://github.com/AzureAD/microsoft-authentication-library-for-android/issues/718).
 struct ClientInfo: Decodable {
     var uid: String
     var utid: String

@@ -3,7 +3,7 @@ import Logging
 import Synchronization
 import WireCoding
 
-/// `prompt` values B2C understands (research/b2c-protocol.md §4).
+/// `prompt` values B2C understands (https://learn.microsoft.com/azure/active-directory-b2c/error-codes).
 public enum Prompt: String, Sendable, Codable {
     case login
     case none

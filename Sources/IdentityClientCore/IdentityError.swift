@@ -65,7 +65,7 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// An OAuth error (`error`, `error_description`) as B2C words it:
     /// `"AADB2C90118: The user has forgotten their password.\r\nCorrelation ID: …\r\nTimestamp: …"`
-    /// (research/b2c-protocol.md §6). `invalid_grant` means the refresh token cannot be used.
+    /// (https://learn.microsoft.com/azure/active-directory-b2c/openid-connect#send-authentication-requests). `invalid_grant` means the refresh token cannot be used.
     static func fromOAuth(error: String, description: String?, correlationID: String? = nil) -> IdentityError {
         let code = description.flatMap(b2cCode(in:))
         let correlation = description.flatMap(correlationID(in:)) ?? correlationID

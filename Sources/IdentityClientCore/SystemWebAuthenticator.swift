@@ -4,7 +4,7 @@
 
     /// `ASWebAuthenticationSession`: the system's sign-in sheet on iOS and macOS, which shares
     /// cookies with Safari unless `prefersEphemeralSession` is set (then sign-out needs no browser
-    /// round trip, and the "wants to use … to sign in" prompt says what it means; research/client-sdk.md
+    /// round trip, and the "wants to use … to sign in" prompt says what it means; https://github.com/AzureAD/microsoft-authentication-library-for-objc/issues/2411
     /// §B.1 item 2). The redirect URI must use a custom scheme (`msauth.<bundle id>://auth`), so the
     /// response mode is `query`.
     ///

@@ -193,7 +193,7 @@ public struct FileTokenStore: TokenStore {
     /// Tokens in the Keychain as one generic-password item (Apple platforms). Set `accessGroup`
     /// to share sign-ins between apps of a team; leave it nil otherwise; a missing entitlement
     /// for a group is the most common Keychain failure (errSecMissingEntitlement, -34018;
-    /// research/client-sdk.md §B.1 item 1), reported with that hint.
+    /// https://github.com/AzureAD/microsoft-authentication-library-for-objc/issues/821 item 1), reported with that hint.
     public actor KeychainTokenStore: TokenStore {
         public let service: String
         public let accessGroup: String?

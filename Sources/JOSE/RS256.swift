@@ -54,7 +54,7 @@ public enum RS256 {
 
     /// Signs `claims` (a JSON object's UTF-8 text, written in the caller's claim order). The header is
     /// exactly `{"typ":"JWT","alg":"RS256","kid":"…"}` with no `x5t`, because passport-azure-ad
-    /// looks a key up by `x5t` first and would miss (research/b2c-protocol.md §0 item 4).
+    /// looks a key up by `x5t` first and would miss (https://github.com/AzureAD/passport-azure-ad/blob/dev/lib/bearerstrategy.js#L309-L316 item 4).
     public static func sign(claims: [UInt8], keyID: String, with signer: RS256Signer) throws -> String {
         var header = Array(#"{"typ":"JWT","alg":"RS256","kid":"#.utf8)
         JSONEscaping.appendQuoted(keyID, to: &header)

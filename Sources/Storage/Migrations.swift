@@ -3,7 +3,7 @@ import Logging
 import SQLKit
 
 /// One versioned schema change. Statements are plain SQL that both engines accept: TEXT ids,
-/// BIGINT epoch seconds, BOOLEAN, no SERIAL/AUTOINCREMENT (research/swift-server.md §2.6).
+/// BIGINT epoch seconds, BOOLEAN, no SERIAL/AUTOINCREMENT (https://www.sqlite.org/datatype3.html).
 public struct Migration: Sendable {
     public let version: Int
     public let name: String

@@ -8,7 +8,7 @@ import Synchronization
 
 /// SQLite on one file connection in WAL mode. All work is serialised through one FIFO lock, so
 /// a transaction's statements can never interleave with another request's (SQLite has one writer
-/// anyway; research/swift-server.md §4).
+/// anyway; https://www.sqlite.org/wal.html).
 public final class SQLiteDatabase: Database, SharingDatabase {
     public enum Location: Sendable, Equatable {
         case memory

@@ -1,7 +1,7 @@
 import Foundation
 
 /// `<data-dir>/settings-nxoauth2.plist`: the NXOAuth2 tutorial app's settings, under the keys of
-/// its `SampleForB2C/settings.plist` (SPEC §2.8, research/b2c-protocol.md §1.3 and §6.5), so
+/// its `SampleForB2C/settings.plist` (SPEC §2.8, https://github.com/Azure-Samples/active-directory-ios-native-nxoauth2-b2c/blob/complete/SampleForB2C/settings.plist), so
 /// that app runs against this system with only this file swapped in.
 public struct NXOAuth2Settings: Codable, Sendable, Equatable {
     /// NXOAuth2's account store name; the tutorial uses `B2C_Account`.

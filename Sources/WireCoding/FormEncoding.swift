@@ -56,7 +56,7 @@ public enum FormEncoding {
             } else if byte < 0x80, unreserved.contains(scalar) {
                 out.unicodeScalars.append(scalar)
             } else {
-                // B2C writes lowercase escapes (`%3a`, `%0d%0a`; research/b2c-protocol.md §4.1).
+                // B2C writes lowercase escapes (`%3a`, `%0d%0a`; https://learn.microsoft.com/azure/active-directory-b2c/openid-connect#send-authentication-requests).
                 out += String(format: "%%%02x", byte)
             }
         }

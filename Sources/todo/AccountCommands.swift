@@ -82,7 +82,7 @@ enum Interactive {
             }
         } catch IdentityError.passwordResetRequested {
             // AADB2C90118: the user clicked "Forgot your password?" on the sign-in page; B2C
-            // expects the app to start the password-reset flow (research/b2c-protocol.md §4).
+            // expects the app to start the password-reset flow (https://learn.microsoft.com/azure/active-directory-b2c/troubleshoot?pivots=b2c-user-flow#password-reset-error).
             Terminal.note("Resetting your password…")
             var reset = parameters
             reset.policy = session.settings.passwordResetPolicy
@@ -302,7 +302,7 @@ struct Me: AsyncParsableCommand {
         Terminal.printTable(profile.filter { !$0.key.hasPrefix("@") })
     }
 
-    /// Graph's `/me` properties from B2C's ID-token claims (research/b2c-protocol.md §2.2).
+    /// Graph's `/me` properties from B2C's ID-token claims (https://learn.microsoft.com/azure/active-directory-b2c/tokens-overview#claims).
     static func graphProfile(claims: [String: JSONValue]) -> [String: JSONValue] {
         var emails: [JSONValue] = []
         if case .array(let listed)? = claims["emails"] { emails = listed }

@@ -46,7 +46,7 @@ struct UnitTests {
         let response = RedirectResponder.error(
             .forgotPassword(loginHint: nil), redirectURI: "http://localhost:3000/callback", mode: .fragment, state: "313027",
             correlationID: "9cf9ee35-db9c-40e1-9958-4b758492421a", now: date)
-        // The capture in research/b2c-protocol.md §4.1.
+        // The capture in https://github.com/AzureAD/microsoft-authentication-library-for-dotnet/issues/1881
         #expect(
             response.headers[.location]
                 == "http://localhost:3000/callback#error=access_denied&error_description=AADB2C90118%3a+The+user+has+forgotten+their+password.%0d%0aCorrelation+ID%3a+9cf9ee35-db9c-40e1-9958-4b758492421a%0d%0aTimestamp%3a+2021-08-02+10%3a35%3a08Z%0d%0a&state=313027"

@@ -1,5 +1,5 @@
 """Microsoft's MSAL for Python against the identity service over TLS, with only the authority
-changed (research/client-sdk.md §C). MSAL requires https, hence the --tls server."""
+changed (https://learn.microsoft.com/entra/msal/python/). MSAL requires https, hence the --tls server."""
 
 import os
 

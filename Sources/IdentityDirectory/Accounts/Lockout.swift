@@ -27,7 +27,7 @@ public struct LockoutState: Sendable, Equatable {
     }
 }
 
-/// B2C's smart lockout (research/b2c-protocol.md §5.5): 10 failures lock the account for a
+/// B2C's smart lockout (https://learn.microsoft.com/azure/active-directory-b2c/threat-management): 10 failures lock the account for a
 /// minute; once an account has been locked, each further failure locks it again; the first 10
 /// lockouts last one minute and every further 10 double the period, up to 5 hours; repeating the
 /// same wrong password does not count; a successful sign-in resets everything.

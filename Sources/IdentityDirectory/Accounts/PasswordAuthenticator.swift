@@ -3,7 +3,7 @@ import Foundation
 import Logging
 
 /// Checks an email and password with smart lockout, for the sign-in page and ROPC alike
-/// (lockout applies to ROPC too; research/b2c-protocol.md §5.2).
+/// (lockout applies to ROPC too; https://learn.microsoft.com/azure/active-directory-b2c/threat-management).
 package struct PasswordAuthenticator: Sendable {
     package enum Outcome: Sendable {
         case success(UserAccount)

@@ -3,7 +3,7 @@ import SQLKit
 import Storage
 import WireCoding
 
-/// A flow's multi-factor authentication (SPEC §2.11, research/b2c-protocol.md §5.6): which
+/// A flow's multi-factor authentication (SPEC §2.11, https://learn.microsoft.com/azure/active-directory-b2c/multi-factor-authentication): which
 /// second factors it offers and when it asks for one.
 public struct MFAPolicy: Sendable, Codable, Equatable {
     public enum Method: String, Sendable, Codable, CaseIterable {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A consumer account: a local (email + password) account or the stub account B2C writes for a
-/// social sign-in, which gets its own object id (research/b2c-protocol.md §5.3).
+/// social sign-in, which gets its own object id (https://github.com/MicrosoftDocs/azure-docs/issues/48396).
 public struct UserAccount: Sendable, Equatable {
     /// The object id, `oid` (and `sub`) in tokens.
     public var id: UUID

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A B2C directory: a name such as `contoso.onmicrosoft.com` and a GUID, both usable in URLs
-/// (research/b2c-protocol.md §1.1).
+/// (https://learn.microsoft.com/azure/active-directory-b2c/b2clogin#change-identity-provider-redirect-urls).
 public struct Tenant: Sendable, Equatable {
     public var id: UUID
     public var name: String
@@ -52,7 +52,7 @@ public enum ClientKind: String, Sendable, Codable, CaseIterable {
     case confidential
 }
 
-/// An app registration (research/b2c-protocol.md §3; SPEC §2.1).
+/// An app registration (https://learn.microsoft.com/azure/active-directory-b2c/access-tokens#openid-connect-scopes; SPEC §2.1).
 public struct AppRegistration: Sendable, Equatable {
     public var clientID: UUID
     public var tenantID: UUID

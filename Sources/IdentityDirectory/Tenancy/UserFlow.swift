@@ -2,7 +2,7 @@ import Foundation
 import TodoModels
 import TrustFramework
 
-/// The kinds of user flow B2C offers (research/b2c-protocol.md §5.1).
+/// The kinds of user flow B2C offers (https://learn.microsoft.com/azure/active-directory-b2c/user-flow-versions).
 public enum UserFlowType: String, Sendable, Codable, CaseIterable {
     case signUpOrSignIn
     case signUp
@@ -12,7 +12,7 @@ public enum UserFlowType: String, Sendable, Codable, CaseIterable {
     case ropc
 
     /// Flows whose sign-in page offers "Forgot your password?", which answers AADB2C90118
-    /// to the app instead of resetting in place (research/b2c-protocol.md §5.1).
+    /// to the app instead of resetting in place (https://learn.microsoft.com/azure/active-directory-b2c/troubleshoot?pivots=b2c-user-flow#password-reset-error).
     package var offersForgotPassword: Bool { self == .signUpOrSignIn || self == .signIn }
 }
 
@@ -134,7 +134,7 @@ package struct AttributeProblem: Error, Equatable {
     }
 }
 
-/// Token lifetimes of a flow (research/b2c-protocol.md §2.3: 60 min tokens, 14 days refresh,
+/// Token lifetimes of a flow (https://learn.microsoft.com/azure/active-directory-b2c/tokens-overview#configuration: 60 min tokens, 14 days refresh,
 /// 90 days sliding window by default).
 public struct TokenLifetimes: Sendable, Codable, Equatable {
     public var accessTokenSeconds: Int
@@ -202,7 +202,7 @@ public struct UserFlow: Sendable, Equatable {
     /// The claims every dev-tenant flow returns (SPEC §2.1).
     public static let defaultClaims = ["name", "oid", "emails", "given_name", "family_name", "idp", "newUser"]
 
-    /// The policy-name rule passport-azure-ad enforces (research/b2c-protocol.md §6.3).
+    /// The policy-name rule passport-azure-ad enforces (https://github.com/AzureAD/passport-azure-ad/blob/dev/lib/constants.js#L30).
     public static func isValidName(_ name: String) -> Bool {
         let lower = name.lowercased()
         guard lower.hasPrefix("b2c_1_") || lower.hasPrefix("b2c_1a_") else { return false }

@@ -133,7 +133,7 @@ extension SQLGrantStore {
 
     /// What a presented token's row alone decides, in the order the checks must run: binding
     /// first, so a token presented at the wrong client or policy is refused without being
-    /// consumed (research/client-sdk.md §C.10, AADB2C90088).
+    /// consumed (https://github.com/AzureAD/microsoft-authentication-library-for-objc/issues/1358, AADB2C90088).
     fileprivate static func triage(_ token: PresentedToken, binding: RefreshTokenBinding, now: Date) throws -> Triage {
         guard let family = token.family.family else { return .decided(.unknown) }
         if family.tenantID != binding.tenantID || family.clientID != binding.clientID { return .decided(.wrongClient(family)) }

@@ -13,7 +13,7 @@ package struct TokenResource: Equatable, Sendable {
     }
 }
 
-/// What a `scope` parameter asks for, after B2C's rules (research/b2c-protocol.md §3).
+/// What a `scope` parameter asks for, after B2C's rules (https://learn.microsoft.com/azure/active-directory-b2c/access-tokens#scopes).
 package struct GrantedScopes: Equatable, Sendable {
     package var openID = false
     package var offlineAccess = false
@@ -36,7 +36,7 @@ package struct GrantedScopes: Equatable, Sendable {
     /// (``AppRegistration/apiPermissions``; the client id as a scope, B2C's "own API" trick,
     /// needs none). Scopes of an API the client holds nothing of are refused (AADB2C90205);
     /// some held and some not is B2C's partial grant: `scp` carries the held ones
-    /// (research/b2c-protocol.md §3). With `appOnly` (client credentials) `.default` stands for
+    /// (https://learn.microsoft.com/azure/active-directory-b2c/access-tokens#scopes). With `appOnly` (client credentials) `.default` stands for
     /// the application roles instead.
     package static func resolve(
         _ requested: [String], client: AppRegistration, tenantApps: [AppRegistration], appOnly: Bool = false
@@ -129,7 +129,7 @@ package struct GrantedScopes: Equatable, Sendable {
     /// to the sign-in's resource (a ROPC sign-in for `openid offline_access` was redeemed for a
     /// Graph token in the second outside attack). On the Entra face the grant is what the user
     /// signed in with plus the API permissions the app held then (its admin consent), so, as
-    /// with Entra's refresh tokens (research/client-sdk.md §C.10), a refresh may move to another
+    /// with Entra's refresh tokens (https://learn.microsoft.com/entra/identity-platform/refresh-tokens), a refresh may move to another
     /// API the app was consented for (the token endpoint checks the user's consent too), but
     /// never to one it was not, nor to one granted only later. Either way a permission withdrawn
     /// since is gone too, and `openid` only if it was asked for.

@@ -4,7 +4,7 @@ import Foundation
 package enum GrantType: String, Sendable {
     case authorizationCode = "authorization_code"
     case refreshToken = "refresh_token"
-    /// ROPC: only in a flow of type ``UserFlowType/ropc`` (research/b2c-protocol.md §5.2).
+    /// ROPC: only in a flow of type ``UserFlowType/ropc`` (https://learn.microsoft.com/azure/active-directory-b2c/add-ropc-policy).
     case password
     case clientCredentials = "client_credentials"
 }
@@ -25,7 +25,7 @@ package enum ResponseType: String, Sendable, Codable, Comparable {
     }
 }
 
-/// The `prompt` values B2C accepts (research/b2c-protocol.md §1.2), in the precedence applied
+/// The `prompt` values B2C accepts (https://learn.microsoft.com/azure/active-directory-b2c/error-codes), in the precedence applied
 /// when several are given: `none`, `login`, `create`, then the rest.
 package enum Prompt: String, Sendable, Codable, CaseIterable {
     /// `prompt=none`: no page may be shown (OIDC Core §3.1.2.1). Not named `none`, which an

@@ -3,7 +3,7 @@ import HTTPTypes
 
 /// Every way a protocol request of the identity service can fail, as one enum. Each face
 /// renders it exhaustively: ``b2c`` in Azure AD B2C's form (an OAuth `error`, an `AADB2C` code
-/// and its message; research/b2c-protocol.md §4.3), ``entra`` in the Microsoft identity
+/// and its message; https://learn.microsoft.com/azure/active-directory-b2c/error-codes), ``entra`` in the Microsoft identity
 /// platform's (an `AADSTS` number; SPEC §2.9). A new case does not compile until both say what
 /// it is. The wire forms (JSON at the token endpoint, the redirect URI's parameters, an HTML
 /// page) are written in one place each (``B2CErrorWire``).
@@ -47,9 +47,9 @@ package enum ProtocolFailure: Error, Sendable, Equatable {
     case accountLocked
     case codeScopeRule
     /// Too many wrong second-factor codes, in the transaction or for the account
-    /// (research/b2c-protocol.md §5.6).
+    /// (https://learn.microsoft.com/azure/active-directory-b2c/error-codes).
     case tooManySecondFactorTries
-    /// "Forgot your password?" handed back to the app (research/b2c-protocol.md §5.1); B2C
+    /// "Forgot your password?" handed back to the app (https://learn.microsoft.com/azure/active-directory-b2c/troubleshoot?pivots=b2c-user-flow#password-reset-error); B2C
     /// appends the `login_hint` to the description.
     case forgotPassword(loginHint: String?)
     case invalidMaxAge(String)
@@ -289,7 +289,7 @@ extension ProtocolFailure {
     package var message: String { b2c.message }
     package var status: HTTPResponse.Status { b2c.status }
 
-    /// B2C appends the `login_hint` to some descriptions (research/b2c-protocol.md §4.1).
+    /// B2C appends the `login_hint` to some descriptions (https://github.com/AzureAD/microsoft-authentication-library-for-dotnet/issues/1881).
     var loginHint: String? {
         if case .forgotPassword(let hint) = self { return hint }
         return nil

@@ -112,7 +112,7 @@ struct GraphCaller: Sendable {
 }
 
 /// Microsoft Graph's `GET /v1.0/me`, for the MSAL tutorial: answers with Graph's shape for a
-/// token this service issued for `User.Read` (research/b2c-protocol.md §7).
+/// token this service issued for `User.Read` (https://learn.microsoft.com/graph/api/user-get?view=graph-rest-1.0).
 struct GraphMe: Sendable {
     let authenticator: GraphCaller.Authenticator
 

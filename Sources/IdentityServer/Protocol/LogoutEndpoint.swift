@@ -7,7 +7,7 @@ import TrustFramework
 import UserJourneys
 import WireCoding
 
-/// `GET …/oauth2/v2.0/logout` (research/b2c-protocol.md §5.7): ends the SSO session and returns
+/// `GET …/oauth2/v2.0/logout` (https://learn.microsoft.com/azure/active-directory-b2c/openid-connect#send-a-sign-out-request): ends the SSO session and returns
 /// to `post_logout_redirect_uri` with `state`, or shows the signed-out page.
 ///
 /// Stricter than B2C on one point, by choice: the return URI must be registered — for the app

@@ -14,7 +14,7 @@ struct MetadataEndpoints: Sendable {
     let hosts: HostPolicy
 
     /// The OpenID Provider configuration of the request's dialect, echoing its host, tenant
-    /// segment and policy placement (research/b2c-protocol.md §1.4).
+    /// segment and policy placement (https://github.com/coreos/go-oidc/issues/121).
     @Sendable func discovery(_ request: Request, context: PolicyRequestContext) async throws -> Response {
         let body = context.dialect.discovery(
             origin: hosts.origin(of: request), tenant: context.tenant, flow: context.flow, route: context.route)
@@ -24,7 +24,7 @@ struct MetadataEndpoints: Sendable {
     }
 
     /// `{"keys":[{"kid","nbf","use":"sig","kty":"RSA","e","n"}]}`: no `x5c`/`x5t`, like B2C
-    /// (research/b2c-protocol.md §1.5). A custom policy publishes its JWT issuer's key set, whose
+    /// (https://learn.microsoft.com/azure/active-directory-b2c/tokens-overview#validate-signature). A custom policy publishes its JWT issuer's key set, whose
     /// key signs its tokens (SPEC §2.12); a user flow, the service's key ring.
     @Sendable func jwks(_ request: Request, context: PolicyRequestContext) async throws -> Response {
         var keys: [(kid: String, nbf: Date, n: String, e: String)]

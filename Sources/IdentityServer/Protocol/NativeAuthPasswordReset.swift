@@ -9,7 +9,7 @@ import WireCoding
 /// `continue` takes the code, `submit` the new password, and `poll_completion` says it is set;
 /// its continuation token then signs in at the token endpoint. Setting the password does what
 /// the hosted reset does: it unlocks the account, marks the address proven, and revokes the
-/// account's refresh tokens (research/b2c-protocol.md §2.3, §5.5). Here the password is set
+/// account's refresh tokens (https://github.com/Azure-Samples/active-directory-b2c-dotnetcore-webapp/issues/36). Here the password is set
 /// within `submit`, so the first poll already answers `succeeded`.
 struct NativeAuthPasswordReset: Sendable {
     let api: NativeAuthAPI

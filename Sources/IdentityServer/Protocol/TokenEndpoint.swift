@@ -115,7 +115,7 @@ struct TokenEndpoint: Sendable {
         return flow
     }
 
-    // MARK: Client authentication (RFC 6749 §2.3; research/b2c-protocol.md §2.6)
+    // MARK: Client authentication (RFC 6749 §2.3; https://learn.microsoft.com/azure/active-directory-b2c/openid-connect#get-a-token)
 
     private func authenticateClient(_ request: Request, form: RequestParameters, tenant: Tenant, now: Date) async throws -> AppRegistration
     {
@@ -259,7 +259,7 @@ struct TokenEndpoint: Sendable {
         clientInfo: Bool, now: Date, request: Request, context: PolicyRequestContext, face: ProtocolFace
     ) async throws -> Response {
         // ROPC runs only in a ROPC user flow, for an app that allows public client flows
-        // (research/b2c-protocol.md §5.2). On the Entra face the app's "allow public client
+        // (https://learn.microsoft.com/azure/active-directory-b2c/add-ropc-policy). On the Entra face the app's "allow public client
         // flows" decides, as in an Entra app registration, within the flow it signs in with.
         try Self.admitPasswordGrant(flow: flow, face: face)
         guard client.allowPublicClientFlows else { throw ProtocolFailure.ropcNotEnabled }
@@ -340,7 +340,7 @@ struct TokenEndpoint: Sendable {
         let token = Secrets.randomToken()
         let lifetimes = issuance.flow.lifetimes
         // The sliding window counts from the last time the user entered credentials
-        // (research/b2c-protocol.md §2.3).
+        // (https://learn.microsoft.com/azure/active-directory-b2c/tokens-overview#configuration).
         let sliding = lifetimes.slidingWindowSeconds.map { issuance.authTime.addingTimeInterval(TimeInterval($0)) }
         let family = RefreshTokenFamily(
             id: Secrets.randomUUIDString(), tenantID: issuance.tenant.id, clientID: issuance.client.clientIDString,
@@ -354,7 +354,7 @@ struct TokenEndpoint: Sendable {
     }
 
     /// The B2C token response, fields in B2C's order, numbers as JSON numbers
-    /// (research/b2c-protocol.md §2.5).
+    /// (https://learn.microsoft.com/azure/active-directory-b2c/add-ropc-policy#redeem-a-refresh-token).
     func respond(_ issuance: IssuanceContext, refreshToken: String?, clientInfo: Bool, now: Date) async throws -> Response {
         GrantNote.current?.user = issuance.user
         GrantNote.current?.nativeOutcome.issued = true

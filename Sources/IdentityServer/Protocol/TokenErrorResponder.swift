@@ -5,7 +5,7 @@ import IdentityDirectory
 import WireCoding
 
 /// The token endpoint's error form: HTTP 400 (401 for client authentication) with
-/// `{"error", "error_description"}` (research/b2c-protocol.md §4.2).
+/// `{"error", "error_description"}` (https://learn.microsoft.com/azure/active-directory-b2c/openid-connect#get-a-token).
 /// On the Entra face the body is Entra's: `error_codes`, `timestamp`, `trace_id`,
 /// `correlation_id` and `error_uri` besides the two OAuth fields (SPEC §2.9).
 enum TokenErrorResponder {

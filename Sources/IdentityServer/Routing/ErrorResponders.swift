@@ -25,7 +25,7 @@ extension Response {
     }
 }
 
-/// B2C's JSON error form (research/b2c-protocol.md §4.2) for the machine-facing endpoints.
+/// B2C's JSON error form (https://learn.microsoft.com/azure/active-directory-b2c/openid-connect#get-a-token) for the machine-facing endpoints.
 /// On a policy-less (Entra) route the same errors take Entra's JSON form (SPEC §2.9).
 struct OAuthErrorMiddleware<Context: IdentityContext>: RouterMiddleware {
     let clock: any IdentityClock

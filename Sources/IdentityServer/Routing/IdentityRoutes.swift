@@ -9,7 +9,7 @@ extension IdentityServer {
     /// Every route of the identity service (SPEC §2.2): this function is the table of contents.
     ///
     /// Paths match case-insensitively, as B2C's do (MSAL lower-cases authorities). Each protocol
-    /// endpoint is registered once per URL shape B2C accepts (research/b2c-protocol.md §1.1);
+    /// endpoint is registered once per URL shape B2C accepts (https://learn.microsoft.com/azure/active-directory-b2c/b2clogin);
     /// a ``PolicyResolver`` per shape resolves tenant and flow into a ``PolicyRequestContext``,
     /// and each group's error middleware writes failures in its callers' wire format.
     public func buildRouter() -> Router<IdentityRequestContext> { buildRouter(journeys: service.journeyEngine()) }
@@ -172,7 +172,7 @@ extension IdentityServer {
         userInfo.post("userinfo", use: UserInfo(authenticator: graphCallers).handle)
         router.get(":tenant/discovery/instance", use: InstanceDiscovery(hosts: service.hosts, clock: service.clock).handle)
         router.get("error", use: EntraErrorPage(pages: service.pages).handle)
-        // MSAL Python asks for the user realm before ROPC and accepts a 404 (research/client-sdk.md §C.8).
+        // MSAL Python asks for the user realm before ROPC and accepts a 404 (https://github.com/AzureAD/microsoft-authentication-library-for-python/blob/dev/msal/authority.py).
         // Under `:tenant`, not `common`: the trie does not backtrack out of a first segment, so a
         // `common` constant would hide `/common/v2.0/…`.
         router.get(":tenant/userrealm/**") { _, _ -> Response in .json(.object([("error", .string("not_found"))]), status: .notFound) }
@@ -270,7 +270,7 @@ extension IdentityServer {
     }
 
     /// The protocol endpoints under one URL shape. Old (v1-style) paths without `v2.0` are
-    /// served too: B2C answers both (research/b2c-protocol.md §1.1).
+    /// served too: B2C answers both (https://learn.microsoft.com/azure/active-directory-b2c/b2clogin).
     private func addProtocolRoutes(to shape: RouterGroup<IdentityRequestContext>, placement: PolicyPlacement, journeys: JourneyEngine) {
         let service = self.service
         let resolver = PolicyResolver(

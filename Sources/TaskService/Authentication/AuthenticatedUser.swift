@@ -8,7 +8,7 @@ public struct AuthenticatedUser: Sendable, Equatable {
     /// (``ownerKey(issuer:objectID:)``), so a second trusted authority cannot reach the first
     /// one's users by minting their `oid` (the security issue's M-4).
     public var ownerID: String
-    /// The token's `oid`, falling back to `sub` (research/b2c-protocol.md §6.1).
+    /// The token's `oid`, falling back to `sub` (https://github.com/MicrosoftDocs/azure-docs/blob/26c7c08941c4ce8fb2c45361d4914a5fe5b65039/articles/active-directory-b2c/active-directory-b2c-devquickstarts-api-node.md).
     public var objectID: String
     public var name: String?
     public var scopes: [String]

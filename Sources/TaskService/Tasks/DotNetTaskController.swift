@@ -4,7 +4,7 @@ import TodoModels
 import WireCoding
 
 /// `/taskservice/api/tasks`: the wire format of the .NET TaskService the NXOAuth2 tutorial
-/// calls (SPEC §2.8, research/b2c-protocol.md §6.4–6.5). `GET` answers a bare JSON array of
+/// calls (SPEC §2.8, https://github.com/Azure-Samples/active-directory-b2c-dotnet-webapp-and-webapi/blob/master/TaskService/Controllers/TasksController.cs). `GET` answers a bare JSON array of
 /// Web API 2's PascalCase task model; `POST` takes the form body NXOAuth2 sends (`Text=…`) or
 /// the same fields as JSON, as Web API's model binding does; `DELETE {id}` removes one task.
 /// Our own `/api/tasks` keeps its paged format, so this shape lives under its own base: the

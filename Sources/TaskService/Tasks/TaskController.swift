@@ -122,7 +122,7 @@ struct TaskController<Repository: TaskRepository>: Sendable {
     }
 }
 
-/// The tutorials' wire format on `/tasks` (research/b2c-protocol.md §6.5): a JSON array of
+/// The tutorials' wire format on `/tasks` (https://github.com/AzureADQuickStarts/B2C-NativeClient-iOS/blob/complete/Microsoft%20Tasks/samplesWebAPIConnector.m): a JSON array of
 /// `{"task": …}` objects, `POST {"task": …}`, and `DELETE` with a JSON body naming the task.
 struct TutorialTaskController<Repository: TaskRepository>: Sendable {
     let repository: Repository

@@ -3,7 +3,7 @@ import IdentityDirectory
 import TrustFramework
 import WireCoding
 
-/// Azure AD B2C's protocol (research/b2c-protocol.md): a discovery document per user flow,
+/// Azure AD B2C's protocol (https://learn.microsoft.com/azure/active-directory-b2c/tokens-overview): a discovery document per user flow,
 /// v1.0 tokens with `tfp`, the B2C token response with `profile_info`, `client_info` whose `uid`
 /// names the policy, and `AADB2C` errors.
 struct B2CDialect: ProtocolDialect {
@@ -19,7 +19,7 @@ struct B2CDialect: ProtocolDialect {
     func issuer(origin: String, tenant: Tenant) -> String { "\(origin)/\(tenant.guid)/v2.0/" }
 
     /// Echoes the host, tenant segment and policy placement of the request
-    /// (research/b2c-protocol.md §1.4).
+    /// (https://github.com/coreos/go-oidc/issues/121).
     func discovery(origin: String, tenant: Tenant, flow: UserFlow, route: PolicyRoute) -> JSONText {
         var body = JSONObjectBuilder()
         body.set("issuer", issuer(origin: origin, tenant: tenant))
@@ -61,7 +61,7 @@ struct B2CDialect: ProtocolDialect {
         return claims.object
     }
 
-    /// Access tokens carry the user claims too, plus `scp` and `azp` (research/b2c-protocol.md §2.2).
+    /// Access tokens carry the user claims too, plus `scp` and `azp` (https://learn.microsoft.com/azure/active-directory-b2c/access-tokens#request-a-token).
     func accessTokenClaims(_ context: IssuanceContext, resource: TokenResource, now: Date, lifetime: Int) -> JSONText {
         var claims = JSONObjectBuilder()
         let iat = now.epochSeconds
@@ -86,7 +86,7 @@ struct B2CDialect: ProtocolDialect {
     }
 
     /// The B2C token response, fields in B2C's order, numbers as JSON numbers
-    /// (research/b2c-protocol.md §2.5).
+    /// (https://learn.microsoft.com/azure/active-directory-b2c/add-ropc-policy#redeem-a-refresh-token).
     func tokenResponse(_ issuance: IssuanceContext, tokens: IssuedTokens, refreshToken: String?, clientInfo: Bool, now: Date) -> JSONText {
         let iat = now.epochSeconds
         var body = JSONObjectBuilder()
@@ -154,7 +154,7 @@ struct B2CDialect: ProtocolDialect {
         let user = TokenIssuer.withConnectorValues(context)
         let selected = Set(context.flow.applicationClaims)
         // oid is always present: the Task API and MSAL's client_info depend on it
-        // (research/b2c-protocol.md §2.5).
+        // (https://github.com/AzureAD/microsoft-authentication-library-for-js/issues/2618).
         claims.set("oid", user.objectID)
         if selected.contains("name") { claims.set("name", user.displayName) }
         for attribute in UserAttribute.allCases where attribute != .displayName && selected.contains(attribute.claimName) {
@@ -166,7 +166,7 @@ struct B2CDialect: ProtocolDialect {
         }
         // Only a proven address is asserted (the security issue's M-7): an app may trust `emails`.
         if selected.contains("emails"), user.emailVerified, let email = user.email { claims.set("emails", [email]) }
-        // `idp` only for social sign-ins (research/b2c-protocol.md §2.2, azure-docs issue #51403).
+        // `idp` only for social sign-ins (https://github.com/MicrosoftDocs/azure-docs/issues/51403, azure-docs issue #51403).
         if selected.contains("idp"), context.identityProvider != .local {
             claims.set("idp", context.identityProvider.rawValue)
         }
@@ -174,7 +174,7 @@ struct B2CDialect: ProtocolDialect {
     }
 
     /// base64url `{"uid":"<oid>-<policy lowercased>","utid":"<tenant guid>"}`: B2C puts the
-    /// policy into uid, so MSAL keeps one account per policy (research/b2c-protocol.md §2.5).
+    /// policy into uid, so MSAL keeps one account per policy (https://github.com/AzureAD/microsoft-authentication-library-for-android/issues/718).
     static func clientInfo(user: UserAccount, policy: String, tenant: Tenant) -> String {
         let json = JSONText.object([
             ("uid", .string("\(user.objectID)-\(policy.lowercased())")), ("utid", .string(tenant.guid)),
@@ -183,7 +183,7 @@ struct B2CDialect: ProtocolDialect {
     }
 
     /// base64url profile summary B2C adds to every token response; `idp` is `LocalAccount` for
-    /// local users even though their ID token has no `idp` (research/b2c-protocol.md §2.5).
+    /// local users even though their ID token has no `idp` (https://learn.microsoft.com/azure/active-directory-b2c/add-ropc-policy#redeem-a-refresh-token).
     static func profileInfo(user: UserAccount, tenant: Tenant, identityProvider: IdentityProviderKind) -> String {
         let json = JSONText.object([
             ("ver", .string("1.0")), ("tid", .string(tenant.guid)), ("sub", .null), ("name", .string(user.displayName)),

@@ -159,7 +159,7 @@ struct EntraDialect: ProtocolDialect {
     }
 
     /// MSAL reads the account's home tenant from the authorize response's `client_info` on
-    /// this face (research/client-sdk.md §C.7).
+    /// this face (https://github.com/AzureAD/microsoft-authentication-library-for-python/blob/dev/msal/application.py).
     func authorizeClientInfo(user: UserAccount, tenant: Tenant) -> String? { Self.clientInfo(user: user, tenant: tenant) }
 
     /// Entra's redirect carries its `AADSTS` description and `error_uri`.

@@ -161,7 +161,7 @@ package struct IssuedTokens: Sendable {
     var idTokenLifetime: Int
 }
 
-/// The one place that builds claims and signs tokens (SPEC §2.5, research/b2c-protocol.md §2.2).
+/// The one place that builds claims and signs tokens (SPEC §2.5, https://learn.microsoft.com/azure/active-directory-b2c/tokens-overview#claims).
 package struct TokenIssuer: Sendable {
     let keys: SigningKeyRing
     /// A custom policy's tokens are signed with its own key set's active key (SPEC §2.12).

@@ -11,7 +11,7 @@ import WireCoding
 /// with no network (SPEC §2.7). It speaks the same shape as the real exchange: B2C redirects to
 /// the provider's dialog, the provider redirects back to `{tenant}/oauth2/authresp` with a code,
 /// and B2C turns the asserted identity into a stub account with its own object id
-/// (research/b2c-protocol.md §5.3).
+/// (https://github.com/MicrosoftDocs/azure-docs/issues/48396).
 package struct SimulatedFacebook: Sendable {
     let service: IdentityService
     let journeys: JourneyEngine

@@ -3,7 +3,7 @@ import Hummingbird
 import IdentityDirectory
 
 /// Which `Host` the service trusts to write URLs and issuers with: B2C's issuer and endpoints
-/// follow the host that served the request (research/b2c-protocol.md §1.6), but only a plain
+/// follow the host that served the request (https://github.com/MicrosoftDocs/azure-docs/issues/17708), but only a plain
 /// host[:port] naming an allowed host (and this service's port) is taken, so nothing odd
 /// reaches a URL, a page or a token, and DNS rebinding gets nowhere.
 package struct HostPolicy: Sendable {
@@ -22,7 +22,7 @@ package struct HostPolicy: Sendable {
     }
 
     /// `scheme://host[:port]` of the request. The host comes from the request (B2C's issuer and
-    /// endpoints follow the host that served the request; research/b2c-protocol.md §1.6) but
+    /// endpoints follow the host that served the request; https://github.com/MicrosoftDocs/azure-docs/issues/17708) but
     /// only if it is a plain host[:port], so nothing odd reaches a URL, a page or a token.
     package func origin(of request: Request) -> String {
         if let publicOrigin { return publicOrigin }
@@ -113,7 +113,7 @@ package struct HostPolicy: Sendable {
         return Self.isAllowed(authority: authority, in: allowedHosts, port: listenPort)
     }
 
-    /// B2C's default issuer: `{origin}/{tenant GUID}/v2.0/` (research/b2c-protocol.md §1.6);
+    /// B2C's default issuer: `{origin}/{tenant GUID}/v2.0/` (https://learn.microsoft.com/azure/active-directory-b2c/tokens-overview#compatibility);
     /// Entra's v2 issuer has no trailing slash: `{origin}/{tenant GUID}/v2.0` (SPEC §2.9).
     package static func issuer(origin: String, tenant: Tenant, face: ProtocolFace = .b2c) -> String {
         face.dialect.issuer(origin: origin, tenant: tenant)

@@ -96,7 +96,7 @@ package struct PolicyRequestContext: ChildRequestContext, IdentityContext {
 }
 
 /// Resolves the `{tenant}` and policy of a protocol URL once, before any controller runs
-/// (research/b2c-protocol.md §1.1). The policy comes from where this group's routes put it: a
+/// (https://learn.microsoft.com/azure/active-directory-b2c/b2clogin). The policy comes from where this group's routes put it: a
 /// path segment (`/{tenant}/{policy}/…`, `/tfp/{tenant}/{policy}/…`), or the query's `p`, or,
 /// with neither, the tenant's default flow (Microsoft-identity-platform URLs). A path-form URL
 /// may also carry `p=` (passport-azure-ad always appends it; §6.3): the path's policy wins.

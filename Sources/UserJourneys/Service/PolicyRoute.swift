@@ -3,7 +3,7 @@ import IdentityDirectory
 import WireCoding
 
 /// Where a request put the policy: B2C accepts three interchangeable URL shapes
-/// (research/b2c-protocol.md §1.1) and discovery echoes the one it was fetched with.
+/// (https://learn.microsoft.com/azure/active-directory-b2c/b2clogin) and discovery echoes the one it was fetched with.
 package enum PolicyPlacement: Equatable, Sendable {
     /// `/{tenant}/{policy}/…`
     case path
@@ -30,7 +30,7 @@ package enum EndpointKind: Equatable, Sendable {
     /// A hosted page of an interactive transaction.
     case page(HostedPage)
     /// An identity provider's return to us (`/oauth2/authresp`, no policy;
-    /// research/b2c-protocol.md §1.2): B2C's one callback for the simulated Facebook, and
+    /// https://learn.microsoft.com/azure/active-directory-b2c/b2clogin#change-identity-provider-redirect-urls): B2C's one callback for the simulated Facebook, and
     /// `/oauth2/authresp/{provider}` for each upstream OpenID Connect provider, so an answer
     /// says which provider sent it (RFC 9700 §4.4.2, the mix-up defence by distinct redirect URIs).
     case federationCallback(provider: String?)

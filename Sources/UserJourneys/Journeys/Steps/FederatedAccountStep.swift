@@ -4,7 +4,7 @@ import IdentityDirectory
 
 /// The account of a provider's identity (B2C's `AAD-UserReadUsingAlternativeSecurityId`, then
 /// its write): the existing one, or, on first sign-in, a new one with its own object id
-/// (research/b2c-protocol.md §5.3). A sign-up flow shows the attribute page first, prefilled
+/// (https://github.com/MicrosoftDocs/azure-docs/issues/48396). A sign-up flow shows the attribute page first, prefilled
 /// from the provider's claims, the "after federating" connector and the OnAttributeCollectionStart
 /// extension, and runs the OnAttributeCollectionSubmit extension and the "before creating the
 /// user" connector; only then is the account made (SPEC §2.11, §2.15).

@@ -53,7 +53,7 @@ struct IdentityChoiceStep: OrchestrationStep {
             return .next
         case .forgotPassword:
             // "Forgot your password?" does not reset in place: B2C returns AADB2C90118 to the app,
-            // which starts its reset flow (research/b2c-protocol.md §5.1).
+            // which starts its reset flow (https://learn.microsoft.com/azure/active-directory-b2c/troubleshoot?pivots=b2c-user-flow#password-reset-error).
             guard run.flow.type.offersForgotPassword else { return .interact(.redirecting(to: run.url(.signIn))) }
             return .fail(.forgotPassword(loginHint: run.authorization.loginHint))
         default:

@@ -121,7 +121,7 @@ struct NewPasswordStep: OrchestrationStep {
             return .interact(try passwordPage(run, error: run.text("error_passwordMismatch"), status: .badRequest))
         }
         // Setting the password also unlocks the account and revokes existing refresh tokens
-        // (research/b2c-protocol.md §2.3, §5.5).
+        // (https://github.com/Azure-Samples/active-directory-b2c-dotnetcore-webapp/issues/36).
         try await users.setPassword(id: user.id, hash: try await hasher.hash(password), emailProven: true, forceChange: false, now: run.now)
         run.logger.info("password reset", metadata: ["oid": "\(user.objectID)"])
         run.claims.authTime = run.now
