@@ -16,15 +16,15 @@ import WireCoding
 /// `Application.ReadWrite.All` would be every other permission (add a secret to a more
 /// privileged app, and sign in as it).
 struct GraphApplications: Sendable {
-    let authenticator: GraphCaller.Authenticator
+    let permit: GraphCallers
     let server: IdentityServer
     let hosts: HostPolicy
 
     static let readRoles = ["Application.Read.All", "Application.ReadWrite.All"]
     static let writeRoles = ["Application.ReadWrite.All"]
 
-    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func list(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let query = try GraphListQuery(
             request.uri.query, type: "application", properties: GraphApplicationJSON.properties, filterable: GraphApplicationJSON.filterable)
         var items: [[(String, JSONText)]] = []
@@ -37,16 +37,16 @@ struct GraphApplications: Sendable {
                 path: "/v1.0/applications"))
     }
 
-    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func get(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let query = try GraphListQuery(request.uri.query, type: "application", properties: GraphApplicationJSON.properties, filterable: [])
         let app = try await Self.application(context, tenant: tenant, server: server)
         return try await answer(app, tenant: tenant, select: query, status: .ok)
     }
 
-    @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func create(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let body = try await GraphBody.object(request, context: context)
         // Public until it has a web redirect or a secret (``GraphApplicationDraft``).
         var app = AppRegistration(clientID: UUID(), tenantID: tenant.id, displayName: "", kind: .public, redirectURIs: [])
@@ -56,9 +56,9 @@ struct GraphApplications: Sendable {
         return try await answer(app, tenant: tenant, select: nil, status: .created)
     }
 
-    @Sendable func update(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration, held) = try await authenticator.administrator(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func update(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration, held) = (application.tenant, application.administration, application.held)
         var app = try await Self.application(context, tenant: tenant, server: server)
         try Self.refuseEscalation(to: app, held: held)
         let body = try await GraphBody.object(request, context: context)
@@ -68,9 +68,9 @@ struct GraphApplications: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration, held) = try await authenticator.administrator(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func delete(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration, held) = (application.tenant, application.administration, application.held)
         let app = try await Self.application(context, tenant: tenant, server: server)
         try Self.refuseEscalation(to: app, held: held)
         _ = try await administration.removeApplication(tenantID: tenant.id, clientID: app.clientID)
@@ -79,9 +79,9 @@ struct GraphApplications: Sendable {
 
     /// `POST …/addPassword` `{"passwordCredential": {"displayName", "endDateTime"}}`: the new
     /// secret, its text shown this once.
-    @Sendable func addPassword(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration, held) = try await authenticator.administrator(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func addPassword(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration, held) = (application.tenant, application.administration, application.held)
         let app = try await Self.application(context, tenant: tenant, server: server)
         try Self.refuseEscalation(to: app, held: held)
         let body = try await GraphBody.object(request, context: context)
@@ -111,9 +111,9 @@ struct GraphApplications: Sendable {
     }
 
     /// `POST …/removePassword` `{"keyId"}`.
-    @Sendable func removePassword(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration, held) = try await authenticator.administrator(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func removePassword(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration, held) = (application.tenant, application.administration, application.held)
         let app = try await Self.application(context, tenant: tenant, server: server)
         try Self.refuseEscalation(to: app, held: held)
         let body = try await GraphBody.object(request, context: context)
@@ -148,7 +148,7 @@ struct GraphApplications: Sendable {
     }
 
     /// The app `{id}` names: its object id, or `(appId='…')` / `appId=…` (Graph's alternate key).
-    static func application(_ context: IdentityRequestContext, tenant: Tenant, server: IdentityServer) async throws -> AppRegistration {
+    static func application(_ context: GraphRequestContext, tenant: Tenant, server: IdentityServer) async throws -> AppRegistration {
         let key = (context.parameters.get("id")?.removingPercentEncoding ?? "").lowercased()
         let apps = try await applications(tenant, server: server)
         if let appID = alternateKey(key, name: "appid") {
@@ -171,5 +171,24 @@ struct GraphApplications: Sendable {
     static func refuseEscalation(to app: AppRegistration, held: Set<String>) throws {
         let roles = app.permission(on: APIPermission.graphResource)?.roles ?? []
         guard roles.allSatisfy({ held.contains($0.lowercased()) }) else { throw GraphError.insufficientPrivileges }
+    }
+}
+
+extension GraphApplications {
+    /// The routes, each under the Graph permission its operation's reference page names.
+    var endpoints: RouteCollection<GraphRequestContext> {
+        // `{id}` is an object id or Graph's alternate key (`applications(appId='…')`, a segment
+        // the `{key}` capture takes whole).
+        let collection = RouteCollection(context: GraphRequestContext.self)
+        let reads = collection.group().add(middleware: permit.application(anyOf: Self.readRoles)).get("applications", use: list)
+        let writes = collection.group().add(middleware: permit.application(anyOf: Self.writeRoles)).post("applications", use: create)
+        for path in ["applications/:id", "applications{id}"] {
+            reads.get(RouterPath(path), use: get)
+            writes.patch(RouterPath(path), use: update)
+                .delete(RouterPath(path), use: delete)
+                .post(RouterPath(path + "/addPassword"), use: addPassword)
+                .post(RouterPath(path + "/removePassword"), use: removePassword)
+        }
+        return collection
     }
 }

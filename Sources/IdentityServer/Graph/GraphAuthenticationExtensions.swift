@@ -11,7 +11,7 @@ import WireCoding
 /// endpoint is an `httpRequestEndpoint`, its token an `azureAdTokenAuthentication` for its
 /// `resourceId`. Binding stays with the user flows (the YAML).
 struct GraphAuthenticationExtensions: Sendable {
-    let authenticator: GraphCaller.Authenticator
+    let permit: GraphCallers
     let server: IdentityServer
 
     static let readRoles = ["CustomAuthenticationExtension.Read.All", "CustomAuthenticationExtension.ReadWrite.All"]
@@ -63,7 +63,7 @@ struct GraphAuthenticationExtensions: Sendable {
         return .json(.object([("@odata.context", .string(context + "/$entity"))] + members), status: status)
     }
 
-    private func extensionNamed(_ context: IdentityRequestContext, tenant: Tenant) throws -> AuthenticationExtension {
+    private func extensionNamed(_ context: GraphRequestContext, tenant: Tenant) throws -> AuthenticationExtension {
         let id = (context.parameters.get("id") ?? "").lowercased()
         guard let found = tenant.authenticationExtensions.first(where: { $0.identifier(tenantID: tenant.id, "extension") == id }) else {
             throw GraphError.resourceNotFound
@@ -71,13 +71,13 @@ struct GraphAuthenticationExtensions: Sendable {
         return found
     }
 
-    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func list(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         return .json(.object([("@odata.context", .string(Self.context)), ("value", .array(tenant.authenticationExtensions.map { Self.json($0, tenant: tenant) }))]))
     }
 
-    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func get(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         return Self.entity(Self.json(try extensionNamed(context, tenant: tenant), tenant: tenant))
     }
 
@@ -145,9 +145,9 @@ struct GraphAuthenticationExtensions: Sendable {
         return true
     }
 
-    @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func create(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let body = try await GraphBody.object(request, context: context)
         guard case .string(let type)? = body["@odata.type"], let event = Self.event(odataType: type) else {
             throw GraphError.badRequest(
@@ -162,19 +162,34 @@ struct GraphAuthenticationExtensions: Sendable {
         return Self.entity(Self.json(ext, tenant: tenant), status: .created)
     }
 
-    @Sendable func update(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func update(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         var ext = try extensionNamed(context, tenant: tenant)
         try Self.apply(try await GraphBody.object(request, context: context), to: &ext)
         try await administration.saveAuthenticationExtension(ext, tenantID: tenant.id, creating: false)
         return Response(status: .noContent)
     }
 
-    @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func delete(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         try await administration.removeAuthenticationExtension(named: try extensionNamed(context, tenant: tenant).name, tenantID: tenant.id)
         return Response(status: .noContent)
+    }
+}
+
+extension GraphAuthenticationExtensions {
+    /// The routes, each under the Graph permission its operation's reference page names.
+    var endpoints: RouteCollection<GraphRequestContext> {
+        let collection = RouteCollection(context: GraphRequestContext.self)
+        collection.group().add(middleware: permit.application(anyOf: Self.readRoles))
+            .get("identity/customAuthenticationExtensions", use: list)
+            .get("identity/customAuthenticationExtensions/:id", use: get)
+        collection.group().add(middleware: permit.application(anyOf: Self.writeRoles))
+            .post("identity/customAuthenticationExtensions", use: create)
+            .patch("identity/customAuthenticationExtensions/:id", use: update)
+            .delete("identity/customAuthenticationExtensions/:id", use: delete)
+        return collection
     }
 }

@@ -11,7 +11,7 @@ import WireCoding
 /// Graph adds it. One property is this service's own: `tokenLifetimes`, B2C's per-flow token
 /// lifetime settings (``TenantDeclaration/TokenLifetimesPart``), which Graph does not expose.
 struct GraphB2CUserFlows: Sendable {
-    let authenticator: GraphCaller.Authenticator
+    let permit: GraphCallers
     let server: IdentityServer
     let simulatedFacebook: Bool
 
@@ -41,12 +41,12 @@ struct GraphB2CUserFlows: Sendable {
         ]
     }
 
-    private func flow(_ context: IdentityRequestContext, tenant: Tenant) async throws -> UserFlow {
+    private func flow(_ context: GraphRequestContext, tenant: Tenant) async throws -> UserFlow {
         try await Self.flow(context, tenant: tenant, server: server)
     }
 
     /// The user flow `{id}` names (never a custom policy).
-    static func flow(_ context: IdentityRequestContext, tenant: Tenant, server: IdentityServer) async throws -> UserFlow {
+    static func flow(_ context: GraphRequestContext, tenant: Tenant, server: IdentityServer) async throws -> UserFlow {
         let name = context.parameters.get("id")?.removingPercentEncoding ?? ""
         guard !name.lowercased().hasPrefix("b2c_1a_"), let flow = try await server.administration.userFlows(tenantID: tenant.id)
             .first(where: { $0.name.lowercased() == name.lowercased() })
@@ -56,23 +56,23 @@ struct GraphB2CUserFlows: Sendable {
 
     // MARK: Flows
 
-    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func list(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let flows = try await server.administration.userFlows(tenantID: tenant.id).filter { $0.customPolicy == nil }
         return .json(.object([("@odata.context", .string(Self.base)), ("value", .array(flows.map { .object(Self.json($0, tenant: tenant)) }))]))
     }
 
-    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func get(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let flow = try await flow(context, tenant: tenant)
         return .json(.object([("@odata.context", .string(Self.base + "/$entity"))] + Self.json(flow, tenant: tenant)))
     }
 
     /// `POST {"id", "userFlowType", "userFlowTypeVersion", "identityProviders"?: [{id}],
     /// "apiConnectorConfiguration"?: {step: {"@odata.id"}}, "tokenLifetimes"?}`.
-    @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func create(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let body = try await GraphBody.object(request, context: context)
         let known: Set<String> = [
             "@odata.type", "id", "userFlowType", "userFlowTypeVersion", "isLanguageCustomizationEnabled", "defaultLanguageTag", "identityProviders",
@@ -112,9 +112,9 @@ struct GraphB2CUserFlows: Sendable {
 
     /// `PATCH`: `tokenLifetimes`; the language properties only as the tenant has them (its
     /// languages are set with `PUT …/languages/{tag}`).
-    @Sendable func update(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func update(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         var flow = try await flow(context, tenant: tenant)
         let body = try await GraphBody.object(request, context: context)
         for key in body.keys where !["@odata.type", "isLanguageCustomizationEnabled", "defaultLanguageTag", "tokenLifetimes"].contains(key) {
@@ -127,9 +127,9 @@ struct GraphB2CUserFlows: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func delete(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let flow = try await flow(context, tenant: tenant)
         _ = try await administration.removeUserFlow(named: flow.name, tenantID: tenant.id)
         return Response(status: .noContent)
@@ -180,8 +180,8 @@ struct GraphB2CUserFlows: Sendable {
         flow.connectors[keyPath: path] = connector.name
     }
 
-    @Sendable func connectorConfiguration(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func connectorConfiguration(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let flow = try await flow(context, tenant: tenant)
         var members: [(String, JSONText)] = [("@odata.context", .string("\(Self.base)('\(flow.name)')/apiConnectorConfiguration"))]
         for step in Self.steps {
@@ -192,9 +192,9 @@ struct GraphB2CUserFlows: Sendable {
     }
 
     /// `PUT …/apiConnectorConfiguration/{step}/$ref`.
-    @Sendable func putConnector(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func putConnector(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         var flow = try await flow(context, tenant: tenant)
         let body = try await GraphBody.object(request, context: context)
         try Self.setConnector(context.parameters.get("step") ?? "", .object(body), of: &flow, tenant: tenant)
@@ -204,8 +204,8 @@ struct GraphB2CUserFlows: Sendable {
 
     // MARK: Identity providers of a flow
 
-    @Sendable func providers(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func providers(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let flow = try await flow(context, tenant: tenant)
         var value: [JSONText] = []
         if simulatedFacebook, flow.identityProviders.contains(.facebook) { value.append(GraphIdentityProviders.facebookJSON) }
@@ -218,9 +218,9 @@ struct GraphB2CUserFlows: Sendable {
     }
 
     /// `POST …/identityProviders/$ref` or `PATCH|POST …/userFlowIdentityProviders/$ref` `{"@odata.id"}`.
-    @Sendable func addProvider(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func addProvider(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         var flow = try await flow(context, tenant: tenant)
         let body = try await GraphBody.object(request, context: context)
         guard case .string(let link)? = body["@odata.id"], let id = link.split(separator: "/").last.map(String.init),
@@ -234,9 +234,9 @@ struct GraphB2CUserFlows: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func removeProvider(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func removeProvider(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         var flow = try await flow(context, tenant: tenant)
         guard let kind = GraphIdentityProviders.kind(context.parameters.get("provider") ?? "", tenant: tenant, simulatedFacebook: simulatedFacebook),
             flow.identityProviders.contains(kind)
@@ -244,5 +244,28 @@ struct GraphB2CUserFlows: Sendable {
         flow.identityProviders.removeAll { $0 == kind }
         try await administration.saveUserFlow(flow, creating: false)
         return Response(status: .noContent)
+    }
+}
+
+extension GraphB2CUserFlows {
+    /// The routes, each under the Graph permission its operation's reference page names.
+    var endpoints: RouteCollection<GraphRequestContext> {
+        let collection = RouteCollection(context: GraphRequestContext.self)
+        let reads = collection.group().add(middleware: permit.application(anyOf: Self.readRoles))
+            .get("identity/b2cUserFlows", use: list)
+            .get("identity/b2cUserFlows/:id", use: get)
+            .get("identity/b2cUserFlows/:id/apiConnectorConfiguration", use: connectorConfiguration)
+        let writes = collection.group().add(middleware: permit.application(anyOf: Self.writeRoles))
+            .post("identity/b2cUserFlows", use: create)
+            .patch("identity/b2cUserFlows/:id", use: update)
+            .delete("identity/b2cUserFlows/:id", use: delete)
+            .put("identity/b2cUserFlows/:id/apiConnectorConfiguration/:step/$ref", use: putConnector)
+        for list in ["identityProviders", "userFlowIdentityProviders"] {
+            reads.get(RouterPath("identity/b2cUserFlows/:id/\(list)"), use: providers)
+            writes.post(RouterPath("identity/b2cUserFlows/:id/\(list)/$ref"), use: addProvider)
+                .patch(RouterPath("identity/b2cUserFlows/:id/\(list)/$ref"), use: addProvider)
+                .delete(RouterPath("identity/b2cUserFlows/:id/\(list)/:provider/$ref"), use: removeProvider)
+        }
+        return collection
     }
 }

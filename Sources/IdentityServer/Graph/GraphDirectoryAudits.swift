@@ -11,18 +11,19 @@ import WireCoding
 /// seen as B2C's audit log shows them (with `PolicyId` and `ApplicationId`). Newest first,
 /// merged by time, with one cursor over both.
 struct GraphDirectoryAudits: Sendable {
-    let authenticator: GraphCaller.Authenticator
+    let permit: GraphCallers
+    let clock: any IdentityClock
     let audits: DirectoryAuditLog
     let signIns: SignInLog
     let hosts: HostPolicy
 
-    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: GraphSignIns.roles)
+    @Sendable func list(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let options = try AuditLogOptions(directoryAudits: request.uri.query)
         var query = options.query
         query.limit += 1  // one more than the page, to know whether another follows
         // Past the retention a record is gone from the answer, pruned yet or not.
-        query.after = max(query.after ?? .min, audits.oldestKept(now: authenticator.clock.now))
+        query.after = max(query.after ?? .min, audits.oldestKept(now: clock.now))
         var found = try await audits.audits(tenantID: tenant.id, query)
         if let authentication = query.authentication {
             found += try await signIns.events(tenantID: tenant.id, authentication).map {
@@ -35,14 +36,14 @@ struct GraphDirectoryAudits: Sendable {
         return GraphSignIns.page(found, options: options, request: request, hosts: hosts, time: \.at, id: \.id, json: Self.json)
     }
 
-    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: GraphSignIns.roles)
+    @Sendable func get(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         guard let id = context.parameters.get("id"), id.count <= 64 else { throw GraphError.resourceNotFound }
         var audit = try await audits.audit(tenantID: tenant.id, id: id)
         if audit == nil, let event = try await signIns.event(tenantID: tenant.id, id: id) {
             audit = DirectoryAudit(authentication: event, tenantName: tenant.name)
         }
-        guard let audit, audit.at.epochMilliseconds > audits.oldestKept(now: authenticator.clock.now),
+        guard let audit, audit.at.epochMilliseconds > audits.oldestKept(now: clock.now),
             case .object(var members) = Self.json(audit)
         else { throw GraphError.resourceNotFound }
         members.insert(("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#auditLogs/directoryAudits/$entity")), at: 0)
@@ -109,5 +110,16 @@ struct GraphDirectoryAudits: Sendable {
             ("initiatedBy", initiatedBy), ("targetResources", .array(targets)),
             ("additionalDetails", .array(audit.details.map { .object([("key", .string($0.key)), ("value", .string($0.value))]) })),
         ])
+    }
+}
+
+extension GraphDirectoryAudits {
+    /// The routes, each under the Graph permission its operation's reference page names.
+    var endpoints: RouteCollection<GraphRequestContext> {
+        let collection = RouteCollection(context: GraphRequestContext.self)
+        collection.group().add(middleware: permit.application(anyOf: GraphSignIns.roles))
+            .get("auditLogs/directoryAudits", use: list)
+            .get("auditLogs/directoryAudits/:id", use: get)
+        return collection
     }
 }

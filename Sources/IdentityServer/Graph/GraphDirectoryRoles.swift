@@ -12,7 +12,7 @@ import WireCoding
 /// `RoleManagement.ReadWrite.Directory` (or `RoleManagement.Read.Directory` to read). Changes go
 /// through the administration door as the calling app, so the audit log names it.
 struct GraphDirectoryRoles: Sendable {
-    let authenticator: GraphCaller.Authenticator
+    let permit: GraphCallers
     let server: IdentityServer
 
     static let readRoles = ["RoleManagement.Read.Directory", "RoleManagement.ReadWrite.Directory"]
@@ -25,23 +25,23 @@ struct GraphDirectoryRoles: Sendable {
         AdminConsole.nameBasedID("todo-directory-role:admin:\(tenant.guid)").uuidString.lowercased()
     }
 
-    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func list(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         return .json(.object([
             ("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#directoryRoles")), ("value", .array([Self.json(tenant)])),
         ]))
     }
 
-    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func get(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         try Self.role(context, tenant: tenant)
         guard case .object(var members) = Self.json(tenant) else { throw GraphError.resourceNotFound }
         members.insert(("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#directoryRoles/$entity")), at: 0)
         return .json(.object(members))
     }
 
-    @Sendable func members(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func members(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         try Self.role(context, tenant: tenant)
         var value: [JSONText] = []
         for id in try await DirectoryRoles(database: server.database).members(of: .admin, tenantID: tenant.id) {
@@ -55,9 +55,9 @@ struct GraphDirectoryRoles: Sendable {
     }
 
     /// `POST …/members/$ref` `{"@odata.id": "https://graph.microsoft.com/v1.0/directoryObjects/{id}"}`.
-    @Sendable func addMember(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func addMember(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         try Self.role(context, tenant: tenant)
         let body = try await GraphBody.object(request, context: context)
         guard case .string(let reference)? = body["@odata.id"], let id = Self.referencedID(reference), let user = try await member(id, tenant: tenant)
@@ -70,9 +70,9 @@ struct GraphDirectoryRoles: Sendable {
     }
 
     /// `DELETE …/members/{id}/$ref`.
-    @Sendable func removeMember(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func removeMember(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         try Self.role(context, tenant: tenant)
         guard let user = try await member(context.parameters.get("member") ?? "", tenant: tenant),
             try await administration.roles(of: user).contains(.admin)
@@ -100,7 +100,7 @@ struct GraphDirectoryRoles: Sendable {
     }
 
     /// The `{id}` must be this tenant's role: its object id, or `roleTemplateId=…` (Graph's alternate key).
-    private static func role(_ context: IdentityRequestContext, tenant: Tenant) throws {
+    private static func role(_ context: GraphRequestContext, tenant: Tenant) throws {
         let key = (context.parameters.get("id")?.removingPercentEncoding ?? "").lowercased()
         let template = "roletemplateid=\(globalAdministratorTemplate)"
         guard key == roleID(of: tenant) || key == template || key == "(\(template))" || key == "(roletemplateid='\(globalAdministratorTemplate)')"
@@ -113,5 +113,20 @@ struct GraphDirectoryRoles: Sendable {
             ("description", .string("Can manage all aspects of the directory, and sign in to the TodoB2C admin console.")),
             ("displayName", .string("Global Administrator")), ("roleTemplateId", .string(globalAdministratorTemplate)),
         ])
+    }
+}
+
+extension GraphDirectoryRoles {
+    /// The routes, each under the Graph permission its operation's reference page names.
+    var endpoints: RouteCollection<GraphRequestContext> {
+        let collection = RouteCollection(context: GraphRequestContext.self)
+        collection.group().add(middleware: permit.application(anyOf: Self.readRoles))
+            .get("directoryRoles", use: list)
+            .get("directoryRoles/:id", use: get)
+            .get("directoryRoles/:id/members", use: members)
+        collection.group().add(middleware: permit.application(anyOf: Self.writeRoles))
+            .post("directoryRoles/:id/members/$ref", use: addMember)
+            .delete("directoryRoles/:id/members/:member/$ref", use: removeMember)
+        return collection
     }
 }

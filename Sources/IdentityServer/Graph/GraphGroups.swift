@@ -11,7 +11,7 @@ import WireCoding
 /// `Group.Read.All` (or `GroupMember.Read.All`, or either ReadWrite); writing groups
 /// `Group.ReadWrite.All`, members also `GroupMember.ReadWrite.All`.
 struct GraphGroups: Sendable {
-    let authenticator: GraphCaller.Authenticator
+    let permit: GraphCallers
     let server: IdentityServer
     let hosts: HostPolicy
 
@@ -42,8 +42,8 @@ struct GraphGroups: Sendable {
         .json(.object([("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#groups/$entity"))] + members(group)), status: status)
     }
 
-    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func list(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let query = try GraphListQuery(
             request.uri.query, type: "group", properties: Self.properties, filterable: ["displayName", "id", "mailNickname", "securityEnabled"])
         let items = try await server.administration.groups(tenantID: tenant.id).map(Self.members)
@@ -51,16 +51,16 @@ struct GraphGroups: Sendable {
             query.page(items, context: "https://graph.microsoft.com/v1.0/$metadata#groups", origin: hosts.origin(of: request), path: "/v1.0/groups"))
     }
 
-    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func get(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         return Self.entity(try await group(context, tenant: tenant))
     }
 
     /// `POST /groups {"displayName", "mailNickname", "mailEnabled": false, "securityEnabled": true,
     /// "description"?, "groupTypes": []?, "members@odata.bind"?: [users]}`.
-    @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func create(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let body = try await GraphBody.object(request, context: context)
         let known: Set<String> = [
             "@odata.type", "displayName", "mailNickname", "mailEnabled", "securityEnabled", "description", "groupTypes", "members@odata.bind",
@@ -102,9 +102,9 @@ struct GraphGroups: Sendable {
         return Self.entity(group, status: .created)
     }
 
-    @Sendable func update(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func update(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         var group = try await self.group(context, tenant: tenant)
         let body = try await GraphBody.object(request, context: context)
         var modified: [String] = []
@@ -124,17 +124,17 @@ struct GraphGroups: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func delete(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         _ = try await administration.deleteGroup(try await group(context, tenant: tenant))
         return Response(status: .noContent)
     }
 
     // MARK: Members
 
-    @Sendable func listMembers(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func listMembers(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let group = try await group(context, tenant: tenant)
         var value: [JSONText] = []
         for member in try await server.administration.members(of: group) {
@@ -145,9 +145,9 @@ struct GraphGroups: Sendable {
 
     /// `POST /groups/{id}/members/$ref {"@odata.id": "…/directoryObjects/{id}"}`: a user or a
     /// group of this tenant; a cycle is refused.
-    @Sendable func addMember(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.memberRoles)
+    @Sendable func addMember(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let group = try await group(context, tenant: tenant)
         let body = try await GraphBody.object(request, context: context)
         guard case .string(let reference)? = body["@odata.id"], let id = GraphDirectoryRoles.referencedID(reference, collections: ["directoryobjects", "users", "groups"]) else {
@@ -165,9 +165,9 @@ struct GraphGroups: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func removeMember(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.memberRoles)
+    @Sendable func removeMember(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let group = try await group(context, tenant: tenant)
         guard let id = UUID(uuidString: context.parameters.get("member") ?? ""), try await administration.removeMember(id, from: group) else {
             throw GraphError.resourceNotFound
@@ -178,9 +178,9 @@ struct GraphGroups: Sendable {
     // MARK: Memberships of a user or group
 
     /// `GET /users/{id}/memberOf` (direct) and `transitiveMemberOf`; also under `/groups/{id}`.
-    func memberships(transitive: Bool, ofGroup: Bool) -> @Sendable (Request, IdentityRequestContext) async throws -> Response {
+    func memberships(transitive: Bool, ofGroup: Bool) -> @Sendable (Request, GraphRequestContext) async throws -> Response {
         { request, context in
-            let tenant = try await authenticator.application(of: request, anyOf: Self.userReadRoles)
+            let tenant = try context.requireApplication().tenant
             let id = try await subject(context, tenant: tenant, group: ofGroup)
             let groups =
                 transitive
@@ -195,9 +195,9 @@ struct GraphGroups: Sendable {
 
     /// `POST …/checkMemberGroups {"groupIds": [...]}`: those of the ids the user (or group) is
     /// in, directly or through nesting.
-    func checkMemberGroups(ofGroup: Bool) -> @Sendable (Request, IdentityRequestContext) async throws -> Response {
+    func checkMemberGroups(ofGroup: Bool) -> @Sendable (Request, GraphRequestContext) async throws -> Response {
         { request, context in
-            let tenant = try await authenticator.application(of: request, anyOf: Self.userReadRoles)
+            let tenant = try context.requireApplication().tenant
             let id = try await subject(context, tenant: tenant, group: ofGroup)
             let body = try await GraphBody.object(request, context: context)
             guard case .array(let items)? = body["groupIds"], items.count <= 20 else {
@@ -219,9 +219,9 @@ struct GraphGroups: Sendable {
     /// `POST …/getMemberObjects {"securityEnabledOnly"}`: every group the user (or group) is in,
     /// through nesting, and a user's directory roles — where Entra's groups overage claim sends
     /// an app for the groups its token could not hold.
-    func memberObjects(ofGroup: Bool) -> @Sendable (Request, IdentityRequestContext) async throws -> Response {
+    func memberObjects(ofGroup: Bool) -> @Sendable (Request, GraphRequestContext) async throws -> Response {
         { request, context in
-            let tenant = try await authenticator.application(of: request, anyOf: Self.userReadRoles)
+            let tenant = try context.requireApplication().tenant
             let id = try await subject(context, tenant: tenant, group: ofGroup)
             var ids = try await server.administration.transitiveGroups(of: id).map { $0.uuidString.lowercased() }.sorted()
             if !ofGroup, let user = try await server.users.user(id: id), try await server.administration.roles(of: user).contains(.admin) {
@@ -237,7 +237,7 @@ struct GraphGroups: Sendable {
 
     // MARK: Lookups
 
-    private func group(_ context: IdentityRequestContext, tenant: Tenant) async throws -> DirectoryGroup {
+    private func group(_ context: GraphRequestContext, tenant: Tenant) async throws -> DirectoryGroup {
         guard let id = UUID(uuidString: context.parameters.get("id") ?? ""), let group = try await server.administration.group(tenantID: tenant.id, id: id)
         else { throw GraphError.resourceNotFound }
         return group
@@ -245,7 +245,7 @@ struct GraphGroups: Sendable {
 
     /// The member whose memberships are asked: a user of the tenant (by id or sign-in name, as
     /// `/users/{id}` takes), or a group.
-    private func subject(_ context: IdentityRequestContext, tenant: Tenant, group: Bool) async throws -> UUID {
+    private func subject(_ context: GraphRequestContext, tenant: Tenant, group: Bool) async throws -> UUID {
         if group { return try await self.group(context, tenant: tenant).id }
         guard let user = try await user(context.parameters.get("id") ?? "", tenant: tenant) else { throw GraphError.resourceNotFound }
         return user.id
@@ -264,5 +264,34 @@ struct GraphGroups: Sendable {
             ])
         }
         return try await server.administration.group(tenantID: tenant.id, id: id).map(Self.typed)
+    }
+}
+
+extension GraphGroups {
+    /// The routes, each under the Graph permission its operation's reference page names.
+    var endpoints: RouteCollection<GraphRequestContext> {
+        let collection = RouteCollection(context: GraphRequestContext.self)
+        collection.group().add(middleware: permit.application(anyOf: Self.readRoles))
+            .get("groups", use: list)
+            .get("groups/:id", use: get)
+            .get("groups/:id/members", use: listMembers)
+        collection.group().add(middleware: permit.application(anyOf: Self.writeRoles))
+            .post("groups", use: create)
+            .patch("groups/:id", use: update)
+            .delete("groups/:id", use: delete)
+        collection.group().add(middleware: permit.application(anyOf: Self.memberRoles))
+            .post("groups/:id/members/$ref", use: addMember)
+            .delete("groups/:id/members/:member/$ref", use: removeMember)
+        // A group's or a user's memberships, on the same rules for both.
+        collection.group().add(middleware: permit.application(anyOf: Self.userReadRoles))
+            .get("groups/:id/memberOf", use: memberships(transitive: false, ofGroup: true))
+            .get("groups/:id/transitiveMemberOf", use: memberships(transitive: true, ofGroup: true))
+            .post("groups/:id/checkMemberGroups", use: checkMemberGroups(ofGroup: true))
+            .post("groups/:id/getMemberObjects", use: memberObjects(ofGroup: true))
+            .get("users/:id/memberOf", use: memberships(transitive: false, ofGroup: false))
+            .get("users/:id/transitiveMemberOf", use: memberships(transitive: true, ofGroup: false))
+            .post("users/:id/checkMemberGroups", use: checkMemberGroups(ofGroup: false))
+            .post("users/:id/getMemberObjects", use: memberObjects(ofGroup: false))
+        return collection
     }
 }

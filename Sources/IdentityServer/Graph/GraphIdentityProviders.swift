@@ -11,7 +11,7 @@ import WireCoding
 /// where the server offers it. Only OpenID Connect providers can be made: the others Graph
 /// knows federate with services this machine cannot reach.
 struct GraphIdentityProviders: Sendable {
-    let authenticator: GraphCaller.Authenticator
+    let permit: GraphCallers
     let server: IdentityServer
     let simulatedFacebook: Bool
 
@@ -55,16 +55,15 @@ struct GraphIdentityProviders: Sendable {
         (simulatedFacebook ? [Self.facebookJSON] : []) + tenant.identityProviders.filter { $0.oauth2 == nil }.map(Self.json)
     }
 
-    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func list(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         return .json(
             .object([
                 ("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#identity/identityProviders")), ("value", .array(all(tenant))),
             ]))
     }
 
-    @Sendable func availableTypes(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        _ = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func availableTypes(_ request: Request, context: GraphRequestContext) async throws -> Response {
         return .json(
             .object([
                 ("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#Collection(Edm.String)")),
@@ -72,8 +71,8 @@ struct GraphIdentityProviders: Sendable {
             ]))
     }
 
-    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func get(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let id = (context.parameters.get("id") ?? "").lowercased()
         guard let json = all(tenant).first(where: { GraphServicePrincipals.member("id", of: $0)?.lowercased() == id }) else {
             throw GraphError.resourceNotFound
@@ -114,9 +113,9 @@ struct GraphIdentityProviders: Sendable {
         }
     }
 
-    @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func create(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let body = try await GraphBody.object(request, context: context)
         guard case .string? = body["@odata.type"] else {
             throw GraphError.badRequest("@odata.type is required (#microsoft.graph.openIdConnectIdentityProvider).")
@@ -133,9 +132,9 @@ struct GraphIdentityProviders: Sendable {
         return .json(.object(members), status: .created)
     }
 
-    @Sendable func update(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func update(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let id = (context.parameters.get("id") ?? "").lowercased()
         guard var provider = tenant.identityProviders.first(where: { Self.id($0).lowercased() == id }) else { throw GraphError.resourceNotFound }
         provider.clientSecret = nil
@@ -144,12 +143,28 @@ struct GraphIdentityProviders: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func delete(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let id = (context.parameters.get("id") ?? "").lowercased()
         guard let provider = tenant.identityProviders.first(where: { Self.id($0).lowercased() == id }) else { throw GraphError.resourceNotFound }
         try await administration.removeIdentityProvider(named: provider.name, tenantID: tenant.id)
         return Response(status: .noContent)
+    }
+}
+
+extension GraphIdentityProviders {
+    /// The routes, each under the Graph permission its operation's reference page names.
+    var endpoints: RouteCollection<GraphRequestContext> {
+        let collection = RouteCollection(context: GraphRequestContext.self)
+        collection.group().add(middleware: permit.application(anyOf: Self.readRoles))
+            .get("identity/identityProviders", use: list)
+            .get("identity/identityProviders/availableProviderTypes", use: availableTypes)
+            .get("identity/identityProviders/:id", use: get)
+        collection.group().add(middleware: permit.application(anyOf: Self.writeRoles))
+            .post("identity/identityProviders", use: create)
+            .patch("identity/identityProviders/:id", use: update)
+            .delete("identity/identityProviders/:id", use: delete)
+        return collection
     }
 }

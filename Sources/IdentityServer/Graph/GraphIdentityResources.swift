@@ -10,7 +10,7 @@ import WireCoding
 /// connectors and upstream providers: the YAML's store, so an export shows what Graph changed.
 /// Secrets are write-only (`******` when read), as Graph has them.
 struct GraphIdentityResources: Sendable {
-    let authenticator: GraphCaller.Authenticator
+    let permit: GraphCallers
     let server: IdentityServer
     let hosts: HostPolicy
 
@@ -67,8 +67,8 @@ struct GraphIdentityResources: Sendable {
         }
     }
 
-    @Sendable func listAttributes(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.flowReadRoles)
+    @Sendable func listAttributes(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let query = try GraphListQuery(
             request.uri.query, type: "identityUserFlowAttribute", properties: ["id", "displayName", "description", "userFlowAttributeType", "dataType"],
             filterable: ["id", "displayName", "dataType", "userFlowAttributeType"])
@@ -78,17 +78,17 @@ struct GraphIdentityResources: Sendable {
                 path: "/v1.0/identity/userFlowAttributes"))
     }
 
-    @Sendable func getAttribute(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.flowReadRoles)
+    @Sendable func getAttribute(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         guard let attribute = Self.flowAttribute(context.parameters.get("id") ?? "", tenant: tenant), let json = Self.attributeJSON(attribute, tenant: tenant)
         else { throw GraphError.resourceNotFound }
         return Self.entity("identity/userFlowAttributes", json)
     }
 
     /// `POST {"displayName", "description", "dataType"}`: a custom attribute named by its display name.
-    @Sendable func createAttribute(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.flowWriteRoles)
+    @Sendable func createAttribute(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let body = try await GraphBody.object(request, context: context)
         for key in body.keys where !["@odata.type", "displayName", "description", "dataType", "userFlowAttributeType"].contains(key) {
             throw GraphError.badRequest("Property '\(TextRules.printable(String(key.prefix(64))))' does not exist on type 'microsoft.graph.identityUserFlowAttribute'.")
@@ -110,9 +110,9 @@ struct GraphIdentityResources: Sendable {
     }
 
     /// `PATCH {"description"}`: the only property Graph lets change, of a custom attribute.
-    @Sendable func updateAttribute(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.flowWriteRoles)
+    @Sendable func updateAttribute(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         guard case .custom(let name)? = Self.flowAttribute(context.parameters.get("id") ?? "", tenant: tenant) else {
             throw Self.flowAttribute(context.parameters.get("id") ?? "", tenant: tenant) == nil
                 ? GraphError.resourceNotFound : GraphError.badRequest("Only custom user flow attributes can be updated.")
@@ -127,9 +127,9 @@ struct GraphIdentityResources: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func deleteAttribute(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.flowWriteRoles)
+    @Sendable func deleteAttribute(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         guard let attribute = Self.flowAttribute(context.parameters.get("id") ?? "", tenant: tenant) else { throw GraphError.resourceNotFound }
         guard case .custom(let name) = attribute else { throw GraphError.badRequest("Only custom user flow attributes can be deleted.") }
         try await administration.removeUserAttribute(named: name, tenantID: tenant.id)
@@ -160,19 +160,19 @@ struct GraphIdentityResources: Sendable {
         ])
     }
 
-    private func connector(_ context: IdentityRequestContext, tenant: Tenant) throws -> APIConnector {
+    private func connector(_ context: GraphRequestContext, tenant: Tenant) throws -> APIConnector {
         let id = (context.parameters.get("id") ?? "").lowercased()
         guard let found = tenant.apiConnectors.first(where: { Self.connectorID($0, tenant: tenant) == id }) else { throw GraphError.resourceNotFound }
         return found
     }
 
-    @Sendable func listConnectors(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.connectorReadRoles)
+    @Sendable func listConnectors(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         return Self.collection("identity/apiConnectors", tenant.apiConnectors.map { Self.connectorJSON($0, tenant: tenant) })
     }
 
-    @Sendable func getConnector(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.connectorReadRoles)
+    @Sendable func getConnector(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         return Self.entity("identity/apiConnectors", Self.connectorJSON(try connector(context, tenant: tenant), tenant: tenant))
     }
 
@@ -201,9 +201,9 @@ struct GraphIdentityResources: Sendable {
         }
     }
 
-    @Sendable func createConnector(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.connectorWriteRoles)
+    @Sendable func createConnector(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         var connector = APIConnector(name: "", url: "")
         try Self.apply(try await GraphBody.object(request, context: context), to: &connector)
         guard !connector.name.isEmpty, !connector.url.isEmpty else { throw GraphError.badRequest("displayName and targetUrl are required.") }
@@ -211,9 +211,9 @@ struct GraphIdentityResources: Sendable {
         return Self.entity("identity/apiConnectors", Self.connectorJSON(connector, tenant: tenant), status: .created)
     }
 
-    @Sendable func updateConnector(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.connectorWriteRoles)
+    @Sendable func updateConnector(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         var connector = try connector(context, tenant: tenant)
         // The stored secret is sealed: only a new one given in clear is written.
         connector.password = nil
@@ -223,9 +223,9 @@ struct GraphIdentityResources: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func deleteConnector(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.connectorWriteRoles)
+    @Sendable func deleteConnector(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         try await administration.removeAPIConnector(named: try connector(context, tenant: tenant).name, tenantID: tenant.id)
         return Response(status: .noContent)
     }
@@ -245,5 +245,27 @@ extension UserAttribute {
         case .streetAddress: "Street Address"
         case .state: "State/Province"
         }
+    }
+}
+
+extension GraphIdentityResources {
+    /// The routes, each under the Graph permission its operation's reference page names.
+    var endpoints: RouteCollection<GraphRequestContext> {
+        let collection = RouteCollection(context: GraphRequestContext.self)
+        collection.group().add(middleware: permit.application(anyOf: Self.flowReadRoles))
+            .get("identity/userFlowAttributes", use: listAttributes)
+            .get("identity/userFlowAttributes/:id", use: getAttribute)
+        collection.group().add(middleware: permit.application(anyOf: Self.flowWriteRoles))
+            .post("identity/userFlowAttributes", use: createAttribute)
+            .patch("identity/userFlowAttributes/:id", use: updateAttribute)
+            .delete("identity/userFlowAttributes/:id", use: deleteAttribute)
+        collection.group().add(middleware: permit.application(anyOf: Self.connectorReadRoles))
+            .get("identity/apiConnectors", use: listConnectors)
+            .get("identity/apiConnectors/:id", use: getConnector)
+        collection.group().add(middleware: permit.application(anyOf: Self.connectorWriteRoles))
+            .post("identity/apiConnectors", use: createConnector)
+            .patch("identity/apiConnectors/:id", use: updateConnector)
+            .delete("identity/apiConnectors/:id", use: deleteConnector)
+        return collection
     }
 }

@@ -10,7 +10,7 @@ import WireCoding
 /// `generateKey`, `uploadSecret`, `getActiveKey`, read, list, delete. A key shows its public
 /// parts only (`trustFrameworkKey`); private keys and secrets never leave the database.
 struct GraphKeySets: Sendable {
-    let authenticator: GraphCaller.Authenticator
+    let permit: GraphCallers
     let keySets: PolicyKeySetLibrary
     /// Changes go through the directory's one door, so each is in the audit log.
     let administration: IdentityAdministration
@@ -19,20 +19,20 @@ struct GraphKeySets: Sendable {
     static let writeRoles = ["TrustFrameworkKeySet.ReadWrite.All"]
     static let context = "https://graph.microsoft.com/beta/$metadata#trustFramework/keySets"
 
-    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func list(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let sets = try await keySets.keySets(tenantID: tenant.id)
         return .json(.object([("@odata.context", .string(Self.context)), ("value", .array(sets.map(Self.json)))]))
     }
 
-    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func get(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         return .json(Self.entity(try await keySet(context, tenant: tenant)))
     }
 
-    @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func create(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let body = try await GraphBody.object(request, context: context)
         guard case .string(let id)? = body["id"], !id.isEmpty else { throw GraphError.badRequest("id is required.", code: "BadRequest") }
         let set = try await mapping { try await administration.createPolicyKeySet(tenantID: tenant.id, id: id) }
@@ -40,16 +40,16 @@ struct GraphKeySets: Sendable {
         return .json(Self.entity(set), status: .created)
     }
 
-    @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func delete(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         guard try await administration.deletePolicyKeySet(tenantID: tenant.id, id: context.parameters.get("id") ?? "") else { throw GraphError.resourceNotFound }
         return Response(status: .noContent)
     }
 
-    @Sendable func generateKey(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func generateKey(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let body = try await GraphBody.object(request, context: context)
         let (use, nbf, exp) = try Self.common(body)
         guard case .string(let kty)? = body["kty"] else { throw GraphError.badRequest("kty is required.", code: "BadRequest") }
@@ -60,9 +60,9 @@ struct GraphKeySets: Sendable {
         return .json(Self.json(key))
     }
 
-    @Sendable func uploadSecret(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func uploadSecret(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let body = try await GraphBody.object(request, context: context)
         let (use, nbf, exp) = try Self.common(body)
         guard case .string(let value)? = body["k"] else { throw GraphError.badRequest("k is required.", code: "BadRequest") }
@@ -75,9 +75,9 @@ struct GraphKeySets: Sendable {
 
     /// `uploadPkcs12` `{"key": <PKCS#12, base64>, "password": …}`: a certificate with its private
     /// key, for a REST profile's `ClientCertificate`.
-    @Sendable func uploadPkcs12(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func uploadPkcs12(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let body = try await GraphBody.object(request, context: context)
         guard case .string(let file)? = body["key"] else { throw GraphError.badRequest("key is required.", code: "BadRequest") }
         var password = ""
@@ -88,8 +88,8 @@ struct GraphKeySets: Sendable {
         return .json(Self.json(key))
     }
 
-    @Sendable func activeKey(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func activeKey(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let key = try await mapping { try await keySets.activeKey(tenantID: tenant.id, keySet: context.parameters.get("id") ?? "") }
         guard let key else {
             throw GraphError(status: .notFound, code: "AADB2C", message: "The key set has no active key: none whose nbf has passed and exp has not.")
@@ -97,7 +97,7 @@ struct GraphKeySets: Sendable {
         return .json(Self.json(key))
     }
 
-    private func keySet(_ context: IdentityRequestContext, tenant: Tenant) async throws -> PolicyKeySet {
+    private func keySet(_ context: GraphRequestContext, tenant: Tenant) async throws -> PolicyKeySet {
         guard let set = try await keySets.keySet(tenantID: tenant.id, id: context.parameters.get("id") ?? "") else {
             throw GraphError.resourceNotFound
         }
@@ -146,5 +146,25 @@ struct GraphKeySets: Sendable {
 
     static func entity(_ set: PolicyKeySet) -> JSONText {
         .object([("@odata.context", .string(context + "/$entity")), ("id", .string(set.id)), ("keys", .array(set.keys.map(json)))])
+    }
+}
+
+extension GraphKeySets {
+    /// The routes, each under the Graph permission its operation's reference page names.
+    var endpoints: RouteCollection<GraphRequestContext> {
+        let collection = RouteCollection(context: GraphRequestContext.self)
+        collection.group().add(middleware: permit.application(anyOf: Self.readRoles))
+            .get("trustFramework/keySets", use: list)
+            .get("trustFramework/keySets/:id", use: get)
+            // An OData function: Microsoft's SDKs call it with its parentheses.
+            .get("trustFramework/keySets/:id/getActiveKey()", use: activeKey)
+            .get("trustFramework/keySets/:id/getActiveKey", use: activeKey)
+        collection.group().add(middleware: permit.application(anyOf: Self.writeRoles))
+            .post("trustFramework/keySets", use: create)
+            .delete("trustFramework/keySets/:id", use: delete)
+            .post("trustFramework/keySets/:id/generateKey", use: generateKey)
+            .post("trustFramework/keySets/:id/uploadSecret", use: uploadSecret)
+            .post("trustFramework/keySets/:id/uploadPkcs12", use: uploadPkcs12)
+        return collection
     }
 }

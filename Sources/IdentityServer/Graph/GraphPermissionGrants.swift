@@ -11,7 +11,7 @@ import WireCoding
 /// and API, its `scope` the space-separated scope names; reading takes `Application.Read.All`,
 /// writing `DelegatedPermissionGrant.ReadWrite.All`.
 struct GraphPermissionGrants: Sendable {
-    let authenticator: GraphCaller.Authenticator
+    let permit: GraphCallers
     let server: IdentityServer
     let hosts: HostPolicy
 
@@ -50,8 +50,8 @@ struct GraphPermissionGrants: Sendable {
         ]
     }
 
-    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func list(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let query = try GraphListQuery(
             request.uri.query, type: "oAuth2PermissionGrant", properties: ["id", "clientId", "consentType", "principalId", "resourceId", "scope"],
             filterable: ["clientId", "resourceId", "consentType"])
@@ -62,16 +62,16 @@ struct GraphPermissionGrants: Sendable {
                 path: "/v1.0/oauth2PermissionGrants"))
     }
 
-    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func get(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let grant = try await self.grant(context, tenant: tenant)
         return Self.entity(members(grant, tenant: tenant), status: .ok)
     }
 
     /// `POST {"clientId", "consentType": "AllPrincipals", "resourceId", "scope"}`.
-    @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func create(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let body = try await GraphBody.object(request, context: context)
         guard case .string("AllPrincipals")? = body["consentType"] else {
             throw GraphError.badRequest("consentType must be AllPrincipals: this service keeps admin consent only.")
@@ -93,9 +93,9 @@ struct GraphPermissionGrants: Sendable {
     }
 
     /// `PATCH {"scope"}`: replaces the granted scopes.
-    @Sendable func update(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func update(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let grant = try await self.grant(context, tenant: tenant)
         let body = try await GraphBody.object(request, context: context)
         guard body.keys.allSatisfy({ $0 == "scope" || $0 == "@odata.type" }) else { throw GraphError.badRequest("Only scope can be changed.") }
@@ -103,9 +103,9 @@ struct GraphPermissionGrants: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func delete(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let grant = try await self.grant(context, tenant: tenant)
         try await set([], on: grant.resource, of: grant.app, administration)
         return Response(status: .noContent)
@@ -119,7 +119,7 @@ struct GraphPermissionGrants: Sendable {
         try await server.administration.applications(tenantID: tenant.id).first { $0.clientID == app.clientID }?.permission(on: resource)?.scopes ?? []
     }
 
-    private func grant(_ context: IdentityRequestContext, tenant: Tenant) async throws -> Grant {
+    private func grant(_ context: GraphRequestContext, tenant: Tenant) async throws -> Grant {
         let id = context.parameters.get("id") ?? ""
         guard let grant = try await grants(tenant).first(where: { GraphServicePrincipals.member("id", of: .object(members($0, tenant: tenant))) == id })
         else {
@@ -137,5 +137,20 @@ struct GraphPermissionGrants: Sendable {
 
     private static func entity(_ members: [(String, JSONText)], status: HTTPResponse.Status) -> Response {
         .json(.object([("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#oauth2PermissionGrants/$entity"))] + members), status: status)
+    }
+}
+
+extension GraphPermissionGrants {
+    /// The routes, each under the Graph permission its operation's reference page names.
+    var endpoints: RouteCollection<GraphRequestContext> {
+        let collection = RouteCollection(context: GraphRequestContext.self)
+        collection.group().add(middleware: permit.application(anyOf: Self.readRoles))
+            .get("oauth2PermissionGrants", use: list)
+            .get("oauth2PermissionGrants/:id", use: get)
+        collection.group().add(middleware: permit.application(anyOf: Self.writeRoles))
+            .post("oauth2PermissionGrants", use: create)
+            .patch("oauth2PermissionGrants/:id", use: update)
+            .delete("oauth2PermissionGrants/:id", use: delete)
+        return collection
     }
 }

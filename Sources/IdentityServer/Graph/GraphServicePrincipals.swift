@@ -14,7 +14,7 @@ import WireCoding
 /// a Graph application permission (`AppRoleAssignment.ReadWrite.All`); an `AllPrincipals`
 /// permission grant grants it an API's delegated scopes (`DelegatedPermissionGrant.ReadWrite.All`).
 struct GraphServicePrincipals: Sendable {
-    let authenticator: GraphCaller.Authenticator
+    let permit: GraphCallers
     let server: IdentityServer
     let hosts: HostPolicy
 
@@ -106,8 +106,8 @@ struct GraphServicePrincipals: Sendable {
         ]
     }
 
-    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func list(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let query = try GraphListQuery(
             request.uri.query, type: "servicePrincipal", properties: Self.properties, filterable: ["appId", "displayName", "id", "servicePrincipalNames"])
         let items = try await principals(tenant).map { members($0, tenant: tenant) }
@@ -117,8 +117,8 @@ struct GraphServicePrincipals: Sendable {
                 path: "/v1.0/servicePrincipals"))
     }
 
-    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func get(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let query = try GraphListQuery(request.uri.query, type: "servicePrincipal", properties: Self.properties, filterable: [])
         let principal = try await principal(context.parameters.get("id"), tenant: tenant)
         guard case .object(var chosen) = query.selected(members(principal, tenant: tenant)) else { throw GraphError.resourceNotFound }
@@ -127,8 +127,8 @@ struct GraphServicePrincipals: Sendable {
     }
 
     /// `POST /servicePrincipals {"appId"}`: the app's principal (every app has one).
-    @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+    @Sendable func create(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let body = try await GraphBody.object(request, context: context)
         guard case .string(let appID)? = body["appId"],
             let app = try await GraphApplications.applications(tenant, server: server).first(where: { $0.clientIDString == appID.lowercased() })
@@ -161,8 +161,8 @@ struct GraphServicePrincipals: Sendable {
         }
     }
 
-    @Sendable func listAssignments(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func listAssignments(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         guard case .app(let app) = try await principal(context.parameters.get("id"), tenant: tenant) else {
             return .json(.object([("value", .array([]))]))
         }
@@ -175,8 +175,8 @@ struct GraphServicePrincipals: Sendable {
 
     /// `GET …/appRoleAssignedTo`: the assignments of this principal's app roles to others —
     /// Microsoft Graph's are every app's Graph application permissions; an app's own, none.
-    @Sendable func listAssignedTo(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func listAssignedTo(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let principal = try await principal(context.parameters.get("id"), tenant: tenant)
         var value: [JSONText] = []
         if case .graph = principal {
@@ -191,9 +191,9 @@ struct GraphServicePrincipals: Sendable {
 
     /// `POST …/appRoleAssignments {"principalId", "resourceId", "appRoleId"}`: the principal
     /// must be the path's, the resource Microsoft Graph's, the role one of its `appRoles`.
-    @Sendable func assign(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration, held) = try await authenticator.administrator(
-            server.administration, of: request, context: context, anyOf: Self.assignRoles)
+    @Sendable func assign(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration, held) = (application.tenant, application.administration, application.held)
         guard case .app(let app) = try await principal(context.parameters.get("id"), tenant: tenant) else {
             throw GraphError.badRequest("Microsoft Graph's own service principal holds no app roles here.")
         }
@@ -219,9 +219,9 @@ struct GraphServicePrincipals: Sendable {
         return .json(.object(members), status: .created)
     }
 
-    @Sendable func unassign(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration, held) = try await authenticator.administrator(
-            server.administration, of: request, context: context, anyOf: Self.assignRoles)
+    @Sendable func unassign(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration, held) = (application.tenant, application.administration, application.held)
         guard case .app(let app) = try await principal(context.parameters.get("id"), tenant: tenant) else { throw GraphError.resourceNotFound }
         let id = context.parameters.get("assignment") ?? ""
         let principal = Principal.app(app).id(in: tenant)
@@ -236,5 +236,23 @@ struct GraphServicePrincipals: Sendable {
     static func member(_ name: String, of json: JSONText) -> String? {
         guard case .object(let members) = json, case .string(let value)? = members.first(where: { $0.0 == name })?.1 else { return nil }
         return value
+    }
+}
+
+extension GraphServicePrincipals {
+    /// The routes, each under the Graph permission its operation's reference page names.
+    var endpoints: RouteCollection<GraphRequestContext> {
+        let collection = RouteCollection(context: GraphRequestContext.self)
+        let reads = collection.group().add(middleware: permit.application(anyOf: Self.readRoles)).get("servicePrincipals", use: list)
+        collection.group().add(middleware: permit.application(anyOf: Self.writeRoles)).post("servicePrincipals", use: create)
+        let assigns = collection.group().add(middleware: permit.application(anyOf: Self.assignRoles))
+        for path in ["servicePrincipals/:id", "servicePrincipals{id}"] {
+            reads.get(RouterPath(path), use: get)
+                .get(RouterPath(path + "/appRoleAssignments"), use: listAssignments)
+                .get(RouterPath(path + "/appRoleAssignedTo"), use: listAssignedTo)
+            assigns.post(RouterPath(path + "/appRoleAssignments"), use: assign)
+                .delete(RouterPath(path + "/appRoleAssignments/:assignment"), use: unassign)
+        }
+        return collection
     }
 }

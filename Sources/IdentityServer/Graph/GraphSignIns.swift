@@ -9,18 +9,19 @@ import WireCoding
 /// `@odata.nextLink`, and the `$filter` clauses Graph documents for sign-ins that this log can
 /// answer exactly, ANDed.
 struct GraphSignIns: Sendable {
-    let authenticator: GraphCaller.Authenticator
+    let permit: GraphCallers
+    let clock: any IdentityClock
     let log: SignInLog
     let hosts: HostPolicy
 
     static let roles = ["AuditLog.Read.All"]
 
-    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.roles)
+    @Sendable func list(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let options = try AuditLogOptions(signIns: request.uri.query)
         var query = options.query
         query.limit += 1  // one more than the page, to know whether another follows
-        query.after = max(query.after ?? .min, log.oldestKept(now: authenticator.clock.now))
+        query.after = max(query.after ?? .min, log.oldestKept(now: clock.now))
         let found = try await log.events(tenantID: tenant.id, query)
         return Self.page(found, options: options, request: request, hosts: hosts, time: \.at, id: \.id, json: Self.json)
     }
@@ -43,10 +44,10 @@ struct GraphSignIns: Sendable {
         return .json(.object(body))
     }
 
-    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.roles)
+    @Sendable func get(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         guard let id = context.parameters.get("id"), id.count <= 64, let event = try await log.event(tenantID: tenant.id, id: id),
-            event.at.epochMilliseconds > log.oldestKept(now: authenticator.clock.now)
+            event.at.epochMilliseconds > log.oldestKept(now: clock.now)
         else {
             throw GraphError.resourceNotFound
         }
@@ -100,5 +101,16 @@ enum GraphTime {
         if let date = formatter.date(from: text) { return date }
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter.date(from: text)
+    }
+}
+
+extension GraphSignIns {
+    /// The routes, each under the Graph permission its operation's reference page names.
+    var endpoints: RouteCollection<GraphRequestContext> {
+        let collection = RouteCollection(context: GraphRequestContext.self)
+        collection.group().add(middleware: permit.application(anyOf: Self.roles))
+            .get("auditLogs/signIns", use: list)
+            .get("auditLogs/signIns/:id", use: get)
+        return collection
     }
 }

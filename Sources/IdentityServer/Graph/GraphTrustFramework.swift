@@ -11,7 +11,7 @@ import WireCoding
 /// A policy is checked whole at upload; a refused one answers Graph's error shape with B2C's
 /// "Validation failed" message naming every problem, and nothing is stored.
 struct GraphTrustFramework: Sendable {
-    let authenticator: GraphCaller.Authenticator
+    let permit: GraphCallers
     let administration: IdentityAdministration
 
     /// Graph serves policies to `Policy.ReadWrite.TrustFramework` only, reads included.
@@ -19,8 +19,8 @@ struct GraphTrustFramework: Sendable {
     static let writeRoles = ["Policy.ReadWrite.TrustFramework"]
     static let context = "https://graph.microsoft.com/beta/$metadata#trustFramework/policies"
 
-    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func list(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let policies = try await administration.customPolicies(tenantID: tenant.id)
         return .json(
             .object([
@@ -29,35 +29,35 @@ struct GraphTrustFramework: Sendable {
             ]))
     }
 
-    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func get(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let policy = try await self.policy(context, tenant: tenant)
         return .json(.object([("@odata.context", .string(Self.context + "/$entity")), ("id", .string(policy.id))]))
     }
 
-    @Sendable func value(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func value(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         return Self.xml(try await policy(context, tenant: tenant).body, status: .ok)
     }
 
     /// `PUT …/{id}/$value`: 201 for a new policy, 200 for a changed one, the XML as the body.
-    @Sendable func put(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func put(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let id = context.parameters.get("id") ?? ""
         return try await upload(request, context: context, tenant: tenant, administration: administration, expectedID: id)
     }
 
     /// `POST /trustFramework/policies` with the XML: creates (or replaces) the policy it names.
-    @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func create(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         return try await upload(request, context: context, tenant: tenant, administration: administration, expectedID: nil)
     }
 
-    @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func delete(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let id = context.parameters.get("id") ?? ""
         do {
             guard try await administration.deleteCustomPolicy(tenant: tenant, id: id) else { throw GraphError.resourceNotFound }
@@ -69,7 +69,7 @@ struct GraphTrustFramework: Sendable {
     }
 
     private func upload(
-        _ request: Request, context: IdentityRequestContext, tenant: Tenant, administration: IdentityAdministration, expectedID: String?
+        _ request: Request, context: GraphRequestContext, tenant: Tenant, administration: IdentityAdministration, expectedID: String?
     ) async throws -> Response {
         let contentType = (request.headers[.contentType] ?? "").split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
         // Microsoft's SDKs send application/octet-stream to `$value`; the reference says application/xml.
@@ -93,7 +93,7 @@ struct GraphTrustFramework: Sendable {
         }
     }
 
-    private func policy(_ context: IdentityRequestContext, tenant: Tenant) async throws -> CustomPolicy {
+    private func policy(_ context: GraphRequestContext, tenant: Tenant) async throws -> CustomPolicy {
         guard let id = context.parameters.get("id"), let policy = try await administration.customPolicy(tenantID: tenant.id, id: id) else {
             throw GraphError.resourceNotFound
         }
@@ -102,5 +102,21 @@ struct GraphTrustFramework: Sendable {
 
     private static func xml(_ body: String, status: HTTPResponse.Status) -> Response {
         Response(status: status, headers: [.contentType: "application/xml"], body: .init(byteBuffer: ByteBuffer(string: body)))
+    }
+}
+
+extension GraphTrustFramework {
+    /// The routes, each under the Graph permission its operation's reference page names.
+    var endpoints: RouteCollection<GraphRequestContext> {
+        let collection = RouteCollection(context: GraphRequestContext.self)
+        collection.group().add(middleware: permit.application(anyOf: Self.readRoles))
+            .get("trustFramework/policies", use: list)
+            .get("trustFramework/policies/:id", use: get)
+            .get("trustFramework/policies/:id/$value", use: value)
+        collection.group().add(middleware: permit.application(anyOf: Self.writeRoles))
+            .post("trustFramework/policies", use: create)
+            .delete("trustFramework/policies/:id", use: delete)
+            .put("trustFramework/policies/:id/$value", use: put)
+        return collection
     }
 }

@@ -9,7 +9,7 @@ import WireCoding
 
 /// A JSON object body, or Graph's 400 / 415 / 413.
 enum GraphBody {
-    static func object(_ request: Request, context: IdentityRequestContext) async throws -> [String: JSONValue] {
+    static func object(_ request: Request, context: GraphRequestContext) async throws -> [String: JSONValue] {
         let contentType = request.headers[.contentType]?.lowercased() ?? ""
         guard contentType.hasPrefix("application/json") else {
             throw GraphError(status: .unsupportedMediaType, code: "BadRequest", message: "The request body must be application/json.")

@@ -10,13 +10,13 @@ import WireCoding
 /// here cannot do is refused rather than stored and ignored: a required attribute other than the
 /// display name, verification of an attribute, a choice list.
 struct GraphUserFlowAssignments: Sendable {
-    let authenticator: GraphCaller.Authenticator
+    let permit: GraphCallers
     let server: IdentityServer
 
     static let readRoles = GraphIdentityResources.flowReadRoles
     static let writeRoles = GraphIdentityResources.flowWriteRoles
 
-    private func flow(_ context: IdentityRequestContext, tenant: Tenant) async throws -> UserFlow {
+    private func flow(_ context: GraphRequestContext, tenant: Tenant) async throws -> UserFlow {
         try await GraphB2CUserFlows.flow(context, tenant: tenant, server: server)
     }
 
@@ -47,8 +47,8 @@ struct GraphUserFlowAssignments: Sendable {
         RequestParameters(query: request.uri.query)["$expand"]?.lowercased().contains("userattribute") == true
     }
 
-    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func list(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let flow = try await flow(context, tenant: tenant)
         let expand = Self.expands(request)
         return .json(
@@ -58,8 +58,8 @@ struct GraphUserFlowAssignments: Sendable {
             ]))
     }
 
-    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func get(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let flow = try await flow(context, tenant: tenant)
         let key = (context.parameters.get("assignment") ?? "").lowercased()
         guard let attribute = flow.signUpAttributes.first(where: { Self.assignmentID($0, tenant: tenant).lowercased() == key }),
@@ -83,9 +83,9 @@ struct GraphUserFlowAssignments: Sendable {
     }
 
     /// `POST {"userAttribute": {"id"}} or {"userAttribute@odata.bind": "…/userFlowAttributes/{id}"}`.
-    @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func create(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         var flow = try await flow(context, tenant: tenant)
         let body = try await GraphBody.object(request, context: context)
         let known: Set<String> = [
@@ -112,8 +112,8 @@ struct GraphUserFlowAssignments: Sendable {
         return response
     }
 
-    @Sendable func update(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.writeRoles)
+    @Sendable func update(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let flow = try await flow(context, tenant: tenant)
         let key = (context.parameters.get("assignment") ?? "").lowercased()
         guard let attribute = flow.signUpAttributes.first(where: { Self.assignmentID($0, tenant: tenant).lowercased() == key }) else {
@@ -125,9 +125,9 @@ struct GraphUserFlowAssignments: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func delete(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         var flow = try await flow(context, tenant: tenant)
         let key = (context.parameters.get("assignment") ?? "").lowercased()
         guard flow.signUpAttributes.contains(where: { Self.assignmentID($0, tenant: tenant).lowercased() == key }) else {
@@ -138,8 +138,8 @@ struct GraphUserFlowAssignments: Sendable {
         return Response(status: .noContent)
     }
 
-    @Sendable func getOrder(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func getOrder(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let flow = try await flow(context, tenant: tenant)
         return .json(
             .object([
@@ -149,9 +149,9 @@ struct GraphUserFlowAssignments: Sendable {
     }
 
     /// `POST …/setOrder {"newAssignmentOrder": {"order": [ids]}}`: the same assignments, reordered.
-    @Sendable func setOrder(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func setOrder(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         var flow = try await flow(context, tenant: tenant)
         let body = try await GraphBody.object(request, context: context)
         guard case .object(let order)? = body["newAssignmentOrder"], case .array(let ids)? = order["order"] else {
@@ -178,13 +178,32 @@ struct GraphUserFlowAssignments: Sendable {
         return .object([("id", .string(tag)), ("isEnabled", .bool(true)), ("displayName", .string(name))])
     }
 
-    @Sendable func languages(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func languages(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let flow = try await flow(context, tenant: tenant)
         return .json(
             .object([
                 ("@odata.context", .string("\(GraphB2CUserFlows.base)('\(flow.name)')/languages")),
                 ("value", .array(tenant.languages.map(Self.languageJSON))),
             ]))
+    }
+}
+
+extension GraphUserFlowAssignments {
+    /// The routes, each under the Graph permission its operation's reference page names.
+    var endpoints: RouteCollection<GraphRequestContext> {
+        let collection = RouteCollection(context: GraphRequestContext.self)
+        collection.group().add(middleware: permit.application(anyOf: Self.readRoles))
+            .get("identity/b2cUserFlows/:id/userAttributeAssignments", use: list)
+            .get("identity/b2cUserFlows/:id/userAttributeAssignments/getOrder", use: getOrder)
+            .get("identity/b2cUserFlows/:id/userAttributeAssignments/getOrder()", use: getOrder)
+            .get("identity/b2cUserFlows/:id/userAttributeAssignments/:assignment", use: get)
+            .get("identity/b2cUserFlows/:id/languages", use: languages)
+        collection.group().add(middleware: permit.application(anyOf: Self.writeRoles))
+            .post("identity/b2cUserFlows/:id/userAttributeAssignments", use: create)
+            .post("identity/b2cUserFlows/:id/userAttributeAssignments/setOrder", use: setOrder)
+            .patch("identity/b2cUserFlows/:id/userAttributeAssignments/:assignment", use: update)
+            .delete("identity/b2cUserFlows/:id/userAttributeAssignments/:assignment", use: delete)
+        return collection
     }
 }

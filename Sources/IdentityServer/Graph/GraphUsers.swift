@@ -10,7 +10,7 @@ import WireCoding
 /// `User.Read.All` (reads) or `User.ReadWrite.All`. The account rules are the admin commands'
 /// (``IdentityServer/createUser(tenantID:_:)``), so both write the same accounts.
 struct GraphUsers: Sendable {
-    let authenticator: GraphCaller.Authenticator
+    let permit: GraphCallers
     let server: IdentityServer
     let hosts: HostPolicy
 
@@ -19,8 +19,8 @@ struct GraphUsers: Sendable {
 
     // MARK: Routes
 
-    @Sendable func list(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func list(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let query = try GraphQuery(request.uri.query, tenant: tenant)
         var matching = try await server.users.users(tenantID: tenant.id)
         if let filter = query.filter { matching = matching.filter { filter.matches($0, tenant: tenant) } }
@@ -47,8 +47,8 @@ struct GraphUsers: Sendable {
         return .json(.object(body))
     }
 
-    @Sendable func get(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let tenant = try await authenticator.application(of: request, anyOf: Self.readRoles)
+    @Sendable func get(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let tenant = try context.requireApplication().tenant
         let query = try GraphQuery(request.uri.query, tenant: tenant)
         let user = try await self.user(context, tenant: tenant)
         var body = GraphUserJSON.members(user, tenant: tenant, select: query.select)
@@ -56,54 +56,48 @@ struct GraphUsers: Sendable {
         return .json(.object(body))
     }
 
-    @Sendable func create(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func create(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let body = try await GraphBody.object(request, context: context)
         let account = try GraphUserDraft.newAccount(from: body, tenant: tenant)
         let user: UserAccount
-        do {
-            user = try await administration.createUser(tenantID: tenant.id, account)
-        } catch let error as IdentityAdministration.AdministrationError {
-            throw GraphError(error)
-        }
+        user = try await administration.createUser(tenantID: tenant.id, account)
+
         context.logger.info("user created through Graph", metadata: ["oid": "\(user.objectID)"])
         var members = GraphUserJSON.members(user, tenant: tenant, select: nil)
         members.insert(("@odata.context", .string(GraphUserJSON.context(select: nil, collection: false))), at: 0)
         return .json(.object(members), status: .created)
     }
 
-    @Sendable func update(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func update(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let user = try await self.user(context, tenant: tenant)
-        try await refuseUnlessPrivileged(user, request)
+        try await refuseUnlessPrivileged(user, context)
         let body = try await GraphBody.object(request, context: context)
         let changes = try GraphUserDraft.changes(from: body, tenant: tenant)
-        do {
-            try await administration.updateUser(user, changes)
-        } catch let error as IdentityAdministration.AdministrationError {
-            throw GraphError(error)
-        }
+        try await administration.updateUser(user, changes)
+
         return Response(status: .noContent)
     }
 
-    @Sendable func delete(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func delete(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let user = try await self.user(context, tenant: tenant)
-        try await refuseUnlessPrivileged(user, request)
+        try await refuseUnlessPrivileged(user, context)
         try await administration.deleteUser(user)
         context.logger.info("user deleted through Graph", metadata: ["oid": "\(user.objectID)"])
         return Response(status: .noContent)
     }
 
     /// `POST /users/{id}/revokeSignInSessions`: ends SSO and every refresh-token family.
-    @Sendable func revokeSignInSessions(_ request: Request, context: IdentityRequestContext) async throws -> Response {
-        let (tenant, administration) = try await authenticator.administration(
-            server.administration, of: request, context: context, anyOf: Self.writeRoles)
+    @Sendable func revokeSignInSessions(_ request: Request, context: GraphRequestContext) async throws -> Response {
+        let application = try context.requireApplication()
+        let (tenant, administration) = (application.tenant, application.administration)
         let user = try await self.user(context, tenant: tenant)
-        try await refuseUnlessPrivileged(user, request)
+        try await refuseUnlessPrivileged(user, context)
         try await administration.revokeSessions(user)
         return .json(
             .object([("@odata.context", .string("https://graph.microsoft.com/v1.0/$metadata#Edm.Boolean")), ("value", .bool(true))]))
@@ -113,17 +107,13 @@ struct GraphUsers: Sendable {
     /// deleted or signed out only by an app that may manage roles too: as Entra refuses a
     /// user-management app a privileged account's password, an app holding only
     /// `User.ReadWrite.All` could otherwise set an admin's password and sign in to the console.
-    private func refuseUnlessPrivileged(_ user: UserAccount, _ request: Request) async throws {
+    private func refuseUnlessPrivileged(_ user: UserAccount, _ context: GraphRequestContext) async throws {
         guard try await server.administration.roles(of: user).contains(.admin) else { return }
-        do {
-            _ = try await authenticator.application(of: request, anyOf: GraphDirectoryRoles.writeRoles)
-        } catch {
-            throw GraphError.insufficientPrivileges
-        }
+        guard try context.requireApplication().holds(anyOf: GraphDirectoryRoles.writeRoles) else { throw GraphError.insufficientPrivileges }
     }
 
     /// `{id}`: an object id, or a user principal name (a local account's email), in this tenant.
-    private func user(_ context: IdentityRequestContext, tenant: Tenant) async throws -> UserAccount {
+    private func user(_ context: GraphRequestContext, tenant: Tenant) async throws -> UserAccount {
         let key = context.parameters.get("id")?.removingPercentEncoding ?? ""
         // `{oid}@{tenant}`, the user principal name B2C writes in `identities`, names the object id.
         var lookup = key
@@ -233,5 +223,21 @@ enum GraphUserJSON {
         let upn = identity("userPrincipalName", tenant.name, "\(user.objectID)@\(tenant.name)")
         if user.identityProvider == .local { return [identity("emailAddress", tenant.name, user.email ?? user.signInName), upn] }
         return [identity("federated", user.identityProvider.rawValue, user.signInName), upn]
+    }
+}
+
+extension GraphUsers {
+    /// The routes, each under the Graph permission its operation's reference page names.
+    var endpoints: RouteCollection<GraphRequestContext> {
+        let collection = RouteCollection(context: GraphRequestContext.self)
+        collection.group().add(middleware: permit.application(anyOf: Self.readRoles))
+            .get("users", use: list)
+            .get("users/:id", use: get)
+        collection.group().add(middleware: permit.application(anyOf: Self.writeRoles))
+            .post("users", use: create)
+            .patch("users/:id", use: update)
+            .delete("users/:id", use: delete)
+            .post("users/:id/revokeSignInSessions", use: revokeSignInSessions)
+        return collection
     }
 }

@@ -42,134 +42,47 @@ extension IdentityServer {
         }
         router.get("static/style.css", use: assets.defaultStylesheet)
         router.get("static/tenants/:tenant/style.css", use: assets.tenantStylesheet)
-        let graph = router.group("v1.0").add(middleware: GraphErrorMiddleware<IdentityRequestContext>(clock: service.clock))
-        let graphCallers = GraphCaller.Authenticator(
-            keys: service.keys, users: service.users, tenants: service.tenants, clock: service.clock, hosts: service.hosts)
-        graph.get("me", use: GraphMe(authenticator: graphCallers).handle)
+        // Microsoft Graph: every route's caller proved once (``GraphBearer``) and admitted by its
+        // operation's permission in the resource's route collection; errors in Graph's form.
+        let graphCallers = GraphCallers(users: service.users, tenants: service.tenants, administration: administration)
+        func graphGroup(_ path: RouterPath) -> RouterGroup<GraphRequestContext> {
+            router.group(path, context: GraphRequestContext.self)
+                .add(middleware: GraphErrorMiddleware<GraphRequestContext>(clock: service.clock))
+                .add(middleware: GraphBearer(keys: service.keys, clock: service.clock, hosts: service.hosts))
+        }
+        let graph = graphGroup("v1.0")
+        let beta = graphGroup("beta")
+        graph.group().add(middleware: graphCallers.delegated(scope: GraphMe.scope)).get("me", use: GraphMe().handle)
         // The directory API B2C tenants are managed with (SPEC §2.10), for app-only tokens.
-        let users = GraphUsers(authenticator: graphCallers, server: self, hosts: service.hosts)
-        graph.get("users", use: users.list)
-        graph.post("users", use: users.create)
-        graph.get("users/:id", use: users.get)
-        graph.patch("users/:id", use: users.update)
-        graph.delete("users/:id", use: users.delete)
-        graph.post("users/:id/revokeSignInSessions", use: users.revokeSignInSessions)
-        // The sign-in log (SPEC §2.13).
-        let signIns = GraphSignIns(authenticator: graphCallers, log: service.signIns.log, hosts: service.hosts)
-        graph.get("auditLogs/signIns", use: signIns.list)
-        graph.get("auditLogs/signIns/:id", use: signIns.get)
-        // The admin console (SPEC §2.13): server-rendered pages for the default tenant's admins.
-        AdminConsole(server: self, sessions: ConsoleSessions(database: database), pages: consolePages).addRoutes(to: router)
-        let roles = GraphDirectoryRoles(authenticator: graphCallers, server: self)
-        graph.get("directoryRoles", use: roles.list)
-        graph.get("directoryRoles/:id", use: roles.get)
-        graph.get("directoryRoles/:id/members", use: roles.members)
-        graph.post("directoryRoles/:id/members/$ref", use: roles.addMember)
-        graph.delete("directoryRoles/:id/members/:member/$ref", use: roles.removeMember)
+        graph.addRoutes(GraphUsers(permit: graphCallers, server: self, hosts: service.hosts).endpoints)
+        graph.addRoutes(GraphSignIns(permit: graphCallers, clock: service.clock, log: service.signIns.log, hosts: service.hosts).endpoints)
+        graph.addRoutes(GraphDirectoryRoles(permit: graphCallers, server: self).endpoints)
         // Graph as the management plane (SPEC §2.14): app registrations, their service
-        // principals and admin consent. `{id}` is an object id or Graph's alternate key
-        // (`applications(appId='…')`, a segment the `{key}` capture takes whole).
-        let applications = GraphApplications(authenticator: graphCallers, server: self, hosts: service.hosts)
-        graph.get("applications", use: applications.list)
-        graph.post("applications", use: applications.create)
-        for path in ["applications/:id", "applications{id}"] {
-            graph.get(RouterPath(path), use: applications.get)
-            graph.patch(RouterPath(path), use: applications.update)
-            graph.delete(RouterPath(path), use: applications.delete)
-            graph.post(RouterPath(path + "/addPassword"), use: applications.addPassword)
-            graph.post(RouterPath(path + "/removePassword"), use: applications.removePassword)
-        }
-        let principals = GraphServicePrincipals(authenticator: graphCallers, server: self, hosts: service.hosts)
-        graph.get("servicePrincipals", use: principals.list)
-        graph.post("servicePrincipals", use: principals.create)
-        for path in ["servicePrincipals/:id", "servicePrincipals{id}"] {
-            graph.get(RouterPath(path), use: principals.get)
-            graph.get(RouterPath(path + "/appRoleAssignments"), use: principals.listAssignments)
-            graph.post(RouterPath(path + "/appRoleAssignments"), use: principals.assign)
-            graph.delete(RouterPath(path + "/appRoleAssignments/:assignment"), use: principals.unassign)
-            graph.get(RouterPath(path + "/appRoleAssignedTo"), use: principals.listAssignedTo)
-        }
-        let grants = GraphPermissionGrants(authenticator: graphCallers, server: self, hosts: service.hosts)
-        graph.get("oauth2PermissionGrants", use: grants.list)
-        graph.post("oauth2PermissionGrants", use: grants.create)
-        graph.get("oauth2PermissionGrants/:id", use: grants.get)
-        graph.patch("oauth2PermissionGrants/:id", use: grants.update)
-        graph.delete("oauth2PermissionGrants/:id", use: grants.delete)
-        // Security groups and memberships (SPEC §2.14).
-        let groups = GraphGroups(authenticator: graphCallers, server: self, hosts: service.hosts)
-        graph.get("groups", use: groups.list)
-        graph.post("groups", use: groups.create)
-        graph.get("groups/:id", use: groups.get)
-        graph.patch("groups/:id", use: groups.update)
-        graph.delete("groups/:id", use: groups.delete)
-        graph.get("groups/:id/members", use: groups.listMembers)
-        graph.post("groups/:id/members/$ref", use: groups.addMember)
-        graph.delete("groups/:id/members/:member/$ref", use: groups.removeMember)
-        graph.get("groups/:id/memberOf", use: groups.memberships(transitive: false, ofGroup: true))
-        graph.get("groups/:id/transitiveMemberOf", use: groups.memberships(transitive: true, ofGroup: true))
-        graph.post("groups/:id/checkMemberGroups", use: groups.checkMemberGroups(ofGroup: true))
-        graph.get("users/:id/memberOf", use: groups.memberships(transitive: false, ofGroup: false))
-        graph.get("users/:id/transitiveMemberOf", use: groups.memberships(transitive: true, ofGroup: false))
-        graph.post("users/:id/checkMemberGroups", use: groups.checkMemberGroups(ofGroup: false))
-        graph.post("users/:id/getMemberObjects", use: groups.memberObjects(ofGroup: false))
-        graph.post("groups/:id/getMemberObjects", use: groups.memberObjects(ofGroup: true))
-        // The user-flow engine's resources (SPEC §2.14), on the tenant YAML's store.
-        let directoryAudits = GraphDirectoryAudits(
-            authenticator: graphCallers, audits: service.directoryAudits, signIns: service.signIns.log, hosts: service.hosts)
-        graph.get("auditLogs/directoryAudits", use: directoryAudits.list)
-        graph.get("auditLogs/directoryAudits/:id", use: directoryAudits.get)
-        // Graph beta: the tenant's custom policies (SPEC §2.12).
-        let beta = router.group("beta").add(middleware: GraphErrorMiddleware<IdentityRequestContext>(clock: service.clock))
+        // principals and admin consent.
+        graph.addRoutes(GraphApplications(permit: graphCallers, server: self, hosts: service.hosts).endpoints)
+        graph.addRoutes(GraphServicePrincipals(permit: graphCallers, server: self, hosts: service.hosts).endpoints)
+        graph.addRoutes(GraphPermissionGrants(permit: graphCallers, server: self, hosts: service.hosts).endpoints)
+        graph.addRoutes(GraphGroups(permit: graphCallers, server: self, hosts: service.hosts).endpoints)
+        graph.addRoutes(
+            GraphDirectoryAudits(
+                permit: graphCallers, clock: service.clock, audits: service.directoryAudits, signIns: service.signIns.log, hosts: service.hosts
+            ).endpoints)
         // The user-flow engine's resources (SPEC §2.14), on the tenant YAML's store; v1.0 and beta alike.
         for version in [graph, beta] { addIdentityResources(to: version, callers: graphCallers) }
-        let policies = GraphTrustFramework(authenticator: graphCallers, administration: administration)
-        beta.get("trustFramework/policies", use: policies.list)
-        beta.post("trustFramework/policies", use: policies.create)
-        beta.get("trustFramework/policies/:id", use: policies.get)
-        beta.delete("trustFramework/policies/:id", use: policies.delete)
-        beta.get("trustFramework/policies/:id/$value", use: policies.value)
-        beta.put("trustFramework/policies/:id/$value", use: policies.put)
-        // B2C user flows (Graph beta), with their providers, attributes, languages and connectors.
-        let flows = GraphB2CUserFlows(authenticator: graphCallers, server: self, simulatedFacebook: service.configuration.servesSimulatedFacebook)
-        let assignments = GraphUserFlowAssignments(authenticator: graphCallers, server: self)
-        beta.get("identity/b2cUserFlows", use: flows.list)
-        beta.post("identity/b2cUserFlows", use: flows.create)
-        beta.get("identity/b2cUserFlows/:id", use: flows.get)
-        beta.patch("identity/b2cUserFlows/:id", use: flows.update)
-        beta.delete("identity/b2cUserFlows/:id", use: flows.delete)
-        for list in ["identityProviders", "userFlowIdentityProviders"] {
-            beta.get(RouterPath("identity/b2cUserFlows/:id/\(list)"), use: flows.providers)
-            beta.post(RouterPath("identity/b2cUserFlows/:id/\(list)/$ref"), use: flows.addProvider)
-            beta.patch(RouterPath("identity/b2cUserFlows/:id/\(list)/$ref"), use: flows.addProvider)
-            beta.delete(RouterPath("identity/b2cUserFlows/:id/\(list)/:provider/$ref"), use: flows.removeProvider)
-        }
-        beta.get("identity/b2cUserFlows/:id/apiConnectorConfiguration", use: flows.connectorConfiguration)
-        beta.put("identity/b2cUserFlows/:id/apiConnectorConfiguration/:step/$ref", use: flows.putConnector)
-        beta.get("identity/b2cUserFlows/:id/userAttributeAssignments", use: assignments.list)
-        beta.post("identity/b2cUserFlows/:id/userAttributeAssignments", use: assignments.create)
-        beta.get("identity/b2cUserFlows/:id/userAttributeAssignments/getOrder", use: assignments.getOrder)
-        beta.get("identity/b2cUserFlows/:id/userAttributeAssignments/getOrder()", use: assignments.getOrder)
-        beta.post("identity/b2cUserFlows/:id/userAttributeAssignments/setOrder", use: assignments.setOrder)
-        beta.get("identity/b2cUserFlows/:id/userAttributeAssignments/:assignment", use: assignments.get)
-        beta.patch("identity/b2cUserFlows/:id/userAttributeAssignments/:assignment", use: assignments.update)
-        beta.delete("identity/b2cUserFlows/:id/userAttributeAssignments/:assignment", use: assignments.delete)
-        beta.get("identity/b2cUserFlows/:id/languages", use: assignments.languages)
-        let keySets = GraphKeySets(authenticator: graphCallers, keySets: service.policyKeySets, administration: administration)
-        beta.get("trustFramework/keySets", use: keySets.list)
-        beta.post("trustFramework/keySets", use: keySets.create)
-        beta.get("trustFramework/keySets/:id", use: keySets.get)
-        beta.delete("trustFramework/keySets/:id", use: keySets.delete)
-        beta.post("trustFramework/keySets/:id/generateKey", use: keySets.generateKey)
-        beta.post("trustFramework/keySets/:id/uploadSecret", use: keySets.uploadSecret)
-        beta.post("trustFramework/keySets/:id/uploadPkcs12", use: keySets.uploadPkcs12)
-        // An OData function: Microsoft's SDKs call it with its parentheses.
-        beta.get("trustFramework/keySets/:id/getActiveKey()", use: keySets.activeKey)
-        beta.get("trustFramework/keySets/:id/getActiveKey", use: keySets.activeKey)
+        // Graph beta: the tenant's custom policies and their key sets (SPEC §2.12), B2C user
+        // flows with their providers, attributes, languages and connectors.
+        beta.addRoutes(GraphTrustFramework(permit: graphCallers, administration: administration).endpoints)
+        beta.addRoutes(
+            GraphB2CUserFlows(permit: graphCallers, server: self, simulatedFacebook: service.configuration.servesSimulatedFacebook).endpoints)
+        beta.addRoutes(GraphUserFlowAssignments(permit: graphCallers, server: self).endpoints)
+        beta.addRoutes(GraphKeySets(permit: graphCallers, keySets: service.policyKeySets, administration: administration).endpoints)
+        // The admin console (SPEC §2.13): server-rendered pages for the default tenant's admins.
+        AdminConsole(server: self, sessions: ConsoleSessions(database: database), pages: consolePages).addRoutes(to: router)
         // The Microsoft identity platform face (SPEC §2.9): UserInfo (served by Graph in the
         // cloud), instance discovery, and the page every AADSTS error's `error_uri` names.
-        let userInfo = router.group("oidc").add(middleware: GraphErrorMiddleware<IdentityRequestContext>(clock: service.clock))
-        userInfo.get("userinfo", use: UserInfo(authenticator: graphCallers).handle)
-        userInfo.post("userinfo", use: UserInfo(authenticator: graphCallers).handle)
+        let userInfo = graphGroup("oidc").add(middleware: graphCallers.delegated(scope: nil))
+        userInfo.get("userinfo", use: UserInfo().handle)
+        userInfo.post("userinfo", use: UserInfo().handle)
         router.get(":tenant/discovery/instance", use: InstanceDiscovery(hosts: service.hosts, clock: service.clock).handle)
         router.get("error", use: EntraErrorPage(pages: service.pages).handle)
         // MSAL Python asks for the user realm before ROPC and accepts a 404 (https://github.com/AzureAD/microsoft-authentication-library-for-python/blob/dev/msal/authority.py).
@@ -216,34 +129,13 @@ extension IdentityServer {
         return router
     }
 
-    /// Graph's `identity/userFlowAttributes`, `identity/apiConnectors` and `identity/identityProviders`.
-    private func addIdentityResources(to graph: RouterGroup<IdentityRequestContext>, callers graphCallers: GraphCaller.Authenticator) {
-        let service = self.service
-        let identity = GraphIdentityResources(authenticator: graphCallers, server: self, hosts: service.hosts)
-        graph.get("identity/userFlowAttributes", use: identity.listAttributes)
-        graph.post("identity/userFlowAttributes", use: identity.createAttribute)
-        graph.get("identity/userFlowAttributes/:id", use: identity.getAttribute)
-        graph.patch("identity/userFlowAttributes/:id", use: identity.updateAttribute)
-        graph.delete("identity/userFlowAttributes/:id", use: identity.deleteAttribute)
-        graph.get("identity/apiConnectors", use: identity.listConnectors)
-        graph.post("identity/apiConnectors", use: identity.createConnector)
-        graph.get("identity/apiConnectors/:id", use: identity.getConnector)
-        graph.patch("identity/apiConnectors/:id", use: identity.updateConnector)
-        graph.delete("identity/apiConnectors/:id", use: identity.deleteConnector)
-        let extensions = GraphAuthenticationExtensions(authenticator: graphCallers, server: self)
-        graph.get("identity/customAuthenticationExtensions", use: extensions.list)
-        graph.post("identity/customAuthenticationExtensions", use: extensions.create)
-        graph.get("identity/customAuthenticationExtensions/:id", use: extensions.get)
-        graph.patch("identity/customAuthenticationExtensions/:id", use: extensions.update)
-        graph.delete("identity/customAuthenticationExtensions/:id", use: extensions.delete)
-        let providers = GraphIdentityProviders(
-            authenticator: graphCallers, server: self, simulatedFacebook: service.configuration.servesSimulatedFacebook)
-        graph.get("identity/identityProviders", use: providers.list)
-        graph.post("identity/identityProviders", use: providers.create)
-        graph.get("identity/identityProviders/availableProviderTypes", use: providers.availableTypes)
-        graph.get("identity/identityProviders/:id", use: providers.get)
-        graph.patch("identity/identityProviders/:id", use: providers.update)
-        graph.delete("identity/identityProviders/:id", use: providers.delete)
+    /// Graph's `identity/userFlowAttributes`, `identity/apiConnectors`,
+    /// `identity/customAuthenticationExtensions` and `identity/identityProviders`.
+    private func addIdentityResources(to graph: RouterGroup<GraphRequestContext>, callers: GraphCallers) {
+        graph.addRoutes(GraphIdentityResources(permit: callers, server: self, hosts: service.hosts).endpoints)
+        graph.addRoutes(GraphAuthenticationExtensions(permit: callers, server: self).endpoints)
+        graph.addRoutes(
+            GraphIdentityProviders(permit: callers, server: self, simulatedFacebook: service.configuration.servesSimulatedFacebook).endpoints)
     }
 
     /// External ID's native authentication API (SPEC §2.15): sign-in, sign-up and password
